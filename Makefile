@@ -1,0 +1,36 @@
+# phalanx: `make demo` runs the main job, `make test` checks everything.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint typecheck demo bench clean
+
+install: $(STAMP)
+
+# Re-installs only when the project's dependency list changes.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+demo: install
+	$(BIN)/phalanx demo
+
+bench: install
+	$(BIN)/phalanx bench engine --nodes 5000 --queues 5 --jobs-per-queue 80 --tasks-per-job 125 --json
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

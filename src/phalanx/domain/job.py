@@ -1,0 +1,148 @@
+"""Jobs, their roles and their tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from phalanx.domain.node import Toleration
+from phalanx.domain.resources import Resources
+
+
+class JobPhase(StrEnum):
+    """Where a job is in its life. Edges are in ``phalanx.domain.lifecycle``."""
+
+    PENDING = "Pending"  # submitted, not yet admitted
+    QUEUED = "Queued"  # admitted by enqueue; waiting for placement
+    RUNNING = "Running"  # at least minAvailable tasks placed
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+class TaskPhase(StrEnum):
+    """Where one task is. Bound, Running and Releasing tasks hold node resources."""
+
+    PENDING = "Pending"  # waiting for a node
+    BOUND = "Bound"  # placed on a node, starting
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # being stopped (evicted, cancelled); still holds its node
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+HOLDS_RESOURCES = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
+
+
+class SelectorOperator(StrEnum):
+    """Operators of a node affinity term, as in Kubernetes."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeSelectorRequirement:
+    """One required condition on a node label."""
+
+    key: str
+    operator: SelectorOperator
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True when ``labels`` satisfy this requirement."""
+        present = self.key in labels
+        value = labels.get(self.key, "")
+        match self.operator:
+            case SelectorOperator.IN:
+                return present and value in self.values
+            case SelectorOperator.NOT_IN:
+                return not present or value not in self.values
+            case SelectorOperator.EXISTS:
+                return present
+            case SelectorOperator.DOES_NOT_EXIST:
+                return not present
+            case SelectorOperator.GT | SelectorOperator.LT:
+                try:
+                    left, right = float(value), float(self.values[0])
+                except (ValueError, IndexError):
+                    return False
+                return left > right if self.operator is SelectorOperator.GT else left < right
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Role:
+    """One kind of task of a job (master, worker, ps ...); ``replicas`` tasks of it."""
+
+    name: str
+    replicas: int
+    resources: Resources
+    command: tuple[str, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: tuple[NodeSelectorRequirement, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    depends_on: tuple[str, ...] = ()  # roles that must be Running before this one starts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """One replica of one role. ``node`` is set while the task holds a node."""
+
+    role: str
+    index: int
+    phase: TaskPhase = TaskPhase.PENDING
+    node: str | None = None
+    start_time: float | None = None
+    gpus: tuple[int, ...] = ()
+
+    def name(self, job: str) -> str:
+        """The task's name: ``<job>-<role>-<index>``."""
+        return f"{job}-{self.role}-{self.index}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """A gang of tasks submitted to a leaf queue (a PodGroup in Volcano terms).
+
+    ``min_available`` tasks must be placed together or none is. ``tasks`` holds the
+    current state of every replica; when empty, every replica is pending.
+    """
+
+    name: str
+    queue: str
+    roles: tuple[Role, ...]
+    user: str = "default"
+    priority: int = 0
+    min_available: int | None = None  # None: every replica
+    phase: JobPhase = JobPhase.PENDING
+    creation_time: float = 0.0
+    pending_since: float | None = None  # when it last became pending; None: creation_time
+    preemptible: bool = True
+    walltime: float | None = None  # seconds; a hard limit
+    runtime_estimate: float | None = None  # seconds; a hint for backfill
+    starvation_threshold: float | None = None  # seconds; overrides the queue's
+    max_retry: int = 3
+    tasks: tuple[Task, ...] = ()
+
+    @property
+    def replicas(self) -> int:
+        """Total number of tasks over every role."""
+        return sum(role.replicas for role in self.roles)
+
+    @property
+    def gang_size(self) -> int:
+        """Tasks that must be placed together: ``min_available`` or every replica."""
+        return self.replicas if self.min_available is None else self.min_available
+
+    def all_tasks(self) -> tuple[Task, ...]:
+        """Every replica's task, pending ones included, in role then index order."""
+        if self.tasks:
+            return self.tasks
+        return tuple(
+            Task(role=role.name, index=i) for role in self.roles for i in range(role.replicas)
+        )

@@ -1,0 +1,68 @@
+"""Nodes: capacity, labels, taints, GPUs and their place in the network."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from phalanx.domain.resources import Resources
+
+
+class TaintEffect(StrEnum):
+    """What a taint does to tasks that do not tolerate it."""
+
+    NO_SCHEDULE = "NoSchedule"  # never placed here
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"  # placed here only when nothing else fits
+    NO_EXECUTE = "NoExecute"  # never placed here (eviction of running tasks is the driver's)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Taint:
+    """A mark on a node that repels tasks without a matching toleration."""
+
+    key: str
+    value: str = ""
+    effect: TaintEffect = TaintEffect.NO_SCHEDULE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Toleration:
+    """Allows a task onto nodes with a matching taint (Kubernetes semantics)."""
+
+    key: str = ""  # empty key with operator Exists tolerates everything
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: TaintEffect | None = None  # None tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        """True when this toleration matches ``taint``."""
+        if self.effect is not None and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return self.key in ("", taint.key)
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
+    """One GPU card of a node."""
+
+    index: int
+    model: str = ""
+    memory: float = 0.0  # bytes
+    numa: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    """A machine. ``capacity`` is what tasks may use (Kubernetes' allocatable)."""
+
+    name: str
+    capacity: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
+    network: Mapping[str, str] = field(default_factory=dict)  # tier -> switch, e.g. tor -> tor-3
+    max_tasks: int | None = None
+    schedulable: bool = True  # False once cordoned

@@ -1,0 +1,71 @@
+"""preempt: inside a queue, a waiting gang evicts lower-priority work to fit.
+
+Victims come from other jobs of the same queue that the plugins accept (priority:
+strictly lower priority); a victim gang is shrunk to its minAvailable or evicted
+whole. The preemptor's tasks are pipelined onto the freed nodes; if the preemptor's
+gang cannot be completed, every eviction is undone.
+"""
+
+from __future__ import annotations
+
+from phalanx.engine.actions.allocate import candidate_jobs
+from phalanx.engine.framework.eviction import make_room
+from phalanx.engine.framework.plugin import Action
+from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
+
+
+class PreemptAction(Action):
+    """Priority preemption within each queue."""
+
+    name = "preempt"
+
+    def execute(self, session: Session) -> None:
+        job_key = session.points.job_order.key
+        waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
+        for job in sorted(waiting, key=lambda j: (job_key(j), j.creation_time, j.name)):
+            if (
+                job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
+            ):  # pipelined already
+                continue
+            victims = _same_queue_victims(job)
+            if victims:
+                evict_for_gang(session, job, victims, action="preempt")
+
+
+def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
+    return [
+        t
+        for other in job.queue.jobs
+        if other is not job and other.spec.preemptible
+        for t in other.tasks
+        if t.status in EVICTABLE
+    ]
+
+
+def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, action: str) -> bool:
+    """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing."""
+    judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    tasks = sorted(
+        job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
+    )
+    with session.statement() as stmt:
+        for task in tasks:
+            refusal = session.points.allocatable(task)
+            if refusal is not None:
+                break
+            live = [v for v in victims if v.status in EVICTABLE]
+            if not make_room(session, stmt, task, live, judge, action=action):
+                break
+            if session.job_pipelined(job):
+                break
+        if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
+            stmt.commit()
+            session.explain(
+                f"{action}: made room for {job.name} by evicting "
+                f"{sum(op.kind is OpKind.EVICT for op in stmt.operations)} task(s)"
+            )
+            return True
+        stmt.discard()
+    return False

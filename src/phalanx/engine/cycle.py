@@ -1,0 +1,148 @@
+"""``run_cycle``: one scheduling session, the entry point both drivers share."""
+
+from __future__ import annotations
+
+from phalanx.domain.job import JobPhase
+from phalanx.engine.decisions import (
+    Admit,
+    Bind,
+    Decisions,
+    Evict,
+    Pipeline,
+    Reason,
+    ReasonCode,
+    Reservation,
+    Unschedulable,
+)
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.plugin import Hooks
+from phalanx.engine.framework.registry import Registry
+from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.snapshot import Snapshot, TaskStatus
+
+_BUILTIN: Registry | None = None
+
+
+def builtin_registry() -> Registry:
+    """The registry of shipped plugins and actions (built once)."""
+    global _BUILTIN  # noqa: PLW0603  (an immutable value, cached)
+    if _BUILTIN is None:
+        _BUILTIN = Registry.builtin()
+    return _BUILTIN
+
+
+def open_session(
+    snapshot: Snapshot, config: SchedulerConfig, *, now: float, registry: Registry | None = None
+) -> Session:
+    """A session with every configured plugin registered, before any action runs."""
+    registry = registry or builtin_registry()
+    session = Session(snapshot, config, now=now)
+    for tier_index, tier in enumerate(config.tiers):
+        for plugin_config in tier:
+            plugin = registry.plugin(plugin_config.name, plugin_config.args)
+            plugin.open(
+                session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled)
+            )
+    return session
+
+
+def run_cycle(
+    snapshot: Snapshot, config: SchedulerConfig, *, now: float, registry: Registry | None = None
+) -> Decisions:
+    """Run every configured action on ``snapshot`` and return what was decided.
+
+    Same snapshot + config + now => same Decisions. The snapshot is consumed: it
+    reflects the session's committed operations afterwards.
+    """
+    session = open_session(snapshot, config, now=now, registry=registry)
+    actions = [(registry or builtin_registry()).action(a.name, a.args) for a in config.actions]
+    for action in actions:
+        action.open(session)
+    for action in actions:
+        action.execute(session)
+    return close_session(session)
+
+
+def close_session(session: Session) -> Decisions:
+    """Turn the session's log and state into Decisions."""
+    binds: list[Bind] = []
+    pipelined: list[Pipeline] = []
+    evictions: list[Evict] = []
+    nodes = session.snapshot.nodes
+    for op, dispatch in session.log:
+        task, job = op.task, op.task.job
+        if op.kind is OpKind.EVICT:
+            evictions.append(
+                Evict(
+                    job=job.name,
+                    task=task.name,
+                    node=nodes[op.node].name,
+                    action=op.action,
+                    by=op.by,
+                    reason=op.reason,
+                )
+            )
+        elif task.status is TaskStatus.ALLOCATED and dispatch and session.job_ready(job):
+            binds.append(
+                Bind(
+                    job=job.name,
+                    task=task.name,
+                    role=task.role.name,
+                    index=task.index,
+                    node=nodes[task.node].name,
+                    gpus=task.gpus,
+                )
+            )
+        elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
+            pipelined.append(Pipeline(job=job.name, task=task.name, node=nodes[task.node].name))
+    return Decisions(
+        admitted=tuple(Admit(job=name) for name in session.admitted),
+        binds=tuple(binds),
+        pipelined=tuple(pipelined),
+        evictions=tuple(evictions),
+        reservations=tuple(
+            Reservation(
+                job=h.job, nodes=tuple(nodes[i].name for i in h.nodes), start_time=h.start_time
+            )
+            for h in session.holds
+        ),
+        unschedulable=_unschedulable(session),
+        explanations=tuple(session.explanations),
+    )
+
+
+def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
+    """Every live job left without its gang placed, with the best reason known."""
+    found: list[Unschedulable] = []
+    for job in session.snapshot.orphans:
+        found.append(
+            Unschedulable(
+                job=job.name,
+                reason=Reason(
+                    code=ReasonCode.INVALID,
+                    message=f"queue {job.queue!r} does not exist or is not a leaf queue; "
+                    "fix: create it, or submit to an existing leaf queue",
+                    queue=job.queue,
+                ),
+            )
+        )
+    live = sorted(session.snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))
+    for info in live:
+        if info.ready_count >= info.min_available or info.pending_count == 0:
+            continue
+        reason = session.reasons.get(info.name)
+        if reason is None:
+            reason = _default_reason(session, info.phase)
+        found.append(Unschedulable(job=info.name, reason=reason))
+    return tuple(found)
+
+
+def _default_reason(session: Session, phase: JobPhase) -> Reason:
+    if phase is JobPhase.PENDING and session.has_enqueue:
+        return Reason(
+            code=ReasonCode.NOT_ADMITTED,
+            message="not admitted yet: its queue or the "
+            "cluster cannot hold its minimum resources now",
+        )
+    return Reason(code=ReasonCode.INSUFFICIENT, message="not placed in this cycle")

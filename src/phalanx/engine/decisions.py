@@ -1,0 +1,111 @@
+"""Decisions: what one session concluded. Cannot-place is data with a reason, not an error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from phalanx.domain.resources import Resources
+
+
+class ReasonCode(StrEnum):
+    """Why a job was left pending; each code maps to something a person can change."""
+
+    INVALID = "Invalid"  # the job can never run as written (gang larger than its tasks)
+    QUEUE_LIMIT = "QueueLimit"  # its queue (or an ancestor) is at capability or quota
+    NOT_ADMITTED = "NotAdmitted"  # enqueue did not admit it yet (queue or cluster full)
+    INSUFFICIENT = "InsufficientResources"  # no node has room now
+    NO_MATCHING_NODE = "NoMatchingNode"  # selectors, taints or limits exclude every node
+    GANG = "GangUnsatisfied"  # fewer than minAvailable tasks could be placed together
+    RESERVED = "Reserved"  # it holds a reservation and waits for it to start
+    BLOCKED_BY_RESERVATION = "BlockedByReservation"  # room exists, but is held for a starving job
+    WAITING_FOR_RELEASE = "WaitingForRelease"  # pipelined onto resources being released
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reason:
+    """A sentence for people plus the structured facts behind it."""
+
+    code: ReasonCode
+    message: str
+    resource: str | None = None
+    queue: str | None = None
+    node: str | None = None  # the best candidate node
+    shortfall: Resources = field(default_factory=Resources)  # what the best candidate lacks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admit:
+    """Enqueue admitted a job: Pending -> Queued."""
+
+    job: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bind:
+    """Start ``task`` of ``job`` on ``node`` (with these GPU ids, where tracked)."""
+
+    job: str
+    task: str
+    role: str
+    index: int
+    node: str
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pipeline:
+    """``task`` will go to ``node`` once resources being released there are free."""
+
+    job: str
+    task: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evict:
+    """Stop ``task`` of ``job`` on ``node``; ``by`` is the job that needs the room."""
+
+    job: str
+    task: str
+    node: str
+    action: str  # reclaim | preempt
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reservation:
+    """Resources held on ``nodes`` for a starving ``job`` that should start by ``start_time``."""
+
+    job: str
+    nodes: tuple[str, ...]
+    start_time: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unschedulable:
+    """A job left pending, and why."""
+
+    job: str
+    reason: Reason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decisions:
+    """Everything one session decided, in a deterministic order."""
+
+    admitted: tuple[Admit, ...] = ()
+    binds: tuple[Bind, ...] = ()
+    pipelined: tuple[Pipeline, ...] = ()
+    evictions: tuple[Evict, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    unschedulable: tuple[Unschedulable, ...] = ()
+    explanations: tuple[str, ...] = field(default=())
+
+    def reason_for(self, job: str) -> Reason | None:
+        """The reason ``job`` was left pending, if it was."""
+        for item in self.unschedulable:
+            if item.job == job:
+                return item.reason
+        return None

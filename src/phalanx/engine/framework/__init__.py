@@ -1,0 +1,1 @@
+"""Session machinery: config, extension points, registry, session and statement."""

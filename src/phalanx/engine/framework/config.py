@@ -1,0 +1,64 @@
+"""The engine's own, I/O-free description of a scheduler configuration.
+
+``phalanx.spec`` turns a SchedulerConfig document into this value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionConfig:
+    """One action of the session, run in list order."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PluginConfig:
+    """One plugin of a tier; ``disabled`` names extension points it must not join."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    disabled: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    """Actions in order, and plugins in tiers (earlier tiers are consulted first)."""
+
+    actions: tuple[ActionConfig, ...]
+    tiers: tuple[tuple[PluginConfig, ...], ...]
+
+    @staticmethod
+    def build(
+        actions: list[str], tiers: list[list[str | tuple[str, Mapping[str, Any]]]]
+    ) -> SchedulerConfig:
+        """Shorthand for tests and presets: names, or (name, args) pairs."""
+        return SchedulerConfig(
+            actions=tuple(ActionConfig(name=name) for name in actions),
+            tiers=tuple(
+                tuple(
+                    PluginConfig(name=p)
+                    if isinstance(p, str)
+                    else PluginConfig(name=p[0], args=p[1])
+                    for p in tier
+                )
+                for tier in tiers
+            ),
+        )
+
+
+def default_config() -> SchedulerConfig:
+    """phalanx's default policy: gang + priority first, then fairness, quota and placement."""
+    return SchedulerConfig.build(
+        ["enqueue", "allocate", "reclaim", "preempt", "backfill"],
+        [
+            ["priority", "gang", "sla", "overcommit"],
+            ["drf", "predicates", "capacity", "binpack"],
+        ],
+    )

@@ -1,0 +1,198 @@
+"""Extension points. Each carries its combining rule in its type.
+
+Plugins register callbacks during session open, in tier order; a point consults them
+in that order. Registering twice for one plugin is refused: it is always a bug.
+
+| type          | rule                                                                  |
+|---------------|-----------------------------------------------------------------------|
+| OrderPoint    | first non-zero order: keys compared lexicographically in tier order   |
+| AllPoint      | every plugin must agree (no plugin: True)                             |
+| CheckPoint    | every plugin must pass; the first refusal (a message) is the answer   |
+| AnyPoint      | one plugin suffices (no plugin: False)                                |
+| VotePoint     | tiered vote: a Reject wins; a Permit ends the walk at its tier's end  |
+| VictimPoint   | intersection: a victim must pass every plugin (no plugin: no victims) |
+| MaskPoint     | node masks ANDed; the first plugin excluding a node is its reason     |
+| ScorePoint    | weighted sum of node scores                                           |
+| EventPoint    | every handler is called, in order                                     |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.errors import PluginError
+
+A = TypeVar("A")
+B = TypeVar("B")
+F = TypeVar("F")
+
+
+class _Point(Generic[F]):
+    """A named list of (plugin, tier, callback) in registration order."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._entries: list[tuple[str, int, F]] = []
+
+    def register(self, plugin: str, tier: int, fn: F) -> None:
+        """Add ``plugin``'s callback; refuses a second one from the same plugin."""
+        if any(entry[0] == plugin for entry in self._entries):
+            raise PluginError(f"plugin {plugin!r} registered twice on {self.name!r}")
+        self._entries.append((plugin, tier, fn))
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """Names of the registered plugins, in consultation order."""
+        return tuple(entry[0] for entry in self._entries)
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+
+class OrderPoint(_Point[Callable[[A], Any]]):
+    """Sort keys: each plugin returns a comparable key, smaller first.
+
+    Comparing the combined tuples is "first plugin with a non-zero order decides".
+    """
+
+    def key(self, arg: A) -> tuple[Any, ...]:
+        """The combined sort key of ``arg``."""
+        return tuple(fn(arg) for _, _, fn in self._entries)
+
+
+class AllPoint(_Point[Callable[[A], bool]]):
+    """True only when every registered plugin says True."""
+
+    def __call__(self, arg: A) -> bool:
+        return all(fn(arg) for _, _, fn in self._entries)
+
+    def first_refusal(self, arg: A) -> str | None:
+        """The first plugin that says False, or None."""
+        for plugin, _, fn in self._entries:
+            if not fn(arg):
+                return plugin
+        return None
+
+
+class CheckPoint(_Point[Callable[[A], str | None]]):
+    """Every plugin must pass (answer None); the first refusal's message is the answer."""
+
+    def __call__(self, arg: A) -> str | None:
+        for _, _, fn in self._entries:
+            message = fn(arg)
+            if message is not None:
+                return message
+        return None
+
+
+class AnyPoint(_Point[Callable[[A], bool]]):
+    """True when any registered plugin says True."""
+
+    def __call__(self, arg: A) -> bool:
+        return any(fn(arg) for _, _, fn in self._entries)
+
+
+class Vote(Enum):
+    """A plugin's answer on a tiered vote."""
+
+    PERMIT = 1
+    ABSTAIN = 0
+    REJECT = -1
+
+
+class VotePoint(_Point[Callable[[A], Vote]]):
+    """Reject wins; a Permit ends the walk once its tier has voted; no Permit: permitted."""
+
+    def __call__(self, arg: A) -> bool:
+        return self.first_rejection(arg) is None
+
+    def first_rejection(self, arg: A) -> str | None:
+        """The plugin whose Reject decided, or None when permitted."""
+        permitted_tier: int | None = None
+        for plugin, tier, fn in self._entries:
+            if permitted_tier is not None and tier > permitted_tier:
+                return None
+            vote = fn(arg)
+            if vote is Vote.REJECT:
+                return plugin
+            if vote is Vote.PERMIT:
+                permitted_tier = tier
+        return None
+
+
+class VictimPoint(_Point[Callable[[A, Sequence[B]], Sequence[B]]]):
+    """Each plugin filters candidate victims; a victim must pass every plugin (none: no victims)."""
+
+    def __call__(self, preemptor: A, candidates: Sequence[B]) -> list[B]:
+        if not self._entries:
+            return []
+        survivors = list(candidates)
+        for _, _, fn in self._entries:
+            if not survivors:
+                break
+            accepted = {id(item) for item in fn(preemptor, survivors)}
+            survivors = [item for item in survivors if id(item) in accepted]
+        return survivors
+
+
+class MaskPoint(_Point[Callable[[A], NDArray[np.bool_]]]):
+    """Node masks over every node of the snapshot, ANDed."""
+
+    def __call__(self, arg: A, size: int) -> tuple[NDArray[np.bool_], dict[str, int]]:
+        """The combined mask, and how many nodes each plugin excluded first."""
+        mask = np.ones(size, dtype=np.bool_)
+        excluded: dict[str, int] = {}
+        for plugin, _, fn in self._entries:
+            part = fn(arg)
+            newly = int(np.count_nonzero(mask & ~part))
+            if newly:
+                excluded[plugin] = excluded.get(plugin, 0) + newly
+            mask &= part
+        return mask, excluded
+
+
+ScoreFn = Callable[[A, NDArray[np.intp]], NDArray[np.float64]]
+
+
+class ScorePoint(_Point[tuple[float, bool, ScoreFn[Any]]]):
+    """Weighted sum of scores over candidate node indices (each plugin: 0..100).
+
+    A plugin registered with ``node_local=True`` promises that a node's score depends
+    only on that node's own state, so after a placement only that node is re-scored.
+    """
+
+    def add(
+        self,
+        plugin: str,
+        tier: int,
+        fn: ScoreFn[Any],
+        *,
+        weight: float = 1.0,
+        node_local: bool = True,
+    ) -> None:
+        """Register a scorer with its weight."""
+        self.register(plugin, tier, (weight, node_local, fn))
+
+    @property
+    def node_local(self) -> bool:
+        """True when every scorer is node-local."""
+        return all(entry[2][1] for entry in self._entries)
+
+    def __call__(self, arg: Any, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        total = np.zeros(len(nodes), dtype=np.float64)
+        for _, _, (weight, _, fn) in self._entries:
+            total += weight * fn(arg, nodes)
+        return total
+
+
+class EventPoint(_Point[Callable[[A], None]]):
+    """Every handler is told, in registration order."""
+
+    def __call__(self, arg: A) -> None:
+        for _, _, fn in self._entries:
+            fn(arg)

@@ -1,0 +1,48 @@
+"""A priority queue whose keys may grow while items wait (shares rise as work is placed)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class LazyQueue(Generic[T]):
+    """Pops the item with the smallest current key.
+
+    Keys are re-read on pop; an item whose key grew since it was pushed goes back in.
+    Correct as long as keys never shrink while items wait. Ties break on ``tiebreak``
+    (a stable key such as (creation time, name)), never on insertion luck.
+    """
+
+    def __init__(
+        self, items: Iterable[T], key: Callable[[T], Any], tiebreak: Callable[[T], Any]
+    ) -> None:
+        self._key = key
+        self._tiebreak = tiebreak
+        self._heap: list[tuple[Any, Any, int, T]] = []
+        self._seq = 0
+        for item in items:
+            self.push(item)
+
+    def push(self, item: T) -> None:
+        """Add ``item`` with its current key."""
+        self._seq += 1
+        heapq.heappush(self._heap, (self._key(item), self._tiebreak(item), self._seq, item))
+
+    def pop(self) -> T:
+        """Remove and return the item with the smallest current key."""
+        while True:
+            stored, tie, seq, item = heapq.heappop(self._heap)
+            current = self._key(item)
+            if current == stored or not self._heap or (current, tie) <= self._heap[0][:2]:
+                return item
+            heapq.heappush(self._heap, (current, tie, seq, item))
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)

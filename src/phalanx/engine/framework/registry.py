@@ -1,0 +1,107 @@
+"""Plugin and action registries: values passed in, refusing duplicate names.
+
+Third-party plugins are classes exposed in the ``phalanx.plugins`` entry-point group;
+``Registry.builtin().with_entry_points(entries)`` adds them (the caller reads the
+entry points, so the engine itself does no I/O).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.plugin import Action, Plugin
+
+ENTRY_POINT_GROUP = "phalanx.plugins"
+
+
+class LoadableEntry(Protocol):
+    """What ``importlib.metadata.EntryPoint`` offers."""
+
+    name: str
+
+    def load(self) -> Any: ...
+
+
+class Registry:
+    """Name -> plugin class and name -> action class. Immutable once built."""
+
+    def __init__(
+        self,
+        plugins: Mapping[str, type[Plugin]] | None = None,
+        actions: Mapping[str, type[Action]] | None = None,
+    ) -> None:
+        self._plugins: dict[str, type[Plugin]] = dict(plugins or {})
+        self._actions: dict[str, type[Action]] = dict(actions or {})
+
+    @staticmethod
+    def of(plugins: Iterable[type[Plugin]], actions: Iterable[type[Action]]) -> Registry:
+        """Build from classes, refusing two with one name."""
+        registry = Registry()
+        for plugin in plugins:
+            registry = registry.with_plugin(plugin)
+        for action in actions:
+            registry = registry.with_action(action)
+        return registry
+
+    @staticmethod
+    def builtin() -> Registry:
+        """Every plugin and action that ships with phalanx."""
+        from phalanx.engine.actions import BUILTIN_ACTIONS  # noqa: PLC0415  (they import the framework)
+        from phalanx.engine.plugins import BUILTIN_PLUGINS  # noqa: PLC0415
+
+        return Registry.of(BUILTIN_PLUGINS, BUILTIN_ACTIONS)
+
+    def with_plugin(self, plugin: type[Plugin]) -> Registry:
+        """A new registry that also knows ``plugin``."""
+        if not plugin.name:
+            raise PluginError(f"{plugin.__qualname__} has no name")
+        if plugin.name in self._plugins:
+            raise PluginError(f"a plugin named {plugin.name!r} is already registered")
+        return Registry({**self._plugins, plugin.name: plugin}, self._actions)
+
+    def with_action(self, action: type[Action]) -> Registry:
+        """A new registry that also knows ``action``."""
+        if not action.name:
+            raise PluginError(f"{action.__qualname__} has no name")
+        if action.name in self._actions:
+            raise PluginError(f"an action named {action.name!r} is already registered")
+        return Registry(self._plugins, {**self._actions, action.name: action})
+
+    def with_entry_points(self, entries: Iterable[LoadableEntry]) -> Registry:
+        """Add the plugin classes that ``entries`` load to; broken entries are refused by name."""
+        registry = self
+        for entry in sorted(entries, key=lambda e: e.name):
+            try:
+                loaded = entry.load()
+            except Exception as error:  # a third party's import error, reported by name
+                raise PluginError(f"entry point {entry.name!r} failed to load: {error}") from error
+            if not (isinstance(loaded, type) and issubclass(loaded, Plugin)):
+                raise PluginError(f"entry point {entry.name!r} is not a phalanx Plugin class")
+            registry = registry.with_plugin(loaded)
+        return registry
+
+    def plugin(self, name: str, args: Mapping[str, Any]) -> Plugin:
+        """A fresh instance of plugin ``name``."""
+        cls = self._plugins.get(name)
+        if cls is None:
+            raise PluginError(f"unknown plugin {name!r}; known: {', '.join(sorted(self._plugins))}")
+        return cls(args)
+
+    def action(self, name: str, args: Mapping[str, Any]) -> Action:
+        """A fresh instance of action ``name``."""
+        cls = self._actions.get(name)
+        if cls is None:
+            raise PluginError(f"unknown action {name!r}; known: {', '.join(sorted(self._actions))}")
+        return cls(args)
+
+    @property
+    def plugin_names(self) -> tuple[str, ...]:
+        """Known plugin names, sorted."""
+        return tuple(sorted(self._plugins))
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        """Known action names, sorted."""
+        return tuple(sorted(self._actions))

@@ -1,0 +1,215 @@
+"""One scheduling session: a snapshot, the plugins' callbacks and the result so far."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phalanx.domain.job import JobPhase
+from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.extension import (
+    AllPoint,
+    AnyPoint,
+    CheckPoint,
+    EventPoint,
+    MaskPoint,
+    OrderPoint,
+    ScorePoint,
+    VictimPoint,
+    VotePoint,
+)
+from phalanx.engine.framework.statement import Operation, OpKind, Statement
+from phalanx.engine.snapshot import (
+    JobInfo,
+    QueueInfo,
+    RoleInfo,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+    Vector,
+)
+
+
+@dataclass(slots=True)
+class Points:
+    """Every extension point of a session, each with its combining rule."""
+
+    job_order: OrderPoint[JobInfo] = field(default_factory=lambda: OrderPoint("job_order"))
+    queue_order: OrderPoint[QueueInfo] = field(default_factory=lambda: OrderPoint("queue_order"))
+    task_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("task_order"))
+    victim_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("victim_order"))
+    job_valid: CheckPoint[JobInfo] = field(default_factory=lambda: CheckPoint("job_valid"))
+    job_ready: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_ready"))
+    job_pipelined: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_pipelined"))
+    job_enqueueable: VotePoint[JobInfo] = field(
+        default_factory=lambda: VotePoint("job_enqueueable")
+    )
+    job_starving: AnyPoint[JobInfo] = field(default_factory=lambda: AnyPoint("job_starving"))
+    overused: AnyPoint[QueueInfo] = field(default_factory=lambda: AnyPoint("overused"))
+    allocatable: CheckPoint[TaskInfo] = field(default_factory=lambda: CheckPoint("allocatable"))
+    preemptable: VictimPoint[TaskInfo, TaskInfo] = field(
+        default_factory=lambda: VictimPoint("preemptable")
+    )
+    reclaimable: VictimPoint[TaskInfo, TaskInfo] = field(
+        default_factory=lambda: VictimPoint("reclaimable")
+    )
+    predicate: MaskPoint[RoleInfo] = field(default_factory=lambda: MaskPoint("predicate"))
+    node_score: ScorePoint = field(default_factory=lambda: ScorePoint("node_score"))
+    on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
+    on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
+
+
+@dataclass(slots=True)
+class Hold:
+    """Resources withheld for a starving job until ``start_time`` (set by backfill)."""
+
+    job: str
+    start_time: float
+    nodes: tuple[int, ...]
+    amounts: Vector  # N x R: what is withheld from others right now
+
+
+class Session:
+    """The state of one cycle. Actions read it and change it through Statements."""
+
+    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, *, now: float) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.now = now
+        self.points = Points()
+        self.admitted: list[str] = []
+        self.log: list[tuple[Operation, bool]] = []  # committed/kept operations, dispatch flag
+        self.reasons: dict[str, Reason] = {}
+        self.holds: list[Hold] = []
+        self.explanations: list[str] = []
+        self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
+        self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
+
+    # -- statements -------------------------------------------------------------------
+
+    def statement(self) -> Statement:
+        """A new statement; use it as a context manager for all-or-nothing."""
+        return Statement(self)
+
+    def record(self, operations: Sequence[Operation], *, dispatch: bool = True) -> None:
+        """Called by Statement.commit / keep."""
+        self.log.extend((op, dispatch) for op in operations)
+
+    def apply_allocate(self, task: TaskInfo, node: int, status: TaskStatus) -> None:
+        """Charge ``task`` to ``node``, its job and its queues, and tell the plugins."""
+        snap, request, job = self.snapshot, task.request, task.job
+        if status is TaskStatus.ALLOCATED:
+            snap.used[node] += request
+            snap.task_count[node] += 1
+        else:
+            snap.pipelined[node] += request
+        self._set_status(task, status)
+        task.node = node
+        job.allocated += request
+        for queue in job.queue.ancestors:
+            queue.allocated += request
+        self.points.on_allocate(task)
+
+    def undo_allocate(self, task: TaskInfo) -> None:
+        """Exactly reverse apply_allocate."""
+        snap, request, job, node = self.snapshot, task.request, task.job, task.node
+        if task.status is TaskStatus.ALLOCATED:
+            snap.used[node] -= request
+            snap.task_count[node] -= 1
+        else:
+            snap.pipelined[node] -= request
+        self._set_status(task, TaskStatus.PENDING)
+        task.node = -1
+        job.allocated -= request
+        for queue in job.queue.ancestors:
+            queue.allocated -= request
+        self.points.on_deallocate(task)
+
+    def apply_evict(self, task: TaskInfo) -> None:
+        """Mark ``task`` releasing: its node keeps it until it stops; its queue does not."""
+        request, job = task.request, task.job
+        self.snapshot.releasing[task.node] += request
+        self._set_status(task, TaskStatus.RELEASING)
+        job.allocated -= request
+        for queue in job.queue.ancestors:
+            queue.allocated -= request
+        self.points.on_deallocate(task)
+
+    def undo_evict(self, task: TaskInfo, previous: TaskStatus) -> None:
+        """Exactly reverse apply_evict."""
+        request, job = task.request, task.job
+        self.snapshot.releasing[task.node] -= request
+        self._set_status(task, previous)
+        job.allocated += request
+        for queue in job.queue.ancestors:
+            queue.allocated += request
+        self.points.on_allocate(task)
+
+    @staticmethod
+    def _set_status(task: TaskInfo, status: TaskStatus) -> None:
+        counts = task.job.counts
+        counts[task.status] -= 1
+        counts[status] += 1
+        task.status = status
+
+    # -- questions actions ask -------------------------------------------------------------
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """Every plugin agrees the job's allocations may start."""
+        return self.points.job_ready(job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        """Every plugin agrees the job may keep its allocations and pipelined tasks."""
+        return self.points.job_pipelined(job)
+
+    def is_admitted(self, job: JobInfo) -> bool:
+        """Whether allocate may consider the job (without an enqueue action, every job is)."""
+        if job.phase is not JobPhase.PENDING or not self.has_enqueue:
+            return True
+        return job.name in self.admitted
+
+    def static_mask(self, role: RoleInfo) -> tuple[np.ndarray, dict[str, int]]:
+        """The predicate mask of a role (static within a session), cached per role."""
+        cached = self._static_masks.get(role.key)
+        if cached is None:
+            mask, excluded = self.points.predicate(role, len(self.snapshot.nodes))
+            mask &= self.snapshot.schedulable
+            cached = (mask, excluded)
+            self._static_masks[role.key] = cached
+        return cached
+
+    def withheld_for(self, job: JobInfo, *, ends_by: float | None = None) -> Vector | None:
+        """Resources held for other jobs' reservations that ``job`` may not use, or None.
+
+        A job known to end by ``ends_by`` may use holds that start at or after that time.
+        """
+        total: Vector | None = None
+        for hold in self.holds:
+            if hold.job == job.name or (ends_by is not None and ends_by <= hold.start_time):
+                continue
+            total = hold.amounts.copy() if total is None else total + hold.amounts
+        return total
+
+    def record_reason(self, job: JobInfo, reason: Reason, *, replace: bool = True) -> None:
+        """Remember why ``job`` could not be placed (the latest action's reason wins)."""
+        if replace or job.name not in self.reasons:
+            self.reasons[job.name] = reason
+
+    def explain(self, line: str) -> None:
+        """Add a sentence to the session's readable account."""
+        self.explanations.append(line)
+
+    def queue_label(self, queue: QueueInfo) -> str:
+        """``parent/child`` path of a queue, for messages."""
+        return "/".join(q.name for q in reversed(queue.ancestors[:-1]))
+
+    def reason(self, code: ReasonCode, message: str, **facts: object) -> Reason:
+        """Build a Reason (shorthand for actions)."""
+        return Reason(code=code, message=message, **facts)  # type: ignore[arg-type]
+
+    def committed_evictions(self) -> list[Operation]:
+        """Evictions committed so far, in order."""
+        return [op for op, _ in self.log if op.kind is OpKind.EVICT]

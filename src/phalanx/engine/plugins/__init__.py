@@ -1,0 +1,27 @@
+"""Plugins: the nouns of a session, one module each."""
+
+from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
+from phalanx.engine.plugins.capacity import CapacityPlugin
+from phalanx.engine.plugins.drf import DrfPlugin
+from phalanx.engine.plugins.gang import GangPlugin
+from phalanx.engine.plugins.overcommit import OvercommitPlugin
+from phalanx.engine.plugins.predicates import PredicatesPlugin
+from phalanx.engine.plugins.priority import PriorityPlugin
+from phalanx.engine.plugins.proportion import ProportionPlugin
+from phalanx.engine.plugins.sla import SlaPlugin
+
+BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
+    BinpackPlugin,
+    CapacityPlugin,
+    DrfPlugin,
+    GangPlugin,
+    OvercommitPlugin,
+    PredicatesPlugin,
+    PriorityPlugin,
+    ProportionPlugin,
+    SlaPlugin,
+    SpreadPlugin,
+)
+
+__all__ = ["BUILTIN_PLUGINS"]

@@ -1,0 +1,74 @@
+"""binpack and spread: score nodes by how full they would be after placing the task.
+
+binpack prefers the fullest node that fits (fewer fragments, whole nodes left free for
+large gangs); spread prefers the emptiest. Weights are per resource name; GPU weighs
+most by default. Scores are 0..100 and depend only on the node itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import TaskInfo
+
+DEFAULT_WEIGHTS = {"cpu": 1.0, "memory": 1.0, "gpu": 5.0}
+
+
+class _Utilization(Plugin):
+    accepted_args = frozenset({"weight", "weights", "cpu", "memory", "gpu"})
+    prefer_full = True
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        weights: dict[str, float] = dict(DEFAULT_WEIGHTS)
+        extra = self.args.get("weights", {})
+        if not isinstance(extra, Mapping):
+            raise PluginError(f"plugin {self.name!r}: weights must be a map of resource -> number")
+        for key in ("cpu", "memory", "gpu"):
+            if key in self.args:
+                weights[key] = self.number(key, 0.0)
+        for key, value in extra.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise PluginError(f"plugin {self.name!r}: weight of {key!r} must be a number >= 0")
+            weights[str(key)] = float(value)
+        self.weights = weights
+        self.weight = self.number("weight", 1.0)
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        snap = session.snapshot
+        row = np.array([self.weights.get(name, 0.0) for name in snap.dims])
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            request = task.role.request
+            w = np.where(request > 0, row, 0.0)
+            total = w.sum()
+            if total == 0:
+                return np.zeros(len(nodes))
+            cap = snap.capacity[nodes]
+            used = (snap.used[nodes] + request) / np.where(cap > 0, cap, np.inf)
+            fill = (np.minimum(used, 1.0) @ w) / total
+            result: NDArray[np.float64] = 100.0 * (fill if self.prefer_full else 1.0 - fill)
+            return result
+
+        hooks.node_score(score, weight=self.weight, node_local=True)
+
+
+class BinpackPlugin(_Utilization):
+    """Prefer the fullest node that fits."""
+
+    name = "binpack"
+    prefer_full = True
+
+
+class SpreadPlugin(_Utilization):
+    """Prefer the emptiest node that fits."""
+
+    name = "spread"
+    prefer_full = False

@@ -1,0 +1,52 @@
+"""capacity: explicit guarantee / deserved / capability over a queue tree.
+
+A queue's deserved share is as written, or, when omitted, a weight-proportional part of
+what its parent deserves beyond the siblings' explicit shares (capped by capability,
+at least its guarantee). Queues may borrow idle resources up to capability; borrowed
+resources are reclaimed down to deserved, never below guarantee. A child never
+exceeds its parent: every ancestor's capability is checked on each allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins.quota import QuotaPlugin, water_fill
+from phalanx.engine.snapshot import QueueInfo
+
+
+class CapacityPlugin(QuotaPlugin):
+    """Elastic quotas: guarantee, deserved, capability; borrowing and reclaim."""
+
+    name = "capacity"
+    use_overused = False
+
+    def compute_deserved(self, session: Session) -> None:
+        root = session.snapshot.root
+        root.deserved = root.capability.copy()
+        _fill_children(session, root)
+
+
+def _fill_children(session: Session, parent: QueueInfo) -> None:
+    children = sorted(parent.children, key=lambda q: q.name)
+    if not children:
+        return
+    explicit = [q for q in children if q.spec.deserved is not None]
+    implicit = [q for q in children if q.spec.deserved is None]
+    left = parent.deserved.copy()
+    for queue in explicit:
+        given = session.snapshot.vector(queue.spec.deserved, missing=0.0)
+        queue.deserved = np.minimum(np.maximum(given, queue.guarantee), queue.capability)
+        left = np.maximum(left - queue.deserved, 0.0)
+    if implicit:
+        weights = np.array([q.spec.weight for q in implicit], dtype=np.float64)
+        caps = np.array([q.capability for q in implicit])
+        floors = np.array([q.guarantee for q in implicit])
+        for queue, deserved in zip(implicit, water_fill(left, weights, caps, floors), strict=True):
+            queue.deserved = deserved
+    for queue in children:
+        queue.deserved = np.minimum(
+            queue.deserved, np.where(np.isfinite(parent.capability), parent.capability, np.inf)
+        )
+        _fill_children(session, queue)

@@ -1,0 +1,51 @@
+"""drf: dominant resource fairness between users inside a queue, then between their jobs.
+
+A job's (or user's) dominant share is its largest allocated fraction of any cluster
+resource. Jobs of the user with the smallest share go first, then the job with the
+smallest share. Shares follow every allocation and eviction of the session. drf
+orders; it does not choose victims (preemption stays by priority).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import JobInfo, TaskInfo, Vector
+
+
+class DrfPlugin(Plugin):
+    """Hierarchical DRF inside each queue: user share, then job share."""
+
+    name = "drf"
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        total = session.snapshot.total
+        scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        users: dict[tuple[str, str], Vector] = {}
+        for job in session.snapshot.jobs.values():
+            key = (job.queue.name, job.user)
+            users[key] = users.get(key, np.zeros_like(total)) + job.allocated
+
+        def share(row: Vector) -> float:
+            return float((row * scale).max()) if row.size else 0.0
+
+        def job_key(job: JobInfo) -> tuple[float, float]:
+            return (
+                share(users.get((job.queue.name, job.user), job.allocated)),
+                share(job.allocated),
+            )
+
+        def charge(sign: float) -> Callable[[TaskInfo], None]:
+            def apply(task: TaskInfo) -> None:
+                key = (task.job.queue.name, task.job.user)
+                users[key] = users.get(key, np.zeros_like(total)) + sign * task.request
+
+            return apply
+
+        hooks.job_order(job_key)
+        hooks.on_allocate(charge(1.0))
+        hooks.on_deallocate(charge(-1.0))

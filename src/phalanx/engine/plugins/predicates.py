@@ -1,0 +1,70 @@
+"""predicates: node selectors, required node affinity, taints and tolerations, cordons.
+
+Resource fit and the per-node task limit are checked by the framework for every
+placement and cannot be switched off; this plugin adds the label and taint filters.
+Masks are computed once per role per session, vectorized over all nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.job import SelectorOperator
+from phalanx.domain.node import Taint, TaintEffect
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import RoleInfo, Snapshot
+
+_HARD = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
+
+
+class PredicatesPlugin(Plugin):
+    """Filters nodes by labels and taints."""
+
+    name = "predicates"
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        snapshot = session.snapshot
+        taints = _taint_masks(snapshot)
+        hooks.predicate(lambda role: _mask(snapshot, taints, role))
+
+
+def _taint_masks(snapshot: Snapshot) -> dict[Taint, NDArray[np.bool_]]:
+    masks: dict[Taint, NDArray[np.bool_]] = {}
+    for i, node in enumerate(snapshot.nodes):
+        for taint in node.taints:
+            if taint.effect in _HARD:
+                mask = masks.get(taint)
+                if mask is None:
+                    mask = masks[taint] = np.zeros(len(snapshot.nodes), dtype=np.bool_)
+                mask[i] = True
+    return masks
+
+
+def _mask(
+    snapshot: Snapshot, taints: dict[Taint, NDArray[np.bool_]], role: RoleInfo
+) -> NDArray[np.bool_]:
+    spec = role.spec
+    mask = np.ones(len(snapshot.nodes), dtype=np.bool_)
+    for key, value in sorted(spec.node_selector.items()):
+        mask &= snapshot.label_column(key) == value
+    for term in spec.affinity:
+        column = snapshot.label_column(term.key)
+        match term.operator:
+            case SelectorOperator.IN:
+                mask &= np.isin(column, list(term.values))
+            case SelectorOperator.NOT_IN:
+                mask &= ~np.isin(column, list(term.values))
+            case SelectorOperator.EXISTS:
+                mask &= column != None  # noqa: E711  (elementwise)
+            case SelectorOperator.DOES_NOT_EXIST:
+                mask &= column == None  # noqa: E711  (elementwise)
+            case SelectorOperator.GT | SelectorOperator.LT:
+                mask &= np.array(
+                    [term.matches({term.key: v}) if v is not None else False for v in column]
+                )
+    for taint, tainted in taints.items():
+        if not any(t.tolerates(taint) for t in spec.tolerations):
+            mask &= ~tainted
+    return mask

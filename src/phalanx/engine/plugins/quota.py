@@ -1,0 +1,194 @@
+"""Shared machinery of the queue-quota plugins (proportion and capacity).
+
+Guarantees, for a queue that is not ``overcommit``:
+- a task is allocatable only if the queue and every ancestor stay within capability;
+- a job is enqueueable only if its minimum fits under every ancestor's capability
+  together with what is allocated and already admitted;
+- a victim is reclaimable only if its queue borrows (is above deserved in a resource
+  the reclaimer needs), stays at or above its guarantee after the eviction, the
+  reclaimer stays within its own deserved share, and, to rule out eviction ping-pong,
+  the reclaimer's share afterwards does not exceed the victim queue's share afterwards.
+Queues are ordered by share (allocated / deserved), compared level by level from the root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.extension import Vote
+from phalanx.engine.framework.placement import describe_vector
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
+
+
+def water_fill(total: Vector, weights: Vector, caps: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """Split ``total`` among rows by ``weights``, each row within [floor, cap], per resource.
+
+    Every row first gets its floor; what remains is handed out in proportion to weight
+    among rows still under their cap, round after round, until nothing remains or
+    every row is capped. Never hands out more than ``total`` beyond the floors.
+    """
+    give = np.minimum(floors, caps).astype(np.float64)
+    remaining = np.maximum(total - give.sum(axis=0), 0.0)
+    for _ in range(len(weights) + 1):
+        active = caps > give + EPSILON
+        share_weights = weights[:, None] * active
+        weight_sum = share_weights.sum(axis=0)
+        if not np.any((weight_sum > 0) & (remaining > EPSILON)):
+            break
+        portion = np.divide(
+            share_weights, weight_sum, out=np.zeros_like(share_weights), where=weight_sum > 0
+        )
+        grown = np.minimum(give + remaining * portion, caps)
+        remaining = np.maximum(remaining - (grown - give).sum(axis=0), 0.0)
+        give = grown
+    result: np.ndarray = give
+    return result
+
+
+def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -> float:
+    """Largest allocated / deserved over ``dims`` (every resource when None)."""
+    deserved = queue.deserved if dims is None else queue.deserved[dims]
+    used = allocated if dims is None else allocated[dims]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(
+            deserved > 0,
+            used / np.where(deserved > 0, deserved, 1.0),
+            np.where(used > EPSILON, np.inf, 0.0),
+        )
+    return float(ratios.max()) if ratios.size else 0.0
+
+
+class QuotaPlugin(Plugin):
+    """Base of proportion and capacity; subclasses set each queue's ``deserved``."""
+
+    use_overused = False
+
+    def compute_deserved(self, session: Session) -> None:
+        """Fill ``deserved`` for every queue of the snapshot."""
+        raise NotImplementedError
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        snapshot = session.snapshot
+        snapshot.root.capability = np.minimum(snapshot.root.capability, snapshot.total)
+        self.compute_deserved(session)
+        hooks.queue_order(_hierarchical_share)
+        if self.use_overused:
+            hooks.overused(_overused)
+        hooks.allocatable(lambda task: self._allocatable(session, task))
+        hooks.job_enqueueable(lambda job: self._enqueueable(session, job))
+        hooks.reclaimable(_reclaimable)
+
+    @staticmethod
+    def _allocatable(session: Session, task: TaskInfo) -> str | None:
+        leaf = task.job.queue
+        if leaf.spec.overcommit:
+            return None
+        request = task.request
+        for queue in leaf.ancestors[:-1]:
+            over = queue.allocated + request > queue.capability + EPSILON
+            if over.any():
+                return (
+                    f"queue {session.queue_label(queue)} at capability "
+                    f"{describe_vector(session, np.where(over, queue.capability, 0))} "
+                    f"(allocated {describe_vector(session, np.where(over, queue.allocated, 0))}, "
+                    f"task needs {describe_vector(session, np.where(over, request, 0))}); "
+                    "fix: raise the queue's capability or wait for its jobs to finish"
+                )
+        return None
+
+    @staticmethod
+    def _enqueueable(session: Session, job: JobInfo) -> Vote:
+        leaf = job.queue
+        if leaf.spec.overcommit:
+            return Vote.PERMIT
+        minimum = job.min_request()
+        for queue in leaf.ancestors[:-1]:
+            over = queue.allocated + queue.inqueue + minimum > queue.capability + EPSILON
+            if over.any():
+                session.record_reason(
+                    job,
+                    Reason(
+                        code=ReasonCode.QUEUE_LIMIT,
+                        message=f"queue {session.queue_label(queue)} cannot hold the job's minimum "
+                        f"{describe_vector(session, np.where(over, minimum, 0))} under its capability "
+                        f"{describe_vector(session, np.where(over, queue.capability, 0))}; fix: raise the "
+                        "capability, lower minAvailable, or wait",
+                        queue=queue.name,
+                    ),
+                )
+                return Vote.REJECT
+        return Vote.PERMIT
+
+
+def _hierarchical_share(queue: QueueInfo) -> tuple[float, ...]:
+    return tuple(share(q, q.allocated) for q in reversed(queue.ancestors[:-1]))
+
+
+def _overused(queue: QueueInfo) -> bool:
+    if queue.spec.overcommit:
+        return False
+    return any(bool((q.deserved <= q.allocated + EPSILON).all()) for q in queue.ancestors[:-1])
+
+
+def _branches(
+    reclaimer: QueueInfo, victim: QueueInfo
+) -> tuple[tuple[QueueInfo, ...], tuple[QueueInfo, ...]]:
+    """Ancestors of each side strictly below their lowest common ancestor (leaf first)."""
+    common = set(map(id, reclaimer.ancestors)) & set(map(id, victim.ancestors))
+    mine = tuple(q for q in reclaimer.ancestors if id(q) not in common)
+    theirs = tuple(q for q in victim.ancestors if id(q) not in common)
+    return mine, theirs
+
+
+def _reclaimable(reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+    request = reclaimer.request
+    needed = np.flatnonzero(request > 0)
+    freed: dict[int, Vector] = {}
+    accepted: list[TaskInfo] = []
+    for victim in candidates:
+        mine, theirs = _branches(reclaimer.job.queue, victim.job.queue)
+        if not mine or not theirs:
+            continue
+        if not all(
+            bool((q.allocated[needed] + request[needed] <= q.deserved[needed] + EPSILON).all())
+            for q in mine
+        ):
+            return []  # the reclaimer is not entitled to more: nothing is reclaimable for it
+        if _victim_ok(victim, theirs, mine[-1], request, needed, freed):
+            accepted.append(victim)
+            for q in theirs:
+                freed[id(q)] = freed.get(id(q), 0.0) + victim.request
+    return accepted
+
+
+def _victim_ok(
+    victim: TaskInfo,
+    theirs: tuple[QueueInfo, ...],
+    my_top: QueueInfo,
+    request: Vector,
+    needed: np.ndarray,
+    freed: dict[int, Vector],
+) -> bool:
+    overlap = np.flatnonzero((victim.request > 0) & (request > 0))
+    if overlap.size == 0:
+        return False
+    for q in theirs:
+        if not q.spec.reclaimable:
+            return False
+        current = q.allocated - freed.get(id(q), 0.0)
+        after = current - victim.request
+        if not bool((current[overlap] > q.deserved[overlap] + EPSILON).any()):
+            return False  # not borrowing what the reclaimer needs
+        if not bool((after + EPSILON >= q.guarantee).all()):
+            return False  # would push the queue below its guarantee
+    victim_top = theirs[-1]
+    after_victim = victim_top.allocated - freed.get(id(victim_top), 0.0) - victim.request
+    return (
+        share(my_top, my_top.allocated + request, needed)
+        <= share(victim_top, after_victim, needed) + EPSILON
+    )

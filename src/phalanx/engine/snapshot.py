@@ -1,0 +1,444 @@
+"""The cluster as one session sees it: node state in numpy arrays, jobs and queues as holders.
+
+A Snapshot is built from domain values, mutated only through a Statement during a
+session, and thrown away afterwards. Resource vectors are float64 rows over
+``dims`` in canonical units (cpu millicores, memory bytes, gpu devices ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import Job, JobPhase, Role, TaskPhase
+from phalanx.domain.node import Node
+from phalanx.domain.queue import ROOT_QUEUE, Queue
+from phalanx.domain.resources import CORE_DIMENSIONS, Resources
+
+Vector = NDArray[np.float64]
+EPSILON = 1e-9
+
+
+class TaskStatus(IntEnum):
+    """A task's status inside a session; ALLOCATED and PIPELINED exist only in sessions."""
+
+    PENDING = 0
+    PIPELINED = 1  # promised resources that are still being released
+    ALLOCATED = 2  # placed in this session
+    BOUND = 3
+    RUNNING = 4
+    RELEASING = 5
+    SUCCEEDED = 6
+    FAILED = 7
+
+
+#: Statuses whose request is held on a node.
+ON_NODE = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+#: Statuses charged to the job and its queue (a releasing task is already given back).
+CHARGED = frozenset(
+    {TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+#: Statuses that count towards a gang's minAvailable.
+READY = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED}
+)
+#: Tasks that may be evicted.
+EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+
+_FROM_PHASE = {
+    TaskPhase.PENDING: TaskStatus.PENDING,
+    TaskPhase.BOUND: TaskStatus.BOUND,
+    TaskPhase.RUNNING: TaskStatus.RUNNING,
+    TaskPhase.RELEASING: TaskStatus.RELEASING,
+    TaskPhase.SUCCEEDED: TaskStatus.SUCCEEDED,
+    TaskPhase.FAILED: TaskStatus.FAILED,
+}
+
+
+class RoleInfo:
+    """One role of a job: an equivalence class of identical tasks."""
+
+    __slots__ = ("index", "key", "name", "request", "resources", "spec")
+
+    def __init__(self, spec: Role, index: int, request: Vector, job_name: str) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.index = index
+        self.request = request
+        self.resources = spec.resources
+        self.key = (job_name, spec.name)
+
+
+class TaskInfo:
+    """One task's mutable state in a session."""
+
+    __slots__ = ("gpus", "index", "job", "name", "node", "role", "start_time", "status")
+
+    def __init__(
+        self,
+        job: JobInfo,
+        role: RoleInfo,
+        index: int,
+        status: TaskStatus,
+        node: int,
+        start_time: float | None,
+        gpus: tuple[int, ...],
+    ) -> None:
+        self.job = job
+        self.role = role
+        self.index = index
+        self.name = f"{job.name}-{role.name}-{index}"
+        self.status = status
+        self.node = node
+        self.start_time = start_time
+        self.gpus = gpus
+
+    @property
+    def request(self) -> Vector:
+        """The task's resource request as a row over the snapshot's dims."""
+        return self.role.request
+
+    def __repr__(self) -> str:
+        return f"TaskInfo({self.name}, {self.status.name}, node={self.node})"
+
+
+class QueueInfo:
+    """One queue of the tree with its aggregate state; ``ancestors`` runs self -> root."""
+
+    __slots__ = (
+        "allocated",
+        "ancestors",
+        "capability",
+        "children",
+        "deserved",
+        "guarantee",
+        "inqueue",
+        "jobs",
+        "name",
+        "parent",
+        "spec",
+    )
+
+    def __init__(self, spec: Queue, ndims: int) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.parent: QueueInfo | None = None
+        self.children: list[QueueInfo] = []
+        self.ancestors: tuple[QueueInfo, ...] = ()
+        self.jobs: list[JobInfo] = []
+        self.allocated: Vector = np.zeros(ndims)
+        self.inqueue: Vector = np.zeros(ndims)
+        self.guarantee: Vector = np.zeros(ndims)
+        self.deserved: Vector = np.full(ndims, np.inf)  # set by a quota plugin
+        self.capability: Vector = np.full(ndims, np.inf)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True when no queue names this one as its parent."""
+        return not self.children
+
+    def __repr__(self) -> str:
+        return f"QueueInfo({self.name})"
+
+
+class JobInfo:
+    """One job's mutable state in a session, with counters kept by the Statement."""
+
+    __slots__ = (
+        "allocated",
+        "counts",
+        "creation_time",
+        "min_available",
+        "name",
+        "pending_since",
+        "phase",
+        "priority",
+        "queue",
+        "roles",
+        "spec",
+        "tasks",
+        "user",
+    )
+
+    def __init__(self, spec: Job, queue: QueueInfo, roles: list[RoleInfo]) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.queue = queue
+        self.user = spec.user
+        self.priority = spec.priority
+        self.phase = spec.phase
+        self.creation_time = spec.creation_time
+        self.pending_since = (
+            spec.creation_time if spec.pending_since is None else spec.pending_since
+        )
+        self.min_available = spec.gang_size
+        self.roles = roles
+        self.tasks: list[TaskInfo] = []
+        self.counts = [0] * len(TaskStatus)
+        self.allocated: Vector = np.zeros(len(roles[0].request) if roles else 0)
+
+    def count(self, *statuses: TaskStatus) -> int:
+        """How many tasks are in any of ``statuses``."""
+        return sum(self.counts[s] for s in statuses)
+
+    @property
+    def ready_count(self) -> int:
+        """Tasks that count towards the gang: allocated, bound, running or succeeded."""
+        c = self.counts
+        return (
+            c[TaskStatus.ALLOCATED]
+            + c[TaskStatus.BOUND]
+            + c[TaskStatus.RUNNING]
+            + c[TaskStatus.SUCCEEDED]
+        )
+
+    @property
+    def pending_count(self) -> int:
+        """Tasks still waiting for a node."""
+        return self.counts[TaskStatus.PENDING]
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        """Pending tasks in role, then index order."""
+        return [t for t in self.tasks if t.status is TaskStatus.PENDING]
+
+    def min_request(self) -> Vector:
+        """Resources of the first ``min_available`` tasks in role order (the gang's minimum)."""
+        total = np.zeros_like(self.allocated)
+        remaining = self.min_available
+        for role in self.roles:
+            take = min(remaining, role.spec.replicas)
+            total += role.request * take
+            remaining -= take
+        return total
+
+    @property
+    def running(self) -> bool:
+        """True once the job has been started (some task is on a node or done)."""
+        return self.ready_count > 0 or self.phase is JobPhase.RUNNING
+
+    def __repr__(self) -> str:
+        return f"JobInfo({self.name})"
+
+
+def _dimensions(
+    nodes: Sequence[Node], queues: Sequence[Queue], jobs: Sequence[Job]
+) -> tuple[str, ...]:
+    names: set[str] = set()
+    for node in nodes:
+        names.update(node.capacity)
+    for job in jobs:
+        for role in job.roles:
+            names.update(role.resources)
+    for queue in queues:
+        for vector in (queue.guarantee, queue.deserved, queue.capability):
+            if vector is not None:
+                names.update(vector)
+    return CORE_DIMENSIONS + tuple(sorted(names - set(CORE_DIMENSIONS)))
+
+
+class Snapshot:
+    """Cluster state for one session. Mutate it only through a Statement.
+
+    Arrays (N nodes x R dims): ``capacity``; ``used`` (held by tasks on the node,
+    releasing ones included); ``releasing`` (held by tasks being stopped);
+    ``pipelined`` (promised to pipelined tasks). ``idle = capacity - used``;
+    ``future_idle = idle + releasing - pipelined``.
+    """
+
+    def __init__(
+        self, nodes: Sequence[Node], queues: Sequence[Queue], dims: tuple[str, ...]
+    ) -> None:
+        self.dims = dims
+        self.dim = {name: i for i, name in enumerate(dims)}
+        self.nodes = tuple(nodes)
+        self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
+        if len(self.node_index) != len(self.nodes):
+            raise InvalidInput(
+                "two nodes share a name", field="nodes", fix="give every node a unique name"
+            )
+        n, r = len(self.nodes), len(dims)
+        self.capacity: NDArray[np.float64] = np.zeros((n, r))
+        for i, node in enumerate(self.nodes):
+            self.capacity[i] = self.vector(node.capacity)
+        self.used: NDArray[np.float64] = np.zeros((n, r))
+        self.releasing: NDArray[np.float64] = np.zeros((n, r))
+        self.pipelined: NDArray[np.float64] = np.zeros((n, r))
+        self.task_count: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self.max_tasks: NDArray[np.float64] = np.array(
+            [np.inf if node.max_tasks is None else node.max_tasks for node in self.nodes],
+            dtype=np.float64,
+        )
+        self.schedulable: NDArray[np.bool_] = np.array(
+            [node.schedulable for node in self.nodes], dtype=np.bool_
+        )
+        self.queues: dict[str, QueueInfo] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.orphans: list[Job] = []  # jobs naming a queue that does not exist
+        self._label_columns: dict[str, NDArray[np.object_]] = {}
+        self._build_queue_tree(queues)
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        nodes: Sequence[Node],
+        queues: Sequence[Queue] = (),
+        jobs: Iterable[Job] = (),
+    ) -> Snapshot:
+        """Build a snapshot; jobs in a terminal phase are left out."""
+        live = [
+            j
+            for j in jobs
+            if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED)
+        ]
+        snapshot = cls(nodes, queues, _dimensions(nodes, queues, live))
+        placed_nodes: list[int] = []
+        placed_rows: list[NDArray[np.float64]] = []
+        releasing_nodes: list[int] = []
+        releasing_rows: list[NDArray[np.float64]] = []
+        for job in sorted(live, key=lambda j: (j.creation_time, j.name)):
+            info = snapshot._add_job(job)
+            if info is None:
+                continue
+            for task in info.tasks:
+                if task.node >= 0:
+                    placed_nodes.append(task.node)
+                    placed_rows.append(task.request)
+                    if task.status is TaskStatus.RELEASING:
+                        releasing_nodes.append(task.node)
+                        releasing_rows.append(task.request)
+        if placed_nodes:
+            np.add.at(snapshot.used, np.array(placed_nodes), np.array(placed_rows))
+            np.add.at(snapshot.task_count, np.array(placed_nodes), 1)
+        if releasing_nodes:
+            np.add.at(snapshot.releasing, np.array(releasing_nodes), np.array(releasing_rows))
+        return snapshot
+
+    def _build_queue_tree(self, queues: Sequence[Queue]) -> None:
+        ndims = len(self.dims)
+        root = QueueInfo(Queue(name=ROOT_QUEUE, parent=""), ndims)
+        self.root = root
+        self.queues[ROOT_QUEUE] = root
+        for spec in sorted(queues, key=lambda q: q.name):
+            if spec.name in self.queues:
+                raise InvalidInput(
+                    f"queue {spec.name!r} is defined twice",
+                    field="queues",
+                    fix="give every queue a unique name",
+                )
+            info = QueueInfo(spec, ndims)
+            info.guarantee = self.vector(spec.guarantee)
+            if spec.capability is not None:
+                info.capability = self.vector(spec.capability, missing=np.inf)
+            self.queues[spec.name] = info
+        for info in self.queues.values():
+            if info is root:
+                continue
+            parent = self.queues.get(info.spec.parent)
+            if parent is None:
+                raise InvalidInput(
+                    f"queue {info.name!r} names parent {info.spec.parent!r}, which does not exist",
+                    field=f"queues.{info.name}.parent",
+                    fix="create the parent queue or leave parent empty for the root",
+                )
+            info.parent = parent
+            parent.children.append(info)
+        for info in self.queues.values():
+            chain: list[QueueInfo] = []
+            cursor: QueueInfo | None = info
+            while cursor is not None:
+                if cursor in chain:
+                    raise InvalidInput(
+                        f"queue {info.name!r} is its own ancestor",
+                        field=f"queues.{info.name}.parent",
+                        fix="make the queue tree acyclic",
+                    )
+                chain.append(cursor)
+                cursor = cursor.parent
+            info.ancestors = tuple(chain)
+
+    def _add_job(self, job: Job) -> JobInfo | None:
+        queue = self.queues.get(job.queue)
+        if queue is None or not queue.is_leaf or queue is self.root:
+            self.orphans.append(job)
+            return None
+        roles = [
+            RoleInfo(role, i, self.vector(role.resources), job.name)
+            for i, role in enumerate(job.roles)
+        ]
+        info = JobInfo(job, queue, roles)
+        by_name = {role.name: role for role in roles}
+        for task in job.all_tasks():
+            role = by_name[task.role]
+            status = _FROM_PHASE[task.phase]
+            node = self.node_index.get(task.node, -1) if task.node is not None else -1
+            if node < 0 and status in ON_NODE:
+                status = TaskStatus.PENDING  # its node is gone: the driver will report it lost
+            info.tasks.append(
+                TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus)
+            )
+            info.counts[status] += 1
+            if status in CHARGED:
+                info.allocated += role.request
+        queue.jobs.append(info)
+        for ancestor in queue.ancestors:
+            ancestor.allocated += info.allocated
+        self.jobs[job.name] = info
+        return info
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def vector(self, resources: Mapping[str, float] | None, *, missing: float = 0.0) -> Vector:
+        """``resources`` as a row over ``dims``; names not given get ``missing``."""
+        row = np.full(len(self.dims), missing)
+        if resources:
+            for name, value in resources.items():
+                index = self.dim.get(name)
+                if index is not None:
+                    row[index] = value
+        return row
+
+    def resources(self, row: Vector) -> Resources:
+        """A row back to a Resources value (infinite entries dropped)."""
+        return Resources.of(
+            (name, float(v)) for name, v in zip(self.dims, row, strict=True) if np.isfinite(v)
+        )
+
+    def label_column(self, key: str) -> NDArray[np.object_]:
+        """Every node's value of label ``key`` (None where absent), cached."""
+        column = self._label_columns.get(key)
+        if column is None:
+            column = np.array([node.labels.get(key) for node in self.nodes], dtype=object)
+            self._label_columns[key] = column
+        return column
+
+    @property
+    def idle(self) -> NDArray[np.float64]:
+        """Resources free right now, per node."""
+        return self.capacity - self.used
+
+    @property
+    def future_idle(self) -> NDArray[np.float64]:
+        """Resources free once releasing tasks are gone, less what is promised to pipelined tasks."""
+        return self.capacity - self.used + self.releasing - self.pipelined
+
+    @property
+    def total(self) -> Vector:
+        """Total capacity of schedulable nodes."""
+        return (
+            self.capacity[self.schedulable].sum(axis=0)
+            if len(self.nodes)
+            else np.zeros(len(self.dims))
+        )
+
+    def leaf_queues(self) -> list[QueueInfo]:
+        """Leaf queues, by name."""
+        return [q for q in self.queues.values() if q.is_leaf and q is not self.root]
