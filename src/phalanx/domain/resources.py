@@ -112,23 +112,37 @@ def format_amount(name: str, amount: float) -> str:
     return f"{amount:g}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Resources(Mapping[str, float]):
-    """An immutable resource vector in canonical units. Absent names are zero.
+    """An immutable resource vector in canonical units.
 
-    Equality and hashing ignore zero entries, so ``Resources.of({"gpu": 0}) == Resources()``.
+    Names written with a zero amount are kept, because for a quota ``gpu: 0`` (none)
+    differs from leaving ``gpu`` out (no limit of its own). As vectors, absent names
+    read as zero, and equality and hashing ignore zero entries, so
+    ``Resources.of({"gpu": 0}) == Resources()``.
     """
 
     _items: tuple[tuple[str, float], ...] = ()
 
     @staticmethod
     def of(amounts: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> Resources:
-        """Build from amounts already in canonical units; zeros are dropped."""
+        """Build from amounts already in canonical units (repeated names are summed)."""
         pairs = amounts.items() if isinstance(amounts, Mapping) else amounts
         merged: dict[str, float] = {}
         for name, value in pairs:
             merged[name] = merged.get(name, 0.0) + float(value)
-        return Resources(tuple(sorted((k, v) for k, v in merged.items() if v != 0.0)))
+        return Resources(tuple(sorted(merged.items())))
+
+    def _nonzero(self) -> tuple[tuple[str, float], ...]:
+        return tuple(item for item in self._items if item[1] != 0.0)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resources):
+            return NotImplemented
+        return self._nonzero() == other._nonzero()
+
+    def __hash__(self) -> int:
+        return hash(self._nonzero())
 
     @staticmethod
     def parse(amounts: Mapping[str, str | int | float], *, field: str = "resources") -> Resources:
@@ -150,6 +164,10 @@ class Resources(Mapping[str, float]):
                 return value
         return default
 
+    def items(self) -> tuple[tuple[str, float], ...]:  # type: ignore[override]
+        """(name, amount) pairs, sorted by name."""
+        return self._items
+
     def __iter__(self) -> Iterator[str]:
         return (key for key, _ in self._items)
 
@@ -157,14 +175,18 @@ class Resources(Mapping[str, float]):
         return len(self._items)
 
     def __add__(self, other: Resources) -> Resources:
-        return Resources.of([*self._items, *other._items])
+        return Resources.of([*self._items, *other._items]).without_zeros()
 
     def __sub__(self, other: Resources) -> Resources:
-        return Resources.of([*self._items, *((k, -v) for k, v in other._items)])
+        return Resources.of([*self._items, *((k, -v) for k, v in other._items)]).without_zeros()
+
+    def without_zeros(self) -> Resources:
+        """The same vector with zero entries dropped."""
+        return Resources(self._nonzero())
 
     def scaled(self, factor: float) -> Resources:
         """Every amount multiplied by ``factor``."""
-        return Resources.of((k, v * factor) for k, v in self._items)
+        return Resources.of((k, v * factor) for k, v in self._items).without_zeros()
 
     def fits_in(self, capacity: Mapping[str, float]) -> bool:
         """True when every amount is at most the same name in ``capacity``."""
@@ -172,7 +194,7 @@ class Resources(Mapping[str, float]):
 
     def describe(self) -> str:
         """People's form: ``cpu=8, memory=32Gi, gpu=8``."""
-        return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._items) or "nothing"
+        return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._nonzero()) or "nothing"
 
     def __repr__(self) -> str:
         return f"Resources({self.describe()})"

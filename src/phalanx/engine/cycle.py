@@ -128,11 +128,22 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
             )
         )
     live = sorted(session.snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))
+    holds = {hold.job: hold for hold in session.holds}
     for info in live:
         if info.ready_count >= info.min_available or info.pending_count == 0:
             continue
         reason = session.reasons.get(info.name)
-        if reason is None:
+        hold = holds.get(info.name)
+        if hold is not None:
+            nodes = ", ".join(session.snapshot.nodes[i].name for i in hold.nodes[:8])
+            more = f" and {len(hold.nodes) - 8} more" if len(hold.nodes) > 8 else ""
+            reason = Reason(
+                code=ReasonCode.RESERVED,
+                message=f"starving: {nodes}{more} are reserved for it from t={hold.start_time:g}s; "
+                "only work that ends by then may use them"
+                + (f" (now: {reason.message})" if reason is not None else ""),
+            )
+        elif reason is None:
             reason = _default_reason(session, info.phase)
         found.append(Unschedulable(job=info.name, reason=reason))
     return tuple(found)

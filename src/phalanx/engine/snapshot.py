@@ -7,7 +7,9 @@ session, and thrown away afterwards. Resource vectors are float64 rows over
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from enum import IntEnum
 
 import numpy as np
@@ -61,6 +63,12 @@ _FROM_PHASE = {
 }
 
 
+#: phase -> (status, holds its node, charged to job and queue), one lookup per task.
+_PHASE_FACTS = {
+    phase: (status, status in ON_NODE, status in CHARGED) for phase, status in _FROM_PHASE.items()
+}
+
+
 class RoleInfo:
     """One role of a job: an equivalence class of identical tasks."""
 
@@ -78,7 +86,7 @@ class RoleInfo:
 class TaskInfo:
     """One task's mutable state in a session."""
 
-    __slots__ = ("gpus", "index", "job", "name", "node", "role", "start_time", "status")
+    __slots__ = ("gpus", "index", "job", "node", "role", "start_time", "status")
 
     def __init__(
         self,
@@ -93,11 +101,15 @@ class TaskInfo:
         self.job = job
         self.role = role
         self.index = index
-        self.name = f"{job.name}-{role.name}-{index}"
         self.status = status
         self.node = node
         self.start_time = start_time
         self.gpus = gpus
+
+    @property
+    def name(self) -> str:
+        """``<job>-<role>-<index>``."""
+        return f"{self.job.name}-{self.role.name}-{self.index}"
 
     @property
     def request(self) -> Vector:
@@ -123,6 +135,7 @@ class QueueInfo:
         "name",
         "parent",
         "spec",
+        "uncapped",
     )
 
     def __init__(self, spec: Queue, ndims: int) -> None:
@@ -135,8 +148,9 @@ class QueueInfo:
         self.allocated: Vector = np.zeros(ndims)
         self.inqueue: Vector = np.zeros(ndims)
         self.guarantee: Vector = np.zeros(ndims)
-        self.deserved: Vector = np.full(ndims, np.inf)  # set by a quota plugin
+        self.deserved: Vector = np.zeros(ndims)  # set by a quota plugin
         self.capability: Vector = np.full(ndims, np.inf)
+        self.uncapped = spec.capability is None  # no finite capability of its own
 
     @property
     def is_leaf(self) -> bool:
@@ -226,6 +240,43 @@ class JobInfo:
         return f"JobInfo({self.name})"
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (if it runs) for a burst of long-lived objects."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Placements:
+    """Rows to add to the node arrays, collected while jobs are read, applied at once."""
+
+    def __init__(self) -> None:
+        self.nodes: list[int] = []
+        self.rows: list[Vector] = []
+        self.releasing: list[int] = []
+
+    def add_releasing(self, node: int, row: Vector) -> None:
+        self.releasing.append(len(self.nodes))
+        self.nodes.append(node)
+        self.rows.append(row)
+
+    def apply(self, snapshot: Snapshot) -> None:
+        if not self.nodes:
+            return
+        nodes = np.array(self.nodes, dtype=np.intp)
+        rows = np.array(self.rows)
+        np.add.at(snapshot.used, nodes, rows)
+        np.add.at(snapshot.task_count, nodes, 1)
+        if self.releasing:
+            picked = np.array(self.releasing, dtype=np.intp)
+            np.add.at(snapshot.releasing, nodes[picked], rows[picked])
+
+
 def _dimensions(
     nodes: Sequence[Node], queues: Sequence[Queue], jobs: Sequence[Job]
 ) -> tuple[str, ...]:
@@ -281,6 +332,7 @@ class Snapshot:
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[Job] = []  # jobs naming a queue that does not exist
         self._label_columns: dict[str, NDArray[np.object_]] = {}
+        self._requests: dict[Resources, Vector] = {}
         self._build_queue_tree(queues)
 
     # -- construction -----------------------------------------------------------------
@@ -300,26 +352,11 @@ class Snapshot:
             if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED)
         ]
         snapshot = cls(nodes, queues, _dimensions(nodes, queues, live))
-        placed_nodes: list[int] = []
-        placed_rows: list[NDArray[np.float64]] = []
-        releasing_nodes: list[int] = []
-        releasing_rows: list[NDArray[np.float64]] = []
-        for job in sorted(live, key=lambda j: (j.creation_time, j.name)):
-            info = snapshot._add_job(job)
-            if info is None:
-                continue
-            for task in info.tasks:
-                if task.node >= 0:
-                    placed_nodes.append(task.node)
-                    placed_rows.append(task.request)
-                    if task.status is TaskStatus.RELEASING:
-                        releasing_nodes.append(task.node)
-                        releasing_rows.append(task.request)
-        if placed_nodes:
-            np.add.at(snapshot.used, np.array(placed_nodes), np.array(placed_rows))
-            np.add.at(snapshot.task_count, np.array(placed_nodes), 1)
-        if releasing_nodes:
-            np.add.at(snapshot.releasing, np.array(releasing_nodes), np.array(releasing_rows))
+        placements = _Placements()
+        with _collector_paused():  # every object made here stays alive: scanning them is waste
+            for job in sorted(live, key=lambda j: (j.creation_time, j.name)):
+                snapshot._add_job(job, placements)
+        placements.apply(snapshot)
         return snapshot
 
     def _build_queue_tree(self, queues: Sequence[Queue]) -> None:
@@ -365,29 +402,45 @@ class Snapshot:
                 cursor = cursor.parent
             info.ancestors = tuple(chain)
 
-    def _add_job(self, job: Job) -> JobInfo | None:
+    def _add_job(self, job: Job, placements: _Placements) -> JobInfo | None:
         queue = self.queues.get(job.queue)
         if queue is None or not queue.is_leaf or queue is self.root:
             self.orphans.append(job)
             return None
         roles = [
-            RoleInfo(role, i, self.vector(role.resources), job.name)
+            RoleInfo(role, i, self.request_vector(role.resources), job.name)
             for i, role in enumerate(job.roles)
         ]
         info = JobInfo(job, queue, roles)
         by_name = {role.name: role for role in roles}
+        charged = [0] * len(roles)
+        node_index, counts, tasks = self.node_index, info.counts, info.tasks
+        placed_nodes, placed_rows = placements.nodes, placements.rows
         for task in job.all_tasks():
-            role = by_name[task.role]
-            status = _FROM_PHASE[task.phase]
-            node = self.node_index.get(task.node, -1) if task.node is not None else -1
-            if node < 0 and status in ON_NODE:
-                status = TaskStatus.PENDING  # its node is gone: the driver will report it lost
-            info.tasks.append(
-                TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus)
-            )
-            info.counts[status] += 1
-            if status in CHARGED:
-                info.allocated += role.request
+            role = by_name.get(task.role)
+            if role is None:
+                raise InvalidInput(
+                    f"task {task.role}-{task.index} names a role the job does not have",
+                    field=f"jobs.{job.name}.tasks",
+                    fix=f"use one of: {', '.join(by_name)}",
+                )
+            status, on_node, is_charged = _PHASE_FACTS[task.phase]
+            node = -1 if task.node is None else node_index.get(task.node, -1)
+            if on_node:
+                if node < 0:
+                    status, is_charged = TaskStatus.PENDING, False  # node gone: reported lost
+                elif status is TaskStatus.RELEASING:
+                    placements.add_releasing(node, role.request)
+                else:
+                    placed_nodes.append(node)
+                    placed_rows.append(role.request)
+            tasks.append(TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus))
+            counts[status] += 1
+            if is_charged:
+                charged[role.index] += 1
+        for role, count in zip(roles, charged, strict=True):
+            if count:
+                info.allocated += role.request * count
         queue.jobs.append(info)
         for ancestor in queue.ancestors:
             ancestor.allocated += info.allocated
@@ -395,6 +448,15 @@ class Snapshot:
         return info
 
     # -- helpers ----------------------------------------------------------------------
+
+    def request_vector(self, resources: Resources) -> Vector:
+        """A read-only row for a task request, shared by every role asking the same."""
+        row = self._requests.get(resources)
+        if row is None:
+            row = self.vector(resources)
+            row.flags.writeable = False
+            self._requests[resources] = row
+        return row
 
     def vector(self, resources: Mapping[str, float] | None, *, missing: float = 0.0) -> Vector:
         """``resources`` as a row over ``dims``; names not given get ``missing``."""

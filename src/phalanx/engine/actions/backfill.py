@@ -18,7 +18,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
-from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Hold, Session
@@ -45,22 +44,15 @@ class BackfillAction(Action):
             hold = plan_hold(session, job)
             if hold is not None:
                 session.holds.append(hold)
-                nodes = ", ".join(session.snapshot.nodes[i].name for i in hold.nodes[:8])
-                session.record_reason(
-                    job,
-                    Reason(
-                        code=ReasonCode.RESERVED,
-                        message=f"starving: reserved {nodes}{' ...' if len(hold.nodes) > 8 else ''} "
-                        f"from t={hold.start_time:g}s; other work there must end before then",
-                    ),
-                )
 
     def execute(self, session: Session) -> None:
         if not session.holds:
             return
+        queue_key = session.points.queue_order.key
         job_key = session.points.job_order.key
         for job in sorted(
-            _backfill_candidates(session), key=lambda j: (job_key(j), j.creation_time, j.name)
+            _backfill_candidates(session),
+            key=lambda j: (queue_key(j.queue), j.queue.name, job_key(j), j.creation_time, j.name),
         ):
             ends_by = session.now + _duration(job)
             withheld = session.withheld_for(job, ends_by=ends_by)

@@ -1,8 +1,17 @@
 """enqueue: admit pending jobs (Pending -> Queued) whose minimum their queue and the cluster can hold.
 
-The cluster check lets admitted-but-unplaced work reach ``overcommitFactor`` times the
-schedulable capacity (Volcano's default 1.2), so a burst does not admit more than could
-ever start. Any number of jobs of one queue may be admitted in one session.
+A job is admitted when the plugins' ``job_enqueueable`` vote permits it (its queue's
+capability can hold its minimum) and the cluster could make room for that minimum in
+one of four ways, checked in this order:
+
+1. room in the budget: ``overcommitFactor`` (Volcano's default 1.2) times schedulable
+   capacity, less the work of non-overcommit queues that is running or admitted;
+2. reclaim: its queue and every ancestor stay within their deserved share with it;
+3. a reservation: it is starving (backfill will reserve room for it);
+4. preemption: lower-priority, preemptible work of its own queue covers its minimum.
+
+Work of overcommit (over-issued) queues does not use the budget: it is first to be
+reclaimed. Any number of jobs of one queue may be admitted in one session.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EPSILON, JobInfo
+from phalanx.engine.snapshot import EPSILON, JobInfo, Vector
 
 
 class EnqueueAction(Action):
@@ -25,34 +34,58 @@ class EnqueueAction(Action):
     def execute(self, session: Session) -> None:
         factor = float(self.args.get("overcommitFactor", 1.2))
         snapshot = session.snapshot
-        budget = snapshot.total * factor - snapshot.used.sum(axis=0)
-        budget -= sum((q.inqueue for q in snapshot.leaf_queues()), np.zeros(len(snapshot.dims)))
+        budget = snapshot.total * factor
+        for leaf in snapshot.leaf_queues():
+            if not leaf.spec.overcommit:
+                budget -= leaf.allocated + leaf.inqueue
         for job in _pending_in_order(session):
             invalid = session.points.job_valid(job)
             if invalid is not None:
                 session.record_reason(job, Reason(code=ReasonCode.INVALID, message=invalid))
                 continue
-            minimum = job.min_request()
-            short = minimum > budget + EPSILON
-            if short.any():
-                session.record_reason(
-                    job,
-                    Reason(
-                        code=ReasonCode.NOT_ADMITTED,
-                        message=f"the cluster cannot hold the job's minimum {describe_vector(session, minimum)}"
-                        f" on top of running and admitted work (short of "
-                        f"{describe_vector(session, np.where(short, minimum - budget, 0))}); it is admitted "
-                        "when work finishes",
-                        resource=snapshot.dims[int(np.argmax(short))],
-                    ),
-                )
-                continue
             if not session.points.job_enqueueable(job):
                 continue  # the rejecting plugin recorded why
+            minimum = job.min_request()
+            short = minimum > budget + EPSILON
+            if short.any() and not _room_can_be_made(session, job, minimum):
+                _record_no_room(session, job, minimum, np.where(short, minimum - budget, 0.0))
+                continue
             session.admitted.append(job.name)
-            budget -= minimum
+            if not job.queue.spec.overcommit:
+                budget -= minimum
             for queue in job.queue.ancestors:
                 queue.inqueue += minimum
+
+
+def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector) -> bool:
+    """Reclaim, a reservation or preemption could make room for ``minimum``."""
+    asked = minimum > 0
+    within_deserved = all(
+        bool((q.allocated + q.inqueue + minimum <= q.deserved + EPSILON)[asked].all())
+        for q in job.queue.ancestors[:-1]
+    )
+    if within_deserved or session.points.job_starving(job):
+        return True
+    lower = np.zeros_like(minimum)
+    for other in job.queue.jobs:
+        if other.priority < job.priority and other.spec.preemptible:
+            lower += other.allocated
+    return bool((lower + EPSILON >= minimum)[asked].all())
+
+
+def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Vector) -> None:
+    session.record_reason(
+        job,
+        Reason(
+            code=ReasonCode.NOT_ADMITTED,
+            message=f"not admitted: the cluster is committed (short of "
+            f"{describe_vector(session, lacking)} for the job's minimum "
+            f"{describe_vector(session, minimum)}) and its queue is at its deserved share; "
+            "it is admitted when work finishes, or once it starves (reservation)",
+            resource=session.snapshot.dims[int(np.argmax(lacking))],
+            queue=job.queue.name,
+        ),
+    )
 
 
 def _pending_in_order(session: Session) -> list[JobInfo]:

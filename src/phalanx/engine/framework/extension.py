@@ -19,6 +19,7 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
@@ -159,12 +160,23 @@ class MaskPoint(_Point[Callable[[A], NDArray[np.bool_]]]):
 ScoreFn = Callable[[A, NDArray[np.intp]], NDArray[np.float64]]
 
 
-class ScorePoint(_Point[tuple[float, bool, ScoreFn[Any]]]):
-    """Weighted sum of scores over candidate node indices (each plugin: 0..100).
+@dataclass(frozen=True, slots=True)
+class Scorer:
+    """A registered scoring function and the promises it makes.
 
-    A plugin registered with ``node_local=True`` promises that a node's score depends
-    only on that node's own state, so after a placement only that node is re-scored.
+    ``node_local``: a node's score depends only on that node's own state, so after a
+    placement only that node is re-scored. ``fills``: a node's score never drops as
+    the node fills up, so the best node stays best until it is full.
     """
+
+    fn: ScoreFn[Any]
+    weight: float
+    node_local: bool
+    fills: bool
+
+
+class ScorePoint(_Point[Scorer]):
+    """Weighted sum of scores over candidate node indices (each plugin: 0..100)."""
 
     def add(
         self,
@@ -174,19 +186,25 @@ class ScorePoint(_Point[tuple[float, bool, ScoreFn[Any]]]):
         *,
         weight: float = 1.0,
         node_local: bool = True,
+        fills: bool = False,
     ) -> None:
-        """Register a scorer with its weight."""
-        self.register(plugin, tier, (weight, node_local, fn))
+        """Register a scorer with its weight and promises."""
+        self.register(plugin, tier, Scorer(fn, weight, node_local, fills and node_local))
 
     @property
     def node_local(self) -> bool:
         """True when every scorer is node-local."""
-        return all(entry[2][1] for entry in self._entries)
+        return all(entry[2].node_local for entry in self._entries)
+
+    @property
+    def fills(self) -> bool:
+        """True when every scorer keeps the best node best as it fills (none: True)."""
+        return all(entry[2].fills for entry in self._entries)
 
     def __call__(self, arg: Any, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         total = np.zeros(len(nodes), dtype=np.float64)
-        for _, _, (weight, _, fn) in self._entries:
-            total += weight * fn(arg, nodes)
+        for _, _, scorer in self._entries:
+            total += scorer.weight * scorer.fn(arg, nodes)
         return total
 
 

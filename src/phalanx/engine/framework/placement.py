@@ -51,6 +51,7 @@ class ClassPlacer:
         self.future_free = self.now_free + snap.releasing[cand] - snap.pipelined[cand]
         self.slots = snap.max_tasks[cand] - snap.task_count[cand]
         self.node_local = session.points.node_score.node_local
+        self.fills = session.points.node_score.fills
         self.scores = self._score(sample, cand)
         self.now_scores = np.where(
             self._fits(self.now_free) & self._fits(self.future_free), self.scores, NEG
@@ -71,37 +72,70 @@ class ClassPlacer:
             return np.zeros(nodes.size)
         return self.session.points.node_score(task, nodes)
 
-    def place(self, stmt: Statement, task: TaskInfo, *, allow_pipeline: bool) -> str | None:
-        """Allocate (or pipeline) ``task``; returns "allocated", "pipelined" or None."""
-        if self.candidates.size == 0:
-            return None
-        k = int(np.argmax(self.now_scores))
-        if self.now_scores[k] > NEG:
-            stmt.allocate(task, int(self.candidates[k]))
+    def place(self, stmt: Statement, tasks: Sequence[TaskInfo], *, allow_pipeline: bool) -> Outcome:
+        """Place ``tasks`` (all of this role) in order; stop at the first that cannot go."""
+        allocated = pipelined = 0
+        position = 0
+        while position < len(tasks):
+            task = tasks[position]
+            refusal = self.session.points.allocatable(task)
+            if refusal is not None:
+                return Outcome(allocated, pipelined, _queue_reason(task, refusal))
+            if self.candidates.size == 0:
+                return Outcome(allocated, pipelined, self.shortage_reason(task))
+            k = int(np.argmax(self.now_scores))
+            if self.now_scores[k] > NEG:
+                count = self._run_length(k, len(tasks) - position)
+                placed = self._allocate_run(stmt, tasks[position : position + count], k)
+                allocated += placed
+                position += placed
+                self._refresh(task, k)
+                if placed < count:  # the queue refused part of the run
+                    refusal = self.session.points.allocatable(tasks[position])
+                    return Outcome(allocated, pipelined, _queue_reason(task, refusal or ""))
+                continue
+            k = int(np.argmax(self.future_scores))
+            if not allow_pipeline or self.future_scores[k] == NEG:
+                return Outcome(allocated, pipelined, self.shortage_reason(task))
+            stmt.pipeline(task, int(self.candidates[k]))
+            self.future_free[k] -= self.request
+            self._refresh(task, k)
+            pipelined += 1
+            position += 1
+        return Outcome(allocated, pipelined, None)
+
+    def _run_length(self, k: int, remaining: int) -> int:
+        """How many tasks go to node ``k`` before it must be compared with others again."""
+        if not self.fills or remaining == 1:
+            return 1
+        need = self.need
+        if need.size == 0:
+            room = remaining
+        else:
+            free = np.minimum(self.now_free[k, need], self.future_free[k, need]) + EPSILON
+            room = int(np.floor(free / self.request[need]).min())
+        return max(1, min(remaining, room, int(min(self.slots[k], remaining))))
+
+    def _allocate_run(self, stmt: Statement, run: Sequence[TaskInfo], k: int) -> int:
+        node = int(self.candidates[k])
+        allocatable = self.session.points.allocatable
+        for i, task in enumerate(run):
+            if i and allocatable(task) is not None:
+                return i
+            stmt.allocate(task, node)
             self.now_free[k] -= self.request
             self.future_free[k] -= self.request
             self.slots[k] -= 1
-            self._refresh(task, k)
-            return "allocated"
-        if not allow_pipeline:
-            return None
-        k = int(np.argmax(self.future_scores))
-        if self.future_scores[k] == NEG:
-            return None
-        stmt.pipeline(task, int(self.candidates[k]))
-        self.future_free[k] -= self.request
-        self._refresh(task, k)
-        return "pipelined"
+        return len(run)
 
     def _refresh(self, task: TaskInfo, k: int) -> None:
         if self.node_local:
             self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
         else:
             self.scores = self._score(task, self.candidates)
-        row_now = self.now_free[k : k + 1]
-        row_future = self.future_free[k : k + 1]
-        fits_future = bool(self._fits_row(row_future, k))
-        self.now_scores[k] = self.scores[k] if fits_future and self._fits_row(row_now, k) else NEG
+        fits_future = self._fits_row(self.future_free[k], k)
+        fits_now = fits_future and self._fits_row(self.now_free[k], k)
+        self.now_scores[k] = self.scores[k] if fits_now else NEG
         self.future_scores[k] = self.scores[k] if fits_future else NEG
         if not self.node_local:
             self.now_scores = np.where(np.isfinite(self.now_scores), self.scores, NEG)
@@ -109,7 +143,7 @@ class ClassPlacer:
 
     def _fits_row(self, row: NDArray[np.float64], k: int) -> bool:
         need = self.need
-        return bool((row[0, need] + EPSILON >= self.request[need]).all()) and self.slots[k] >= 1
+        return self.slots[k] >= 1 and bool((row[need] + EPSILON >= self.request[need]).all())
 
     def shortage_reason(self, task: TaskInfo) -> Reason:
         """Why no candidate node can take ``task``: counts per short resource, the closest node."""
@@ -126,6 +160,17 @@ class ClassPlacer:
                 code=ReasonCode.NO_MATCHING_NODE,
                 message=f"0/{total} nodes match {what}: {excluded}; fix: relax the role's "
                 "nodeSelector/affinity, add tolerations, or uncordon nodes",
+            )
+        too_big = (self.request > snap.capacity[self.candidates] + EPSILON).any(axis=1)
+        if too_big.all():
+            largest = snap.capacity[self.candidates].max(axis=0)
+            over = self.request > largest + EPSILON
+            return Reason(
+                code=ReasonCode.NO_MATCHING_NODE,
+                message=f"no node is big enough for {what}: the largest matching node has "
+                f"{snap.resources(np.where(over, largest, 0)).describe()}; fix: split the task "
+                "into more, smaller replicas or add bigger nodes",
+                resource=snap.dims[int(np.argmax(over))],
             )
         free = self.future_free
         short = np.maximum(self.request - free, 0.0)
@@ -177,25 +222,26 @@ def place_tasks(
     """
     placers: dict[tuple[str, str], ClassPlacer] = {}
     allocated = pipelined = 0
-    for task in tasks:
-        refusal = session.points.allocatable(task)
-        if refusal is not None:
-            return Outcome(
-                allocated,
-                pipelined,
-                Reason(code=ReasonCode.QUEUE_LIMIT, message=refusal, queue=task.job.queue.name),
-            )
-        placer = placers.get(task.role.key)
+    start = 0
+    while start < len(tasks):
+        role = tasks[start].role
+        end = start
+        while end < len(tasks) and tasks[end].role is role:
+            end += 1
+        placer = placers.get(role.key)
         if placer is None:
-            placer = placers[task.role.key] = ClassPlacer(session, task, withheld)
-        result = placer.place(stmt, task, allow_pipeline=allow_pipeline)
-        if result is None:
-            return Outcome(allocated, pipelined, placer.shortage_reason(task))
-        if result == "allocated":
-            allocated += 1
-        else:
-            pipelined += 1
+            placer = placers[role.key] = ClassPlacer(session, tasks[start], withheld)
+        outcome = placer.place(stmt, tasks[start:end], allow_pipeline=allow_pipeline)
+        allocated += outcome.allocated
+        pipelined += outcome.pipelined
+        if outcome.reason is not None:
+            return Outcome(allocated, pipelined, outcome.reason)
+        start = end
     return Outcome(allocated, pipelined, None)
+
+
+def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
+    return Reason(code=ReasonCode.QUEUE_LIMIT, message=refusal, queue=task.job.queue.name)
 
 
 def describe_vector(session: Session, row: Vector) -> str:

@@ -174,12 +174,21 @@ class Hooks:
             self._points.predicate.register(self._plugin, self._tier, fn)
 
     def node_score(
-        self, fn: ScoreFn[TaskInfo], *, weight: float = 1.0, node_local: bool = True
+        self,
+        fn: ScoreFn[TaskInfo],
+        *,
+        weight: float = 1.0,
+        node_local: bool = True,
+        fills: bool = False,
     ) -> None:
-        """Scores (0..100) of candidate nodes for a task; higher is better."""
+        """Scores (0..100) of candidate nodes for a task; higher is better.
+
+        ``node_local`` and ``fills`` are promises (see ``Scorer``) that let placement
+        re-score less; a false promise makes placement worse, never unsafe.
+        """
         if self._on("node_score"):
             self._points.node_score.add(
-                self._plugin, self._tier, fn, weight=weight, node_local=node_local
+                self._plugin, self._tier, fn, weight=weight, node_local=node_local, fills=fills
             )
 
     def on_allocate(self, fn: Callable[[TaskInfo], None]) -> None:

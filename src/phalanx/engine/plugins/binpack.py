@@ -57,7 +57,7 @@ class _Utilization(Plugin):
             result: NDArray[np.float64] = 100.0 * (fill if self.prefer_full else 1.0 - fill)
             return result
 
-        hooks.node_score(score, weight=self.weight, node_local=True)
+        hooks.node_score(score, weight=self.weight, node_local=True, fills=self.prefer_full)
 
 
 class BinpackPlugin(_Utilization):

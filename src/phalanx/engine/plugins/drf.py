@@ -28,7 +28,9 @@ class DrfPlugin(Plugin):
         users: dict[tuple[str, str], Vector] = {}
         for job in session.snapshot.jobs.values():
             key = (job.queue.name, job.user)
-            users[key] = users.get(key, np.zeros_like(total)) + job.allocated
+            if key not in users:
+                users[key] = np.zeros_like(total)
+            users[key] += job.allocated
 
         def share(row: Vector) -> float:
             return float((row * scale).max()) if row.size else 0.0
@@ -41,8 +43,7 @@ class DrfPlugin(Plugin):
 
         def charge(sign: float) -> Callable[[TaskInfo], None]:
             def apply(task: TaskInfo) -> None:
-                key = (task.job.queue.name, task.job.user)
-                users[key] = users.get(key, np.zeros_like(total)) + sign * task.request
+                users[(task.job.queue.name, task.job.user)] += sign * task.request
 
             return apply
 

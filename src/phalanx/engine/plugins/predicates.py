@@ -2,7 +2,8 @@
 
 Resource fit and the per-node task limit are checked by the framework for every
 placement and cannot be switched off; this plugin adds the label and taint filters.
-Masks are computed once per role per session, vectorized over all nodes.
+Masks are computed once per distinct (selector, affinity, tolerations) per session,
+vectorized over all nodes; callers must not modify them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ class PredicatesPlugin(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
         taints = _taint_masks(snapshot)
-        hooks.predicate(lambda role: _mask(snapshot, taints, role))
+        masks: dict[tuple[object, ...], NDArray[np.bool_]] = {}
+
+        def predicate(role: RoleInfo) -> NDArray[np.bool_]:
+            spec = role.spec
+            signature = (tuple(sorted(spec.node_selector.items())), spec.affinity, spec.tolerations)
+            mask = masks.get(signature)
+            if mask is None:
+                mask = masks[signature] = _mask(snapshot, taints, role)
+            return mask
+
+        hooks.predicate(predicate)
 
 
 def _taint_masks(snapshot: Snapshot) -> dict[Taint, NDArray[np.bool_]]:

@@ -7,7 +7,8 @@ Guarantees, for a queue that is not ``overcommit``:
 - a victim is reclaimable only if its queue borrows (is above deserved in a resource
   the reclaimer needs), stays at or above its guarantee after the eviction, the
   reclaimer stays within its own deserved share, and, to rule out eviction ping-pong,
-  the reclaimer's share afterwards does not exceed the victim queue's share afterwards.
+  when the eviction leaves the victim queue below its deserved share, the reclaimer's
+  share afterwards does not exceed the victim queue's share afterwards.
 Queues are ordered by share (allocated / deserved), compared level by level from the root.
 """
 
@@ -51,16 +52,19 @@ def water_fill(total: Vector, weights: Vector, caps: np.ndarray, floors: np.ndar
 
 
 def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -> float:
-    """Largest allocated / deserved over ``dims`` (every resource when None)."""
+    """Largest allocated / deserved over ``dims`` (every resource when None).
+
+    Holding any amount of a resource it deserves none of is an infinite share, and so
+    is deserving nothing at all: such a queue only ever gets what nobody else wants.
+    """
     deserved = queue.deserved if dims is None else queue.deserved[dims]
     used = allocated if dims is None else allocated[dims]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(
-            deserved > 0,
-            used / np.where(deserved > 0, deserved, 1.0),
-            np.where(used > EPSILON, np.inf, 0.0),
-        )
-    return float(ratios.max()) if ratios.size else 0.0
+    entitled = deserved > 0
+    if not entitled.any():
+        return np.inf
+    if bool((used[~entitled] > EPSILON).any()):
+        return np.inf
+    return float((used[entitled] / deserved[entitled]).max())
 
 
 class QuotaPlugin(Plugin):
@@ -90,6 +94,8 @@ class QuotaPlugin(Plugin):
             return None
         request = task.request
         for queue in leaf.ancestors[:-1]:
+            if queue.uncapped:
+                continue
             over = queue.allocated + request > queue.capability + EPSILON
             if over.any():
                 return (
@@ -188,6 +194,8 @@ def _victim_ok(
             return False  # would push the queue below its guarantee
     victim_top = theirs[-1]
     after_victim = victim_top.allocated - freed.get(id(victim_top), 0.0) - victim.request
+    if bool((after_victim[needed] + EPSILON >= victim_top.deserved[needed]).all()):
+        return True  # still at or above its share afterwards: it has no claim to take back
     return (
         share(my_top, my_top.allocated + request, needed)
         <= share(victim_top, after_victim, needed) + EPSILON

@@ -1,0 +1,1 @@
+"""In-process benchmarks behind ``phalanx bench``; each returns a JSON-ready dict."""

@@ -1,0 +1,1 @@
+"""The ``phalanx`` command line: one module per command group."""
