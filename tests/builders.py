@@ -14,8 +14,13 @@ GiB = 2**30
 
 
 def res(cpu: float = 0, memory_gib: float = 0, gpu: float = 0, **extra: float) -> Resources:
-    """Resources in people's units: cpu cores, memory GiB, gpu devices."""
-    return Resources.of({"cpu": cpu * 1000, "memory": memory_gib * GiB, "gpu": gpu, **extra})
+    """Resources in people's units: cpu cores, memory GiB, gpu devices.
+
+    Names left at zero are left out (for a quota: no limit of its own on that name);
+    write ``Resources.of({"gpu": 0})`` for an explicit zero.
+    """
+    amounts = {"cpu": cpu * 1000, "memory": memory_gib * GiB, "gpu": gpu, **extra}
+    return Resources.of({name: value for name, value in amounts.items() if value})
 
 
 def make_node(

@@ -2,9 +2,11 @@
 
 A queue's deserved share is as written, or, when omitted, a weight-proportional part of
 what its parent deserves beyond the siblings' explicit shares (capped by capability,
-at least its guarantee). Queues may borrow idle resources up to capability; borrowed
-resources are reclaimed down to deserved, never below guarantee. A child never
-exceeds its parent: every ancestor's capability is checked on each allocation.
+at least its guarantee). A resource a written share leaves out is not limited by it:
+the queue deserves up to its parent's share of that resource. Queues may borrow idle
+resources up to capability; borrowed resources are reclaimed down to deserved, never
+below guarantee. A child never exceeds its parent: every ancestor's capability is
+checked on each allocation.
 """
 
 from __future__ import annotations
@@ -36,9 +38,13 @@ def _fill_children(session: Session, parent: QueueInfo) -> None:
     implicit = [q for q in children if q.spec.deserved is None]
     left = parent.deserved.copy()
     for queue in explicit:
-        given = session.snapshot.vector(queue.spec.deserved, missing=0.0)
+        # A resource the spec leaves out (``deserved: {gpu: 8}`` says nothing of cpu) is
+        # not a zero share: the queue deserves up to its parent's share of it.
+        given = session.snapshot.vector(queue.spec.deserved, missing=np.nan)
+        named = ~np.isnan(given)
+        given = np.where(named, given, parent.deserved)
         queue.deserved = np.minimum(np.maximum(given, queue.guarantee), queue.capability)
-        left = np.maximum(left - queue.deserved, 0.0)
+        left = np.maximum(left - np.where(named, queue.deserved, 0.0), 0.0)
     if implicit:
         weights = np.array([q.spec.weight for q in implicit], dtype=np.float64)
         caps = np.array([q.capability for q in implicit])
