@@ -1,0 +1,167 @@
+"""The ``Cluster`` document: groups of identical nodes, expanded into domain ``Node`` values.
+
+Guarantees: node ``i`` of group ``g`` is named ``g-i`` (from 0) and names are unique
+across the cluster; every network template renders for every node; capacity
+includes ``gpu`` (and ``gpu-memory`` when the GPU memory is given) from ``gpus``;
+labels carry ``phalanx.io/node-group`` and, when known, the GPU model and topology.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Annotated, Final, Literal, Self
+
+from pydantic import AfterValidator, Field, model_validator
+
+from phalanx.domain.errors import DocumentError
+from phalanx.domain.node import Gpu, Node
+from phalanx.domain.resources import GPU, GPU_MEMORY, Resources, canonical_amount
+from phalanx.spec.common import (
+    API_VERSION,
+    DnsLabel,
+    LabelKey,
+    LabelValue,
+    Metadata,
+    SpecModel,
+    from_invalid,
+    located,
+)
+from phalanx.spec.placement import TaintSpec
+from phalanx.spec.quantity import Quantity, ResourceMap, resources_of
+from phalanx.spec.template import IndexTemplate
+
+#: Most nodes one Cluster document may describe; a guard against hostile input.
+MAX_NODES: Final = 100_000
+
+NODE_GROUP_LABEL: Final = "phalanx.io/node-group"
+GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
+GPU_TOPOLOGY_LABEL: Final = "phalanx.io/gpu-topology"
+
+
+def _check_template(text: str) -> str:
+    try:
+        IndexTemplate.parse(text)
+    except DocumentError as error:
+        raise from_invalid(error) from None
+    return text
+
+
+class GpuSpec(SpecModel):
+    """``gpus``: how many identical GPUs each node has, their model and memory."""
+
+    count: Annotated[int, Field(ge=1)]
+    model: LabelValue = ""
+    memory: Quantity | None = None
+    topology: LabelValue | None = None  # a preset name such as dgx-a100, kept as written
+
+    def memory_bytes(self) -> float:
+        """Memory of one GPU in bytes (0 when not given)."""
+        return 0.0 if self.memory is None else canonical_amount(GPU_MEMORY, self.memory)
+
+
+class NodeGroupSpec(SpecModel):
+    """``count`` identical nodes named ``<name>-0`` .. ``<name>-<count-1>``."""
+
+    name: DnsLabel
+    count: Annotated[int, Field(ge=1, le=MAX_NODES)]
+    resources: ResourceMap
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    gpus: GpuSpec | None = None
+    network: dict[DnsLabel, Annotated[str, AfterValidator(_check_template)]] = Field(
+        default_factory=dict
+    )
+    max_tasks: Annotated[int, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.gpus is not None:
+            for name in (GPU, GPU_MEMORY):
+                if name in self.resources:
+                    raise located(
+                        f"{name} is given by gpus",
+                        f"remove resources.{name}",
+                        at=("resources", name),
+                    )
+        for tier, text in self.network.items():
+            template = IndexTemplate.parse(text)
+            try:
+                for index in range(self.count):
+                    template.render(index)
+            except DocumentError as error:
+                raise from_invalid(error, at=("network", tier)) from None
+        return self
+
+    def nodes(self) -> tuple[Node, ...]:
+        """The group's nodes, in index order."""
+        capacity = resources_of(self.resources)
+        labels = dict(self.labels)
+        labels[NODE_GROUP_LABEL] = self.name
+        gpus: tuple[Gpu, ...] = ()
+        if self.gpus is not None:
+            memory = self.gpus.memory_bytes()
+            count = self.gpus.count
+            capacity += Resources.of({GPU: count, GPU_MEMORY: count * memory})
+            gpus = tuple(Gpu(index=i, model=self.gpus.model, memory=memory) for i in range(count))
+            labels.update(_gpu_labels(self.gpus))
+        templates = {tier: IndexTemplate.parse(text) for tier, text in self.network.items()}
+        shared_labels = MappingProxyType(labels)  # one read-only mapping for every node
+        return tuple(
+            Node(
+                name=f"{self.name}-{index}",
+                capacity=capacity,
+                labels=shared_labels,
+                taints=tuple(taint.to_domain() for taint in self.taints),
+                gpus=gpus,
+                network={tier: t.render(index) for tier, t in templates.items()},
+                max_tasks=self.max_tasks,
+            )
+            for index in range(self.count)
+        )
+
+
+def _gpu_labels(gpus: GpuSpec) -> dict[str, str]:
+    labels = {GPU_MODEL_LABEL: gpus.model} if gpus.model else {}
+    if gpus.topology:
+        labels[GPU_TOPOLOGY_LABEL] = gpus.topology
+    return labels
+
+
+class ClusterSpec(SpecModel):
+    """``spec`` of a Cluster: its node groups."""
+
+    node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique_and_bounded(self) -> Self:
+        seen: set[str] = set()
+        for i, group in enumerate(self.node_groups):
+            if group.name in seen:
+                raise located(
+                    f"node group {group.name!r} is defined twice, so node names "
+                    f"{group.name}-0 ... would not be unique",
+                    "give every node group its own name",
+                    at=("nodeGroups", i, "name"),
+                )
+            seen.add(group.name)
+        total = sum(group.count for group in self.node_groups)
+        if total > MAX_NODES:
+            raise located(
+                f"{total} nodes is more than the limit of {MAX_NODES}",
+                "split the cluster or lower the counts",
+                at=("nodeGroups",),
+            )
+        return self
+
+
+class ClusterDocument(SpecModel):
+    """``apiVersion: phalanx/v1, kind: Cluster``."""
+
+    api_version: Literal["phalanx/v1"] = API_VERSION
+    kind: Literal["Cluster"] = "Cluster"
+    metadata: Metadata
+    spec: ClusterSpec
+
+    def nodes(self) -> tuple[Node, ...]:
+        """Every node of every group, group by group; names are unique."""
+        return tuple(node for group in self.spec.node_groups for node in group.nodes())

@@ -1,0 +1,210 @@
+"""Building blocks shared by every document: the strict base model, names, durations.
+
+Guarantees:
+
+- A ``SpecModel`` accepts only its documented camelCase fields; an unknown field is
+  rejected with the list of allowed ones and the closest match.
+- Scalars are strict: ``"3"`` is not an integer, ``yes`` is not a count, ``3.0`` is
+  not a replica number.
+- Every validation failure raised here is a ``phalanx`` error whose message carries
+  the fix; ``phalanx.spec.diagnostics`` turns it into a ``DocumentError``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Final, TypeAlias
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from phalanx.domain.errors import DocumentError, InvalidInput
+
+#: The apiVersion of phalanx's own documents.
+API_VERSION: Final = "phalanx/v1"
+
+#: Error type of every failure raised by phalanx validators (see ``located``).
+ERROR_TYPE: Final = "phalanx"
+
+Loc: TypeAlias = tuple[str | int, ...]
+
+
+def located(reason: str, fix: str, *, at: Loc = ()) -> PydanticCustomError:
+    """A validation error with its fix; ``at`` extends the location of the validated value."""
+    return PydanticCustomError(
+        ERROR_TYPE, "{detail}", {"detail": f"{reason}; fix: {fix}", "fix": fix, "at": at}
+    )
+
+
+def from_invalid(error: InvalidInput, *, at: Loc = ()) -> PydanticCustomError:
+    """The pydantic form of a domain ``InvalidInput``; the location replaces its ``field``."""
+    detail = str(error).removeprefix(f"{error.field}: ") if error.field else str(error)
+    return PydanticCustomError(
+        ERROR_TYPE, "{detail}", {"detail": detail, "fix": error.fix, "at": at}
+    )
+
+
+class SpecModel(BaseModel):
+    """A write schema: strict, frozen, camelCase in documents, snake_case in Python."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        """Reject an unknown field, naming the allowed ones and the closest match."""
+        if not isinstance(data, dict):
+            return data
+        allowed = [info.alias or name for name, info in cls.model_fields.items()]
+        for key in data:
+            if key not in allowed:
+                raise located("unknown field", suggest(str(key), allowed), at=(str(key),))
+        return data
+
+
+def suggest(word: str, allowed: list[str]) -> str:
+    """A fix for a misspelt name: the closest allowed one, then every allowed one."""
+    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{hint}allowed: {', '.join(allowed)}"
+
+
+def _pattern(regex: str, max_length: int, what: str, rule: str) -> Callable[[str], str]:
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str:
+        if len(value) > max_length or not compiled.fullmatch(value):
+            raise located(
+                f"{value[:60]!r} is not a valid {what}",
+                f"use {rule}, at most {max_length} characters",
+            )
+        return value
+
+    return check
+
+
+_DNS_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_LABEL_VALUE: Final = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_LABEL_NAME_RULE: Final = "letters, digits, '-', '_' and '.', starting and ending alphanumeric"
+
+#: A DNS-1123 subdomain: job, queue and cluster names.
+Name = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            rf"{_DNS_LABEL}(\.{_DNS_LABEL})*",
+            253,
+            "name (DNS-1123)",
+            "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+        )
+    ),
+]
+
+#: A DNS-1123 label: role, node group and network tier names.
+DnsLabel = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            _DNS_LABEL,
+            63,
+            "name (DNS-1123 label)",
+            "lowercase letters, digits and '-', starting and ending with a letter or digit",
+        )
+    ),
+]
+
+#: A user name: a DNS-like name that may also hold '_', '@', '+' and capitals.
+UserName = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            r"[A-Za-z0-9]([-A-Za-z0-9_.@+]*[A-Za-z0-9])?",
+            253,
+            "user name",
+            "letters, digits, '-', '_', '.', '@' and '+', starting and ending alphanumeric",
+        )
+    ),
+]
+
+check_label_key = _pattern(
+    rf"({_DNS_LABEL}(\.{_DNS_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?",
+    253,
+    "label key",
+    f"an optional DNS prefix and '/', then {_LABEL_NAME_RULE}",
+)
+
+#: A Kubernetes label key: an optional DNS subdomain prefix and '/', then a name.
+LabelKey = Annotated[str, AfterValidator(check_label_key)]
+
+#: A Kubernetes label value (may be empty).
+LabelValue = Annotated[
+    str, AfterValidator(_pattern(_LABEL_VALUE, 63, "label value", _LABEL_NAME_RULE))
+]
+
+#: A plugin, action or extension point name.
+PluginName = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            r"[A-Za-z][A-Za-z0-9_.-]*",
+            63,
+            "plugin name",
+            "letters, digits, '_', '.' and '-', starting with a letter",
+        )
+    ),
+]
+
+
+class Metadata(SpecModel):
+    """``metadata``: the document's name, labels and annotations."""
+
+    name: Name
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    annotations: dict[LabelKey, str] = Field(default_factory=dict)
+
+
+_DURATION: Final = re.compile(
+    r"(?:(?P<d>[0-9]+(?:\.[0-9]+)?)d)?(?:(?P<h>[0-9]+(?:\.[0-9]+)?)h)?"
+    r"(?:(?P<m>[0-9]+(?:\.[0-9]+)?)m)?(?:(?P<s>[0-9]+(?:\.[0-9]+)?)s)?"
+)
+_UNIT_SECONDS: Final = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_DURATION_FIX: Final = "write seconds (90) or units in d, h, m, s order, e.g. 8h, 30m, 1h30m, 2d"
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in ``value``: a number of seconds, or ``"2d"``, ``"8h"``, ``"1h30m"``, ``"45s"``.
+
+    The result is finite and > 0. Raises ``DocumentError`` (without a field; the
+    caller knows where the value came from).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise DocumentError(f"expected a duration, got {type(value).__name__}", fix=_DURATION_FIX)
+    if isinstance(value, str):
+        text = value.strip()
+        match = _DURATION.fullmatch(text)
+        if re.fullmatch(r"[0-9]+(\.[0-9]+)?", text):
+            seconds = float(text)
+        elif text and match:
+            seconds = sum(float(match[u] or 0) * _UNIT_SECONDS[u] for u in _UNIT_SECONDS)
+        else:
+            raise DocumentError(f"{value!r:.40} is not a duration", fix=_DURATION_FIX)
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise DocumentError(f"{value!r:.40} is not a positive duration", fix=_DURATION_FIX)
+    return seconds
+
+
+def _duration(value: object) -> float:
+    try:
+        return parse_duration(value)
+    except InvalidInput as error:
+        raise from_invalid(error) from None
+
+
+#: A duration field: validated and stored as seconds.
+Duration = Annotated[float, PlainValidator(_duration, json_schema_input_type=str | float)]

@@ -1,0 +1,212 @@
+"""The ``Job`` document: a gang of roles submitted to a leaf queue.
+
+A validated ``JobDocument`` is guaranteed to convert to a domain ``Job``: role
+names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn``
+names another role of the job and the dependencies have no cycle. Job-level
+``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
+own entries are merged over them (its selector keys win, lists are added).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal, Self
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from phalanx.domain.job import Job, Role
+from phalanx.spec.common import (
+    API_VERSION,
+    DnsLabel,
+    Duration,
+    LabelKey,
+    LabelValue,
+    Metadata,
+    Name,
+    SpecModel,
+    UserName,
+    located,
+)
+from phalanx.spec.placement import AffinityTerm, TolerationSpec
+from phalanx.spec.quantity import ResourceMap, resources_of
+
+SHELL: Final = ("/bin/sh", "-c")
+
+#: Most tasks one job may have; a guard against hostile input.
+MAX_REPLICAS: Final = 100_000
+
+
+def _shell_string(value: Any) -> Any:
+    """A command written as one string runs through the shell."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise located("the command is empty", "write the command, or omit the field")
+        return [*SHELL, value]
+    return value
+
+
+def _no_nul(argv: list[str]) -> list[str]:
+    for i, arg in enumerate(argv):
+        if "\x00" in arg:
+            raise located("contains a NUL character", "remove it", at=(i,))
+    return argv
+
+
+Command = Annotated[list[str], BeforeValidator(_shell_string), AfterValidator(_no_nul)]
+
+
+class Dependency(SpecModel):
+    """``{role, phase: Running}``: the role waits until ``role`` is Running."""
+
+    role: DnsLabel
+    phase: Literal["Running"] = "Running"
+
+
+class Placement(SpecModel):
+    """Where tasks may run: shared by the job and each of its roles."""
+
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    tolerations: list[TolerationSpec] = Field(default_factory=list)
+    affinity: list[AffinityTerm] = Field(default_factory=list)
+
+
+class RoleSpec(Placement):
+    """One role: ``replicas`` identical tasks with their resources and command."""
+
+    name: DnsLabel
+    replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
+    resources: ResourceMap
+    command: Command = Field(default_factory=list)
+    depends_on: list[Dependency] = Field(default_factory=list)
+
+    def to_domain(self, job: Placement) -> Role:
+        """The domain ``Role``, with the job-level placement merged under this role's."""
+        return Role(
+            name=self.name,
+            replicas=self.replicas,
+            resources=resources_of(self.resources),
+            command=tuple(self.command),
+            node_selector={**job.node_selector, **self.node_selector},
+            affinity=tuple(term.to_domain() for term in [*job.affinity, *self.affinity]),
+            tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),
+            depends_on=tuple(dict.fromkeys(dep.role for dep in self.depends_on)),
+        )
+
+
+class JobSpec(Placement):
+    """``spec`` of a Job (see DESIGN.md section 6)."""
+
+    queue: Name = "default"
+    user: UserName = "default"
+    priority: int = 0
+    min_available: Annotated[int, Field(ge=1)] | None = None
+    max_retry: Annotated[int, Field(ge=0)] = 3
+    walltime: Duration | None = None
+    runtime_estimate: Duration | None = None
+    starvation_threshold: Duration | None = None
+    preemptible: bool = True
+    roles: Annotated[list[RoleSpec], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        _check_unique_roles(self.roles)
+        total = sum(role.replicas for role in self.roles)
+        if total > MAX_REPLICAS:
+            raise located(
+                f"{total} replicas in all is more than the limit of {MAX_REPLICAS}",
+                "split the job or lower the replicas",
+                at=("roles",),
+            )
+        if self.min_available is not None and self.min_available > total:
+            raise located(
+                f"{self.min_available} is more than the job's {total} replicas",
+                f"set minAvailable between 1 and {total}, or omit it to gang every replica",
+                at=("minAvailable",),
+            )
+        _check_dependencies(self.roles)
+        return self
+
+
+def _check_unique_roles(roles: list[RoleSpec]) -> None:
+    seen: set[str] = set()
+    for i, role in enumerate(roles):
+        if role.name in seen:
+            raise located(
+                f"role name {role.name!r} is used twice",
+                "give every role its own name",
+                at=("roles", i, "name"),
+            )
+        seen.add(role.name)
+
+
+def _check_dependencies(roles: list[RoleSpec]) -> None:
+    names = [role.name for role in roles]
+    for i, role in enumerate(roles):
+        for j, dep in enumerate(role.depends_on):
+            where = ("roles", i, "dependsOn", j, "role")
+            if dep.role == role.name:
+                raise located("a role cannot depend on itself", "remove this entry", at=where)
+            if dep.role not in names:
+                others = ", ".join(n for n in names if n != role.name)
+                raise located(
+                    f"{dep.role!r} is not a role of this job",
+                    f"name one of the other roles ({others})" if others else "remove this entry",
+                    at=where,
+                )
+    cycle = _find_cycle({role.name: [dep.role for dep in role.depends_on] for role in roles})
+    if cycle:
+        raise located(
+            f"roles depend on each other in a cycle: {' -> '.join(cycle)}",
+            "remove one dependsOn entry of the cycle",
+            at=("roles", names.index(cycle[0]), "dependsOn"),
+        )
+
+
+def _find_cycle(edges: dict[str, list[str]]) -> list[str]:
+    """A dependency cycle as ``[a, b, ..., a]``, or ``[]``; roles are visited in order."""
+    done: set[str] = set()
+    for start, first in edges.items():
+        if start in done:
+            continue
+        path, on_path = [start], {start}
+        stack = [(start, iter(first))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_path.discard(path.pop())
+                done.add(node)
+            elif child in on_path:
+                return [*path[path.index(child) :], child]
+            elif child not in done:
+                stack.append((child, iter(edges[child])))
+                on_path.add(child)
+                path.append(child)
+    return []
+
+
+class JobDocument(SpecModel):
+    """``apiVersion: phalanx/v1, kind: Job``."""
+
+    api_version: Literal["phalanx/v1"] = API_VERSION
+    kind: Literal["Job"] = "Job"
+    metadata: Metadata
+    spec: JobSpec
+
+    def to_domain(self, creation_time: float = 0.0) -> Job:
+        """The domain ``Job`` (phase Pending, every task pending) in canonical units."""
+        spec = self.spec
+        return Job(
+            name=self.metadata.name,
+            queue=spec.queue,
+            roles=tuple(role.to_domain(spec) for role in spec.roles),
+            user=spec.user,
+            priority=spec.priority,
+            min_available=spec.min_available,
+            creation_time=creation_time,
+            preemptible=spec.preemptible,
+            walltime=spec.walltime,
+            runtime_estimate=spec.runtime_estimate,
+            starvation_threshold=spec.starvation_threshold,
+            max_retry=spec.max_retry,
+        )

@@ -1,0 +1,224 @@
+"""Load documents from YAML or JSON text (JSON is read as YAML).
+
+Guarantees: ``load_documents`` returns validated documents in stream order (empty
+documents are skipped) or raises ``DocumentError``; bad input never escapes as any
+other exception. Hostile input is refused: more than ``MAX_INPUT_SIZE``
+characters, YAML aliases (the "billion laughs"), nesting deeper than
+``MAX_DEPTH``, duplicate keys, and names outside the DNS-1123 rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias
+
+import yaml
+from pydantic import ValidationError
+
+from phalanx.domain.errors import DocumentError
+from phalanx.spec.cluster import ClusterDocument
+from phalanx.spec.common import API_VERSION
+from phalanx.spec.diagnostics import Problem, document_error, problems_of
+from phalanx.spec.importers.volcano import (
+    BATCH_API_VERSION,
+    SCHEDULING_API_VERSION,
+    import_volcano_job,
+    import_volcano_queue,
+)
+from phalanx.spec.job import JobDocument
+from phalanx.spec.queue import QueueDocument
+from phalanx.spec.scheduler import SchedulerConfigDocument
+
+#: Largest input accepted: characters of text, or bytes of a file.
+MAX_INPUT_SIZE: Final = 10 * 2**20
+#: Deepest nesting of mappings and lists accepted.
+MAX_DEPTH: Final = 64
+
+Document: TypeAlias = QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument
+
+_BUILDERS: Final[Mapping[tuple[str, str], Callable[[dict[str, Any]], Document]]] = {
+    (API_VERSION, "Queue"): QueueDocument.model_validate,
+    (API_VERSION, "Job"): JobDocument.model_validate,
+    (API_VERSION, "Cluster"): ClusterDocument.model_validate,
+    (API_VERSION, "SchedulerConfig"): SchedulerConfigDocument.model_validate,
+    (BATCH_API_VERSION, "Job"): import_volcano_job,
+    (SCHEDULING_API_VERSION, "Queue"): import_volcano_queue,
+}
+
+#: Every accepted ``apiVersion kind`` pair.
+KNOWN_KINDS: Final = tuple(f"{api} {kind}" for api, kind in _BUILDERS)
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """YAML that parses but that phalanx refuses; carries its own fix."""
+
+    def __init__(self, problem: str, fix: str, mark: yaml.Mark | None) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+        self.fix = fix
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases, duplicate keys or deep nesting."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise _Refused(
+                "YAML aliases (*name) are not accepted",
+                "write the value out in full instead of referring to an anchor",
+                self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    "flatten the document",
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, Any]] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise _Refused(
+                        f"key {key_node.value[:60]!r} appears twice in one mapping",
+                        "keep one of them",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_documents(text: str, *, source: str = "<input>") -> list[Document]:
+    """Every non-empty document of ``text``, validated; raises ``DocumentError``."""
+    if len(text) > MAX_INPUT_SIZE:
+        raise DocumentError(
+            f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
+            fix="split it into several files",
+        )
+    raws = _parse(text, source)
+    return [_build(raw, source, n) for n, raw in enumerate(raws, start=1) if raw is not None]
+
+
+def load_file(path: str | os.PathLike[str]) -> list[Document]:
+    """Every document of the UTF-8 file at ``path``; raises ``DocumentError``."""
+    source = os.fspath(path)
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_INPUT_SIZE + 1)
+    except OSError as error:
+        raise DocumentError(
+            f"{source}: cannot read: {error.strerror}", fix="check the path and its permissions"
+        ) from None
+    if len(data) > MAX_INPUT_SIZE:
+        raise DocumentError(
+            f"{source}: file is over the {MAX_INPUT_SIZE}-byte limit",
+            fix="split it into several files",
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DocumentError(
+            f"{source}: byte {error.start} is not UTF-8", fix="save the file as UTF-8"
+        ) from None
+    return load_documents(text, source=source)
+
+
+def _parse(text: str, source: str) -> list[Any]:
+    raws: list[Any] = []
+    try:
+        loader = _GuardedLoader(text)  # the reader refuses control characters right here
+    except yaml.reader.ReaderError as error:
+        line, column = _line_column(text, error.position)
+        raise DocumentError(
+            f"{source}, line {line}, column {column}: "
+            f"character U+{error.character:04X} is not allowed in YAML",
+            fix="remove it, or write it as an escape inside double quotes",
+        ) from None
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            raws.append(loader.get_data())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise DocumentError(
+            f"{source} document {len(raws) + 1}{where}: {error.problem or error.context}",
+            fix=getattr(error, "fix", "check the YAML there: indentation, quotes, brackets, tags"),
+        ) from None
+    except ValueError as error:  # int() and date() of a scalar YAML resolved by its looks
+        raise DocumentError(
+            f"{source} document {len(raws) + 1}: a value cannot be read: {error}",
+            fix="quote the value if it is meant as text",
+        ) from None
+    finally:
+        loader.dispose()
+    return raws
+
+
+def _line_column(text: str, position: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, position) + 1
+    return text.count("\n", 0, position) + 1, position - line_start + 1
+
+
+def _build(raw: Any, source: str, number: int) -> Document:
+    header = _header(source, number, raw)
+    if not isinstance(raw, dict):
+        raise document_error(header, [_not_a_mapping(raw)])
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    builder = None
+    if isinstance(api_version, str) and isinstance(kind, str):
+        builder = _BUILDERS.get((api_version, kind))
+    if builder is None:
+        raise document_error(header, [_unknown_kind(api_version, kind)])
+    try:
+        return builder(raw)
+    except ValidationError as error:
+        raise document_error(header, problems_of(error)) from None
+
+
+def _header(source: str, number: int, raw: Any) -> str:
+    header = f"{source} document {number}"
+    if not isinstance(raw, dict):
+        return header
+    metadata = raw.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    known = [_printable(value) for value in (raw.get("kind"), name) if isinstance(value, str)]
+    return f"{header} ({' '.join(known)})" if known else header
+
+
+def _printable(text: str) -> str:
+    return text if text.isprintable() and len(text) <= 63 else repr(text[:40])
+
+
+def _not_a_mapping(raw: Any) -> Problem:
+    fix = "write a mapping with apiVersion, kind, metadata and spec"
+    got = "a list" if isinstance(raw, list) else type(raw).__name__
+    return Problem(path="", detail=f"expected a mapping, got {got}; fix: {fix}", fix=fix)
+
+
+def _unknown_kind(api_version: Any, kind: Any) -> Problem:
+    known = ", ".join(KNOWN_KINDS)
+    if api_version is None:
+        fix = f"add apiVersion: {API_VERSION}"
+        return Problem(path="apiVersion", detail=f"is required; fix: {fix}", fix=fix)
+    if kind is None:
+        fix = f"add kind, one of: {known}"
+        return Problem(path="kind", detail=f"is required; fix: {fix}", fix=fix)
+    versions = [api for api, k in _BUILDERS if k == kind]
+    if versions:
+        fix = f"for kind {kind} use apiVersion {' or '.join(versions)}"
+        detail = f"{_printable(str(api_version))} is not known; fix: {fix}"
+        return Problem(path="apiVersion", detail=detail, fix=fix)
+    fix = f"use one of: {known}"
+    shown = f"{_printable(str(kind))} of apiVersion {_printable(str(api_version))}"
+    return Problem(path="kind", detail=f"{shown} is not a known kind; fix: {fix}", fix=fix)

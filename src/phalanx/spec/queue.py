@@ -1,0 +1,91 @@
+"""The ``Queue`` document: one node of the queue tree with its quotas.
+
+A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
+and deserved share never exceed its capability on any resource.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, model_validator
+
+from phalanx.domain.queue import ROOT_QUEUE, Queue
+from phalanx.domain.resources import Resources
+from phalanx.spec.common import API_VERSION, Duration, Metadata, Name, SpecModel, located
+from phalanx.spec.quantity import ResourceMap, resources_of
+
+
+class QueueSpec(SpecModel):
+    """``spec`` of a Queue; fields mirror Volcano's Queue."""
+
+    parent: Name = ROOT_QUEUE
+    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    guarantee: ResourceMap = Field(default_factory=dict)
+    deserved: ResourceMap | None = None
+    capability: ResourceMap | None = None
+    reclaimable: bool = True
+    overcommit: bool = False
+    priority: int = 0
+    starvation_threshold: Duration | None = None
+
+    @model_validator(mode="after")
+    def _within_capability(self) -> Self:
+        if self.capability is None:
+            return self
+        cap = resources_of(self.capability)
+        for field, amounts in (("guarantee", self.guarantee), ("deserved", self.deserved or {})):
+            for name, amount in resources_of(amounts).items():
+                if name in self.capability and amount > cap[name]:
+                    raise located(
+                        f"{amounts[name]} exceeds capability {self.capability[name]}",
+                        f"lower {field}.{name} or raise capability.{name}",
+                        at=(field, name),
+                    )
+        return self
+
+
+class QueueDocument(SpecModel):
+    """``apiVersion: phalanx/v1, kind: Queue``."""
+
+    api_version: Literal["phalanx/v1"] = API_VERSION
+    kind: Literal["Queue"] = "Queue"
+    metadata: Metadata
+    spec: QueueSpec = QueueSpec()
+
+    @model_validator(mode="after")
+    def _not_root_nor_own_parent(self) -> Self:
+        name = self.metadata.name
+        if name == ROOT_QUEUE:
+            raise located(
+                f"{ROOT_QUEUE!r} is the implicit root of the queue tree",
+                "choose another name",
+                at=("metadata", "name"),
+            )
+        if self.spec.parent == name:
+            raise located(
+                "a queue cannot be its own parent",
+                f"name another queue or omit parent (default {ROOT_QUEUE!r})",
+                at=("spec", "parent"),
+            )
+        return self
+
+    def to_domain(self) -> Queue:
+        """The domain ``Queue`` in canonical units."""
+        spec = self.spec
+        return Queue(
+            name=self.metadata.name,
+            parent=spec.parent,
+            weight=spec.weight,
+            guarantee=resources_of(spec.guarantee),
+            deserved=_optional(spec.deserved),
+            capability=_optional(spec.capability),
+            reclaimable=spec.reclaimable,
+            overcommit=spec.overcommit,
+            priority=spec.priority,
+            starvation_threshold=spec.starvation_threshold,
+        )
+
+
+def _optional(amounts: ResourceMap | None) -> Resources | None:
+    return None if amounts is None else resources_of(amounts)
