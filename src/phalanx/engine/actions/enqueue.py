@@ -5,13 +5,14 @@ capability can hold its minimum) and the cluster could make room for that minimu
 one of four ways, checked in this order:
 
 1. room in the budget: ``overcommitFactor`` (Volcano's default 1.2) times schedulable
-   capacity, less the work of non-overcommit queues that is running or admitted;
+   capacity, less the work of non-overcommit queues that is running or admitted (in
+   this session or an earlier one, and not yet placed);
 2. reclaim: its queue and every ancestor stay within their deserved share with it;
 3. a reservation: it is starving (backfill will reserve room for it);
 4. preemption: lower-priority, preemptible work of its own queue covers its minimum.
 
 Work of overcommit (over-issued) queues does not use the budget: it is first to be
-reclaimed. Any number of jobs of one queue may be admitted in one session.
+reclaimed; nor does a starving job, whose room its reservation makes. Any number of jobs of one queue may be admitted in one session.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ class EnqueueAction(Action):
     def execute(self, session: Session) -> None:
         factor = float(self.args.get("overcommitFactor", 1.2))
         snapshot = session.snapshot
-        budget = snapshot.total * factor
+        budget = snapshot.total * factor - _charge_earlier_admissions(session)
         for leaf in snapshot.leaf_queues():
             if not leaf.spec.overcommit:
-                budget -= leaf.allocated + leaf.inqueue
+                budget -= leaf.allocated
         for job in _pending_in_order(session):
             invalid = session.points.job_valid(job)
             if invalid is not None:
@@ -51,10 +52,39 @@ class EnqueueAction(Action):
                 _record_no_room(session, job, minimum, np.where(short, minimum - budget, 0.0))
                 continue
             session.admitted.append(job.name)
-            if not job.queue.spec.overcommit:
+            if _uses_budget(session, job):
                 budget -= minimum
             for queue in job.queue.ancestors:
                 queue.inqueue += minimum
+
+
+def _charge_earlier_admissions(session: Session) -> Vector:
+    """Count jobs admitted earlier and still unplaced as their queues' ``inqueue``.
+
+    Without this, each session would hand out the whole budget (and each queue its whole
+    capability) again on top of the jobs admitted before that still wait. Returns what
+    of it the cluster budget must cover (see ``_uses_budget``).
+    """
+    charged = np.zeros(len(session.snapshot.dims))
+    for job in session.snapshot.jobs.values():
+        if job.phase is not JobPhase.QUEUED or job.ready_count >= job.min_available:
+            continue
+        waiting = np.maximum(job.min_request() - job.allocated, 0.0)
+        for queue in job.queue.ancestors:
+            queue.inqueue += waiting
+        if _uses_budget(session, job):
+            charged += waiting
+    return charged
+
+
+def _uses_budget(session: Session, job: JobInfo) -> bool:
+    """Whether an admitted job's minimum is charged to the cluster budget.
+
+    Overcommit queues' work is not (it is first to be reclaimed), nor is a starving
+    job's: its room comes from its reservation, and charging it would stop every other
+    admission - and with it backfill - until it starts.
+    """
+    return not job.queue.spec.overcommit and not session.points.job_starving(job)
 
 
 def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector) -> bool:
