@@ -18,7 +18,6 @@ $(STAMP): pyproject.toml
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy
@@ -30,7 +29,7 @@ demo: install
 	$(BIN)/phalanx demo
 
 bench: install
-	$(BIN)/phalanx bench engine --nodes 5000 --queues 5 --jobs-per-queue 80 --tasks-per-job 125 --json
+	$(BIN)/python bench/engine.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

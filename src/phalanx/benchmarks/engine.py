@@ -116,6 +116,7 @@ def run(
     built = time.perf_counter()
     decisions = run_cycle(snapshot, config or default_config(), now=0.0)
     done = time.perf_counter()
+    gpus_of = {job.name: job.roles[0].resources.get("gpu") for job in jobs}
     seconds = done - started
     return {
         "nodes": spec.nodes,
@@ -125,6 +126,7 @@ def run(
         "running": spec.running,
         "gpu_mix": spec.gpu_mix,
         "tasks_bound": len(decisions.binds),
+        "gpus_bound": sum(gpus_of[bind.job] for bind in decisions.binds),
         "jobs_unschedulable": len(decisions.unschedulable),
         "snapshot_s": round(built - started, 4),
         "session_s": round(done - built, 4),

@@ -1,9 +1,10 @@
-"""allocate: place admitted jobs, queue by queue, job by job, gang by gang.
+"""allocate: place admitted jobs, queue by queue, user by user, job by job, gang by gang.
 
-The queue with the smallest share goes next; within it the first job by job order.
-A job's tasks are placed as a gang (see ``try_job``): dispatched when ready, kept
-when pipelined, discarded otherwise. Reservations held for starving jobs are not
-used here (backfill may use them for jobs that end in time).
+The queue with the smallest share goes next; within it the user first in user order
+(drf: the smallest dominant share), then that user's first job by job order. A job's
+tasks are placed as a gang (see ``try_job``): dispatched when ready, kept when
+pipelined, discarded otherwise. Reservations held for starving jobs are not used
+here (backfill may use them for jobs that end in time).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, QueueInfo
 
+User = tuple[str, str]  # (queue name, user name)
+
 
 class AllocateAction(Action):
     """Greedy gang placement in fair-share order."""
@@ -24,28 +27,43 @@ class AllocateAction(Action):
     name = "allocate"
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[str, list[JobInfo]] = defaultdict(list)
+        points = session.points
+        by_user: dict[User, list[JobInfo]] = defaultdict(list)
         for job in candidate_jobs(session):
-            by_queue[job.queue.name].append(job)
-        job_key = session.points.job_order.key
-        waiting = {
-            name: LazyQueue(jobs, job_key, lambda j: (j.creation_time, j.name))
-            for name, jobs in by_queue.items()
+            by_user[(job.queue.name, job.user)].append(job)
+        jobs_of = {
+            user: LazyQueue(jobs, points.job_order.key, lambda j: (j.creation_time, j.name))
+            for user, jobs in by_user.items()
+        }
+        users_by_queue: dict[str, list[User]] = defaultdict(list)
+        for user in sorted(jobs_of):
+            users_by_queue[user[0]].append(user)
+        users_of = {
+            name: LazyQueue(users, points.user_order.key, lambda u: u[1])
+            for name, users in users_by_queue.items()
         }
         queues = LazyQueue(
-            [session.snapshot.queues[name] for name in sorted(waiting)],
-            session.points.queue_order.key,
+            [session.snapshot.queues[name] for name in sorted(users_of)],
+            points.queue_order.key,
             lambda q: q.name,
         )
         while queues:
             queue = queues.pop()
-            jobs = waiting[queue.name]
-            if session.points.overused(queue):
-                _record_overused(session, queue, jobs)
+            users = users_of[queue.name]
+            if points.overused(queue):
+                _record_overused(
+                    session,
+                    queue,
+                    [jobs_of[user] for user in sorted(jobs_of) if user[0] == queue.name],
+                )
                 continue
+            user = users.pop()
+            jobs = jobs_of[user]
             job = jobs.pop()
             try_job(session, job, withheld=session.withheld_for(job))
             if jobs:
+                users.push(user)
+            if users:
                 queues.push(queue)
 
 
@@ -63,16 +81,16 @@ def candidate_jobs(session: Session) -> list[JobInfo]:
     return sorted(found, key=lambda j: (j.creation_time, j.name))
 
 
-def _record_overused(session: Session, queue: QueueInfo, jobs: LazyQueue[JobInfo]) -> None:
-    while jobs:
-        job = jobs.pop()
-        session.record_reason(
-            job,
-            Reason(
-                code=ReasonCode.QUEUE_LIMIT,
-                message=f"queue {session.queue_label(queue)} has used its deserved share; "
-                "fix: wait, raise its weight, or let reclaim return borrowed resources",
-                queue=queue.name,
-            ),
-            replace=False,
-        )
+def _record_overused(session: Session, queue: QueueInfo, waiting: list[LazyQueue[JobInfo]]) -> None:
+    for jobs in waiting:
+        while jobs:
+            session.record_reason(
+                jobs.pop(),
+                Reason(
+                    code=ReasonCode.QUEUE_LIMIT,
+                    message=f"queue {session.queue_label(queue)} has used its deserved share; "
+                    "fix: wait, raise its weight, or let reclaim return borrowed resources",
+                    queue=queue.name,
+                ),
+                replace=False,
+            )

@@ -31,7 +31,6 @@ class BackfillAction(Action):
 
     def open(self, session: Session) -> None:
         limit = int(self.args.get("maxReservations", 4))
-        job_key = session.points.job_order.key
         starving = [
             j
             for j in session.snapshot.jobs.values()
@@ -40,7 +39,7 @@ class BackfillAction(Action):
             and session.points.job_starving(j)
             and (j.phase is not JobPhase.PENDING or not session.has_enqueue)
         ]
-        for job in sorted(starving, key=lambda j: (job_key(j), j.creation_time, j.name))[:limit]:
+        for job in sorted(starving, key=session.job_rank)[:limit]:
             hold = plan_hold(session, job)
             if hold is not None:
                 session.holds.append(hold)
@@ -48,12 +47,7 @@ class BackfillAction(Action):
     def execute(self, session: Session) -> None:
         if not session.holds:
             return
-        queue_key = session.points.queue_order.key
-        job_key = session.points.job_order.key
-        for job in sorted(
-            _backfill_candidates(session),
-            key=lambda j: (queue_key(j.queue), j.queue.name, job_key(j), j.creation_time, j.name),
-        ):
+        for job in sorted(_backfill_candidates(session), key=session.job_rank):
             ends_by = session.now + _duration(job)
             withheld = session.withheld_for(job, ends_by=ends_by)
             if try_job(session, job, withheld=withheld, allow_pipeline=False):

@@ -120,8 +120,4 @@ def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Ve
 
 def _pending_in_order(session: Session) -> list[JobInfo]:
     jobs = [j for j in session.snapshot.jobs.values() if j.phase is JobPhase.PENDING]
-    queue_key = session.points.queue_order.key
-    job_key = session.points.job_order.key
-    return sorted(
-        jobs, key=lambda j: (queue_key(j.queue), j.queue.name, job_key(j), j.creation_time, j.name)
-    )
+    return sorted(jobs, key=session.job_rank)

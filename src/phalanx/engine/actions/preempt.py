@@ -22,9 +22,8 @@ class PreemptAction(Action):
     name = "preempt"
 
     def execute(self, session: Session) -> None:
-        job_key = session.points.job_order.key
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
-        for job in sorted(waiting, key=lambda j: (job_key(j), j.creation_time, j.name)):
+        for job in sorted(waiting, key=session.job_rank):
             if (
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already

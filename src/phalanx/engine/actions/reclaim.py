@@ -21,12 +21,8 @@ class ReclaimAction(Action):
     name = "reclaim"
 
     def execute(self, session: Session) -> None:
-        queue_key = session.points.queue_order.key
-        job_key = session.points.job_order.key
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
-        waiting.sort(
-            key=lambda j: (queue_key(j.queue), j.queue.name, job_key(j), j.creation_time, j.name)
-        )
+        waiting.sort(key=session.job_rank)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 EXTENSION_POINTS = frozenset(
     {
         "job_order",
+        "user_order",
         "queue_order",
         "task_order",
         "victim_order",
@@ -107,6 +108,11 @@ class Hooks:
         """Smaller key first."""
         if self._on("job_order"):
             self._points.job_order.register(self._plugin, self._tier, fn)
+
+    def user_order(self, fn: Callable[[tuple[str, str]], Any]) -> None:
+        """Smaller key first, among the users (queue name, user) of one queue."""
+        if self._on("user_order"):
+            self._points.user_order.register(self._plugin, self._tier, fn)
 
     def queue_order(self, fn: Callable[[QueueInfo], Any]) -> None:
         """Smaller key first."""

@@ -39,6 +39,9 @@ class Points:
 
     job_order: OrderPoint[JobInfo] = field(default_factory=lambda: OrderPoint("job_order"))
     queue_order: OrderPoint[QueueInfo] = field(default_factory=lambda: OrderPoint("queue_order"))
+    user_order: OrderPoint[tuple[str, str]] = field(
+        default_factory=lambda: OrderPoint("user_order")
+    )
     task_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("task_order"))
     victim_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("victim_order"))
     job_valid: CheckPoint[JobInfo] = field(default_factory=lambda: CheckPoint("job_valid"))
@@ -160,6 +163,22 @@ class Session:
     def job_ready(self, job: JobInfo) -> bool:
         """Every plugin agrees the job's allocations may start."""
         return self.points.job_ready(job)
+
+    def job_rank(self, job: JobInfo) -> tuple[object, ...]:
+        """A job's place in line right now: queue order, then user order, then job order.
+
+        For one-off sorts; allocate keeps the three levels live as shares move.
+        """
+        points = self.points
+        return (
+            points.queue_order.key(job.queue),
+            job.queue.name,
+            points.user_order.key((job.queue.name, job.user)),
+            job.user,
+            points.job_order.key(job),
+            job.creation_time,
+            job.name,
+        )
 
     def job_pipelined(self, job: JobInfo) -> bool:
         """Every plugin agrees the job may keep its allocations and pipelined tasks."""

@@ -35,11 +35,12 @@ class DrfPlugin(Plugin):
         def share(row: Vector) -> float:
             return float((row * scale).max()) if row.size else 0.0
 
-        def job_key(job: JobInfo) -> tuple[float, float]:
-            return (
-                share(users.get((job.queue.name, job.user), job.allocated)),
-                share(job.allocated),
-            )
+        def user_key(user: tuple[str, str]) -> float:
+            row = users.get(user)
+            return 0.0 if row is None else share(row)
+
+        def job_key(job: JobInfo) -> float:
+            return share(job.allocated)
 
         def charge(sign: float) -> Callable[[TaskInfo], None]:
             def apply(task: TaskInfo) -> None:
@@ -47,6 +48,7 @@ class DrfPlugin(Plugin):
 
             return apply
 
+        hooks.user_order(user_key)
         hooks.job_order(job_key)
         hooks.on_allocate(charge(1.0))
         hooks.on_deallocate(charge(-1.0))

@@ -1,0 +1,40 @@
+"""The command line runs the demo and the engine benchmark in-process."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from phalanx.cli.main import app
+
+runner = CliRunner()
+
+
+def test_demo_runs_the_story_to_the_end() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "reclaim" in result.output
+    assert "preempt" in result.output
+    assert "reserved" in result.output
+    assert "moe-64gpu finished" in result.output
+    assert "no node is big enough" in result.output
+
+
+def test_bench_engine_prints_one_json_line_with_the_named_figures() -> None:
+    result = runner.invoke(app, ["bench", "engine", "--nodes", "50", "--queues", "2", "--jobs-per-queue", "3",
+                                 "--tasks-per-job", "10", "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert {"nodes", "tasks", "tasks_bound", "seconds", "tasks_per_s"} <= set(figures)
+    assert figures["tasks"] == 60 and figures["tasks_bound"] == 60
+
+
+def test_bench_gpu_mix_and_busy_cluster() -> None:
+    mix = runner.invoke(app, ["bench", "engine", "--nodes", "40", "--queues", "2", "--jobs-per-queue", "6",
+                              "--gpu-mix", "--json"])
+    assert json.loads(mix.output)["tasks_bound"] > 0
+    busy = runner.invoke(app, ["bench", "engine", "--nodes", "20", "--queues", "2", "--jobs-per-queue", "2",
+                               "--tasks-per-job", "5", "--running", "200", "--json"])
+    figures = json.loads(busy.output)
+    assert figures["running"] == 200 and figures["tasks_bound"] == 20

@@ -1,0 +1,101 @@
+"""Each extension point combines its plugins' answers by the rule its type names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.extension import (
+    AllPoint,
+    AnyPoint,
+    CheckPoint,
+    MaskPoint,
+    OrderPoint,
+    ScorePoint,
+    VictimPoint,
+    Vote,
+    VotePoint,
+)
+
+
+def test_order_is_first_non_zero_in_tier_order() -> None:
+    point: OrderPoint[tuple[int, int]] = OrderPoint("job_order")
+    point.register("priority", 0, lambda item: -item[0])
+    point.register("drf", 1, lambda item: item[1])
+    items = [(0, 1), (5, 9), (5, 2)]
+    assert sorted(items, key=point.key) == [(5, 2), (5, 9), (0, 1)]
+
+
+def test_second_registration_is_refused() -> None:
+    point: AllPoint[int] = AllPoint("job_ready")
+    point.register("gang", 0, lambda _: True)
+    with pytest.raises(PluginError, match="twice"):
+        point.register("gang", 0, lambda _: True)
+
+
+def test_all_and_any_defaults() -> None:
+    assert AllPoint[int]("job_ready")(1) is True
+    assert AnyPoint[int]("overused")(1) is False
+    point: AllPoint[int] = AllPoint("job_ready")
+    point.register("a", 0, lambda x: x > 0)
+    point.register("b", 0, lambda x: x > 5)
+    assert point(9) and not point(3)
+    assert point.first_refusal(3) == "b"
+
+
+def test_check_returns_the_first_refusal() -> None:
+    point: CheckPoint[int] = CheckPoint("allocatable")
+    point.register("a", 0, lambda x: None)
+    point.register("b", 0, lambda x: "queue full" if x > 1 else None)
+    assert point(1) is None
+    assert point(2) == "queue full"
+
+
+def test_vote_reject_wins_and_permit_ends_the_walk_after_its_tier() -> None:
+    calls: list[str] = []
+
+    def voter(name: str, vote: Vote) -> object:
+        def fn(_: int) -> Vote:
+            calls.append(name)
+            return vote
+
+        return fn
+
+    point: VotePoint[int] = VotePoint("job_enqueueable")
+    point.register("permit", 0, voter("permit", Vote.PERMIT))  # type: ignore[arg-type]
+    point.register("reject-same-tier", 0, voter("reject-same-tier", Vote.REJECT))  # type: ignore[arg-type]
+    assert point.first_rejection(0) == "reject-same-tier"
+
+    later: VotePoint[int] = VotePoint("job_enqueueable")
+    later.register("permit", 0, voter("p", Vote.PERMIT))  # type: ignore[arg-type]
+    later.register("reject-next-tier", 1, voter("r", Vote.REJECT))  # type: ignore[arg-type]
+    calls.clear()
+    assert later(0) is True
+    assert calls == ["p"]
+
+
+def test_victims_must_pass_every_plugin_and_none_means_none() -> None:
+    assert VictimPoint[int, int]("preemptable")(0, [1, 2, 3]) == []
+    point: VictimPoint[int, int] = VictimPoint("preemptable")
+    point.register("a", 0, lambda _, c: [x for x in c if x > 1])
+    point.register("b", 1, lambda _, c: [x for x in c if x < 4])
+    assert point(0, [1, 2, 3, 4]) == [2, 3]
+
+
+def test_masks_and_and_count_exclusions_by_first_plugin() -> None:
+    point: MaskPoint[int] = MaskPoint("predicate")
+    point.register("labels", 0, lambda _: np.array([True, False, True, False]))
+    point.register("taints", 0, lambda _: np.array([True, False, False, True]))
+    mask, excluded = point(0, 4)
+    assert mask.tolist() == [True, False, False, False]
+    assert excluded == {"labels": 2, "taints": 1}
+
+
+def test_scores_are_weighted_sums_and_promises_combine() -> None:
+    point = ScorePoint("node_score")
+    point.add("binpack", 0, lambda _, nodes: np.full(len(nodes), 10.0), weight=2, fills=True)
+    point.add("spread", 0, lambda _, nodes: np.arange(len(nodes), dtype=float), node_local=True)
+    assert point(None, np.arange(3)).tolist() == [20.0, 21.0, 22.0]
+    assert point.node_local
+    assert not point.fills

@@ -1,0 +1,62 @@
+"""Registries are values: duplicates refused, unknown names explained, entry points loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.framework.registry import Registry
+from phalanx.engine.plugins.gang import GangPlugin
+
+
+class _Extra(Plugin):
+    name = "extra"
+
+
+@dataclass
+class _Entry:
+    name: str
+    target: Any
+
+    def load(self) -> Any:
+        if isinstance(self.target, Exception):
+            raise self.target
+        return self.target
+
+
+def test_builtin_registry_knows_every_shipped_name() -> None:
+    registry = Registry.builtin()
+    assert set(registry.action_names) == {"enqueue", "allocate", "reclaim", "preempt", "backfill"}
+    assert {"priority", "gang", "drf", "proportion", "capacity", "overcommit", "predicates",
+            "binpack", "spread", "sla"} <= set(registry.plugin_names)
+
+
+def test_duplicates_are_refused() -> None:
+    with pytest.raises(PluginError, match="already registered"):
+        Registry.builtin().with_plugin(GangPlugin)
+
+
+def test_unknown_names_list_the_known_ones() -> None:
+    with pytest.raises(PluginError, match="unknown plugin 'gnag'.*gang"):
+        Registry.builtin().plugin("gnag", {})
+
+
+def test_unknown_plugin_args_are_refused() -> None:
+    with pytest.raises(PluginError, match="does not take"):
+        Registry.builtin().plugin("gang", {"minMember": 3})
+
+
+def test_entry_points_add_third_party_plugins() -> None:
+    registry = Registry.builtin().with_entry_points([_Entry("extra", _Extra)])
+    assert "extra" in registry.plugin_names
+    assert isinstance(registry.plugin("extra", {}), _Extra)
+
+
+@pytest.mark.parametrize("target", [ImportError("no module named x"), object, GangPlugin])
+def test_broken_or_clashing_entry_points_are_refused_by_name(target: Any) -> None:
+    with pytest.raises(PluginError):
+        Registry.builtin().with_entry_points([_Entry("bad", target)])

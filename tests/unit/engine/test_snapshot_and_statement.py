@@ -1,0 +1,77 @@
+"""Snapshot construction and statement discard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from phalanx.domain.errors import EngineInvariantError, InvalidInput
+from phalanx.domain.job import Task, TaskPhase
+from phalanx.engine import Snapshot, default_config
+from phalanx.engine.cycle import open_session
+from phalanx.engine.snapshot import TaskStatus
+from tests.builders import make_job, make_node, make_nodes, make_queue
+
+
+def test_running_and_releasing_tasks_are_charged_to_nodes_and_queues() -> None:
+    job = make_job("a", gpus=2, replicas=3, running_on=["n0", "n1"])
+    tasks = list(job.tasks)
+    tasks[1] = Task(role="worker", index=1, phase=TaskPhase.RELEASING, node="n1")
+    from dataclasses import replace
+
+    snap = Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=[replace(job, tasks=tuple(tasks))])
+    gpu = snap.dim["gpu"]
+    assert snap.used[:, gpu].tolist() == [2, 2]
+    assert snap.releasing[:, gpu].tolist() == [0, 2]
+    assert snap.queues["default"].allocated[gpu] == 2  # releasing work is already given back
+    info = snap.jobs["a"]
+    assert info.counts[TaskStatus.RUNNING] == 1 and info.counts[TaskStatus.PENDING] == 1
+
+
+def test_tasks_on_unknown_nodes_come_back_pending() -> None:
+    snap = Snapshot.build(nodes=[make_node("n0")], jobs=[make_job("a", running_on=["gone"])],
+                          queues=[make_queue()])
+    assert snap.jobs["a"].tasks[0].status is TaskStatus.PENDING
+    assert snap.used.sum() == 0
+
+
+def test_jobs_of_unknown_queues_are_orphans() -> None:
+    snap = Snapshot.build(nodes=[make_node()], queues=[make_queue()], jobs=[make_job("a", queue="nope")])
+    assert [j.name for j in snap.orphans] == ["a"]
+
+
+def test_queue_tree_errors_name_the_queue() -> None:
+    with pytest.raises(InvalidInput, match="names parent 'ghost'"):
+        Snapshot.build(nodes=[], queues=[make_queue("a", parent="ghost")])
+    with pytest.raises(InvalidInput, match="defined twice"):
+        Snapshot.build(nodes=[], queues=[make_queue("a"), make_queue("a")])
+
+
+def test_discard_restores_everything_and_commit_is_once() -> None:
+    jobs = [make_job("run", gpus=4, running_on=["n0"]), make_job("new", gpus=2, replicas=2)]
+    session = open_session(Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=jobs),
+                           default_config(), now=0.0)
+    snap = session.snapshot
+    before = (snap.used.copy(), snap.releasing.copy(), snap.pipelined.copy(), snap.task_count.copy(),
+              snap.queues["default"].allocated.copy())
+    new, run = snap.jobs["new"], snap.jobs["run"]
+    with session.statement() as stmt:
+        stmt.allocate(new.tasks[0], 1)
+        stmt.pipeline(new.tasks[1], 0)
+        stmt.evict(run.tasks[0], action="preempt", by="new", reason="test")
+        assert snap.used[1].sum() > 0
+    after = (snap.used, snap.releasing, snap.pipelined, snap.task_count, snap.queues["default"].allocated)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+    assert [t.status for t in new.tasks] == [TaskStatus.PENDING, TaskStatus.PENDING]
+    assert run.tasks[0].status is TaskStatus.RUNNING
+    stmt2 = session.statement()
+    stmt2.commit()
+    with pytest.raises(EngineInvariantError):
+        stmt2.discard()
+
+
+def test_evicting_a_pending_task_is_a_bug() -> None:
+    session = open_session(Snapshot.build(nodes=make_nodes(1), queues=[make_queue()], jobs=[make_job("a")]),
+                           default_config(), now=0.0)
+    with session.statement() as stmt, pytest.raises(EngineInvariantError):
+        stmt.evict(session.snapshot.jobs["a"].tasks[0], action="preempt", by="x", reason="x")

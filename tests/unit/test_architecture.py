@@ -1,0 +1,109 @@
+"""The dependency rules of DESIGN.md §3, checked on every module's imports.
+
+Each rule names a package, what it may not import, and why. A package that does not
+exist yet simply has no modules to check.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "phalanx"
+
+IO_AND_CLOCK = ("sqlalchemy", "fastapi", "httpx", "ray", "subprocess", "socket", "requests",
+                "yaml", "pydantic", "time", "datetime", "random", "os", "pathlib", "threading",
+                "asyncio", "uvicorn", "starlette")
+UPPER_LAYERS = ("phalanx.spec", "phalanx.sim", "phalanx.control", "phalanx.executors",
+                "phalanx.workflow", "phalanx.client", "phalanx.cli", "phalanx.web", "phalanx.benchmarks")
+
+
+@dataclass(frozen=True)
+class Rule:
+    package: str
+    forbidden: tuple[str, ...]
+    why: str
+
+
+RULES = (
+    Rule("phalanx.domain", ("phalanx.engine", *UPPER_LAYERS), "domain is the bottom layer"),
+    Rule("phalanx.domain", IO_AND_CLOCK, "domain does no I/O and never reads the clock"),
+    Rule("phalanx.engine", UPPER_LAYERS, "the engine depends on domain only"),
+    Rule("phalanx.engine", IO_AND_CLOCK, "the engine does no I/O; time arrives as `now`"),
+    Rule("phalanx.workflow", ("phalanx.engine", "phalanx.sim", "phalanx.control", "phalanx.executors",
+                              "phalanx.client", "phalanx.cli", "phalanx.web"),
+         "workflow depends on domain and spec only"),
+    Rule("phalanx.control.api", ("phalanx.engine",), "the API records intent; it never calls the engine"),
+    Rule("phalanx.sim", ("phalanx.executors.local", "phalanx.executors.ray", "phalanx.executors.kubernetes",
+                         "phalanx.control"), "the simulator depends on the Executor protocol only"),
+    Rule("phalanx.control.controllers", ("phalanx.executors.local", "phalanx.executors.ray",
+                                         "phalanx.executors.kubernetes"),
+         "controllers depend on the Executor protocol only"),
+    Rule("phalanx.web", ("phalanx.control", "phalanx.engine", "phalanx.sim"), "the web UI talks to the server"),
+)
+# CLI command groups that run in-process by design (DESIGN.md §3); the rest go through the client.
+IN_PROCESS_COMMANDS = {"sim", "bench", "up", "demo", "main", "__init__"}
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found.append((name, path))
+    return found
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base]) if base else ".".join(anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+MODULES = _modules()
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r.package}: {r.why}")
+def test_dependency_rule(rule: Rule) -> None:
+    violations = [
+        f"{module} imports {name}"
+        for module, path in MODULES
+        if _within(module, rule.package)
+        for name in sorted(_imports(path, module))
+        if any(_within(name, banned) for banned in rule.forbidden)
+    ]
+    assert not violations, f"{rule.why}:\n" + "\n".join(violations)
+
+
+def test_cli_reaches_the_server_through_the_client_only() -> None:
+    violations = [
+        f"{module} imports {name}"
+        for module, path in MODULES
+        if _within(module, "phalanx.cli") and module.rsplit(".", 1)[-1] not in IN_PROCESS_COMMANDS
+        for name in sorted(_imports(path, module))
+        if any(_within(name, p) for p in ("phalanx.control", "phalanx.engine", "phalanx.sim"))
+    ]
+    assert not violations, "\n".join(violations)
+
+
+def test_the_checker_sees_imports() -> None:
+    engine_imports = set().union(*(_imports(p, m) for m, p in MODULES if _within(m, "phalanx.engine")))
+    assert "numpy" in engine_imports and "phalanx.domain.resources" in engine_imports
