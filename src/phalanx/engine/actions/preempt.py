@@ -3,16 +3,18 @@
 Victims come from other jobs of the same queue that the plugins accept (priority:
 strictly lower priority); a victim gang is shrunk to its minAvailable or evicted
 whole. The preemptor's tasks are pipelined onto the freed nodes; if the preemptor's
-gang cannot be completed, every eviction is undone.
+gang cannot be completed, every eviction is undone. When what binds is a queue limit
+(the queue, or an ancestor, at its capability) rather than node room, victims under
+that queue are evicted first, only until the limit admits the task.
 """
 
 from __future__ import annotations
 
 from phalanx.engine.actions.allocate import candidate_jobs
-from phalanx.engine.framework.eviction import make_room
+from phalanx.engine.framework.eviction import Judge, _gang_group, make_room
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.framework.statement import OpKind, Statement
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
 
 
@@ -51,8 +53,7 @@ def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, a
     )
     with session.statement() as stmt:
         for task in tasks:
-            refusal = session.points.allocatable(task)
-            if refusal is not None:
+            if not _free_quota(session, stmt, task, victims, judge, action):
                 break
             live = [v for v in victims if v.status in EVICTABLE]
             if not make_room(session, stmt, task, live, judge, action=action):
@@ -67,4 +68,46 @@ def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, a
             )
             return True
         stmt.discard()
+    return False
+
+
+def _free_quota(
+    session: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    victims: list[TaskInfo],
+    judge: Judge,
+    action: str,
+) -> bool:
+    """Evict accepted victims until ``task``'s queue limits admit it; False if they never do.
+
+    Only work under the task's queue or one of its ancestors can lift such a limit, so
+    victims are taken from the nearest such queue outwards, each queue's in victim
+    order, and a victim gang that would drop below minAvailable goes whole. Nothing is
+    evicted when the task is admitted already, and nothing stays evicted on failure.
+    """
+    if session.points.allocatable(task) is None:
+        return True
+    mark = len(stmt.operations)
+    key = session.points.victim_order.key
+    for scope in task.job.queue.ancestors[:-1]:
+        under = [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
+        accepted = judge(task, under) if under else []
+        for victim in sorted(accepted, key=lambda v: (key(v), -(v.start_time or 0.0), v.name)):
+            if victim.status not in EVICTABLE:
+                continue
+            group = _gang_group(victim)
+            if len(judge(task, group)) != len(group):
+                continue
+            for member in group:
+                reason = (
+                    f"{action}ed for {task.job.name} ({task.name}) of queue "
+                    f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
+                )
+                stmt.evict(member, action=action, by=task.job.name, reason=reason)
+            if session.points.allocatable(task) is None:
+                return True
+    while len(stmt.operations) > mark:
+        op = stmt.operations.pop()
+        session.undo_evict(op.task, op.previous)
     return False

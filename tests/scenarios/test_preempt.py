@@ -1,0 +1,150 @@
+"""preempt: inside a queue, a waiting gang evicts strictly lower-priority work to fit.
+
+A victim gang with more than minAvailable tasks running gives up only its surplus; one
+at its minimum is evicted whole, never left running below it.
+"""
+
+from __future__ import annotations
+
+from phalanx.engine import ReasonCode
+from tests.builders import bound, config, cycle, evicted, make_job, make_nodes, make_queue, res
+from tests.scenarios.loop import World
+
+PREEMPT = config(["allocate", "preempt"], ["priority", "gang"], ["drf", "predicates", "binpack"])
+
+
+def test_priority_preemption_shrinks_a_gang_to_its_minimum_and_no_further() -> None:
+    world = World(nodes=make_nodes(2), queues=[make_queue()], config=PREEMPT)  # 16 GPUs
+    world.submit(make_job("victim", gpus=4, replicas=4, min_available=2, priority=1))
+    world.step(0)
+    assert len(world.placed("victim")) == 4
+
+    world.submit(make_job("urgent", gpus=4, replicas=2, priority=10, created=1))
+    first = world.step(1)
+
+    # two surplus tasks go; the gang keeps its minimum of two and goes on running
+    assert evicted(first, "victim") == ["victim-worker-0", "victim-worker-1"]
+    assert {e.by for e in first.evictions} == {"urgent"}
+    assert {e.action for e in first.evictions} == {"preempt"}
+    assert len(world.placed("victim")) == 2
+    world.step(2)
+    assert len(world.placed("urgent")) == 2
+
+    # the gang is at its minimum now: a further preemptor takes it whole or not at all
+    world.submit(make_job("more", gpus=4, priority=10, created=3))
+    third = world.step(3)
+
+    assert sorted(evicted(third, "victim")) == ["victim-worker-2", "victim-worker-3"]
+    assert world.placed("victim") == []
+    assert max(world.evictions_per_task().values()) == 1
+
+
+def test_a_victim_gang_with_replicas_equal_to_min_available_is_evicted_whole() -> None:
+    victim = make_job("victim", gpus=4, replicas=4, running_on=["n0", "n0", "n1", "n1"])
+    urgent = make_job("urgent", gpus=4, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [victim, urgent], PREEMPT, now=5)
+
+    assert sorted(evicted(decisions, "victim")) == [f"victim-worker-{i}" for i in range(4)]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_a_gang_that_would_drop_below_its_minimum_is_evicted_whole_not_left_crippled() -> None:
+    # the preemptor needs 12 GPUs; shrinking the victim to its minimum frees only 8
+    victim = make_job(
+        "victim", gpus=4, replicas=4, min_available=2, running_on=["n0", "n0", "n1", "n1"]
+    )
+    urgent = make_job("urgent", gpus=4, replicas=3, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [victim, urgent], PREEMPT, now=5)
+
+    assert len(evicted(decisions, "victim")) == 4
+    assert len(decisions.pipelined) == 3
+
+
+def test_equal_priority_never_preempts() -> None:
+    running = make_job("first", gpus=8, running_on=["n0"], priority=5)
+    waiting = make_job("second", gpus=8, priority=5, created=1)
+
+    decisions = cycle(make_nodes(1), [running, waiting], PREEMPT, now=5)
+
+    assert decisions.evictions == ()
+    assert decisions.reason_for("second") is not None
+
+
+def test_a_non_preemptible_job_is_never_a_victim() -> None:
+    running = [
+        make_job("precious", gpus=8, running_on=["n0"], preemptible=False),
+        make_job("cheap", gpus=8, running_on=["n1"]),
+    ]
+    urgent = make_job("urgent", gpus=8, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [*running, urgent], PREEMPT, now=5)
+
+    assert evicted(decisions) == ["cheap-worker-0"]
+
+
+def test_preempt_never_evicts_from_another_queue() -> None:
+    queues = [make_queue("a"), make_queue("b")]
+    running = make_job("other", queue="b", gpus=8, running_on=["n0"])
+    urgent = make_job("urgent", queue="a", gpus=8, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [running, urgent], PREEMPT, queues=queues, now=5)
+
+    assert decisions.evictions == ()
+
+
+def test_preemption_evicts_nothing_when_the_preemptor_gang_still_would_not_fit() -> None:
+    running = [
+        make_job("low", gpus=8, running_on=["n0"]),
+        make_job("high", gpus=8, running_on=["n1"], priority=20),
+    ]
+    urgent = make_job("urgent", gpus=8, replicas=2, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [*running, urgent], PREEMPT, now=5)
+
+    assert decisions.evictions == () and decisions.pipelined == ()
+
+
+def test_victims_are_lowest_priority_first_and_only_as_many_as_needed() -> None:
+    running = [
+        make_job("p1", gpus=2, running_on=["n0"], priority=1, started=1),
+        make_job("p3", gpus=2, running_on=["n0"], priority=3, started=1),
+        make_job("p2", gpus=2, running_on=["n0"], priority=2, started=1),
+        make_job("p4", gpus=2, running_on=["n0"], priority=4, started=1),
+    ]
+    urgent = make_job("urgent", gpus=4, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [*running, urgent], PREEMPT, now=5)
+
+    assert [e.job for e in decisions.evictions] == ["p1", "p2"]
+
+
+def test_preempted_room_goes_to_the_preemptor_in_the_next_cycle() -> None:
+    world = World(nodes=make_nodes(1), queues=[make_queue()], config=PREEMPT)
+    world.submit(make_job("low", gpus=8, running_on=["n0"]))
+    world.submit(make_job("urgent", gpus=8, priority=10, created=1))
+
+    first = world.step(1)
+    second = world.step(2)
+
+    assert evicted(first) == ["low-worker-0"] and bound(first, "urgent") == []
+    assert bound(second, "urgent") == ["n0"] and second.evictions == ()
+    reason = second.reason_for("low")
+    assert reason is not None and reason.code is ReasonCode.INSUFFICIENT
+    assert world.step(3).evictions == ()  # low (priority 0) cannot take it back
+
+
+def test_a_queue_at_its_capability_preempts_its_own_lower_priority_work() -> None:
+    # the cluster has an idle node, but the queue's cap of 8 GPUs is what binds
+    cfg = config(
+        ["allocate", "preempt"], ["priority", "gang"], ["drf", "predicates", "capacity", "binpack"]
+    )
+    queues = [make_queue("q", capability=res(gpu=8))]
+    low = make_job("low", queue="q", gpus=8, running_on=["n0"])
+    urgent = make_job("urgent", queue="q", gpus=8, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [low, urgent], cfg, queues=queues, now=5)
+
+    assert evicted(decisions) == ["low-worker-0"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
