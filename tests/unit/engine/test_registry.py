@@ -31,8 +31,18 @@ class _Entry:
 def test_builtin_registry_knows_every_shipped_name() -> None:
     registry = Registry.builtin()
     assert set(registry.action_names) == {"enqueue", "allocate", "reclaim", "preempt", "backfill"}
-    assert {"priority", "gang", "drf", "proportion", "capacity", "overcommit", "predicates",
-            "binpack", "spread", "sla"} <= set(registry.plugin_names)
+    assert {
+        "priority",
+        "gang",
+        "drf",
+        "proportion",
+        "capacity",
+        "overcommit",
+        "predicates",
+        "binpack",
+        "spread",
+        "sla",
+    } <= set(registry.plugin_names)
 
 
 def test_duplicates_are_refused() -> None:
@@ -41,7 +51,7 @@ def test_duplicates_are_refused() -> None:
 
 
 def test_unknown_names_list_the_known_ones() -> None:
-    with pytest.raises(PluginError, match="unknown plugin 'gnag'.*gang"):
+    with pytest.raises(PluginError, match=r"unknown plugin 'gnag'.*gang"):
         Registry.builtin().plugin("gnag", {})
 
 
@@ -60,3 +70,14 @@ def test_entry_points_add_third_party_plugins() -> None:
 def test_broken_or_clashing_entry_points_are_refused_by_name(target: Any) -> None:
     with pytest.raises(PluginError):
         Registry.builtin().with_entry_points([_Entry("bad", target)])
+
+
+def test_check_refuses_bad_configs_before_any_session() -> None:
+    from phalanx.engine import SchedulerConfig, default_config
+
+    registry = Registry.builtin()
+    registry.check(default_config())
+    with pytest.raises(PluginError, match="unknown action 'alocate'"):
+        registry.check(SchedulerConfig.build(["alocate"], [["gang"]]))
+    with pytest.raises(PluginError, match=r"binpack.*weight"):
+        registry.check(SchedulerConfig.build(["allocate"], [[("binpack", {"weight": "high"})]]))

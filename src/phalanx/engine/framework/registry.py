@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.plugin import Action, Plugin
 
 ENTRY_POINT_GROUP = "phalanx.plugins"
@@ -95,6 +96,18 @@ class Registry:
         if cls is None:
             raise PluginError(f"unknown action {name!r}; known: {', '.join(sorted(self._actions))}")
         return cls(args)
+
+    def check(self, config: SchedulerConfig) -> None:
+        """Refuse a config naming unknown actions or plugins, or giving a plugin bad args.
+
+        Instantiates every action and plugin once, so argument errors surface before
+        the first session rather than in it.
+        """
+        for action in config.actions:
+            self.action(action.name, action.args)
+        for tier in config.tiers:
+            for plugin in tier:
+                self.plugin(plugin.name, plugin.args)
 
     @property
     def plugin_names(self) -> tuple[str, ...]:
