@@ -21,7 +21,9 @@ SHAPES = {
     "yunikorn": EngineBenchSpec(nodes=5000, queues=5, jobs_per_queue=80, tasks_per_job=125),
     "yunikorn-10k": EngineBenchSpec(nodes=10000, queues=5, jobs_per_queue=160, tasks_per_job=125),
     "gpu-mix": EngineBenchSpec(nodes=5000, queues=5, jobs_per_queue=400, gpu_mix=True),
-    "kai-busy": EngineBenchSpec(nodes=4000, queues=5, jobs_per_queue=8, tasks_per_job=25, running=140000),
+    "kai-busy": EngineBenchSpec(
+        nodes=4000, queues=5, jobs_per_queue=8, tasks_per_job=25, running=140000
+    ),
 }
 
 
@@ -29,7 +31,11 @@ def main(names: list[str], repeat: int = 3) -> None:
     for name in names or list(SHAPES):
         runs = [run(SHAPES[name]) for _ in range(repeat)]
         best = min(runs, key=lambda r: r["seconds"])
-        result = {"shape": name, **best, "median_seconds": round(statistics.median(r["seconds"] for r in runs), 4)}
+        result = {
+            "shape": name,
+            **best,
+            "median_seconds": round(statistics.median(r["seconds"] for r in runs), 4),
+        }
         print(json.dumps(result), flush=True)
 
 

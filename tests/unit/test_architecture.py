@@ -14,11 +14,37 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "phalanx"
 
-IO_AND_CLOCK = ("sqlalchemy", "fastapi", "httpx", "ray", "subprocess", "socket", "requests",
-                "yaml", "pydantic", "time", "datetime", "random", "os", "pathlib", "threading",
-                "asyncio", "uvicorn", "starlette")
-UPPER_LAYERS = ("phalanx.spec", "phalanx.sim", "phalanx.control", "phalanx.executors",
-                "phalanx.workflow", "phalanx.client", "phalanx.cli", "phalanx.web", "phalanx.benchmarks")
+IO_AND_CLOCK = (
+    "sqlalchemy",
+    "fastapi",
+    "httpx",
+    "ray",
+    "subprocess",
+    "socket",
+    "requests",
+    "yaml",
+    "pydantic",
+    "time",
+    "datetime",
+    "random",
+    "os",
+    "pathlib",
+    "threading",
+    "asyncio",
+    "uvicorn",
+    "starlette",
+)
+UPPER_LAYERS = (
+    "phalanx.spec",
+    "phalanx.sim",
+    "phalanx.control",
+    "phalanx.executors",
+    "phalanx.workflow",
+    "phalanx.client",
+    "phalanx.cli",
+    "phalanx.web",
+    "phalanx.benchmarks",
+)
 
 
 @dataclass(frozen=True)
@@ -33,16 +59,44 @@ RULES = (
     Rule("phalanx.domain", IO_AND_CLOCK, "domain does no I/O and never reads the clock"),
     Rule("phalanx.engine", UPPER_LAYERS, "the engine depends on domain only"),
     Rule("phalanx.engine", IO_AND_CLOCK, "the engine does no I/O; time arrives as `now`"),
-    Rule("phalanx.workflow", ("phalanx.engine", "phalanx.sim", "phalanx.control", "phalanx.executors",
-                              "phalanx.client", "phalanx.cli", "phalanx.web"),
-         "workflow depends on domain and spec only"),
-    Rule("phalanx.control.api", ("phalanx.engine",), "the API records intent; it never calls the engine"),
-    Rule("phalanx.sim", ("phalanx.executors.local", "phalanx.executors.ray", "phalanx.executors.kubernetes",
-                         "phalanx.control"), "the simulator depends on the Executor protocol only"),
-    Rule("phalanx.control.controllers", ("phalanx.executors.local", "phalanx.executors.ray",
-                                         "phalanx.executors.kubernetes"),
-         "controllers depend on the Executor protocol only"),
-    Rule("phalanx.web", ("phalanx.control", "phalanx.engine", "phalanx.sim"), "the web UI talks to the server"),
+    Rule(
+        "phalanx.workflow",
+        (
+            "phalanx.engine",
+            "phalanx.sim",
+            "phalanx.control",
+            "phalanx.executors",
+            "phalanx.client",
+            "phalanx.cli",
+            "phalanx.web",
+        ),
+        "workflow depends on domain and spec only",
+    ),
+    Rule(
+        "phalanx.control.api",
+        ("phalanx.engine",),
+        "the API records intent; it never calls the engine",
+    ),
+    Rule(
+        "phalanx.sim",
+        (
+            "phalanx.executors.local",
+            "phalanx.executors.ray",
+            "phalanx.executors.kubernetes",
+            "phalanx.control",
+        ),
+        "the simulator depends on the Executor protocol only",
+    ),
+    Rule(
+        "phalanx.control.controllers",
+        ("phalanx.executors.local", "phalanx.executors.ray", "phalanx.executors.kubernetes"),
+        "controllers depend on the Executor protocol only",
+    ),
+    Rule(
+        "phalanx.web",
+        ("phalanx.control", "phalanx.engine", "phalanx.sim"),
+        "the web UI talks to the server",
+    ),
 )
 # CLI command groups that run in-process by design (DESIGN.md §3); the rest go through the client.
 IN_PROCESS_COMMANDS = {"sim", "bench", "up", "demo", "main", "__init__"}
@@ -105,5 +159,7 @@ def test_cli_reaches_the_server_through_the_client_only() -> None:
 
 
 def test_the_checker_sees_imports() -> None:
-    engine_imports = set().union(*(_imports(p, m) for m, p in MODULES if _within(m, "phalanx.engine")))
+    engine_imports = set().union(
+        *(_imports(p, m) for m, p in MODULES if _within(m, "phalanx.engine"))
+    )
     assert "numpy" in engine_imports and "phalanx.domain.resources" in engine_imports

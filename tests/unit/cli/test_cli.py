@@ -22,8 +22,22 @@ def test_demo_runs_the_story_to_the_end() -> None:
 
 
 def test_bench_engine_prints_one_json_line_with_the_named_figures() -> None:
-    result = runner.invoke(app, ["bench", "engine", "--nodes", "50", "--queues", "2", "--jobs-per-queue", "3",
-                                 "--tasks-per-job", "10", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "engine",
+            "--nodes",
+            "50",
+            "--queues",
+            "2",
+            "--jobs-per-queue",
+            "3",
+            "--tasks-per-job",
+            "10",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert {"nodes", "tasks", "tasks_bound", "seconds", "tasks_per_s"} <= set(figures)
@@ -31,10 +45,39 @@ def test_bench_engine_prints_one_json_line_with_the_named_figures() -> None:
 
 
 def test_bench_gpu_mix_and_busy_cluster() -> None:
-    mix = runner.invoke(app, ["bench", "engine", "--nodes", "40", "--queues", "2", "--jobs-per-queue", "6",
-                              "--gpu-mix", "--json"])
+    mix = runner.invoke(
+        app,
+        [
+            "bench",
+            "engine",
+            "--nodes",
+            "40",
+            "--queues",
+            "2",
+            "--jobs-per-queue",
+            "6",
+            "--gpu-mix",
+            "--json",
+        ],
+    )
     assert json.loads(mix.output)["tasks_bound"] > 0
-    busy = runner.invoke(app, ["bench", "engine", "--nodes", "20", "--queues", "2", "--jobs-per-queue", "2",
-                               "--tasks-per-job", "5", "--running", "200", "--json"])
+    busy = runner.invoke(
+        app,
+        [
+            "bench",
+            "engine",
+            "--nodes",
+            "20",
+            "--queues",
+            "2",
+            "--jobs-per-queue",
+            "2",
+            "--tasks-per-job",
+            "5",
+            "--running",
+            "200",
+            "--json",
+        ],
+    )
     figures = json.loads(busy.output)
     assert figures["running"] == 200 and figures["tasks_bound"] == 20

@@ -54,4 +54,6 @@ def test_tolerations() -> None:
     assert Toleration(key="dedicated", operator="Exists").tolerates(taint)
     assert Toleration(operator="Exists").tolerates(taint)
     assert not Toleration(key="dedicated", value="train").tolerates(taint)
-    assert not Toleration(key="dedicated", operator="Exists", effect=TaintEffect.NO_EXECUTE).tolerates(taint)
+    assert not Toleration(
+        key="dedicated", operator="Exists", effect=TaintEffect.NO_EXECUTE
+    ).tolerates(taint)

@@ -19,7 +19,9 @@ def test_running_and_releasing_tasks_are_charged_to_nodes_and_queues() -> None:
     tasks[1] = Task(role="worker", index=1, phase=TaskPhase.RELEASING, node="n1")
     from dataclasses import replace
 
-    snap = Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=[replace(job, tasks=tuple(tasks))])
+    snap = Snapshot.build(
+        nodes=make_nodes(2), queues=[make_queue()], jobs=[replace(job, tasks=tuple(tasks))]
+    )
     gpu = snap.dim["gpu"]
     assert snap.used[:, gpu].tolist() == [2, 2]
     assert snap.releasing[:, gpu].tolist() == [0, 2]
@@ -29,14 +31,17 @@ def test_running_and_releasing_tasks_are_charged_to_nodes_and_queues() -> None:
 
 
 def test_tasks_on_unknown_nodes_come_back_pending() -> None:
-    snap = Snapshot.build(nodes=[make_node("n0")], jobs=[make_job("a", running_on=["gone"])],
-                          queues=[make_queue()])
+    snap = Snapshot.build(
+        nodes=[make_node("n0")], jobs=[make_job("a", running_on=["gone"])], queues=[make_queue()]
+    )
     assert snap.jobs["a"].tasks[0].status is TaskStatus.PENDING
     assert snap.used.sum() == 0
 
 
 def test_jobs_of_unknown_queues_are_orphans() -> None:
-    snap = Snapshot.build(nodes=[make_node()], queues=[make_queue()], jobs=[make_job("a", queue="nope")])
+    snap = Snapshot.build(
+        nodes=[make_node()], queues=[make_queue()], jobs=[make_job("a", queue="nope")]
+    )
     assert [j.name for j in snap.orphans] == ["a"]
 
 
@@ -49,18 +54,32 @@ def test_queue_tree_errors_name_the_queue() -> None:
 
 def test_discard_restores_everything_and_commit_is_once() -> None:
     jobs = [make_job("run", gpus=4, running_on=["n0"]), make_job("new", gpus=2, replicas=2)]
-    session = open_session(Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=jobs),
-                           default_config(), now=0.0)
+    session = open_session(
+        Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=jobs),
+        default_config(),
+        now=0.0,
+    )
     snap = session.snapshot
-    before = (snap.used.copy(), snap.releasing.copy(), snap.pipelined.copy(), snap.task_count.copy(),
-              snap.queues["default"].allocated.copy())
+    before = (
+        snap.used.copy(),
+        snap.releasing.copy(),
+        snap.pipelined.copy(),
+        snap.task_count.copy(),
+        snap.queues["default"].allocated.copy(),
+    )
     new, run = snap.jobs["new"], snap.jobs["run"]
     with session.statement() as stmt:
         stmt.allocate(new.tasks[0], 1)
         stmt.pipeline(new.tasks[1], 0)
         stmt.evict(run.tasks[0], action="preempt", by="new", reason="test")
         assert snap.used[1].sum() > 0
-    after = (snap.used, snap.releasing, snap.pipelined, snap.task_count, snap.queues["default"].allocated)
+    after = (
+        snap.used,
+        snap.releasing,
+        snap.pipelined,
+        snap.task_count,
+        snap.queues["default"].allocated,
+    )
     assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
     assert [t.status for t in new.tasks] == [TaskStatus.PENDING, TaskStatus.PENDING]
     assert run.tasks[0].status is TaskStatus.RUNNING
@@ -71,7 +90,10 @@ def test_discard_restores_everything_and_commit_is_once() -> None:
 
 
 def test_evicting_a_pending_task_is_a_bug() -> None:
-    session = open_session(Snapshot.build(nodes=make_nodes(1), queues=[make_queue()], jobs=[make_job("a")]),
-                           default_config(), now=0.0)
+    session = open_session(
+        Snapshot.build(nodes=make_nodes(1), queues=[make_queue()], jobs=[make_job("a")]),
+        default_config(),
+        now=0.0,
+    )
     with session.statement() as stmt, pytest.raises(EngineInvariantError):
         stmt.evict(session.snapshot.jobs["a"].tasks[0], action="preempt", by="x", reason="x")

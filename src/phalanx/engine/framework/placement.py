@@ -273,6 +273,11 @@ def try_job(
     )
     if not tasks:
         return True
+    shape = _shape(job, tasks) if withheld is None else None
+    known = session.known_failure(shape)
+    if known is not None:
+        session.record_reason(job, known)
+        return False
     with session.statement() as stmt:
         outcome = place_tasks(
             session, stmt, tasks, allow_pipeline=allow_pipeline, withheld=withheld
@@ -310,4 +315,27 @@ def try_job(
             shortfall=reason.shortfall,
         )
     session.record_reason(job, reason)
+    session.remember_failure(shape, reason)
     return False
+
+
+def _shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
+    """What decides whether a gang fits: its queue, what is still needed, and each role's
+    request, selectors, tolerations and pending count (not the job's name)."""
+    roles: dict[int, int] = {}
+    for task in tasks:
+        roles[task.role.index] = roles.get(task.role.index, 0) + 1
+    return (
+        job.queue.name,
+        job.min_available - job.ready_count,
+        tuple(
+            (
+                job.roles[index].resources,
+                tuple(sorted(job.roles[index].spec.node_selector.items())),
+                job.roles[index].spec.affinity,
+                job.roles[index].spec.tolerations,
+                count,
+            )
+            for index, count in sorted(roles.items())
+        ),
+    )

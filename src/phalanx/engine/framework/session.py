@@ -88,6 +88,8 @@ class Session:
         self.reasons: dict[str, Reason] = {}
         self.holds: list[Hold] = []
         self.explanations: list[str] = []
+        self._failures: dict[object, tuple[int, Reason]] = {}
+        self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
 
@@ -134,12 +136,29 @@ class Session:
     def apply_evict(self, task: TaskInfo) -> None:
         """Mark ``task`` releasing: its node keeps it until it stops; its queue does not."""
         request, job = task.request, task.job
+        self._evictions += 1
         self.snapshot.releasing[task.node] += request
         self._set_status(task, TaskStatus.RELEASING)
         job.allocated -= request
         for queue in job.queue.ancestors:
             queue.allocated -= request
         self.points.on_deallocate(task)
+
+    def known_failure(self, shape: object | None) -> Reason | None:
+        """The reason a gang of this shape failed earlier in this session, if nothing was freed since.
+
+        Sound because within a session placements only consume room; only an eviction
+        frees any (a discarded statement restores the state it started from).
+        """
+        if shape is None:
+            return None
+        known = self._failures.get(shape)
+        return known[1] if known is not None and known[0] == self._evictions else None
+
+    def remember_failure(self, shape: object | None, reason: Reason) -> None:
+        """Record that a gang of this shape cannot be placed now."""
+        if shape is not None:
+            self._failures[shape] = (self._evictions, reason)
 
     def undo_evict(self, task: TaskInfo, previous: TaskStatus) -> None:
         """Exactly reverse apply_evict."""
