@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.ordering import LazyQueue
-from phalanx.engine.framework.placement import try_job
+from phalanx.engine.framework.placement import describe_vector, try_job
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, QueueInfo
@@ -82,15 +82,15 @@ def candidate_jobs(session: Session) -> list[JobInfo]:
 
 
 def _record_overused(session: Session, queue: QueueInfo, waiting: list[LazyQueue[JobInfo]]) -> None:
+    """Every waiting job of ``queue`` is told that its queue has used its share, and how much."""
+    reason = Reason(
+        code=ReasonCode.QUEUE_LIMIT,
+        message=f"queue {session.queue_label(queue)} has used its deserved share "
+        f"({describe_vector(session, queue.deserved)}; allocated "
+        f"{describe_vector(session, queue.allocated)}); fix: wait, raise its weight, "
+        "or let reclaim return borrowed resources",
+        queue=queue.name,
+    )
     for jobs in waiting:
         while jobs:
-            session.record_reason(
-                jobs.pop(),
-                Reason(
-                    code=ReasonCode.QUEUE_LIMIT,
-                    message=f"queue {session.queue_label(queue)} has used its deserved share; "
-                    "fix: wait, raise its weight, or let reclaim return borrowed resources",
-                    queue=queue.name,
-                ),
-                replace=False,
-            )
+            session.record_reason(jobs.pop(), reason, replace=False)
