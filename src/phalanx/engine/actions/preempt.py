@@ -46,8 +46,14 @@ def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
 
 
 def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, action: str) -> bool:
-    """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing."""
+    """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
+
+    Victims are offered to the plugins in victim order, so a filter that accepts only
+    as many as a queue can spare (quota) keeps the first victims (overcommitted work).
+    """
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    key = session.points.victim_order.key
+    victims = sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
     )
