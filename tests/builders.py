@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from phalanx.domain.job import Job, JobPhase, Role, Task, TaskPhase
-from phalanx.domain.node import Node, Taint
+from phalanx.domain.job import Job, JobPhase, NodeSelectorRequirement, Role, Task, TaskPhase
+from phalanx.domain.node import Node, Taint, Toleration
 from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
 from phalanx.engine import Decisions, SchedulerConfig, Snapshot, run_cycle
@@ -94,6 +94,9 @@ def make_job(
     roles: Sequence[Role] | None = None,
     preemptible: bool = True,
     node_selector: Mapping[str, str] | None = None,
+    affinity: Sequence[NodeSelectorRequirement] = (),
+    tolerations: Sequence[Toleration] = (),
+    pending_since: float | None = None,
 ) -> Job:
     """A one-role job; ``running_on`` puts its first tasks on those nodes (Running)."""
     if roles is None:
@@ -103,6 +106,8 @@ def make_job(
                 replicas=replicas,
                 resources=res(cpu, memory_gib, gpus),
                 node_selector=dict(node_selector or {}),
+                affinity=tuple(affinity),
+                tolerations=tuple(tolerations),
             ),
         )
     tasks: tuple[Task, ...] = ()
@@ -130,6 +135,7 @@ def make_job(
         min_available=min_available,
         phase=phase,
         creation_time=created,
+        pending_since=pending_since,
         tasks=tasks,
         walltime=walltime,
         runtime_estimate=runtime_estimate,

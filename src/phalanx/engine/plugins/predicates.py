@@ -3,7 +3,9 @@
 Resource fit and the per-node task limit are checked by the framework for every
 placement and cannot be switched off; this plugin adds the label and taint filters.
 Masks are computed once per distinct (selector, affinity, tolerations) per session,
-vectorized over all nodes; callers must not modify them.
+vectorized over all nodes; callers must not modify them. A PreferNoSchedule taint
+that a task does not tolerate is not a filter but a score that outweighs the
+placement scorers: such a node is used only when no other node fits.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import RoleInfo, Snapshot
 
 _HARD = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
+#: Weight of the soft-taint score: far above binpack/spread (0..100 times their weight).
+SOFT_TAINT_WEIGHT = 1000.0
 
 
 class PredicatesPlugin(Plugin):
@@ -39,13 +43,34 @@ class PredicatesPlugin(Plugin):
             return mask
 
         hooks.predicate(predicate)
+        soft = _taint_masks(snapshot, (TaintEffect.PREFER_NO_SCHEDULE,))
+        if soft:
+            hooks.node_score(
+                lambda task, nodes: _untainted_score(soft, task.role, nodes),
+                weight=SOFT_TAINT_WEIGHT,
+                node_local=True,
+                fills=True,  # constant per node: never drops as the node fills
+            )
 
 
-def _taint_masks(snapshot: Snapshot) -> dict[Taint, NDArray[np.bool_]]:
+def _untainted_score(
+    soft: dict[Taint, NDArray[np.bool_]], role: RoleInfo, nodes: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """100 on nodes without a soft taint the role does not tolerate, else 0."""
+    avoid = np.zeros(len(nodes), dtype=np.bool_)
+    for taint, tainted in soft.items():
+        if not any(t.tolerates(taint) for t in role.spec.tolerations):
+            avoid |= tainted[nodes]
+    return np.where(avoid, 0.0, 100.0)
+
+
+def _taint_masks(
+    snapshot: Snapshot, effects: tuple[TaintEffect, ...] = _HARD
+) -> dict[Taint, NDArray[np.bool_]]:
     masks: dict[Taint, NDArray[np.bool_]] = {}
     for i, node in enumerate(snapshot.nodes):
         for taint in node.taints:
-            if taint.effect in _HARD:
+            if taint.effect in effects:
                 mask = masks.get(taint)
                 if mask is None:
                     mask = masks[taint] = np.zeros(len(snapshot.nodes), dtype=np.bool_)
