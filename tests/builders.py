@@ -59,6 +59,7 @@ def make_queue(
     reclaimable: bool = True,
     overcommit: bool = False,
     starvation: float | None = None,
+    priority: int = 0,
 ) -> Queue:
     return Queue(
         name=name,
@@ -70,6 +71,7 @@ def make_queue(
         reclaimable=reclaimable,
         overcommit=overcommit,
         starvation_threshold=starvation,
+        priority=priority,
     )
 
 
