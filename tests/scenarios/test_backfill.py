@@ -184,3 +184,29 @@ def test_queue_starvation_threshold_applies_to_its_jobs() -> None:
     decisions = cycle(nodes, [*running, big], WITH_BACKFILL, queues=queues, now=25)
 
     assert [(r.job, r.start_time) for r in decisions.reservations] == [("big", 100.0)]
+
+
+def test_sla_waiting_time_applies_to_jobs_without_their_own_threshold() -> None:
+    cfg = config(
+        ["allocate", "backfill"], ["priority", "gang", ("sla", {"waitingTime": 40})], TIER2
+    )
+    running = [make_job("r0", gpus=8, running_on=["n0"], walltime=100)]
+    jobs = [
+        make_job("plain", gpus=8, created=0),
+        make_job("patient", gpus=8, created=0, starvation=500),  # its own threshold wins
+    ]
+
+    early = cycle(make_nodes(1), [*running, *jobs], cfg, now=39)
+    late = cycle(make_nodes(1), [*running, *jobs], cfg, now=40)
+
+    assert early.reservations == ()
+    assert [r.job for r in late.reservations] == ["plain"]
+
+
+def test_a_job_evicted_and_pending_again_starves_from_when_it_became_pending() -> None:
+    running = [make_job("r0", gpus=8, running_on=["n0"], walltime=100)]
+    requeued = make_job("requeued", gpus=8, created=0, starvation=30, pending_since=50)
+
+    assert cycle(make_nodes(1), [*running, requeued], WITH_BACKFILL, now=70).reservations == ()
+    late = cycle(make_nodes(1), [*running, requeued], WITH_BACKFILL, now=80)
+    assert [r.job for r in late.reservations] == ["requeued"]
