@@ -6,6 +6,7 @@ at its minimum is evicted whole, never left running below it.
 
 from __future__ import annotations
 
+from phalanx.domain.job import JobPhase
 from phalanx.engine import ReasonCode
 from tests.builders import bound, config, cycle, evicted, make_job, make_nodes, make_queue, res
 from tests.scenarios.loop import World
@@ -148,3 +149,26 @@ def test_a_queue_at_its_capability_preempts_its_own_lower_priority_work() -> Non
 
     assert evicted(decisions) == ["low-worker-0"]
     assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_a_high_priority_job_is_admitted_to_its_capped_queue_and_preempts() -> None:
+    cfg = config(
+        ["enqueue", "allocate", "preempt"],
+        ["priority", "gang"],
+        ["drf", "predicates", "capacity", "binpack"],
+    )
+    world = World(nodes=make_nodes(2), queues=[make_queue("q", capability=res(gpu=8))], config=cfg)
+    world.submit(make_job("low", queue="q", gpus=8, running_on=["n0"]))
+    world.submit(
+        make_job("urgent", queue="q", gpus=8, priority=10, created=1, phase=JobPhase.PENDING),
+        make_job("peer", queue="q", gpus=8, created=2, phase=JobPhase.PENDING),
+    )
+
+    first = world.step(1)
+    second = world.step(2)
+
+    assert [a.job for a in first.admitted] == ["urgent"]  # peer could only wait: not admitted
+    assert evicted(first) == ["low-worker-0"]
+    assert bound(second, "urgent") == ["n0"]
+    reason = second.reason_for("peer")
+    assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT

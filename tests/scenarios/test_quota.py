@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from phalanx.domain.job import Job
+from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.queue import Queue
 from phalanx.engine import ReasonCode, SchedulerConfig, Snapshot
 from phalanx.engine.cycle import open_session
@@ -216,3 +216,38 @@ def test_guarantee_is_never_broken_by_reclaim_cycle_after_cycle() -> None:
         assert world.used("keep") >= 12
 
     assert {q: world.used(q) for q in ("keep", "x", "y")} == {"keep": 12, "x": 10, "y": 10}
+
+
+def test_a_child_below_its_share_is_admitted_while_its_sibling_holds_the_parent_cap() -> None:
+    queues = [
+        make_queue("team", deserved=res(gpu=16), capability=res(gpu=24)),
+        make_queue("nlp", parent="team", deserved=res(gpu=8)),
+        make_queue("cv", parent="team", deserved=res(gpu=8)),
+    ]
+    cfg = config(
+        ["enqueue", "allocate", "reclaim", "preempt"],
+        TIER1,
+        ["drf", "predicates", "capacity", "binpack"],
+    )
+    world = World(nodes=make_nodes(4), queues=queues, config=cfg)
+    world.submit(
+        *(make_job(f"nlp{i}", queue="nlp", gpus=4, phase=JobPhase.PENDING) for i in range(8))
+    )
+    world.step(0)
+    assert world.used("nlp") == 24
+    world.submit(
+        *(
+            make_job(f"cv{i}", queue="cv", gpus=4, created=10, phase=JobPhase.PENDING)
+            for i in range(4)
+        )
+    )
+
+    first = world.step(1)
+    world.step(2)
+
+    # the two cv jobs within cv's share are admitted (reclaim can make room under team)
+    assert [a.job for a in first.admitted] == ["cv0", "cv1"]
+    assert world.used("cv") == 8 and world.used("nlp") == 16
+    reason = first.reason_for("cv2")  # beyond cv's share: team's cap binds
+    assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
+    assert reason.queue == "team"

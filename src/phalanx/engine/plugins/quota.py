@@ -3,7 +3,9 @@
 Guarantees, for a queue that is not ``overcommit``:
 - a task is allocatable only if the queue and every ancestor stay within capability;
 - a job is enqueueable only if its minimum fits under every ancestor's capability
-  together with what is allocated and already admitted;
+  together with what is allocated and already admitted, or eviction can make it fit
+  there: reclaim, when the job's queues below that ancestor stay within their
+  deserved share with it, or preemption of its own queue's lower-priority work;
 - a victim is reclaimable only if its queue borrows (is above deserved in a resource
   the reclaimer needs), stays at or above its guarantee after the eviction, the
   reclaimer stays within its own deserved share, and, to rule out eviction ping-pong,
@@ -113,9 +115,9 @@ class QuotaPlugin(Plugin):
         if leaf.spec.overcommit:
             return Vote.PERMIT
         minimum = job.min_request()
-        for queue in leaf.ancestors[:-1]:
+        for depth, queue in enumerate(leaf.ancestors[:-1]):
             over = queue.allocated + queue.inqueue + minimum > queue.capability + EPSILON
-            if over.any():
+            if over.any() and not _evictions_can_fit(job, leaf.ancestors[:depth], minimum):
                 session.record_reason(
                     job,
                     Reason(
@@ -129,6 +131,27 @@ class QuotaPlugin(Plugin):
                 )
                 return Vote.REJECT
         return Vote.PERMIT
+
+
+def _evictions_can_fit(job: JobInfo, below: tuple[QueueInfo, ...], minimum: Vector) -> bool:
+    """Whether eviction could bring ``minimum`` under a capped queue above ``below``.
+
+    ``below`` are the job's queues strictly under the capped one (empty when the capped
+    queue is the job's own). Reclaim can take back what other queues under it borrowed
+    when every queue of ``below`` stays within its deserved share with the job;
+    preemption can free lower-priority, preemptible work of the job's own queue.
+    """
+    asked = minimum > 0
+    if below and all(
+        bool((q.allocated + q.inqueue + minimum <= q.deserved + EPSILON)[asked].all())
+        for q in below
+    ):
+        return True
+    lower = np.zeros_like(minimum)
+    for other in job.queue.jobs:
+        if other.priority < job.priority and other.spec.preemptible:
+            lower += other.allocated
+    return bool((lower + EPSILON >= minimum)[asked].all())
 
 
 def _hierarchical_share(queue: QueueInfo) -> tuple[float, ...]:
