@@ -47,6 +47,10 @@ def test_three_queues_reclaim_gives_each_exactly_its_deserved_share() -> None:
     assert {q: world.used(q) for q in "abc"} == {"a": 16, "b": 8, "c": 8}
     assert counts[-1] == counts[1] == 8  # exactly a's borrowed 16 GPUs, once
     assert max(world.evictions_per_task().values()) == 1
+    # b's jobs beyond its share are told why reclaim does not help them
+    reason = world.history[-1][1].reason_for("b7")
+    assert reason is not None and reason.queue == "b"
+    assert "queue b already has its deserved share (gpu=8)" in reason.message
 
 
 def test_reclaim_takes_only_from_queues_above_their_deserved_share() -> None:

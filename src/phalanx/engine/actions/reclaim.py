@@ -3,16 +3,24 @@
 Victims come from other queues that are reclaimable and above their deserved share in
 what the reclaimer needs; overcommitted work goes first (overcommit plugin), no victim
 queue drops below its guarantee, the reclaimer never exceeds its own deserved share,
-and evictions happen only when the reclaimer's gang is then pipelined in full.
+and evictions happen only when the reclaimer's gang is then pipelined in full. A job
+left short of room whose queue already has its deserved share is told so: reclaim
+cannot help it, only idle or released resources (or a larger share) can.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.actions.preempt import evict_for_gang
+from phalanx.engine.decisions import ReasonCode
+from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
 
 
 class ReclaimAction(Action):
@@ -27,8 +35,8 @@ class ReclaimAction(Action):
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue
             victims = _other_queue_victims(session, job)
-            if victims:
-                evict_for_gang(session, job, victims, action="reclaim")
+            if not (victims and evict_for_gang(session, job, victims, action="reclaim")):
+                _explain_no_share(session, job)
 
 
 def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
@@ -39,3 +47,29 @@ def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
         for t in other.tasks
         if t.status in EVICTABLE
     ]
+
+
+def _explain_no_share(session: Session, job: JobInfo) -> None:
+    """Add to a short-of-room reason that the job's queue already has its deserved share."""
+    reason = session.reasons.get(job.name)
+    if not session.points.reclaimable or reason is None:
+        return
+    if reason.code not in (ReasonCode.INSUFFICIENT, ReasonCode.GANG):
+        return
+    minimum = job.min_request()
+    asked = minimum > 0
+    for queue in job.queue.ancestors[:-1]:
+        over = asked & (queue.allocated + minimum > queue.deserved + EPSILON)
+        if over.any():
+            share = describe_vector(session, np.where(over, queue.deserved, 0.0))
+            session.record_reason(
+                job,
+                replace(
+                    reason,
+                    message=f"{reason.message}; queue {session.queue_label(queue)} already has "
+                    f"its deserved share ({share}), so nothing is reclaimed for it; fix: wait for "
+                    "idle resources, or raise the queue's deserved share",
+                    queue=queue.name,
+                ),
+            )
+            return
