@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-import pytest
-
 from phalanx.domain.job import Job, Role, TaskPhase
 from phalanx.engine import Decisions, ReasonCode
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue, res
@@ -37,11 +35,6 @@ def test_a_job_is_pipelined_onto_resources_being_released_and_starts_once_they_a
     assert bound(cycle(make_nodes(1), [waiting], ALLOCATE), "waiting") == ["n0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cycle._unschedulable skips jobs with no Pending task, and a pipelined task is "
-    "Pipelined, so the WaitingForRelease reason try_job records never reaches Decisions",
-)
 def test_a_pipelined_job_is_told_it_waits_for_resources_being_released() -> None:
     leaving = _releasing("leaving", "n0", gpus=8)
     waiting = make_job("waiting", gpus=8, created=1)

@@ -8,8 +8,6 @@ keeps taking every GPU that frees up and the gang starves for the whole horizon.
 
 from __future__ import annotations
 
-import pytest
-
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine import ReasonCode, SchedulerConfig
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue
@@ -138,12 +136,6 @@ def test_a_job_that_ends_before_the_reservation_backfills_and_one_that_does_not_
     assert bound(decisions, "slow") == [] and bound(decisions, "open") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="placement.ClassPlacer.shortage_reason computes the shortfall on room net of the "
-    "withheld amounts, so a job blocked only by a reservation is reported InsufficientResources "
-    "(with the held GPUs counted as lacking) and BlockedByReservation is unreachable",
-)
 def test_a_job_kept_off_reserved_room_is_told_so_and_how_to_backfill() -> None:
     decisions = cycle(make_nodes(2), _reserved_pair_and_three_candidates(), WITH_BACKFILL, now=50)
 

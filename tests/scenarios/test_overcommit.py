@@ -6,8 +6,6 @@ started first) is the first that reclaim takes back, before a queue that merely 
 
 from __future__ import annotations
 
-import pytest
-
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.queue import Queue
 from tests.builders import config, cycle, make_job, make_nodes, make_queue, res
@@ -81,12 +79,6 @@ def test_on_one_node_the_overcommitted_task_goes_before_a_borrowing_queues_task(
     assert [e.job for e in decisions.evictions] == ["oc3"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="framework/eviction.make_room ranks nodes by room to free, then node index, and "
-    "applies victim order only within the chosen node: a borrowing queue's task on an "
-    "earlier node is evicted while the overcommitted tasks sit on later nodes",
-)
 def test_overcommitted_tasks_go_first_wherever_they_run() -> None:
     # every node holds one oc task and one borrow task; oc2 and oc3 are the excess
     running = _running(

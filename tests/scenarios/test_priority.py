@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue
 
 PRIORITY = config(["allocate"], ["priority", "gang"], ["drf", "predicates", "binpack"])
@@ -29,12 +27,6 @@ def test_equal_priority_goes_by_submission_time() -> None:
     assert bound(decisions, "first") == ["n0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="actions/allocate (7fbcbf8) orders queue -> user -> job, and the user level is "
-    "drf's user_order alone: a tier-2 user share now outranks tier-1 job priority, so a "
-    "high-priority job of a heavy user waits behind a low-priority job of a light one",
-)
 def test_priority_outranks_drf_fairness_between_users() -> None:
     running = make_job("alice-old", user="alice", gpus=6, running_on=["n0"])
     jobs = [

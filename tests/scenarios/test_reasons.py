@@ -6,8 +6,6 @@ candidate node and its shortfall, or the fix.
 
 from __future__ import annotations
 
-import pytest
-
 from phalanx.domain.job import JobPhase, NodeSelectorRequirement, SelectorOperator
 from phalanx.domain.resources import Resources
 from phalanx.engine import ReasonCode, default_config
@@ -144,11 +142,6 @@ def test_every_pending_job_of_a_busy_cluster_has_a_specific_reason() -> None:
         assert "fix" in reason.message or reason.resource or reason.node
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="placement.try_job wraps the shortage into GangUnsatisfied only when some task was "
-    "placed before the discard; a gang none of whose tasks fits reports InsufficientResources",
-)
 def test_a_gang_none_of_whose_tasks_fits_reports_gang_unsatisfied() -> None:
     jobs = [
         make_job("gang-a", gpus=4, replicas=4, created=1),
@@ -161,12 +154,6 @@ def test_a_gang_none_of_whose_tasks_fits_reports_gang_unsatisfied() -> None:
     assert reason is not None and reason.code is ReasonCode.GANG
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="placement.try_job commits a partial placement when no plugin vetoes job_ready "
-    "(no gang plugin) and drops the shortage reason of the tasks left out, so the job "
-    "falls back to cycle._default_reason 'not placed in this cycle'",
-)
 def test_a_partially_placed_job_without_the_gang_plugin_says_what_is_short() -> None:
     no_gang = config(["allocate"], ["priority"], ["drf", "predicates", "binpack"])
     job = make_job("half", gpus=8, replicas=2)

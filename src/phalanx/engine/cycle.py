@@ -130,7 +130,8 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
     live = sorted(session.snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))
     holds = {hold.job: hold for hold in session.holds}
     for info in live:
-        if info.ready_count >= info.min_available or info.pending_count == 0:
+        waiting = info.pending_count + info.counts[TaskStatus.PIPELINED]
+        if info.ready_count >= info.min_available or waiting == 0:
             continue
         reason = session.reasons.get(info.name)
         hold = holds.get(info.name)

@@ -1,7 +1,8 @@
 """allocate: place admitted jobs, queue by queue, user by user, job by job, gang by gang.
 
-The queue with the smallest share goes next; within it the user first in user order
-(drf: the smallest dominant share), then that user's first job by job order. A job's
+The queue with the smallest share goes next; within it the user whose first job ranks
+first by the job order of tiers before user order (priority), then by user order (drf:
+the smallest dominant share); then that user's first job by job order. A job's
 tasks are placed as a gang (see ``try_job``): dispatched when ready, kept when
 pipelined, discarded otherwise. Reservations held for starving jobs are not used
 here (backfill may use them for jobs that end in time).
@@ -38,8 +39,12 @@ class AllocateAction(Action):
         users_by_queue: dict[str, list[User]] = defaultdict(list)
         for user in sorted(jobs_of):
             users_by_queue[user[0]].append(user)
+
+        def user_key(user: User) -> tuple[object, ...]:
+            return session.user_rank(user, jobs_of[user].peek())
+
         users_of = {
-            name: LazyQueue(users, points.user_order.key, lambda u: u[1])
+            name: LazyQueue(users, user_key, lambda u: u[1])
             for name, users in users_by_queue.items()
         }
         queues = LazyQueue(

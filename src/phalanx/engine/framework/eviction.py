@@ -1,7 +1,8 @@
 """Making room for one task by evicting others: shared by reclaim and preempt.
 
 Guarantees: victims are evicted only on a node where the task then fits (with the
-resources being released counted), in victim order, and only as many as needed; a
+resources being released counted), in victim order, and only as many as needed; the
+node chosen is the one that has room earliest in victim order over all nodes; a
 victim job that would drop below its minAvailable is evicted whole, and only when
 every one of its tasks is an accepted victim. Nothing is evicted when the task
 cannot fit anywhere.
@@ -16,6 +17,9 @@ import numpy as np
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.snapshot import EPSILON, EVICTABLE, TaskInfo
+
+MAX_NODES_TRIED = 8  # nodes on which evictions are attempted for one task
+READY = np.zeros(0)  # marks a node that already has room in the walk below
 
 #: Given the task that needs room and a victim set, the victims the plugins accept.
 Judge = Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]]
@@ -32,33 +36,44 @@ def make_room(
 ) -> bool:
     """Evict accepted victims on the best node and pipeline ``task`` there; False if impossible."""
     victims = list(judge(task, candidates)) if candidates else []
+    key = session.points.victim_order.key
+    victims.sort(key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
+    for node in _nodes_by_victim_order(session, task, victims)[:MAX_NODES_TRIED]:
+        on_node = [v for v in victims if v.node == node]
+        if _evict_until_fits(session, stmt, task, on_node, judge, action, node):
+            stmt.pipeline(task, node)
+            return True
+    return False
+
+
+def _nodes_by_victim_order(
+    session: Session, task: TaskInfo, victims: Sequence[TaskInfo]
+) -> list[int]:
+    """Nodes that could take ``task``, those needing no eviction first, then by how early in
+    victim order they have room (so overcommitted work anywhere goes before others' work)."""
     snap = session.snapshot
     mask, _ = session.static_mask(task.role)
     request = task.request
     need = np.flatnonzero(request > 0)
-    freeable = np.zeros_like(snap.capacity)
-    nodes = np.array([v.node for v in victims], dtype=np.intp)
-    if victims:
-        np.add.at(freeable, nodes, np.array([v.request for v in victims]))
-    free = snap.future_idle
-    fits = mask & (free[:, need] + freeable[:, need] + EPSILON >= request[need]).all(axis=1)
-    fits &= snap.task_count - np.bincount(nodes, minlength=len(snap.nodes)) < snap.max_tasks
-    order = np.flatnonzero(fits)
-    if order.size == 0:
-        return False
-    # cheapest node first: the least room to free, then node order
-    lack = np.maximum(request - free[order], 0.0)[:, need].sum(axis=1)
-    ranked = order[np.lexsort((order, lack))]
-    key = session.points.victim_order.key
-    for node in ranked[:8]:
-        on_node = sorted(
-            (v for v in victims if v.node == node),
-            key=lambda v: (key(v), -(v.start_time or 0.0), v.name),
-        )
-        if _evict_until_fits(session, stmt, task, on_node, judge, action, int(node)):
-            stmt.pipeline(task, int(node))
-            return True
-    return False
+    on_node = np.bincount(
+        np.array([v.node for v in victims], dtype=np.intp), minlength=len(snap.nodes)
+    )
+    usable = mask & (snap.task_count - on_node < snap.max_tasks)
+    lack = np.maximum(request - snap.future_idle, 0.0)[:, need]
+    ready = [int(n) for n in np.flatnonzero(usable & (lack <= EPSILON).all(axis=1))]
+    remaining: dict[int, np.ndarray] = {}
+    for victim in victims:
+        node = victim.node
+        if len(ready) >= MAX_NODES_TRIED:
+            break
+        if not usable[node] or (node in remaining and remaining[node] is READY):
+            continue
+        left = remaining.setdefault(node, lack[node].copy())
+        left -= victim.request[need]
+        if (left <= EPSILON).all():
+            remaining[node] = READY
+            ready.append(node)
+    return ready
 
 
 def _evict_until_fits(

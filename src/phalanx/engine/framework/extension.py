@@ -65,6 +65,15 @@ class OrderPoint(_Point[Callable[[A], Any]]):
         """The combined sort key of ``arg``."""
         return tuple(fn(arg) for _, _, fn in self._entries)
 
+    def key_before(self, arg: A, tier: int) -> tuple[Any, ...]:
+        """The part of the key that plugins of tiers before ``tier`` give."""
+        return tuple(fn(arg) for _, entry_tier, fn in self._entries if entry_tier < tier)
+
+    @property
+    def first_tier(self) -> int | None:
+        """The tier of the first registered plugin, or None."""
+        return self._entries[0][1] if self._entries else None
+
 
 class AllPoint(_Point[Callable[[A], bool]]):
     """True only when every registered plugin says True."""

@@ -41,6 +41,12 @@ class LazyQueue(Generic[T]):
                 return item
             heapq.heappush(self._heap, (current, tie, seq, item))
 
+    def peek(self) -> T:
+        """The item ``pop`` would return, left in place."""
+        item = self.pop()
+        self.push(item)
+        return item
+
     def __bool__(self) -> bool:
         return bool(self._heap)
 

@@ -43,11 +43,9 @@ class ClassPlacer:
         self.candidates: NDArray[np.intp] = np.flatnonzero(mask)
         cand = self.candidates
         self.now_free = snap.capacity[cand] - snap.used[cand]
-        if withheld is not None:
-            self.now_free -= withheld[cand]
-            self.withheld = True
-        else:
-            self.withheld = False
+        self.withheld = None if withheld is None else withheld[cand]
+        if self.withheld is not None:
+            self.now_free -= self.withheld
         self.future_free = self.now_free + snap.releasing[cand] - snap.pipelined[cand]
         self.slots = snap.max_tasks[cand] - snap.task_count[cand]
         self.node_local = session.points.node_score.node_local
@@ -185,7 +183,7 @@ class ClassPlacer:
         counts = ", ".join(f"{n} short of {name}" for name, n in per_dim.items() if n)
         if full:
             counts += f"{', ' if counts else ''}{full} at max tasks"
-        if self.withheld and not lacking:
+        if self.withheld is not None and self._fits(self.future_free + self.withheld).any():
             return Reason(
                 code=ReasonCode.BLOCKED_BY_RESERVATION,
                 message=f"room for {what} is held for a starving job's reservation; "
@@ -285,6 +283,8 @@ def try_job(
         placed = outcome.allocated + outcome.pipelined
         if placed and session.job_ready(job):
             stmt.commit()
+            if outcome.reason is not None:  # placed in part (no gang): say what the rest lack
+                session.record_reason(job, outcome.reason)
             return True
         if placed and session.job_pipelined(job):
             stmt.keep()
@@ -304,9 +304,9 @@ def try_job(
             code=ReasonCode.GANG,
             message=f"gang needs {job.min_available} tasks; only {placed} exist pending",
         )
-    elif placed:
+    elif placed or job.min_available - job.ready_count > 1:
         reason = Reason(
-            code=ReasonCode.GANG,
+            code=ReasonCode.GANG if reason.code is ReasonCode.INSUFFICIENT else reason.code,
             message=f"gang needs {job.min_available} tasks together but only {job.ready_count + placed} "
             f"fit: {reason.message}",
             resource=reason.resource,

@@ -183,18 +183,31 @@ class Session:
         """Every plugin agrees the job's allocations may start."""
         return self.points.job_ready(job)
 
+    def user_rank(self, user: tuple[str, str], best_job: JobInfo) -> tuple[object, ...]:
+        """A user's place in its queue's line, given its first job.
+
+        Job order from plugins in tiers before the user-order plugin's tier decides first
+        (so priority outranks fairness between users), then user order.
+        """
+        points = self.points
+        tier = points.user_order.first_tier
+        before = (
+            points.job_order.key(best_job)
+            if tier is None
+            else points.job_order.key_before(best_job, tier)
+        )
+        return (before, points.user_order.key(user), user[1])
+
     def job_rank(self, job: JobInfo) -> tuple[object, ...]:
-        """A job's place in line right now: queue order, then user order, then job order.
+        """A job's place in line right now: queue order, then user rank, then job order.
 
         For one-off sorts; allocate keeps the three levels live as shares move.
         """
-        points = self.points
         return (
-            points.queue_order.key(job.queue),
+            self.points.queue_order.key(job.queue),
             job.queue.name,
-            points.user_order.key((job.queue.name, job.user)),
-            job.user,
-            points.job_order.key(job),
+            self.user_rank((job.queue.name, job.user), job),
+            self.points.job_order.key(job),
             job.creation_time,
             job.name,
         )
