@@ -81,3 +81,25 @@ def test_check_refuses_bad_configs_before_any_session() -> None:
         registry.check(SchedulerConfig.build(["alocate"], [["gang"]]))
     with pytest.raises(PluginError, match=r"binpack.*weight"):
         registry.check(SchedulerConfig.build(["allocate"], [[("binpack", {"weight": "high"})]]))
+
+
+def test_action_args_and_disabled_points_are_checked() -> None:
+    from phalanx.engine import ActionConfig, PluginConfig, SchedulerConfig
+
+    registry = Registry.builtin()
+    bad_factor = SchedulerConfig(
+        actions=(ActionConfig(name="enqueue", args={"overcommitFactor": "lots"}),), tiers=()
+    )
+    with pytest.raises(PluginError, match="overcommitFactor"):
+        registry.check(bad_factor)
+    typo = SchedulerConfig(
+        actions=(ActionConfig(name="backfill", args={"maxReservation": 2}),), tiers=()
+    )
+    with pytest.raises(PluginError, match="accepts: maxReservations"):
+        registry.check(typo)
+    bad_point = SchedulerConfig(
+        actions=(ActionConfig(name="allocate"),),
+        tiers=((PluginConfig(name="drf", disabled=frozenset({"job_ordr"})),),),
+    )
+    with pytest.raises(PluginError, match="job_ordr"):
+        registry.check(bad_point)

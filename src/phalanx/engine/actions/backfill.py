@@ -12,7 +12,8 @@ that respect it still run meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,9 +29,14 @@ class BackfillAction(Action):
     """Reserve for starving jobs at open; backfill short jobs into reserved room."""
 
     name = "backfill"
+    accepted_args = frozenset({"maxReservations"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.max_reservations = int(self.number("maxReservations", 4))
 
     def open(self, session: Session) -> None:
-        limit = int(self.args.get("maxReservations", 4))
+        limit = self.max_reservations
         starving = [
             j
             for j in session.snapshot.jobs.values()

@@ -17,6 +17,9 @@ reclaimed; nor does a starving job, whose room its reservation makes. Any number
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from phalanx.domain.job import JobPhase
@@ -31,9 +34,14 @@ class EnqueueAction(Action):
     """Admits jobs in queue order, then job order."""
 
     name = "enqueue"
+    accepted_args = frozenset({"overcommitFactor"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.overcommit_factor = self.number("overcommitFactor", 1.2, minimum=1.0)
 
     def execute(self, session: Session) -> None:
-        factor = float(self.args.get("overcommitFactor", 1.2))
+        factor = self.overcommit_factor
         snapshot = session.snapshot
         budget = snapshot.total * factor - _charge_earlier_admissions(session)
         for leaf in snapshot.leaf_queues():

@@ -40,14 +40,11 @@ EXTENSION_POINTS = frozenset(
 )
 
 
-class Plugin:
-    """A noun: registers callbacks on extension points when a session opens.
-
-    Subclasses set ``name`` and override ``open``; ``args`` come from the config.
-    Unknown args are refused, naming the plugin and the accepted ones.
-    """
+class _Configurable:
+    """Validated ``args`` from the config: unknown names and non-numbers are refused by name."""
 
     name: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
     accepted_args: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -56,27 +53,36 @@ class Plugin:
         if unknown:
             accepted = ", ".join(sorted(self.accepted_args)) or "none"
             raise PluginError(
-                f"plugin {self.name!r} does not take {', '.join(sorted(unknown))}; it accepts: {accepted}"
+                f"{self.kind} {self.name!r} does not take {', '.join(sorted(unknown))}; "
+                f"it accepts: {accepted}"
             )
 
-    def number(self, key: str, default: float) -> float:
-        """A numeric arg, refused with a clear message when it is not a number."""
+    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
+        """A numeric arg of at least ``minimum``, refused with a clear message otherwise."""
         value = self.args.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise PluginError(f"plugin {self.name!r}: arg {key!r} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            raise PluginError(
+                f"{self.kind} {self.name!r}: arg {key!r} must be a number >= {minimum:g}, got {value!r}"
+            )
         return float(value)
+
+
+class Plugin(_Configurable):
+    """A noun: registers callbacks on extension points when a session opens.
+
+    Subclasses set ``name`` (and ``accepted_args``) and override ``open``.
+    """
+
+    kind = "plugin"
 
     def open(self, session: Session, hooks: Hooks) -> None:
         """Register callbacks; called once per session, in tier order."""
 
 
-class Action:
+class Action(_Configurable):
     """A verb: one step of the session. Subclasses set ``name`` and override ``execute``."""
 
-    name: ClassVar[str] = ""
-
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
-        self.args: Mapping[str, Any] = dict(args or {})
+    kind = "action"
 
     def open(self, session: Session) -> None:
         """Prepare before any action runs (for example plan reservations)."""

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.framework.plugin import Action, Plugin
+from phalanx.engine.framework.plugin import EXTENSION_POINTS, Action, Plugin
 
 ENTRY_POINT_GROUP = "phalanx.plugins"
 
@@ -108,6 +108,12 @@ class Registry:
         for tier in config.tiers:
             for plugin in tier:
                 self.plugin(plugin.name, plugin.args)
+                unknown = plugin.disabled - EXTENSION_POINTS
+                if unknown:
+                    raise PluginError(
+                        f"plugin {plugin.name!r} disables unknown extension points "
+                        f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(EXTENSION_POINTS))}"
+                    )
 
     @property
     def plugin_names(self) -> tuple[str, ...]:
