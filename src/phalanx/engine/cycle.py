@@ -48,12 +48,18 @@ def open_session(
 
 
 def run_cycle(
-    snapshot: Snapshot, config: SchedulerConfig, *, now: float, registry: Registry | None = None
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    *,
+    now: float,
+    registry: Registry | None = None,
+    revert: bool = False,
 ) -> Decisions:
     """Run every configured action on ``snapshot`` and return what was decided.
 
-    Same snapshot + config + now => same Decisions. The snapshot is consumed: it
-    reflects the session's committed operations afterwards.
+    Same snapshot + config + now => same Decisions. Without ``revert`` the snapshot
+    reflects the session's operations afterwards; with it, the snapshot is exactly as
+    before (drivers that keep one snapshot up to date apply the Decisions themselves).
     """
     session = open_session(snapshot, config, now=now, registry=registry)
     actions = [(registry or builtin_registry()).action(a.name, a.args) for a in config.actions]
@@ -61,7 +67,10 @@ def run_cycle(
         action.open(session)
     for action in actions:
         action.execute(session)
-    return close_session(session)
+    decisions = close_session(session)
+    if revert:
+        session.revert()
+    return decisions
 
 
 def close_session(session: Session) -> Decisions:
@@ -115,16 +124,10 @@ def close_session(session: Session) -> Decisions:
 def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
     """Every live job left without its gang placed, with the best reason known."""
     found: list[Unschedulable] = []
-    for job in session.snapshot.orphans:
+    for job, why in session.snapshot.orphans:
         found.append(
             Unschedulable(
-                job=job.name,
-                reason=Reason(
-                    code=ReasonCode.INVALID,
-                    message=f"queue {job.queue!r} does not exist or is not a leaf queue; "
-                    "fix: create it, or submit to an existing leaf queue",
-                    queue=job.queue,
-                ),
+                job=job.name, reason=Reason(code=ReasonCode.INVALID, message=why, queue=job.queue)
             )
         )
     live = sorted(session.snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))

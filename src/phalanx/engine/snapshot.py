@@ -277,10 +277,15 @@ class _Placements:
             np.add.at(snapshot.releasing, nodes[picked], rows[picked])
 
 
-def _dimensions(
-    nodes: Sequence[Node], queues: Sequence[Queue], jobs: Sequence[Job]
+def dimensions(
+    nodes: Sequence[Node],
+    queues: Sequence[Queue],
+    jobs: Sequence[Job],
+    *,
+    extra: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    names: set[str] = set()
+    """Resource names of a snapshot: cpu, memory, gpu, then every other name seen, sorted."""
+    names: set[str] = set(extra)
     for node in nodes:
         names.update(node.capacity)
     for job in jobs:
@@ -330,7 +335,7 @@ class Snapshot:
         )
         self.queues: dict[str, QueueInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
-        self.orphans: list[Job] = []  # jobs naming a queue that does not exist
+        self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
         self._label_columns: dict[str, NDArray[np.object_]] = {}
         self._requests: dict[Resources, Vector] = {}
         self._build_queue_tree(queues)
@@ -351,7 +356,7 @@ class Snapshot:
             for j in jobs
             if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED)
         ]
-        snapshot = cls(nodes, queues, _dimensions(nodes, queues, live))
+        snapshot = cls(nodes, queues, dimensions(nodes, queues, live))
         placements = _Placements()
         with _collector_paused():  # every object made here stays alive: scanning them is waste
             for job in sorted(live, key=lambda j: (j.creation_time, j.name)):
@@ -402,10 +407,35 @@ class Snapshot:
                 cursor = cursor.parent
             info.ancestors = tuple(chain)
 
+    def add_job(self, job: Job) -> JobInfo | None:
+        """Track one more job, charging what its tasks hold; None (an orphan) if it cannot be."""
+        placements = _Placements()
+        info = self._add_job(job, placements)
+        placements.apply(self)
+        return info
+
     def _add_job(self, job: Job, placements: _Placements) -> JobInfo | None:
         queue = self.queues.get(job.queue)
         if queue is None or not queue.is_leaf or queue is self.root:
-            self.orphans.append(job)
+            self.orphans.append(
+                (
+                    job,
+                    f"queue {job.queue!r} does not exist or is not a leaf queue; "
+                    "fix: create it, or submit to an existing leaf queue",
+                )
+            )
+            return None
+        unknown = sorted(
+            {n for r in job.roles for n, v in r.resources.items() if v and n not in self.dim}
+        )
+        if unknown:
+            self.orphans.append(
+                (
+                    job,
+                    f"it asks for {', '.join(unknown)}, which no node offers; "
+                    "fix: remove that request or add nodes that have it",
+                )
+            )
             return None
         roles = [
             RoleInfo(role, i, self.request_vector(role.resources), job.name)
@@ -446,6 +476,47 @@ class Snapshot:
             ancestor.allocated += info.allocated
         self.jobs[job.name] = info
         return info
+
+    # -- the one way task state changes ----------------------------------------------------
+
+    def move(self, task: TaskInfo, status: TaskStatus, node: int | None = None) -> None:
+        """Put ``task`` in ``status`` (on ``node``, where the status has one), keeping every
+        aggregate consistent: node ``used``/``releasing``/``pipelined``/``task_count``, the
+        job's counters and ``allocated``, and ``allocated`` of its queue and ancestors.
+
+        ``node`` defaults to the task's current node; statuses without a node clear it.
+        Any status may follow any other: the lifecycle rules live with the callers.
+        """
+        old, request = task.status, task.request
+        where = task.node if node is None else node
+        if old in ON_NODE:
+            self.used[task.node] -= request
+            self.task_count[task.node] -= 1
+            if old is TaskStatus.RELEASING:
+                self.releasing[task.node] -= request
+        elif old is TaskStatus.PIPELINED:
+            self.pipelined[task.node] -= request
+        job = task.job
+        charge = (status in CHARGED) - (old in CHARGED)
+        if charge:
+            delta = request if charge > 0 else -request
+            job.allocated += delta
+            for queue in job.queue.ancestors:
+                queue.allocated += delta
+        job.counts[old] -= 1
+        job.counts[status] += 1
+        task.status = status
+        if status in ON_NODE:
+            task.node = where
+            self.used[where] += request
+            self.task_count[where] += 1
+            if status is TaskStatus.RELEASING:
+                self.releasing[where] += request
+        elif status is TaskStatus.PIPELINED:
+            task.node = where
+            self.pipelined[where] += request
+        else:
+            task.node = -1
 
     # -- helpers ----------------------------------------------------------------------
 

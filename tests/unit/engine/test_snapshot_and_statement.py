@@ -42,7 +42,7 @@ def test_jobs_of_unknown_queues_are_orphans() -> None:
     snap = Snapshot.build(
         nodes=[make_node()], queues=[make_queue()], jobs=[make_job("a", queue="nope")]
     )
-    assert [j.name for j in snap.orphans] == ["a"]
+    assert [(j.name, "does not exist" in why) for j, why in snap.orphans] == [("a", True)]
 
 
 def test_queue_tree_errors_name_the_queue() -> None:

@@ -92,6 +92,8 @@ class Session:
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
+        for queue in snapshot.queues.values():
+            queue.inqueue[:] = 0.0  # admission marks belong to one session
 
     # -- statements -------------------------------------------------------------------
 
@@ -104,45 +106,39 @@ class Session:
         self.log.extend((op, dispatch) for op in operations)
 
     def apply_allocate(self, task: TaskInfo, node: int, status: TaskStatus) -> None:
-        """Charge ``task`` to ``node``, its job and its queues, and tell the plugins."""
-        snap, request, job = self.snapshot, task.request, task.job
-        if status is TaskStatus.ALLOCATED:
-            snap.used[node] += request
-            snap.task_count[node] += 1
-        else:
-            snap.pipelined[node] += request
-        self._set_status(task, status)
-        task.node = node
-        job.allocated += request
-        for queue in job.queue.ancestors:
-            queue.allocated += request
+        """Charge ``task`` to ``node`` (allocated or pipelined) and tell the plugins."""
+        self.snapshot.move(task, status, node)
         self.points.on_allocate(task)
 
     def undo_allocate(self, task: TaskInfo) -> None:
         """Exactly reverse apply_allocate."""
-        snap, request, job, node = self.snapshot, task.request, task.job, task.node
-        if task.status is TaskStatus.ALLOCATED:
-            snap.used[node] -= request
-            snap.task_count[node] -= 1
-        else:
-            snap.pipelined[node] -= request
-        self._set_status(task, TaskStatus.PENDING)
-        task.node = -1
-        job.allocated -= request
-        for queue in job.queue.ancestors:
-            queue.allocated -= request
+        self.snapshot.move(task, TaskStatus.PENDING)
         self.points.on_deallocate(task)
 
     def apply_evict(self, task: TaskInfo) -> None:
         """Mark ``task`` releasing: its node keeps it until it stops; its queue does not."""
-        request, job = task.request, task.job
         self._evictions += 1
-        self.snapshot.releasing[task.node] += request
-        self._set_status(task, TaskStatus.RELEASING)
-        job.allocated -= request
-        for queue in job.queue.ancestors:
-            queue.allocated -= request
+        self.snapshot.move(task, TaskStatus.RELEASING)
         self.points.on_deallocate(task)
+
+    def undo_evict(self, task: TaskInfo, previous: TaskStatus) -> None:
+        """Exactly reverse apply_evict."""
+        self.snapshot.move(task, previous)
+        self.points.on_allocate(task)
+
+    def revert(self) -> None:
+        """Undo every committed or kept operation, newest first: the snapshot is as before the session.
+
+        Admission marks (``inqueue``) are session-only and are cleared too.
+        """
+        for op, _ in reversed(self.log):
+            if op.kind is OpKind.EVICT:
+                self.snapshot.move(op.task, op.previous)
+            else:
+                self.snapshot.move(op.task, TaskStatus.PENDING)
+        self.log.clear()
+        for queue in self.snapshot.queues.values():
+            queue.inqueue[:] = 0.0
 
     def known_failure(self, shape: object | None) -> Reason | None:
         """The reason a gang of this shape failed earlier in this session, if nothing was freed since.
@@ -159,23 +155,6 @@ class Session:
         """Record that a gang of this shape cannot be placed now."""
         if shape is not None:
             self._failures[shape] = (self._evictions, reason)
-
-    def undo_evict(self, task: TaskInfo, previous: TaskStatus) -> None:
-        """Exactly reverse apply_evict."""
-        request, job = task.request, task.job
-        self.snapshot.releasing[task.node] -= request
-        self._set_status(task, previous)
-        job.allocated += request
-        for queue in job.queue.ancestors:
-            queue.allocated += request
-        self.points.on_allocate(task)
-
-    @staticmethod
-    def _set_status(task: TaskInfo, status: TaskStatus) -> None:
-        counts = task.job.counts
-        counts[task.status] -= 1
-        counts[status] += 1
-        task.status = status
 
     # -- questions actions ask -------------------------------------------------------------
 

@@ -1,0 +1,97 @@
+"""A snapshot kept up to date between sessions, for drivers that run many cycles.
+
+Rebuilding a snapshot from every job each cycle costs time proportional to every task
+in the cluster. ``ClusterState`` instead applies each change as it happens (a job
+arrives, a task starts, stops or finishes) and runs sessions that are reverted
+afterwards, so a cycle costs what the session does. Same inputs give the same
+Decisions as ``Snapshot.build`` over the same jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import Job, JobPhase, TaskPhase
+from phalanx.domain.node import Node
+from phalanx.domain.queue import Queue
+from phalanx.engine.cycle import run_cycle
+from phalanx.engine.decisions import Decisions
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.registry import Registry
+from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus, dimensions
+
+_STATUS = {
+    TaskPhase.PENDING: TaskStatus.PENDING,
+    TaskPhase.BOUND: TaskStatus.BOUND,
+    TaskPhase.RUNNING: TaskStatus.RUNNING,
+    TaskPhase.RELEASING: TaskStatus.RELEASING,
+    TaskPhase.SUCCEEDED: TaskStatus.SUCCEEDED,
+    TaskPhase.FAILED: TaskStatus.FAILED,
+}
+
+
+class ClusterState:
+    """Nodes, queues and live jobs, changed one event at a time; sessions leave it as it was.
+
+    Resource dimensions are fixed at construction (those of the nodes and queues, plus
+    ``extra_dims``); a job asking for a resource outside them is reported as invalid.
+    """
+
+    def __init__(
+        self, nodes: Sequence[Node], queues: Sequence[Queue], *, extra_dims: Iterable[str] = ()
+    ) -> None:
+        self.snapshot = Snapshot(
+            nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
+        )
+
+    def add_job(self, job: Job) -> JobInfo | None:
+        """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
+        if job.name in self.snapshot.jobs:
+            raise InvalidInput(
+                f"job {job.name!r} is already tracked", field="jobs", fix="use a unique job name"
+            )
+        return self.snapshot.add_job(job)
+
+    def remove_job(self, name: str) -> None:
+        """Stop tracking a job; whatever its tasks held is given back."""
+        info = self.snapshot.jobs.pop(name, None)
+        if info is None:
+            self.snapshot.orphans = [
+                (job, why) for job, why in self.snapshot.orphans if job.name != name
+            ]
+            return
+        for task in info.tasks:
+            if task.status is not TaskStatus.PENDING:
+                self.snapshot.move(task, TaskStatus.PENDING)
+        info.queue.jobs.remove(info)
+
+    def job(self, name: str) -> JobInfo:
+        """The tracked job ``name``."""
+        return self.snapshot.jobs[name]
+
+    def set_task(
+        self,
+        task: TaskInfo,
+        phase: TaskPhase,
+        node: str | None = None,
+        start_time: float | None = None,
+    ) -> None:
+        """Move one task to ``phase`` (on ``node`` for Bound/Running), keeping every aggregate right."""
+        index = None if node is None else self.snapshot.node_index[node]
+        self.snapshot.move(task, _STATUS[phase], index)
+        if start_time is not None or phase is TaskPhase.PENDING:
+            task.start_time = start_time
+
+    def set_phase(self, name: str, phase: JobPhase, *, pending_since: float | None = None) -> None:
+        """Record a job's new phase (and, when it waits again, since when)."""
+        info = self.snapshot.jobs[name]
+        info.phase = phase
+        if pending_since is not None:
+            info.pending_since = pending_since
+
+    def cycle(
+        self, config: SchedulerConfig, *, now: float, registry: Registry | None = None
+    ) -> Decisions:
+        """One session on the current state; the state is unchanged afterwards."""
+        return run_cycle(self.snapshot, config, now=now, registry=registry, revert=True)

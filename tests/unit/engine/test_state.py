@@ -1,0 +1,108 @@
+"""ClusterState: incremental updates and reverted sessions agree with rebuilding from scratch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
+from phalanx.domain.resources import Resources
+from phalanx.engine import Snapshot, default_config, run_cycle
+from phalanx.engine.state import ClusterState
+from tests.builders import make_job, make_nodes, make_queue, res
+
+QUEUES = [
+    make_queue("a", deserved=res(32, 128, 8)),
+    make_queue("b", deserved=res(32, 128, 8)),
+]
+NODES = make_nodes(2)
+
+
+def _arrays(snapshot: Snapshot) -> list[np.ndarray]:
+    return [
+        snapshot.used,
+        snapshot.releasing,
+        snapshot.pipelined,
+        snapshot.task_count,
+        *(q.allocated for q in snapshot.queues.values()),
+        *(q.inqueue for q in snapshot.queues.values()),
+    ]
+
+
+def _jobs() -> list[Job]:
+    return [
+        make_job("run", queue="a", gpus=4, replicas=2, running_on=["n0", "n1"], created=0),
+        make_job("gang", queue="b", gpus=4, replicas=2, created=1, phase=JobPhase.PENDING),
+        make_job("small", queue="a", gpus=1, replicas=3, created=2, phase=JobPhase.PENDING),
+        make_job("nowhere", queue="missing", created=3),
+    ]
+
+
+def test_reverted_cycles_match_a_fresh_build_and_leave_no_trace() -> None:
+    state = ClusterState(NODES, QUEUES)
+    for job in _jobs():
+        state.add_job(job)
+    before = [a.copy() for a in _arrays(state.snapshot)]
+    incremental = state.cycle(default_config(), now=10.0)
+    assert all(np.array_equal(x, y) for x, y in zip(before, _arrays(state.snapshot), strict=True))
+    fresh = run_cycle(
+        Snapshot.build(nodes=NODES, queues=QUEUES, jobs=_jobs()), default_config(), now=10.0
+    )
+    assert incremental == fresh
+    assert incremental.binds and incremental.reason_for("nowhere") is not None
+    again = state.cycle(default_config(), now=10.0)
+    assert again == incremental
+
+
+def test_applying_decisions_equals_building_the_resulting_jobs() -> None:
+    state = ClusterState(NODES, QUEUES)
+    jobs = {job.name: job for job in _jobs()}
+    for job in jobs.values():
+        state.add_job(job)
+    decisions = state.cycle(default_config(), now=5.0)
+    for admit in decisions.admitted:
+        state.set_phase(admit.job, JobPhase.QUEUED)
+        jobs[admit.job] = replace(jobs[admit.job], phase=JobPhase.QUEUED)
+    for bind in decisions.binds:
+        info = state.job(bind.job)
+        task = next(t for t in info.tasks if t.name == bind.task)
+        state.set_task(task, TaskPhase.RUNNING, bind.node, start_time=5.0)
+        job = jobs[bind.job]
+        tasks = [
+            Task(
+                role=t.role, index=t.index, phase=TaskPhase.RUNNING, node=bind.node, start_time=5.0
+            )
+            if t.name(job.name) == bind.task
+            else t
+            for t in job.all_tasks()
+        ]
+        jobs[bind.job] = replace(job, tasks=tuple(tasks), phase=JobPhase.RUNNING)
+    rebuilt = Snapshot.build(nodes=NODES, queues=QUEUES, jobs=list(jobs.values()))
+    assert all(
+        np.array_equal(x, y) for x, y in zip(_arrays(rebuilt), _arrays(state.snapshot), strict=True)
+    )
+    assert state.cycle(default_config(), now=6.0) == run_cycle(rebuilt, default_config(), now=6.0)
+
+
+def test_removing_a_job_gives_back_what_it_held() -> None:
+    state = ClusterState(NODES, QUEUES)
+    state.add_job(_jobs()[0])
+    assert state.snapshot.used.sum() > 0
+    state.remove_job("run")
+    assert state.snapshot.used.sum() == 0 and "run" not in state.snapshot.jobs
+    assert not state.snapshot.queues["a"].allocated.any()
+
+
+def test_unknown_resources_and_duplicates_are_refused() -> None:
+    state = ClusterState(NODES, QUEUES)
+    odd = make_job("odd", queue="a")
+    odd = replace(odd, roles=(replace(odd.roles[0], resources=Resources.of({"fpga": 1})),))
+    assert state.add_job(odd) is None
+    reason = state.cycle(default_config(), now=0.0).reason_for("odd")
+    assert reason is not None and "fpga" in reason.message
+    state.add_job(make_job("x", queue="a"))
+    with pytest.raises(InvalidInput, match="already tracked"):
+        state.add_job(make_job("x", queue="a"))
