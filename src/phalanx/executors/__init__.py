@@ -1,0 +1,1 @@
+"""Executors turn Decisions into running tasks and report what happens to them."""

@@ -1,0 +1,53 @@
+"""The Executor protocol: the seam between the scheduler and whatever runs tasks.
+
+An executor starts the tasks a session binds and stops the ones it evicts, and reports
+events back (started, exited with a code, lost with its node). It never writes job
+state: the controller that owns the jobs reads the events and decides. The simulator's
+cluster, the local process executor and the Ray executor all implement it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from phalanx.engine.decisions import Bind, Evict
+
+
+class TaskEventKind(StrEnum):
+    """What happened to a task."""
+
+    STARTED = "started"  # its process (or simulated run) began
+    EXITED = "exited"  # it ended by itself (code 0: success) or after a stop request
+    LOST = "lost"  # its node failed or vanished; nothing more is known
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvent:
+    """One report from an executor."""
+
+    kind: TaskEventKind
+    time: float
+    job: str
+    task: str
+    node: str
+    exit_code: int | None = None  # for EXITED
+    stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
+
+
+class Executor(Protocol):
+    """Runs tasks on nodes. Implementations must be idempotent for repeated requests."""
+
+    def start(self, binds: Sequence[Bind], *, now: float) -> None:
+        """Start every bound task; each produces STARTED, then EXITED or LOST."""
+        ...
+
+    def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
+        """Ask tasks to stop (SIGTERM, then SIGKILL after ``grace`` seconds); each ends EXITED."""
+        ...
+
+    def poll(self, *, now: float) -> list[TaskEvent]:
+        """Events that happened up to ``now``, oldest first, each reported once."""
+        ...

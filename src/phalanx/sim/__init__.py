@@ -1,0 +1,1 @@
+"""The trace-driven simulator: the policy engine, unchanged, driven by a virtual clock."""

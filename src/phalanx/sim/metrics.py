@@ -1,0 +1,213 @@
+"""What a simulation measured: per job, per queue and user, for the cluster, and for fairness.
+
+All figures come from the run's own events (submit, start, finish, evict ...), so the
+summary of a run and its ``events.jsonl`` agree. Time-weighted averages integrate
+step functions between events.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """One job's life as the simulation saw it."""
+
+    name: str
+    queue: str
+    user: str
+    gpus: float  # GPUs of its gang (minAvailable tasks)
+    duration: float
+    submit: float
+    first_start: float | None = None
+    end: float | None = None
+    outcome: str = "pending"  # pending | running | finished | failed | killed
+    preemptions: int = 0
+    restarts: int = 0
+
+    @property
+    def queue_delay(self) -> float | None:
+        """Seconds from submission to first start."""
+        return None if self.first_start is None else self.first_start - self.submit
+
+    @property
+    def jct(self) -> float | None:
+        """Job completion time: submission to successful end."""
+        return (
+            self.end - self.submit if self.outcome == "finished" and self.end is not None else None
+        )
+
+
+@dataclass(slots=True)
+class _Series:
+    """A step function of time, integrated as it is recorded."""
+
+    last_time: float = 0.0
+    last_value: float = 0.0
+    area: float = 0.0
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+    def set(self, time: float, value: float) -> None:
+        self.area += self.last_value * (time - self.last_time)
+        self.last_time, self.last_value = time, value
+        if self.points and self.points[-1][0] == time:
+            self.points[-1] = (time, value)
+        else:
+            self.points.append((time, value))
+
+    def average(self, start: float, end: float) -> float:
+        area = self.area + self.last_value * (end - self.last_time)
+        return area / (end - start) if end > start else 0.0
+
+
+class Metrics:
+    """Collects a run's figures; ``summary()`` renders them as summary.json."""
+
+    def __init__(
+        self,
+        *,
+        total_gpus: float,
+        queue_guarantees: dict[str, float],
+        queue_deserved: dict[str, float],
+    ) -> None:
+        self.total_gpus = total_gpus
+        self.jobs: dict[str, JobRecord] = {}
+        self.gpu_alloc = _Series()
+        self.queue_alloc: dict[str, _Series] = defaultdict(_Series)
+        self.guarantee = queue_guarantees
+        self.deserved = queue_deserved
+        self.below_guarantee: dict[str, float] = defaultdict(float)
+        self.session_seconds: list[float] = []
+        self.preemptions = 0
+        self._allocated: dict[str, float] = defaultdict(float)
+        self._waiting: dict[str, int] = defaultdict(int)  # jobs waiting per queue
+        self._last = 0.0
+        self.start_time: float | None = None
+        self.end_time = 0.0
+
+    def submitted(self, record: JobRecord) -> None:
+        self.jobs[record.name] = record
+        self.start_time = (
+            record.submit if self.start_time is None else min(self.start_time, record.submit)
+        )
+        self._waiting[record.queue] += 1
+
+    def allocation(self, time: float, queue: str, gpus: float) -> None:
+        """GPUs held by ``queue`` changed by ``gpus`` at ``time``."""
+        self._advance(time)
+        self._allocated[queue] += gpus
+        self.queue_alloc[queue].set(time, self._allocated[queue])
+        self.gpu_alloc.set(time, sum(self._allocated.values()))
+
+    def started(self, time: float, job: str) -> None:
+        record = self.jobs[job]
+        if record.first_start is None:
+            record.first_start = time
+            self._advance(time)
+            self._waiting[record.queue] -= 1
+        record.outcome = "running"
+
+    def ended(self, time: float, job: str, outcome: str) -> None:
+        record = self.jobs[job]
+        record.end, record.outcome = time, outcome
+        self.end_time = max(self.end_time, time)
+
+    def _advance(self, time: float) -> None:
+        """Charge time spent below guarantee by queues that had work waiting."""
+        span = time - self._last
+        if span > 0:
+            for queue, waiting in self._waiting.items():
+                if waiting > 0 and self._allocated[queue] < self.guarantee.get(queue, 0.0) - 1e-9:
+                    self.below_guarantee[queue] += span
+        self._last = max(self._last, time)
+
+    def summary(self, *, sim_wall_s: float) -> dict[str, object]:
+        """summary.json: the figures named by the simulator issue, plus per-queue detail."""
+        records = list(self.jobs.values())
+        finished = [r for r in records if r.outcome == "finished"]
+        jct = np.array([r.jct for r in finished if r.jct is not None], dtype=float)
+        delay = np.array([r.queue_delay for r in records if r.queue_delay is not None], dtype=float)
+        start = self.start_time or 0.0
+        end = max(self.end_time, start)
+        return {
+            "jobs": len(records),
+            "finished": len(finished),
+            "failed": sum(r.outcome in ("failed", "killed") for r in records),
+            "unfinished": sum(r.outcome in ("pending", "running") for r in records),
+            "avg_jct_s": _mean(jct),
+            "p50_jct_s": _pct(jct, 50),
+            "p95_jct_s": _pct(jct, 95),
+            "p99_jct_s": _pct(jct, 99),
+            "avg_queue_delay_s": _mean(delay),
+            "p95_queue_delay_s": _pct(delay, 95),
+            "avg_slowdown": _mean(
+                np.array([r.jct / max(r.duration, 1.0) for r in finished if r.jct is not None])
+            ),
+            "makespan_s": round(end - start, 3),
+            "throughput_jobs_per_h": round(len(finished) / ((end - start) / 3600.0), 3)
+            if end > start
+            else 0.0,
+            "gpu_alloc_ratio_avg": round(self.gpu_alloc.average(start, end) / self.total_gpus, 6)
+            if self.total_gpus
+            else 0.0,
+            "preemptions": self.preemptions,
+            "jain_fairness": self.jain(start, end),
+            "sessions": len(self.session_seconds),
+            "session_p50_ms": round(1000 * _pct(np.array(self.session_seconds), 50), 3),
+            "session_p99_ms": round(1000 * _pct(np.array(self.session_seconds), 99), 3),
+            "sim_wall_s": round(sim_wall_s, 3),
+            "per_queue": self.per_queue(start, end),
+        }
+
+    def per_queue(self, start: float, end: float) -> dict[str, dict[str, float | int]]:
+        """Per queue: jobs, JCT, delay, starvation (longest wait), GPU share, time below guarantee."""
+        by_queue: dict[str, list[JobRecord]] = defaultdict(list)
+        for record in self.jobs.values():
+            by_queue[record.queue].append(record)
+        result: dict[str, dict[str, float | int]] = {}
+        for queue in sorted(by_queue):
+            records = by_queue[queue]
+            jct = np.array([r.jct for r in records if r.jct is not None], dtype=float)
+            waits = [
+                (r.first_start if r.first_start is not None else end) - r.submit for r in records
+            ]
+            series = self.queue_alloc.get(queue)
+            result[queue] = {
+                "jobs": len(records),
+                "finished": int(jct.size),
+                "avg_jct_s": _mean(jct),
+                "avg_queue_delay_s": _mean(
+                    np.array([r.queue_delay for r in records if r.queue_delay is not None])
+                ),
+                "starvation_s": round(max(waits), 3) if waits else 0.0,
+                "gpu_share_avg": round(series.average(start, end) / self.total_gpus, 6)
+                if series is not None and self.total_gpus
+                else 0.0,
+                "time_below_guarantee_s": round(self.below_guarantee.get(queue, 0.0), 3),
+                "preemptions": sum(r.preemptions for r in records),
+            }
+        return result
+
+    def jain(self, start: float, end: float) -> float:
+        """Jain's index over queues' average GPU allocation normalised by their deserved GPUs."""
+        shares = [
+            self.queue_alloc[q].average(start, end) / deserved
+            for q, deserved in sorted(self.deserved.items())
+            if deserved > 0 and q in self.queue_alloc
+        ]
+        if not shares or not any(shares):
+            return 1.0
+        values = np.array(shares)
+        return round(float(values.sum() ** 2 / (len(values) * (values**2).sum())), 6)
+
+
+def _mean(values: np.ndarray) -> float:
+    return round(float(values.mean()), 3) if values.size else 0.0
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(values, q)), 3) if values.size else 0.0

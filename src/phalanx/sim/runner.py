@@ -1,0 +1,395 @@
+"""The simulation's controller: arrivals, sessions, task events, lifecycle, metrics, events.jsonl.
+
+It plays the role the control plane's controllers play in production: it owns job and
+task state (in a ``ClusterState``), runs the engine's sessions on it, hands Decisions to
+the executor (a ``SimCluster``) and turns the executor's events into state changes. The
+same seed, workload and config give byte-identical events.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+import numpy as np
+
+from phalanx.domain.job import JobPhase, TaskPhase
+from phalanx.domain.node import Node
+from phalanx.domain.queue import Queue
+from phalanx.engine.decisions import Decisions, Evict
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.registry import Registry
+from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
+from phalanx.engine.state import ClusterState
+from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.sim.cluster import SimCluster
+from phalanx.sim.loop import EventLoop, Priority
+from phalanx.sim.metrics import JobRecord, Metrics
+from phalanx.sim.workload import Workload, WorkloadJob
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimOptions:
+    """How the simulated scheduler and cluster behave."""
+
+    period: float = 60.0  # a session this often while jobs wait
+    trigger_delay: float = 1.0  # and this long after an arrival or a release
+    grace: float = 0.0  # seconds an evicted task takes to stop
+    until: float | None = None  # stop the clock here (jobs still running stay unfinished)
+    seed: int = 0
+    node_mtbf: float | None = None  # mean seconds between failures of one node; None: none fail
+    node_mttr: float = 3600.0  # mean seconds to repair a failed node
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrival:
+    job: WorkloadJob
+
+
+@dataclass(frozen=True, slots=True)
+class _Wake:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Session:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeChange:
+    node: str
+    up: bool
+
+
+_Event = _Arrival | _Wake | _Session | _NodeChange
+
+
+class Simulation:
+    """One run of a workload through the engine on a simulated cluster."""
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        workload: Workload,
+        config: SchedulerConfig,
+        *,
+        queues: Sequence[Queue] | None = None,
+        options: SimOptions = SimOptions(),
+        events_out: TextIO | None = None,
+        registry: Registry | None = None,
+    ) -> None:
+        self.options = options
+        self.config = config
+        self.registry = registry
+        self.queues = tuple(queues if queues is not None else workload.queues)
+        self.state = ClusterState(nodes, self.queues)
+        self.jobs = {w.name: w for w in workload.jobs}
+        self.cluster = SimCluster(self.jobs)
+        self.loop: EventLoop[_Event] = EventLoop(
+            start=min((w.submit_time for w in workload.jobs), default=0.0)
+        )
+        snapshot = self.state.snapshot
+        gpu = snapshot.dim["gpu"]
+        self.metrics = Metrics(
+            total_gpus=float(snapshot.capacity[:, gpu].sum()),
+            queue_guarantees={q.name: float(q.guarantee.get("gpu")) for q in self.queues},
+            queue_deserved={
+                q.name: float((q.deserved or q.guarantee).get("gpu")) for q in self.queues
+            },
+        )
+        self._out = events_out
+        self._tasks: dict[str, TaskInfo] = {}
+        self._session_at: float | None = None
+        self._wake_at: float | None = None
+        self._rng = np.random.default_rng(options.seed)
+        self._node_names = [n.name for n in nodes]
+
+    # -- driving --------------------------------------------------------------------------
+
+    def run(self) -> Metrics:
+        """Play every event up to ``until``; returns the metrics."""
+        wall = time.perf_counter()
+        for workload_job in self.jobs.values():
+            self.loop.schedule(workload_job.submit_time, Priority.ARRIVAL, _Arrival(workload_job))
+        if self.options.node_mtbf:
+            for node in self._node_names:
+                self._schedule_failure(node, self.loop.now)
+        until = self.options.until
+        while self.loop:
+            next_time = self.loop.peek_time()
+            if until is not None and next_time is not None and next_time > until:
+                break
+            self._handle(self.loop.pop())
+            self._schedule_wake()
+        self.metrics.end_time = max(
+            self.metrics.end_time, min(self.loop.now, until or self.loop.now)
+        )
+        self.wall_seconds = time.perf_counter() - wall
+        return self.metrics
+
+    def _handle(self, event: _Event) -> None:
+        now = self.loop.now
+        if isinstance(event, _Arrival):
+            self._arrive(event.job, now)
+        elif isinstance(event, _Wake):
+            self._wake_at = None
+            for task_event in self.cluster.poll(now=now):
+                self._on_task_event(task_event, now)
+        elif isinstance(event, _Session):
+            self._session_at = None
+            self._session(now)
+        else:
+            self._node_change(event, now)
+
+    def _request_session(self, at: float) -> None:
+        if self._session_at is None or at < self._session_at:
+            self._session_at = at
+            self.loop.schedule(at, Priority.SESSION, _Session())
+
+    def _schedule_wake(self) -> None:
+        due = self.cluster.next_event_time()
+        if due is not None and (self._wake_at is None or due < self._wake_at):
+            self._wake_at = due
+            self.loop.schedule(max(due, self.loop.now), Priority.RELEASE, _Wake())
+
+    # -- arrivals and sessions -----------------------------------------------------------
+
+    def _arrive(self, workload_job: WorkloadJob, now: float) -> None:
+        job = workload_job.job
+        info = self.state.add_job(job)
+        gang = job.gang_size
+        gpus = sum(r.resources.get("gpu") * r.replicas for r in job.roles) * min(
+            1.0, gang / max(job.replicas, 1)
+        )
+        self.metrics.submitted(
+            JobRecord(
+                name=job.name,
+                queue=job.queue,
+                user=job.user,
+                gpus=gpus,
+                duration=workload_job.duration,
+                submit=now,
+            )
+        )
+        self._emit(now, "submit", job.name)
+        if info is not None:
+            for task in info.tasks:
+                self._tasks[task.name] = task
+        self._request_session(now + self.options.trigger_delay)
+
+    def _session(self, now: float) -> None:
+        started = time.perf_counter()
+        decisions = self.state.cycle(self.config, now=now, registry=self.registry)
+        self.metrics.session_seconds.append(time.perf_counter() - started)
+        self._apply(decisions, now)
+        if any(j.ready_count < j.min_available for j in self.state.snapshot.jobs.values()):
+            self._request_session(now + self.options.period)
+
+    def _apply(self, decisions: Decisions, now: float) -> None:
+        for admit in decisions.admitted:
+            self.state.set_phase(admit.job, JobPhase.QUEUED)
+        for reservation in decisions.reservations:
+            self._emit(
+                now,
+                "reserve",
+                reservation.job,
+                nodes=list(reservation.nodes),
+                start=reservation.start_time,
+            )
+        for job in _in_order(e.job for e in decisions.evictions):
+            evictions = [e for e in decisions.evictions if e.job == job]
+            self._evict(job, evictions, now)
+        for job in _in_order(b.job for b in decisions.binds):
+            binds = [b for b in decisions.binds if b.job == job]
+            tasks = []
+            for bind in binds:
+                task = self._tasks[bind.task]
+                self.state.set_task(task, TaskPhase.BOUND, bind.node, start_time=now)
+                tasks.append(self._task_row(task, bind.node))
+                self.metrics.allocation(
+                    now, task.job.queue.name, float(task.role.resources.get("gpu"))
+                )
+            self.state.set_phase(job, JobPhase.RUNNING)
+            self._emit(now, "start", job, tasks=tasks)
+            self.cluster.start(binds, now=now)
+
+    def _evict(self, job: str, evictions: Sequence[Evict], now: float) -> None:
+        for evict in evictions:
+            self.state.set_task(self._tasks[evict.task], TaskPhase.RELEASING)
+        record = self.metrics.jobs[job]
+        record.preemptions += 1
+        self.metrics.preemptions += 1
+        self._emit(
+            now,
+            "evict",
+            job,
+            tasks=[e.task for e in evictions],
+            by=evictions[0].by,
+            action=evictions[0].action,
+        )
+        self.cluster.stop(evictions, now=now, grace=self.options.grace)
+        self._restart_if_broken(job, now, reason="gang restart after eviction")
+
+    # -- task events -----------------------------------------------------------------------
+
+    def _on_task_event(self, event: TaskEvent, now: float) -> None:
+        task = self._tasks.get(event.task)
+        if task is None:
+            return
+        if event.kind is TaskEventKind.STARTED:
+            if task.status is TaskStatus.BOUND:
+                self.state.set_task(task, TaskPhase.RUNNING, event.node, start_time=now)
+                if task.job.ready_count >= task.job.min_available:
+                    self.metrics.started(now, task.job.name)
+            return
+        if task.status in ON_NODE:
+            self.metrics.allocation(
+                now, task.job.queue.name, -float(task.role.resources.get("gpu"))
+            )
+        if event.kind is TaskEventKind.LOST:
+            self._lost(task, now)
+        elif event.stopped and event.exit_code == 137:
+            self._finish_task(task, TaskPhase.FAILED, now, outcome="killed", ev="kill")
+        elif event.stopped:
+            self.state.set_task(task, TaskPhase.PENDING)
+            if task.job.ready_count < task.job.min_available:
+                self.state.set_phase(task.job.name, JobPhase.PENDING, pending_since=now)
+        else:
+            phase = TaskPhase.SUCCEEDED if event.exit_code == 0 else TaskPhase.FAILED
+            self._finish_task(
+                task,
+                phase,
+                now,
+                outcome="finished" if event.exit_code == 0 else "failed",
+                ev="finish" if event.exit_code == 0 else "fail",
+            )
+        self._request_session(now + self.options.trigger_delay)
+
+    def _finish_task(
+        self, task: TaskInfo, phase: TaskPhase, now: float, *, outcome: str, ev: str
+    ) -> None:
+        self.state.set_task(task, phase)
+        job = task.job
+        if any(t.status in ON_NODE for t in job.tasks):
+            return
+        ended = [t.name for t in job.tasks if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED)]
+        self._emit(now, ev, job.name, tasks=ended)
+        self.metrics.ended(now, job.name, outcome)
+        for t in job.tasks:
+            self._tasks.pop(t.name, None)
+        self.state.remove_job(job.name)
+
+    def _lost(self, task: TaskInfo, now: float) -> None:
+        self.state.set_task(task, TaskPhase.PENDING)
+        job = task.job
+        record = self.metrics.jobs[job.name]
+        record.restarts += 1
+        self._emit(now, "fail", job.name, tasks=[task.name], reason="node lost")
+        if record.restarts > job.spec.max_retry:
+            self._give_up(job.name, now)
+            return
+        self.state.set_phase(job.name, JobPhase.PENDING, pending_since=now)
+        self._restart_if_broken(job.name, now, reason="gang restart after a lost task")
+
+    def _restart_if_broken(self, job: str, now: float, *, reason: str) -> None:
+        """A gang below its minimum restarts whole: stop its other running tasks."""
+        info = self.state.job(job)
+        alive = [t for t in info.tasks if t.status in (TaskStatus.BOUND, TaskStatus.RUNNING)]
+        if not alive or len(alive) >= info.min_available:
+            return
+        stops = [
+            Evict(
+                job=job,
+                task=t.name,
+                node=self.state.snapshot.nodes[t.node].name,
+                action="restart",
+                by=job,
+                reason=reason,
+            )
+            for t in alive
+        ]
+        for task in alive:
+            self.state.set_task(task, TaskPhase.RELEASING)
+        self.cluster.stop(stops, now=now, grace=self.options.grace)
+
+    def _give_up(self, job: str, now: float) -> None:
+        info = self.state.job(job)
+        stops = [
+            Evict(
+                job=job,
+                task=t.name,
+                node=self.state.snapshot.nodes[t.node].name,
+                action="fail",
+                by=job,
+                reason="out of retries",
+            )
+            for t in info.tasks
+            if t.status in ON_NODE
+        ]
+        self.cluster.stop(stops, now=now, grace=0.0)
+        for task in info.tasks:
+            if task.status in ON_NODE:
+                self.metrics.allocation(
+                    now, info.queue.name, -float(task.role.resources.get("gpu"))
+                )
+        self.metrics.ended(now, job, "failed")
+        for t in info.tasks:
+            self._tasks.pop(t.name, None)
+        self.state.remove_job(job)
+
+    # -- node failures ----------------------------------------------------------------------
+
+    def _schedule_failure(self, node: str, now: float) -> None:
+        assert self.options.node_mtbf is not None
+        self.loop.schedule(
+            now + float(self._rng.exponential(self.options.node_mtbf)),
+            Priority.RELEASE,
+            _NodeChange(node, up=False),
+        )
+
+    def _node_change(self, event: _NodeChange, now: float) -> None:
+        index = self.state.snapshot.node_index[event.node]
+        self.state.snapshot.schedulable[index] = event.up
+        if event.up:
+            self._schedule_failure(event.node, now)
+        else:
+            self.cluster.lose_node(event.node, now=now)
+            self.loop.schedule(
+                now + float(self._rng.exponential(self.options.node_mttr)),
+                Priority.RELEASE,
+                _NodeChange(event.node, up=True),
+            )
+        self._emit(now, "node-up" if event.up else "node-down", "", node=event.node)
+        self._request_session(now + self.options.trigger_delay)
+
+    # -- output -------------------------------------------------------------------------------
+
+    def _task_row(self, task: TaskInfo, node: str) -> dict[str, object]:
+        resources = {name: _number(v) for name, v in task.role.resources.items() if v}
+        return {"task": task.name, "node": node, "gpus": list(task.gpus), "resources": resources}
+
+    def _emit(self, now: float, ev: str, job: str, **extra: object) -> None:
+        if self._out is None:
+            return
+        record = self.metrics.jobs.get(job)
+        row: dict[str, object] = {
+            "t": float(round(now, 6)),
+            "ev": ev,
+            "job": job,
+            "queue": record.queue if record else "",
+            "user": record.user if record else "",
+        }
+        row.update(extra)
+        self._out.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def _in_order(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value

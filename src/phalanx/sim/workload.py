@@ -1,0 +1,46 @@
+"""What the simulator replays: jobs with their true run time, queues, and where they came from.
+
+A ``WorkloadJob`` is a domain ``Job`` (its ``creation_time`` is the submit time) plus what
+only a replay knows: how long it runs on the resources it asked for, and how often it
+checkpoints (progress since the last checkpoint is lost on eviction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phalanx.domain.job import Job
+from phalanx.domain.queue import Queue
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadJob:
+    """One job of a workload."""
+
+    job: Job
+    duration: float  # seconds of run time on the requested resources
+    checkpoint_interval: float | None = None  # seconds; None: restarts from zero
+
+    @property
+    def name(self) -> str:
+        """The job's name."""
+        return self.job.name
+
+    @property
+    def submit_time(self) -> float:
+        """When the job arrives (seconds from the workload's start)."""
+        return self.job.creation_time
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """Jobs sorted by (submit time, name), with the queues they need.
+
+    ``queues`` are the queues a loader derives from the trace (for example Philly's
+    virtual clusters); a ``--queues`` file replaces them.
+    """
+
+    jobs: tuple[WorkloadJob, ...]
+    queues: tuple[Queue, ...] = ()
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())  # what the loader assumed, for the report
