@@ -1,0 +1,227 @@
+"""phalanx's own workload format: JSON Lines, one job per line.
+
+A line is the ``spec`` of a Job document (``queue``, ``user``, ``priority``,
+``minAvailable``, ``roles``, ``walltime``, ``runtimeEstimate``, ``maxRetry``,
+``starvationThreshold``, ``preemptible``, placement fields) plus ``name``,
+``submitTime`` (seconds from the workload's start), ``duration`` (seconds of run time
+on the requested resources) and an optional ``checkpointInterval`` (seconds)::
+
+    {"name": "bert-1", "submitTime": 0, "duration": 3600, "queue": "nlp", "user": "ann",
+     "priority": 0, "minAvailable": 2, "roles": [{"name": "worker", "replicas": 2,
+     "resources": {"cpu": 8, "memory": "32Gi", "gpu": 8}}]}
+
+Guarantees: ``load_jsonl`` accepts exactly the fields above (camelCase; an unknown
+field is refused with the closest allowed one); a bad line raises ``DocumentError``
+naming the file, the line number, the field and the fix. Blank lines are skipped.
+``write_jsonl`` writes what ``load_jsonl`` reads back into an equal workload (jobs;
+queues are not part of the format: the loader derives one default queue per name).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from pydantic import Field, ValidationError
+
+from phalanx.domain.errors import DocumentError
+from phalanx.domain.job import Job, NodeSelectorRequirement, Role
+from phalanx.domain.node import Toleration
+from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY
+from phalanx.sim.traces._common import assemble, default_queues, file_error, open_text, row_error
+from phalanx.sim.workload import Workload, WorkloadJob
+from phalanx.spec.common import Duration, Name
+from phalanx.spec.diagnostics import document_error, problems_of
+from phalanx.spec.job import JobSpec
+
+#: Longest line accepted, in characters; a guard against hostile input.
+MAX_LINE: Final = 1_000_000
+_DEFAULT_MAX_RETRY: Final = Job(name="x", queue="x", roles=()).max_retry
+
+
+class WorkloadRow(JobSpec):
+    """One line: a Job spec with its name, submit time, duration and checkpoint interval."""
+
+    name: Name
+    submit_time: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    duration: Duration
+    checkpoint_interval: Duration | None = None
+
+    def to_workload_job(self) -> WorkloadJob:
+        """The ``WorkloadJob``: a Pending job created at ``submitTime``."""
+        job = Job(
+            name=self.name,
+            queue=self.queue,
+            roles=tuple(role.to_domain(self) for role in self.roles),
+            user=self.user,
+            priority=self.priority,
+            min_available=self.min_available,
+            creation_time=self.submit_time,
+            preemptible=self.preemptible,
+            walltime=self.walltime,
+            runtime_estimate=self.runtime_estimate,
+            starvation_threshold=self.starvation_threshold,
+            max_retry=self.max_retry,
+        )
+        return WorkloadJob(
+            job=job, duration=self.duration, checkpoint_interval=self.checkpoint_interval
+        )
+
+
+def _refuse_constant(text: str) -> float:
+    raise ValueError(f"{text} is not a JSON number")
+
+
+def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = None) -> Workload:
+    """Every job of a JSONL workload file submitted before ``until``; the first ``limit``.
+
+    Raises ``DocumentError`` naming the line number of the first bad line.
+    """
+    jobs: list[WorkloadJob] = []
+    lines: dict[str, int] = {}
+    try:
+        with open_text(path) as stream:
+            for number, text in enumerate(stream, start=1):
+                if not text.strip():
+                    continue
+                job = _parse_line(text, path, number)
+                if job.name in lines:
+                    raise row_error(
+                        path,
+                        number,
+                        "name",
+                        f"{job.name!r} is also on line {lines[job.name]}",
+                        "give every job its own name",
+                    )
+                lines[job.name] = number
+                jobs.append(job)
+    except UnicodeDecodeError as error:
+        raise file_error(path, f"byte {error.start} is not UTF-8", "save it as UTF-8") from None
+    notes = ("queues derived from the job lines with default settings; --queues sets quotas",)
+    queues = default_queues(job.job.queue for job in jobs)
+    return assemble(jobs, queues=queues, source=path, notes=notes, until=until, limit=limit)
+
+
+def _parse_line(text: str, path: Path, number: int) -> WorkloadJob:
+    if len(text) > MAX_LINE:
+        raise row_error(path, number, "line", f"over {MAX_LINE} characters", "shorten the line")
+    try:
+        raw = json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as error:
+        raise row_error(
+            path, number, "line", f"not JSON: {error}", "write one JSON object per line"
+        ) from None
+    if not isinstance(raw, dict):
+        raise row_error(
+            path, number, "line", f"expected an object, got {type(raw).__name__}", "write {...}"
+        )
+    name = raw.get("name")
+    header = f"{os.fspath(path)}, line {number}" + (
+        f" ({name})" if isinstance(name, str) and name.isprintable() and len(name) < 64 else ""
+    )
+    try:
+        row = WorkloadRow.model_validate(raw)
+    except ValidationError as error:
+        raise document_error(header, problems_of(error)) from None
+    except DocumentError as error:
+        raise DocumentError(f"{header}: {error}", field=error.field, fix=error.fix) from None
+    return row.to_workload_job()
+
+
+def write_jsonl(workload: Workload | Iterable[WorkloadJob], path: Path) -> None:
+    """Write the jobs of ``workload`` to ``path``, one line each, in workload order."""
+    jobs = workload.jobs if isinstance(workload, Workload) else workload
+    with open(path, "w", encoding="utf-8") as stream:
+        for job in jobs:
+            stream.write(json.dumps(row_of(job), separators=(",", ":")) + "\n")
+
+
+def row_of(item: WorkloadJob) -> dict[str, Any]:
+    """The JSONL row of one job (optional fields only when they differ from the default)."""
+    job = item.job
+    row: dict[str, Any] = {
+        "name": job.name,
+        "submitTime": job.creation_time,
+        "duration": item.duration,
+        "queue": job.queue,
+        "user": job.user,
+        "priority": job.priority,
+    }
+    if job.min_available is not None:
+        row["minAvailable"] = job.min_available
+    row["roles"] = [_role_row(role) for role in job.roles]
+    optional = {
+        "walltime": job.walltime,
+        "runtimeEstimate": job.runtime_estimate,
+        "checkpointInterval": item.checkpoint_interval,
+        "starvationThreshold": job.starvation_threshold,
+    }
+    row.update({key: value for key, value in optional.items() if value is not None})
+    if job.max_retry != _DEFAULT_MAX_RETRY:
+        row["maxRetry"] = job.max_retry
+    if not job.preemptible:
+        row["preemptible"] = False
+    return row
+
+
+def _role_row(role: Role) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": role.name,
+        "replicas": role.replicas,
+        "resources": {name: quantity(name, amount) for name, amount in role.resources.items()},
+    }
+    if role.command:
+        row["command"] = list(role.command)
+    if role.node_selector:
+        row["nodeSelector"] = dict(role.node_selector)
+    if role.affinity:
+        row["affinity"] = [_term(term) for term in role.affinity]
+    if role.tolerations:
+        row["tolerations"] = [_toleration(t) for t in role.tolerations]
+    if role.depends_on:
+        row["dependsOn"] = [{"role": name} for name in role.depends_on]
+    return row
+
+
+def _term(term: NodeSelectorRequirement) -> dict[str, Any]:
+    row: dict[str, Any] = {"key": term.key, "operator": str(term.operator)}
+    if term.values:
+        row["values"] = list(term.values)
+    return row
+
+
+def _toleration(toleration: Toleration) -> dict[str, Any]:
+    row: dict[str, Any] = {"operator": toleration.operator}
+    if toleration.key:
+        row["key"] = toleration.key
+    if toleration.value:
+        row["value"] = toleration.value
+    if toleration.effect is not None:
+        row["effect"] = str(toleration.effect)
+    return row
+
+
+_BINARY: Final[Mapping[str, int]] = {"Ti": 2**40, "Gi": 2**30, "Mi": 2**20, "Ki": 2**10}
+
+
+def quantity(name: str, amount: float) -> str | int | float:
+    """A Kubernetes quantity that parses back to exactly ``amount`` (canonical units).
+
+    cpu: whole cores as a number, else millicores (``"500m"``); memory: the largest
+    binary suffix that divides it (``"32Gi"``), else bytes; anything else: the number.
+    """
+    if name == CPU:
+        cores = amount / 1000.0
+        if cores == int(cores) and cores * 1000.0 == amount:
+            return int(cores)
+        return f"{int(amount)}m" if amount == int(amount) else f"{amount!r}m"
+    whole = amount == int(amount) and math.isfinite(amount)
+    if name in (MEMORY, GPU_MEMORY) and whole:
+        for suffix, unit in _BINARY.items():
+            if amount >= unit and amount % unit == 0:
+                return f"{int(amount) // unit}{suffix}"
+    return int(amount) if whole else amount
