@@ -117,23 +117,21 @@ def load_philly(
         ((t - start).total_seconds(), f"philly-{i}", duration, gpus, vc)
         for i, (t, duration, gpus, vc) in enumerate(rows)
     )
-    known = {vc for vc, _ in vcs}
     roles: dict[int, Role] = {}
+
+    def role_of(gpus: int) -> Role:
+        if gpus not in roles:
+            tasks, per_task = split_gang(gpus, gpus_per_node)
+            roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
+        return roles[gpus]
+
+    known = {vc for vc, _ in vcs}
     jobs: list[WorkloadJob] = []
     for submit, name, duration, gpus, vc in keyed:
         if (until is not None and submit >= until) or (limit is not None and len(jobs) >= limit):
             break
-        role = roles.get(gpus)
-        if role is None:
-            tasks, per_task = split_gang(gpus, gpus_per_node)
-            role = roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
-        job = one_role_job(
-            name=name,
-            queue=vc if vc in known else OTHER_QUEUE,
-            role=role,
-            submit_time=submit,
-            user=vc,
-        )
+        queue = vc if vc in known else OTHER_QUEUE
+        job = one_role_job(name=name, queue=queue, role=role_of(gpus), submit_time=submit, user=vc)
         jobs.append(
             WorkloadJob(job=job, duration=duration, checkpoint_interval=checkpoint_interval)
         )

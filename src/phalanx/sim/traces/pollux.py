@@ -163,31 +163,10 @@ def load_pollux(
     jobs: list[WorkloadJob] = []
     lines: dict[str, int] = {}
     for line, cells in rows:
-        name, app = cells[at["name"]].strip(), cells[at["application"]].strip()
-        submit = number(cells[at["time"]], where=(path, line, "time"))
-        replicas = int(
-            number(
-                cells[at["num_replicas"]],
-                where=(path, line, "num_replicas"),
-                positive=True,
-                integer=True,
-            )
-        )
-        batch = int(
-            number(
-                cells[at["batch_size"]],
-                where=(path, line, "batch_size"),
-                positive=True,
-                integer=True,
-            )
-        )
+        name, app, submit, replicas, batch = _parse_row(cells, at, (path, line))
         if name in lines:
             raise row_error(
-                path,
-                line,
-                "name",
-                f"{name!r} is also on line {lines[name]}",
-                "give each job its own name",
+                path, line, "name", f"{name!r} is also on line {lines[name]}", "name jobs once"
             )
         lines[name] = line
         if durations is not None and app in durations:
@@ -204,6 +183,19 @@ def load_pollux(
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
     )
+
+
+def _parse_row(
+    cells: list[str], at: Mapping[str, int], where: tuple[Path, int]
+) -> tuple[str, str, float, int, int]:
+    """(name, application, time, replicas, batch size) of one row."""
+
+    def count(column: str) -> int:
+        return int(number(cells[at[column]], where=(*where, column), positive=True, integer=True))
+
+    name, app = cells[at["name"]].strip(), cells[at["application"]].strip()
+    submit = number(cells[at["time"]], where=(*where, "time"))
+    return name, app, submit, count("num_replicas"), count("batch_size")
 
 
 def _derived(

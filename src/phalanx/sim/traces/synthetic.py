@@ -34,7 +34,7 @@ from phalanx.sim.traces._common import (
     split_gang,
 )
 from phalanx.sim.workload import Workload, WorkloadJob
-from phalanx.spec.common import Name, SpecModel, UserName, located
+from phalanx.spec.common import Name, SpecModel, UserName, located, suggest
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.quantity import Quantity
 
@@ -63,6 +63,20 @@ class SyntheticParams(SpecModel):
     gpus_per_node: Annotated[int, Field(ge=1)] = 8
     cpu_per_gpu: Quantity = 4
     memory_per_gpu: Quantity = "32Gi"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        """Accept the Python (snake_case) names too; refuse unknown fields as documents do."""
+        if not isinstance(data, dict):
+            return data
+        aliases = {name: info.alias or name for name, info in cls.model_fields.items()}
+        allowed = list(aliases.values())
+        data = {aliases.get(str(key), key): value for key, value in data.items()}
+        for key in data:
+            if key not in allowed:
+                raise located("unknown field", suggest(str(key), allowed), at=(str(key),))
+        return data
 
     @model_validator(mode="after")
     def _mixes_not_empty(self) -> Self:
@@ -111,12 +125,7 @@ def synthetic_workload(
     users = _draw(rng, p.users, p.jobs)
     queues = _draw(rng, p.queues, p.jobs)
     priorities = _draw(rng, p.priorities, p.jobs)
-    cpu = canonical_amount("cpu", p.cpu_per_gpu, field="cpuPerGpu")
-    memory = canonical_amount("memory", p.memory_per_gpu, field="memoryPerGpu")
-    roles: dict[int, Role] = {}
-    for gpus in p.sizes:
-        tasks, per_task = split_gang(gpus, p.gpus_per_node)
-        roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
+    roles = _roles(p)
     jobs = [
         WorkloadJob(
             job=one_role_job(
@@ -139,6 +148,17 @@ def synthetic_workload(
         notes=notes,
         until=until,
     )
+
+
+def _roles(p: SyntheticParams) -> dict[int, Role]:
+    """The role of a job of each size of the mix."""
+    cpu = canonical_amount("cpu", p.cpu_per_gpu, field="cpuPerGpu")
+    memory = canonical_amount("memory", p.memory_per_gpu, field="memoryPerGpu")
+    roles = {}
+    for gpus in p.sizes:
+        tasks, per_task = split_gang(gpus, p.gpus_per_node)
+        roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
+    return roles
 
 
 def _draw(rng: np.random.Generator, mix: dict[Any, float], count: int) -> np.ndarray[Any, Any]:
