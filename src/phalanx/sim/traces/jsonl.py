@@ -34,7 +34,7 @@ from phalanx.domain.node import Toleration
 from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY
 from phalanx.sim.traces._common import assemble, default_queues, file_error, open_text, row_error
 from phalanx.sim.workload import Workload, WorkloadJob
-from phalanx.spec.common import Duration, Name
+from phalanx.spec.common import Duration, Name, SpecModel
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.job import JobSpec
 
@@ -43,37 +43,69 @@ MAX_LINE: Final = 1_000_000
 _DEFAULT_MAX_RETRY: Final = Job(name="x", queue="x", roles=()).max_retry
 
 
-class WorkloadRow(JobSpec):
-    """One line: a Job spec with its name, submit time, duration and checkpoint interval."""
+class Timing(SpecModel):
+    """The fields of a line that only a replay knows."""
 
     name: Name
     submit_time: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     duration: Duration
     checkpoint_interval: Duration | None = None
 
-    def to_workload_job(self) -> WorkloadJob:
-        """The ``WorkloadJob``: a Pending job created at ``submitTime``."""
-        job = Job(
-            name=self.name,
-            queue=self.queue,
-            roles=tuple(role.to_domain(self) for role in self.roles),
-            user=self.user,
-            priority=self.priority,
-            min_available=self.min_available,
-            creation_time=self.submit_time,
-            preemptible=self.preemptible,
-            walltime=self.walltime,
-            runtime_estimate=self.runtime_estimate,
-            starvation_threshold=self.starvation_threshold,
-            max_retry=self.max_retry,
-        )
-        return WorkloadJob(
-            job=job, duration=self.duration, checkpoint_interval=self.checkpoint_interval
-        )
+
+class WorkloadRow(JobSpec, Timing):
+    """One line: a Job spec with its name, submit time, duration and checkpoint interval."""
+
+
+_TIMING_KEYS: Final = frozenset(info.alias or name for name, info in Timing.model_fields.items())
+
+
+class _Shapes:
+    """Validates lines; what a line shares with others (all but its timing) is validated
+    and converted once, so a trace of many alike jobs reads fast."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[JobSpec, tuple[Role, ...]]] = {}
+
+    def job(self, raw: dict[str, Any]) -> WorkloadJob:
+        """The job of a line; raises ``ValidationError`` exactly when ``WorkloadRow`` would."""
+        try:
+            timing = Timing.model_validate({k: v for k, v in raw.items() if k in _TIMING_KEYS})
+            rest = {k: v for k, v in raw.items() if k not in _TIMING_KEYS}
+            key = repr(rest)  # equal for equal JSON values in the same key order
+            if key not in self._seen:
+                spec = JobSpec.model_validate(rest)
+                self._seen[key] = (spec, tuple(role.to_domain(spec) for role in spec.roles))
+        except ValidationError:
+            row = WorkloadRow.model_validate(raw)  # raises with every field's location
+            return _workload_job(row, row, tuple(role.to_domain(row) for role in row.roles))
+        return _workload_job(timing, *self._seen[key])
+
+
+def _workload_job(timing: Timing, spec: JobSpec, roles: tuple[Role, ...]) -> WorkloadJob:
+    job = Job(
+        name=timing.name,
+        queue=spec.queue,
+        roles=roles,
+        user=spec.user,
+        priority=spec.priority,
+        min_available=spec.min_available,
+        creation_time=timing.submit_time,
+        preemptible=spec.preemptible,
+        walltime=spec.walltime,
+        runtime_estimate=spec.runtime_estimate,
+        starvation_threshold=spec.starvation_threshold,
+        max_retry=spec.max_retry,
+    )
+    return WorkloadJob(
+        job=job, duration=timing.duration, checkpoint_interval=timing.checkpoint_interval
+    )
 
 
 def _refuse_constant(text: str) -> float:
     raise ValueError(f"{text} is not a JSON number")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = None) -> Workload:
@@ -83,12 +115,13 @@ def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = No
     """
     jobs: list[WorkloadJob] = []
     lines: dict[str, int] = {}
+    shapes = _Shapes()
     try:
         with open_text(path) as stream:
             for number, text in enumerate(stream, start=1):
                 if not text.strip():
                     continue
-                job = _parse_line(text, path, number)
+                job = _parse_line(text, path, number, shapes)
                 if job.name in lines:
                     raise row_error(
                         path,
@@ -106,11 +139,11 @@ def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = No
     return assemble(jobs, queues=queues, source=path, notes=notes, until=until, limit=limit)
 
 
-def _parse_line(text: str, path: Path, number: int) -> WorkloadJob:
+def _parse_line(text: str, path: Path, number: int, shapes: _Shapes) -> WorkloadJob:
     if len(text) > MAX_LINE:
         raise row_error(path, number, "line", f"over {MAX_LINE} characters", "shorten the line")
     try:
-        raw = json.loads(text, parse_constant=_refuse_constant)
+        raw = _DECODER.decode(text)
     except ValueError as error:
         raise row_error(
             path, number, "line", f"not JSON: {error}", "write one JSON object per line"
@@ -119,17 +152,19 @@ def _parse_line(text: str, path: Path, number: int) -> WorkloadJob:
         raise row_error(
             path, number, "line", f"expected an object, got {type(raw).__name__}", "write {...}"
         )
-    name = raw.get("name")
-    header = f"{os.fspath(path)}, line {number}" + (
-        f" ({name})" if isinstance(name, str) and name.isprintable() and len(name) < 64 else ""
-    )
     try:
-        row = WorkloadRow.model_validate(raw)
+        return shapes.job(raw)
     except ValidationError as error:
-        raise document_error(header, problems_of(error)) from None
+        raise document_error(_header(raw, path, number), problems_of(error)) from None
     except DocumentError as error:
+        header = _header(raw, path, number)
         raise DocumentError(f"{header}: {error}", field=error.field, fix=error.fix) from None
-    return row.to_workload_job()
+
+
+def _header(raw: dict[str, Any], path: Path, number: int) -> str:
+    name = raw.get("name")
+    shown = isinstance(name, str) and name.isprintable() and len(name) < 64
+    return f"{os.fspath(path)}, line {number}" + (f" ({name})" if shown else "")
 
 
 def write_jsonl(workload: Workload | Iterable[WorkloadJob], path: Path) -> None:

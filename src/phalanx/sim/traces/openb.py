@@ -28,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
+from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import NodeSelectorRequirement, Role, SelectorOperator
 from phalanx.domain.node import Gpu, Node
 from phalanx.domain.queue import Queue
@@ -69,9 +70,12 @@ def load_openb(
 
     Raises ``DocumentError`` naming the line and column of a bad row.
     """
+    if not default_duration > 0:
+        raise DocumentError(
+            f"{default_duration} is not a duration", field="default_duration", fix="use seconds > 0"
+        )
     header, rows = read_csv(path, POD_COLUMNS)
     timed = all(column in header for column in TIMED_COLUMNS)
-    at = {name: i for i, name in enumerate(header)}
     jobs = []
     for index, (line, cells) in enumerate(rows):
         row = dict(zip(header, cells, strict=True))
@@ -82,16 +86,21 @@ def load_openb(
         else:
             submit, duration, priority = float(index), default_duration, UNTIMED_PRIORITY
         job = one_role_job(
-            name=cells[at["name"]], queue=QUEUE, role=role, submit_time=submit, priority=priority
+            name=row["name"].strip(), queue=QUEUE, role=role, submit_time=submit, priority=priority
         )
         jobs.append(WorkloadJob(job=job, duration=duration))
     _check_unique(jobs, rows, path)
-    notes = [
-        f"pods without a valid duration run {default_duration:g} s",
-        "priority from qos: " + ", ".join(f"{k} {v}" for k, v in qos_priority.items()),
-    ]
-    if not timed:
-        notes.insert(0, "this file has no timestamps: pods arrive one per second in row order")
+    notes = (
+        (
+            f"pods without a valid duration run {default_duration:g} s",
+            "priority from qos: " + ", ".join(f"{k} {v}" for k, v in qos_priority.items()),
+        )
+        if timed
+        else (
+            "this file has no timestamps: pods arrive one per second in row order",
+            f"every pod runs {default_duration:g} s with priority {UNTIMED_PRIORITY} (no qos)",
+        )
+    )
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
     )
