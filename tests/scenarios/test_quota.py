@@ -34,8 +34,7 @@ def _deserved_gpus(
 ) -> dict[str, float]:
     snapshot = Snapshot.build(nodes=make_nodes(nodes), queues=queues, jobs=jobs)
     open_session(snapshot, cfg, now=0.0)
-    gpu = snapshot.dim["gpu"]
-    return {q.name: float(snapshot.queues[q.name].deserved[gpu]) for q in queues}
+    return {q.name: snapshot.resources(snapshot.queues[q.name].deserved).get("gpu") for q in queues}
 
 
 def _bound_per_queue(jobs: list[Job], decisions_binds: tuple) -> Counter[str]:

@@ -19,10 +19,12 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, JobPhase, Role, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import ROOT_QUEUE, Queue
-from phalanx.domain.resources import CORE_DIMENSIONS, Resources
+from phalanx.domain.resources import CORE_DIMENSIONS, GPU, Resources
 
 Vector = NDArray[np.float64]
 EPSILON = 1e-9
+#: Engine units per canonical unit, for resources whose canonical amounts may be fractional.
+ENGINE_UNITS = {GPU: 1000.0}
 
 
 class TaskStatus(IntEnum):
@@ -312,6 +314,8 @@ class Snapshot:
     ) -> None:
         self.dims = dims
         self.dim = {name: i for i, name in enumerate(dims)}
+        #: engine units per canonical unit: GPUs are counted in thousandths (fractional sharing)
+        self.unit: Vector = np.array([ENGINE_UNITS.get(name, 1.0) for name in dims])
         self.nodes = tuple(nodes)
         self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
         if len(self.node_index) != len(self.nodes):
@@ -496,6 +500,7 @@ class Snapshot:
                 self.releasing[task.node] -= request
         elif old is TaskStatus.PIPELINED:
             self.pipelined[task.node] -= request
+            self.task_count[task.node] -= 1
         job = task.job
         charge = (status in CHARGED) - (old in CHARGED)
         if charge:
@@ -515,6 +520,7 @@ class Snapshot:
         elif status is TaskStatus.PIPELINED:
             task.node = where
             self.pipelined[where] += request
+            self.task_count[where] += 1  # it will run there: it takes one of the node's slots
         else:
             task.node = -1
 
@@ -530,19 +536,26 @@ class Snapshot:
         return row
 
     def vector(self, resources: Mapping[str, float] | None, *, missing: float = 0.0) -> Vector:
-        """``resources`` as a row over ``dims``; names not given get ``missing``."""
+        """``resources`` as a row over ``dims`` in engine units; names not given get ``missing``.
+
+        Engine units are whole numbers (millicores, bytes, milli-GPUs, ...), so sums and
+        differences of rows are exact and a discarded statement restores the snapshot
+        bit for bit. Amounts finer than a unit are rounded to the nearest unit.
+        """
         row = np.full(len(self.dims), missing)
         if resources:
             for name, value in resources.items():
                 index = self.dim.get(name)
                 if index is not None:
-                    row[index] = value
+                    row[index] = np.rint(value * self.unit[index]) if np.isfinite(value) else value
         return row
 
     def resources(self, row: Vector) -> Resources:
-        """A row back to a Resources value (infinite entries dropped)."""
+        """A row in engine units back to a Resources value (infinite entries dropped)."""
         return Resources.of(
-            (name, float(v)) for name, v in zip(self.dims, row, strict=True) if np.isfinite(v)
+            (name, float(v) / unit)
+            for name, v, unit in zip(self.dims, row, self.unit, strict=True)
+            if np.isfinite(v)
         )
 
     def label_column(self, key: str) -> NDArray[np.object_]:

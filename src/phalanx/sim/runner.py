@@ -92,10 +92,8 @@ class Simulation:
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
         )
-        snapshot = self.state.snapshot
-        gpu = snapshot.dim["gpu"]
         self.metrics = Metrics(
-            total_gpus=float(snapshot.capacity[:, gpu].sum()),
+            total_gpus=float(sum(node.capacity.get("gpu") for node in nodes)),
             queue_guarantees={q.name: float(q.guarantee.get("gpu")) for q in self.queues},
             queue_deserved={
                 q.name: float((q.deserved or q.guarantee).get("gpu")) for q in self.queues

@@ -22,10 +22,10 @@ def test_running_and_releasing_tasks_are_charged_to_nodes_and_queues() -> None:
     snap = Snapshot.build(
         nodes=make_nodes(2), queues=[make_queue()], jobs=[replace(job, tasks=tuple(tasks))]
     )
-    gpu = snap.dim["gpu"]
-    assert snap.used[:, gpu].tolist() == [2, 2]
-    assert snap.releasing[:, gpu].tolist() == [0, 2]
-    assert snap.queues["default"].allocated[gpu] == 2  # releasing work is already given back
+    assert [snap.resources(row).get("gpu") for row in snap.used] == [2, 2]
+    assert [snap.resources(row).get("gpu") for row in snap.releasing] == [0, 2]
+    # releasing work is already given back to the queue
+    assert snap.resources(snap.queues["default"].allocated).get("gpu") == 2
     info = snap.jobs["a"]
     assert info.counts[TaskStatus.RUNNING] == 1 and info.counts[TaskStatus.PENDING] == 1
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
-from phalanx.engine.snapshot import EPSILON, EVICTABLE, TaskInfo
+from phalanx.engine.snapshot import EPSILON, EVICTABLE, TaskInfo, TaskStatus
 
 MAX_NODES_TRIED = 8  # nodes on which evictions are attempted for one task
 READY = np.zeros(0)  # marks a node that already has room in the walk below
@@ -35,7 +35,14 @@ def make_room(
     action: str,
 ) -> bool:
     """Evict accepted victims on the best node and pipeline ``task`` there; False if impossible."""
-    victims = list(judge(task, candidates)) if candidates else []
+    # A job that gained tasks in this session is not a victim in it: evicting it "whole"
+    # would leave those new placements standing below its minimum.
+    settled = [
+        v
+        for v in candidates
+        if not (v.job.counts[TaskStatus.ALLOCATED] or v.job.counts[TaskStatus.PIPELINED])
+    ]
+    victims = list(judge(task, settled)) if settled else []
     key = session.points.victim_order.key
     victims.sort(key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
     for node in _nodes_by_victim_order(session, task, victims)[:MAX_NODES_TRIED]:

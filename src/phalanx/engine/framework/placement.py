@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.resources import format_amount
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
@@ -97,6 +96,7 @@ class ClassPlacer:
                 return Outcome(allocated, pipelined, self.shortage_reason(task))
             stmt.pipeline(task, int(self.candidates[k]))
             self.future_free[k] -= self.request
+            self.slots[k] -= 1
             self._refresh(task, k)
             pipelined += 1
             position += 1
@@ -243,14 +243,8 @@ def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
 
 
 def describe_vector(session: Session, row: Vector) -> str:
-    """``gpu=8, cpu=16`` for the non-zero finite entries of ``row``."""
-    dims = session.snapshot.dims
-    parts = [
-        f"{dims[i]}={format_amount(dims[i], float(v))}"
-        for i, v in enumerate(row)
-        if v and np.isfinite(v)
-    ]
-    return ", ".join(parts) or "nothing"
+    """``gpu=8, cpu=16`` for the non-zero finite entries of an engine-unit ``row``."""
+    return session.snapshot.resources(np.where(np.isfinite(row), row, 0.0)).describe()
 
 
 def try_job(
