@@ -139,8 +139,9 @@ class RunLog:
         for task in tasks:
             name = str(task["task"])
             resources = task.get("resources") or {}
-            gpus = float(resources.get("gpu", len(task.get("gpus") or ())))
-            self._release(job, name, t)
+            gpus = float(resources["gpu"] if "gpu" in resources else len(task.get("gpus") or ()))
+            if name in job.held:  # started again without a stop event: stopped just before
+                self._release(job, name, t)
             if not job.held:
                 job.since = t
             job.held[name] = (gpus, t)

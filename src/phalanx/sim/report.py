@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from phalanx.sim.eventlog import JobSpan, RunLog, read_run
+from phalanx.sim.eventlog import Changes, JobSpan, RunLog, load_summary, read_run
 from phalanx.sim.svg import (
     Canvas,
     Scale,
@@ -53,10 +53,20 @@ GANTT_JOBS: Final = 30
 _PERCENT_TICKS: Final = [(p / 100, f"{p}%") for p in (0, 25, 50, 75, 100)]
 
 
-def _name_runs(runs: Sequence[RunLog]) -> None:
-    names = [str(r.summary.get("policy") or r.folder.name or "run") for r in runs]
-    for i, run in enumerate(runs):
-        run.name = names[i] if names.count(names[i]) == 1 else f"{names[i]} ({i + 1})"
+def _run_names(summaries: Sequence[dict[str, Any]], folders: Sequence[Path]) -> list[str]:
+    """Each run's policy (else its folder's name), numbered where two would read the same."""
+    names = [
+        str(s.get("policy") or f.name or "run") for s, f in zip(summaries, folders, strict=True)
+    ]
+    return [n if names.count(n) == 1 else f"{n} ({i + 1})" for i, n in enumerate(names)]
+
+
+class _Colors(dict[str, str]):
+    """Queue -> colour; a queue met for the first time takes the next colour."""
+
+    def __missing__(self, queue: str) -> str:
+        value = self[queue] = color(len(self))
+        return value
 
 
 # -- tables ---------------------------------------------------------------------------------
@@ -122,8 +132,8 @@ def _summary_table(runs: Sequence[RunLog]) -> str:
     return _table(["figure", *(esc(r.name) for r in runs)], rows)
 
 
-def _per_queue(run: RunLog) -> dict[str, dict[str, Any]]:
-    value = run.summary.get("per_queue")
+def _per_queue(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    value = summary.get("per_queue")
     return (
         {str(q): v for q, v in value.items() if isinstance(v, dict)}
         if isinstance(value, dict)
@@ -132,7 +142,7 @@ def _per_queue(run: RunLog) -> dict[str, dict[str, Any]]:
 
 
 def _swatch(queue: str, colors: dict[str, str]) -> str:
-    return f'<span class="sw" style="background:{colors.get(queue, "#999")}"></span>{esc(queue)}'
+    return f'<span class="sw" style="background:{colors[queue]}"></span>{esc(queue)}'
 
 
 def _queue_table(run: RunLog, colors: dict[str, str]) -> str:
@@ -140,16 +150,16 @@ def _queue_table(run: RunLog, colors: dict[str, str]) -> str:
         f"<tr><th>{_swatch(q, colors)}</th>"
         + "".join(_cells([figures.get(key)], kind, "") for key, _, kind in _QUEUE_COLUMNS)
         + "</tr>"
-        for q, figures in sorted(_per_queue(run).items())
+        for q, figures in sorted(_per_queue(run.summary).items())
     ]
     return _table(["queue", *(label for _, label, _ in _QUEUE_COLUMNS)], rows)
 
 
 def _queue_compare(runs: Sequence[RunLog], colors: dict[str, str], key: str, label: str) -> str:
-    queues = sorted({q for r in runs for q in _per_queue(r)})
+    queues = sorted({q for r in runs for q in _per_queue(r.summary)})
     rows = [
         f"<tr><th>{_swatch(q, colors)}</th>"
-        + _cells([_per_queue(r).get(q, {}).get(key) for r in runs], "duration", "low")
+        + _cells([_per_queue(r.summary).get(q, {}).get(key) for r in runs], "duration", "low")
         + "</tr>"
         for q in queues
     ]
@@ -351,17 +361,24 @@ def render_report(runs: Sequence[Path], out: Path, *, title: str) -> None:
     without it gets its tables only). Raises ``DocumentError`` naming the file, and the
     line for events, when one cannot be read.
     """
-    data = [read_run(Path(folder)) for folder in runs]
-    _name_runs(data)
-    names = sorted({q for r in data for q in (*r.changes.index, *r.jct, *r.delay, *_per_queue(r))})
-    colors = {q: color(i) for i, q in enumerate(names)}
+    folders = [Path(folder) for folder in runs]
+    summaries = [load_summary(folder / "summary.json") for folder in folders]  # fail fast
+    queues = sorted({q for summary in summaries for q in _per_queue(summary)})
+    colors = _Colors((q, color(i)) for i, q in enumerate(queues))
+    data, sections = [], []
+    for i, (folder, name) in enumerate(zip(folders, _run_names(summaries, folders), strict=True)):
+        run = read_run(folder)
+        run.name = name
+        sections.append(_run_section(i, run, colors))
+        run.jobs, run.changes = {}, Changes()  # past here only the summary and the CDFs are used
+        data.append(run)
     body = [
         f"<h1>{esc(title)}</h1>",
         f'<p class="meta">{len(data)} run(s): {esc(", ".join(r.name for r in data))}. '
         "Best value per row in green where lower or higher is clearly better.</p>",
         "<section><h2>Summary</h2>", _summary_table(data), "</section>",
         _overlays(data, colors) if len(data) > 1 else "",
-        *(_run_section(i, r, colors) for i, r in enumerate(data)),
+        *sections,
     ]  # fmt: skip
     page = (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
