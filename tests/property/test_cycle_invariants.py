@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from random import Random
 
-import pytest
 from hypothesis import Phase, example, find, given
 
 from .checks import (
@@ -33,10 +32,6 @@ from .examples import (
 from .strategies import CONTENTION, Mix, worlds
 from .world import GANG_CONFIGS, World, suite_settings
 
-#: For known-failing (xfail) properties: report the first failure, skip the slow shrinking.
-#: Drop it together with the xfail marker once the engine is fixed.
-NO_SHRINK = (Phase.explicit, Phase.generate)
-
 
 @suite_settings(100)
 @given(world=worlds())
@@ -46,14 +41,7 @@ def test_no_node_is_over_committed(world: World) -> None:
     assert not found, report(world, decisions, found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine/framework/eviction.py make_room: _nodes_by_victim_order counts a node as "
-    "usable when evicting every accepted victim on it would free a task slot, and as ready "
-    "when its resources already fit; _evict_until_fits then evicts only for resources, never "
-    "for the slot, so the task is pipelined onto a node at max_tasks",
-)
-@suite_settings(40, phases=NO_SHRINK)
+@suite_settings(40)
 @example(world=PIPELINED_PAST_MAX_TASKS)
 @example(world=PIPELINED_ONTO_A_FULL_NODE)
 @given(world=worlds(mix=Mix(max_tasks=(1, 2, 3), releasing=(True, False))))
@@ -71,14 +59,7 @@ def test_no_partial_gang_is_bound(world: World) -> None:
     assert not found, report(world, decisions, found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine/actions/preempt.py _free_quota: victims evicted to free queue quota are not "
-    "filtered like make_room's (a job that gained tasks this session is no victim), so "
-    "_gang_group evicts such a job 'whole' by its Bound/Running tasks only and its tasks "
-    "ALLOCATED this session stay, below minAvailable, reported as Pipeline decisions",
-)
-@suite_settings(150, phases=NO_SHRINK)
+@suite_settings(150)
 @example(world=GANG_REMNANT)
 @example(world=QUOTA_GANG_REMNANT)
 @given(world=worlds(configs=GANG_CONFIGS))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from phalanx.cli import bench, demo
+from phalanx.cli import bench, demo, sim
 
 app = typer.Typer(
     name="phalanx",
@@ -13,6 +13,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench.app, name="bench")
+app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
 
 

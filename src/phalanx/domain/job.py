@@ -126,6 +126,7 @@ class Job:
     walltime: float | None = None  # seconds; a hard limit
     runtime_estimate: float | None = None  # seconds; a hint for backfill
     starvation_threshold: float | None = None  # seconds; overrides the queue's
+    attained_service: float = 0.0  # GPU-seconds run so far, all attempts (for LAS policies)
     max_retry: int = 3
     tasks: tuple[Task, ...] = ()
 

@@ -168,6 +168,7 @@ class JobInfo:
 
     __slots__ = (
         "allocated",
+        "attained_service",
         "counts",
         "creation_time",
         "min_available",
@@ -194,6 +195,7 @@ class JobInfo:
             spec.creation_time if spec.pending_since is None else spec.pending_since
         )
         self.min_available = spec.gang_size
+        self.attained_service = spec.attained_service
         self.roles = roles
         self.tasks: list[TaskInfo] = []
         self.counts = [0] * len(TaskStatus)
@@ -277,6 +279,7 @@ class _Placements:
         if self.releasing:
             picked = np.array(self.releasing, dtype=np.intp)
             np.add.at(snapshot.releasing, nodes[picked], rows[picked])
+            np.add.at(snapshot.releasing_tasks, nodes[picked], 1)
 
 
 def dimensions(
@@ -330,6 +333,7 @@ class Snapshot:
         self.releasing: NDArray[np.float64] = np.zeros((n, r))
         self.pipelined: NDArray[np.float64] = np.zeros((n, r))
         self.task_count: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self.releasing_tasks: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self.max_tasks: NDArray[np.float64] = np.array(
             [np.inf if node.max_tasks is None else node.max_tasks for node in self.nodes],
             dtype=np.float64,
@@ -498,6 +502,7 @@ class Snapshot:
             self.task_count[task.node] -= 1
             if old is TaskStatus.RELEASING:
                 self.releasing[task.node] -= request
+                self.releasing_tasks[task.node] -= 1
         elif old is TaskStatus.PIPELINED:
             self.pipelined[task.node] -= request
             self.task_count[task.node] -= 1
@@ -517,6 +522,7 @@ class Snapshot:
             self.task_count[where] += 1
             if status is TaskStatus.RELEASING:
                 self.releasing[where] += request
+                self.releasing_tasks[where] += 1
         elif status is TaskStatus.PIPELINED:
             task.node = where
             self.pipelined[where] += request

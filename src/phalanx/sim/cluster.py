@@ -27,6 +27,7 @@ class _Run:
     spec: WorkloadJob
     gang: int
     done: float = 0.0  # seconds of work kept (up to the last checkpoint, across runs)
+    served: float = 0.0  # seconds run in finished or interrupted runs, lost work included
     started: float | None = None  # when the current run began
     running: dict[str, str] = field(default_factory=dict)  # task -> node
     stopping: set[str] = field(default_factory=set)
@@ -107,6 +108,8 @@ class SimCluster:
 
     def next_event_time(self) -> float | None:
         """When the next task event will happen, or None."""
+        while self._ends and not self._current(self._ends[0]):
+            heapq.heappop(self._ends)  # an interrupted run's end: it will not happen
         times = [t for t, _, _ in self._events[:1]] + [t for t, _, _, _ in self._ends[:1]]
         return min(times) if times else None
 
@@ -125,12 +128,12 @@ class SimCluster:
             if lost:
                 self._maybe_pause(run, now)
 
-    def progress(self, job: str, *, now: float) -> float:
-        """Seconds of work done so far (including the current run)."""
+    def served(self, job: str, *, now: float) -> float:
+        """Seconds the job has run so far over all attempts, lost work included."""
         run = self._runs.get(job)
         if run is None:
             return 0.0
-        return run.done + (now - run.started if run.started is not None else 0.0)
+        return run.served + (now - run.started if run.started is not None else 0.0)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -159,6 +162,7 @@ class SimCluster:
         if run.started is None or self._active(run) >= run.gang:
             return
         run.done = run.kept(now - run.started)
+        run.served += now - run.started
         run.started = None
         run.attempt += 1  # the scheduled end no longer applies
 
@@ -186,7 +190,12 @@ class SimCluster:
                         ),
                     )
             run.done = run.spec.duration if completed else run.kept(end - run.started)
+            run.served += end - run.started
             run.started = None
+
+    def _current(self, end: tuple[float, int, str, int]) -> bool:
+        run = self._runs.get(end[2])
+        return run is not None and run.attempt == end[3] and run.started is not None
 
     def _forget(self, job: str, task: str) -> None:
         run = self._runs.get(job)

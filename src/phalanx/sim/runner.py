@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 import numpy as np
@@ -36,12 +36,14 @@ class SimOptions:
     """How the simulated scheduler and cluster behave."""
 
     period: float = 60.0  # a session this often while jobs wait
+    max_period: float = 3600.0  # the longest wait between periodic sessions when nothing changes
     trigger_delay: float = 1.0  # and this long after an arrival or a release
     grace: float = 0.0  # seconds an evicted task takes to stop
     until: float | None = None  # stop the clock here (jobs still running stay unfinished)
     seed: int = 0
     node_mtbf: float | None = None  # mean seconds between failures of one node; None: none fail
     node_mttr: float = 3600.0  # mean seconds to repair a failed node
+    oracle_runtime: bool = False  # give the scheduler each job's true duration as its estimate
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,27 +104,38 @@ class Simulation:
         self._out = events_out
         self._tasks: dict[str, TaskInfo] = {}
         self._session_at: float | None = None
+        self._idle_sessions = 0
         self._wake_at: float | None = None
         self._rng = np.random.default_rng(options.seed)
         self._node_names = [n.name for n in nodes]
 
     # -- driving --------------------------------------------------------------------------
 
-    def run(self) -> Metrics:
-        """Play every event up to ``until``; returns the metrics."""
+    def run(self, progress: Callable[[float, int], None] | None = None) -> Metrics:
+        """Play every event up to ``until``; returns the metrics.
+
+        ``progress`` is told (now, jobs finished) every few thousand events.
+        """
         wall = time.perf_counter()
         for workload_job in self.jobs.values():
             self.loop.schedule(workload_job.submit_time, Priority.ARRIVAL, _Arrival(workload_job))
+        self._arrivals_left = len(self.jobs)
         if self.options.node_mtbf:
             for node in self._node_names:
                 self._schedule_failure(node, self.loop.now)
         until = self.options.until
-        while self.loop:
+        handled = 0
+        while self.loop and (self._arrivals_left or self.state.snapshot.jobs):
             next_time = self.loop.peek_time()
             if until is not None and next_time is not None and next_time > until:
                 break
             self._handle(self.loop.pop())
             self._schedule_wake()
+            handled += 1
+            if progress is not None and handled % 2000 == 0:
+                progress(
+                    self.loop.now, sum(r.outcome == "finished" for r in self.metrics.jobs.values())
+                )
         self.metrics.end_time = max(
             self.metrics.end_time, min(self.loop.now, until or self.loop.now)
         )
@@ -143,6 +156,10 @@ class Simulation:
         else:
             self._node_change(event, now)
 
+    def _triggered(self, now: float) -> None:
+        """Something happened: a session soon."""
+        self._request_session(now + self.options.trigger_delay)
+
     def _request_session(self, at: float) -> None:
         if self._session_at is None or at < self._session_at:
             self._session_at = at
@@ -157,7 +174,10 @@ class Simulation:
     # -- arrivals and sessions -----------------------------------------------------------
 
     def _arrive(self, workload_job: WorkloadJob, now: float) -> None:
+        self._arrivals_left -= 1
         job = workload_job.job
+        if self.options.oracle_runtime:
+            job = replace(job, runtime_estimate=workload_job.duration)
         info = self.state.add_job(job)
         gang = job.gang_size
         gpus = sum(r.resources.get("gpu") * r.replicas for r in job.roles) * min(
@@ -177,15 +197,39 @@ class Simulation:
         if info is not None:
             for task in info.tasks:
                 self._tasks[task.name] = task
-        self._request_session(now + self.options.trigger_delay)
+        self._triggered(now)
 
     def _session(self, now: float) -> None:
+        for info in self.state.snapshot.jobs.values():
+            if info.ready_count:
+                gpus = self.metrics.jobs[info.name].gpus
+                info.attained_service = gpus * self.cluster.served(info.name, now=now)
         started = time.perf_counter()
         decisions = self.state.cycle(self.config, now=now, registry=self.registry)
         self.metrics.session_seconds.append(time.perf_counter() - started)
         self._apply(decisions, now)
-        if any(j.ready_count < j.min_available for j in self.state.snapshot.jobs.values()):
-            self._request_session(now + self.options.period)
+        self._plan_periodic(
+            now, decided=bool(decisions.binds or decisions.evictions or decisions.admitted)
+        )
+
+    def _plan_periodic(self, now: float, *, decided: bool) -> None:
+        """Schedule the next periodic session, backing off while sessions decide nothing.
+
+        Periodic sessions catch what time alone changes (a job starts starving, a job's
+        attained service crosses a level); events bring their own sessions. So each session
+        that decides nothing doubles the wait, up to ``max_period``, and one that decides
+        something resets it. With nothing running, nothing scheduled and nothing decided,
+        nothing can change: periodic sessions stop.
+        """
+        waiting = any(j.ready_count < j.min_available for j in self.state.snapshot.jobs.values())
+        if not waiting:
+            return
+        busy = bool(self.state.snapshot.task_count.any()) or len(self.loop) > 0
+        if not decided and not busy:
+            return
+        self._idle_sessions = 0 if decided else self._idle_sessions + 1
+        wait = min(self.options.period * 2**self._idle_sessions, self.options.max_period)
+        self._request_session(now + wait)
 
     def _apply(self, decisions: Decisions, now: float) -> None:
         for admit in decisions.admitted:
@@ -265,7 +309,7 @@ class Simulation:
                 outcome="finished" if event.exit_code == 0 else "failed",
                 ev="finish" if event.exit_code == 0 else "fail",
             )
-        self._request_session(now + self.options.trigger_delay)
+        self._triggered(now)
 
     def _finish_task(
         self, task: TaskInfo, phase: TaskPhase, now: float, *, outcome: str, ev: str
@@ -312,6 +356,7 @@ class Simulation:
         ]
         for task in alive:
             self.state.set_task(task, TaskPhase.RELEASING)
+        self._emit(now, "evict", job, tasks=[s.task for s in stops], by=job, action="restart")
         self.cluster.stop(stops, now=now, grace=self.options.grace)
 
     def _give_up(self, job: str, now: float) -> None:
@@ -329,6 +374,7 @@ class Simulation:
             if t.status in ON_NODE
         ]
         self.cluster.stop(stops, now=now, grace=0.0)
+        self._emit(now, "fail", job, tasks=[s.task for s in stops], reason="out of retries")
         for task in info.tasks:
             if task.status in ON_NODE:
                 self.metrics.allocation(
@@ -362,7 +408,7 @@ class Simulation:
                 _NodeChange(event.node, up=True),
             )
         self._emit(now, "node-up" if event.up else "node-down", "", node=event.node)
-        self._request_session(now + self.options.trigger_delay)
+        self._triggered(now)
 
     # -- output -------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ class BackfillAction(Action):
             and session.points.job_starving(j)
             and (j.phase is not JobPhase.PENDING or not session.has_enqueue)
         ]
-        for job in sorted(starving, key=session.job_rank)[:limit]:
+        for job in session.ranked(starving)[:limit]:
             hold = plan_hold(session, job)
             if hold is not None:
                 session.holds.append(hold)
@@ -53,7 +53,7 @@ class BackfillAction(Action):
     def execute(self, session: Session) -> None:
         if not session.holds:
             return
-        for job in sorted(_backfill_candidates(session), key=session.job_rank):
+        for job in session.ranked(_backfill_candidates(session)):
             ends_by = session.now + _duration(job)
             withheld = session.withheld_for(job, ends_by=ends_by)
             if try_job(session, job, withheld=withheld, allow_pipeline=False):

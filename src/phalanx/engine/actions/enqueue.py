@@ -47,17 +47,32 @@ class EnqueueAction(Action):
         for leaf in snapshot.leaf_queues():
             if not leaf.spec.overcommit:
                 budget -= leaf.allocated
+        # Within a session budgets only shrink and queues only fill, so a job refused for a
+        # given (queue, minimum, priority, starving) means every later such job is refused.
+        refused: dict[tuple[object, ...], Reason] = {}
         for job in _pending_in_order(session):
             invalid = session.points.job_valid(job)
             if invalid is not None:
                 session.record_reason(job, Reason(code=ReasonCode.INVALID, message=invalid))
                 continue
-            if not session.points.job_enqueueable(job):
-                continue  # the rejecting plugin recorded why
             minimum = job.min_request()
+            key = (
+                job.queue.name,
+                minimum.tobytes(),
+                job.priority,
+                session.points.job_starving(job),
+            )
+            known = refused.get(key)
+            if known is not None:
+                session.record_reason(job, known)
+                continue
+            if not session.points.job_enqueueable(job):
+                refused[key] = session.reasons[job.name]  # the rejecting plugin recorded why
+                continue
             short = minimum > budget + EPSILON
             if short.any() and not _room_can_be_made(session, job, minimum):
                 _record_no_room(session, job, minimum, np.where(short, minimum - budget, 0.0))
+                refused[key] = session.reasons[job.name]
                 continue
             session.admitted.append(job.name)
             if _uses_budget(session, job):
@@ -128,4 +143,4 @@ def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Ve
 
 def _pending_in_order(session: Session) -> list[JobInfo]:
     jobs = [j for j in session.snapshot.jobs.values() if j.phase is JobPhase.PENDING]
-    return sorted(jobs, key=session.job_rank)
+    return session.ranked(jobs)

@@ -11,7 +11,8 @@ that queue are evicted first, only until the limit admits the task.
 from __future__ import annotations
 
 from phalanx.engine.actions.allocate import candidate_jobs
-from phalanx.engine.framework.eviction import Judge, _gang_group, make_room
+from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.eviction import Judge, accepts_group, gang_group, make_room, settled
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
@@ -25,7 +26,7 @@ class PreemptAction(Action):
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
-        for job in sorted(waiting, key=session.job_rank):
+        for job in session.ranked(waiting):
             if (
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
@@ -68,6 +69,13 @@ def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, a
                 break
         if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
             stmt.commit()
+            session.record_reason(
+                job,
+                Reason(
+                    code=ReasonCode.WAITING_FOR_RELEASE,
+                    message=f"{action}: room is being freed for it; it starts once the evicted tasks are gone",
+                ),
+            )
             session.explain(
                 f"{action}: made room for {job.name} by evicting "
                 f"{sum(op.kind is OpKind.EVICT for op in stmt.operations)} task(s)"
@@ -97,13 +105,15 @@ def _free_quota(
     mark = len(stmt.operations)
     key = session.points.victim_order.key
     for scope in task.job.queue.ancestors[:-1]:
-        under = [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
+        under = settled(
+            [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
+        )
         accepted = judge(task, under) if under else []
         for victim in sorted(accepted, key=lambda v: (key(v), -(v.start_time or 0.0), v.name)):
             if victim.status not in EVICTABLE:
                 continue
-            group = _gang_group(victim)
-            if len(judge(task, group)) != len(group):
+            group = gang_group(victim)
+            if not accepts_group(task, group, judge):
                 continue
             for member in group:
                 reason = (

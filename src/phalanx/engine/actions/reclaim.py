@@ -30,7 +30,7 @@ class ReclaimAction(Action):
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
-        waiting.sort(key=session.job_rank)
+        waiting = session.ranked(waiting)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue

@@ -35,14 +35,8 @@ def make_room(
     action: str,
 ) -> bool:
     """Evict accepted victims on the best node and pipeline ``task`` there; False if impossible."""
-    # A job that gained tasks in this session is not a victim in it: evicting it "whole"
-    # would leave those new placements standing below its minimum.
-    settled = [
-        v
-        for v in candidates
-        if not (v.job.counts[TaskStatus.ALLOCATED] or v.job.counts[TaskStatus.PIPELINED])
-    ]
-    victims = list(judge(task, settled)) if settled else []
+    calm = settled(candidates)
+    victims = list(judge(task, calm)) if calm else []
     key = session.points.victim_order.key
     victims.sort(key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
     for node in _nodes_by_victim_order(session, task, victims)[:MAX_NODES_TRIED]:
@@ -96,29 +90,63 @@ def _evict_until_fits(
     request = task.request
     need = np.flatnonzero(request > 0)
     mark = len(stmt.operations)
+
+    def room() -> bool:
+        staying = snap.task_count[node] - snap.releasing_tasks[node]
+        return staying < snap.max_tasks[node] and bool(
+            (snap.future_idle[node, need] + EPSILON >= request[need]).all()
+        )
+
     for victim in on_node:
-        if (snap.future_idle[node, need] + EPSILON >= request[need]).all():
+        if room():
             return True
         if victim.status not in EVICTABLE:
             continue
-        group = _gang_group(victim)
-        if len(judge(task, group)) != len(group):
+        group = gang_group(victim)
+        if not accepts_group(task, group, judge):
             continue
         for member in group:
             reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
             stmt.evict(member, action=action, by=task.job.name, reason=reason)
-    if (snap.future_idle[node, need] + EPSILON >= request[need]).all():
+    if room():
         return True
     _undo_since(session, stmt, mark)
     return False
 
 
-def _gang_group(victim: TaskInfo) -> list[TaskInfo]:
+def gang_group(victim: TaskInfo) -> list[TaskInfo]:
     """The victim alone if its job can shrink, else every evictable task of its job."""
     job = victim.job
     if job.ready_count - 1 >= job.min_available:
         return [victim]
     return [t for t in job.tasks if t.status in EVICTABLE]
+
+
+def settled(candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """Candidates whose job gained no task in this session.
+
+    Evicting such a job "whole" would leave its new placements standing below its
+    minimum, so it is not a victim in the session that grew it.
+    """
+    return [
+        v
+        for v in candidates
+        if not (v.job.counts[TaskStatus.ALLOCATED] or v.job.counts[TaskStatus.PIPELINED])
+    ]
+
+
+def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bool:
+    """Whether ``group`` may be evicted for ``task``.
+
+    Members holding something the task needs must each be accepted by the plugins. A
+    member holding none of it (a CPU-only launcher of a GPU gang) goes with its gang
+    when the gang goes whole: it is not a victim in its own right and cannot veto.
+    """
+    accepted = {id(t) for t in judge(task, group)}
+    asked = task.request > 0
+    return all(id(m) in accepted for m in group if bool((m.request[asked] > 0).any())) and bool(
+        accepted
+    )
 
 
 def _undo_since(session: Session, stmt: Statement, mark: int) -> None:

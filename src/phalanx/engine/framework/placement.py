@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.domain.resources import format_amount
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
@@ -243,8 +244,13 @@ def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
 
 
 def describe_vector(session: Session, row: Vector) -> str:
-    """``gpu=8, cpu=16`` for the non-zero finite entries of an engine-unit ``row``."""
-    return session.snapshot.resources(np.where(np.isfinite(row), row, 0.0)).describe()
+    """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``."""
+    snapshot = session.snapshot
+    parts = [
+        f"{snapshot.dims[i]}={format_amount(snapshot.dims[i], float(row[i] / snapshot.unit[i]))}"
+        for i in np.flatnonzero(np.isfinite(row) & (row != 0))
+    ]
+    return ", ".join(sorted(parts)) or "nothing"
 
 
 def try_job(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -177,19 +177,38 @@ class Session:
         )
         return (before, points.user_order.key(user), user[1])
 
-    def job_rank(self, job: JobInfo) -> tuple[object, ...]:
-        """A job's place in line right now: queue order, then user rank, then job order.
+    def ranked(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+        """``jobs`` in line order: queue order, then user rank, then job order.
 
-        For one-off sorts; allocate keeps the three levels live as shares move.
+        For one-off sorts (allocate keeps the three levels live as shares move); each
+        queue's and user's part is computed once.
         """
-        return (
-            self.points.queue_order.key(job.queue),
-            job.queue.name,
-            self.user_rank((job.queue.name, job.user), job),
-            self.points.job_order.key(job),
-            job.creation_time,
-            job.name,
-        )
+        points = self.points
+        queue_keys: dict[str, tuple[object, ...]] = {}
+        user_keys: dict[tuple[str, str], object] = {}
+        tier = points.user_order.first_tier
+
+        def rank(job: JobInfo) -> tuple[object, ...]:
+            queue = job.queue.name
+            if queue not in queue_keys:
+                queue_keys[queue] = points.queue_order.key(job.queue)
+            user = (queue, job.user)
+            if user not in user_keys:
+                user_keys[user] = points.user_order.key(user)
+            job_key = points.job_order.key(job)
+            before = job_key if tier is None else points.job_order.key_before(job, tier)
+            return (
+                queue_keys[queue],
+                queue,
+                before,
+                user_keys[user],
+                job.user,
+                job_key,
+                job.creation_time,
+                job.name,
+            )
+
+        return sorted(jobs, key=rank)
 
     def job_pipelined(self, job: JobInfo) -> bool:
         """Every plugin agrees the job may keep its allocations and pipelined tasks."""

@@ -5,10 +5,12 @@ from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.gang import GangPlugin
+from phalanx.engine.plugins.las import LasPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
 from phalanx.engine.plugins.proportion import ProportionPlugin
+from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -16,10 +18,12 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     DrfPlugin,
     GangPlugin,
+    LasPlugin,
     OvercommitPlugin,
     PredicatesPlugin,
     PriorityPlugin,
     ProportionPlugin,
+    SjfPlugin,
     SlaPlugin,
     SpreadPlugin,
 )

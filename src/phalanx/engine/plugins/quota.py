@@ -187,7 +187,7 @@ def _reclaimable(reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[Ta
             bool((q.allocated[needed] + request[needed] <= q.deserved[needed] + EPSILON).all())
             for q in mine
         ):
-            return []  # the reclaimer is not entitled to more: nothing is reclaimable for it
+            continue  # not entitled to more against this victim's branch of the tree
         if _victim_ok(victim, theirs, mine[-1], request, needed, freed):
             accepted.append(victim)
             for q in theirs:

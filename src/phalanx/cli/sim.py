@@ -1,0 +1,242 @@
+"""``phalanx sim``: replay a workload through the engine on a simulated cluster.
+
+``run`` plays one policy; ``compare`` plays several on the same workload, one folder
+each, and writes one report comparing them. Bad input (an unknown preset, a malformed
+row, a broken policy file) ends with a one-line error naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from phalanx.domain.errors import PhalanxError
+from phalanx.domain.node import Node
+from phalanx.domain.queue import Queue
+from phalanx.engine.framework.registry import Registry
+from phalanx.plugins import installed_registry
+from phalanx.policies import Policy, load_policy, policy_names
+from phalanx.sim.clusters import PRESETS, load_cluster
+from phalanx.sim.runner import SimOptions, Simulation
+from phalanx.sim.traces import load_workload
+from phalanx.sim.workload import Workload
+from phalanx.spec import QueueDocument, load_file, parse_duration
+
+app = typer.Typer(help="Trace-driven simulation with the production engine.", no_args_is_help=True)
+console = Console(stderr=True)
+
+CLUSTER_HELP = f"A Cluster document, or a preset: {', '.join(PRESETS)}."
+WORKLOAD_HELP = (
+    "FORMAT:PATH (philly, openb, pollux, tiresias, synthetic, kueue, jsonl) or a .jsonl file."
+)
+
+
+def _traces_dir(value: Path | None) -> Path | None:
+    if value is not None:
+        return value
+    env = os.environ.get("PHALANX_TRACES")
+    if env:
+        return Path(env)
+    default = Path("../shared/traces")
+    return default if default.is_dir() else None
+
+
+def _queues(path: Path | None, workload: Workload) -> tuple[Queue, ...]:
+    if path is None:
+        return workload.queues
+    documents = load_file(path)
+    queues = tuple(d.to_domain() for d in documents if isinstance(d, QueueDocument))
+    if not queues:
+        raise PhalanxError(
+            f"{path}: no Queue documents; fix: put `kind: Queue` documents in the --queues file"
+        )
+    return queues
+
+
+def _play(
+    policy: Policy,
+    workload: Workload,
+    nodes: Sequence[Node],
+    queues: tuple[Queue, ...],
+    options: SimOptions,
+    out: Path,
+    registry: Registry,
+) -> dict[str, object]:
+    out.mkdir(parents=True, exist_ok=True)
+    options = replace(options, oracle_runtime=policy.oracle_runtime)
+    horizon = max((j.submit_time for j in workload.jobs), default=0.0)
+    with (
+        (out / "events.jsonl").open("w", encoding="utf-8") as events,
+        Progress(
+            TextColumn(f"[bold]{policy.name}"),
+            BarColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+    ):
+        bar = progress.add_task("", total=max(horizon, 1.0))
+
+        def tick(now: float, finished: int) -> None:
+            progress.update(bar, completed=min(now, horizon), description=f"{finished} finished")
+
+        simulation = Simulation(
+            nodes,
+            workload,
+            policy.config,
+            queues=queues,
+            options=options,
+            events_out=events,
+            registry=registry,
+        )
+        metrics = simulation.run(progress=tick)
+    summary = {
+        "policy": policy.name,
+        "total_gpus": metrics.total_gpus,
+        **metrics.summary(sim_wall_s=simulation.wall_seconds),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def _run_all(
+    schedulers: list[str],
+    cluster: str,
+    workload_spec: str,
+    out: Path,
+    queues_file: Path | None,
+    seed: int,
+    until: str | None,
+    period: float,
+    traces_dir: Path | None,
+    nested: bool,
+) -> list[tuple[Path, dict[str, object]]]:
+    traces = _traces_dir(traces_dir)
+    horizon = parse_duration(until) if until else None
+    registry = installed_registry()
+    policies = [load_policy(s) for s in schedulers]
+    for policy in policies:
+        registry.check(policy.config)
+    workload = load_workload(workload_spec, traces_dir=traces, seed=seed, until=horizon)
+    nodes = load_cluster(cluster, traces_dir=traces)
+    queues = _queues(queues_file, workload)
+    options = SimOptions(seed=seed, until=horizon, period=period)
+    console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
+    results = []
+    for policy in policies:
+        folder = out / policy.name if nested else out
+        results.append((folder, _play(policy, workload, nodes, queues, options, folder, registry)))
+    return results
+
+
+def _render(results: list[tuple[Path, dict[str, object]]], out: Path, title: str) -> None:
+    from phalanx.sim.report import render_report  # noqa: PLC0415  (heavy only when used)
+
+    render_report([folder for folder, _ in results], out / "report.html", title=title)
+    console.print(f"report: {out / 'report.html'}")
+
+
+def _table(results: list[tuple[Path, dict[str, object]]]) -> Table:
+    keys = (
+        "jobs",
+        "finished",
+        "avg_jct_s",
+        "p95_jct_s",
+        "avg_queue_delay_s",
+        "p95_queue_delay_s",
+        "makespan_s",
+        "gpu_alloc_ratio_avg",
+        "preemptions",
+        "jain_fairness",
+        "sim_wall_s",
+    )
+    table = Table(title="simulation summary")
+    table.add_column("figure")
+    for _, summary in results:
+        table.add_column(str(summary["policy"]), justify="right")
+    for key in keys:
+        table.add_row(key, *(str(summary.get(key)) for _, summary in results))
+    return table
+
+
+def _guarded(fn: object) -> None:
+    try:
+        fn()  # type: ignore[operator]
+    except PhalanxError as error:
+        console.print(f"[red]error:[/] {error}")
+        raise typer.Exit(2) from None
+
+
+@app.command("run")
+def run(
+    cluster: str = typer.Option(..., help=CLUSTER_HELP),
+    workload: str = typer.Option(..., help=WORKLOAD_HELP),
+    scheduler: str = typer.Option(
+        "phalanx-default", help=f"A SchedulerConfig file or: {', '.join(policy_names())}."
+    ),
+    out: Path = typer.Option(..., help="Folder for summary.json, events.jsonl and report.html."),
+    queues: Path | None = typer.Option(
+        None, help="Queue documents (multi-document YAML) replacing the workload's."
+    ),
+    seed: int = typer.Option(0, help="Seed for synthetic workloads and node failures."),
+    until: str | None = typer.Option(None, help="Stop the clock at this duration, e.g. 7d."),
+    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
+    traces_dir: Path | None = typer.Option(
+        None, help="Public traces folder (default ../shared/traces)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
+) -> None:
+    """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
+
+    def go() -> None:
+        results = _run_all(
+            [scheduler], cluster, workload, out, queues, seed, until, period, traces_dir, False
+        )
+        _render(results, out, f"phalanx sim: {scheduler} on {workload}")
+        if as_json:
+            typer.echo(json.dumps(results[0][1]))
+        else:
+            Console().print(_table(results))
+
+    _guarded(go)
+
+
+@app.command("compare")
+def compare(
+    cluster: str = typer.Option(..., help=CLUSTER_HELP),
+    workload: str = typer.Option(..., help=WORKLOAD_HELP),
+    scheduler: list[str] = typer.Option(
+        ..., help="Repeat: each policy name or SchedulerConfig file."
+    ),
+    out: Path = typer.Option(..., help="Folder: one subfolder per scheduler, plus report.html."),
+    queues: Path | None = typer.Option(None, help="Queue documents replacing the workload's."),
+    seed: int = typer.Option(0),
+    until: str | None = typer.Option(None, help="Stop the clock at this duration, e.g. 7d."),
+    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
+    traces_dir: Path | None = typer.Option(
+        None, help="Public traces folder (default ../shared/traces)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summaries as a JSON list."),
+) -> None:
+    """Replay WORKLOAD under several schedulers side by side; one report compares them."""
+
+    def go() -> None:
+        results = _run_all(
+            scheduler, cluster, workload, out, queues, seed, until, period, traces_dir, True
+        )
+        _render(results, out, f"phalanx sim compare on {workload}")
+        if as_json:
+            typer.echo(json.dumps([summary for _, summary in results]))
+        else:
+            Console().print(_table(results))
+
+    _guarded(go)

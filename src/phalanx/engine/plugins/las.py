@@ -1,0 +1,48 @@
+"""las: Tiresias' discretized two-dimensional least-attained-service (2D-LAS).
+
+A job's attained service is the GPU-seconds it has run (all attempts). Jobs fall into
+priority levels by thresholds (``thresholds``, GPU-seconds, ascending; default one
+threshold at 3,200 GPU-s, i.e. two levels); lower levels go first, first come first
+served within a level. A job may preempt only work in a strictly higher level, so a
+new job takes GPUs from jobs that already had many, never the other way round.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import JobInfo, TaskInfo
+
+
+class LasPlugin(Plugin):
+    """Discretized 2D-LAS job order and preemption."""
+
+    name = "las"
+    accepted_args = frozenset({"thresholds"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        raw = self.args.get("thresholds", [3200.0])
+        if not isinstance(raw, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) and x > 0 for x in raw
+        ):
+            raise PluginError("plugin 'las': thresholds must be a list of positive GPU-seconds")
+        self.thresholds = sorted(float(x) for x in raw)
+
+    def level(self, job: JobInfo) -> int:
+        """0 for the least served jobs, up to len(thresholds)."""
+        return bisect.bisect_right(self.thresholds, job.attained_service)
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        hooks.job_order(self.level)
+        hooks.victim_order(lambda task: -self.level(task.job))
+        hooks.preemptable(self._more_served)
+
+    def _more_served(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        mine = self.level(preemptor.job)
+        return [task for task in candidates if self.level(task.job) > mine]

@@ -1,0 +1,110 @@
+"""``phalanx sim run`` and ``compare`` write summary, events and one report; bad input is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from phalanx.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.mark.traces
+def test_compare_writes_a_folder_per_policy_and_one_report(
+    traces_dir: Path, tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "sim",
+            "compare",
+            "--cluster",
+            "tiresias",
+            "--workload",
+            "tiresias:",
+            "--traces-dir",
+            str(traces_dir),
+            "--scheduler",
+            "fifo",
+            "--scheduler",
+            "tiresias-las",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summaries = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [s["policy"] for s in summaries] == ["fifo", "tiresias-las"]
+    assert all(s["jobs"] == 60 and s["finished"] == 60 for s in summaries)
+    for policy in ("fifo", "tiresias-las"):
+        assert (tmp_path / policy / "events.jsonl").stat().st_size > 0
+        assert json.loads((tmp_path / policy / "summary.json").read_text())["policy"] == policy
+    assert "<svg" in (tmp_path / "report.html").read_text()
+
+
+def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "apiVersion: phalanx/v1\nkind: Cluster\nmetadata: {name: lab}\n"
+        "spec:\n  nodeGroups:\n  - {name: gpu, count: 2, resources: {cpu: 32, memory: 128Gi}, gpus: {count: 4}}\n"
+    )
+    workload = tmp_path / "jobs.jsonl"
+    rows = [
+        {
+            "name": f"j{i}",
+            "submitTime": 10 * i,
+            "duration": 100,
+            "queue": "default",
+            "user": "u",
+            "priority": 0,
+            "roles": [
+                {"name": "w", "replicas": 1, "resources": {"cpu": 1, "memory": "1Gi", "gpu": 2}}
+            ],
+        }
+        for i in range(6)
+    ]
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        [
+            "sim",
+            "run",
+            "--cluster",
+            str(cluster),
+            "--workload",
+            str(workload),
+            "--scheduler",
+            "drf",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["finished"] == 6 and summary["total_gpus"] == 8
+    assert (out / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cluster", "nowhere", "--workload", "synthetic:"], "nowhere"),
+        (["--cluster", "kueue", "--workload", "bogus:x"], "bogus"),
+        (
+            ["--cluster", "kueue", "--workload", "synthetic:", "--scheduler", "no-such-policy"],
+            "no-such-policy",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["sim", "run", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "error:" in result.output and message in result.output
+    assert "Traceback" not in result.output
