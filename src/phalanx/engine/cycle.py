@@ -130,7 +130,7 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
                 job=job.name, reason=Reason(code=ReasonCode.INVALID, message=why, queue=job.queue)
             )
         )
-    live = sorted(session.snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))
+    live = session.waiting
     holds = {hold.job: hold for hold in session.holds}
     for info in live:
         waiting = info.pending_count + info.counts[TaskStatus.PIPELINED]

@@ -261,19 +261,19 @@ class _Placements:
 
     def __init__(self) -> None:
         self.nodes: list[int] = []
-        self.rows: list[Vector] = []
+        self.requests: list[int] = []  # index into the snapshot's distinct request rows
         self.releasing: list[int] = []
 
-    def add_releasing(self, node: int, row: Vector) -> None:
+    def add_releasing(self, node: int, request: int) -> None:
         self.releasing.append(len(self.nodes))
         self.nodes.append(node)
-        self.rows.append(row)
+        self.requests.append(request)
 
     def apply(self, snapshot: Snapshot) -> None:
         if not self.nodes:
             return
         nodes = np.array(self.nodes, dtype=np.intp)
-        rows = np.array(self.rows)
+        rows = np.array(snapshot.request_rows)[np.array(self.requests, dtype=np.intp)]
         np.add.at(snapshot.used, nodes, rows)
         np.add.at(snapshot.task_count, nodes, 1)
         if self.releasing:
@@ -344,8 +344,14 @@ class Snapshot:
         self.queues: dict[str, QueueInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
+        #: jobs with a pending task, kept by ``move``: what a session has to look at
+        self.waiting: dict[str, JobInfo] = {}
+        #: resources charged per (queue, user), kept by ``move``
+        self.user_allocated: dict[tuple[str, str], Vector] = {}
         self._label_columns: dict[str, NDArray[np.object_]] = {}
         self._requests: dict[Resources, Vector] = {}
+        self.request_rows: list[Vector] = []  # every distinct request row, in first-seen order
+        self.request_ids: dict[int, int] = {}  # id(row) -> index in request_rows
         self._build_queue_tree(queues)
 
     # -- construction -----------------------------------------------------------------
@@ -453,7 +459,8 @@ class Snapshot:
         by_name = {role.name: role for role in roles}
         charged = [0] * len(roles)
         node_index, counts, tasks = self.node_index, info.counts, info.tasks
-        placed_nodes, placed_rows = placements.nodes, placements.rows
+        placed_nodes, placed_requests = placements.nodes, placements.requests
+        request_ids = [self.request_ids[id(role.request)] for role in roles]
         for task in job.all_tasks():
             role = by_name.get(task.role)
             if role is None:
@@ -468,10 +475,10 @@ class Snapshot:
                 if node < 0:
                     status, is_charged = TaskStatus.PENDING, False  # node gone: reported lost
                 elif status is TaskStatus.RELEASING:
-                    placements.add_releasing(node, role.request)
+                    placements.add_releasing(node, request_ids[role.index])
                 else:
                     placed_nodes.append(node)
-                    placed_rows.append(role.request)
+                    placed_requests.append(request_ids[role.index])
             tasks.append(TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus))
             counts[status] += 1
             if is_charged:
@@ -482,7 +489,13 @@ class Snapshot:
         queue.jobs.append(info)
         for ancestor in queue.ancestors:
             ancestor.allocated += info.allocated
+        user = (queue.name, info.user)
+        if user not in self.user_allocated:
+            self.user_allocated[user] = np.zeros(len(self.dims))
+        self.user_allocated[user] += info.allocated
         self.jobs[job.name] = info
+        if counts[TaskStatus.PENDING]:
+            self.waiting[job.name] = info
         return info
 
     # -- the one way task state changes ----------------------------------------------------
@@ -511,10 +524,20 @@ class Snapshot:
         if charge:
             delta = request if charge > 0 else -request
             job.allocated += delta
+            self.user_allocated[(job.queue.name, job.user)] += delta
             for queue in job.queue.ancestors:
                 queue.allocated += delta
-        job.counts[old] -= 1
-        job.counts[status] += 1
+        counts = job.counts
+        counts[old] -= 1
+        counts[status] += 1
+        if old is TaskStatus.PENDING and not counts[TaskStatus.PENDING]:
+            self.waiting.pop(job.name, None)
+        elif (
+            status is TaskStatus.PENDING
+            and counts[TaskStatus.PENDING] == 1
+            and job.name in self.jobs
+        ):
+            self.waiting[job.name] = job
         task.status = status
         if status in ON_NODE:
             task.node = where
@@ -539,6 +562,8 @@ class Snapshot:
             row = self.vector(resources)
             row.flags.writeable = False
             self._requests[resources] = row
+            self.request_ids[id(row)] = len(self.request_rows)
+            self.request_rows.append(row)
         return row
 
     def vector(self, resources: Mapping[str, float] | None, *, missing: float = 0.0) -> Vector:

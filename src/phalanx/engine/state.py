@@ -64,6 +64,7 @@ class ClusterState:
         for task in info.tasks:
             if task.status is not TaskStatus.PENDING:
                 self.snapshot.move(task, TaskStatus.PENDING)
+        self.snapshot.waiting.pop(name, None)
         info.queue.jobs.remove(info)
 
     def job(self, name: str) -> JobInfo:

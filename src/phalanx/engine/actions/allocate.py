@@ -75,7 +75,7 @@ class AllocateAction(Action):
 def candidate_jobs(session: Session) -> list[JobInfo]:
     """Admitted, valid jobs with pending tasks, in a stable order."""
     found = []
-    for job in session.snapshot.jobs.values():
+    for job in session.waiting:
         if job.pending_count == 0 or not session.is_admitted(job):
             continue
         invalid = session.points.job_valid(job)

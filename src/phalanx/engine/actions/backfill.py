@@ -39,7 +39,7 @@ class BackfillAction(Action):
         limit = self.max_reservations
         starving = [
             j
-            for j in session.snapshot.jobs.values()
+            for j in session.waiting
             if j.ready_count < j.min_available
             and j.pending_count
             and session.points.job_starving(j)
@@ -73,7 +73,7 @@ def _backfill_candidates(session: Session) -> list[JobInfo]:
     held = {h.job for h in session.holds}
     return [
         j
-        for j in session.snapshot.jobs.values()
+        for j in session.waiting
         if j.name not in held
         and j.ready_count < j.min_available
         and j.pending_count

@@ -89,7 +89,7 @@ def _charge_earlier_admissions(session: Session) -> Vector:
     of it the cluster budget must cover (see ``_uses_budget``).
     """
     charged = np.zeros(len(session.snapshot.dims))
-    for job in session.snapshot.jobs.values():
+    for job in session.waiting:
         if job.phase is not JobPhase.QUEUED or job.ready_count >= job.min_available:
             continue
         waiting = np.maximum(job.min_request() - job.allocated, 0.0)
@@ -142,5 +142,5 @@ def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Ve
 
 
 def _pending_in_order(session: Session) -> list[JobInfo]:
-    jobs = [j for j in session.snapshot.jobs.values() if j.phase is JobPhase.PENDING]
+    jobs = [j for j in session.waiting if j.phase is JobPhase.PENDING]
     return session.ranked(jobs)

@@ -92,6 +92,8 @@ class Session:
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
+        #: jobs with a pending task when the session opened, oldest first: all it must consider
+        self.waiting = sorted(snapshot.waiting.values(), key=lambda j: (j.creation_time, j.name))
         for queue in snapshot.queues.values():
             queue.inqueue[:] = 0.0  # admission marks belong to one session
 
