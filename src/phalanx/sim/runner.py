@@ -53,7 +53,7 @@ class _Arrival:
 
 @dataclass(frozen=True, slots=True)
 class _Wake:
-    pass
+    at: float  # a wake replaced by an earlier one is stale and does nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +147,8 @@ class Simulation:
         if isinstance(event, _Arrival):
             self._arrive(event.job, now)
         elif isinstance(event, _Wake):
+            if event.at != self._wake_at:
+                return
             self._wake_at = None
             for task_event in self.cluster.poll(now=now):
                 self._on_task_event(task_event, now)
@@ -168,8 +170,8 @@ class Simulation:
     def _schedule_wake(self) -> None:
         due = self.cluster.next_event_time()
         if due is not None and (self._wake_at is None or due < self._wake_at):
-            self._wake_at = due
-            self.loop.schedule(max(due, self.loop.now), Priority.RELEASE, _Wake())
+            self._wake_at = max(due, self.loop.now)
+            self.loop.schedule(self._wake_at, Priority.RELEASE, _Wake(self._wake_at))
 
     # -- arrivals and sessions -----------------------------------------------------------
 
