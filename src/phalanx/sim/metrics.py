@@ -8,6 +8,7 @@ step functions between events.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,8 +74,12 @@ class Metrics:
         total_gpus: float,
         queue_guarantees: dict[str, float],
         queue_deserved: dict[str, float],
+        total_cpu: float = 0.0,
     ) -> None:
         self.total_gpus = total_gpus
+        self.total_cpu = total_cpu  # millicores
+        self.cpu_alloc = _Series()
+        self._cpu = 0.0
         self.jobs: dict[str, JobRecord] = {}
         self.gpu_alloc = _Series()
         self.queue_alloc: dict[str, _Series] = defaultdict(_Series)
@@ -96,9 +101,14 @@ class Metrics:
         )
         self._waiting[record.queue] += 1
 
-    def allocation(self, time: float, queue: str, gpus: float) -> None:
-        """GPUs held by ``queue`` changed by ``gpus`` at ``time``."""
+    def allocation(
+        self, time: float, queue: str, resources: Mapping[str, float], sign: float
+    ) -> None:
+        """A task of ``queue`` took (sign 1) or gave back (sign -1) ``resources`` at ``time``."""
         self._advance(time)
+        self._cpu += sign * resources.get("cpu", 0.0)
+        self.cpu_alloc.set(time, self._cpu)
+        gpus = sign * resources.get("gpu", 0.0)
         self._allocated[queue] += gpus
         self.queue_alloc[queue].set(time, self._allocated[queue])
         self.gpu_alloc.set(time, sum(self._allocated.values()))
@@ -153,6 +163,9 @@ class Metrics:
             else 0.0,
             "gpu_alloc_ratio_avg": round(self.gpu_alloc.average(start, end) / self.total_gpus, 6)
             if self.total_gpus
+            else 0.0,
+            "cpu_alloc_ratio_avg": round(self.cpu_alloc.average(start, end) / self.total_cpu, 6)
+            if self.total_cpu
             else 0.0,
             "preemptions": self.preemptions,
             "jain_fairness": self.jain(start, end),

@@ -96,6 +96,7 @@ class Simulation:
         )
         self.metrics = Metrics(
             total_gpus=float(sum(node.capacity.get("gpu") for node in nodes)),
+            total_cpu=float(sum(node.capacity.get("cpu") for node in nodes)),
             queue_guarantees={q.name: float(q.guarantee.get("gpu")) for q in self.queues},
             queue_deserved={
                 q.name: float((q.deserved or q.guarantee).get("gpu")) for q in self.queues
@@ -254,9 +255,7 @@ class Simulation:
                 task = self._tasks[bind.task]
                 self.state.set_task(task, TaskPhase.BOUND, bind.node, start_time=now)
                 tasks.append(self._task_row(task, bind.node))
-                self.metrics.allocation(
-                    now, task.job.queue.name, float(task.role.resources.get("gpu"))
-                )
+                self.metrics.allocation(now, task.job.queue.name, task.role.resources, 1.0)
             self.state.set_phase(job, JobPhase.RUNNING)
             self._emit(now, "start", job, tasks=tasks)
             self.cluster.start(binds, now=now)
@@ -291,9 +290,7 @@ class Simulation:
                     self.metrics.started(now, task.job.name)
             return
         if task.status in ON_NODE:
-            self.metrics.allocation(
-                now, task.job.queue.name, -float(task.role.resources.get("gpu"))
-            )
+            self.metrics.allocation(now, task.job.queue.name, task.role.resources, -1.0)
         if event.kind is TaskEventKind.LOST:
             self._lost(task, now)
         elif event.stopped and event.exit_code == 137:
@@ -379,9 +376,7 @@ class Simulation:
         self._emit(now, "fail", job, tasks=[s.task for s in stops], reason="out of retries")
         for task in info.tasks:
             if task.status in ON_NODE:
-                self.metrics.allocation(
-                    now, info.queue.name, -float(task.role.resources.get("gpu"))
-                )
+                self.metrics.allocation(now, info.queue.name, task.role.resources, -1.0)
         self.metrics.ended(now, job, "failed")
         for t in info.tasks:
             self._tasks.pop(t.name, None)
