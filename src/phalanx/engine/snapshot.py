@@ -8,9 +8,10 @@ session, and thrown away afterwards. Resource vectors are float64 rows over
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +23,7 @@ from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import CORE_DIMENSIONS, GPU, Resources
 
 Vector = NDArray[np.float64]
+T = TypeVar("T")
 EPSILON = 1e-9
 #: Engine units per canonical unit, for resources whose canonical amounts may be fractional.
 ENGINE_UNITS = {GPU: 1000.0}
@@ -349,6 +351,7 @@ class Snapshot:
         #: resources charged per (queue, user), kept by ``move``
         self.user_allocated: dict[tuple[str, str], Vector] = {}
         self._label_columns: dict[str, NDArray[np.object_]] = {}
+        self._node_derived: dict[str, object] = {}
         self._requests: dict[Resources, Vector] = {}
         self.request_rows: list[Vector] = []  # every distinct request row, in first-seen order
         self.request_ids: dict[int, int] = {}  # id(row) -> index in request_rows
@@ -588,6 +591,16 @@ class Snapshot:
             for name, v, unit in zip(self.dims, row, self.unit, strict=True)
             if np.isfinite(v)
         )
+
+    def cached(self, key: str, build: Callable[[Snapshot], T]) -> T:
+        """A value derived from the nodes alone (labels, taints), built once per snapshot.
+
+        Nodes do not change within a snapshot's life, so neither does such a value;
+        ``key`` names it (prefix it with the plugin's name).
+        """
+        if key not in self._node_derived:
+            self._node_derived[key] = build(self)
+        return self._node_derived[key]  # type: ignore[return-value]
 
     def label_column(self, key: str) -> NDArray[np.object_]:
         """Every node's value of label ``key`` (None where absent), cached."""

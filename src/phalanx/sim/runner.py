@@ -224,8 +224,7 @@ class Simulation:
         something resets it. With nothing running, nothing scheduled and nothing decided,
         nothing can change: periodic sessions stop.
         """
-        waiting = any(j.ready_count < j.min_available for j in self.state.snapshot.jobs.values())
-        if not waiting:
+        if not self.state.snapshot.waiting:
             return
         busy = bool(self.state.snapshot.task_count.any()) or len(self.loop) > 0
         if not decided and not busy:

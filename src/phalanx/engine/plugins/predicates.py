@@ -31,7 +31,7 @@ class PredicatesPlugin(Plugin):
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
-        taints = _taint_masks(snapshot)
+        taints = snapshot.cached("predicates.taints", _taint_masks)
         masks: dict[tuple[object, ...], NDArray[np.bool_]] = {}
 
         def predicate(role: RoleInfo) -> NDArray[np.bool_]:
