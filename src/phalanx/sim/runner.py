@@ -341,36 +341,32 @@ class Simulation:
         alive = [t for t in info.tasks if t.status in (TaskStatus.BOUND, TaskStatus.RUNNING)]
         if not alive or len(alive) >= info.min_available:
             return
-        stops = [
-            Evict(
-                job=job,
-                task=t.name,
-                node=self.state.snapshot.nodes[t.node].name,
-                action="restart",
-                by=job,
-                reason=reason,
-            )
-            for t in alive
-        ]
+        stops = self._stop_requests(alive, action="restart", reason=reason)
         for task in alive:
             self.state.set_task(task, TaskPhase.RELEASING)
         self._emit(now, "evict", job, tasks=[s.task for s in stops], by=job, action="restart")
         self.cluster.stop(stops, now=now, grace=self.options.grace)
 
+    def _stop_requests(self, tasks: Sequence[TaskInfo], *, action: str, reason: str) -> list[Evict]:
+        """Stop requests the controller itself issues for ``tasks`` (not a session's evictions)."""
+        nodes = self.state.snapshot.nodes
+        return [
+            Evict(
+                job=t.job.name,
+                task=t.name,
+                node=nodes[t.node].name,
+                action=action,
+                by=t.job.name,
+                reason=reason,
+            )
+            for t in tasks
+        ]
+
     def _give_up(self, job: str, now: float) -> None:
         info = self.state.job(job)
-        stops = [
-            Evict(
-                job=job,
-                task=t.name,
-                node=self.state.snapshot.nodes[t.node].name,
-                action="fail",
-                by=job,
-                reason="out of retries",
-            )
-            for t in info.tasks
-            if t.status in ON_NODE
-        ]
+        stops = self._stop_requests(
+            [t for t in info.tasks if t.status in ON_NODE], action="fail", reason="out of retries"
+        )
         self.cluster.stop(stops, now=now, grace=0.0)
         self._emit(now, "fail", job, tasks=[s.task for s in stops], reason="out of retries")
         for task in info.tasks:
