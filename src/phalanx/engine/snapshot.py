@@ -169,6 +169,7 @@ class JobInfo:
     """One job's mutable state in a session, with counters kept by the Statement."""
 
     __slots__ = (
+        "_min_request",
         "allocated",
         "attained_service",
         "counts",
@@ -179,6 +180,7 @@ class JobInfo:
         "phase",
         "priority",
         "queue",
+        "ready_count",
         "roles",
         "spec",
         "tasks",
@@ -201,22 +203,14 @@ class JobInfo:
         self.roles = roles
         self.tasks: list[TaskInfo] = []
         self.counts = [0] * len(TaskStatus)
+        #: tasks counting towards the gang (allocated, bound, running, succeeded), kept by ``Snapshot.move``
+        self.ready_count = 0
+        self._min_request: Vector | None = None
         self.allocated: Vector = np.zeros(len(roles[0].request) if roles else 0)
 
     def count(self, *statuses: TaskStatus) -> int:
         """How many tasks are in any of ``statuses``."""
         return sum(self.counts[s] for s in statuses)
-
-    @property
-    def ready_count(self) -> int:
-        """Tasks that count towards the gang: allocated, bound, running or succeeded."""
-        c = self.counts
-        return (
-            c[TaskStatus.ALLOCATED]
-            + c[TaskStatus.BOUND]
-            + c[TaskStatus.RUNNING]
-            + c[TaskStatus.SUCCEEDED]
-        )
 
     @property
     def pending_count(self) -> int:
@@ -228,14 +222,19 @@ class JobInfo:
         return [t for t in self.tasks if t.status is TaskStatus.PENDING]
 
     def min_request(self) -> Vector:
-        """Resources of the first ``min_available`` tasks in role order (the gang's minimum)."""
-        total = np.zeros_like(self.allocated)
-        remaining = self.min_available
-        for role in self.roles:
-            take = min(remaining, role.spec.replicas)
-            total += role.request * take
-            remaining -= take
-        return total
+        """Resources of the first ``min_available`` tasks in role order (the gang's minimum).
+
+        Computed once: roles and minAvailable never change. Callers must not modify it.
+        """
+        if self._min_request is None:
+            total = np.zeros_like(self.allocated)
+            remaining = self.min_available
+            for role in self.roles:
+                take = min(remaining, role.spec.replicas)
+                total += role.request * take
+                remaining -= take
+            self._min_request = total
+        return self._min_request
 
     @property
     def running(self) -> bool:
@@ -484,6 +483,8 @@ class Snapshot:
                     placed_requests.append(request_ids[role.index])
             tasks.append(TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus))
             counts[status] += 1
+            if status in READY:
+                info.ready_count += 1
             if is_charged:
                 charged[role.index] += 1
         for role, count in zip(roles, charged, strict=True):
@@ -533,6 +534,7 @@ class Snapshot:
         counts = job.counts
         counts[old] -= 1
         counts[status] += 1
+        job.ready_count += (status in READY) - (old in READY)
         if old is TaskStatus.PENDING and not counts[TaskStatus.PENDING]:
             self.waiting.pop(job.name, None)
         elif (
