@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phalanx.domain.job import JobPhase
-from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.decisions import Reason
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import (
     AllPoint,
@@ -256,11 +256,3 @@ class Session:
     def queue_label(self, queue: QueueInfo) -> str:
         """``parent/child`` path of a queue, for messages."""
         return "/".join(q.name for q in reversed(queue.ancestors[:-1]))
-
-    def reason(self, code: ReasonCode, message: str, **facts: object) -> Reason:
-        """Build a Reason (shorthand for actions)."""
-        return Reason(code=code, message=message, **facts)  # type: ignore[arg-type]
-
-    def committed_evictions(self) -> list[Operation]:
-        """Evictions committed so far, in order."""
-        return [op for op, _ in self.log if op.kind is OpKind.EVICT]
