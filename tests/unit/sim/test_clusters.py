@@ -10,6 +10,7 @@ import pytest
 from phalanx.domain.errors import DocumentError
 from phalanx.sim.clusters import PRESETS, VC_LABEL, cluster_preset, load_cluster
 from phalanx.spec.cluster import GPU_MODEL_LABEL
+from tests.unit.sim.traces.test_philly import VC_NODES
 
 GIB = 2**30
 
@@ -20,21 +21,7 @@ def test_philly_is_352_nodes_of_8_gpus_grouped_by_vc(traces_dir: Path) -> None:
     assert len(nodes) == 352
     assert sum(node.capacity.get("gpu") for node in nodes) == 2816
     per_vc = Counter(node.labels[VC_LABEL] for node in nodes)
-    assert per_vc == Counter(
-        {
-            "6214e9": 64,
-            "7f04ca": 32,
-            "11cb48": 16,
-            "b436b2": 64,
-            "ee9e8c": 64,
-            "e13805": 16,
-            "6c71a0": 32,
-            "2869ce": 16,
-            "ed69ec": 8,
-            "103959": 8,
-            "0e4a51": 32,
-        }
-    )
+    assert per_vc == Counter(VC_NODES)
     assert nodes[0].name == "6214e9-0" and nodes[-1].name == "0e4a51-31"
     assert len({node.name for node in nodes}) == 352
     tors = Counter(node.network["tor"] for node in nodes)
