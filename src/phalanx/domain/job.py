@@ -126,7 +126,9 @@ class Job:
     walltime: float | None = None  # seconds; a hard limit
     runtime_estimate: float | None = None  # seconds; a hint for backfill
     starvation_threshold: float | None = None  # seconds; overrides the queue's
-    attained_service: float = 0.0  # GPU-seconds run so far, all attempts (for LAS policies)
+    attained_service: float = (
+        0.0  # GPU-seconds of ended runs; running tasks' time is added by the engine
+    )
     max_retry: int = 3
     tasks: tuple[Task, ...] = ()
 

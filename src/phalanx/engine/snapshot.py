@@ -236,6 +236,16 @@ class JobInfo:
             self._min_request = total
         return self._min_request
 
+    def service(self, now: float) -> float:
+        """GPU-seconds attained by ``now``: ``attained_service`` (runs that ended) plus every
+        task on a node since its start time."""
+        running = sum(
+            task.role.spec.resources.get("gpu") * (now - task.start_time)
+            for task in self.tasks
+            if task.start_time is not None and task.status in ON_NODE
+        )
+        return self.attained_service + running
+
     @property
     def running(self) -> bool:
         """True once the job has been started (some task is on a node or done)."""
@@ -342,6 +352,8 @@ class Snapshot:
         self.schedulable: NDArray[np.bool_] = np.array(
             [node.schedulable for node in self.nodes], dtype=np.bool_
         )
+        self.schedulable.flags.writeable = False  # changed only by ``set_schedulable``
+        self._total: Vector | None = None
         self.queues: dict[str, QueueInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
@@ -595,10 +607,10 @@ class Snapshot:
         )
 
     def cached(self, key: str, build: Callable[[Snapshot], T]) -> T:
-        """A value derived from the nodes alone (labels, taints), built once per snapshot.
-
-        Nodes do not change within a snapshot's life, so neither does such a value;
-        ``key`` names it (prefix it with the plugin's name).
+        """A value derived from what never changes in a snapshot's life (nodes' labels and
+        taints, queue specs), built once per snapshot; ``key`` names it (prefix it with the
+        plugin's name). Schedulability and usage do change: a value that depends on them
+        must be keyed by them (``capacity`` keeps a memo keyed by the root's capability).
         """
         if key not in self._node_derived:
             self._node_derived[key] = build(self)
@@ -624,12 +636,24 @@ class Snapshot:
 
     @property
     def total(self) -> Vector:
-        """Total capacity of schedulable nodes."""
-        return (
-            self.capacity[self.schedulable].sum(axis=0)
-            if len(self.nodes)
-            else np.zeros(len(self.dims))
-        )
+        """Total capacity of schedulable nodes (read-only; kept until schedulability changes)."""
+        if self._total is None:
+            total = (
+                self.capacity[self.schedulable].sum(axis=0)
+                if len(self.nodes)
+                else np.zeros(len(self.dims))
+            )
+            total.flags.writeable = False
+            self._total = total
+        return self._total
+
+    def set_schedulable(self, node: int, schedulable: bool) -> None:
+        """Open or close node ``node`` to new work (a cordon, a failure, a repair)."""
+        if bool(self.schedulable[node]) != schedulable:
+            self.schedulable.flags.writeable = True
+            self.schedulable[node] = schedulable
+            self.schedulable.flags.writeable = False
+            self._total = None
 
     def leaf_queues(self) -> list[QueueInfo]:
         """Leaf queues, by name."""

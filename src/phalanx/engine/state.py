@@ -19,7 +19,7 @@ from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus, dimensions
+from phalanx.engine.snapshot import ON_NODE, JobInfo, Snapshot, TaskInfo, TaskStatus, dimensions
 
 _STATUS = {
     TaskPhase.PENDING: TaskStatus.PENDING,
@@ -77,10 +77,25 @@ class ClusterState:
         phase: TaskPhase,
         node: str | None = None,
         start_time: float | None = None,
+        *,
+        now: float | None = None,
     ) -> None:
-        """Move one task to ``phase`` (on ``node`` for Bound/Running), keeping every aggregate right."""
+        """Move one task to ``phase`` (on ``node`` for Bound/Running), keeping every aggregate right.
+
+        A task leaving its node at ``now`` adds its GPU-seconds since its start time to
+        the job's attained service.
+        """
         index = None if node is None else self.snapshot.node_index[node]
-        self.snapshot.move(task, _STATUS[phase], index)
+        status = _STATUS[phase]
+        if (
+            now is not None
+            and task.start_time is not None
+            and task.status in ON_NODE
+            and status not in ON_NODE
+        ):
+            gpus = task.role.spec.resources.get("gpu")
+            task.job.attained_service += gpus * max(now - task.start_time, 0.0)
+        self.snapshot.move(task, status, index)
         if start_time is not None or phase is TaskPhase.PENDING:
             task.start_time = start_time
 

@@ -27,7 +27,6 @@ class _Run:
     spec: WorkloadJob
     gang: int
     done: float = 0.0  # seconds of work kept (up to the last checkpoint, across runs)
-    served: float = 0.0  # seconds run in finished or interrupted runs, lost work included
     started: float | None = None  # when the current run began
     running: dict[str, str] = field(default_factory=dict)  # task -> node
     stopping: set[str] = field(default_factory=set)
@@ -128,13 +127,6 @@ class SimCluster:
             if lost:
                 self._maybe_pause(run, now)
 
-    def served(self, job: str, *, now: float) -> float:
-        """Seconds the job has run so far over all attempts, lost work included."""
-        run = self._runs.get(job)
-        if run is None:
-            return 0.0
-        return run.served + (now - run.started if run.started is not None else 0.0)
-
     # -- internals ------------------------------------------------------------------------
 
     def _run(self, job: str) -> _Run:
@@ -162,7 +154,6 @@ class SimCluster:
         if run.started is None or self._active(run) >= run.gang:
             return
         run.done = run.kept(now - run.started)
-        run.served += now - run.started
         run.started = None
         run.attempt += 1  # the scheduled end no longer applies
 
@@ -190,7 +181,6 @@ class SimCluster:
                         ),
                     )
             run.done = run.spec.duration if completed else run.kept(end - run.started)
-            run.served += end - run.started
             run.started = None
 
     def _current(self, end: tuple[float, int, str, int]) -> bool:

@@ -7,7 +7,6 @@ run is deterministic. Time never goes backwards.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Generic, TypeVar
 
@@ -24,20 +23,12 @@ class Priority(IntEnum):
     SESSION = 2  # the scheduler looks at the result
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class _Entry(Generic[E]):
-    time: float
-    priority: int
-    seq: int
-    event: E
-
-
 class EventLoop(Generic[E]):
     """Schedules events and hands them out in time order."""
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = start
-        self._heap: list[_Entry[E]] = []
+        self._heap: list[tuple[float, int, int, E]] = []  # seq is unique: events never compare
         self._seq = 0
 
     def schedule(self, time: float, priority: Priority, event: E) -> None:
@@ -45,17 +36,16 @@ class EventLoop(Generic[E]):
         if time < self.now:
             raise EngineInvariantError(f"cannot schedule at {time} before now={self.now}")
         self._seq += 1
-        heapq.heappush(self._heap, _Entry(time, int(priority), self._seq, event))
+        heapq.heappush(self._heap, (time, int(priority), self._seq, event))
 
     def pop(self) -> E:
         """The next event; advances ``now`` to its time."""
-        entry = heapq.heappop(self._heap)
-        self.now = entry.time
-        return entry.event
+        self.now, _, _, event = heapq.heappop(self._heap)
+        return event
 
     def peek_time(self) -> float | None:
         """When the next event happens, or None."""
-        return self._heap[0].time if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def __bool__(self) -> bool:
         return bool(self._heap)

@@ -160,8 +160,9 @@ class Simulation:
             self._node_change(event, now)
 
     def _triggered(self, now: float) -> None:
-        """Something happened: a session soon."""
-        self._request_session(now + self.options.trigger_delay)
+        """Something happened: a session soon, if any job waits for one."""
+        if self.state.snapshot.waiting:
+            self._request_session(now + self.options.trigger_delay)
 
     def _request_session(self, at: float) -> None:
         if self._session_at is None or at < self._session_at:
@@ -203,10 +204,6 @@ class Simulation:
         self._triggered(now)
 
     def _session(self, now: float) -> None:
-        for info in self.state.snapshot.jobs.values():
-            if info.ready_count:
-                gpus = self.metrics.jobs[info.name].gpus
-                info.attained_service = gpus * self.cluster.served(info.name, now=now)
         started = time.perf_counter()
         decisions = self.state.cycle(self.config, now=now, registry=self.registry)
         self.metrics.session_seconds.append(time.perf_counter() - started)
@@ -295,7 +292,7 @@ class Simulation:
         elif event.stopped and event.exit_code == 137:
             self._finish_task(task, TaskPhase.FAILED, now, outcome="killed", ev="kill")
         elif event.stopped:
-            self.state.set_task(task, TaskPhase.PENDING)
+            self.state.set_task(task, TaskPhase.PENDING, now=now)
             if task.job.ready_count < task.job.min_available:
                 self.state.set_phase(task.job.name, JobPhase.PENDING, pending_since=now)
         else:
@@ -312,7 +309,7 @@ class Simulation:
     def _finish_task(
         self, task: TaskInfo, phase: TaskPhase, now: float, *, outcome: str, ev: str
     ) -> None:
-        self.state.set_task(task, phase)
+        self.state.set_task(task, phase, now=now)
         job = task.job
         if any(t.status in ON_NODE for t in job.tasks):
             return
@@ -324,7 +321,7 @@ class Simulation:
         self.state.remove_job(job.name)
 
     def _lost(self, task: TaskInfo, now: float) -> None:
-        self.state.set_task(task, TaskPhase.PENDING)
+        self.state.set_task(task, TaskPhase.PENDING, now=now)
         job = task.job
         record = self.metrics.jobs[job.name]
         record.restarts += 1
@@ -388,8 +385,7 @@ class Simulation:
         )
 
     def _node_change(self, event: _NodeChange, now: float) -> None:
-        index = self.state.snapshot.node_index[event.node]
-        self.state.snapshot.schedulable[index] = event.up
+        self.state.snapshot.set_schedulable(self.state.snapshot.node_index[event.node], event.up)
         if event.up:
             self._schedule_failure(event.node, now)
         else:

@@ -15,7 +15,7 @@ import numpy as np
 
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.quota import QuotaPlugin, water_fill
-from phalanx.engine.snapshot import QueueInfo
+from phalanx.engine.snapshot import QueueInfo, Vector
 
 
 class CapacityPlugin(QuotaPlugin):
@@ -25,9 +25,20 @@ class CapacityPlugin(QuotaPlugin):
     use_overused = False
 
     def compute_deserved(self, session: Session) -> None:
-        root = session.snapshot.root
-        root.deserved = root.capability.copy()
-        _fill_children(session, root)
+        """Deserved shares depend only on the queue specs and the root's capability, so they
+        are computed once per root capability and reused by later sessions."""
+        snapshot = session.snapshot
+        root = snapshot.root
+        memo: dict[bytes, dict[str, Vector]] = snapshot.cached("capacity.deserved", lambda s: {})
+        key = root.capability.tobytes()
+        shares = memo.get(key)
+        if shares is None:
+            root.deserved = root.capability.copy()
+            _fill_children(session, root)
+            memo.clear()  # one root capability at a time: nodes rarely come and go
+            shares = memo[key] = {q.name: q.deserved for q in snapshot.queues.values()}
+        for name, deserved in shares.items():
+            snapshot.queues[name].deserved = deserved
 
 
 def _fill_children(session: Session, parent: QueueInfo) -> None:

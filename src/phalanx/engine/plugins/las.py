@@ -1,6 +1,7 @@
 """las: Tiresias' discretized two-dimensional least-attained-service (2D-LAS).
 
-A job's attained service is the GPU-seconds it has run (all attempts). Jobs fall into
+A job's attained service is the GPU-seconds it has run (all attempts): what ended runs
+banked plus each running task's GPUs times the time since it started, at session time. Jobs fall into
 priority levels by thresholds (``thresholds``, GPU-seconds, ascending; default one
 threshold at 3,200 GPU-s, i.e. two levels); lower levels go first, first come first
 served within a level. A job may preempt only work in a strictly higher level, so a
@@ -34,15 +35,23 @@ class LasPlugin(Plugin):
             raise PluginError("plugin 'las': thresholds must be a list of positive GPU-seconds")
         self.thresholds = sorted(float(x) for x in raw)
 
-    def level(self, job: JobInfo) -> int:
+    def level(self, job: JobInfo, now: float) -> int:
         """0 for the least served jobs, up to len(thresholds)."""
-        return bisect.bisect_right(self.thresholds, job.attained_service)
+        return bisect.bisect_right(self.thresholds, job.service(now))
 
     def open(self, session: Session, hooks: Hooks) -> None:
-        hooks.job_order(self.level)
-        hooks.victim_order(lambda task: -self.level(task.job))
-        hooks.preemptable(self._more_served)
+        levels: dict[str, int] = {}  # a job's level at this session's time
 
-    def _more_served(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        mine = self.level(preemptor.job)
-        return [task for task in candidates if self.level(task.job) > mine]
+        def level(job: JobInfo) -> int:
+            found = levels.get(job.name)
+            if found is None:
+                found = levels[job.name] = self.level(job, session.now)
+            return found
+
+        def more_served(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+            mine = level(preemptor.job)
+            return [task for task in candidates if level(task.job) > mine]
+
+        hooks.job_order(level)
+        hooks.victim_order(lambda task: -level(task.job))
+        hooks.preemptable(more_served)

@@ -43,7 +43,9 @@ class PredicatesPlugin(Plugin):
             return mask
 
         hooks.predicate(predicate)
-        soft = _taint_masks(snapshot, (TaintEffect.PREFER_NO_SCHEDULE,))
+        soft = snapshot.cached(
+            "predicates.soft-taints", lambda s: _taint_masks(s, (TaintEffect.PREFER_NO_SCHEDULE,))
+        )
         if soft:
             hooks.node_score(
                 lambda task, nodes: _untainted_score(soft, task.role, nodes),

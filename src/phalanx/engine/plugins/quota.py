@@ -80,7 +80,9 @@ class QuotaPlugin(Plugin):
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
-        snapshot.root.capability = np.minimum(snapshot.root.capability, snapshot.total)
+        # the root holds at most what schedulable nodes offer now (nodes come and go)
+        written = snapshot.cached("quota.root-capability", lambda s: s.root.capability.copy())
+        snapshot.root.capability = np.minimum(written, snapshot.total)
         self.compute_deserved(session)
         hooks.queue_order(_hierarchical_share)
         if self.use_overused:
