@@ -106,3 +106,18 @@ def test_unknown_resources_and_duplicates_are_refused() -> None:
     state.add_job(make_job("x", queue="a"))
     with pytest.raises(InvalidInput, match="already tracked"):
         state.add_job(make_job("x", queue="a"))
+
+
+def test_a_repaired_node_gives_the_cluster_its_capacity_back() -> None:
+    state = ClusterState(NODES, [make_queue()])  # 2 nodes x 8 GPUs
+    state.snapshot.set_schedulable(1, False)  # n1 fails
+    state.add_job(make_job("wide", gpus=8, replicas=2, phase=JobPhase.PENDING))
+
+    down = state.cycle(default_config(), now=0)
+    state.snapshot.set_schedulable(1, True)  # and is repaired
+    up = state.cycle(default_config(), now=1)
+
+    assert down.admitted == () and down.binds == ()
+    assert [a.job for a in up.admitted] == ["wide"]
+    assert sorted(b.node for b in up.binds) == ["n0", "n1"]
+    assert state.snapshot.total[list(state.snapshot.dims).index("gpu")] == 16_000  # milli-GPU
