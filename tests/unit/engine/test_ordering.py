@@ -21,3 +21,19 @@ def test_key_growth_while_waiting_is_seen_on_pop() -> None:
     queue = LazyQueue(["a", "b"], key=lambda q: share[q], tiebreak=lambda q: q)
     share["a"] = 1.0
     assert queue.pop() == "b"
+
+
+def test_a_lone_item_is_never_keyed_until_a_second_arrives() -> None:
+    keyed: list[str] = []
+
+    def key(item: str) -> str:
+        keyed.append(item)
+        return item
+
+    queue = LazyQueue(["b"], key=key, tiebreak=lambda q: q)
+    assert queue.peek() == "b" and len(queue) == 1
+    assert keyed == []
+    queue.push("a")
+    assert sorted(keyed) == ["a", "b"]
+    assert [queue.pop(), queue.pop()] == ["a", "b"]
+    assert not queue and len(queue) == 0

@@ -42,19 +42,24 @@ class ClassPlacer:
         mask, self.excluded = session.static_mask(sample.role)
         self.candidates: NDArray[np.intp] = np.flatnonzero(mask)
         cand = self.candidates
-        self.now_free = snap.capacity[cand] - snap.used[cand]
-        self.withheld = None if withheld is None else withheld[cand]
+        every = cand.size == len(snap.nodes)  # slices copy faster than fancy indexing
+
+        def rows(array: NDArray[np.float64]) -> NDArray[np.float64]:
+            return array if every else array[cand]
+
+        self.now_free = rows(snap.capacity) - rows(snap.used)
+        self.withheld = None if withheld is None else rows(withheld)
         if self.withheld is not None:
             self.now_free -= self.withheld
-        self.future_free = self.now_free + snap.releasing[cand] - snap.pipelined[cand]
-        self.slots = snap.max_tasks[cand] - snap.task_count[cand]
+        self.future_free = self.now_free + rows(snap.releasing)
+        self.future_free -= rows(snap.pipelined)
+        self.slots = rows(snap.max_tasks) - rows(snap.task_count)
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.scores = self._score(sample, cand)
-        self.now_scores = np.where(
-            self._fits(self.now_free) & self._fits(self.future_free), self.scores, NEG
-        )
-        self.future_scores = np.where(self._fits(self.future_free), self.scores, NEG)
+        fits_future = self._fits(self.future_free)
+        self.future_scores = np.where(fits_future, self.scores, NEG)
+        self.now_scores = np.where(fits_future & self._fits(self.now_free), self.scores, NEG)
 
     def _fits(self, free: NDArray[np.float64]) -> NDArray[np.bool_]:
         need = self.need

@@ -185,6 +185,9 @@ class Session:
         For one-off sorts (allocate keeps the three levels live as shares move); each
         queue's and user's part is computed once.
         """
+        jobs = list(jobs)
+        if len(jobs) < 2:
+            return jobs
         points = self.points
         queue_keys: dict[str, tuple[object, ...]] = {}
         user_keys: dict[tuple[str, str], object] = {}

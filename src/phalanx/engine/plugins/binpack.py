@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import TaskInfo
+from phalanx.engine.snapshot import Snapshot, TaskInfo
 
 DEFAULT_WEIGHTS = {"cpu": 1.0, "memory": 1.0, "gpu": 5.0}
 
@@ -44,17 +44,25 @@ class _Utilization(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snap = session.snapshot
         row = np.array([self.weights.get(name, 0.0) for name in snap.dims])
+        inverse = snap.cached("utilization.inverse-capacity", _inverse_capacity)
+        # per request row: 100 x the weights of the resources it asks for, normalised
+        weighting: dict[int, NDArray[np.float64] | None] = {}
+
+        def weights_of(request: NDArray[np.float64]) -> NDArray[np.float64] | None:
+            key = id(request)  # rows are shared per distinct request and live with the snapshot
+            if key not in weighting:
+                w = np.where(request > 0, row, 0.0)
+                total = w.sum()
+                weighting[key] = None if total == 0 else w * (100.0 / total)
+            return weighting[key]
 
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             request = task.role.request
-            w = np.where(request > 0, row, 0.0)
-            total = w.sum()
-            if total == 0:
+            w = weights_of(request)
+            if w is None:
                 return np.zeros(len(nodes))
-            cap = snap.capacity[nodes]
-            used = (snap.used[nodes] + request) / np.where(cap > 0, cap, np.inf)
-            fill = (np.minimum(used, 1.0) @ w) / total
-            result: NDArray[np.float64] = 100.0 * (fill if self.prefer_full else 1.0 - fill)
+            fill = np.minimum((snap.used[nodes] + request) * inverse[nodes], 1.0) @ w
+            result: NDArray[np.float64] = fill if self.prefer_full else 100.0 - fill
             return result
 
         hooks.node_score(score, weight=self.weight, node_local=True, fills=self.prefer_full)
@@ -72,3 +80,12 @@ class SpreadPlugin(_Utilization):
 
     name = "spread"
     prefer_full = False
+
+
+def _inverse_capacity(snapshot: Snapshot) -> NDArray[np.float64]:
+    """1 / capacity per node and resource (0 where a node has none of it)."""
+    capacity = snapshot.capacity
+    inverse: NDArray[np.float64] = np.divide(
+        1.0, capacity, out=np.zeros_like(capacity), where=capacity > 0
+    )
+    return inverse
