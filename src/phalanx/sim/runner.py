@@ -246,14 +246,14 @@ class Simulation:
             self._evict(job, evictions, now)
         for job in _in_order(b.job for b in decisions.binds):
             binds = [b for b in decisions.binds if b.job == job]
-            tasks = []
             for bind in binds:
                 task = self._tasks[bind.task]
                 self.state.set_task(task, TaskPhase.BOUND, bind.node, start_time=now)
-                tasks.append(self._task_row(task, bind.node))
                 self.metrics.allocation(now, task.job.queue.name, task.role.resources, 1.0)
             self.state.set_phase(job, JobPhase.RUNNING)
-            self._emit(now, "start", job, tasks=tasks)
+            if self._out is not None:
+                rows = [self._task_row(self._tasks[b.task], b.node) for b in binds]
+                self._emit(now, "start", job, tasks=rows)
             self.cluster.start(binds, now=now)
 
     def _evict(self, job: str, evictions: Sequence[Evict], now: float) -> None:

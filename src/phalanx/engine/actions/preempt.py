@@ -10,9 +10,12 @@ that queue are evicted first, only until the limit admits the task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.eviction import Judge, accepts_group, gang_group, make_room, settled
+from phalanx.engine.framework.placement import gang_shape
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
@@ -31,9 +34,7 @@ class PreemptAction(Action):
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
                 continue
-            victims = _same_queue_victims(job)
-            if victims:
-                evict_for_gang(session, job, victims, action="preempt")
+            evict_for_gang(session, job, _same_queue_victims, action="preempt")
 
 
 def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
@@ -46,18 +47,39 @@ def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
     ]
 
 
-def evict_for_gang(session: Session, job: JobInfo, victims: list[TaskInfo], *, action: str) -> bool:
+def evict_for_gang(
+    session: Session,
+    job: JobInfo,
+    find_victims: Callable[[JobInfo], list[TaskInfo]],
+    *,
+    action: str,
+) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
-    Victims are offered to the plugins in victim order, so a filter that accepts only
-    as many as a queue can spare (quota) keeps the first victims (overcommitted work).
+    Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
+    filter that accepts only as many as a queue can spare (quota) keeps the first
+    victims (overcommitted work). A job equivalent to one that failed earlier in the
+    session fails without a search (see ``Session.eviction_failed``).
     """
-    judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
-    key = session.points.victim_order.key
-    victims = sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
     )
+    shape = (action, gang_shape(job, tasks), job.priority, session.points.job_order.key(job))
+    if session.eviction_failed(shape):
+        return False
+    victims = find_victims(job)
+    if victims and _evict_for_tasks(session, job, tasks, victims, action):
+        return True
+    session.remember_eviction_failure(shape)
+    return False
+
+
+def _evict_for_tasks(
+    session: Session, job: JobInfo, tasks: list[TaskInfo], victims: list[TaskInfo], action: str
+) -> bool:
+    judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    key = session.points.victim_order.key
+    victims = sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
     with session.statement() as stmt:
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, judge, action):

@@ -10,6 +10,7 @@ cannot help it, only idle or released resources (or a larger share) can.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -31,16 +32,16 @@ class ReclaimAction(Action):
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
         waiting = session.ranked(waiting)
+        victims = _other_queue_victims(session)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue
-            victims = _other_queue_victims(session, job)
-            if not (victims and evict_for_gang(session, job, victims, action="reclaim")):
+            if not evict_for_gang(session, job, victims, action="reclaim"):
                 _explain_no_share(session, job)
 
 
-def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
-    return [
+def _other_queue_victims(session: Session) -> Callable[[JobInfo], list[TaskInfo]]:
+    return lambda job: [
         t
         for other in session.snapshot.jobs.values()
         if other.queue is not job.queue and other.spec.preemptible and other.queue.spec.reclaimable

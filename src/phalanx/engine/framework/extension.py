@@ -54,6 +54,9 @@ class _Point(Generic[F]):
     def __bool__(self) -> bool:
         return bool(self._entries)
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
 
 class OrderPoint(_Point[Callable[[A], Any]]):
     """Sort keys: each plugin returns a comparable key, smaller first.
@@ -68,6 +71,11 @@ class OrderPoint(_Point[Callable[[A], Any]]):
     def key_before(self, arg: A, tier: int) -> tuple[Any, ...]:
         """The part of the key that plugins of tiers before ``tier`` give."""
         return tuple(fn(arg) for _, entry_tier, fn in self._entries if entry_tier < tier)
+
+    def length_before(self, tier: int) -> int:
+        """How many leading entries of a key come from tiers before ``tier`` (plugins
+        register in tier order, so ``key(arg)[:length_before(t)] == key_before(arg, t)``)."""
+        return sum(1 for _, entry_tier, _ in self._entries if entry_tier < tier)
 
     @property
     def first_tier(self) -> int | None:

@@ -276,7 +276,7 @@ def try_job(
     )
     if not tasks:
         return True
-    shape = _shape(job, tasks) if withheld is None else None
+    shape = gang_shape(job, tasks) if withheld is None else None
     known = session.known_failure(shape)
     if known is not None:
         session.record_reason(job, known)
@@ -324,7 +324,7 @@ def try_job(
     return False
 
 
-def _shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
+def gang_shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
     """What decides whether a gang fits: its queue, what is still needed, and each role's
     request, selectors, tolerations and pending count (not the job's name)."""
     roles: dict[int, int] = {}

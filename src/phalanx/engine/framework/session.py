@@ -89,6 +89,7 @@ class Session:
         self.holds: list[Hold] = []
         self.explanations: list[str] = []
         self._failures: dict[object, tuple[int, Reason]] = {}
+        self._eviction_failures: set[object] = set()
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
@@ -153,6 +154,20 @@ class Session:
         known = self._failures.get(shape)
         return known[1] if known is not None and known[0] == self._evictions else None
 
+    def eviction_failed(self, shape: object) -> bool:
+        """Whether making room by eviction failed earlier in this session for this shape.
+
+        ``shape`` names the action, the gang's shape (``gang_shape``), its priority and its
+        job-order key: what the shipped plugins judge a preemptor by. Sound because within
+        a session the victim pool and free room only shrink (evictions pipeline their
+        preemptors onto what they free), and queues only fill.
+        """
+        return shape in self._eviction_failures
+
+    def remember_eviction_failure(self, shape: object) -> None:
+        """Record that no eviction can make room for a gang of this shape now."""
+        self._eviction_failures.add(shape)
+
     def remember_failure(self, shape: object | None, reason: Reason) -> None:
         """Record that a gang of this shape cannot be placed now."""
         if shape is not None:
@@ -192,6 +207,7 @@ class Session:
         queue_keys: dict[str, tuple[object, ...]] = {}
         user_keys: dict[tuple[str, str], object] = {}
         tier = points.user_order.first_tier
+        prefix = len(points.job_order) if tier is None else points.job_order.length_before(tier)
 
         def rank(job: JobInfo) -> tuple[object, ...]:
             queue = job.queue.name
@@ -201,11 +217,10 @@ class Session:
             if user not in user_keys:
                 user_keys[user] = points.user_order.key(user)
             job_key = points.job_order.key(job)
-            before = job_key if tier is None else points.job_order.key_before(job, tier)
             return (
                 queue_keys[queue],
                 queue,
-                before,
+                job_key[:prefix],
                 user_keys[user],
                 job.user,
                 job_key,
