@@ -249,13 +249,20 @@ def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
 
 
 def describe_vector(session: Session, row: Vector) -> str:
-    """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``."""
-    snapshot = session.snapshot
-    parts = [
-        f"{snapshot.dims[i]}={format_amount(snapshot.dims[i], float(row[i] / snapshot.unit[i]))}"
-        for i in np.flatnonzero(np.isfinite(row) & (row != 0))
-    ]
-    return ", ".join(sorted(parts)) or "nothing"
+    """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``.
+
+    Remembered per session: reasons describe the same few rows over and over.
+    """
+    key = row.tobytes()
+    text = session.described.get(key)
+    if text is None:
+        snapshot = session.snapshot
+        parts = [
+            f"{snapshot.dims[i]}={format_amount(snapshot.dims[i], float(row[i] / snapshot.unit[i]))}"
+            for i in np.flatnonzero(np.isfinite(row) & (row != 0))
+        ]
+        text = session.described[key] = ", ".join(sorted(parts)) or "nothing"
+    return text
 
 
 def try_job(

@@ -90,6 +90,7 @@ class Session:
         self.explanations: list[str] = []
         self._failures: dict[object, tuple[int, Reason]] = {}
         self._eviction_failures: set[object] = set()
+        self.described: dict[bytes, str] = {}  # engine-unit rows as text (describe_vector)
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)

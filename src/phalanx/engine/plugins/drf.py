@@ -13,7 +13,7 @@ import numpy as np
 
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import JobInfo, Vector
+from phalanx.engine.snapshot import CHARGED, JobInfo, Vector
 
 
 class DrfPlugin(Plugin):
@@ -34,6 +34,8 @@ class DrfPlugin(Plugin):
             return 0.0 if row is None else share(row)
 
         def job_key(job: JobInfo) -> float:
+            if not any(job.counts[status] for status in CHARGED):
+                return 0.0  # nothing charged: a waiting job's usual case, without numpy
             return share(job.allocated)
 
         hooks.user_order(user_key)
