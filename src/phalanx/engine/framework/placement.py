@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,7 +45,7 @@ class ClassPlacer:
         cand = self.candidates
         every = cand.size == len(snap.nodes)  # slices copy faster than fancy indexing
 
-        def rows(array: NDArray[np.float64]) -> NDArray[np.float64]:
+        def rows(array: NDArray[Any]) -> NDArray[Any]:
             return array if every else array[cand]
 
         self.now_free = rows(snap.capacity) - rows(snap.used)
