@@ -48,13 +48,13 @@ class ClassPlacer:
         def rows(array: NDArray[Any]) -> NDArray[Any]:
             return array if every else array[cand]
 
-        self.now_free = rows(snap.capacity) - rows(snap.used)
+        self.now_free: NDArray[np.float64] = rows(snap.capacity) - rows(snap.used)
         self.withheld = None if withheld is None else rows(withheld)
         if self.withheld is not None:
             self.now_free -= self.withheld
         self.future_free = self.now_free + rows(snap.releasing)
         self.future_free -= rows(snap.pipelined)
-        self.slots = rows(snap.max_tasks) - rows(snap.task_count)
+        self.slots: NDArray[np.float64] = rows(snap.max_tasks) - rows(snap.task_count)
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.scores = self._score(sample, cand)
