@@ -29,7 +29,9 @@ from phalanx.sim.svg import Array
 
 
 class Changes:
-    """Every change of the GPUs held, in event order: (time, queue, +/- GPUs), 20 bytes each."""
+    """Every change of the GPUs held, in event order: (time, holder, +/- GPUs), 20 bytes each.
+
+    A holder is a queue or a user, by name."""
 
     __slots__ = ("d", "index", "q", "t")
 
@@ -38,7 +40,7 @@ class Changes:
         self.index: dict[str, int] = {}
 
     def add(self, t: float, queue: int, gpus: float) -> None:
-        """Record that ``queue`` (an index from ``queue_index``) took (+) or gave back (-) GPUs."""
+        """Record that holder ``queue`` (an index from ``queue_index``) took (+) or gave back (-) GPUs."""
         self.t.append(t)
         self.q.append(queue)
         self.d.append(gpus)
@@ -71,6 +73,7 @@ class JobSpan:
 
     queue: str
     qi: int  # the queue's index in the run's Changes
+    ui: int  # the user's index in the run's user_changes
     submit: float
     first_start: float | None = None
     end: float | None = None
@@ -91,7 +94,8 @@ class RunLog:
     start: float | None = None
     end: float = 0.0
     jobs: dict[str, JobSpan] = field(default_factory=dict)
-    changes: Changes = field(default_factory=Changes)
+    changes: Changes = field(default_factory=Changes)  # per queue
+    user_changes: Changes = field(default_factory=Changes)  # per user
     jct: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     delay: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
@@ -108,13 +112,13 @@ class RunLog:
             self.start = t
         self.end = max(self.end, t)
         if ev == "submit":
-            self._add_job(name, str(row.get("queue", "")), t)
+            self._add_job(name, str(row.get("queue", "")), str(row.get("user", "")), t)
             return
         if ev not in ("start", "finish", "fail", "evict", "kill"):
             return
         job = self.jobs.get(name)
         if job is None:  # no submit seen: count it from here
-            job = self._add_job(name, str(row.get("queue", "")), t)
+            job = self._add_job(name, str(row.get("queue", "")), str(row.get("user", "")), t)
         if ev == "start":
             self._start(job, row.get("tasks") or [], t)
             return
@@ -128,8 +132,13 @@ class RunLog:
         if ev == "finish":
             self.jct[job.queue].append(t - job.submit)
 
-    def _add_job(self, name: str, queue: str, t: float) -> JobSpan:
-        job = self.jobs[name] = JobSpan(queue=queue, qi=self.changes.queue_index(queue), submit=t)
+    def _add_job(self, name: str, queue: str, user: str, t: float) -> JobSpan:
+        job = self.jobs[name] = JobSpan(
+            queue=queue,
+            qi=self.changes.queue_index(queue),
+            ui=self.user_changes.queue_index(user),
+            submit=t,
+        )
         return job
 
     def _start(self, job: JobSpan, tasks: list[dict[str, Any]], t: float) -> None:
@@ -147,6 +156,7 @@ class RunLog:
             job.held[name] = (gpus, t)
             if gpus:
                 self.changes.add(t, job.qi, gpus)
+                self.user_changes.add(t, job.ui, gpus)
 
     def _release(self, job: JobSpan, task: str, t: float) -> None:
         entry = job.held.pop(task, None)
@@ -156,6 +166,7 @@ class RunLog:
         job.gpu_seconds += gpus * (t - since)
         if gpus:
             self.changes.add(t, job.qi, -gpus)
+            self.user_changes.add(t, job.ui, -gpus)
         if not job.held:
             job.intervals.append((job.since, t))
 

@@ -8,7 +8,7 @@ step functions between events.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +83,8 @@ class Metrics:
         self.jobs: dict[str, JobRecord] = {}
         self.gpu_alloc = _Series()
         self.queue_alloc: dict[str, _Series] = defaultdict(_Series)
+        self.user_alloc: dict[str, _Series] = defaultdict(_Series)
+        self._user_allocated: dict[str, float] = defaultdict(float)
         self.guarantee = queue_guarantees
         self.deserved = queue_deserved
         self.below_guarantee: dict[str, float] = defaultdict(float)
@@ -102,15 +104,19 @@ class Metrics:
         self._waiting[record.queue] += 1
 
     def allocation(
-        self, time: float, queue: str, resources: Mapping[str, float], sign: float
+        self, time: float, queue: str, user: str, resources: Mapping[str, float], sign: float
     ) -> None:
-        """A task of ``queue`` took (sign 1) or gave back (sign -1) ``resources`` at ``time``."""
+        """A task of ``user`` in ``queue`` took (sign 1) or gave back (sign -1) ``resources``."""
         self._advance(time)
         self._cpu += sign * resources.get("cpu", 0.0)
         self.cpu_alloc.set(time, self._cpu)
         gpus = sign * resources.get("gpu", 0.0)
+        if not gpus:
+            return
         self._allocated[queue] += gpus
         self.queue_alloc[queue].set(time, self._allocated[queue])
+        self._user_allocated[user] += gpus
+        self.user_alloc[user].set(time, self._user_allocated[user])
         self.gpu_alloc.set(time, sum(self._allocated.values()))
 
     def started(self, time: float, job: str) -> None:
@@ -174,22 +180,39 @@ class Metrics:
             "session_p99_ms": round(1000 * _pct(np.array(self.session_seconds), 99), 3),
             "sim_wall_s": round(sim_wall_s, 3),
             "per_queue": self.per_queue(start, end),
+            "per_user": self.per_user(start, end),
         }
 
     def per_queue(self, start: float, end: float) -> dict[str, dict[str, float | int]]:
         """Per queue: jobs, JCT, delay, starvation (longest wait), GPU share, time below guarantee."""
-        by_queue: dict[str, list[JobRecord]] = defaultdict(list)
+        result = self._per_group(lambda r: r.queue, self.queue_alloc, start, end)
+        for queue, figures in result.items():
+            figures["time_below_guarantee_s"] = round(self.below_guarantee.get(queue, 0.0), 3)
+        return result
+
+    def per_user(self, start: float, end: float) -> dict[str, dict[str, float | int]]:
+        """Per user: jobs, JCT, delay, starvation (longest wait), GPU share over the run."""
+        return self._per_group(lambda r: r.user, self.user_alloc, start, end)
+
+    def _per_group(
+        self,
+        group_of: Callable[[JobRecord], str],
+        alloc: Mapping[str, _Series],
+        start: float,
+        end: float,
+    ) -> dict[str, dict[str, float | int]]:
+        groups: dict[str, list[JobRecord]] = defaultdict(list)
         for record in self.jobs.values():
-            by_queue[record.queue].append(record)
+            groups[group_of(record)].append(record)
         result: dict[str, dict[str, float | int]] = {}
-        for queue in sorted(by_queue):
-            records = by_queue[queue]
+        for name in sorted(groups):
+            records = groups[name]
             jct = np.array([r.jct for r in records if r.jct is not None], dtype=float)
             waits = [
                 (r.first_start if r.first_start is not None else end) - r.submit for r in records
             ]
-            series = self.queue_alloc.get(queue)
-            result[queue] = {
+            series = alloc.get(name)
+            result[name] = {
                 "jobs": len(records),
                 "finished": int(jct.size),
                 "avg_jct_s": _mean(jct),
@@ -200,7 +223,6 @@ class Metrics:
                 "gpu_share_avg": round(series.average(start, end) / self.total_gpus, 6)
                 if series is not None and self.total_gpus
                 else 0.0,
-                "time_below_guarantee_s": round(self.below_guarantee.get(queue, 0.0), 3),
                 "preemptions": sum(r.preemptions for r in records),
             }
         return result

@@ -49,6 +49,8 @@ from phalanx.sim.svg import (
 MAX_POINTS: Final = 2000
 CDF_POINTS: Final = 400
 SHARE_BUCKETS: Final = 400
+#: Users drawn in the per-user share chart (those with the most GPU-seconds).
+TOP_USERS: Final = 10
 GANTT_JOBS: Final = 30
 _PERCENT_TICKS: Final = [(p / 100, f"{p}%") for p in (0, 25, 50, 75, 100)]
 
@@ -232,27 +234,53 @@ def _alloc_chart(run: RunLog) -> str:
     )
 
 
-def _share_chart(run: RunLog, colors: dict[str, str]) -> str:
+def _share_chart(
+    run: RunLog,
+    changes: Changes,
+    names: Sequence[str],
+    colors: dict[str, str],
+    who: str,
+    note: str = "",
+) -> str:
+    """GPUs held by each of ``names`` (queues or users) over time, stacked."""
     canvas, start = Canvas(), run.start or 0.0
     edges = np.linspace(start, max(run.end, start + 1.0), SHARE_BUCKETS + 1)
-    names = sorted(run.changes.index)
     stack, bands = np.zeros(SHARE_BUCKETS), []
-    for q in names:
-        top = stack + bucket_means(*run.changes.series(start, q), edges)
-        bands.append((q, stack, top))
+    for name in names:
+        top = stack + bucket_means(*changes.series(start, name), edges)
+        bands.append((name, stack, top))
         stack = top
     y = canvas.yscale(0.0, max(run.total_gpus, float(stack.max()), 1.0))
     x = _time_axes(canvas, run, y, [(n, fmt_number(n)) for n in nice_ticks(0.0, y.hi)], "GPUs")
-    for q, low, high in bands:
-        canvas.band(x, y, edges - start, low, high, fill=colors[q])
+    for name, low, high in bands:
+        canvas.band(x, y, edges - start, low, high, fill=colors[name])
     if run.total_gpus:
         canvas.hline(y.at(run.total_gpus), x, label=f"cluster: {run.total_gpus:,.0f} GPUs")
-    canvas.legend([(q, colors[q]) for q in reversed(names)])
+    canvas.legend([(name or "(none)", colors[name]) for name in reversed(names)])
     width = fmt_duration(float(edges[1] - edges[0]))
-    return _figure(canvas.render("GPUs per queue over time"), (
-        f"GPUs held by each queue, stacked (legend top to bottom as drawn); each step is the "
-        f"time average over {esc(width)}.")
+    return _figure(canvas.render(f"GPUs per {who} over time"), (
+        f"GPUs held by each {who}, stacked (legend top to bottom as drawn); each step is the "
+        f"time average over {esc(width)}.{note}")
     )  # fmt: skip
+
+
+def _user_share_chart(run: RunLog) -> str:
+    """The users with the most GPU-seconds, each with its own band (at most ``TOP_USERS``)."""
+    seconds: dict[int, float] = {}
+    for job in run.jobs.values():
+        seconds[job.ui] = seconds.get(job.ui, 0.0) + job.gpu_seconds
+    by_index = {index: user for user, index in run.user_changes.index.items()}
+    ranked = sorted((s for s in seconds.items() if s[1] > 0), key=lambda s: (-s[1], by_index[s[0]]))
+    top = [by_index[index] for index, _ in ranked[:TOP_USERS]]
+    if not top:
+        return ""
+    colors = {user: color(i) for i, user in enumerate(top)}
+    note = (
+        f" The {len(top)} users with the most GPU-seconds of {len(ranked)} are shown."
+        if len(ranked) > len(top)
+        else ""
+    )
+    return _share_chart(run, run.user_changes, top, colors, "user", esc(note))
 
 
 def _gantt(run: RunLog, colors: dict[str, str]) -> str:
@@ -326,7 +354,8 @@ def _run_section(index: int, run: RunLog, colors: dict[str, str]) -> str:
         _cdf_chart(delay, "queueing delay", "Queueing delay (submission to first start) per "
                    "queue; delays under 1 s, most often zero, are drawn at 1 s."),
         _alloc_chart(run),
-        _share_chart(run, colors),
+        _share_chart(run, run.changes, sorted(run.changes.index), colors, "queue"),
+        _user_share_chart(run),
         _gantt(run, colors),
         "</section>",
     ]  # fmt: skip
@@ -370,7 +399,8 @@ def render_report(runs: Sequence[Path], out: Path, *, title: str) -> None:
         run = read_run(folder)
         run.name = name
         sections.append(_run_section(i, run, colors))
-        run.jobs, run.changes = {}, Changes()  # past here only the summary and the CDFs are used
+        # past here only the summary and the CDFs are used
+        run.jobs, run.changes, run.user_changes = {}, Changes(), Changes()
         data.append(run)
     body = [
         f"<h1>{esc(title)}</h1>",

@@ -249,7 +249,9 @@ class Simulation:
             for bind in binds:
                 task = self._tasks[bind.task]
                 self.state.set_task(task, TaskPhase.BOUND, bind.node, start_time=now)
-                self.metrics.allocation(now, task.job.queue.name, task.role.resources, 1.0)
+                self.metrics.allocation(
+                    now, task.job.queue.name, task.job.user, task.role.resources, 1.0
+                )
             self.state.set_phase(job, JobPhase.RUNNING)
             if self._out is not None:
                 rows = [self._task_row(self._tasks[b.task], b.node) for b in binds]
@@ -286,7 +288,9 @@ class Simulation:
                     self.metrics.started(now, task.job.name)
             return
         if task.status in ON_NODE:
-            self.metrics.allocation(now, task.job.queue.name, task.role.resources, -1.0)
+            self.metrics.allocation(
+                now, task.job.queue.name, task.job.user, task.role.resources, -1.0
+            )
         if event.kind is TaskEventKind.LOST:
             self._lost(task, now)
         elif event.stopped and event.exit_code == 137:
@@ -368,7 +372,7 @@ class Simulation:
         self._emit(now, "fail", job, tasks=[s.task for s in stops], reason="out of retries")
         for task in info.tasks:
             if task.status in ON_NODE:
-                self.metrics.allocation(now, info.queue.name, task.role.resources, -1.0)
+                self.metrics.allocation(now, info.queue.name, info.user, task.role.resources, -1.0)
         self.metrics.ended(now, job, "failed")
         for t in info.tasks:
             self._tasks.pop(t.name, None)

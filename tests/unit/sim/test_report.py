@@ -16,7 +16,7 @@ from phalanx.sim.report import CDF_POINTS, GANTT_JOBS, MAX_POINTS, render_report
 from phalanx.sim.svg import cdf, downsample_steps, esc, fmt_duration, time_ticks
 
 HOSTILE = "<script>alert(1)</script>"
-CHARTS_PER_RUN = 5  # JCT CDF, delay CDF, allocation, queue shares, Gantt
+CHARTS_PER_RUN = 6  # JCT CDF, delay CDF, allocation, queue shares, user shares, Gantt
 OVERLAYS = 2  # JCT and delay CDFs of all runs
 
 
@@ -126,6 +126,8 @@ def test_events_give_allocation_jct_delay_and_spans(two_runs: list[Path]) -> Non
         5400.0: 8.0,
         9000.0: 0.0,
     }
+    by_user = run.user_changes.series(run.start or 0.0, "u")  # the one user holds it all
+    assert dict(zip(by_user[0].tolist(), by_user[1].tolist(), strict=True)) == held
     assert run.jct == {"nlp": [5400.0], HOSTILE: [8990.0]}
     assert run.delay == {"nlp": [30.0], HOSTILE: [50.0]}
     bad = run.jobs[f"job-{HOSTILE}"]

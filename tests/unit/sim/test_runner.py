@@ -94,3 +94,15 @@ def test_queues_from_the_workload_or_given() -> None:
     queues = tuple(Queue(name=q) for q in sorted({j.job.queue for j in workload.jobs}))
     _, summary = _run(Workload(jobs=workload.jobs, queues=queues))
     assert set(summary["per_queue"]) == {q.name for q in queues}
+
+
+def test_per_user_figures_add_up_to_the_cluster() -> None:
+    workload = _workload()
+    _, summary = _run(workload, options=SimOptions())
+    per_user = summary["per_user"]
+    assert isinstance(per_user, dict)
+    assert set(per_user) == {j.job.user for j in workload.jobs}
+    assert sum(u["jobs"] for u in per_user.values()) == summary["jobs"]
+    total_share = sum(u["gpu_share_avg"] for u in per_user.values())
+    assert total_share == pytest.approx(summary["gpu_alloc_ratio_avg"], abs=1e-4)
+    assert all(u["starvation_s"] >= u["avg_queue_delay_s"] for u in per_user.values())
