@@ -10,8 +10,8 @@ cannot help it, only idle or released resources (or a larger share) can.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -32,7 +32,7 @@ class ReclaimAction(Action):
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
         waiting = session.ranked(waiting)
-        victims = _other_queue_victims(session)
+        victims = partial(_other_queue_victims, session)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue
@@ -40,8 +40,8 @@ class ReclaimAction(Action):
                 _explain_no_share(session, job)
 
 
-def _other_queue_victims(session: Session) -> Callable[[JobInfo], list[TaskInfo]]:
-    return lambda job: [
+def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
+    return [
         t
         for other in session.snapshot.jobs.values()
         if other.queue is not job.queue and other.spec.preemptible and other.queue.spec.reclaimable
