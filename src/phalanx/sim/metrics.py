@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from phalanx.sim.fragmentation import FragmentationSummary
+
 
 @dataclass(slots=True)
 class JobRecord:
@@ -84,6 +86,8 @@ class Metrics:
         self.gpu_alloc = _Series()
         self.queue_alloc: dict[str, _Series] = defaultdict(_Series)
         self.user_alloc: dict[str, _Series] = defaultdict(_Series)
+        self.fragmented = _Series()  # fragmented GPUs (FGD), sampled after sessions
+        self.frag_rate = _Series()  # fragmented / free GPUs
         self._user_allocated: dict[str, float] = defaultdict(float)
         self.guarantee = queue_guarantees
         self.deserved = queue_deserved
@@ -118,6 +122,11 @@ class Metrics:
         self._user_allocated[user] += gpus
         self.user_alloc[user].set(time, self._user_allocated[user])
         self.gpu_alloc.set(time, sum(self._allocated.values()))
+
+    def fragmentation(self, time: float, measured: FragmentationSummary) -> None:
+        """GPU fragmentation as FGD defines it, measured at ``time``."""
+        self.fragmented.set(time, measured.fragmented_gpus)
+        self.frag_rate.set(time, measured.rate)
 
     def started(self, time: float, job: str) -> None:
         record = self.jobs[job]
@@ -173,6 +182,12 @@ class Metrics:
             "cpu_alloc_ratio_avg": round(self.cpu_alloc.average(start, end) / self.total_cpu, 6)
             if self.total_cpu
             else 0.0,
+            "gpu_fragmented_ratio_avg": round(
+                self.fragmented.average(start, end) / self.total_gpus, 6
+            )
+            if self.total_gpus
+            else 0.0,
+            "gpu_frag_rate_avg": round(self.frag_rate.average(start, end), 6),
             "preemptions": self.preemptions,
             "jain_fairness": self.jain(start, end),
             "sessions": len(self.session_seconds),

@@ -85,6 +85,8 @@ _ROWS: Final = (
     ("makespan_s", "makespan", "duration", "low"),
     ("throughput_jobs_per_h", "throughput (jobs/h)", "ratio", "high"),
     ("gpu_alloc_ratio_avg", "GPU allocation, time average", "percent", "high"),
+    ("gpu_fragmented_ratio_avg", "fragmented GPUs (FGD) / all GPUs, time average", "percent", "low"),
+    ("gpu_frag_rate_avg", "fragmented / free GPUs (FGD), time average", "percent", "low"),
     ("jain_fairness", "Jain's fairness index over queues", "ratio", "high"),
     ("preemptions", "preemptions", "count", ""), ("sessions", "scheduling sessions", "count", ""),
     ("session_p50_ms", "session wall time p50 (ms)", "ratio", "low"),

@@ -26,6 +26,7 @@ from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.sim.cluster import SimCluster
+from phalanx.sim.fragmentation import FragmentationProbe
 from phalanx.sim.loop import EventLoop, Priority
 from phalanx.sim.metrics import JobRecord, Metrics
 from phalanx.sim.workload import Workload, WorkloadJob
@@ -44,6 +45,7 @@ class SimOptions:
     node_mtbf: float | None = None  # mean seconds between failures of one node; None: none fail
     node_mttr: float = 3600.0  # mean seconds to repair a failed node
     oracle_runtime: bool = False  # give the scheduler each job's true duration as its estimate
+    fragmentation_every: float = 600.0  # seconds between samples of GPU fragmentation (FGD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ class Simulation:
         self._wake_at: float | None = None
         self._rng = np.random.default_rng(options.seed)
         self._node_names = [n.name for n in nodes]
+        self._fragmentation = FragmentationProbe.of(self.state.snapshot, workload)
+        self._sampled_at: float | None = None
 
     # -- driving --------------------------------------------------------------------------
 
@@ -208,9 +212,17 @@ class Simulation:
         decisions = self.state.cycle(self.config, now=now, registry=self.registry)
         self.metrics.session_seconds.append(time.perf_counter() - started)
         self._apply(decisions, now)
+        self._sample_fragmentation(now)
         self._plan_periodic(
             now, decided=bool(decisions.binds or decisions.evictions or decisions.admitted)
         )
+
+    def _sample_fragmentation(self, now: float) -> None:
+        """Record GPU fragmentation after a session, at most every ``fragmentation_every`` s."""
+        due = self._sampled_at is None or now - self._sampled_at >= self.options.fragmentation_every
+        if self._fragmentation is not None and due:
+            self._sampled_at = now
+            self.metrics.fragmentation(now, self._fragmentation.measure(self.state.snapshot))
 
     def _plan_periodic(self, now: float, *, decided: bool) -> None:
         """Schedule the next periodic session, backing off while sessions decide nothing.

@@ -106,3 +106,11 @@ def test_per_user_figures_add_up_to_the_cluster() -> None:
     total_share = sum(u["gpu_share_avg"] for u in per_user.values())
     assert total_share == pytest.approx(summary["gpu_alloc_ratio_avg"], abs=1e-4)
     assert all(u["starvation_s"] >= u["avg_queue_delay_s"] for u in per_user.values())
+
+
+def test_fragmentation_is_sampled_and_bounded_by_free_gpus() -> None:
+    _, summary = _run(_workload(), options=SimOptions(fragmentation_every=60.0))
+    fragmented = summary["gpu_fragmented_ratio_avg"]
+    assert isinstance(fragmented, float) and isinstance(summary["gpu_alloc_ratio_avg"], float)
+    assert 0.0 < fragmented <= 1.0 - summary["gpu_alloc_ratio_avg"] + 1e-6
+    assert 0.0 < summary["gpu_frag_rate_avg"] <= 1.0  # type: ignore[operator]
