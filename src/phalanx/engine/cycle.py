@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass
+
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import (
     Admit,
@@ -14,8 +17,8 @@ from phalanx.engine.decisions import (
     Reservation,
     Unschedulable,
 )
-from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.framework.plugin import Hooks
+from phalanx.engine.framework.config import PluginConfig, SchedulerConfig
+from phalanx.engine.framework.plugin import Action, Hooks, Plugin
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
@@ -32,18 +35,51 @@ def builtin_registry() -> Registry:
     return _BUILTIN
 
 
+@dataclass(frozen=True, slots=True)
+class _Instances:
+    """The plugins (with their tier and config) and actions one config names, built once."""
+
+    config: SchedulerConfig
+    registry: Registry
+    plugins: tuple[tuple[int, PluginConfig, Plugin], ...]
+    actions: tuple[Action, ...]
+
+
+_INSTANCES: deque[_Instances] = deque(maxlen=8)  # the configs used most recently
+
+
+def _instances(config: SchedulerConfig, registry: Registry) -> _Instances:
+    """Plugin and action instances for ``config``, reused while the same config is used.
+
+    Instances hold only their validated args; what a session needs lives in what
+    ``open`` registers, so one instance may serve many sessions.
+    """
+    for found in _INSTANCES:
+        if found.config is config and found.registry is registry:
+            return found
+    built = _Instances(
+        config,
+        registry,
+        tuple(
+            (tier_index, plugin_config, registry.plugin(plugin_config.name, plugin_config.args))
+            for tier_index, tier in enumerate(config.tiers)
+            for plugin_config in tier
+        ),
+        tuple(registry.action(a.name, a.args) for a in config.actions),
+    )
+    _INSTANCES.append(built)
+    return built
+
+
 def open_session(
     snapshot: Snapshot, config: SchedulerConfig, *, now: float, registry: Registry | None = None
 ) -> Session:
     """A session with every configured plugin registered, before any action runs."""
-    registry = registry or builtin_registry()
     session = Session(snapshot, config, now=now)
-    for tier_index, tier in enumerate(config.tiers):
-        for plugin_config in tier:
-            plugin = registry.plugin(plugin_config.name, plugin_config.args)
-            plugin.open(
-                session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled)
-            )
+    for tier_index, plugin_config, plugin in _instances(
+        config, registry or builtin_registry()
+    ).plugins:
+        plugin.open(session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled))
     return session
 
 
@@ -62,7 +98,7 @@ def run_cycle(
     before (drivers that keep one snapshot up to date apply the Decisions themselves).
     """
     session = open_session(snapshot, config, now=now, registry=registry)
-    actions = [(registry or builtin_registry()).action(a.name, a.args) for a in config.actions]
+    actions = _instances(config, registry or builtin_registry()).actions
     for action in actions:
         action.open(session)
     for action in actions:

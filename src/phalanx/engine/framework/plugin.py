@@ -70,7 +70,9 @@ class _Configurable:
 class Plugin(_Configurable):
     """A noun: registers callbacks on extension points when a session opens.
 
-    Subclasses set ``name`` (and ``accepted_args``) and override ``open``.
+    Subclasses set ``name`` (and ``accepted_args``) and override ``open``. One instance
+    may serve many sessions: keep per-session state in what ``open`` registers (its
+    closures), never on ``self``.
     """
 
     kind = "plugin"
@@ -80,7 +82,10 @@ class Plugin(_Configurable):
 
 
 class Action(_Configurable):
-    """A verb: one step of the session. Subclasses set ``name`` and override ``execute``."""
+    """A verb: one step of the session. Subclasses set ``name`` and override ``execute``.
+
+    One instance may serve many sessions: keep no session state on ``self``.
+    """
 
     kind = "action"
 
