@@ -60,7 +60,7 @@ class _Wake:
 
 @dataclass(frozen=True, slots=True)
 class _Session:
-    pass
+    at: float  # a session replaced by an earlier request is stale and does not run
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,8 @@ class Simulation:
             for task_event in self.cluster.poll(now=now):
                 self._on_task_event(task_event, now)
         elif isinstance(event, _Session):
+            if event.at != self._session_at:
+                return
             self._session_at = None
             self._session(now)
         else:
@@ -171,7 +173,7 @@ class Simulation:
     def _request_session(self, at: float) -> None:
         if self._session_at is None or at < self._session_at:
             self._session_at = at
-            self.loop.schedule(at, Priority.SESSION, _Session())
+            self.loop.schedule(at, Priority.SESSION, _Session(at))
 
     def _schedule_wake(self) -> None:
         due = self.cluster.next_event_time()
@@ -238,8 +240,12 @@ class Simulation:
         busy = bool(self.state.snapshot.task_count.any()) or len(self.loop) > 0
         if not decided and not busy:
             return
-        self._idle_sessions = 0 if decided else self._idle_sessions + 1
-        wait = min(self.options.period * 2**self._idle_sessions, self.options.max_period)
+        period, cap = self.options.period, self.options.max_period
+        if decided:
+            self._idle_sessions = 0
+        elif self._idle_sessions < 60 and period * 2.0**self._idle_sessions < cap:
+            self._idle_sessions += 1  # stops doubling at the cap: no overflow however long
+        wait = min(period * 2.0**self._idle_sessions, cap)
         self._request_session(now + wait)
 
     def _apply(self, decisions: Decisions, now: float) -> None:
