@@ -47,6 +47,7 @@ def philly(policies: list[str]) -> None:
             "avg_queue_delay_s",
             "p95_queue_delay_s",
             "gpu_alloc_ratio_avg",
+            "gpu_fragmented_ratio_avg",
             "preemptions",
             "sessions",
             "session_p99_ms",

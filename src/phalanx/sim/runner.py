@@ -85,7 +85,11 @@ class Simulation:
         options: SimOptions = SimOptions(),
         events_out: TextIO | None = None,
         registry: Registry | None = None,
+        on_event: Callable[[dict[str, object]], None] | None = None,
+        on_session: Callable[[float, Decisions], None] | None = None,
     ) -> None:
+        """``events_out`` receives events.jsonl; ``on_event`` gets each of its rows as a
+        dict and ``on_session`` each session's time and Decisions once they are applied."""
         self.options = options
         self.config = config
         self.registry = registry
@@ -105,6 +109,8 @@ class Simulation:
             },
         )
         self._out = events_out
+        self._on_event = on_event
+        self._on_session = on_session
         self._tasks: dict[str, TaskInfo] = {}
         self._session_at: float | None = None
         self._idle_sessions = 0
@@ -214,6 +220,8 @@ class Simulation:
         decisions = self.state.cycle(self.config, now=now, registry=self.registry)
         self.metrics.session_seconds.append(time.perf_counter() - started)
         self._apply(decisions, now)
+        if self._on_session is not None:
+            self._on_session(now, decisions)
         self._sample_fragmentation(now)
         self._plan_periodic(
             now, decided=bool(decisions.binds or decisions.evictions or decisions.admitted)
@@ -271,7 +279,7 @@ class Simulation:
                     now, task.job.queue.name, task.job.user, task.role.resources, 1.0
                 )
             self.state.set_phase(job, JobPhase.RUNNING)
-            if self._out is not None:
+            if self._out is not None or self._on_event is not None:
                 rows = [self._task_row(self._tasks[b.task], b.node) for b in binds]
                 self._emit(now, "start", job, tasks=rows)
             self.cluster.start(binds, now=now)
@@ -427,7 +435,7 @@ class Simulation:
         return {"task": task.name, "node": node, "gpus": list(task.gpus), "resources": resources}
 
     def _emit(self, now: float, ev: str, job: str, **extra: object) -> None:
-        if self._out is None:
+        if self._out is None and self._on_event is None:
             return
         record = self.metrics.jobs.get(job)
         row: dict[str, object] = {
@@ -438,7 +446,10 @@ class Simulation:
             "user": record.user if record else "",
         }
         row.update(extra)
-        self._out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if self._out is not None:
+            self._out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if self._on_event is not None:
+            self._on_event(row)
 
 
 def _in_order(names: Iterable[str]) -> list[str]:

@@ -18,6 +18,8 @@ def test_demo_runs_the_story_to_the_end() -> None:
     assert "preempt" in result.output
     assert "reserved" in result.output
     assert "moe-64gpu finished" in result.output
+    assert "placed moe-64gpu: 4 task(s) on dgx-0, dgx-1, dgx-2, dgx-3" in result.output
+    assert "backfill: notebook-0 runs on reserved room" in result.output
     assert "no node is big enough" in result.output
 
 

@@ -114,3 +114,20 @@ def test_fragmentation_is_sampled_and_bounded_by_free_gpus() -> None:
     assert isinstance(fragmented, float) and isinstance(summary["gpu_alloc_ratio_avg"], float)
     assert 0.0 < fragmented <= 1.0 - summary["gpu_alloc_ratio_avg"] + 1e-6
     assert 0.0 < summary["gpu_frag_rate_avg"] <= 1.0  # type: ignore[operator]
+
+
+def test_observers_see_every_event_row_and_every_session() -> None:
+    out = io.StringIO()
+    rows: list[dict[str, object]] = []
+    sessions: list[float] = []
+    sim = Simulation(
+        NODES,
+        _workload(),
+        default_config(),
+        events_out=out,
+        on_event=rows.append,
+        on_session=lambda now, decisions: sessions.append(now),
+    )
+    metrics = sim.run()
+    assert rows == [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(sessions) == len(metrics.session_seconds) and sessions == sorted(sessions)
