@@ -30,15 +30,18 @@ class ProportionPlugin(QuotaPlugin):
 
 
 def _demands(session: Session) -> dict[str, Vector]:
-    """allocated + pending request per queue, rolled up the tree, capped by capability."""
+    """allocated + pending request per queue, rolled up the tree, capped by capability.
+
+    Queues keep their (rolled-up) allocation as tasks move, and only waiting jobs have
+    pending tasks, so this costs what the waiting jobs do, not every job."""
     snapshot = session.snapshot
-    demand = {name: np.zeros(len(snapshot.dims)) for name in snapshot.queues}
-    for job in snapshot.jobs.values():
+    demand = {name: queue.allocated.copy() for name, queue in snapshot.queues.items()}
+    for job in snapshot.waiting.values():
         if job.phase in (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED):
             continue
         pending = sum((t.request for t in job.pending_tasks()), np.zeros(len(snapshot.dims)))
         for queue in job.queue.ancestors:
-            demand[queue.name] += job.allocated + pending
+            demand[queue.name] += pending
     for queue in snapshot.queues.values():
         demand[queue.name] = np.minimum(demand[queue.name], queue.capability)
     return demand
