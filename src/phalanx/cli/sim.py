@@ -7,6 +7,7 @@ row, a broken policy file) ends with a one-line error naming the field and the f
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Sequence
@@ -105,7 +106,16 @@ def _play(
         **metrics.summary(sim_wall_s=simulation.wall_seconds),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    _write_jobs(out / "jobs.csv", metrics.per_job())
     return summary
+
+
+def _write_jobs(path: Path, rows: list[dict[str, object]]) -> None:
+    """Per-job figures, one CSV row per job (empty cells where a job never started or ended)."""
+    with path.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]) if rows else ["job"])
+        writer.writeheader()
+        writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
 
 
 def _run_all(

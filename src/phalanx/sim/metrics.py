@@ -38,6 +38,12 @@ class JobRecord:
         return None if self.first_start is None else self.first_start - self.submit
 
     @property
+    def slowdown(self) -> float | None:
+        """JCT over the job's run time (at least 1 s): 1 means it never waited or lost work."""
+        jct = self.jct
+        return None if jct is None else jct / max(self.duration, 1.0)
+
+    @property
     def jct(self) -> float | None:
         """Job completion time: submission to successful end."""
         return (
@@ -170,7 +176,7 @@ class Metrics:
             "avg_queue_delay_s": _mean(delay),
             "p95_queue_delay_s": _pct(delay, 95),
             "avg_slowdown": _mean(
-                np.array([r.jct / max(r.duration, 1.0) for r in finished if r.jct is not None])
+                np.array([r.slowdown for r in finished if r.slowdown is not None])
             ),
             "makespan_s": round(end - start, 3),
             "throughput_jobs_per_h": round(len(finished) / ((end - start) / 3600.0), 3)
@@ -197,6 +203,29 @@ class Metrics:
             "per_queue": self.per_queue(start, end),
             "per_user": self.per_user(start, end),
         }
+
+    def per_job(self) -> list[dict[str, object]]:
+        """One row per job, in submission order: what jobs.csv holds."""
+        rows: list[dict[str, object]] = []
+        for r in sorted(self.jobs.values(), key=lambda r: (r.submit, r.name)):
+            rows.append(
+                {
+                    "job": r.name,
+                    "queue": r.queue,
+                    "user": r.user,
+                    "gpus": r.gpus,
+                    "submit_s": r.submit,
+                    "start_s": r.first_start,
+                    "end_s": r.end,
+                    "outcome": r.outcome,
+                    "queue_delay_s": r.queue_delay,
+                    "jct_s": r.jct,
+                    "slowdown": None if r.slowdown is None else round(r.slowdown, 6),
+                    "preemptions": r.preemptions,
+                    "restarts": r.restarts,
+                }
+            )
+        return rows
 
     def per_queue(self, start: float, end: float) -> dict[str, dict[str, float | int]]:
         """Per queue: jobs, JCT, delay, starvation (longest wait), GPU share, time below guarantee."""

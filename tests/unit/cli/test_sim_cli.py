@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -90,6 +91,14 @@ def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["finished"] == 6 and summary["total_gpus"] == 8
     assert (out / "report.html").exists()
+    with (out / "jobs.csv").open(encoding="utf-8") as file:
+        jobs = list(csv.DictReader(file))
+    assert [j["job"] for j in jobs] == [f"j{i}" for i in range(6)]
+    # 8 GPUs, 2 per job, a job every 10 s for 100 s: the fifth and sixth wait for the
+    # first and second to end (sessions come 1 s after an arrival or a release)
+    assert [float(j["queue_delay_s"]) for j in jobs] == [1.0, 1.0, 1.0, 1.0, 62.0, 62.0]
+    assert all(float(j["jct_s"]) == float(j["queue_delay_s"]) + 100 for j in jobs)
+    assert {j["outcome"] for j in jobs} == {"finished"}
 
 
 @pytest.mark.parametrize(
