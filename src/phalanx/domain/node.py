@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.resources import Resources
+from phalanx.domain.topology import GpuTopology
 
 
 class TaintEffect(StrEnum):
@@ -46,12 +48,14 @@ class Toleration:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Gpu:
-    """One GPU card of a node."""
+    """One GPU card of a node. Peers and NIC come from the node's ``gpu_topology`` when known."""
 
     index: int
     model: str = ""
     memory: float = 0.0  # bytes
     numa: int = 0
+    nvlink_peers: tuple[int, ...] = ()  # indexes of GPUs reached over NVLink
+    nic: str | None = None  # name of the NIC with the best link to this GPU
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +67,16 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     gpus: tuple[Gpu, ...] = ()
+    gpu_topology: GpuTopology | None = None  # links between the GPUs and NICs, when known
     network: Mapping[str, str] = field(default_factory=dict)  # tier -> switch, e.g. tor -> tor-3
     max_tasks: int | None = None
     schedulable: bool = True  # False once cordoned
+
+    def __post_init__(self) -> None:
+        if self.gpu_topology is not None and self.gpu_topology.count != len(self.gpus):
+            raise InvalidInput(
+                f"node {self.name}: the GPU topology describes {self.gpu_topology.count} GPUs "
+                f"but the node has {len(self.gpus)}",
+                field="gpu_topology",
+                fix="give one Gpu per GPU of the topology",
+            )

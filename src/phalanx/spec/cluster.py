@@ -4,6 +4,10 @@ Guarantees: node ``i`` of group ``g`` is named ``g-i`` (from 0) and names are un
 across the cluster; every network template renders for every node; capacity
 includes ``gpu`` (and ``gpu-memory`` when the GPU memory is given) from ``gpus``;
 labels carry ``phalanx.io/node-group`` and, when known, the GPU model and topology.
+``gpus.topology`` is a preset name (``dgx-a100``, ``dgx-h100``, ``dgx1-v100``,
+``pcie-4gpu``), the text printed by ``nvidia-smi topo -m``, or an explicit matrix;
+each node then carries the ``GpuTopology`` and its GPUs their NUMA node, NVLink
+peers and nearest NIC.
 """
 
 from __future__ import annotations
@@ -11,13 +15,15 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Annotated, Final, Literal, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
-from phalanx.domain.errors import DocumentError
+from phalanx.domain.errors import DocumentError, InvalidInput
 from phalanx.domain.node import Gpu, Node
 from phalanx.domain.resources import GPU, GPU_MEMORY, Resources, canonical_amount
+from phalanx.domain.topology import GpuTopology, preset
 from phalanx.spec.common import (
     API_VERSION,
+    UNION_TAG,
     DnsLabel,
     LabelKey,
     LabelValue,
@@ -29,6 +35,7 @@ from phalanx.spec.common import (
 from phalanx.spec.placement import TaintSpec
 from phalanx.spec.quantity import Quantity, ResourceMap, resources_of
 from phalanx.spec.template import IndexTemplate
+from phalanx.spec.topology import TopologyMatrixSpec, parse_nvidia_smi_topo
 
 #: Most nodes one Cluster document may describe; a guard against hostile input.
 MAX_NODES: Final = 100_000
@@ -36,6 +43,8 @@ MAX_NODES: Final = 100_000
 NODE_GROUP_LABEL: Final = "phalanx.io/node-group"
 GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 GPU_TOPOLOGY_LABEL: Final = "phalanx.io/gpu-topology"
+#: Value of the topology label when the topology is given as a matrix or nvidia-smi text.
+CUSTOM_TOPOLOGY: Final = "custom"
 
 
 def _check_template(text: str) -> str:
@@ -46,17 +55,69 @@ def _check_template(text: str) -> str:
     return text
 
 
+def _topology_form(value: object) -> str:
+    return f"{UNION_TAG}{'matrix' if isinstance(value, dict | TopologyMatrixSpec) else 'text'}"
+
+
+#: ``gpus.topology``: a preset name or ``nvidia-smi topo -m`` text, or a matrix mapping.
+TopologyValue = Annotated[
+    Annotated[str, Tag(f"{UNION_TAG}text")]
+    | Annotated[TopologyMatrixSpec, Tag(f"{UNION_TAG}matrix")],
+    Discriminator(_topology_form),
+]
+
+
 class GpuSpec(SpecModel):
     """``gpus``: how many identical GPUs each node has, their model and memory."""
 
     count: Annotated[int, Field(ge=1)]
     model: LabelValue = ""
     memory: Quantity | None = None
-    topology: LabelValue | None = None  # a preset name such as dgx-a100, kept as written
+    # a preset name such as dgx-a100, `nvidia-smi topo -m` output, or a matrix
+    topology: TopologyValue | None = None
+
+    @model_validator(mode="after")
+    def _topology_fits(self) -> Self:
+        try:
+            topology = self.gpu_topology()
+        except InvalidInput as error:
+            raise from_invalid(error, at=("topology",)) from None
+        if topology is not None and topology.count != self.count:
+            raise located(
+                f"the topology describes {topology.count} GPUs but count is {self.count}",
+                "make count match the topology's GPUs",
+                at=("topology",),
+            )
+        return self
 
     def memory_bytes(self) -> float:
         """Memory of one GPU in bytes (0 when not given)."""
         return 0.0 if self.memory is None else canonical_amount(GPU_MEMORY, self.memory)
+
+    def gpu_topology(self) -> GpuTopology | None:
+        """The topology of each node, or None when not given."""
+        topology = self.topology
+        if topology is None:
+            return None
+        if isinstance(topology, TopologyMatrixSpec):
+            return topology.to_domain()
+        if _is_nvidia_smi_text(topology):
+            return parse_nvidia_smi_topo(topology)
+        return preset(topology)
+
+    def topology_label(self) -> str | None:
+        """The preset name, ``custom`` for a matrix or nvidia-smi text, None without one."""
+        if self.topology is None:
+            return None
+        if isinstance(self.topology, TopologyMatrixSpec) or _is_nvidia_smi_text(self.topology):
+            return CUSTOM_TOPOLOGY
+        return self.topology
+
+
+def _is_nvidia_smi_text(topology: str) -> bool:
+    """True for ``nvidia-smi topo -m`` output, False for a preset name."""
+    text = topology.strip()
+    return "\n" in text or text.startswith("GPU0")
 
 
 class NodeGroupSpec(SpecModel):
@@ -98,11 +159,13 @@ class NodeGroupSpec(SpecModel):
         labels = dict(self.labels)
         labels[NODE_GROUP_LABEL] = self.name
         gpus: tuple[Gpu, ...] = ()
+        topology: GpuTopology | None = None
         if self.gpus is not None:
             memory = self.gpus.memory_bytes()
             count = self.gpus.count
             capacity += Resources.of({GPU: count, GPU_MEMORY: count * memory})
-            gpus = tuple(Gpu(index=i, model=self.gpus.model, memory=memory) for i in range(count))
+            topology = self.gpus.gpu_topology()
+            gpus = _gpus(self.gpus.model, memory, count, topology)
             labels.update(_gpu_labels(self.gpus))
         templates = {tier: IndexTemplate.parse(text) for tier, text in self.network.items()}
         shared_labels = MappingProxyType(labels)  # one read-only mapping for every node
@@ -113,6 +176,7 @@ class NodeGroupSpec(SpecModel):
                 labels=shared_labels,
                 taints=tuple(taint.to_domain() for taint in self.taints),
                 gpus=gpus,
+                gpu_topology=topology,
                 network={tier: t.render(index) for tier, t in templates.items()},
                 max_tasks=self.max_tasks,
             )
@@ -120,10 +184,30 @@ class NodeGroupSpec(SpecModel):
         )
 
 
+def _gpus(model: str, memory: float, count: int, topology: GpuTopology | None) -> tuple[Gpu, ...]:
+    if topology is None:
+        return tuple(Gpu(index=i, model=model, memory=memory) for i in range(count))
+    cards = []
+    for i in range(count):
+        nic = topology.nearest_nic(i)
+        cards.append(
+            Gpu(
+                index=i,
+                model=model,
+                memory=memory,
+                numa=topology.numa[i],
+                nvlink_peers=topology.nvlink_peers(i),
+                nic=None if nic is None else topology.nics[nic].name,
+            )
+        )
+    return tuple(cards)
+
+
 def _gpu_labels(gpus: GpuSpec) -> dict[str, str]:
     labels = {GPU_MODEL_LABEL: gpus.model} if gpus.model else {}
-    if gpus.topology:
-        labels[GPU_TOPOLOGY_LABEL] = gpus.topology
+    label = gpus.topology_label()
+    if label:
+        labels[GPU_TOPOLOGY_LABEL] = label
     return labels
 
 

@@ -30,6 +30,9 @@ API_VERSION: Final = "phalanx/v1"
 #: Error type of every failure raised by phalanx validators (see ``located``).
 ERROR_TYPE: Final = "phalanx"
 
+#: Prefix of the tags of tagged unions; error paths leave such tags out.
+UNION_TAG: Final = "union:"
+
 Loc: TypeAlias = tuple[str | int, ...]
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from phalanx.domain.errors import DocumentError
-from phalanx.spec.common import ERROR_TYPE, Loc
+from phalanx.spec.common import ERROR_TYPE, UNION_TAG, Loc
 
 #: Problems listed in one message; the rest are counted.
 MAX_PROBLEMS: Final = 10
@@ -53,6 +53,8 @@ def format_path(loc: Iterable[str | int]) -> str:
     """
     text = ""
     for part in loc:
+        if isinstance(part, str) and part.startswith(UNION_TAG):
+            continue  # which member of a tagged union: not a place in the document
         if isinstance(part, int):
             text += f"[{part}]"
         elif part == "[key]":

@@ -8,6 +8,7 @@ from phalanx.domain.job import Job
 from phalanx.domain.node import Gpu
 from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
+from phalanx.domain.topology import preset
 from phalanx.spec import (
     ClusterDocument,
     JobDocument,
@@ -83,8 +84,18 @@ def test_cluster_expands_into_named_nodes(documents: list[object]) -> None:
             "gpu-memory": 8 * 80 * GiB,
         }
     )
+    topology = preset("dgx-a100")
+    assert first.gpu_topology == topology
     assert first.gpus == tuple(
-        Gpu(index=i, model="A100-SXM4-80GB", memory=80 * GiB) for i in range(8)
+        Gpu(
+            index=i,
+            model="A100-SXM4-80GB",
+            memory=80 * GiB,
+            numa=i // 4,
+            nvlink_peers=tuple(j for j in range(8) if j != i),
+            nic=f"mlx5_{i // 2 * 2}",
+        )
+        for i in range(8)
     )
     assert dict(first.labels) == {
         "phalanx.io/node-group": "dgx",
