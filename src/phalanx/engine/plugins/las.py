@@ -1,10 +1,10 @@
 """las: Tiresias' discretized two-dimensional least-attained-service (2D-LAS).
 
 A job's attained service is the GPU-seconds it has run (all attempts): what ended runs
-banked plus each running task's GPUs times the time since it started, at session time. Jobs fall into
-priority levels by thresholds (``thresholds``, GPU-seconds, ascending; default one
-threshold at 3,200 GPU-s, i.e. two levels); lower levels go first, first come first
-served within a level. A job may preempt only work in a strictly higher level, so a
+banked plus each running task's GPUs times the time since it started, at session time.
+Jobs fall into priority levels by thresholds (``thresholds``, GPU-seconds, ascending;
+default one threshold at 3,200 GPU-s, i.e. two levels); lower levels go first, first
+come first served within a level. A job may preempt only work in a strictly higher level, so a
 new job takes GPUs from jobs that already had many, never the other way round.
 """
 
