@@ -106,6 +106,24 @@ class JobSpec(Placement):
     preemptible: bool = True
     roles: Annotated[list[RoleSpec], Field(min_length=1)]
 
+    def to_job(self, name: str, creation_time: float, roles: tuple[Role, ...] | None = None) -> Job:
+        """The domain ``Job`` ``name`` of this spec (phase Pending, every task pending);
+        ``roles`` when already converted, else converted here."""
+        return Job(
+            name=name,
+            queue=self.queue,
+            roles=roles if roles is not None else tuple(r.to_domain(self) for r in self.roles),
+            user=self.user,
+            priority=self.priority,
+            min_available=self.min_available,
+            creation_time=creation_time,
+            preemptible=self.preemptible,
+            walltime=self.walltime,
+            runtime_estimate=self.runtime_estimate,
+            starvation_threshold=self.starvation_threshold,
+            max_retry=self.max_retry,
+        )
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         _check_unique_roles(self.roles)
@@ -195,18 +213,4 @@ class JobDocument(SpecModel):
 
     def to_domain(self, creation_time: float = 0.0) -> Job:
         """The domain ``Job`` (phase Pending, every task pending) in canonical units."""
-        spec = self.spec
-        return Job(
-            name=self.metadata.name,
-            queue=spec.queue,
-            roles=tuple(role.to_domain(spec) for role in spec.roles),
-            user=spec.user,
-            priority=spec.priority,
-            min_available=spec.min_available,
-            creation_time=creation_time,
-            preemptible=spec.preemptible,
-            walltime=spec.walltime,
-            runtime_estimate=spec.runtime_estimate,
-            starvation_threshold=spec.starvation_threshold,
-            max_retry=spec.max_retry,
-        )
+        return self.spec.to_job(self.metadata.name, creation_time)

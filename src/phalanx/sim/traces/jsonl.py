@@ -82,20 +82,7 @@ class _Shapes:
 
 
 def _workload_job(timing: Timing, spec: JobSpec, roles: tuple[Role, ...]) -> WorkloadJob:
-    job = Job(
-        name=timing.name,
-        queue=spec.queue,
-        roles=roles,
-        user=spec.user,
-        priority=spec.priority,
-        min_available=spec.min_available,
-        creation_time=timing.submit_time,
-        preemptible=spec.preemptible,
-        walltime=spec.walltime,
-        runtime_estimate=spec.runtime_estimate,
-        starvation_threshold=spec.starvation_threshold,
-        max_retry=spec.max_retry,
-    )
+    job = spec.to_job(timing.name, timing.submit_time, roles)
     return WorkloadJob(
         job=job, duration=timing.duration, checkpoint_interval=timing.checkpoint_interval
     )
