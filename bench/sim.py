@@ -16,6 +16,7 @@ from pathlib import Path
 
 from phalanx.policies import load_policy
 from phalanx.sim.clusters import load_cluster
+from phalanx.sim.metrics import HEADLINE_FIGURES
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import load_workload
 from phalanx.sim.traces.kueue import kueue_nodes, kueue_workload
@@ -39,20 +40,7 @@ def philly(policies: list[str]) -> None:
             nodes, workload, policy.config, options=SimOptions(oracle_runtime=policy.oracle_runtime)
         )
         summary = sim.run().summary(sim_wall_s=sim.wall_seconds)
-        keys = (
-            "jobs",
-            "finished",
-            "avg_jct_s",
-            "p95_jct_s",
-            "avg_queue_delay_s",
-            "p95_queue_delay_s",
-            "gpu_alloc_ratio_avg",
-            "gpu_fragmented_ratio_avg",
-            "preemptions",
-            "sessions",
-            "session_p99_ms",
-            "sim_wall_s",
-        )
+        keys = (*HEADLINE_FIGURES, "sessions", "session_p99_ms")
         print(
             json.dumps({"bench": "philly", "policy": name, **{k: summary[k] for k in keys}}),
             flush=True,

@@ -26,6 +26,7 @@ from phalanx.engine.framework.registry import Registry
 from phalanx.plugins import installed_registry
 from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
+from phalanx.sim.metrics import HEADLINE_FIGURES
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import load_workload
 from phalanx.sim.workload import Workload
@@ -156,24 +157,11 @@ def _render(results: list[tuple[Path, dict[str, object]]], out: Path, title: str
 
 
 def _table(results: list[tuple[Path, dict[str, object]]]) -> Table:
-    keys = (
-        "jobs",
-        "finished",
-        "avg_jct_s",
-        "p95_jct_s",
-        "avg_queue_delay_s",
-        "p95_queue_delay_s",
-        "makespan_s",
-        "gpu_alloc_ratio_avg",
-        "preemptions",
-        "jain_fairness",
-        "sim_wall_s",
-    )
     table = Table(title="simulation summary")
     table.add_column("figure")
     for _, summary in results:
         table.add_column(str(summary["policy"]), justify="right")
-    for key in keys:
+    for key in HEADLINE_FIGURES:
         table.add_row(key, *(str(summary.get(key)) for _, summary in results))
     return table
 

@@ -10,10 +10,27 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 
 from phalanx.sim.fragmentation import FragmentationSummary
+
+#: The summary figures a side-by-side view of runs shows first (CLI table, benchmarks).
+HEADLINE_FIGURES: Final = (
+    "jobs",
+    "finished",
+    "avg_jct_s",
+    "p95_jct_s",
+    "avg_queue_delay_s",
+    "p95_queue_delay_s",
+    "makespan_s",
+    "gpu_alloc_ratio_avg",
+    "gpu_fragmented_ratio_avg",
+    "preemptions",
+    "jain_fairness",
+    "sim_wall_s",
+)
 
 
 @dataclass(slots=True)
