@@ -14,7 +14,14 @@ from collections.abc import Callable
 
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.eviction import Judge, accepts_group, gang_group, make_room, settled
+from phalanx.engine.framework.eviction import (
+    Judge,
+    evict_with_gang,
+    in_victim_order,
+    make_room,
+    settled,
+    undo_since,
+)
 from phalanx.engine.framework.placement import gang_shape
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
@@ -78,8 +85,7 @@ def _evict_for_tasks(
     session: Session, job: JobInfo, tasks: list[TaskInfo], victims: list[TaskInfo], action: str
 ) -> bool:
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
-    key = session.points.victim_order.key
-    victims = sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
+    victims = in_victim_order(session, victims)
     with session.statement() as stmt:
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, judge, action):
@@ -125,27 +131,18 @@ def _free_quota(
     if session.points.allocatable(task) is None:
         return True
     mark = len(stmt.operations)
-    key = session.points.victim_order.key
     for scope in task.job.queue.ancestors[:-1]:
         under = settled(
             [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
         )
-        accepted = judge(task, under) if under else []
-        for victim in sorted(accepted, key=lambda v: (key(v), -(v.start_time or 0.0), v.name)):
-            if victim.status not in EVICTABLE:
+        reason = (
+            f"{action}ed for {task.job.name} ({task.name}) of queue "
+            f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
+        )
+        for victim in in_victim_order(session, judge(task, under) if under else []):
+            if not evict_with_gang(stmt, task, victim, judge, action=action, reason=reason):
                 continue
-            group = gang_group(victim)
-            if not accepts_group(task, group, judge):
-                continue
-            for member in group:
-                reason = (
-                    f"{action}ed for {task.job.name} ({task.name}) of queue "
-                    f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
-                )
-                stmt.evict(member, action=action, by=task.job.name, reason=reason)
             if session.points.allocatable(task) is None:
                 return True
-    while len(stmt.operations) > mark:
-        op = stmt.operations.pop()
-        session.undo_evict(op.task, op.previous)
+    undo_since(session, stmt, mark)
     return False

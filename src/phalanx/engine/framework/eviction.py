@@ -10,7 +10,7 @@ cannot fit anywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -36,9 +36,7 @@ def make_room(
 ) -> bool:
     """Evict accepted victims on the best node and pipeline ``task`` there; False if impossible."""
     calm = settled(candidates)
-    victims = list(judge(task, calm)) if calm else []
-    key = session.points.victim_order.key
-    victims.sort(key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
+    victims = in_victim_order(session, judge(task, calm) if calm else [])
     for node in _nodes_by_victim_order(session, task, victims)[:MAX_NODES_TRIED]:
         on_node = [v for v in victims if v.node == node]
         if _evict_until_fits(session, stmt, task, on_node, judge, action, node):
@@ -97,21 +95,37 @@ def _evict_until_fits(
             (snap.future_idle[node, need] + EPSILON >= request[need]).all()
         )
 
+    reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     for victim in on_node:
         if room():
             return True
-        if victim.status not in EVICTABLE:
-            continue
-        group = gang_group(victim)
-        if not accepts_group(task, group, judge):
-            continue
-        for member in group:
-            reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
-            stmt.evict(member, action=action, by=task.job.name, reason=reason)
+        evict_with_gang(stmt, task, victim, judge, action=action, reason=reason)
     if room():
         return True
-    _undo_since(session, stmt, mark)
+    undo_since(session, stmt, mark)
     return False
+
+
+def in_victim_order(session: Session, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
+    """``victims`` sorted by the plugins' victim order, then the most recently started first."""
+    key = session.points.victim_order.key
+    return sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
+
+
+def evict_with_gang(
+    stmt: Statement, task: TaskInfo, victim: TaskInfo, judge: Judge, *, action: str, reason: str
+) -> bool:
+    """Evict ``victim`` for ``task``, with its whole gang when the gang cannot shrink,
+    if the plugins accept every member that matters (``accepts_group``); False, and
+    nothing evicted, otherwise."""
+    if victim.status not in EVICTABLE:
+        return False
+    group = gang_group(victim)
+    if not accepts_group(task, group, judge):
+        return False
+    for member in group:
+        stmt.evict(member, action=action, by=task.job.name, reason=reason)
+    return True
 
 
 def gang_group(victim: TaskInfo) -> list[TaskInfo]:
@@ -149,8 +163,8 @@ def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bo
     )
 
 
-def _undo_since(session: Session, stmt: Statement, mark: int) -> None:
-    """Roll back evictions made on a node that turned out not to suffice."""
+def undo_since(session: Session, stmt: Statement, mark: int) -> None:
+    """Roll back the evictions ``stmt`` made after its first ``mark`` operations."""
     while len(stmt.operations) > mark:
         op = stmt.operations.pop()
         session.undo_evict(op.task, op.previous)
