@@ -24,6 +24,7 @@ import numpy as np
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
@@ -112,18 +113,11 @@ def _uses_budget(session: Session, job: JobInfo) -> bool:
 
 def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector) -> bool:
     """Reclaim, a reservation or preemption could make room for ``minimum``."""
-    asked = minimum > 0
-    within_deserved = all(
-        bool((q.allocated + q.inqueue + minimum <= q.deserved + EPSILON)[asked].all())
-        for q in job.queue.ancestors[:-1]
+    return (
+        fits_deserved(job.queue.ancestors[:-1], minimum)
+        or session.points.job_starving(job)
+        or preemption_covers(job, minimum)
     )
-    if within_deserved or session.points.job_starving(job):
-        return True
-    lower = np.zeros_like(minimum)
-    for other in job.queue.jobs:
-        if other.priority < job.priority and other.spec.preemptible:
-            lower += other.allocated
-    return bool((lower + EPSILON >= minimum)[asked].all())
 
 
 def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Vector) -> None:

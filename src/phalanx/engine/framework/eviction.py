@@ -16,7 +16,15 @@ import numpy as np
 
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
-from phalanx.engine.snapshot import EPSILON, EVICTABLE, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import (
+    EPSILON,
+    EVICTABLE,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+    Vector,
+)
 
 MAX_NODES_TRIED = 8  # nodes on which evictions are attempted for one task
 READY = np.zeros(0)  # marks a node that already has room in the walk below
@@ -168,3 +176,24 @@ def undo_since(session: Session, stmt: Statement, mark: int) -> None:
     while len(stmt.operations) > mark:
         op = stmt.operations.pop()
         session.undo_evict(op.task, op.previous)
+
+
+def fits_deserved(queues: Iterable[QueueInfo], minimum: Vector) -> bool:
+    """Whether every queue of ``queues`` stays within its deserved share in what
+    ``minimum`` asks for, with its allocated and admitted work (reclaim could make room)."""
+    asked = minimum > 0
+    return all(
+        bool((q.allocated + q.inqueue + minimum <= q.deserved + EPSILON)[asked].all())
+        for q in queues
+    )
+
+
+def preemption_covers(job: JobInfo, minimum: Vector) -> bool:
+    """Whether lower-priority, preemptible work of ``job``'s own queue holds at least
+    ``minimum`` in everything it asks for (preemption could make room)."""
+    lower = np.zeros_like(minimum)
+    for other in job.queue.jobs:
+        if other.priority < job.priority and other.spec.preemptible:
+            lower += other.allocated
+    asked = minimum > 0
+    return bool((lower + EPSILON >= minimum)[asked].all())

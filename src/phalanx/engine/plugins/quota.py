@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Hooks, Plugin
@@ -143,17 +144,7 @@ def _evictions_can_fit(job: JobInfo, below: tuple[QueueInfo, ...], minimum: Vect
     when every queue of ``below`` stays within its deserved share with the job;
     preemption can free lower-priority, preemptible work of the job's own queue.
     """
-    asked = minimum > 0
-    if below and all(
-        bool((q.allocated + q.inqueue + minimum <= q.deserved + EPSILON)[asked].all())
-        for q in below
-    ):
-        return True
-    lower = np.zeros_like(minimum)
-    for other in job.queue.jobs:
-        if other.priority < job.priority and other.spec.preemptible:
-            lower += other.allocated
-    return bool((lower + EPSILON >= minimum)[asked].all())
+    return (bool(below) and fits_deserved(below, minimum)) or preemption_covers(job, minimum)
 
 
 def _hierarchical_share(queue: QueueInfo) -> tuple[float, ...]:
