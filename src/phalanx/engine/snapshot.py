@@ -57,7 +57,8 @@ READY = frozenset(
 #: Tasks that may be evicted.
 EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
-_FROM_PHASE = {
+#: The engine status of a task in each lifecycle phase.
+STATUS_OF_PHASE = {
     TaskPhase.PENDING: TaskStatus.PENDING,
     TaskPhase.BOUND: TaskStatus.BOUND,
     TaskPhase.RUNNING: TaskStatus.RUNNING,
@@ -69,7 +70,8 @@ _FROM_PHASE = {
 
 #: phase -> (status, holds its node, charged to job and queue), one lookup per task.
 _PHASE_FACTS = {
-    phase: (status, status in ON_NODE, status in CHARGED) for phase, status in _FROM_PHASE.items()
+    phase: (status, status in ON_NODE, status in CHARGED)
+    for phase, status in STATUS_OF_PHASE.items()
 }
 
 

@@ -19,16 +19,15 @@ from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.snapshot import ON_NODE, JobInfo, Snapshot, TaskInfo, TaskStatus, dimensions
-
-_STATUS = {
-    TaskPhase.PENDING: TaskStatus.PENDING,
-    TaskPhase.BOUND: TaskStatus.BOUND,
-    TaskPhase.RUNNING: TaskStatus.RUNNING,
-    TaskPhase.RELEASING: TaskStatus.RELEASING,
-    TaskPhase.SUCCEEDED: TaskStatus.SUCCEEDED,
-    TaskPhase.FAILED: TaskStatus.FAILED,
-}
+from phalanx.engine.snapshot import (
+    ON_NODE,
+    STATUS_OF_PHASE,
+    JobInfo,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+    dimensions,
+)
 
 
 class ClusterState:
@@ -86,7 +85,7 @@ class ClusterState:
         the job's attained service.
         """
         index = None if node is None else self.snapshot.node_index[node]
-        status = _STATUS[phase]
+        status = STATUS_OF_PHASE[phase]
         if (
             now is not None
             and task.start_time is not None
