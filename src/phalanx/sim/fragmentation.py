@@ -84,7 +84,6 @@ __all__ = [
     "TargetWorkload",
     "TaskShape",
     "cards_from_node_totals",
-    "cluster_fragmentation",
     "fragmentation_summary",
     "node_fragmentation",
     "task_fragments",
@@ -381,19 +380,6 @@ def node_fragmentation(
     """
     nodes = _nodes(free_cpu, free_memory, free_cards)
     return _node_fragmentation(workload, nodes, allowed)
-
-
-def cluster_fragmentation(
-    workload: TargetWorkload,
-    *,
-    free_cpu: ArrayLike,
-    free_memory: ArrayLike | None,
-    free_cards: ArrayLike,
-    allowed: ArrayLike | None = None,
-) -> float:
-    """F(M) = sum_n F_n(M), in GPUs: between 0 and the cluster's free GPU."""
-    nodes = _nodes(free_cpu, free_memory, free_cards)
-    return float(_node_fragmentation(workload, nodes, allowed).sum())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

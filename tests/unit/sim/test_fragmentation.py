@@ -20,7 +20,6 @@ from phalanx.sim.fragmentation import (
     TargetWorkload,
     TaskShape,
     cards_from_node_totals,
-    cluster_fragmentation,
     fragmentation_summary,
     node_fragmentation,
     task_fragments,
@@ -159,7 +158,7 @@ def test_cluster_fragmentation_sums_the_nodes_and_the_summary_gives_both_ratios(
     # (0) and the cpu task cannot use GPU (all 2) -> 0.25*2 = 0.5.
     per_node = node_fragmentation(workload, **kwargs)
     assert per_node == pytest.approx([0.75, 0.0, 0.5])
-    assert cluster_fragmentation(workload, **kwargs) == pytest.approx(1.25)
+    assert float(per_node.sum()) == pytest.approx(1.25)  # F(M): the cluster's sum
     summary = fragmentation_summary(workload, **kwargs, capacity_gpus=10)
     assert summary.fragmented_gpus == pytest.approx(1.25)
     assert summary.free_gpus == pytest.approx(3.5)
@@ -315,7 +314,10 @@ def test_no_nodes_means_no_fragmentation() -> None:
     assert node_fragmentation(workload, free_cpu=[], free_memory=None, free_cards=cards).shape == (
         0,
     )
-    assert cluster_fragmentation(workload, free_cpu=[], free_memory=None, free_cards=cards) == 0.0
+    empty = fragmentation_summary(
+        workload, free_cpu=[], free_memory=None, free_cards=cards, capacity_gpus=0
+    )
+    assert empty.fragmented_gpus == 0.0
 
 
 # -- cards from per-node totals --------------------------------------------------------------
