@@ -168,9 +168,9 @@ def test_capability_is_never_exceeded_across_cycles_parent_caps_included() -> No
 # -- the queue tree: borrowing from a sibling, and giving it back ------------------------
 
 
-@pytest.mark.parametrize("team_cap", [None, 24], ids=["uncapped-parent", "parent-at-capability"])
-def test_a_child_queue_borrowing_from_its_sibling_is_reclaimed(team_cap: float | None) -> None:
-    queues = [
+def sibling_tree(team_cap: float | None) -> list[Queue]:
+    """team (16 GPUs deserved, capped at ``team_cap``) over nlp and cv (8 each), and ops (16)."""
+    return [
         make_queue(
             "team", deserved=res(gpu=16), capability=res(gpu=team_cap) if team_cap else None
         ),
@@ -178,6 +178,11 @@ def test_a_child_queue_borrowing_from_its_sibling_is_reclaimed(team_cap: float |
         make_queue("cv", parent="team", deserved=res(gpu=8)),
         make_queue("ops", deserved=res(gpu=16)),
     ]
+
+
+@pytest.mark.parametrize("team_cap", [None, 24], ids=["uncapped-parent", "parent-at-capability"])
+def test_a_child_queue_borrowing_from_its_sibling_is_reclaimed(team_cap: float | None) -> None:
+    queues = sibling_tree(team_cap)
     world = World(nodes=make_nodes(4), queues=queues, config=CAPACITY_RECLAIM)  # 32 GPUs
     world.submit(*_jobs("nlp", 8, gpus=4))
     world.step(0)

@@ -41,6 +41,7 @@ from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.workload import Workload, WorkloadJob
 from tests.builders import config, make_job, make_node, make_nodes, make_queue, res
 from tests.scenarios.test_preemption_loop import CASES, Case
+from tests.scenarios.test_quota import sibling_tree
 
 OPTIONS = SimOptions(period=1.0, max_period=60.0, trigger_delay=0.0, grace=0.0)
 PENDING = JobPhase.PENDING  # a job that enqueue must admit first
@@ -469,14 +470,7 @@ def test_queues_that_keep_submitting_settle_after_one_eviction() -> None:
 
 @pytest.mark.parametrize("team_cap", [None, 24], ids=["uncapped-parent", "parent-at-capability"])
 def test_a_child_queue_reclaims_its_deserved_share_from_its_sibling(team_cap: int | None) -> None:
-    queues = [
-        make_queue(
-            "team", deserved=res(gpu=16), capability=res(gpu=team_cap) if team_cap else None
-        ),
-        make_queue("nlp", parent="team", deserved=res(gpu=8)),
-        make_queue("cv", parent="team", deserved=res(gpu=8)),
-        make_queue("ops", deserved=res(gpu=16)),
-    ]
+    queues = sibling_tree(team_cap)
     jobs = [
         *_jobs("nlp", 8, gpus=4, start=0),
         *_jobs("cv", 4, gpus=4, start=10),
