@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import currently_in_test_context, event
 
-from phalanx.domain.job import HOLDS_RESOURCES, TaskPhase
+from phalanx.domain.job import TaskPhase
 from phalanx.engine import Decisions, run_cycle
 
 from .ledger import TOLERANCE, Ledger, excess
@@ -55,19 +55,26 @@ def node_violations(world: World, decisions: Decisions) -> list[str]:
 
 
 def _gpu_id_violations(world: World, decisions: Decisions) -> list[str]:
-    """GPU device ids (where tasks carry them) are distinct per node and within its GPU count."""
-    held: dict[str, list[int]] = {n.name: [] for n in world.nodes}
-    for job in world.jobs:
-        for task in job.all_tasks():
-            if task.node is not None and task.phase in HOLDS_RESOURCES:
-                held[task.node] += task.gpus
-    for bind in decisions.binds:
-        held[bind.node] += bind.gpus
+    """Every bind names cards that can serve it: whole GPUs nobody else holds, or a share of
+    one card that still has that much free. The cards held before the cycle are those a
+    fresh snapshot gives the world's tasks (the lowest-index cards that serve each)."""
+    snapshot = world.snapshot()
     found = []
-    for node in world.nodes:
-        ids = held[node.name]
-        if len(set(ids)) != len(ids) or any(not 0 <= i < node.capacity.get("gpu", 0) for i in ids):
-            found.append(f"{node.name}: GPU ids {sorted(ids)} reused or out of range")
+    for bind in decisions.binds:
+        job = snapshot.jobs[bind.job]
+        role = next(r for r in job.roles if r.name == bind.role)
+        node = snapshot.node_index[bind.node]
+        if role.cards is None:
+            if bind.gpus:
+                found.append(f"{bind.task} asks for no GPU but got cards {bind.gpus}")
+            continue
+        if not snapshot.cards.serves(role.cards, node, bind.gpus):
+            found.append(
+                f"{bind.task} got cards {bind.gpus} of {bind.node}, which cannot serve "
+                f"{role.cards.describe()}"
+            )
+            continue
+        snapshot.cards.take(role.cards, node, bind.gpus)
     return found
 
 

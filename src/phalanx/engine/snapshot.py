@@ -20,7 +20,8 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, JobPhase, Role, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import ROOT_QUEUE, Queue
-from phalanx.domain.resources import CORE_DIMENSIONS, GPU, Resources
+from phalanx.domain.resources import CORE_DIMENSIONS, GPU, GPU_MEMORY, Resources
+from phalanx.engine.cards import CardDemand, Cards, card_demand
 
 Vector = NDArray[np.float64]
 T = TypeVar("T")
@@ -78,15 +79,23 @@ _PHASE_FACTS = {
 class RoleInfo:
     """One role of a job: an equivalence class of identical tasks."""
 
-    __slots__ = ("index", "key", "name", "request", "resources", "spec")
+    __slots__ = ("cards", "index", "key", "name", "request", "resources", "spec")
 
-    def __init__(self, spec: Role, index: int, request: Vector, job_name: str) -> None:
+    def __init__(
+        self,
+        spec: Role,
+        index: int,
+        request: Vector,
+        job_name: str,
+        cards: CardDemand | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.index = index
         self.request = request
         self.resources = spec.resources
         self.key = (job_name, spec.name)
+        self.cards = cards  # what each task needs from a node's cards; None: no GPU
 
 
 class TaskInfo:
@@ -322,7 +331,9 @@ class Snapshot:
     Arrays (N nodes x R dims): ``capacity``; ``used`` (held by tasks on the node,
     releasing ones included); ``releasing`` (held by tasks being stopped);
     ``pipelined`` (promised to pipelined tasks). ``idle = capacity - used``;
-    ``future_idle = idle + releasing - pipelined``.
+    ``future_idle = idle + releasing - pipelined``. ``cards`` holds each GPU card's free
+    share; a task on a node holds the cards named in its ``gpus`` (a pipelined task holds
+    none until it is allocated).
     """
 
     def __init__(
@@ -356,6 +367,9 @@ class Snapshot:
         )
         self.schedulable.flags.writeable = False  # changed only by ``set_schedulable``
         self._total: Vector | None = None
+        #: per-GPU state: which cards are free, and how much of each shared card
+        self.cards = Cards(self.nodes)
+        self._demands: dict[int, CardDemand | None] = {}  # request row index -> its card shape
         self.queues: dict[str, QueueInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
@@ -444,6 +458,26 @@ class Snapshot:
         placements.apply(self)
         return info
 
+    def _roles(self, job: Job) -> list[RoleInfo] | None:
+        """The job's roles with their request rows and card shapes; None (an orphan) when a
+        role's GPU request cannot be served by cards."""
+        roles = []
+        for i, role in enumerate(job.roles):
+            request = self.request_vector(role.resources)
+            try:
+                cards = self.card_demand(request)
+            except ValueError as error:
+                self.orphans.append(
+                    (
+                        job,
+                        f"role {role.name} asks for {error}; fix: ask for gpu below 1 "
+                        "(a share) or a whole number of GPUs",
+                    )
+                )
+                return None
+            roles.append(RoleInfo(role, i, request, job.name, cards))
+        return roles
+
     def _add_job(self, job: Job, placements: _Placements) -> JobInfo | None:
         queue = self.queues.get(job.queue)
         if queue is None or not queue.is_leaf or queue is self.root:
@@ -467,10 +501,9 @@ class Snapshot:
                 )
             )
             return None
-        roles = [
-            RoleInfo(role, i, self.request_vector(role.resources), job.name)
-            for i, role in enumerate(job.roles)
-        ]
+        roles = self._roles(job)
+        if roles is None:
+            return None
         info = JobInfo(job, queue, roles)
         by_name = {role.name: role for role in roles}
         charged = [0] * len(roles)
@@ -495,7 +528,12 @@ class Snapshot:
                 else:
                     placed_nodes.append(node)
                     placed_requests.append(request_ids[role.index])
-            tasks.append(TaskInfo(info, role, task.index, status, node, task.start_time, task.gpus))
+            held = TaskInfo(info, role, task.index, status, node, task.start_time, ())
+            if on_node and node >= 0 and role.cards is not None:
+                self._hold_cards(held, node, task.gpus)
+                if status is TaskStatus.RELEASING and held.gpus:
+                    self.cards.releasing(role.cards, node, held.gpus, 1)
+            tasks.append(held)
             counts[status] += 1
             if status in READY:
                 info.ready_count += 1
@@ -518,16 +556,27 @@ class Snapshot:
 
     # -- the one way task state changes ----------------------------------------------------
 
-    def move(self, task: TaskInfo, status: TaskStatus, node: int | None = None) -> None:
+    def move(
+        self,
+        task: TaskInfo,
+        status: TaskStatus,
+        node: int | None = None,
+        gpus: Sequence[int] = (),
+    ) -> None:
         """Put ``task`` in ``status`` (on ``node``, where the status has one), keeping every
         aggregate consistent: node ``used``/``releasing``/``pipelined``/``task_count``, the
-        job's counters and ``allocated``, and ``allocated`` of its queue and ancestors.
+        cards it holds, the job's counters and ``allocated``, and ``allocated`` of its
+        queue and ancestors.
 
         ``node`` defaults to the task's current node; statuses without a node clear it.
+        A task arriving on a node holds ``gpus`` when they can serve it there, else the
+        lowest-index cards that can; it keeps them until it leaves the node.
         Any status may follow any other: the lifecycle rules live with the callers.
         """
         old, request = task.status, task.request
         where = task.node if node is None else node
+        if task.role.cards is not None:
+            self._move_cards(task, status, where, gpus)
         if old in ON_NODE:
             self.used[task.node] -= request
             self.task_count[task.node] -= 1
@@ -572,7 +621,49 @@ class Snapshot:
         else:
             task.node = -1
 
+    def _move_cards(
+        self, task: TaskInfo, status: TaskStatus, where: int, gpus: Sequence[int]
+    ) -> None:
+        """The card side of ``move`` (called before the task's status changes)."""
+        demand = task.role.cards
+        assert demand is not None
+        old = task.status
+        if task.gpus:
+            if old is TaskStatus.RELEASING and status is not TaskStatus.RELEASING:
+                self.cards.releasing(demand, task.node, task.gpus, -1)
+            if status not in ON_NODE or where != task.node:
+                self.cards.give(demand, task.node, task.gpus)
+                task.gpus = ()
+        if status in ON_NODE:
+            if not task.gpus:
+                self._hold_cards(task, where, gpus)
+            if status is TaskStatus.RELEASING and old is not TaskStatus.RELEASING and task.gpus:
+                self.cards.releasing(demand, where, task.gpus, 1)
+
+    def _hold_cards(self, task: TaskInfo, node: int, gpus: Sequence[int]) -> None:
+        """Give ``task`` (arriving on ``node``) the cards it needs, ``gpus`` where they serve."""
+        demand = task.role.cards
+        assert demand is not None
+        chosen: Sequence[int] | None = gpus
+        if not (gpus and self.cards.serves(demand, node, gpus)):
+            chosen = self.cards.first_fit(demand, node)
+        if chosen:  # none fit: the node is over-committed (a driver's report); hold nothing
+            self.cards.take(demand, node, chosen)
+            task.gpus = tuple(chosen)
+
     # -- helpers ----------------------------------------------------------------------
+
+    def card_demand(self, request: Vector) -> CardDemand | None:
+        """The card shape of a request row (from ``request_vector``); ``ValueError`` for a
+        GPU count above one that is not whole."""
+        key = self.request_ids[id(request)]
+        if key not in self._demands:
+            gpu, memory = self.dim.get(GPU), self.dim.get(GPU_MEMORY)
+            self._demands[key] = card_demand(
+                0.0 if gpu is None else float(request[gpu]),
+                0.0 if memory is None else float(request[memory]),
+            )
+        return self._demands[key]
 
     def request_vector(self, resources: Resources) -> Vector:
         """A read-only row for a task request, shared by every role asking the same."""

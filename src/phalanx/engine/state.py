@@ -78,11 +78,13 @@ class ClusterState:
         start_time: float | None = None,
         *,
         now: float | None = None,
+        gpus: tuple[int, ...] = (),
     ) -> None:
         """Move one task to ``phase`` (on ``node`` for Bound/Running), keeping every aggregate right.
 
-        A task leaving its node at ``now`` adds its GPU-seconds since its start time to
-        the job's attained service.
+        A task arriving on a node holds ``gpus`` (the cards its bind named). A task leaving
+        its node at ``now`` adds its GPU-seconds since its start time to the job's
+        attained service.
         """
         index = None if node is None else self.snapshot.node_index[node]
         status = STATUS_OF_PHASE[phase]
@@ -92,9 +94,9 @@ class ClusterState:
             and task.status in ON_NODE
             and status not in ON_NODE
         ):
-            gpus = task.role.spec.resources.get("gpu")
-            task.job.attained_service += gpus * max(now - task.start_time, 0.0)
-        self.snapshot.move(task, status, index)
+            gpu_count = task.role.spec.resources.get("gpu")
+            task.job.attained_service += gpu_count * max(now - task.start_time, 0.0)
+        self.snapshot.move(task, status, index, gpus)
         if start_time is not None or phase is TaskPhase.PENDING:
             task.start_time = start_time
 

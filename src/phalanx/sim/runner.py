@@ -274,7 +274,9 @@ class Simulation:
             binds = [b for b in decisions.binds if b.job == job]
             for bind in binds:
                 task = self._tasks[bind.task]
-                self.state.set_task(task, TaskPhase.BOUND, bind.node, start_time=now)
+                self.state.set_task(
+                    task, TaskPhase.BOUND, bind.node, start_time=now, gpus=bind.gpus
+                )
                 self.metrics.allocation(
                     now, task.job.queue.name, task.job.user, task.role.resources, 1.0
                 )

@@ -13,6 +13,7 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 | VictimPoint   | intersection: a victim must pass every plugin (no plugin: no victims) |
 | MaskPoint     | node masks ANDed; the first plugin excluding a node is its reason     |
 | ScorePoint    | weighted sum of node scores                                           |
+| FirstPoint    | the first plugin with an answer (not None) decides                    |
 | EventPoint    | every handler is called, in order                                     |
 """
 
@@ -223,6 +224,17 @@ class ScorePoint(_Point[Scorer]):
         for _, _, scorer in self._entries:
             total += scorer.weight * scorer.fn(arg, nodes)
         return total
+
+
+class FirstPoint(_Point[Callable[[A, B], F | None]]):
+    """Plugins in tier order; the first answer that is not None is the answer (none: None)."""
+
+    def __call__(self, first: A, second: B) -> F | None:
+        for _, _, fn in self._entries:
+            answer = fn(first, second)
+            if answer is not None:
+                return answer
+        return None
 
 
 class EventPoint(_Point[Callable[[A], None]]):

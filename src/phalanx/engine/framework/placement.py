@@ -58,9 +58,21 @@ class ClassPlacer:
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.scores = self._score(sample, cand)
+        self.demand = sample.role.cards
+        #: whether each candidate's cards can serve one more task now (all True without GPUs)
+        self.cards_ok = (
+            np.ones(cand.size, np.bool_)
+            if self.demand is None
+            else snap.cards.fits(self.demand, slice(None) if every else cand)
+        )
         fits_future = self._fits(self.future_free)
+        if self.demand is not None:
+            rows_of = slice(None) if every else cand
+            fits_future &= snap.cards.fits(self.demand, rows_of, later=True)
         self.future_scores = np.where(fits_future, self.scores, NEG)
-        self.now_scores = np.where(fits_future & self._fits(self.now_free), self.scores, NEG)
+        self.now_scores = np.where(
+            fits_future & self._fits(self.now_free) & self.cards_ok, self.scores, NEG
+        )
 
     def _fits(self, free: NDArray[np.float64]) -> NDArray[np.bool_]:
         need = self.need
@@ -119,6 +131,9 @@ class ClassPlacer:
         else:
             free = np.minimum(self.now_free[k, need], self.future_free[k, need]) + EPSILON
             room = int(np.floor(free / self.request[need]).min())
+        if self.demand is not None:
+            node = int(self.candidates[k])
+            room = min(room, self.session.snapshot.cards.room(self.demand, node))
         return max(1, min(remaining, room, int(min(self.slots[k], remaining))))
 
     def _allocate_run(self, stmt: Statement, run: Sequence[TaskInfo], k: int) -> int:
@@ -139,7 +154,12 @@ class ClassPlacer:
         else:
             self.scores = self._score(task, self.candidates)
         fits_future = self._fits_row(self.future_free[k], k)
-        fits_now = fits_future and self._fits_row(self.now_free[k], k)
+        if self.demand is not None:
+            node = np.array([self.candidates[k]], dtype=np.intp)
+            cards = self.session.snapshot.cards
+            self.cards_ok[k] = cards.fits(self.demand, node)[0]
+            fits_future = fits_future and bool(cards.fits(self.demand, node, later=True)[0])
+        fits_now = fits_future and self._fits_row(self.now_free[k], k) and bool(self.cards_ok[k])
         self.now_scores[k] = self.scores[k] if fits_now else NEG
         self.future_scores[k] = self.scores[k] if fits_future else NEG
         if not self.node_local:
@@ -177,6 +197,16 @@ class ClassPlacer:
                 "into more, smaller replicas or add bigger nodes",
                 resource=snap.dims[int(np.argmax(over))],
             )
+        if self.demand is not None:
+            roomy = self._fits(self.now_free)
+            if roomy.any() and not (roomy & self.cards_ok).any():
+                return Reason(
+                    code=ReasonCode.INSUFFICIENT,
+                    message=f"{int(roomy.sum())}/{total} nodes have room for {what} but none "
+                    f"has cards for {self.demand.describe()}: their free GPU is split across "
+                    "shared cards; fix: wait for shares to end, or ask for a share of one GPU",
+                    resource="gpu",
+                )
         free = self.future_free
         short = np.maximum(self.request - free, 0.0)
         short[:, self.request <= 0] = 0.0

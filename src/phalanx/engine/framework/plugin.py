@@ -34,6 +34,7 @@ EXTENSION_POINTS = frozenset(
         "reclaimable",
         "predicate",
         "node_score",
+        "gpu_select",
         "on_allocate",
         "on_deallocate",
     }
@@ -207,6 +208,12 @@ class Hooks:
             self._points.node_score.add(
                 self._plugin, self._tier, fn, weight=weight, node_local=node_local, fills=fills
             )
+
+    def gpu_select(self, fn: Callable[[TaskInfo, int], tuple[int, ...] | None]) -> None:
+        """Which cards of node (index) a task allocated there gets; None leaves the choice
+        to later plugins. The answer must serve the task's card demand."""
+        if self._on("gpu_select"):
+            self._points.gpu_select.register(self._plugin, self._tier, fn)
 
     def on_allocate(self, fn: Callable[[TaskInfo], None]) -> None:
         """Told after a task is allocated or pipelined (and after an evict is discarded)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason
 from phalanx.engine.framework.config import SchedulerConfig
@@ -15,6 +16,7 @@ from phalanx.engine.framework.extension import (
     AnyPoint,
     CheckPoint,
     EventPoint,
+    FirstPoint,
     MaskPoint,
     OrderPoint,
     ScorePoint,
@@ -61,6 +63,9 @@ class Points:
     )
     predicate: MaskPoint[RoleInfo] = field(default_factory=lambda: MaskPoint("predicate"))
     node_score: ScorePoint = field(default_factory=lambda: ScorePoint("node_score"))
+    gpu_select: FirstPoint[TaskInfo, int, tuple[int, ...]] = field(
+        default_factory=lambda: FirstPoint("gpu_select")
+    )
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 
@@ -110,8 +115,25 @@ class Session:
         self.log.extend((op, dispatch) for op in operations)
 
     def apply_allocate(self, task: TaskInfo, node: int, status: TaskStatus) -> None:
-        """Charge ``task`` to ``node`` (allocated or pipelined) and tell the plugins."""
-        self.snapshot.move(task, status, node)
+        """Charge ``task`` to ``node`` (allocated or pipelined) and tell the plugins.
+
+        An allocated task that needs GPUs gets the cards the ``gpu_select`` point picks
+        (none answering: the lowest-index cards that serve it); a pipelined one gets its
+        cards when it is allocated.
+        """
+        gpus: tuple[int, ...] | None = None
+        if (
+            status is TaskStatus.ALLOCATED
+            and task.role.cards is not None
+            and self.points.gpu_select
+        ):
+            gpus = self.points.gpu_select(task, node)
+            if gpus is not None and not self.snapshot.cards.serves(task.role.cards, node, gpus):
+                raise EngineInvariantError(
+                    f"gpu_select chose cards {gpus} of {self.snapshot.nodes[node].name} for "
+                    f"{task.name}, which cannot serve {task.role.cards.describe()}"
+                )
+        self.snapshot.move(task, status, node, gpus or ())
         self.points.on_allocate(task)
 
     def undo_allocate(self, task: TaskInfo) -> None:

@@ -1,0 +1,200 @@
+"""Per-GPU state of every node: which cards are free, and how much of each shared card.
+
+A task asks for GPUs in one of two shapes (``CardDemand``):
+
+- whole cards: ``gpu: k`` with k a whole number; it takes k cards that nobody else
+  uses, and all of their memory;
+- a share of one card: ``gpu: 0.5`` (a compute share), ``gpu-memory: 10Gi`` (a memory
+  share), or both; it takes that much of a single card, which other shares may use too.
+
+Amounts are in engine units: milli-GPUs (a whole card is 1000) and bytes. Guarantees:
+a card's milli-GPUs and memory are never given out beyond its capacity by ``take``; a
+``give`` after a ``take`` of the same cards restores the state exactly (amounts are
+whole numbers, so sums are exact); every query breaks ties on the lower card index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.node import Node
+from phalanx.domain.resources import GPU, GPU_MEMORY
+
+#: Milli-GPUs in one card.
+WHOLE: Final = 1000.0
+#: Marks a card slot a node does not have: nothing ever fits there.
+ABSENT: Final = -1.0
+
+
+@dataclass(frozen=True, slots=True)
+class CardDemand:
+    """What one task needs from a node's cards."""
+
+    whole: int  # cards taken entirely (0 for a share)
+    milli: float  # milli-GPUs of the one shared card (0 for whole cards)
+    memory: float  # bytes: of the shared card, or the least memory each whole card must have
+
+    @property
+    def shared(self) -> bool:
+        """True for a share of one card."""
+        return self.whole == 0
+
+    def describe(self) -> str:
+        """``2 whole GPUs`` or ``0.5 of one GPU, 10 GiB of its memory``."""
+        if not self.shared:
+            return f"{self.whole} whole GPU{'s' if self.whole > 1 else ''}"
+        parts = [f"{self.milli / WHOLE:g} of one GPU"] if self.milli else ["a share of one GPU"]
+        if self.memory:
+            parts.append(f"{self.memory / 2**30:g} GiB of its memory")
+        return ", ".join(parts)
+
+
+def card_demand(milli: float, memory: float) -> CardDemand | None:
+    """The card shape of a request of ``milli`` milli-GPUs and ``memory`` bytes of GPU memory;
+    None when it asks for no GPU. More than one GPU must be a whole number of GPUs
+    (``ValueError`` otherwise: the caller names the field)."""
+    if milli <= 0 and memory <= 0:
+        return None
+    if milli < WHOLE:
+        return CardDemand(whole=0, milli=max(milli, 0.0), memory=max(memory, 0.0))
+    whole, rest = divmod(milli, WHOLE)
+    if rest:
+        raise ValueError(f"{milli / WHOLE:g} GPUs: a task takes a share of one GPU or whole GPUs")
+    return CardDemand(whole=int(whole), milli=0.0, memory=max(memory, 0.0) / whole)
+
+
+class Cards:
+    """Free milli-GPUs and memory of every card of every node (N nodes x G card slots).
+
+    A node without a list of GPUs but with ``gpu`` capacity gets that many cards of
+    unknown memory (memory shares never fit there).
+    """
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        counts = [len(node.gpus) or int(node.capacity.get(GPU)) for node in nodes]
+        slots = max(counts, default=0)
+        n = len(nodes)
+        self.count: NDArray[np.int64] = np.array(counts, dtype=np.int64)
+        present = np.arange(slots)[None, :] < self.count[:, None]
+        self.memory_capacity: NDArray[np.float64] = np.zeros((n, slots))
+        for i, node in enumerate(nodes):
+            for gpu in node.gpus:
+                self.memory_capacity[i, gpu.index] = gpu.memory
+            if not node.gpus and counts[i] and node.capacity.get(GPU_MEMORY):
+                self.memory_capacity[i, : counts[i]] = node.capacity.get(GPU_MEMORY) / counts[i]
+        self.milli_free: NDArray[np.float64] = np.where(present, WHOLE, ABSENT)
+        self.memory_free: NDArray[np.float64] = np.where(present, self.memory_capacity, ABSENT)
+        self.whole_free: NDArray[np.int64] = self.count.copy()
+        #: held by tasks being stopped: free once they are gone (where pipelined tasks may go)
+        self.milli_releasing: NDArray[np.float64] = np.zeros((n, slots))
+        self.memory_releasing: NDArray[np.float64] = np.zeros((n, slots))
+
+    # -- questions ----------------------------------------------------------------------
+
+    def fits(
+        self, demand: CardDemand, nodes: NDArray[np.intp] | slice, *, later: bool = False
+    ) -> NDArray[np.bool_]:
+        """Whether each of ``nodes`` can take one task of ``demand`` now (``later``: once the
+        tasks being stopped there are gone)."""
+        if not later and not demand.shared and not demand.memory:
+            fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
+            return fit
+        return self._fitting(demand, nodes, later=later).sum(axis=1) >= max(demand.whole, 1)
+
+    def room(self, demand: CardDemand, node: int) -> int:
+        """How many tasks of ``demand`` fit on ``node`` now."""
+        if not demand.shared:
+            fitting = self._fitting(demand, slice(node, node + 1))[0]
+            return int(fitting.sum()) // demand.whole
+        per_card = np.full(self.milli_free.shape[1], np.inf)
+        if demand.milli:
+            per_card = np.floor(self.milli_free[node] / demand.milli)
+        if demand.memory:
+            per_card = np.minimum(per_card, np.floor(self.memory_free[node] / demand.memory))
+        present = self.milli_free[node] >= 0
+        if np.isinf(per_card[present]).any():
+            return 1 << 30  # a share of nothing fits without end; the caller caps the run
+        return int(per_card[present].clip(min=0).sum())
+
+    def fitting(self, demand: CardDemand, node: int) -> NDArray[np.intp]:
+        """Indexes of ``node``'s cards that can serve ``demand`` (each alone), ascending."""
+        return np.flatnonzero(self._fitting(demand, slice(node, node + 1))[0])
+
+    def first_fit(self, demand: CardDemand, node: int) -> tuple[int, ...] | None:
+        """The lowest-index cards of ``node`` that serve ``demand``; None when they do not fit."""
+        cards = self.fitting(demand, node)
+        need = max(demand.whole, 1)
+        if cards.size < need:
+            return None
+        return tuple(int(c) for c in cards[:need])
+
+    def serves(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> bool:
+        """True when ``gpus`` are distinct cards of ``node`` that can serve ``demand`` now."""
+        if len(gpus) != max(demand.whole, 1) or len(set(gpus)) != len(gpus):
+            return False
+        if any(g < 0 or g >= self.count[node] for g in gpus):
+            return False
+        return bool(self._fitting(demand, slice(node, node + 1))[0][list(gpus)].all())
+
+    def _fitting(
+        self, demand: CardDemand, nodes: NDArray[np.intp] | slice, *, later: bool = False
+    ) -> NDArray[np.bool_]:
+        milli, memory = self.milli_free[nodes], self.memory_free[nodes]
+        if later:
+            milli = milli + self.milli_releasing[nodes]
+            memory = memory + self.memory_releasing[nodes]
+        if demand.shared:
+            return (milli >= demand.milli) & (memory >= demand.memory) & (milli >= 0)
+        capacity = self.memory_capacity[nodes]
+        fitting: NDArray[np.bool_] = (milli == WHOLE) & (memory == capacity)
+        if demand.memory:
+            fitting &= capacity >= demand.memory
+        return fitting
+
+    # -- changes ------------------------------------------------------------------------
+
+    def take(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> None:
+        """Give ``gpus`` of ``node`` to one task of ``demand``. They must serve it (``serves``
+        or ``first_fit`` said so): this is the hot path, it does not check again."""
+        cards = list(gpus)
+        if demand.shared:
+            self.milli_free[node, cards] -= demand.milli
+            self.memory_free[node, cards] -= demand.memory
+        else:
+            self.milli_free[node, cards] = 0.0
+            self.memory_free[node, cards] = 0.0
+        self._recount(node)
+
+    def give(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> None:
+        """Take back what ``take(demand, node, gpus)`` gave."""
+        cards = list(gpus)
+        if demand.shared:
+            self.milli_free[node, cards] += demand.milli
+            self.memory_free[node, cards] += demand.memory
+        else:
+            self.milli_free[node, cards] = WHOLE
+            self.memory_free[node, cards] = self.memory_capacity[node, cards]
+        self._recount(node)
+
+    def releasing(self, demand: CardDemand, node: int, gpus: Sequence[int], sign: int) -> None:
+        """Mark (``sign`` 1) or unmark (-1) what a task holds on ``gpus`` as being released."""
+        cards = list(gpus)
+        if demand.shared:
+            self.milli_releasing[node, cards] += sign * demand.milli
+            self.memory_releasing[node, cards] += sign * demand.memory
+        else:
+            self.milli_releasing[node, cards] += sign * WHOLE
+            self.memory_releasing[node, cards] += sign * self.memory_capacity[node, cards]
+
+    def _recount(self, node: int) -> None:
+        self.whole_free[node] = int(
+            np.count_nonzero(
+                (self.milli_free[node] == WHOLE)
+                & (self.memory_free[node] == self.memory_capacity[node])
+            )
+        )
