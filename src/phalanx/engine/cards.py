@@ -104,7 +104,10 @@ class Cards:
         if not later and not demand.shared and not demand.memory:
             fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
             return fit
-        return self._fitting(demand, nodes, later=later).sum(axis=1) >= max(demand.whole, 1)
+        enough: NDArray[np.bool_] = self._fitting(demand, nodes, later=later).sum(axis=1) >= max(
+            demand.whole, 1
+        )
+        return enough
 
     def room(self, demand: CardDemand, node: int) -> int:
         """How many tasks of ``demand`` fit on ``node`` now."""
