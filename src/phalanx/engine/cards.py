@@ -38,6 +38,9 @@ class CardDemand:
     whole: int  # cards taken entirely (0 for a share)
     milli: float  # milli-GPUs of the one shared card (0 for whole cards)
     memory: float  # bytes: of the shared card, or the least memory each whole card must have
+    #: the NICs nearest its cards are its own (a task of a multi-node job): cards whose NIC
+    #: another such task holds do not serve it, and its NICs serve no other such task
+    exclusive_nic: bool = False
 
     @property
     def shared(self) -> bool:
@@ -54,10 +57,11 @@ class CardDemand:
         return ", ".join(parts)
 
 
-def card_demand(milli: float, memory: float) -> CardDemand | None:
+def card_demand(milli: float, memory: float, *, multi_node: bool = False) -> CardDemand | None:
     """The card shape of a request of ``milli`` milli-GPUs and ``memory`` bytes of GPU memory;
     None when it asks for no GPU. More than one GPU must be a whole number of GPUs
-    (``ValueError`` otherwise: the caller names the field)."""
+    (``ValueError`` otherwise: the caller names the field). Whole-GPU tasks of a
+    ``multi_node`` job hold their NICs exclusively."""
     if milli <= 0 and memory <= 0:
         return None
     if milli < WHOLE:
@@ -65,7 +69,9 @@ def card_demand(milli: float, memory: float) -> CardDemand | None:
     whole, rest = divmod(milli, WHOLE)
     if rest:
         raise ValueError(f"{milli / WHOLE:g} GPUs: a task takes a share of one GPU or whole GPUs")
-    return CardDemand(whole=int(whole), milli=0.0, memory=max(memory, 0.0) / whole)
+    return CardDemand(
+        whole=int(whole), milli=0.0, memory=max(memory, 0.0) / whole, exclusive_nic=multi_node
+    )
 
 
 class Cards:
@@ -90,6 +96,16 @@ class Cards:
         self.milli_free: NDArray[np.float64] = np.where(present, WHOLE, ABSENT)
         self.memory_free: NDArray[np.float64] = np.where(present, self.memory_capacity, ABSENT)
         self.whole_free: NDArray[np.int64] = self.count.copy()
+        #: each card's nearest NIC (an index into the node's NICs; -1: none known)
+        self.nic_of: NDArray[np.intp] = np.full((n, slots), -1, dtype=np.intp)
+        for i, node in enumerate(nodes):
+            topology = node.gpu_topology
+            if topology is not None and topology.nics:
+                for card in range(topology.count):
+                    self.nic_of[i, card] = topology.nearest_nic(card) or 0
+        #: tasks holding each NIC exclusively; the last column stands for "no NIC" (never held)
+        width = int(self.nic_of.max(initial=-1)) + 2
+        self.nic_users: NDArray[np.int64] = np.zeros((n, width), np.int64)
         #: held by tasks being stopped: free once they are gone (where pipelined tasks may go)
         self.milli_releasing: NDArray[np.float64] = np.zeros((n, slots))
         self.memory_releasing: NDArray[np.float64] = np.zeros((n, slots))
@@ -101,10 +117,10 @@ class Cards:
     ) -> NDArray[np.bool_]:
         """Whether each of ``nodes`` can take one task of ``demand`` now (``later``: once the
         tasks being stopped there are gone)."""
-        if not later and not demand.shared and not demand.memory:
+        if not later and not demand.shared and not demand.memory and not demand.exclusive_nic:
             fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
             return fit
-        enough: NDArray[np.bool_] = self._fitting(demand, nodes, later=later).sum(axis=1) >= max(
+        enough: NDArray[np.bool_] = self.usable(demand, nodes, later=later).sum(axis=1) >= max(
             demand.whole, 1
         )
         return enough
@@ -112,8 +128,9 @@ class Cards:
     def room(self, demand: CardDemand, node: int) -> int:
         """How many tasks of ``demand`` fit on ``node`` now."""
         if not demand.shared:
-            fitting = self._fitting(demand, slice(node, node + 1))[0]
-            return int(fitting.sum()) // demand.whole
+            fitting = self.usable(demand, slice(node, node + 1))[0]
+            room = int(fitting.sum()) // demand.whole
+            return min(room, 1) if demand.exclusive_nic else room  # NICs: one at a time
         per_card = np.full(self.milli_free.shape[1], np.inf)
         if demand.milli:
             per_card = np.floor(self.milli_free[node] / demand.milli)
@@ -126,7 +143,7 @@ class Cards:
 
     def fitting(self, demand: CardDemand, node: int) -> NDArray[np.intp]:
         """Indexes of ``node``'s cards that can serve ``demand`` (each alone), ascending."""
-        return np.flatnonzero(self._fitting(demand, slice(node, node + 1))[0])
+        return np.flatnonzero(self.usable(demand, slice(node, node + 1))[0])
 
     def first_fit(self, demand: CardDemand, node: int) -> tuple[int, ...] | None:
         """The lowest-index cards of ``node`` that serve ``demand``; None when they do not fit."""
@@ -142,11 +159,12 @@ class Cards:
             return False
         if any(g < 0 or g >= self.count[node] for g in gpus):
             return False
-        return bool(self._fitting(demand, slice(node, node + 1))[0][list(gpus)].all())
+        return bool(self.usable(demand, slice(node, node + 1))[0][list(gpus)].all())
 
-    def _fitting(
+    def usable(
         self, demand: CardDemand, nodes: NDArray[np.intp] | slice, *, later: bool = False
     ) -> NDArray[np.bool_]:
+        """Each card of each of ``nodes`` that could serve ``demand`` alone (nodes x cards)."""
         milli, memory = self.milli_free[nodes], self.memory_free[nodes]
         if later:
             milli = milli + self.milli_releasing[nodes]
@@ -157,6 +175,9 @@ class Cards:
         fitting: NDArray[np.bool_] = (milli == WHOLE) & (memory == capacity)
         if demand.memory:
             fitting &= capacity >= demand.memory
+        if demand.exclusive_nic:
+            held = np.take_along_axis(self.nic_users[nodes], self.nic_of[nodes], axis=1)
+            fitting &= held == 0
         return fitting
 
     # -- changes ------------------------------------------------------------------------
@@ -171,6 +192,8 @@ class Cards:
         else:
             self.milli_free[node, cards] = 0.0
             self.memory_free[node, cards] = 0.0
+            if demand.exclusive_nic:
+                self._hold_nics(node, cards, 1)
         self._recount(node)
 
     def give(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> None:
@@ -182,7 +205,18 @@ class Cards:
         else:
             self.milli_free[node, cards] = WHOLE
             self.memory_free[node, cards] = self.memory_capacity[node, cards]
+            if demand.exclusive_nic:
+                self._hold_nics(node, cards, -1)
         self._recount(node)
+
+    def nics(self, node: int, gpus: Sequence[int]) -> tuple[int, ...]:
+        """The NICs (indexes into the node's topology) nearest ``gpus``, ascending."""
+        return tuple(sorted({int(n) for n in self.nic_of[node, list(gpus)] if n >= 0}))
+
+    def _hold_nics(self, node: int, cards: list[int], sign: int) -> None:
+        nics = list(self.nics(node, cards))
+        if nics:
+            self.nic_users[node, nics] += sign
 
     def releasing(self, demand: CardDemand, node: int, gpus: Sequence[int], sign: int) -> None:
         """Mark (``sign`` 1) or unmark (-1) what a task holds on ``gpus`` as being released."""

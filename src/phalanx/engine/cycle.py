@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
 from phalanx.domain.job import JobPhase
+from phalanx.engine.cards import WHOLE
 from phalanx.engine.decisions import (
     Admit,
     Bind,
     Decisions,
     Evict,
+    GpuShare,
     Pipeline,
     Reason,
     ReasonCode,
@@ -22,7 +25,7 @@ from phalanx.engine.framework.plugin import Action, Hooks, Plugin
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
-from phalanx.engine.snapshot import Snapshot, TaskStatus
+from phalanx.engine.snapshot import Snapshot, TaskInfo, TaskStatus
 
 _BUILTIN: Registry | None = None
 
@@ -129,16 +132,7 @@ def close_session(session: Session) -> Decisions:
                 )
             )
         elif task.status is TaskStatus.ALLOCATED and dispatch and session.job_ready(job):
-            binds.append(
-                Bind(
-                    job=job.name,
-                    task=task.name,
-                    role=task.role.name,
-                    index=task.index,
-                    node=nodes[task.node].name,
-                    gpus=task.gpus,
-                )
-            )
+            binds.append(_bind(session, task))
         elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
             pipelined.append(Pipeline(job=job.name, task=task.name, node=nodes[task.node].name))
     return Decisions(
@@ -154,6 +148,32 @@ def close_session(session: Session) -> Decisions:
         ),
         unschedulable=_unschedulable(session),
         explanations=tuple(session.explanations),
+    )
+
+
+def _bind(session: Session, task: TaskInfo) -> Bind:
+    """The bind of an allocated task: its node, cards, share isolation and NICs."""
+    node = session.snapshot.nodes[task.node]
+    demand = task.role.cards
+    share = nics = None
+    if demand is not None and demand.shared and task.gpus:
+        card_memory = session.snapshot.cards.memory_capacity[task.node, task.gpus[0]]
+        share = GpuShare(
+            compute_percent=min(100, max(1, math.ceil(demand.milli / 10))) if demand.milli else 100,
+            memory_limit=demand.memory or float(card_memory) * demand.milli / WHOLE,
+        )
+    if demand is not None and demand.exclusive_nic and node.gpu_topology is not None:
+        held = session.snapshot.cards.nics(task.node, task.gpus)
+        nics = tuple(node.gpu_topology.nics[i].name for i in held)
+    return Bind(
+        job=task.job.name,
+        task=task.name,
+        role=task.role.name,
+        index=task.index,
+        node=node.name,
+        gpus=task.gpus,
+        share=share,
+        nics=nics or (),
     )
 
 

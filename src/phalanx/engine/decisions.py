@@ -42,8 +42,18 @@ class Admit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuShare:
+    """Isolation for a task holding a share of one card, for executors to enforce: the MPS
+    active-thread percentage and a limit on the card's memory."""
+
+    compute_percent: int  # 1..100 of the card's compute; 100 for a memory-only share
+    memory_limit: float  # bytes of the card's memory the task may use; 0 when unknown
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Bind:
-    """Start ``task`` of ``job`` on ``node`` (with these GPU ids, where tracked)."""
+    """Start ``task`` of ``job`` on ``node`` with GPU cards ``gpus`` (a share of the one card
+    when ``share`` is set) and, for a task of a multi-node job, the node's NICs ``nics``."""
 
     job: str
     task: str
@@ -51,6 +61,8 @@ class Bind:
     index: int
     node: str
     gpus: tuple[int, ...] = ()
+    share: GpuShare | None = None
+    nics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -369,7 +369,7 @@ class Snapshot:
         self._total: Vector | None = None
         #: per-GPU state: which cards are free, and how much of each shared card
         self.cards = Cards(self.nodes)
-        self._demands: dict[int, CardDemand | None] = {}  # request row index -> its card shape
+        self._demands: dict[tuple[int, bool], CardDemand | None] = {}  # card shapes of requests
         self.queues: dict[str, QueueInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
@@ -462,10 +462,11 @@ class Snapshot:
         """The job's roles with their request rows and card shapes; None (an orphan) when a
         role's GPU request cannot be served by cards."""
         roles = []
+        multi_node = sum(r.replicas for r in job.roles if r.resources.get(GPU) >= 1) > 1
         for i, role in enumerate(job.roles):
             request = self.request_vector(role.resources)
             try:
-                cards = self.card_demand(request)
+                cards = self.card_demand(request, multi_node=multi_node)
             except ValueError as error:
                 self.orphans.append(
                     (
@@ -653,15 +654,16 @@ class Snapshot:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def card_demand(self, request: Vector) -> CardDemand | None:
-        """The card shape of a request row (from ``request_vector``); ``ValueError`` for a
-        GPU count above one that is not whole."""
-        key = self.request_ids[id(request)]
+    def card_demand(self, request: Vector, *, multi_node: bool = False) -> CardDemand | None:
+        """The card shape of a request row (from ``request_vector``) for a task of a
+        ``multi_node`` job or not; ``ValueError`` for a GPU count above one that is not whole."""
+        key = (self.request_ids[id(request)], multi_node)
         if key not in self._demands:
             gpu, memory = self.dim.get(GPU), self.dim.get(GPU_MEMORY)
             self._demands[key] = card_demand(
                 0.0 if gpu is None else float(request[gpu]),
                 0.0 if memory is None else float(request[memory]),
+                multi_node=multi_node,
             )
         return self._demands[key]
 

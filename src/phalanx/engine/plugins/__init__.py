@@ -5,6 +5,8 @@ from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.gang import GangPlugin
+from phalanx.engine.plugins.gpushare import GpuSharePlugin
+from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
 from phalanx.engine.plugins.las import LasPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
@@ -18,6 +20,8 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     DrfPlugin,
     GangPlugin,
+    GpuSharePlugin,
+    GpuTopologyPlugin,
     LasPlugin,
     OvercommitPlugin,
     PredicatesPlugin,
