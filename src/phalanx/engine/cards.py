@@ -109,6 +109,7 @@ class Cards:
         #: held by tasks being stopped: free once they are gone (where pipelined tasks may go)
         self.milli_releasing: NDArray[np.float64] = np.zeros((n, slots))
         self.memory_releasing: NDArray[np.float64] = np.zeros((n, slots))
+        self._releasing_tasks = 0  # while 0, "later" is "now": the cheap answers apply
 
     # -- questions ----------------------------------------------------------------------
 
@@ -117,6 +118,7 @@ class Cards:
     ) -> NDArray[np.bool_]:
         """Whether each of ``nodes`` can take one task of ``demand`` now (``later``: once the
         tasks being stopped there are gone)."""
+        later = later and self._releasing_tasks > 0
         if not later and not demand.shared and not demand.memory and not demand.exclusive_nic:
             fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
             return fit
@@ -189,12 +191,13 @@ class Cards:
         if demand.shared:
             self.milli_free[node, cards] -= demand.milli
             self.memory_free[node, cards] -= demand.memory
+            self._recount(node)
         else:
             self.milli_free[node, cards] = 0.0
             self.memory_free[node, cards] = 0.0
+            self.whole_free[node] -= len(cards)  # they were whole and free: ``serves`` said so
             if demand.exclusive_nic:
                 self._hold_nics(node, cards, 1)
-        self._recount(node)
 
     def give(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> None:
         """Take back what ``take(demand, node, gpus)`` gave."""
@@ -202,12 +205,13 @@ class Cards:
         if demand.shared:
             self.milli_free[node, cards] += demand.milli
             self.memory_free[node, cards] += demand.memory
+            self._recount(node)
         else:
             self.milli_free[node, cards] = WHOLE
             self.memory_free[node, cards] = self.memory_capacity[node, cards]
+            self.whole_free[node] += len(cards)
             if demand.exclusive_nic:
                 self._hold_nics(node, cards, -1)
-        self._recount(node)
 
     def nics(self, node: int, gpus: Sequence[int]) -> tuple[int, ...]:
         """The NICs (indexes into the node's topology) nearest ``gpus``, ascending."""
@@ -220,6 +224,7 @@ class Cards:
 
     def releasing(self, demand: CardDemand, node: int, gpus: Sequence[int], sign: int) -> None:
         """Mark (``sign`` 1) or unmark (-1) what a task holds on ``gpus`` as being released."""
+        self._releasing_tasks += sign
         cards = list(gpus)
         if demand.shared:
             self.milli_releasing[node, cards] += sign * demand.milli
