@@ -35,6 +35,13 @@ class TaskPhase(StrEnum):
 HOLDS_RESOURCES = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
 
 
+class ServiceClass(StrEnum):
+    """How a job shares GPUs with others (online/offline colocation)."""
+
+    ONLINE = "online"  # a latency-bound service: its SLA comes first, online jobs avoid each other
+    OFFLINE = "offline"  # batch work that fills the room online services leave, and yields to them
+
+
 class SelectorOperator(StrEnum):
     """Operators of a node affinity term, as in Kubernetes."""
 
@@ -130,6 +137,7 @@ class Job:
         0.0  # GPU-seconds of ended runs; running tasks' time is added by the engine
     )
     max_retry: int = 3
+    service_class: ServiceClass | None = None  # online / offline colocation; None: neither
     tasks: tuple[Task, ...] = ()
 
     @property

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.job import Job, Role
+from phalanx.domain.job import Job, Role, ServiceClass
+from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
     DnsLabel,
@@ -78,6 +79,17 @@ class RoleSpec(Placement):
     command: Command = Field(default_factory=list)
     depends_on: list[Dependency] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _gpu_shape(self) -> Self:
+        gpu = resources_of(self.resources).get(GPU)
+        if gpu > 1 and not float(gpu).is_integer():
+            raise located(
+                f"{gpu:g} GPUs: a task takes a share of one GPU (below 1) or whole GPUs",
+                f"ask for gpu: {int(gpu)} or {int(gpu) + 1}, or split the work into more replicas",
+                at=("resources", GPU),
+            )
+        return self
+
     def to_domain(self, job: Placement) -> Role:
         """The domain ``Role``, with the job-level placement merged under this role's."""
         return Role(
@@ -104,6 +116,7 @@ class JobSpec(Placement):
     runtime_estimate: Duration | None = None
     starvation_threshold: Duration | None = None
     preemptible: bool = True
+    service_class: Literal["online", "offline"] | None = None
     roles: Annotated[list[RoleSpec], Field(min_length=1)]
 
     def to_job(self, name: str, creation_time: float, roles: tuple[Role, ...] | None = None) -> Job:
@@ -122,6 +135,7 @@ class JobSpec(Placement):
             runtime_estimate=self.runtime_estimate,
             starvation_threshold=self.starvation_threshold,
             max_retry=self.max_retry,
+            service_class=None if self.service_class is None else ServiceClass(self.service_class),
         )
 
     @model_validator(mode="after")

@@ -97,6 +97,14 @@ CASES = [
         "spec.roles[0].resources: is required",
     ),
     (with_spec(MINIMAL_JOB, "walltime: 8 hours"), "spec.walltime: '8 hours' is not a duration"),
+    (
+        edit(MINIMAL_JOB, "cpu: 8", "gpu: 1.5"),
+        "spec.roles[0].resources.gpu: 1.5 GPUs: a task takes a share of one GPU",
+    ),
+    (
+        with_spec(MINIMAL_JOB, "serviceClass: batch"),
+        "spec.serviceClass: 'batch' is not allowed; fix: use one of 'online' or 'offline'",
+    ),
     # roles and their dependencies
     (
         edit(MINIMAL_JOB, "roles:\n", "roles: []\n").split("  - name")[0],

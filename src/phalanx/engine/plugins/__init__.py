@@ -3,6 +3,7 @@
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
+from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.gang import GangPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
@@ -18,6 +19,7 @@ from phalanx.engine.plugins.sla import SlaPlugin
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     BinpackPlugin,
     CapacityPlugin,
+    ColocationPlugin,
     DrfPlugin,
     GangPlugin,
     GpuSharePlugin,
