@@ -5,14 +5,22 @@ below that (an eviction, a lost node), its run stops and the progress since its 
 checkpoint is lost; it resumes from that checkpoint when placed again. A job whose run
 reaches its duration ends: every task exits with code 0. A run that reaches the job's
 walltime first is killed: every task exits stopped with code 137.
+
+Colocation (with an SLA ``watermark``): an offline job shares its nodes' GPUs with the
+online services there. While the busiest service on one of its nodes is above the
+watermark, the job is held (no progress, its processes stay); otherwise it progresses
+at the share that service leaves (1 - load). Services' loads follow their ``load`` steps.
+Progress is work done at these rates; checkpoints count work, walltime counts seconds.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.sim.workload import WorkloadJob
@@ -31,24 +39,38 @@ class _Run:
     running: dict[str, str] = field(default_factory=dict)  # task -> node
     stopping: set[str] = field(default_factory=set)
     attempt: int = 0  # bumped when a run starts, so stale ends are ignored
+    rate: float = 1.0  # work per second now (below 1 while colocated services are busy)
+    progress: float = 0.0  # work done in the current run up to ``since``
+    since: float = 0.0  # when ``rate`` last changed in the current run
 
-    def kept(self, elapsed: float) -> float:
-        """Work kept after ``elapsed`` seconds of the current run: up to the last checkpoint."""
+    def work(self, now: float) -> float:
+        """Work done in the current run by ``now``."""
+        return self.progress + self.rate * (now - self.since)
+
+    def kept(self, work: float) -> float:
+        """Work kept after ``work`` of the current run: up to the last checkpoint."""
         interval = self.spec.checkpoint_interval
         if interval is None or interval <= 0:
             return self.done
-        return self.done + (elapsed // interval) * interval
+        return self.done + (work // interval) * interval
 
 
 class SimCluster:
     """Runs simulated tasks; implements ``phalanx.executors.base.Executor``."""
 
-    def __init__(self, jobs: Mapping[str, WorkloadJob]) -> None:
+    def __init__(self, jobs: Mapping[str, WorkloadJob], *, watermark: float | None = None) -> None:
         self._jobs = jobs
         self._runs: dict[str, _Run] = {}
         self._events: list[tuple[float, int, TaskEvent]] = []
         self._ends: list[tuple[float, int, str, int]] = []  # (time, seq, job, attempt)
         self._seq = 0
+        self._watermark = watermark
+        #: when some online service's load changes (only kept with a watermark)
+        self._load_steps: list[float] = (
+            sorted({at for spec in jobs.values() for at, _ in spec.load})
+            if watermark is not None
+            else []
+        )
 
     # -- Executor ---------------------------------------------------------------------
 
@@ -68,6 +90,7 @@ class SimCluster:
             )
         for job in sorted({b.job for b in binds}):
             self._maybe_begin(self._runs[job], now)
+        self._share_gpus(now)
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
         for evict in evictions:
@@ -92,8 +115,13 @@ class SimCluster:
             run = self._runs.get(job)
             if run is not None:
                 self._maybe_pause(run, now)
+        self._share_gpus(now)
 
     def poll(self, *, now: float) -> list[TaskEvent]:
+        while self._load_steps and self._load_steps[0] <= now:
+            step = heapq.heappop(self._load_steps)
+            self._finish_due(step)
+            self._share_gpus(step)
         self._finish_due(now)
         found = []
         while self._events and self._events[0][0] <= now:
@@ -110,6 +138,7 @@ class SimCluster:
         while self._ends and not self._current(self._ends[0]):
             heapq.heappop(self._ends)  # an interrupted run's end: it will not happen
         times = [t for t, _, _ in self._events[:1]] + [t for t, _, _, _ in self._ends[:1]]
+        times += self._load_steps[:1]
         return min(times) if times else None
 
     def lose_node(self, node: str, *, now: float) -> None:
@@ -126,6 +155,7 @@ class SimCluster:
                 )
             if lost:
                 self._maybe_pause(run, now)
+        self._share_gpus(now)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -143,19 +173,53 @@ class SimCluster:
         if run.started is not None or self._active(run) < run.gang:
             return
         run.started = now
+        run.progress, run.since = 0.0, now
+        self._schedule_end(run, now)
+
+    def _schedule_end(self, run: _Run, now: float) -> None:
+        """(Re)plan the current run's end from its rate; an earlier plan no longer applies."""
+        assert run.started is not None
         run.attempt += 1
-        remaining = max(run.spec.duration - run.done, 0.0)
+        remaining = max(run.spec.duration - run.done - run.work(now), 0.0)
+        end = now + remaining / run.rate if run.rate > 0 else math.inf
         walltime = run.spec.job.walltime
-        end = now + (remaining if walltime is None else min(remaining, walltime))
-        self._seq += 1
-        heapq.heappush(self._ends, (end, self._seq, run.spec.name, run.attempt))
+        if walltime is not None:
+            end = min(end, run.started + walltime)
+        if math.isfinite(end):
+            self._seq += 1
+            heapq.heappush(self._ends, (end, self._seq, run.spec.name, run.attempt))
 
     def _maybe_pause(self, run: _Run, now: float) -> None:
         if run.started is None or self._active(run) >= run.gang:
             return
-        run.done = run.kept(now - run.started)
+        run.done = run.kept(run.work(now))
         run.started = None
         run.attempt += 1  # the scheduled end no longer applies
+
+    def _share_gpus(self, now: float) -> None:
+        """Set every running offline job's rate from the services on its nodes at ``now``."""
+        if self._watermark is None:
+            return
+        busiest: dict[str, float] = {}
+        offline: list[_Run] = []
+        for run in self._runs.values():
+            if run.started is None:
+                continue
+            kind = run.spec.job.service_class
+            if kind is ServiceClass.ONLINE:
+                load = run.spec.load_at(now)
+                for node in run.running.values():
+                    busiest[node] = max(busiest.get(node, 0.0), load)
+            elif kind is ServiceClass.OFFLINE:
+                offline.append(run)
+        for run in sorted(offline, key=lambda r: r.spec.name):
+            loads = [busiest.get(node, 0.0) for node in run.running.values()]
+            load = max(loads, default=0.0)
+            rate = 0.0 if load > self._watermark else 1.0 - load
+            if rate != run.rate:
+                run.progress, run.since = run.work(now), now
+                run.rate = rate
+                self._schedule_end(run, now)
 
     def _finish_due(self, now: float) -> None:
         while self._ends and self._ends[0][0] <= now:
@@ -163,7 +227,8 @@ class SimCluster:
             run = self._runs.get(job)
             if run is None or run.attempt != attempt or run.started is None:
                 continue
-            completed = end - run.started >= run.spec.duration - run.done - 1e-9
+            work = run.work(end)
+            completed = work >= run.spec.duration - run.done - 1e-9
             code = 0 if completed else KILLED
             for task, node in sorted(run.running.items()):
                 if task not in run.stopping:
@@ -180,8 +245,10 @@ class SimCluster:
                             stopped=not completed,
                         ),
                     )
-            run.done = run.spec.duration if completed else run.kept(end - run.started)
+            run.done = run.spec.duration if completed else run.kept(work)
             run.started = None
+            if run.spec.job.service_class is ServiceClass.ONLINE:
+                self._share_gpus(end)  # its nodes' offline work gets the GPUs back
 
     def _current(self, end: tuple[float, int, str, int]) -> bool:
         run = self._runs.get(end[2])

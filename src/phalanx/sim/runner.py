@@ -46,6 +46,9 @@ class SimOptions:
     node_mttr: float = 3600.0  # mean seconds to repair a failed node
     oracle_runtime: bool = False  # give the scheduler each job's true duration as its estimate
     fragmentation_every: float = 600.0  # seconds between samples of GPU fragmentation (FGD)
+    #: colocation SLA: offline work is held while a service on its node is busier than this
+    #: (a share of 0..1 of the service's GPUs); None: offline work runs at full speed
+    sla_watermark: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +99,7 @@ class Simulation:
         self.queues = tuple(queues if queues is not None else workload.queues)
         self.state = ClusterState(nodes, self.queues)
         self.jobs = {w.name: w for w in workload.jobs}
-        self.cluster = SimCluster(self.jobs)
+        self.cluster = SimCluster(self.jobs, watermark=self.options.sla_watermark)
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
         )

@@ -20,6 +20,17 @@ class WorkloadJob:
     job: Job
     duration: float  # seconds of run time on the requested resources
     checkpoint_interval: float | None = None  # seconds; None: restarts from zero
+    #: an online service's GPU load over time: (time, share of its GPUs busy) steps, sorted
+    load: tuple[tuple[float, float], ...] = ()
+
+    def load_at(self, time: float) -> float:
+        """The service's load at ``time``: the last step at or before it (0 before the first)."""
+        current = 0.0
+        for at, value in self.load:
+            if at > time:
+                break
+            current = value
+        return current
 
     @property
     def name(self) -> str:
