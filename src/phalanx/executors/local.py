@@ -1,0 +1,358 @@
+"""The local executor: every task is a process group on this host.
+
+It implements ``phalanx.executors.base.Executor``. It starts processes, signals them and
+reports what happened (STARTED, EXITED, LOST); it never decides what a job's state is.
+Nothing here blocks: ``poll`` reaps without waiting, and a stop only records when to
+escalate to SIGKILL, which a later ``poll`` does.
+
+Crash safety: ``records()`` is what a controller persists; after a restart a new
+executor ``adopt``s them. See ``phalanx.executors.process`` for the exit-code wrapper
+that makes an adopted task's exit code known although it is not our child.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from phalanx.engine.decisions import Bind, Evict
+from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.launch import TaskLaunch, WorkloadClass
+from phalanx.executors.process import (
+    Exit,
+    TaskProcess,
+    attach,
+    read_exit_code,
+    spawn,
+    task_environment,
+    task_workdir,
+)
+from phalanx.executors.records import ProcessRecord
+from phalanx.executors.rendezvous import Placement, free_ports, rendezvous_env
+
+log = logging.getLogger(__name__)
+
+#: The code reported for a task this executor killed when nothing else recorded one.
+KILLED_CODE = 128 + 9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningTask:
+    """A read-only view of one live task (what colocation and the API look at)."""
+
+    job: str
+    task: str
+    node: str
+    pid: int
+    workload: WorkloadClass
+    gpus: tuple[int, ...]
+    paused: bool
+    stopping: bool
+
+
+@dataclass(slots=True, kw_only=True)
+class _Live:
+    """The executor's own state for one live task (mutable: deadlines, pause clock)."""
+
+    job: str
+    task: str
+    node: str
+    workload: WorkloadClass
+    gpus: tuple[int, ...]
+    placement: Placement | None  # None when adopted: its peers' view is unknown
+    process: TaskProcess
+    stop_deadline: float | None = None  # set by the first stop request
+    killed: bool = False
+    paused_since: float | None = None
+    paused_total: float = 0.0
+
+
+class LocalExecutor:
+    """Runs bound tasks as local subprocesses and reports their events.
+
+    ``resolve`` turns a ``Bind`` into a ``TaskLaunch`` (the controller knows the job's
+    spec). ``clock`` only measures paused time and must tell the same time as the
+    ``now`` the controller passes; events and stop deadlines use ``now``.
+    ``environ`` is where the allow-listed inherited variables come from.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        resolve: Callable[[Bind], TaskLaunch],
+        clock: Callable[[], float] = time.time,
+        *,
+        host: str = "127.0.0.1",
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._resolve = resolve
+        self._clock = clock
+        self._host = host
+        self._environ = dict(os.environ if environ is None else environ)
+        self._live: dict[tuple[str, str], _Live] = {}
+        self._master_ports: dict[str, int] = {}
+        self._events: list[TaskEvent] = []
+
+    # -- the Executor protocol ---------------------------------------------------------
+
+    def start(self, binds: Sequence[Bind], *, now: float) -> None:
+        """Start every bound task not already live; each queues STARTED (or LOST).
+
+        Every bind is resolved before any process starts, so a bad launch raises
+        without leaving half a gang running. The rendezvous of a job covers the tasks
+        started in this call plus its tasks already live here.
+        """
+        launches: dict[tuple[str, str], TaskLaunch] = {}
+        for bind in binds:
+            key = (bind.job, bind.task)
+            if key not in self._live and key not in launches:
+                launches[key] = self._resolve(bind)
+        by_job: dict[str, list[TaskLaunch]] = {}
+        for launch in launches.values():
+            by_job.setdefault(launch.job, []).append(launch)
+        for job, group in by_job.items():
+            self._start_job(job, group, now)
+
+    def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
+        """Send SIGTERM to each task's group; ``poll`` sends SIGKILL ``grace`` seconds later.
+
+        A repeated request keeps the first deadline. A paused task is resumed, or the
+        SIGTERM would wait until somebody did. Unknown tasks are ignored (already ended).
+        """
+        for eviction in evictions:
+            live = self._live.get((eviction.job, eviction.task))
+            if live is None or live.stop_deadline is not None:
+                continue
+            live.stop_deadline = now + max(0.0, grace)
+            live.process.terminate()
+            if live.paused_since is not None:
+                self._unpause(live)
+
+    def poll(self, *, now: float) -> list[TaskEvent]:
+        """Reap ended tasks, SIGKILL those past their deadline; events up to ``now``, oldest first."""
+        for key, live in list(self._live.items()):
+            ended = live.process.poll()
+            if ended is not None:
+                del self._live[key]
+                self._events.append(self._exited(live, ended, now))
+                if not any(other.job == live.job for other in self._live.values()):
+                    self._master_ports.pop(live.job, None)
+            elif live.stop_deadline is not None and now >= live.stop_deadline and not live.killed:
+                live.killed = live.process.kill()
+        due = sorted((event for event in self._events if event.time <= now), key=lambda e: e.time)
+        self._events = [event for event in self._events if event.time > now]
+        return due
+
+    # -- crash safety --------------------------------------------------------------------
+
+    def records(self) -> list[ProcessRecord]:
+        """One record per live task, for the controller to persist (see ``adopt``)."""
+        return [
+            ProcessRecord(
+                job=live.job,
+                task=live.task,
+                node=live.node,
+                pid=live.process.pid,
+                start_time=live.process.start_time,
+                workdir=str(live.process.workdir),
+                workload=live.workload,
+                gpus=live.gpus,
+            )
+            for live in self._live.values()
+        ]
+
+    def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
+        """Re-attach the recorded tasks that still run; report the others.
+
+        A record is adopted when its pid is alive with the recorded start time (a
+        reused pid is not). No STARTED is queued for it: it started long ago. Its group
+        gets SIGCONT, because a task paused by the previous server would otherwise stay
+        frozen with nobody left to resume it. A record whose process has ended queues
+        EXITED with the code its wrapper wrote, or LOST when no code was written.
+        """
+        for record in records:
+            key = (record.job, record.task)
+            if key in self._live:
+                continue
+            workdir = Path(record.workdir)
+            process = attach(pid=record.pid, start_time=record.start_time, workdir=workdir)
+            if process is None:
+                code = read_exit_code(workdir, record.pid)
+                kind = TaskEventKind.LOST if code is None else TaskEventKind.EXITED
+                self._events.append(
+                    TaskEvent(
+                        kind=kind,
+                        time=now,
+                        job=record.job,
+                        task=record.task,
+                        node=record.node,
+                        exit_code=code,
+                    )
+                )
+                continue
+            process.resume()
+            self._live[key] = _Live(
+                job=record.job,
+                task=record.task,
+                node=record.node,
+                workload=record.workload,
+                gpus=record.gpus,
+                placement=None,
+                process=process,
+            )
+
+    # -- pausing (colocation) --------------------------------------------------------------
+
+    def pause(self, job: str, task: str) -> bool:
+        """Freeze a live task (SIGSTOP to its group). False for unknown or stopping tasks.
+
+        A paused task is neither exited nor lost: ``poll`` reports nothing for it, and
+        ``paused_seconds`` tells the controller how much of its run time to forgive.
+        """
+        live = self._live.get((job, task))
+        if live is None or live.stop_deadline is not None:
+            return False
+        if live.paused_since is None and live.process.pause():
+            live.paused_since = self._clock()
+        return live.paused_since is not None
+
+    def resume(self, job: str, task: str) -> bool:
+        """Let a paused task run again (SIGCONT). False when it is unknown."""
+        live = self._live.get((job, task))
+        if live is None:
+            return False
+        if live.paused_since is not None:
+            self._unpause(live)
+        return True
+
+    def is_paused(self, job: str, task: str) -> bool:
+        """True while the task is paused by ``pause``."""
+        live = self._live.get((job, task))
+        return live is not None and live.paused_since is not None
+
+    def paused_seconds(self, job: str, task: str) -> float:
+        """Total time the task spent paused, the current pause included (0 if unknown)."""
+        live = self._live.get((job, task))
+        if live is None:
+            return 0.0
+        current = 0.0 if live.paused_since is None else self._clock() - live.paused_since
+        return live.paused_total + current
+
+    # -- views -------------------------------------------------------------------------------
+
+    def running(self, workload: WorkloadClass | None = None) -> list[RunningTask]:
+        """The live tasks (of one workload class, if given), in start order."""
+        return [
+            RunningTask(
+                job=live.job,
+                task=live.task,
+                node=live.node,
+                pid=live.process.pid,
+                workload=live.workload,
+                gpus=live.gpus,
+                paused=live.paused_since is not None,
+                stopping=live.stop_deadline is not None,
+            )
+            for live in self._live.values()
+            if workload is None or live.workload is workload
+        ]
+
+    def workdir(self, job: str, task: str) -> Path:
+        """Where the task runs and writes ``stdout.log`` and ``stderr.log``."""
+        return task_workdir(self.data_dir, job, task)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _start_job(self, job: str, launches: list[TaskLaunch], now: float) -> None:
+        need_master = job not in self._master_ports
+        ports = free_ports(len(launches) + need_master, self._host)
+        if need_master:
+            self._master_ports[job] = ports[-1]
+        placements = {
+            (launch.role, launch.index): Placement(
+                role=launch.role,
+                index=launch.index,
+                node=launch.node,
+                host=self._host,
+                port=port,
+                gpus=launch.gpus,
+            )
+            for launch, port in zip(launches, ports, strict=False)
+        }
+        peers = [
+            live.placement for live in self._live.values() if live.job == job and live.placement
+        ]
+        envs = rendezvous_env(
+            job,
+            [*peers, *placements.values()],
+            master_port=self._master_ports[job],
+            roles=launches[0].job_roles,
+        )
+        for launch in launches:
+            slot = (launch.role, launch.index)
+            self._spawn(launch, placements[slot], envs[slot], now)
+
+    def _spawn(
+        self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
+    ) -> None:
+        workdir = self.workdir(launch.job, launch.task)
+        env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+        event = TaskEvent(
+            kind=TaskEventKind.STARTED, time=now, job=launch.job, task=launch.task, node=launch.node
+        )
+        try:
+            process = spawn(launch, workdir=workdir, env=env)
+        except OSError as error:
+            # This host cannot run the task (disk full, directory not writable): the
+            # controller sees it like a lost node and retries the task elsewhere.
+            log.warning("cannot start %s of %s in %s: %s", launch.task, launch.job, workdir, error)
+            self._events.append(
+                TaskEvent(
+                    kind=TaskEventKind.LOST,
+                    time=now,
+                    job=launch.job,
+                    task=launch.task,
+                    node=launch.node,
+                )
+            )
+            return
+        self._live[(launch.job, launch.task)] = _Live(
+            job=launch.job,
+            task=launch.task,
+            node=launch.node,
+            workload=launch.workload,
+            gpus=launch.gpus,
+            placement=placement,
+            process=process,
+        )
+        self._events.append(event)
+
+    def _unpause(self, live: _Live) -> None:
+        live.process.resume()
+        if live.paused_since is not None:
+            live.paused_total += self._clock() - live.paused_since
+            live.paused_since = None
+
+    def _exited(self, live: _Live, ended: Exit, now: float) -> TaskEvent:
+        code = ended.code
+        if code is None and live.killed:
+            code = KILLED_CODE  # we killed it; nothing else could tell us
+        if live.paused_since is not None:
+            # Died while frozen: close the pause clock, but send nothing, since the group
+            # is reaped and its id may already be someone else's.
+            live.paused_total += self._clock() - live.paused_since
+            live.paused_since = None
+        return TaskEvent(
+            kind=TaskEventKind.EXITED,
+            time=now,
+            job=live.job,
+            task=live.task,
+            node=live.node,
+            exit_code=code,
+            stopped=live.stop_deadline is not None,
+        )

@@ -1,0 +1,276 @@
+"""One task's process group on this host: start it, signal it, see it end, find it again.
+
+Every task runs under a tiny ``/bin/sh`` wrapper (``WRAPPER_SCRIPT``), started as the
+leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/``:
+
+- the wrapper installs a no-op trap for HUP, INT, QUIT and TERM, then runs the real
+  command as a *foreground child*. Signals go to the whole process group, so the real
+  command receives them directly and handles them as it would without phalanx (caught
+  signals are reset to their default on exec, so the command inherits nothing). The
+  wrapper's trap only keeps the wrapper alive until the command has ended;
+- when the command ends the wrapper writes ``<status> <wrapper pid>`` to ``exit_code``
+  (through a temporary file and ``mv``, so a reader never sees half a file), then exits
+  with that status. ``<status>`` is the shell's ``$?``: the command's exit code, or
+  128+N for a death by signal N. Because the code is on disk, a server that restarted
+  meanwhile still learns it; the pid in the file ties the code to this run;
+- SIGKILL reaches the wrapper too, so a killed group leaves no ``exit_code``: its parent
+  sees the wrapper killed (128+9), and a re-attached task is known to be killed only if
+  this executor sent the signal.
+
+A task is identified across a server restart by its pid *and* the pid's start time
+(``psutil.Process.create_time``): a pid that the kernel reused for another process has a
+different start time and is never mistaken for the task.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import psutil
+
+from phalanx.executors.launch import TaskLaunch
+
+EXIT_FILE: Final = "exit_code"
+STDOUT_LOG: Final = "stdout.log"
+STDERR_LOG: Final = "stderr.log"
+
+#: Two start times closer than this are the same process start (psutil's resolution is
+#: the kernel's clock tick, 10 ms at most; a reused pid starts at least a tick later).
+START_TIME_TOLERANCE: Final = 0.005
+
+#: Variables a task inherits from the server. Everything else is left out on purpose:
+#: the server's credentials (database URL, API tokens) must not reach user code.
+INHERITED_ENV: Final = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "TZ", "TMPDIR", "TERM",
+)  # fmt: skip
+DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+
+WRAPPER_SCRIPT: Final = """\
+trap : HUP INT QUIT TERM
+exit_file=$1 memory_kib=$2
+shift 2
+if [ "$memory_kib" != - ]; then
+  ulimit -v "$memory_kib" 2>/dev/null || echo "phalanx: cannot limit memory to ${memory_kib} KiB" >&2
+fi
+"$@"
+code=$?
+printf '%s %s\\n' "$code" "$$" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+exit "$code"
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """A task's end. ``code`` is None when nothing recorded it (see the module docstring)."""
+
+    code: int | None
+
+
+def task_workdir(data_dir: Path, job: str, task: str) -> Path:
+    """The task's working directory, which also holds its logs and ``exit_code``."""
+    return data_dir / "tasks" / job / task
+
+
+def shell_code(returncode: int) -> int:
+    """A ``Popen.returncode`` as a shell reports it: a death by signal N is 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def read_exit_code(workdir: Path, pid: int) -> int | None:
+    """The status the wrapper with ``pid`` recorded in ``workdir``, if it recorded one."""
+    try:
+        fields = (workdir / EXIT_FILE).read_text().split()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if len(fields) != 2 or not all(f.isdigit() for f in fields) or int(fields[1]) != pid:
+        return None  # another run's file, or not ours at all
+    return int(fields[0])
+
+
+def task_environment(
+    launch: TaskLaunch,
+    injected: Mapping[str, str],
+    *,
+    workdir: Path,
+    inherited: Mapping[str, str],
+) -> dict[str, str]:
+    """The task's whole environment, later layers winning.
+
+    Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's own ``env``,
+    the ``injected`` rendezvous variables, phalanx's task identity, and the GPU share
+    limits. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``) therefore
+    cannot be overridden by user environment.
+    """
+    env = {name: inherited[name] for name in INHERITED_ENV if name in inherited}
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(launch.env)
+    env.update(injected)
+    env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
+    if launch.gpu_share is not None:
+        env.update(launch.gpu_share.env(len(launch.gpus)))
+    return env
+
+
+def address_space_kib(launch: TaskLaunch) -> int | None:
+    """The RLIMIT_AS for the task in KiB, or None for no limit.
+
+    GPU tasks get none: a CUDA context reserves far more virtual address space than it
+    ever backs with memory, so an address-space cap would break it at start-up.
+    """
+    if launch.memory_bytes is None or launch.gpus:
+        return None
+    return max(1, launch.memory_bytes // 1024)
+
+
+def process_start_time(pid: int) -> float:
+    """When ``pid`` started, in seconds since the epoch, as psutil reads it."""
+    return float(psutil.Process(pid).create_time())
+
+
+class TaskProcess:
+    """A task's process group, led by its wrapper; every signal goes to the whole group.
+
+    Started by this server (a child, reaped with ``waitid``) or re-attached after a
+    restart (watched through psutil, since only a parent can wait for a process).
+    """
+
+    __slots__ = ("_handle", "_popen", "pid", "start_time", "workdir")
+
+    def __init__(
+        self,
+        *,
+        pid: int,
+        start_time: float,
+        workdir: Path,
+        popen: subprocess.Popen[bytes] | None = None,
+        handle: Any = None,
+    ) -> None:
+        self.pid = pid
+        self.start_time = start_time
+        self.workdir = workdir
+        self._popen = popen
+        self._handle = handle  # a psutil.Process, for a re-attached task
+
+    @property
+    def adopted(self) -> bool:
+        """True when this server did not start the process (it was re-attached)."""
+        return self._popen is None
+
+    def send(self, signum: int) -> bool:
+        """Send ``signum`` to the process group; False when the group is gone."""
+        if self._handle is not None and not self._handle.is_running():
+            return False  # the pid may belong to someone else by now: never signal it
+        try:
+            os.killpg(self.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def terminate(self) -> bool:
+        """Ask the group to stop (SIGTERM)."""
+        return self.send(signal.SIGTERM)
+
+    def kill(self) -> bool:
+        """Kill the group (SIGKILL)."""
+        return self.send(signal.SIGKILL)
+
+    def pause(self) -> bool:
+        """Freeze the group (SIGSTOP); it keeps its memory and its files."""
+        return self.send(signal.SIGSTOP)
+
+    def resume(self) -> bool:
+        """Let a frozen group run again (SIGCONT)."""
+        return self.send(signal.SIGCONT)
+
+    def poll(self) -> Exit | None:
+        """The task's end once its wrapper has exited, else None. Never blocks.
+
+        Processes the task left behind in its group are killed at that moment, as a
+        container's are when its main process ends.
+        """
+        return self._poll_child() if self._popen is not None else self._poll_adopted()
+
+    def _poll_child(self) -> Exit | None:
+        assert self._popen is not None
+        # WNOWAIT leaves the wrapper a zombie, which keeps its pid (and so the group id)
+        # from being reused while the leftovers of the group are killed.
+        if self._popen.returncode is None:
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            try:
+                if os.waitid(os.P_PID, self.pid, flags) is None:
+                    return None
+            except ChildProcessError:
+                pass  # reaped behind our back (a stray os.wait): Popen.wait reports it
+            self.kill()
+        returncode = self._popen.wait()
+        recorded = read_exit_code(self.workdir, self.pid)
+        return Exit(recorded if recorded is not None else shell_code(returncode))
+
+    def _poll_adopted(self) -> Exit | None:
+        try:
+            if not self._handle.is_running():
+                return Exit(read_exit_code(self.workdir, self.pid))
+            if self._handle.status() != psutil.STATUS_ZOMBIE:
+                return None
+        except psutil.NoSuchProcess:
+            return Exit(read_exit_code(self.workdir, self.pid))
+        # A zombie still holds its pid, so its group can be cleaned up safely.
+        self.kill()
+        return Exit(read_exit_code(self.workdir, self.pid))
+
+
+def spawn(launch: TaskLaunch, *, workdir: Path, env: Mapping[str, str]) -> TaskProcess:
+    """Start ``launch`` under the wrapper in ``workdir``, with exactly ``env``.
+
+    Output is appended to ``stdout.log`` and ``stderr.log``; a previous run's
+    ``exit_code`` is removed first so that it can never be read as this run's.
+    Raises ``OSError`` when the directory or the logs cannot be created.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    for stale in (EXIT_FILE, f"{EXIT_FILE}.tmp"):
+        (workdir / stale).unlink(missing_ok=True)
+    limit = address_space_kib(launch)
+    argv = [
+        "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
+        str(workdir / EXIT_FILE), "-" if limit is None else str(limit), *launch.argv(),
+    ]  # fmt: skip
+    with open(workdir / STDOUT_LOG, "ab") as out, open(workdir / STDERR_LOG, "ab") as err:
+        popen = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,  # own session and group: signals reach all of it, only it
+            close_fds=True,
+        )
+    # The wrapper cannot be reaped before we wait for it, so its start time is readable.
+    return TaskProcess(
+        pid=popen.pid, start_time=process_start_time(popen.pid), workdir=workdir, popen=popen
+    )
+
+
+def attach(*, pid: int, start_time: float, workdir: Path) -> TaskProcess | None:
+    """Re-attach the task whose wrapper is ``pid`` started at ``start_time``, if it still runs.
+
+    None when the pid is gone, ended (a zombie), belongs to another process (its start
+    time differs: the pid was reused), or does not lead its own process group.
+    """
+    try:
+        handle = psutil.Process(pid)
+        same_start = abs(float(handle.create_time()) - start_time) <= START_TIME_TOLERANCE
+        ended = handle.status() == psutil.STATUS_ZOMBIE
+        leads_group = os.getpgid(pid) == pid
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
+    if not same_start or ended or not leads_group:
+        return None
+    return TaskProcess(pid=pid, start_time=start_time, workdir=workdir, handle=handle)

@@ -1,0 +1,97 @@
+"""What a controller persists so that a restarted server can find its tasks again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.executors.launch import WorkloadClass
+
+#: A record as JSON: strings, numbers and a list of GPU ids.
+RecordDict = dict[str, str | int | float | list[int]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessRecord:
+    """One running task: enough to re-attach it after a restart and to check it is the same.
+
+    ``pid`` is the task's wrapper (its process-group leader) and ``start_time`` that
+    process's start in seconds since the epoch: together they name one process, never a
+    later one that reused the pid. ``workdir`` holds the task's logs and ``exit_code``.
+    """
+
+    job: str
+    task: str
+    node: str
+    pid: int
+    start_time: float
+    workdir: str
+    workload: WorkloadClass = WorkloadClass.ONLINE
+    gpus: tuple[int, ...] = ()
+
+    def to_dict(self) -> RecordDict:
+        """A JSON-ready dict; ``from_dict`` reads it back equal."""
+        return {
+            "job": self.job,
+            "task": self.task,
+            "node": self.node,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "workdir": self.workdir,
+            "workload": self.workload.value,
+            "gpus": list(self.gpus),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ProcessRecord:
+        """A record from ``to_dict``'s shape. Raises ``InvalidInput`` naming a bad field."""
+        workload = data.get("workload", WorkloadClass.ONLINE.value)
+        if workload not in set(WorkloadClass):
+            raise InvalidInput(
+                f"{workload!r} is not a workload class", field="workload", fix="online or offline"
+            )
+        gpus = data.get("gpus", [])
+        if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
+            raise InvalidInput(f"{gpus!r} is not a list of GPU ids", field="gpus", fix="[0, 1]")
+        return cls(
+            job=_text(data, "job"),
+            task=_text(data, "task"),
+            node=_text(data, "node"),
+            pid=_pid(data),
+            start_time=_positive(data, "start_time"),
+            workdir=_text(data, "workdir"),
+            workload=WorkloadClass(str(workload)),
+            gpus=tuple(int(g) for g in gpus),
+        )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pid(data: Mapping[str, object]) -> int:
+    value = data.get("pid")
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InvalidInput(
+            f"{value!r} is not a process id", field="pid", fix="as records() gave it"
+        )
+    return value
+
+
+def _text(data: Mapping[str, object], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(
+            f"{value!r} is not a non-empty string", field=name, fix="as records() gave it"
+        )
+    return value
+
+
+def _positive(data: Mapping[str, object], name: str) -> float:
+    value = data.get(name)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        raise InvalidInput(
+            f"{value!r} is not a positive number", field=name, fix="as records() gave it"
+        )
+    return float(value)

@@ -1,0 +1,141 @@
+"""Rendezvous: the environment that lets a job's tasks find each other.
+
+``rendezvous_env`` is pure: the same placements give the same variables. It speaks the
+conventions frameworks already read: ``torch.distributed`` (``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), TensorFlow's parameter-server
+training (``TF_CONFIG``, as KubeDL's and Kubeflow's TFJob set it) and CUDA
+(``CUDA_VISIBLE_DEVICES``), plus phalanx's own ``PHALANX_*`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from phalanx.domain.errors import InvalidInput
+
+#: The role whose presence marks a TensorFlow parameter-server job (TF_CONFIG is set).
+PS_ROLE = "ps"
+
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where one task of a job runs: its node, the host address and port peers reach it on."""
+
+    role: str
+    index: int
+    node: str
+    host: str
+    port: int
+    gpus: tuple[int, ...] = ()
+
+
+def hosts_variable(role: str) -> str:
+    """``PHALANX_HOSTS_<ROLE>``: the role upper-cased, anything not alphanumeric as ``_``."""
+    return "PHALANX_HOSTS_" + _NOT_ALNUM.sub("_", role).upper()
+
+
+def rank_order(placements: Sequence[Placement], roles: Sequence[str] = ()) -> list[Placement]:
+    """``placements`` in rank order: by role (``roles`` first, then first appearance), then index."""
+    order = {
+        role: i for i, role in enumerate(dict.fromkeys([*roles, *(p.role for p in placements)]))
+    }
+    return sorted(placements, key=lambda p: (order[p.role], p.index))
+
+
+def rendezvous_env(
+    job: str, placements: Sequence[Placement], *, master_port: int, roles: Sequence[str] = ()
+) -> dict[tuple[str, int], dict[str, str]]:
+    """Each task's injected variables, keyed by ``(role, index)``.
+
+    Ranks are global over ``placements``, ordered by role (``roles`` gives the job's
+    role order; roles not listed follow in order of first appearance) then index.
+    ``MASTER_ADDR`` is rank 0's host; ``LOCAL_RANK`` counts this job's tasks on the same
+    node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps``.
+    Raises ``InvalidInput`` for a task placed twice, a bad port, or two role names that
+    map to the same ``PHALANX_HOSTS_*`` variable.
+    """
+    ranked = rank_order(placements, roles)
+    _check(ranked, master_port)
+    by_role: dict[str, list[str]] = {}
+    for p in ranked:
+        by_role.setdefault(p.role, []).append(f"{p.host}:{p.port}")
+    shared = {
+        "PHALANX_JOB": job,
+        "WORLD_SIZE": str(len(ranked)),
+        "MASTER_ADDR": ranked[0].host if ranked else "",
+        "MASTER_PORT": str(master_port),
+        **{hosts_variable(role): ",".join(hosts) for role, hosts in by_role.items()},
+    }
+    local_ranks: dict[str, int] = {}
+    result: dict[tuple[str, int], dict[str, str]] = {}
+    for rank, p in enumerate(ranked):
+        local_rank = local_ranks.get(p.node, 0)
+        local_ranks[p.node] = local_rank + 1
+        env = {
+            **shared,
+            "PHALANX_ROLE": p.role,
+            "PHALANX_INDEX": str(p.index),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(local_rank),
+            # Empty, not unset: an unset variable would let CUDA see every device.
+            "CUDA_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in p.gpus),
+        }
+        if PS_ROLE in by_role:
+            env["TF_CONFIG"] = json.dumps(
+                {"cluster": by_role, "task": {"type": p.role, "index": p.index}},
+                separators=(",", ":"),
+            )
+        result[(p.role, p.index)] = env
+    return result
+
+
+def _check(ranked: Sequence[Placement], master_port: int) -> None:
+    for port, name in [
+        (master_port, "master_port"),
+        *((p.port, f"{p.role}[{p.index}].port") for p in ranked),
+    ]:
+        if not 1 <= port <= 65535:
+            raise InvalidInput(f"{port} is not a TCP port", field=name, fix="use 1..65535")
+    seen: set[tuple[str, int]] = set()
+    for p in ranked:
+        if (p.role, p.index) in seen:
+            raise InvalidInput(
+                f"task {p.role}[{p.index}] is placed twice",
+                field="placements",
+                fix="give one placement per task",
+            )
+        seen.add((p.role, p.index))
+    variables: dict[str, str] = {}
+    for role in dict.fromkeys(p.role for p in ranked):
+        other = variables.setdefault(hosts_variable(role), role)
+        if other != role:
+            raise InvalidInput(
+                f"roles {other!r} and {role!r} both map to {hosts_variable(role)}",
+                field="roles",
+                fix="rename one so they differ in letters or digits",
+            )
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:
+    """``count`` distinct TCP ports that were free on ``host`` a moment ago.
+
+    All sockets are held open until every port is chosen, so the ports differ. Another
+    process may still take one before the task binds it; frameworks report that as
+    "address in use" and the task fails, which the controller's retry covers.
+    """
+    if count < 0:
+        raise InvalidInput(f"{count} is negative", field="count", fix="ask for 0 or more ports")
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return tuple(ports)

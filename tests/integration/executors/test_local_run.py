@@ -1,0 +1,160 @@
+"""A LocalExecutor running real tasks: environment, logs, exit codes, idempotent start."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from phalanx.executors.base import TaskEventKind
+from phalanx.executors.launch import GpuShareHint
+from phalanx.executors.process import EXIT_FILE
+from tests.integration.executors.harness import DUMP_ENV, Harness
+
+
+def test_a_distributed_job_sees_its_rendezvous(harness: Harness) -> None:
+    roles = ("master", "worker")
+    master = harness.launch(
+        "m0", command=DUMP_ENV, role="master", index=0, gpus=(0, 1), job_roles=roles
+    )
+    w1 = harness.launch("w1", command=DUMP_ENV, role="worker", index=1, node="n1", job_roles=roles)
+    w0 = harness.launch(
+        "w0", command=DUMP_ENV, role="worker", index=0, node="n1", gpus=(3,), job_roles=roles
+    )
+    harness.start(w1, master, w0)  # bind order does not decide ranks
+    envs = {launch.task: harness.env_of(launch) for launch in (master, w0, w1)}
+    assert {t: e["RANK"] for t, e in envs.items()} == {"m0": "0", "w0": "1", "w1": "2"}
+    assert {t: e["LOCAL_RANK"] for t, e in envs.items()} == {"m0": "0", "w0": "0", "w1": "1"}
+    assert {e["WORLD_SIZE"] for e in envs.values()} == {"3"}
+    assert {e["MASTER_ADDR"] for e in envs.values()} == {"127.0.0.1"}
+    master_port = envs["m0"]["MASTER_PORT"]
+    assert master_port.isdigit() and {e["MASTER_PORT"] for e in envs.values()} == {master_port}
+    assert envs["m0"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert envs["w0"]["CUDA_VISIBLE_DEVICES"] == "3"
+    assert envs["w1"]["CUDA_VISIBLE_DEVICES"] == ""
+    worker_hosts = envs["m0"]["PHALANX_HOSTS_WORKER"].split(",")
+    assert len(worker_hosts) == 2 and all(h.startswith("127.0.0.1:") for h in worker_hosts)
+    assert master_port not in {h.split(":")[1] for h in worker_hosts}
+    assert "TF_CONFIG" not in envs["m0"]
+    assert (envs["w1"]["PHALANX_JOB"], envs["w1"]["PHALANX_TASK"], envs["w1"]["PHALANX_NODE"]) == (
+        "job",
+        "w1",
+        "n1",
+    )
+
+
+def test_a_parameter_server_job_gets_tf_config(harness: Harness) -> None:
+    roles = ("ps", "worker")
+    ps = harness.launch("ps0", command=DUMP_ENV, role="ps", index=0, job_roles=roles)
+    worker = harness.launch("w0", command=DUMP_ENV, role="worker", index=0, job_roles=roles)
+    harness.start(ps, worker)
+    env = harness.env_of(worker)
+    config = json.loads(env["TF_CONFIG"])
+    assert config["task"] == {"type": "worker", "index": 0}
+    assert config["cluster"]["ps"] == env["PHALANX_HOSTS_PS"].split(",")
+    assert config["cluster"]["worker"] == env["PHALANX_HOSTS_WORKER"].split(",")
+
+
+def test_user_env_is_kept_but_cannot_override_the_assignment_or_see_server_secrets(
+    harness: Harness,
+) -> None:
+    launch = harness.launch(
+        command=DUMP_ENV,
+        env={"LR": "0.1", "RANK": "99", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
+        gpus=(2,),
+        gpu_share=GpuShareHint(thread_percentage=30),
+    )
+    harness.start(launch)
+    env = harness.env_of(launch)
+    assert (env["LR"], env["RANK"], env["CUDA_VISIBLE_DEVICES"]) == ("0.1", "0", "2")
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "30"
+    assert env["PATH"] == "/usr/bin:/bin"
+    assert "SECRET_TOKEN" not in env
+    assert env["PHALANX_WORKDIR"] == str(harness.workdir(launch))
+
+
+def test_stdout_and_stderr_are_appended_to_log_files(harness: Harness) -> None:
+    launch = harness.launch(command="echo out-$PHALANX_INDEX; echo err >&2")
+    harness.start(launch)
+    harness.wait_event("t0")
+    harness.start(launch)  # a second run of the same task (a retry) appends
+    harness.wait_event("t0", TaskEventKind.STARTED)
+    harness.events.clear()
+    harness.wait_event("t0")
+    workdir = harness.workdir(launch)
+    assert (workdir / "stdout.log").read_text() == "out-0\nout-0\n"
+    assert (workdir / "stderr.log").read_text() == "err\nerr\n"
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_the_exit_code_is_reported(harness: Harness, code: int) -> None:
+    harness.start(harness.launch(command=("sh", "-c", f"exit {code}")))
+    event = harness.wait_event("t0")
+    assert (event.exit_code, event.stopped, event.job, event.node) == (code, False, "job", "n0")
+    started = harness.events[0]
+    assert started.kind is TaskEventKind.STARTED and started.task == "t0"
+
+
+def test_the_wrapper_records_the_code_and_its_pid(harness: Harness) -> None:
+    launch = harness.launch(command=("sh", "-c", "exit 4"))
+    harness.start(launch)
+    pid = harness.pid_of(launch)
+    harness.wait_event("t0")
+    assert (harness.workdir(launch) / EXIT_FILE).read_text() == f"4 {pid}\n"
+
+
+def test_a_task_killed_by_a_signal_reports_128_plus_the_signal(harness: Harness) -> None:
+    harness.start(harness.launch(command="kill -SEGV $$"))
+    assert harness.wait_event("t0").exit_code == 128 + signal.SIGSEGV
+
+
+def test_a_group_killed_from_outside_reports_sigkill(harness: Harness) -> None:
+    launch = harness.launch(command="touch ready; exec sleep 60")
+    harness.start(launch)
+    harness.wait_file(launch, "ready")
+    os.killpg(harness.pid_of(launch), signal.SIGKILL)
+    event = harness.wait_event("t0")
+    assert (event.exit_code, event.stopped) == (128 + signal.SIGKILL, False)
+
+
+def test_a_missing_program_exits_127(harness: Harness) -> None:
+    harness.start(harness.launch(command=("/nonexistent/program",)))
+    assert harness.wait_event("t0").exit_code == 127
+
+
+def test_start_is_idempotent(harness: Harness) -> None:
+    launch = harness.launch(command="touch ready; exec sleep 60")
+    harness.start(launch, launch)
+    harness.start(launch)
+    harness.wait_file(launch, "ready")
+    harness.poll()
+    assert [e.kind for e in harness.events] == [TaskEventKind.STARTED]
+    assert len(harness.executor.running()) == 1 and len(harness.executor.records()) == 1
+
+
+def test_events_after_now_wait_for_a_later_poll(harness: Harness) -> None:
+    harness.start(harness.launch(command=("true",)))
+    assert harness.executor.poll(now=harness.now - 1) == []
+    assert [e.kind for e in harness.executor.poll(now=harness.now)] == [TaskEventKind.STARTED]
+    assert harness.executor.poll(now=harness.now) == []  # each event is reported once
+    harness.wait_event("t0")
+
+
+def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(harness: Harness) -> None:
+    cpu = harness.launch("cpu", command="ulimit -v > limit", memory_bytes=512 * 2**20)
+    gpu = harness.launch("gpu", command="ulimit -v > limit", memory_bytes=512 * 2**20, gpus=(0,))
+    harness.start(cpu, gpu)
+    harness.wait_event("cpu")
+    harness.wait_event("gpu")
+    assert harness.wait_file(cpu, "limit").strip() == str(512 * 1024)
+    assert harness.wait_file(gpu, "limit").strip() == "unlimited"
+
+
+def test_a_task_that_cannot_get_a_directory_is_lost(harness: Harness) -> None:
+    harness.executor.data_dir.mkdir(parents=True)
+    (harness.executor.data_dir / "tasks").write_text("not a directory")
+    harness.start(harness.launch(command=("true",)))
+    event = harness.wait_event("t0", TaskEventKind.LOST)
+    assert [e.kind for e in harness.events] == [TaskEventKind.LOST] and event.node == "n0"

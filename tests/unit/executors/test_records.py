@@ -1,0 +1,57 @@
+"""ProcessRecord: a JSON round trip, and bad fields named."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.executors.launch import WorkloadClass
+from phalanx.executors.records import ProcessRecord
+
+
+def record() -> ProcessRecord:
+    return ProcessRecord(
+        job="bert",
+        task="bert-worker-0",
+        node="n0",
+        pid=4242,
+        start_time=1_700_000_000.25,
+        workdir="/data/tasks/bert/bert-worker-0",
+        workload=WorkloadClass.OFFLINE,
+        gpus=(0, 3),
+    )
+
+
+def test_a_record_survives_json() -> None:
+    assert ProcessRecord.from_dict(json.loads(json.dumps(record().to_dict()))) == record()
+
+
+def test_workload_and_gpus_may_be_left_out() -> None:
+    data = record().to_dict()
+    del data["workload"], data["gpus"]
+    read = ProcessRecord.from_dict(data)
+    assert (read.workload, read.gpus) == (WorkloadClass.ONLINE, ())
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("job", ""),
+        ("task", None),
+        ("pid", "4242"),
+        ("pid", True),
+        ("pid", 0),
+        ("start_time", -1.0),
+        ("workload", "batch"),
+        ("gpus", [0, "1"]),
+    ],
+)
+def test_bad_fields_are_named(field: str, value: Any) -> None:
+    data: dict[str, Any] = dict(record().to_dict())
+    data[field] = value
+    with pytest.raises(InvalidInput) as error:
+        ProcessRecord.from_dict(data)
+    assert error.value.field == field
