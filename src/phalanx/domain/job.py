@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Toleration
 from phalanx.domain.resources import Resources
 
@@ -97,6 +99,34 @@ class Role:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkPlacement:
+    """Where a gang may sit in the network (Volcano's network topology, Kueue's TAS).
+
+    ``tier`` is the highest network tier (``tor``, ``spine``, ...) the gang may span: it
+    goes under one switch of that tier or a lower one. ``hard`` never spans more; ``soft``
+    prefers it and falls back to spanning more. With ``group``, each run of ``group``
+    consecutive tasks (role, then index order) goes under one switch of ``tier`` instead,
+    and the gang as a whole may span more.
+    """
+
+    tier: str
+    mode: Literal["hard", "soft"] = "hard"
+    group: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tier:
+            raise InvalidInput(
+                "the network tier is empty", field="tier", fix="name a tier such as tor"
+            )
+        if self.group is not None and self.group < 1:
+            raise InvalidInput(
+                f"group size {self.group} is below 1",
+                field="group",
+                fix="give a group size of at least 1, or none",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
     """One replica of one role. ``node`` is set while the task holds a node."""
 
@@ -138,6 +168,7 @@ class Job:
     )
     max_retry: int = 3
     service_class: ServiceClass | None = None  # online / offline colocation; None: neither
+    network: NetworkPlacement | None = None  # None: anywhere in the network
     tasks: tuple[Task, ...] = ()
 
     @property

@@ -5,6 +5,7 @@ names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn`
 names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
+``networkTopology.groupSize``, when given, is at most the job's replicas.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.job import Job, Role, ServiceClass
+from phalanx.domain.job import Job, NetworkPlacement, Role, ServiceClass
 from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
@@ -70,6 +71,20 @@ class Placement(SpecModel):
     affinity: list[AffinityTerm] = Field(default_factory=list)
 
 
+class NetworkTopologySpec(SpecModel):
+    """``{tier: tor, mode: hard, groupSize: 4}``: keep the gang (or each group of
+    ``groupSize`` consecutive tasks) under one switch of ``tier`` or a lower tier;
+    ``hard`` never spans more, ``soft`` prefers it."""
+
+    tier: DnsLabel
+    mode: Literal["hard", "soft"] = "hard"
+    group_size: Annotated[int, Field(ge=1)] | None = None
+
+    def to_domain(self) -> NetworkPlacement:
+        """The domain ``NetworkPlacement``."""
+        return NetworkPlacement(tier=self.tier, mode=self.mode, group=self.group_size)
+
+
 class RoleSpec(Placement):
     """One role: ``replicas`` identical tasks with their resources and command."""
 
@@ -117,6 +132,7 @@ class JobSpec(Placement):
     starvation_threshold: Duration | None = None
     preemptible: bool = True
     service_class: Literal["online", "offline"] | None = None
+    network_topology: NetworkTopologySpec | None = None
     roles: Annotated[list[RoleSpec], Field(min_length=1)]
 
     def to_job(self, name: str, creation_time: float, roles: tuple[Role, ...] | None = None) -> Job:
@@ -136,6 +152,7 @@ class JobSpec(Placement):
             starvation_threshold=self.starvation_threshold,
             max_retry=self.max_retry,
             service_class=None if self.service_class is None else ServiceClass(self.service_class),
+            network=None if self.network_topology is None else self.network_topology.to_domain(),
         )
 
     @model_validator(mode="after")
@@ -153,6 +170,14 @@ class JobSpec(Placement):
                 f"{self.min_available} is more than the job's {total} replicas",
                 f"set minAvailable between 1 and {total}, or omit it to gang every replica",
                 at=("minAvailable",),
+            )
+        group = None if self.network_topology is None else self.network_topology.group_size
+        if group is not None and group > total:
+            raise located(
+                f"a group of {group} tasks is more than the job's {total} replicas",
+                f"set groupSize between 1 and {total}, or omit it to keep the whole gang "
+                "under one switch",
+                at=("networkTopology", "groupSize"),
             )
         _check_dependencies(self.roles)
         return self

@@ -14,6 +14,7 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 | MaskPoint     | node masks ANDed; the first plugin excluding a node is its reason     |
 | ScorePoint    | weighted sum of node scores                                           |
 | FirstPoint    | the first plugin with an answer (not None) decides                    |
+| PickPoint     | the same, for one argument                                            |
 | EventPoint    | every handler is called, in order                                     |
 """
 
@@ -232,6 +233,17 @@ class FirstPoint(_Point[Callable[[A, B], F | None]]):
     def __call__(self, first: A, second: B) -> F | None:
         for _, _, fn in self._entries:
             answer = fn(first, second)
+            if answer is not None:
+                return answer
+        return None
+
+
+class PickPoint(_Point[Callable[[A], F | None]]):
+    """Plugins in tier order; the first answer that is not None is the answer (none: None)."""
+
+    def __call__(self, arg: A) -> F | None:
+        for _, _, fn in self._entries:
+            answer = fn(arg)
             if answer is not None:
                 return answer
         return None

@@ -35,12 +35,23 @@ class Outcome:
 class ClassPlacer:
     """Places tasks of one role on the best nodes, one at a time, updating one node per step."""
 
-    def __init__(self, session: Session, sample: TaskInfo, withheld: Vector | None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        sample: TaskInfo,
+        withheld: Vector | None,
+        within: NDArray[np.bool_] | None = None,
+    ) -> None:
         snap = session.snapshot
         self.session = session
         self.request = sample.role.request
         self.need = np.flatnonzero(self.request > 0)
         mask, self.excluded = session.static_mask(sample.role)
+        if within is not None:  # confined to a domain: the nodes outside are excluded too
+            outside = int(np.count_nonzero(mask & ~within))
+            mask = mask & within
+            if outside:
+                self.excluded = {**self.excluded, "the placement domain": outside}
         self.candidates: NDArray[np.intp] = np.flatnonzero(mask)
         cand = self.candidates
         every = cand.size == len(snap.nodes)  # slices copy faster than fancy indexing
@@ -250,10 +261,12 @@ def place_tasks(
     *,
     allow_pipeline: bool = True,
     withheld: Vector | None = None,
+    within: NDArray[np.bool_] | None = None,
 ) -> Outcome:
     """Place ``tasks`` (pending, any roles) in order; stop at the first one that fails.
 
-    Queue limits are checked through the ``allocatable`` point before each task.
+    Queue limits are checked through the ``allocatable`` point before each task. With
+    ``within`` (a mask over every node), only those nodes are used.
     """
     placers: dict[tuple[str, str], ClassPlacer] = {}
     allocated = pipelined = 0
@@ -265,7 +278,7 @@ def place_tasks(
             end += 1
         placer = placers.get(role.key)
         if placer is None:
-            placer = placers[role.key] = ClassPlacer(session, tasks[start], withheld)
+            placer = placers[role.key] = ClassPlacer(session, tasks[start], withheld, within)
         outcome = placer.place(stmt, tasks[start:end], allow_pipeline=allow_pipeline)
         allocated += outcome.allocated
         pipelined += outcome.pipelined
@@ -307,48 +320,78 @@ def try_job(
 
     The statement commits when the job is ready (its binds are dispatched), is kept
     when the job is only pipelined, and is discarded otherwise (all-or-nothing), in
-    which case the job's reason says what was short.
+    which case the job's reason says what was short. A job a plugin confines to
+    domains (the ``domains`` point) is placed by ``place_in_domains``.
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
     )
     if not tasks:
         return True
+    rule = session.points.domains(job) if session.points.domains else None
     shape = gang_shape(job, tasks) if withheld is None else None
+    if rule is not None and shape is not None:
+        shape = (shape, rule.key)  # the same gang confined otherwise may fit
     known = session.known_failure(shape)
     if known is not None:
         session.record_reason(job, known)
         return False
-    with session.statement() as stmt:
-        outcome = place_tasks(
-            session, stmt, tasks, allow_pipeline=allow_pipeline, withheld=withheld
+    if rule is not None:
+        from phalanx.engine.framework.domain_placement import (  # noqa: PLC0415  (it imports this module)
+            place_in_domains,
         )
-        placed = outcome.allocated + outcome.pipelined
-        if placed and session.job_ready(job):
-            stmt.commit()
-            if outcome.reason is not None:  # placed in part (no gang): say what the rest lack
-                session.record_reason(job, outcome.reason)
+
+        reason = place_in_domains(
+            session, job, tasks, rule, withheld=withheld, allow_pipeline=allow_pipeline
+        )
+        if reason is None:
             return True
-        if placed and session.job_pipelined(job):
-            stmt.keep()
-            session.record_reason(
-                job,
-                Reason(
-                    code=ReasonCode.WAITING_FOR_RELEASE,
-                    message=f"{outcome.pipelined} task(s) wait for resources being released; "
-                    "they start when the evicted or finishing tasks are gone",
-                ),
+    else:
+        with session.statement() as stmt:
+            outcome = place_tasks(
+                session, stmt, tasks, allow_pipeline=allow_pipeline, withheld=withheld
             )
-            return True
-        stmt.discard()
-    reason = outcome.reason
+            if settle(session, job, stmt, outcome):
+                return True
+        reason = gang_reason(job, outcome.allocated + outcome.pipelined, outcome.reason)
+    session.record_reason(job, reason)
+    session.remember_failure(shape, reason)
+    return False
+
+
+def settle(session: Session, job: JobInfo, stmt: Statement, outcome: Outcome) -> bool:
+    """Commit ``stmt`` when ``job`` is ready, keep it when the job is pipelined (True for
+    both, with the reason the rest wait), else discard it (False)."""
+    placed = outcome.allocated + outcome.pipelined
+    if placed and session.job_ready(job):
+        stmt.commit()
+        if outcome.reason is not None:  # placed in part (no gang): say what the rest lack
+            session.record_reason(job, outcome.reason)
+        return True
+    if placed and session.job_pipelined(job):
+        stmt.keep()
+        session.record_reason(
+            job,
+            Reason(
+                code=ReasonCode.WAITING_FOR_RELEASE,
+                message=f"{outcome.pipelined} task(s) wait for resources being released; "
+                "they start when the evicted or finishing tasks are gone",
+            ),
+        )
+        return True
+    stmt.discard()
+    return False
+
+
+def gang_reason(job: JobInfo, placed: int, reason: Reason | None) -> Reason:
+    """Why ``job`` failed after ``placed`` of its tasks fit: ``reason`` in gang terms."""
     if reason is None:
-        reason = Reason(
+        return Reason(
             code=ReasonCode.GANG,
             message=f"gang needs {job.min_available} tasks; only {placed} exist pending",
         )
-    elif placed or job.min_available - job.ready_count > 1:
-        reason = Reason(
+    if placed or job.min_available - job.ready_count > 1:
+        return Reason(
             code=ReasonCode.GANG if reason.code is ReasonCode.INSUFFICIENT else reason.code,
             message=f"gang needs {job.min_available} tasks together but only {job.ready_count + placed} "
             f"fit: {reason.message}",
@@ -357,9 +400,7 @@ def try_job(
             node=reason.node,
             shortfall=reason.shortfall,
         )
-    session.record_reason(job, reason)
-    session.remember_failure(shape, reason)
-    return False
+    return reason
 
 
 def gang_shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:

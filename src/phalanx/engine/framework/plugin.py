@@ -12,6 +12,7 @@ from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.extension import ScoreFn, Vote
 
 if TYPE_CHECKING:
+    from phalanx.engine.framework.domains import DomainRule
     from phalanx.engine.framework.session import Session
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
 
@@ -35,6 +36,7 @@ EXTENSION_POINTS = frozenset(
         "predicate",
         "node_score",
         "gpu_select",
+        "domains",
         "on_allocate",
         "on_deallocate",
     }
@@ -214,6 +216,12 @@ class Hooks:
         to later plugins. The answer must serve the task's card demand."""
         if self._on("gpu_select"):
             self._points.gpu_select.register(self._plugin, self._tier, fn)
+
+    def domains(self, fn: Callable[[JobInfo], DomainRule | None]) -> None:
+        """How a job's gang is confined to domains (ordered node masks); None leaves the
+        job to later plugins, and a job no plugin confines is placed anywhere."""
+        if self._on("domains"):
+            self._points.domains.register(self._plugin, self._tier, fn)
 
     def on_allocate(self, fn: Callable[[TaskInfo], None]) -> None:
         """Told after a task is allocated or pipelined (and after an evict is discarded)."""

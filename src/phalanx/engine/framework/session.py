@@ -11,6 +11,7 @@ from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason
 from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.domains import DomainRule
 from phalanx.engine.framework.extension import (
     AllPoint,
     AnyPoint,
@@ -19,6 +20,7 @@ from phalanx.engine.framework.extension import (
     FirstPoint,
     MaskPoint,
     OrderPoint,
+    PickPoint,
     ScorePoint,
     VictimPoint,
     VotePoint,
@@ -66,6 +68,7 @@ class Points:
     gpu_select: FirstPoint[TaskInfo, int, tuple[int, ...]] = field(
         default_factory=lambda: FirstPoint("gpu_select")
     )
+    domains: PickPoint[JobInfo, DomainRule] = field(default_factory=lambda: PickPoint("domains"))
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 

@@ -96,12 +96,21 @@ class Statement:
     def discard(self) -> None:
         """Undo every operation, newest first."""
         self._close()
-        for op in reversed(self.operations):
+        self.rollback(0)
+
+    def savepoint(self) -> int:
+        """A mark to ``rollback`` to: the operations made so far stay."""
+        return len(self.operations)
+
+    def rollback(self, savepoint: int) -> None:
+        """Undo the operations made since ``savepoint``, newest first, exactly as
+        ``discard`` would; the statement stays open."""
+        for op in reversed(self.operations[savepoint:]):
             if op.kind is OpKind.EVICT:
                 self._session.undo_evict(op.task, op.previous)
             else:
                 self._session.undo_allocate(op.task)
-        self.operations.clear()
+        del self.operations[savepoint:]
 
     def _close(self) -> None:
         if self._closed:

@@ -9,6 +9,7 @@ from phalanx.engine.plugins.gang import GangPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
 from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
 from phalanx.engine.plugins.las import LasPlugin
+from phalanx.engine.plugins.networktopology import NetworkTopologyPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
@@ -25,6 +26,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     GpuSharePlugin,
     GpuTopologyPlugin,
     LasPlugin,
+    NetworkTopologyPlugin,
     OvercommitPlugin,
     PredicatesPlugin,
     PriorityPlugin,

@@ -1,0 +1,147 @@
+"""Gang placement confined to the domains a plugin offers (see ``framework.domains``).
+
+Guarantees, on top of ``try_job``'s:
+
+- Whole gang: each offered mask is tried in its own statement; a failed attempt is
+  discarded, so the next starts from exactly the snapshot the first saw. The first
+  attempt after which the job stands (ready: committed; pipelined: kept) wins.
+- Groups: in one statement for the whole gang, the pending tasks (role, then index
+  order) are placed ``group`` at a time, each group inside one mask of the offer made
+  for it given what earlier groups took; a group that fits in no mask is rolled back
+  to where it started and ends the walk. The gang then stands or is discarded whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule, free_room
+from phalanx.engine.framework.placement import Outcome, gang_reason, place_tasks, settle
+from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.statement import Statement
+from phalanx.engine.snapshot import JobInfo, TaskInfo, Vector
+
+
+def place_in_domains(
+    session: Session,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    rule: DomainRule,
+    *,
+    withheld: Vector | None,
+    allow_pipeline: bool,
+) -> Reason | None:
+    """Place ``tasks`` (``job``'s pending ones) under ``rule``; None when the placements
+    stand, else the job's reason (nothing of the attempts is left behind)."""
+    if rule.group is None:
+        return _whole(session, job, tasks, rule, withheld, allow_pipeline)
+    return _grouped(session, job, tasks, rule, rule.group, withheld, allow_pipeline)
+
+
+def _offer(
+    session: Session,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    rule: DomainRule,
+    withheld: Vector | None,
+    allow_pipeline: bool,
+) -> DomainOffer:
+    free, slots = free_room(session.snapshot, withheld=withheld, allow_pipeline=allow_pipeline)
+    return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots))
+
+
+def _whole(
+    session: Session,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    rule: DomainRule,
+    withheld: Vector | None,
+    allow_pipeline: bool,
+) -> Reason | None:
+    offer = _offer(session, job, tasks, rule, withheld, allow_pipeline)
+    reason = offer.reason
+    for mask in offer.masks:
+        with session.statement() as stmt:
+            outcome = place_tasks(
+                session,
+                stmt,
+                tasks,
+                allow_pipeline=allow_pipeline,
+                withheld=withheld,
+                within=mask,
+            )
+            if settle(session, job, stmt, outcome):
+                return None
+        reason = gang_reason(job, outcome.allocated + outcome.pipelined, outcome.reason)
+    return reason or _nowhere(len(tasks))
+
+
+def _grouped(
+    session: Session,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    rule: DomainRule,
+    size: int,
+    withheld: Vector | None,
+    allow_pipeline: bool,
+) -> Reason | None:
+    ordered = sorted(tasks, key=lambda t: (t.role.index, t.index))
+    count = -(-len(ordered) // size)
+    allocated = pipelined = 0
+    failure: Reason | None = None
+    with session.statement() as stmt:
+        for number in range(count):
+            group = ordered[number * size : (number + 1) * size]
+            outcome = _place_group(session, stmt, job, group, rule, withheld, allow_pipeline)
+            allocated += outcome.allocated
+            pipelined += outcome.pipelined
+            if outcome.reason is not None:
+                failure = _in_group(outcome.reason, number + 1, count)
+                break
+        if settle(session, job, stmt, Outcome(allocated, pipelined, failure)):
+            return None
+    return gang_reason(job, allocated + pipelined, failure)
+
+
+def _place_group(
+    session: Session,
+    stmt: Statement,
+    job: JobInfo,
+    group: Sequence[TaskInfo],
+    rule: DomainRule,
+    withheld: Vector | None,
+    allow_pipeline: bool,
+) -> Outcome:
+    """Every task of ``group`` inside one offered mask, or none of them (with the reason)."""
+    offer = _offer(session, job, group, rule, withheld, allow_pipeline)
+    reason = offer.reason
+    for mask in offer.masks:
+        mark = stmt.savepoint()
+        outcome = place_tasks(
+            session, stmt, group, allow_pipeline=allow_pipeline, withheld=withheld, within=mask
+        )
+        if outcome.reason is None:
+            return outcome
+        stmt.rollback(mark)
+        reason = outcome.reason
+    return Outcome(0, 0, reason or _nowhere(len(group)))
+
+
+def _in_group(reason: Reason, number: int, count: int) -> Reason:
+    return Reason(
+        code=reason.code,
+        message=f"group {number} of {count}: {reason.message}",
+        resource=reason.resource,
+        queue=reason.queue,
+        node=reason.node,
+        shortfall=reason.shortfall,
+    )
+
+
+def _nowhere(tasks: int) -> Reason:
+    return Reason(
+        code=ReasonCode.GANG,
+        message=f"no placement domain was offered for {tasks} task(s); "
+        "fix: check the plugins that confine the job's placement",
+    )

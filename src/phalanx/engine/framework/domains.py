@@ -1,0 +1,69 @@
+"""Placement domains: a plugin's ordered offer of node masks a gang is confined to.
+
+A plugin answering the ``domains`` point gives a job a ``DomainRule``. ``try_job`` then
+places the job's pending tasks inside each offered mask in turn, each attempt undone
+exactly when it fails, and the first attempt after which the job stands (ready, or
+pipelined) wins. With ``group``, the tasks are placed ``group`` at a time, each group
+inside one mask of the offer made for it, all in one statement. Jobs without a rule
+are placed as if the point did not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.engine.decisions import Reason
+from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, Vector
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomainQuery:
+    """What an offer is made for: ``tasks`` of ``job`` (role, then index order), and the
+    room each node has for them now (read-only; the same rules as placement)."""
+
+    job: JobInfo
+    tasks: Sequence[TaskInfo]
+    #: N x R: what each node can still give these tasks (withheld reservations left out;
+    #: resources being released included when pipelining is allowed)
+    free: NDArray[np.float64]
+    #: N: how many more tasks each node may take
+    slots: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomainOffer:
+    """Node masks (over every node of the snapshot) to try, most preferred first, and why
+    the tasks cannot go anywhere else: the job's reason when no mask is offered."""
+
+    masks: tuple[NDArray[np.bool_], ...]
+    reason: Reason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomainRule:
+    """How one job is confined. ``key`` names everything the offers depend on besides
+    the snapshot's state (it joins the gang's shape in the known-failure memo);
+    ``group`` places the tasks that many at a time, each group with its own offer."""
+
+    key: object
+    offer: Callable[[DomainQuery], DomainOffer]
+    group: int | None = None
+
+
+def free_room(
+    snapshot: Snapshot, *, withheld: Vector | None, allow_pipeline: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per node: what tasks may still use (as ``ClassPlacer`` counts it), and free slots."""
+    now = snapshot.capacity - snapshot.used
+    if withheld is not None:
+        now -= withheld
+    future = now + snapshot.releasing - snapshot.pipelined
+    free = future if allow_pipeline else np.minimum(now, future)
+    free.flags.writeable = False
+    slots = snapshot.max_tasks - snapshot.task_count
+    slots.flags.writeable = False
+    return free, slots

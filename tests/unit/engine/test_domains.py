@@ -1,0 +1,150 @@
+"""The ``domains`` point: gangs confined to offered node masks, tried in order; groups;
+statement savepoints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phalanx.engine import Snapshot
+from phalanx.engine.cycle import open_session
+from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.extension import PickPoint
+from phalanx.engine.framework.placement import try_job
+from phalanx.engine.framework.session import Session
+from phalanx.engine.snapshot import JobInfo, TaskStatus
+from tests.builders import config, make_job, make_nodes, make_queue
+
+CONFIG = config(["allocate"], ["gang", "predicates", "binpack"])
+
+
+def session_of(nodes: int, *jobs: object) -> Session:
+    snapshot = Snapshot.build(
+        nodes=make_nodes(nodes, gpus=8),
+        queues=[make_queue()],
+        jobs=jobs,  # type: ignore[arg-type]
+    )
+    return open_session(snapshot, CONFIG, now=0.0)
+
+
+def mask(size: int, *nodes: int) -> np.ndarray:
+    out = np.zeros(size, dtype=np.bool_)
+    out[list(nodes)] = True
+    return out
+
+
+def nodes_of(job: JobInfo) -> list[int]:
+    return sorted(t.node for t in job.tasks)
+
+
+def confine(session: Session, rule: DomainRule | None) -> list[DomainQuery]:
+    """Register ``rule`` for every job; return the queries the offers were made for."""
+    queries: list[DomainQuery] = []
+
+    def recorded(query: DomainQuery) -> DomainOffer:
+        queries.append(query)
+        assert rule is not None
+        return rule.offer(query)
+
+    wrapped = None if rule is None else DomainRule(key=rule.key, offer=recorded, group=rule.group)
+    session.points.domains.register("test", 0, lambda job: wrapped)
+    return queries
+
+
+def test_pick_point_takes_the_first_answer() -> None:
+    point: PickPoint[int, str] = PickPoint("p")
+    assert point(1) is None
+    point.register("a", 0, lambda x: None)
+    point.register("b", 0, lambda x: f"b{x}")
+    point.register("c", 0, lambda x: "c")
+    assert point(1) == "b1"
+
+
+def test_the_first_mask_the_gang_fits_in_wins() -> None:
+    session = session_of(6, make_job("g", gpus=8, replicas=2))
+    offer = DomainOffer(masks=(mask(6, 0), mask(6, 3, 4), mask(6, 1, 2)))
+    confine(session, DomainRule(key="k", offer=lambda q: offer))
+    job = session.snapshot.jobs["g"]
+    assert try_job(session, job)
+    assert nodes_of(job) == [3, 4]  # node 0 alone cannot hold two 8-GPU tasks
+
+
+def test_a_failed_offer_leaves_the_snapshot_and_names_the_reason() -> None:
+    session = session_of(4, make_job("g", gpus=8, replicas=3))
+    used = session.snapshot.used.copy()
+    refusal = Reason(code=ReasonCode.GANG, message="no switch fits")
+    offer = DomainOffer(masks=(mask(4, 0, 1), mask(4, 2)), reason=refusal)
+    confine(session, DomainRule(key="k", offer=lambda q: offer))
+    job = session.snapshot.jobs["g"]
+    assert not try_job(session, job)
+    assert np.array_equal(session.snapshot.used, used)
+    assert all(t.status is TaskStatus.PENDING for t in job.tasks)
+    assert "only 1 fit" in session.reasons["g"].message  # the last attempt's shortage
+    empty = DomainOffer(masks=(), reason=refusal)
+    other = session_of(4, make_job("g", gpus=8, replicas=3))
+    confine(other, DomainRule(key="k", offer=lambda q: empty))
+    assert not try_job(other, other.snapshot.jobs["g"])
+    assert other.reasons["g"] is refusal
+
+
+def test_groups_are_offered_one_by_one_and_see_what_earlier_groups_took() -> None:
+    session = session_of(4, make_job("g", gpus=4, replicas=4))
+
+    def offer(query: DomainQuery) -> DomainOffer:
+        room = query.free[:, session.snapshot.dim["gpu"]]
+        best = int(np.argmax(room >= 8000))  # the first node with room for two 4-GPU tasks
+        return DomainOffer(masks=(mask(4, best),))
+
+    queries = confine(session, DomainRule(key="k", offer=offer, group=2))
+    job = session.snapshot.jobs["g"]
+    assert try_job(session, job)
+    assert nodes_of(job) == [0, 0, 1, 1]
+    assert [[t.index for t in q.tasks] for q in queries] == [[0, 1], [2, 3]]
+
+
+def test_a_group_that_fits_nowhere_undoes_the_whole_gang() -> None:
+    session = session_of(2, make_job("g", gpus=4, replicas=6))
+    used = session.snapshot.used.copy()
+    offer = DomainOffer(masks=(mask(2, 0), mask(2, 1)))
+    confine(session, DomainRule(key="k", offer=lambda q: offer, group=3))
+    job = session.snapshot.jobs["g"]
+    assert not try_job(session, job)
+    assert np.array_equal(session.snapshot.used, used)
+    assert "group 1 of 2" in session.reasons["g"].message
+
+
+def test_the_failure_memo_is_keyed_by_the_rule() -> None:
+    session = session_of(2, make_job("a", gpus=8, replicas=2), make_job("b", gpus=8, replicas=2))
+    keys = iter(["narrow", "wide"])
+    offers = {
+        "narrow": DomainOffer(masks=(mask(2, 0),)),
+        "wide": DomainOffer(masks=(mask(2, 0, 1),)),
+    }
+
+    def rule(job: JobInfo) -> DomainRule:
+        key = next(keys)
+        return DomainRule(key=key, offer=lambda q: offers[key])
+
+    session.points.domains.register("test", 0, rule)
+    assert not try_job(session, session.snapshot.jobs["a"])
+    assert try_job(session, session.snapshot.jobs["b"])  # same gang shape, another rule
+
+
+def test_rollback_to_a_savepoint_keeps_what_came_before() -> None:
+    session = session_of(2, make_job("g", gpus=2, replicas=3))
+    tasks = session.snapshot.jobs["g"].tasks
+    with session.statement() as stmt:
+        stmt.allocate(tasks[0], 0)
+        used = session.snapshot.used.copy()
+        mark = stmt.savepoint()
+        stmt.allocate(tasks[1], 1)
+        stmt.pipeline(tasks[2], 1)
+        stmt.rollback(mark)
+        assert np.array_equal(session.snapshot.used, used)
+        assert [t.status for t in tasks] == [
+            TaskStatus.ALLOCATED,
+            TaskStatus.PENDING,
+            TaskStatus.PENDING,
+        ]
+        assert session.snapshot.pipelined.sum() == 0
+    assert session.snapshot.used.sum() == 0
