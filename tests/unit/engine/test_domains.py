@@ -9,7 +9,7 @@ from phalanx.engine import Snapshot
 from phalanx.engine.cycle import open_session
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
-from phalanx.engine.framework.extension import PickPoint
+from phalanx.engine.framework.extension import FirstPoint
 from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, TaskStatus
@@ -51,8 +51,8 @@ def confine(session: Session, rule: DomainRule | None) -> list[DomainQuery]:
     return queries
 
 
-def test_pick_point_takes_the_first_answer() -> None:
-    point: PickPoint[int, str] = PickPoint("p")
+def test_first_point_takes_the_first_answer() -> None:
+    point: FirstPoint[[int], str] = FirstPoint("p")
     assert point(1) is None
     point.register("a", 0, lambda x: None)
     point.register("b", 0, lambda x: f"b{x}")

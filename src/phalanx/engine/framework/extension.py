@@ -14,7 +14,6 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 | MaskPoint     | node masks ANDed; the first plugin excluding a node is its reason     |
 | ScorePoint    | weighted sum of node scores                                           |
 | FirstPoint    | the first plugin with an answer (not None) decides                    |
-| PickPoint     | the same, for one argument                                            |
 | EventPoint    | every handler is called, in order                                     |
 """
 
@@ -23,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +32,8 @@ from phalanx.domain.errors import PluginError
 A = TypeVar("A")
 B = TypeVar("B")
 F = TypeVar("F")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 class _Point(Generic[F]):
@@ -227,23 +228,12 @@ class ScorePoint(_Point[Scorer]):
         return total
 
 
-class FirstPoint(_Point[Callable[[A, B], F | None]]):
+class FirstPoint(_Point[Callable[P, R | None]], Generic[P, R]):
     """Plugins in tier order; the first answer that is not None is the answer (none: None)."""
 
-    def __call__(self, first: A, second: B) -> F | None:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R | None:
         for _, _, fn in self._entries:
-            answer = fn(first, second)
-            if answer is not None:
-                return answer
-        return None
-
-
-class PickPoint(_Point[Callable[[A], F | None]]):
-    """Plugins in tier order; the first answer that is not None is the answer (none: None)."""
-
-    def __call__(self, arg: A) -> F | None:
-        for _, _, fn in self._entries:
-            answer = fn(arg)
+            answer = fn(*args, **kwargs)
             if answer is not None:
                 return answer
         return None

@@ -20,7 +20,6 @@ from phalanx.engine.framework.extension import (
     FirstPoint,
     MaskPoint,
     OrderPoint,
-    PickPoint,
     ScorePoint,
     VictimPoint,
     VotePoint,
@@ -65,10 +64,12 @@ class Points:
     )
     predicate: MaskPoint[RoleInfo] = field(default_factory=lambda: MaskPoint("predicate"))
     node_score: ScorePoint = field(default_factory=lambda: ScorePoint("node_score"))
-    gpu_select: FirstPoint[TaskInfo, int, tuple[int, ...]] = field(
+    gpu_select: FirstPoint[[TaskInfo, int], tuple[int, ...]] = field(
         default_factory=lambda: FirstPoint("gpu_select")
     )
-    domains: PickPoint[JobInfo, DomainRule] = field(default_factory=lambda: PickPoint("domains"))
+    domains: FirstPoint[[JobInfo], DomainRule] = field(
+        default_factory=lambda: FirstPoint("domains")
+    )
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 
