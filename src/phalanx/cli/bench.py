@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.benchmarks import engine
+from phalanx.benchmarks import engine, fgd_report
 
 app = typer.Typer(help="Benchmarks (in-process; print JSON with --json).", no_args_is_help=True)
 
@@ -42,3 +43,42 @@ def engine_bench(
     for key, value in result.items():
         table.add_row(key, str(value))
     Console().print(table)
+
+
+@app.command("fgd")
+def fgd_bench(
+    traces_dir: Path = typer.Option(
+        Path("../shared/traces"), "--traces-dir", help="Folder holding alibaba-gpu-v2023-openb/."
+    ),
+    workloads: str = typer.Option(
+        "default", help="openb pod lists, comma-separated: default,cpu050"
+    ),
+    policies: str = typer.Option(
+        "random,dotprod,gpuclustering,gpupacking,bestfit,fgd,default",
+        help="Comma-separated: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, default.",
+    ),
+    seeds: str = typer.Option("42", help="Comma-separated seeds of the arrival order."),
+    out: Path = typer.Option(Path("fgd-bench"), help="Folder for the CSV and the SVG chart."),
+    tune: float = typer.Option(
+        1.3, min=0.01, help="Arrived GPU request, as a share of the cluster's."
+    ),
+    limit: int | None = typer.Option(None, min=1, help="Use only the first N pods of each file."),
+) -> None:
+    """The FGD paper's experiment through the engine; prints JSON next to the authors' figures."""
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError as error:
+        raise typer.BadParameter(f"--seeds: {error}; fix: give integers like 42,43") from error
+    try:
+        summary = fgd_report.bench(
+            traces_dir,
+            [w.strip() for w in workloads.split(",") if w.strip()],
+            [p.strip() for p in policies.split(",") if p.strip()],
+            seed_list,
+            out,
+            tune=tune,
+            limit=limit,
+        )
+    except (ValueError, FileNotFoundError) as error:
+        raise typer.BadParameter(str(error)) from error
+    typer.echo(json.dumps(summary, indent=1))

@@ -1,11 +1,16 @@
 """Plugins: the nouns of a session, one module each."""
 
 from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.plugins.bestfit import BestFitPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
+from phalanx.engine.plugins.dotprod import DotProdPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
+from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
+from phalanx.engine.plugins.gpuclustering import GpuClusteringPlugin
+from phalanx.engine.plugins.gpupacking import GpuPackingPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
 from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
 from phalanx.engine.plugins.las import LasPlugin
@@ -14,15 +19,21 @@ from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
 from phalanx.engine.plugins.proportion import ProportionPlugin
+from phalanx.engine.plugins.random import RandomPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
+    BestFitPlugin,
     BinpackPlugin,
     CapacityPlugin,
     ColocationPlugin,
+    DotProdPlugin,
     DrfPlugin,
+    FgdPlugin,
     GangPlugin,
+    GpuClusteringPlugin,
+    GpuPackingPlugin,
     GpuSharePlugin,
     GpuTopologyPlugin,
     LasPlugin,
@@ -31,6 +42,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     PredicatesPlugin,
     PriorityPlugin,
     ProportionPlugin,
+    RandomPlugin,
     SjfPlugin,
     SlaPlugin,
     SpreadPlugin,

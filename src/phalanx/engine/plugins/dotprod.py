@@ -1,0 +1,62 @@
+"""dotprod: Tetris's alignment score, the node whose free resources align least with the task.
+
+The authors' DotProd baseline (Weng et al., ATC '23, after Grandl et al., "Multi-Resource
+Packing for Cluster Schedulers", SIGCOMM '14), as their experiments run it
+(``pkg/simulator/plugin/dot_product_score.go`` with ``dimExtMethod: merge`` and
+``normMethod: max``; ``experiments/run_scripts/generate_run_scripts.py``): with free
+CPU and the node's total free milli-GPU normalised by 128000 and 8000, a node scores
+``int(100 x (1 - (cpu_free x cpu_req + gpu_free x gpu_req) / 2))``, i.e. the smaller the
+dot product of the node's free vector and the task's request, the better. A share of a
+GPU goes to the fullest card that holds it (their ``best`` GPU selection); whole cards
+to the lowest-index free ones.
+
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); a node's score depends only on that
+node; never picks a card that cannot serve the task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins._gpufit import (
+    MAX_SPEC_CPU,
+    MAX_SPEC_GPU,
+    TieBreak,
+    best_fit_card,
+    free_cpu,
+    free_gpu_milli,
+    task_cpu,
+    task_gpu_milli,
+)
+from phalanx.engine.snapshot import TaskInfo
+
+
+class DotProdPlugin(Plugin):
+    """Smallest dot product of the node's free (CPU, GPU) and the task's request."""
+
+    name = "dotprod"
+    accepted_args = frozenset({"weight", "seed"})
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        snapshot = session.snapshot
+        cards = snapshot.cards
+        ties = TieBreak(self, len(session.snapshot.nodes))
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            cpu = task_cpu(snapshot, task) / MAX_SPEC_CPU
+            gpu = task_gpu_milli(task.role.cards) / MAX_SPEC_GPU
+            node_cpu = free_cpu(snapshot, nodes) / MAX_SPEC_CPU
+            node_gpu = free_gpu_milli(cards, nodes) / MAX_SPEC_GPU
+            dot = node_cpu * cpu + node_gpu * gpu
+            points = np.trunc((1.0 - dot / 2.0) * 100.0)
+            return points + ties.noise(task, nodes)
+
+        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
+            demand = task.role.cards
+            return None if demand is None else best_fit_card(cards, demand, node)
+
+        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        hooks.gpu_select(select)

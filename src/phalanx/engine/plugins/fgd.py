@@ -1,0 +1,348 @@
+"""fgd: Fragmentation Gradient Descent, the node and card whose use fragments GPUs least.
+
+Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
+Fragmentation Gradient Descent", USENIX ATC '23; the rule as their simulator runs it,
+``pkg/simulator/plugin/fgd_score.go`` of ``hkust-adsl/kubernetes-scheduler-simulator``.
+With F(node) the node's expected fragmentation (``phalanx.engine.fragmentation``, in
+milli-GPU, memory not checked, as theirs) against a target workload:
+
+- a node scores ``int(100 x sigmoid((F(before) - F(after)) / 1000))``: 50 when placing
+  the task leaves the node's fragmentation as it was, more when it lowers it;
+- a share of one GPU tries every card that holds it; the node's score is its best
+  card's, and that card (the lowest index among equal scores) is the one ``gpu_select``
+  gives it; whole cards go to the lowest-index free ones (their
+  ``AllocateExclusiveGpuId``; which free cards does not change F), and a task without
+  GPU changes only the node's free CPU.
+
+The target workload is either the ``workload`` arg, a list of ``{cpu: millicores, gpu:
+GPUs, popularity: weight}`` (weights are normalised), or learnt from the snapshot: one
+shape (cpu, gpu) per task of the ``window`` (default 1000) most recently created jobs
+the session sees (running or waiting, ordered by creation time then name), the most
+frequent shapes covering ``coverage`` (default 0.95) of them, as the authors'
+``GetTypicalPods`` with their experiments' settings. Either way it is fixed for the
+session. GPU model constraints of the target's tasks are not modelled.
+
+Performance: a node's score and best card are a pure function of (target, task shape,
+node state), node state being its free CPU and its cards' free milli-GPU. States are
+interned once per change and the results memoised per snapshot, so a placement makes
+only the changed node's state new; a score call is array look-ups plus the computation
+for states not seen before with this task shape (vectorised over those states and
+their cards).
+
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
+point: a seeded random node order, the same for every task, as the authors' runs); a node's score depends only on that node; same snapshot
+and args give the same scores and cards; never picks a card that cannot serve the task.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.errors import InvalidInput, PluginError
+from phalanx.engine.cards import WHOLE, CardDemand
+from phalanx.engine.fragmentation import (
+    FragmentKernel,
+    TargetWorkload,
+    TaskShape,
+    workload_distribution,
+)
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins._gpufit import TieBreak, task_cpu
+from phalanx.engine.snapshot import Snapshot, TaskInfo
+
+DEFAULT_WINDOW: Final = 1000
+DEFAULT_COVERAGE: Final = 0.95
+_TARGETS_KEPT: Final = 4  # memo tables kept per snapshot, for as many target workloads
+
+#: (cpu millicores, milli-GPU each card must have free, cards): what F depends on in a task
+Shape = tuple[float, int, int]
+
+
+def task_shape(cpu: float, demand: CardDemand | None) -> Shape:
+    """The part of a task the fragmentation score depends on."""
+    if demand is None:
+        return (cpu, 0, 0)
+    if demand.shared:
+        return (cpu, round(demand.milli), 1)
+    return (cpu, round(WHOLE), demand.whole)
+
+
+class _Grow:
+    """A float array indexed by state id that grows on demand; NaN means not known yet."""
+
+    def __init__(self) -> None:
+        self.values = np.full(64, np.nan)
+
+    def at(self, ids: NDArray[np.int64], size: int) -> NDArray[np.float64]:
+        if size > len(self.values):
+            grown = np.full(max(size, 2 * len(self.values)), np.nan)
+            grown[: len(self.values)] = self.values
+            self.values = grown
+        found: NDArray[np.float64] = self.values[ids]
+        return found
+
+
+class _Tables:
+    """Memoised results for one target workload: F per state, score and card per (shape, state)."""
+
+    def __init__(self, target: TargetWorkload) -> None:
+        self.kernel = FragmentKernel(target)
+        self.frag = _Grow()
+        self.scores: dict[Shape, tuple[_Grow, _Grow]] = {}
+
+
+class _States:
+    """Interned node states (free CPU, free milli-GPU per card) of one snapshot's nodes."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        n, slots = snapshot.cards.milli_free.shape
+        self.cpu_column = snapshot.dim.get("cpu")
+        self.seen_cpu = np.full(n, np.nan)
+        self.seen_cards = np.full((n, slots), -1, dtype=np.int64)
+        self.of_node = np.zeros(n, dtype=np.int64)
+        self.ids: dict[bytes, int] = {}
+        self.cpu = np.zeros(64)
+        self.cards = np.zeros((64, slots), dtype=np.int64)
+        self.tables: dict[tuple[object, ...], _Tables] = {}
+
+    def sync(self, snapshot: Snapshot, nodes: NDArray[np.intp] | None = None) -> None:
+        """Re-intern the nodes (all, or only ``nodes``) whose state changed since they were
+        last seen."""
+        rows: NDArray[np.intp] | slice = slice(None) if nodes is None else nodes
+        if self.cpu_column is None:
+            cpu = np.zeros(len(self.seen_cpu))[rows]
+        else:
+            cpu = snapshot.capacity[rows, self.cpu_column] - snapshot.used[rows, self.cpu_column]
+        cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
+        differ = (cpu != self.seen_cpu[rows]) | (cards != self.seen_cards[rows]).any(axis=1)
+        if nodes is not None:
+            self._intern(nodes[differ], cpu[differ], cards[differ])
+        else:
+            changed = np.flatnonzero(differ)
+            self._intern(changed, cpu[changed], cards[changed])
+
+    def _intern(
+        self, changed: NDArray[np.intp], cpu: NDArray[np.float64], cards: NDArray[np.int64]
+    ) -> None:
+        for row, node in enumerate(changed.tolist()):
+            key = cpu[row].tobytes() + cards[row].tobytes()
+            state = self.ids.get(key)
+            if state is None:
+                state = self.ids[key] = len(self.ids)
+                if state >= len(self.cpu):
+                    self.cpu = np.concatenate([self.cpu, np.zeros(len(self.cpu))])
+                    self.cards = np.concatenate([self.cards, np.zeros_like(self.cards)])
+                self.cpu[state] = cpu[row]
+                self.cards[state] = cards[row]
+            self.of_node[node] = state
+        self.seen_cpu[changed] = cpu
+        self.seen_cards[changed] = cards
+
+    def for_target(self, target: TargetWorkload) -> _Tables:
+        key = (target.shapes, tuple(target.popularity.tolist()))
+        tables = self.tables.get(key)
+        if tables is None:
+            if len(self.tables) >= _TARGETS_KEPT:
+                self.tables.pop(next(iter(self.tables)))
+            tables = self.tables[key] = _Tables(target)
+        return tables
+
+    def fragmentation(self, tables: _Tables, states: NDArray[np.int64]) -> NDArray[np.float64]:
+        """F of each state against the target, memoised."""
+        known = tables.frag.at(states, len(self.ids))
+        missing = np.flatnonzero(np.isnan(known))
+        if missing.size:
+            todo = np.unique(states[missing])
+            tables.frag.values[todo] = tables.kernel(self.cpu[todo], self.cards[todo])
+            known = tables.frag.values[states]
+        return known
+
+    def lookup(
+        self, tables: _Tables, shape: Shape, states: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Score and best card (-1: none) of ``shape`` on each state, memoised."""
+        if shape not in tables.scores:
+            tables.scores[shape] = (_Grow(), _Grow())
+        score_of, card_of = tables.scores[shape]
+        scores = score_of.at(states, len(self.ids))
+        card_of.at(states, len(self.ids))
+        missing = np.flatnonzero(np.isnan(scores))
+        if missing.size:
+            todo = np.unique(states[missing])
+            new_scores, new_cards = self._compute(tables, shape, todo)
+            score_of.values[todo] = new_scores
+            card_of.values[todo] = new_cards
+            scores = score_of.values[states]
+        return scores, card_of.values[states]
+
+    def _compute(
+        self, tables: _Tables, shape: Shape, states: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        cpu_req, per_card, count = shape
+        cpu, cards = self.cpu[states], self.cards[states]
+        scores, best = np.zeros(len(states)), np.full(len(states), -1.0)
+        fits = cpu >= cpu_req
+        if count:
+            fits &= (cards >= per_card).sum(axis=1) >= count
+        rows = np.flatnonzero(fits)
+        if rows.size == 0:
+            return scores, best
+        before = self.fragmentation(tables, states[rows])
+        left_cpu, left_cards = cpu[rows] - cpu_req, cards[rows]
+        if count == 1 and per_card < WHOLE:  # a share: try every card that holds it
+            slots = left_cards.shape[1]
+            trial = np.repeat(left_cards[:, np.newaxis, :], slots, axis=1)  # rows x card x slot
+            chosen = np.arange(slots)
+            holds = trial[:, chosen, chosen] >= per_card
+            trial[:, chosen, chosen] -= np.where(holds, per_card, 0)
+            after = tables.kernel(np.repeat(left_cpu, slots), trial.reshape(-1, slots))
+            after = after.reshape(len(rows), slots)
+            points = np.where(holds, _points(before[:, np.newaxis] - after), -1.0)
+            best[rows] = np.argmax(points, axis=1)
+            scores[rows] = points.max(axis=1)
+            return scores, best
+        trial = left_cards.copy()
+        if count:  # whole cards: which free ones does not change F; take the first
+            free = trial == per_card
+            trial[free & (np.cumsum(free, axis=1) <= count)] = 0
+        scores[rows] = _points(before - tables.kernel(left_cpu, trial))
+        return scores, best
+
+
+def _points(decrease: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``int(100 x sigmoid(decrease / 1000))``; rounding noise below 1e-6 milli-GPU is none."""
+    x = np.round(decrease, 6) / WHOLE
+    points: NDArray[np.float64] = np.floor(100.0 / (1.0 + np.exp(-x)))
+    return points
+
+
+class FgdPlugin(Plugin):
+    """Nodes and cards whose use lowers (or least raises) the expected GPU fragmentation."""
+
+    name = "fgd"
+    accepted_args = frozenset({"weight", "seed", "workload", "window", "coverage"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.window = int(self.number("window", DEFAULT_WINDOW, minimum=1))
+        self.coverage = self.number("coverage", DEFAULT_COVERAGE)
+        if not 0 < self.coverage <= 1:
+            raise PluginError(
+                f"plugin 'fgd': arg 'coverage' must be in (0, 1], got {self.coverage}"
+            )
+        given = self.args.get("workload")
+        self.fixed = None if given is None else _workload(given)
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        snapshot = session.snapshot
+        states: _States = snapshot.cached("fgd.states", _States)
+        ties = TieBreak(self, len(snapshot.nodes))
+        tables: list[_Tables | None] = []  # this session's, resolved on first use
+        dirty: set[int] = set()  # nodes changed by this session since they were last seen
+        held: dict[int, int] = {}  # id(task) -> its node, to know where a deallocation was
+
+        def resolve() -> _Tables | None:
+            if not tables:  # first use in this session: the state may have changed in between
+                workload = self.fixed or _learn(snapshot, self.window, self.coverage)
+                tables.append(None if workload is None else states.for_target(workload))
+                states.sync(snapshot)
+                dirty.clear()
+            elif dirty:
+                states.sync(snapshot, np.fromiter(sorted(dirty), dtype=np.intp))
+                dirty.clear()
+            return tables[0]
+
+        def results(
+            task: TaskInfo, nodes: NDArray[np.intp]
+        ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+            found = resolve()
+            if found is None:
+                return None
+            shape = task_shape(task_cpu(snapshot, task), task.role.cards)
+            return states.lookup(found, shape, states.of_node[nodes])
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            found = results(task, nodes)
+            if found is None:
+                return np.zeros(len(nodes))
+            return found[0] + ties.noise(task, nodes)
+
+        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
+            demand = task.role.cards
+            if demand is None or not demand.shared:
+                return None
+            found = results(task, np.array([node], dtype=np.intp))
+            card = -1 if found is None else int(found[1][0])
+            if card < 0 or not snapshot.cards.serves(demand, node, (card,)):
+                return None
+            return (card,)
+
+        def allocated(task: TaskInfo) -> None:
+            if task.node >= 0:
+                dirty.add(task.node)
+                held[id(task)] = task.node
+
+        def deallocated(task: TaskInfo) -> None:
+            node = held.pop(id(task), task.node)
+            if node >= 0:
+                dirty.add(node)
+
+        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        hooks.gpu_select(select)
+        hooks.on_allocate(allocated)
+        hooks.on_deallocate(deallocated)
+
+
+def _workload(given: object) -> TargetWorkload:
+    """The ``workload`` arg as a target workload; ``PluginError`` naming what is wrong."""
+    if not isinstance(given, Sequence) or isinstance(given, str) or not given:
+        raise PluginError("plugin 'fgd': arg 'workload' must be a non-empty list of task shapes")
+    shapes, weights = [], []
+    for i, item in enumerate(given):
+        if not isinstance(item, Mapping) or set(item) - {"cpu", "memory", "gpu", "popularity"}:
+            raise PluginError(
+                f"plugin 'fgd': workload[{i}] must be a map of cpu, gpu, memory, popularity"
+            )
+        try:
+            shapes.append(
+                TaskShape(
+                    cpu=float(item.get("cpu", 0)),
+                    memory=float(item.get("memory", 0)),
+                    gpu=float(item.get("gpu", 0)),
+                )
+            )
+        except (TypeError, ValueError, InvalidInput) as error:
+            raise PluginError(f"plugin 'fgd': workload[{i}]: {error}") from error
+        weight = item.get("popularity", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+            raise PluginError(f"plugin 'fgd': workload[{i}].popularity must be a number >= 0")
+        weights.append(float(weight))
+    total = sum(weights)
+    if total <= 0:
+        raise PluginError("plugin 'fgd': the workload's popularities sum to 0")
+    return TargetWorkload.of(shapes, [w / total for w in weights])
+
+
+def _learn(snapshot: Snapshot, window: int, coverage: float) -> TargetWorkload | None:
+    """The shapes of the tasks of the ``window`` newest jobs (None when there is none)."""
+    newest = heapq.nlargest(
+        window, snapshot.jobs.values(), key=lambda job: (job.creation_time, job.name)
+    )
+    gpu = snapshot.dim.get("gpu")
+    shapes = [
+        TaskShape(
+            cpu=task_cpu(snapshot, task),
+            gpu=0.0 if gpu is None else float(task.role.request[gpu]) / WHOLE,
+        )
+        for job in newest
+        for task in job.tasks
+    ]
+    if not shapes:
+        return None
+    return workload_distribution(shapes, coverage=coverage)

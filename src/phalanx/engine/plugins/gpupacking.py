@@ -1,0 +1,67 @@
+"""gpupacking: fill partly used cards first, then partly used nodes, then empty nodes.
+
+The authors' GPU-Packing baseline (Weng et al., ATC '23; ``pkg/simulator/plugin/
+gpu_packing_score.go`` of ``hkust-adsl/kubernetes-scheduler-simulator``), three bands
+from best to worst:
+
+1. the task fits on partly used cards: ``100 - (sum of those cards' free percent) // 10``,
+   at least 50 (a share of a GPU uses its best-fitting card);
+2. it must open whole free cards on a node already in use: ``50 - cards opened``, at
+   least 33;
+3. every card of the node is free: ``max(33 - free cards, free cards)``.
+
+A task without GPU scores 0 everywhere. A share goes to the fullest card that holds it
+(their ``best`` GPU selection); whole cards to the lowest-index free ones.
+
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); a node's score depends only on that
+node; never picks a card that cannot serve the task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.engine.cards import WHOLE
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins._gpufit import TieBreak, best_fit_card
+from phalanx.engine.snapshot import TaskInfo
+
+
+class GpuPackingPlugin(Plugin):
+    """Partly used cards, then partly used nodes, then free nodes."""
+
+    name = "gpupacking"
+    accepted_args = frozenset({"weight", "seed"})
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        cards = session.snapshot.cards
+        ties = TieBreak(self, len(session.snapshot.nodes))
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            demand = task.role.cards
+            if demand is None:
+                return np.zeros(len(nodes))
+            free = cards.milli_free[nodes]
+            count = (free >= 0).sum(axis=1)
+            whole_free = (free == WHOLE).sum(axis=1)
+            empty = np.maximum(33 - whole_free, whole_free).astype(np.float64)
+            if demand.shared:
+                best = np.where(free >= demand.milli, free, np.inf).min(axis=1)
+                fits = np.isfinite(best)
+                percent = np.floor(np.where(fits, best, 0.0) * 100.0 / WHOLE)
+                shared = np.maximum(100.0 - np.floor(percent / 10.0), 50.0)
+                points = np.where(best == WHOLE, max(50.0 - 1, 33.0), shared)
+            else:
+                fits = whole_free >= demand.whole
+                points = np.full(len(nodes), max(50.0 - demand.whole, 33.0))
+            points = np.where(whole_free == count, empty, np.where(fits, points, 0.0))
+            return points + ties.noise(task, nodes)
+
+        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
+            demand = task.role.cards
+            return None if demand is None else best_fit_card(cards, demand, node)
+
+        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        hooks.gpu_select(select)
