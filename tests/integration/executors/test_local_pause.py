@@ -82,6 +82,8 @@ def test_the_throttle_pauses_offline_tasks_while_the_signal_is_high(harness: Har
     online = harness.launch("serve", command=COUNTS, workload=WorkloadClass.ONLINE)
     offline = harness.launch("train", command=COUNTS, workload=WorkloadClass.OFFLINE)
     harness.start(online, offline)
+    counter(harness, online)  # each waits for its counter: both really run before the tick
+    counter(harness, offline)
     load = [0.95]
     throttle = OfflineThrottle(
         harness.executor, watermark=0.8, signal=lambda: load[0], hysteresis=0.1
