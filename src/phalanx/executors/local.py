@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.base import Executor, TaskEvent, TaskEventKind
 from phalanx.executors.launch import TaskLaunch, WorkloadClass
 from phalanx.executors.process import (
     Exit,
@@ -65,6 +66,7 @@ class _Live:
     gpus: tuple[int, ...]
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess
+    since: float  # when it started (or was adopted): no later event of it is earlier
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
     paused_since: float | None = None
@@ -204,6 +206,7 @@ class LocalExecutor:
                 gpus=record.gpus,
                 placement=None,
                 process=process,
+                since=now,
             )
 
     # -- pausing (colocation) --------------------------------------------------------------
@@ -329,6 +332,7 @@ class LocalExecutor:
             gpus=launch.gpus,
             placement=placement,
             process=process,
+            since=now,
         )
         self._events.append(event)
 
@@ -349,10 +353,15 @@ class LocalExecutor:
             live.paused_since = None
         return TaskEvent(
             kind=TaskEventKind.EXITED,
-            time=now,
+            time=max(now, live.since),
             job=live.job,
             task=live.task,
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
         )
+
+
+if TYPE_CHECKING:
+    # mypy proves here that LocalExecutor satisfies the Executor protocol, signatures and all.
+    _CONFORMS: type[Executor] = LocalExecutor

@@ -21,14 +21,26 @@ def group(harness: Harness, launch: TaskLaunch) -> list[psutil.Process]:
 
 
 def all_stopped(harness: Harness, launch: TaskLaunch) -> bool:
-    """Every process of the task is frozen (a zombie child that ended just before counts)."""
+    """Every process of the task is frozen.
+
+    A zombie child that ended just before the stop counts as frozen. So does a parent
+    in uninterruptible sleep whose children are all stopped: dash forks with vfork, and
+    a vfork parent waits (in state D) for a child that SIGSTOP caught before its exec.
+    """
+    frozen = {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}
     try:
-        return all(
-            p.status() in {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}
-            for p in group(harness, launch)
-        )
+        for process in group(harness, launch):
+            status = process.status()
+            if status in frozen:
+                continue
+            children = process.children()
+            if status != psutil.STATUS_DISK_SLEEP or not children:
+                return False
+            if not all(child.status() in frozen for child in children):
+                return False
     except psutil.NoSuchProcess:
         return False
+    return True
 
 
 def counter(harness: Harness, launch: TaskLaunch) -> int:
