@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import Executor, TaskEvent, TaskEventKind
 from phalanx.executors.launch import TaskLaunch, WorkloadClass
@@ -77,7 +78,8 @@ class LocalExecutor:
     """Runs bound tasks as local subprocesses and reports their events.
 
     ``resolve`` turns a ``Bind`` into a ``TaskLaunch`` (the controller knows the job's
-    spec). ``clock`` only measures paused time and must tell the same time as the
+    spec). Not thread-safe: call it from one thread (the controller's loop), the
+    colocation throttle included. ``clock`` only measures paused time and must tell the same time as the
     ``now`` the controller passes; events and stop deadlines use ``now``.
     ``environ`` is where the allow-listed inherited variables come from.
     """
@@ -113,7 +115,7 @@ class LocalExecutor:
         for bind in binds:
             key = (bind.job, bind.task)
             if key not in self._live and key not in launches:
-                launches[key] = self._resolve(bind)
+                launches[key] = self._resolved(bind)
         by_job: dict[str, list[TaskLaunch]] = {}
         for launch in launches.values():
             by_job.setdefault(launch.job, []).append(launch)
@@ -270,6 +272,18 @@ class LocalExecutor:
         return task_workdir(self.data_dir, job, task)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _resolved(self, bind: Bind) -> TaskLaunch:
+        launch = self._resolve(bind)
+        # Tasks are keyed by (job, task): a launch for another task would break idempotency.
+        if (launch.job, launch.task, launch.node) != (bind.job, bind.task, bind.node):
+            raise InvalidInput(
+                f"resolve gave {launch.job}/{launch.task} on {launch.node} "
+                f"for the bind of {bind.job}/{bind.task} on {bind.node}",
+                field="resolve",
+                fix="copy job, task and node from the Bind into the TaskLaunch",
+            )
+        return launch
 
     def _start_job(self, job: str, launches: list[TaskLaunch], now: float) -> None:
         need_master = job not in self._master_ports
