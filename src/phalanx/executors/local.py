@@ -18,9 +18,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.base import Executor, TaskEvent, TaskEventKind
 from phalanx.executors.launch import TaskLaunch, WorkloadClass
 from phalanx.executors.process import (
     Exit,
@@ -65,6 +67,7 @@ class _Live:
     gpus: tuple[int, ...]
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess
+    since: float  # when it started (or was adopted): no later event of it is earlier
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
     paused_since: float | None = None
@@ -75,7 +78,8 @@ class LocalExecutor:
     """Runs bound tasks as local subprocesses and reports their events.
 
     ``resolve`` turns a ``Bind`` into a ``TaskLaunch`` (the controller knows the job's
-    spec). ``clock`` only measures paused time and must tell the same time as the
+    spec). Not thread-safe: call it from one thread (the controller's loop), the
+    colocation throttle included. ``clock`` only measures paused time and must tell the same time as the
     ``now`` the controller passes; events and stop deadlines use ``now``.
     ``environ`` is where the allow-listed inherited variables come from.
     """
@@ -111,7 +115,7 @@ class LocalExecutor:
         for bind in binds:
             key = (bind.job, bind.task)
             if key not in self._live and key not in launches:
-                launches[key] = self._resolve(bind)
+                launches[key] = self._resolved(bind)
         by_job: dict[str, list[TaskLaunch]] = {}
         for launch in launches.values():
             by_job.setdefault(launch.job, []).append(launch)
@@ -204,6 +208,7 @@ class LocalExecutor:
                 gpus=record.gpus,
                 placement=None,
                 process=process,
+                since=now,
             )
 
     # -- pausing (colocation) --------------------------------------------------------------
@@ -268,6 +273,18 @@ class LocalExecutor:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _resolved(self, bind: Bind) -> TaskLaunch:
+        launch = self._resolve(bind)
+        # Tasks are keyed by (job, task): a launch for another task would break idempotency.
+        if (launch.job, launch.task, launch.node) != (bind.job, bind.task, bind.node):
+            raise InvalidInput(
+                f"resolve gave {launch.job}/{launch.task} on {launch.node} "
+                f"for the bind of {bind.job}/{bind.task} on {bind.node}",
+                field="resolve",
+                fix="copy job, task and node from the Bind into the TaskLaunch",
+            )
+        return launch
+
     def _start_job(self, job: str, launches: list[TaskLaunch], now: float) -> None:
         need_master = job not in self._master_ports
         ports = free_ports(len(launches) + need_master, self._host)
@@ -329,6 +346,7 @@ class LocalExecutor:
             gpus=launch.gpus,
             placement=placement,
             process=process,
+            since=now,
         )
         self._events.append(event)
 
@@ -349,10 +367,15 @@ class LocalExecutor:
             live.paused_since = None
         return TaskEvent(
             kind=TaskEventKind.EXITED,
-            time=now,
+            time=max(now, live.since),
             job=live.job,
             task=live.task,
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
         )
+
+
+if TYPE_CHECKING:
+    # mypy proves here that LocalExecutor satisfies the Executor protocol, signatures and all.
+    _CONFORMS: type[Executor] = LocalExecutor

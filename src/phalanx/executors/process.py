@@ -17,6 +17,12 @@ leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/``:
   sees the wrapper killed (128+9), and a re-attached task is known to be killed only if
   this executor sent the signal.
 
+Limits: ``memory_bytes`` becomes the wrapper's ``ulimit -v`` (RLIMIT_AS, inherited by
+the command) for tasks without GPUs; no ``preexec_fn`` is needed, which is unsafe in a
+threaded server. ``cpu_millicores`` is not enforced: only cgroups can, and cgroup v2
+support (the wrapper would join the task's cgroup before running the command) is
+not built yet.
+
 A task is identified across a server restart by its pid *and* the pid's start time
 (``psutil.Process.create_time``): a pid that the kernel reused for another process has a
 different start time and is never mistaken for the task.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import psutil
 
 from phalanx.executors.base import TaskEventKind
@@ -21,14 +23,26 @@ def group(harness: Harness, launch: TaskLaunch) -> list[psutil.Process]:
 
 
 def all_stopped(harness: Harness, launch: TaskLaunch) -> bool:
-    """Every process of the task is frozen (a zombie child that ended just before counts)."""
+    """Every process of the task is frozen.
+
+    A zombie child that ended just before the stop counts as frozen. So does a parent
+    in uninterruptible sleep whose children are all stopped: dash forks with vfork, and
+    a vfork parent waits (in state D) for a child that SIGSTOP caught before its exec.
+    """
+    frozen = {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}
     try:
-        return all(
-            p.status() in {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}
-            for p in group(harness, launch)
-        )
+        for process in group(harness, launch):
+            status = process.status()
+            if status in frozen:
+                continue
+            children = process.children()
+            if status != psutil.STATUS_DISK_SLEEP or not children:
+                return False
+            if not all(child.status() in frozen for child in children):
+                return False
     except psutil.NoSuchProcess:
         return False
+    return True
 
 
 def counter(harness: Harness, launch: TaskLaunch) -> int:
@@ -110,3 +124,21 @@ def test_online_load_sees_a_busy_online_task(harness: Harness) -> None:
     wait_for(lambda: all_stopped(harness, busy), "the online task to stop")
     signal()  # a fresh measurement window that starts frozen
     wait_for(lambda: signal() < 0.05, "a frozen task to count as idle")
+
+
+def test_adoption_resumes_a_task_the_old_server_left_paused(
+    harness: Harness, tmp_path: Path
+) -> None:
+    launch = harness.launch(command=COUNTS, workload=WorkloadClass.OFFLINE)
+    harness.start(launch)
+    wait_for(lambda: counter(harness, launch) > 2, "the counter to move")
+    harness.executor.pause("job", "t0")
+    wait_for(lambda: all_stopped(harness, launch), "the group to stop")
+    frozen = counter(harness, launch)
+    new = Harness(tmp_path / "data")  # the restarted server: it never paused anything
+    try:
+        new.executor.adopt(harness.executor.records(), now=new.now)
+        assert not new.executor.is_paused("job", "t0")
+        wait_for(lambda: counter(harness, launch) > frozen, "the adopted task to run again")
+    finally:
+        new.close()

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import replace
 
 import pytest
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.executors.base import TaskEventKind
 from phalanx.executors.launch import GpuShareHint
 from phalanx.executors.process import EXIT_FILE
-from tests.integration.executors.harness import DUMP_ENV, Harness
+from tests.integration.executors.harness import DUMP_ENV, Harness, is_gone, wait_for
 
 
 def test_a_distributed_job_sees_its_rendezvous(harness: Harness) -> None:
@@ -80,9 +82,13 @@ def test_stdout_and_stderr_are_appended_to_log_files(harness: Harness) -> None:
     harness.start(launch)
     harness.wait_event("t0")
     harness.start(launch)  # a second run of the same task (a retry) appends
-    harness.wait_event("t0", TaskEventKind.STARTED)
-    harness.events.clear()
-    harness.wait_event("t0")
+    wait_for(
+        lambda: (
+            harness.poll() is not None
+            and sum(e.kind is TaskEventKind.EXITED for e in harness.events) == 2
+        ),
+        "the second run to end",
+    )
     workdir = harness.workdir(launch)
     assert (workdir / "stdout.log").read_text() == "out-0\nout-0\n"
     assert (workdir / "stderr.log").read_text() == "err\nerr\n"
@@ -135,11 +141,21 @@ def test_start_is_idempotent(harness: Harness) -> None:
 
 
 def test_events_after_now_wait_for_a_later_poll(harness: Harness) -> None:
-    harness.start(harness.launch(command=("true",)))
+    harness.start(harness.launch(command="touch ready; exec sleep 60"))
     assert harness.executor.poll(now=harness.now - 1) == []
     assert [e.kind for e in harness.executor.poll(now=harness.now)] == [TaskEventKind.STARTED]
     assert harness.executor.poll(now=harness.now) == []  # each event is reported once
-    harness.wait_event("t0")
+
+
+def test_an_exit_is_never_reported_before_its_start(harness: Harness) -> None:
+    launch = harness.launch(command=("true",))
+    harness.start(launch)
+    pid = harness.pid_of(launch)
+    wait_for(lambda: is_gone(pid), "the task to end")  # a zombie now: the next poll reaps it
+    events = harness.executor.poll(now=harness.now - 1)  # a clock that went backwards
+    events += harness.executor.poll(now=harness.now)
+    assert [e.kind for e in events] == [TaskEventKind.STARTED, TaskEventKind.EXITED]
+    assert events[0].time == events[1].time == harness.now
 
 
 def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(harness: Harness) -> None:
@@ -158,3 +174,12 @@ def test_a_task_that_cannot_get_a_directory_is_lost(harness: Harness) -> None:
     harness.start(harness.launch(command=("true",)))
     event = harness.wait_event("t0", TaskEventKind.LOST)
     assert [e.kind for e in harness.events] == [TaskEventKind.LOST] and event.node == "n0"
+
+
+def test_a_launch_for_another_task_than_the_bind_is_refused(harness: Harness) -> None:
+    launch = harness.launch(command=("true",))
+    harness.launches[("job", "t0")] = replace(launch, task="t1")
+    with pytest.raises(InvalidInput) as error:
+        harness.start(launch)
+    assert error.value.field == "resolve"
+    assert harness.executor.running() == [] and harness.poll() == []
