@@ -4,7 +4,9 @@ Weng et al., ATC '23, Fig. 9(a), as their simulator runs it
 (``hkust-adsl/kubernetes-scheduler-simulator``: ``pkg/simulator/core.go``,
 ``simulator.go``, ``utils.go``; ``experiments/run_scripts/generate_run_scripts.py``):
 
-- the cluster is ``openb_node_list_all_node.csv``; the pods of a workload file are
+- the cluster is ``openb_node_list_gpu_node.csv`` (1213 GPU nodes, 6212 GPUs: their
+  ``data/prepare_input.sh`` copies only that node list; CPU-only pods share the GPU
+  nodes' CPU); the pods of a workload file are
   sorted by name and shuffled with the run's seed; then, with the same generator, pods
   drawn uniformly (with replacement) from the name-sorted list are appended as copies
   until the next one would take the total requested milli-GPU past ``tune`` (1.3) x the
@@ -244,7 +246,7 @@ def run_one(
 ) -> Run:
     """One replay; ``limit`` keeps only the first pods of the file (for tests)."""
     folder = traces_dir / OPENB / "csv"
-    nodes = openb_nodes(folder / "openb_node_list_all_node.csv")
+    nodes = openb_nodes(folder / "openb_node_list_gpu_node.csv")
     pods = [w.job for w in load_openb(folder / f"openb_pod_list_{workload}.csv").jobs]
     if limit is not None:
         pods = pods[:limit]
