@@ -127,15 +127,18 @@ def discrete_columns(arrived: np.ndarray, used: np.ndarray, total_gpus: int) -> 
 
 def arrivals(pods: Sequence[Job], cluster_milli: int, *, seed: int, tune: float) -> list[Pod]:
     """The authors' arrival sequence: the pods sorted by name and shuffled, then inflated
-    with copies drawn from the name-sorted list up to ``tune`` x the cluster's milli-GPU."""
+    with copies drawn from the name-sorted list up to ``tune`` x the cluster's milli-GPU
+    (or, when they ask for more than that, pods drawn at random dropped until they do not)."""
     ordered = sorted(pods, key=lambda job: job.name)
     rng = np.random.default_rng(seed)
     base = [_pod(job) for job in ordered]
     sequence = [base[i] for i in rng.permutation(len(base))]
     total = sum(p.gpu_milli for p in sequence)
     target = tune * cluster_milli
+    while total > target and sequence:  # their tuneDownPods: drop pods drawn at random
+        total -= sequence.pop(int(rng.integers(len(sequence)))).gpu_milli
     copies = 0
-    while True:
+    while total < target:
         pick = base[int(rng.integers(len(base)))]
         if total + pick.per_card_milli > target:
             break
