@@ -4,7 +4,9 @@ Weng et al., ATC '23, Fig. 9(a), as their simulator runs it
 (``hkust-adsl/kubernetes-scheduler-simulator``: ``pkg/simulator/core.go``,
 ``simulator.go``, ``utils.go``; ``experiments/run_scripts/generate_run_scripts.py``):
 
-- the cluster is ``openb_node_list_all_node.csv``; the pods of a workload file are
+- the cluster is ``openb_node_list_gpu_node.csv`` (1213 GPU nodes, 6212 GPUs: their
+  ``data/prepare_input.sh`` copies only that node list; CPU-only pods share the GPU
+  nodes' CPU); the pods of a workload file are
   sorted by name and shuffled with the run's seed; then, with the same generator, pods
   drawn uniformly (with replacement) from the name-sorted list are appended as copies
   until the next one would take the total requested milli-GPU past ``tune`` (1.3) x the
@@ -125,15 +127,18 @@ def discrete_columns(arrived: np.ndarray, used: np.ndarray, total_gpus: int) -> 
 
 def arrivals(pods: Sequence[Job], cluster_milli: int, *, seed: int, tune: float) -> list[Pod]:
     """The authors' arrival sequence: the pods sorted by name and shuffled, then inflated
-    with copies drawn from the name-sorted list up to ``tune`` x the cluster's milli-GPU."""
+    with copies drawn from the name-sorted list up to ``tune`` x the cluster's milli-GPU
+    (or, when they ask for more than that, pods drawn at random dropped until they do not)."""
     ordered = sorted(pods, key=lambda job: job.name)
     rng = np.random.default_rng(seed)
     base = [_pod(job) for job in ordered]
     sequence = [base[i] for i in rng.permutation(len(base))]
     total = sum(p.gpu_milli for p in sequence)
     target = tune * cluster_milli
+    while total > target and sequence:  # their tuneDownPods: drop pods drawn at random
+        total -= sequence.pop(int(rng.integers(len(sequence)))).gpu_milli
     copies = 0
-    while True:
+    while total < target:
         pick = base[int(rng.integers(len(base)))]
         if total + pick.per_card_milli > target:
             break
@@ -244,7 +249,7 @@ def run_one(
 ) -> Run:
     """One replay; ``limit`` keeps only the first pods of the file (for tests)."""
     folder = traces_dir / OPENB / "csv"
-    nodes = openb_nodes(folder / "openb_node_list_all_node.csv")
+    nodes = openb_nodes(folder / "openb_node_list_gpu_node.csv")
     pods = [w.job for w in load_openb(folder / f"openb_pod_list_{workload}.csv").jobs]
     if limit is not None:
         pods = pods[:limit]

@@ -109,7 +109,8 @@ class Cards:
         #: held by tasks being stopped: free once they are gone (where pipelined tasks may go)
         self.milli_releasing: NDArray[np.float64] = np.zeros((n, slots))
         self.memory_releasing: NDArray[np.float64] = np.zeros((n, slots))
-        self._releasing_tasks = 0  # while 0, "later" is "now": the cheap answers apply
+        #: tasks whose cards are marked releasing: none means ``later`` is the same as now
+        self.releasing_tasks = 0
 
     # -- questions ----------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class Cards:
     ) -> NDArray[np.bool_]:
         """Whether each of ``nodes`` can take one task of ``demand`` now (``later``: once the
         tasks being stopped there are gone)."""
-        later = later and self._releasing_tasks > 0
+        later = later and self.releasing_tasks > 0
         if not later and not demand.shared and not demand.memory and not demand.exclusive_nic:
             fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
             return fit
@@ -168,7 +169,7 @@ class Cards:
     ) -> NDArray[np.bool_]:
         """Each card of each of ``nodes`` that could serve ``demand`` alone (nodes x cards)."""
         milli, memory = self.milli_free[nodes], self.memory_free[nodes]
-        if later:
+        if later and self.releasing_tasks:
             milli = milli + self.milli_releasing[nodes]
             memory = memory + self.memory_releasing[nodes]
         if demand.shared:
@@ -224,8 +225,8 @@ class Cards:
 
     def releasing(self, demand: CardDemand, node: int, gpus: Sequence[int], sign: int) -> None:
         """Mark (``sign`` 1) or unmark (-1) what a task holds on ``gpus`` as being released."""
-        self._releasing_tasks += sign
         cards = list(gpus)
+        self.releasing_tasks += sign
         if demand.shared:
             self.milli_releasing[node, cards] += sign * demand.milli
             self.memory_releasing[node, cards] += sign * demand.memory

@@ -69,6 +69,7 @@ class ClassPlacer:
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.scores = self._score(sample, cand)
+        self.stale: tuple[TaskInfo, int] | None = None  # a node placed on, not re-scored yet
         self.demand = sample.role.cards
         #: whether each candidate's cards can serve one more task now (all True without GPUs)
         self.cards_ok = (
@@ -79,7 +80,11 @@ class ClassPlacer:
         fits_future = self._fits(self.future_free)
         if self.demand is not None:
             rows_of = slice(None) if every else cand
-            fits_future &= snap.cards.fits(self.demand, rows_of, later=True)
+            fits_future &= (
+                snap.cards.fits(self.demand, rows_of, later=True)
+                if snap.cards.releasing_tasks
+                else self.cards_ok  # nothing is being released: later is now
+            )
         self.future_scores = np.where(fits_future, self.scores, NEG)
         self.now_scores = np.where(
             fits_future & self._fits(self.now_free) & self.cards_ok, self.scores, NEG
@@ -104,6 +109,9 @@ class ClassPlacer:
         allocated = pipelined = 0
         position = 0
         while position < len(tasks):
+            if self.stale is not None:  # re-scored only when another task will read it
+                self._refresh(*self.stale)
+                self.stale = None
             task = tasks[position]
             refusal = self.session.points.allocatable(task)
             if refusal is not None:
@@ -116,7 +124,7 @@ class ClassPlacer:
                 placed = self._allocate_run(stmt, tasks[position : position + count], k)
                 allocated += placed
                 position += placed
-                self._refresh(task, k)
+                self.stale = (task, k)
                 if placed < count:  # the queue refused part of the run
                     refusal = self.session.points.allocatable(tasks[position])
                     return Outcome(allocated, pipelined, _queue_reason(task, refusal or ""))
@@ -127,7 +135,7 @@ class ClassPlacer:
             stmt.pipeline(task, int(self.candidates[k]))
             self.future_free[k] -= self.request
             self.slots[k] -= 1
-            self._refresh(task, k)
+            self.stale = (task, k)
             pipelined += 1
             position += 1
         return Outcome(allocated, pipelined, None)

@@ -1,0 +1,204 @@
+"""The FGD paper's placement plugins on tiny clusters, against hand-computed scores.
+
+Each node has 32 cores and 4 GPUs unless said otherwise; "cards" lists each card's free
+milli-GPU. Scores are the plugins' own (0..100), read through the session's node_score
+point; without ``seed`` no tie-break noise is added, so they are exact integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from phalanx.domain.errors import PluginError
+from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
+from phalanx.engine import Snapshot, run_cycle
+from phalanx.engine.cycle import open_session
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins.fgd import FgdPlugin
+from phalanx.engine.snapshot import TaskInfo, TaskStatus
+from phalanx.engine.state import ClusterState
+from tests.builders import config, make_job, make_node, make_queue
+
+NODES = ("a", "b", "c")
+
+
+def running(name: str, node: str, gpus: float, cards: tuple[int, ...], cpu: float = 1) -> Job:
+    """A running one-task job on ``node`` holding ``cards``."""
+    job = make_job(name, gpus=gpus, cpu=cpu, running_on=[node])
+    return replace(job, tasks=tuple(replace(t, gpus=cards) for t in job.tasks))
+
+
+def session_for(
+    plugin: str,
+    pod: Job,
+    others: Sequence[Job] = (),
+    *,
+    args: Mapping[str, object] | None = None,
+    nodes: Sequence[str] = NODES,
+    cpu: float = 32,
+) -> tuple[Session, TaskInfo]:
+    cluster = [make_node(n, cpu=cpu, gpus=4, memory_gib=256) for n in nodes]
+    snapshot = Snapshot.build(nodes=cluster, queues=[make_queue("default")], jobs=[*others, pod])
+    cfg = config(["allocate"], [(plugin, dict(args or {}))])
+    session = open_session(snapshot, cfg, now=0.0)
+    task = next(t for t in snapshot.jobs[pod.name].tasks if t.status is TaskStatus.PENDING)
+    return session, task
+
+
+def scores(session: Session, task: TaskInfo) -> list[float]:
+    nodes = np.arange(len(session.snapshot.nodes), dtype=np.intp)
+    return [float(s) for s in session.points.node_score(task, nodes)]
+
+
+def test_bestfit_scores_what_the_task_would_leave_free_on_cpu_and_gpu() -> None:
+    pod = make_job("pod", gpus=1, cpu=1, created=1)
+    session, task = session_for("bestfit", pod, [running("busy", "b", 1, (0,))])
+    # a: 31000 cpu and 3000 milli-GPU left -> 100 x (1 - 0.5 x 31000/128000 - 0.5 x 3000/8000)
+    # b: 30000 and 2000 left -> 100 x (1 - 0.1171875 - 0.125) = 75.78
+    assert scores(session, task) == [69.0, 75.0, 69.0]
+
+
+def test_bestfit_gives_a_share_the_fullest_card_that_holds_it() -> None:
+    pod = make_job("pod", gpus=0.3, created=2)
+    others = [running("s1", "a", 0.5, (1,)), running("s2", "a", 0.6, (2,))]
+    session, task = session_for("bestfit", pod, others)
+    # card 2 has 400 free, card 1 500, cards 0 and 3 1000: 400 is the least that holds 300
+    assert session.points.gpu_select(task, 0) == (2,)
+
+
+def test_dotprod_prefers_the_node_whose_free_vector_aligns_least_with_the_task() -> None:
+    pod = make_job("pod", gpus=1, cpu=8, created=1)
+    others = [running("busy", "b", 3, (0, 1, 2), cpu=16)]
+    session, task = session_for("dotprod", pod, others, nodes=("a", "b"))
+    # a: (32000/128000)(8000/128000) + (4000/8000)(1000/8000) = 0.078125 -> 100 x (1 - 0.039)
+    # b: (15000/128000)(8000/128000) + (1000/8000)(1000/8000) = 0.0229 -> 100 x (1 - 0.0115)
+    assert scores(session, task) == [96.0, 98.0]
+
+
+def test_gpupacking_prefers_partly_used_cards_then_used_nodes_then_free_nodes() -> None:
+    others = [running("share", "b", 0.4, (0,)), running("two", "c", 2, (0, 1))]
+    share = make_job("pod", gpus=0.5, created=1)
+    session, task = session_for("gpupacking", share, others)
+    # a: every card free, 4 of them -> max(33 - 4, 4); b: the 600-free card, 60% free ->
+    # 100 - 60 // 10; c: must open a free card -> max(50 - 1, 33)
+    assert scores(session, task) == [29.0, 94.0, 49.0]
+    whole = make_job("pod", gpus=2, created=1)
+    session, task = session_for("gpupacking", whole, others)
+    assert scores(session, task) == [29.0, 48.0, 48.0]
+    cpu_only = make_job("pod", gpus=0, created=1)
+    session, task = session_for("gpupacking", cpu_only, others)
+    assert scores(session, task) == [0.0, 0.0, 0.0]
+
+
+def test_gpuclustering_keeps_tasks_of_one_gpu_shape_together() -> None:
+    others = [running("share", "b", 0.4, (0,)), running("one", "c", 1, (0,))]
+    pod = make_job("pod", gpus=0.5, created=1)
+    session, task = session_for("gpuclustering", pod, others)
+    # used = 25 x (8000 - free milli-GPU) // 8000: a 12 (idle node: +25), b 13 (only shares:
+    # +75), c 15 (only other shapes: +0)
+    assert scores(session, task) == [37.0, 88.0, 15.0]
+    mixed = [*others, running("one-on-b", "b", 1, (1,))]
+    session, task = session_for("gpuclustering", pod, mixed)
+    assert scores(session, task)[1] == 50 + 25 * (8000 - 2600) // 8000  # shares and others
+
+
+def test_random_is_a_pure_function_of_seed_task_and_node() -> None:
+    pod = make_job("pod", gpus=0.5, created=1)
+    first = scores(*session_for("random", pod, args={"seed": 7}))
+    again = scores(*session_for("random", pod, args={"seed": 7}))
+    other = scores(*session_for("random", pod, args={"seed": 8}))
+    assert first == again != other
+    assert all(0 <= s < 100 for s in first)
+    session, task = session_for("random", pod, [running("s", "a", 0.6, (1,))], args={"seed": 7})
+    assert session.points.gpu_select(task, 0) in {(0,), (2,), (3,)}  # card 1 cannot hold it
+
+
+def test_random_spreads_tasks_over_the_nodes() -> None:
+    cluster = [make_node(n, cpu=1000, gpus=8, memory_gib=1000) for n in "abcd"]
+    jobs = [make_job(f"p{i}", gpus=0.1, cpu=0.1, memory_gib=0.1, created=i) for i in range(80)]
+    snapshot = Snapshot.build(nodes=cluster, queues=[make_queue("default")], jobs=jobs)
+    cfg = config(["allocate"], [("random", {"seed": 3})])
+    placed = [b.node for b in run_cycle(snapshot, cfg, now=0.0).binds]
+    counts = [placed.count(n) for n in "abcd"]
+    assert sum(counts) == 80 and min(counts) >= 10  # uniform: 20 each expected
+
+
+TARGET_06 = {"workload": [{"cpu": 1000, "gpu": 0.6, "popularity": 1}]}
+
+
+def test_fgd_fills_the_fragment_a_share_can_use_and_spares_whole_cards() -> None:
+    # target: 0.6-GPU tasks. b has a 500-free card: 500 milli-GPU no target task can use.
+    others = [running("half", "b", 0.5, (0,))]
+    pod = make_job("pod", gpus=0.5, created=1)
+    session, task = session_for("fgd", pod, others, args=TARGET_06, nodes=("a", "b"))
+    # a: F 0 -> 500 (a card left at 500): 100 x sigmoid(-0.5) = 37.75
+    # b: card 0 takes it, F 500 -> 0: 100 x sigmoid(0.5) = 62.2; card 1 would make F 1000
+    assert scores(session, task) == [37.0, 62.0]
+    assert session.points.gpu_select(task, 1) == (0,)
+
+
+def test_fgd_scores_50_where_the_placement_changes_nothing_the_target_could_use() -> None:
+    pod = make_job("pod", gpus=1, created=1)
+    others = [running("half", "b", 0.5, (0,))]
+    session, task = session_for("fgd", pod, others, args=TARGET_06, nodes=("a", "b"))
+    # a: a whole card goes, the other three still hold 0.6 tasks: F stays 0. b: F 500 -> 500
+    assert scores(session, task) == [50.0, 50.0]
+    assert session.points.gpu_select(task, 0) is None  # whole cards: the lowest free ones
+
+
+def test_fgd_cpu_shortage_makes_free_gpu_a_fragment() -> None:
+    # a 30-core task on a 32-core node leaves 2 cores: no 3-core target task fits any more
+    target = {"workload": [{"cpu": 3000, "gpu": 1, "popularity": 1}]}
+    pod = make_job("pod", gpus=0, cpu=30, created=1)
+    session, task = session_for("fgd", pod, args=target, nodes=("a",))
+    assert scores(session, task) == [float(int(100 / (1 + np.exp(4.0))))]  # F 0 -> 4000
+
+
+def test_fgd_learns_the_target_from_the_newest_jobs() -> None:
+    # no workload arg: the newest job (a 0.6 share) is the target with window 1
+    others = [running("half", "b", 0.5, (0,)), running("newest", "b", 0.6, (1,))]
+    others[1] = replace(others[1], creation_time=5.0)
+    pod = make_job("pod", gpus=0.5, created=1)
+    session, task = session_for("fgd", pod, others, args={"window": 1}, nodes=("a", "b"))
+    assert scores(session, task) == [37.0, 62.0]
+
+
+def test_fgd_refuses_a_malformed_workload() -> None:
+    with pytest.raises(PluginError, match="workload"):
+        FgdPlugin({"workload": [{"cpu": 1, "gpus": 1}]})
+    with pytest.raises(PluginError, match="workload"):
+        FgdPlugin({"workload": [{"gpu": 1.5}]})
+    with pytest.raises(PluginError, match="coverage"):
+        FgdPlugin({"coverage": 2})
+
+
+def test_fgd_memo_gives_what_a_fresh_snapshot_gives_after_placements() -> None:
+    cluster = [make_node(n, cpu=16, gpus=4, memory_gib=64) for n in "abc"]
+    target = {"workload": [{"cpu": 1000, "gpu": g, "popularity": 1} for g in (0.3, 0.6, 1)]}
+    cfg = config(["allocate"], [("fgd", target)])
+    jobs = [make_job(f"p{i}", gpus=(0.3, 0.5, 1, 0.6)[i % 4], created=i) for i in range(10)]
+    state = ClusterState(cluster, [make_queue("default")])
+    for job in jobs[:6]:
+        state.add_job(job)
+    placed: dict[str, Job] = {}
+    for bind in state.cycle(cfg, now=0.0).binds:  # the memo now holds the states seen
+        task = state.job(bind.job).tasks[bind.index]
+        state.set_task(task, TaskPhase.BOUND, bind.node, gpus=bind.gpus)
+        job = next(j for j in jobs if j.name == bind.job)
+        bound = Task(role="worker", index=0, phase=TaskPhase.BOUND, node=bind.node, gpus=bind.gpus)
+        placed[job.name] = replace(job, phase=JobPhase.RUNNING, tasks=(bound,))
+    for job in jobs[6:]:
+        state.add_job(job)
+    memoised = state.cycle(cfg, now=1.0)
+    rebuilt = [placed.get(job.name, job) for job in jobs if job.name in placed or job in jobs[6:]]
+    fresh = run_cycle(
+        Snapshot.build(nodes=cluster, queues=[make_queue("default")], jobs=rebuilt), cfg, now=1.0
+    )
+    assert placed and memoised.binds
+    assert [(b.job, b.node, b.gpus) for b in memoised.binds] == [
+        (b.job, b.node, b.gpus) for b in fresh.binds
+    ]

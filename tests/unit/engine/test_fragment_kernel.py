@@ -1,0 +1,45 @@
+"""The fgd plugin's fragmentation kernel equals the checked measure (x 1000, unclipped)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from phalanx.engine.fragmentation import (
+    FragmentKernel,
+    TargetWorkload,
+    TaskShape,
+    node_fragmentation,
+)
+
+SHARES = st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.6, 1.0, 2.0, 4.0, 8.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gpus=st.lists(SHARES, min_size=1, max_size=6),
+    cpus=st.lists(st.sampled_from([0.0, 1000.0, 4000.0, 32000.0]), min_size=6, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_kernel_equals_node_fragmentation(gpus: list[float], cpus: list[float], seed: int) -> None:
+    shapes = [TaskShape(cpu=cpus[i], gpu=g) for i, g in enumerate(gpus)]
+    target = TargetWorkload.of(shapes, np.full(len(shapes), 1 / len(shapes)))
+    rng = np.random.default_rng(seed)
+    cards = rng.choice([0, 100, 300, 400, 500, 600, 1000], size=(20, 8)).astype(np.int64)
+    cards[:5, 4:] = 0  # 4-card nodes
+    free_cpu = rng.choice([0.0, 1000.0, 3000.0, 64000.0], size=20)
+    expected = node_fragmentation(
+        target, free_cpu=free_cpu, free_memory=None, free_cards=cards / 1000
+    )
+    got = FragmentKernel(target)(free_cpu, cards)
+    np.testing.assert_allclose(got, expected * 1000, atol=1e-6)
+
+
+def test_equal_rows_give_bit_equal_results() -> None:
+    target = TargetWorkload.of(
+        [TaskShape(cpu=1000, gpu=g) for g in (0.1, 0.3, 0.7, 1, 2)], [0.3, 0.1, 0.2, 0.25, 0.15]
+    )
+    cards = np.array([[700, 300, 1000, 0]] * 3 + [[300, 700, 0, 1000]], dtype=np.int64)
+    got = FragmentKernel(target)(np.full(4, 8000.0), cards)
+    assert got[0] == got[1] == got[2] == got[3]  # same multiset of cards, any order
