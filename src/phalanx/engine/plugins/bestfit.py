@@ -8,8 +8,9 @@ scores is left out: integer scores span at most 100, so it never changes their o
 or their ties. A share of a GPU goes to the fullest card that holds it (their ``best``
 GPU selection); whole cards to the lowest-index free ones.
 
-Guarantees: scores are integers in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); a node's score depends only on
-that node; never picks a card that cannot serve the task.
+Guarantees: scores are integers in 0..100 (plus, with ``seed``, a tie-break below half a
+point: a seeded random node order, the same for every task); a node's score depends only
+on that node; never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations

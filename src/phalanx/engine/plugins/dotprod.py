@@ -10,8 +10,9 @@ dot product of the node's free vector and the task's request, the better. A shar
 GPU goes to the fullest card that holds it (their ``best`` GPU selection); whole cards
 to the lowest-index free ones.
 
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); a node's score depends only on that
-node; never picks a card that cannot serve the task.
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
+point: a seeded random node order, the same for every task); a node's score depends only
+on that node; never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ for states not seen before with this task shape (vectorised over those states an
 their cards).
 
 Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
-point: a seeded random node order, the same for every task, as the authors' runs); a node's score depends only on that node; same snapshot
-and args give the same scores and cards; never picks a card that cannot serve the task.
+point: a seeded random node order, the same for every task, as the authors' runs); a
+node's score depends only on that node; same snapshot and args give the same scores and
+cards; never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations

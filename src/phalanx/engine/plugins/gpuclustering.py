@@ -14,9 +14,10 @@ shapes are those of the GPU tasks on it. With ``used = 25 x (8000 - free milli-G
 a task without GPU scores 0 everywhere. A share goes to the fullest card that holds it
 (their ``best`` GPU selection); whole cards to the lowest-index free ones.
 
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); the shapes on a node are those of the
-tasks on it at this moment of the session (allocations, evictions and discards
-included); never picks a card that cannot serve the task.
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
+point: a seeded random node order, the same for every task); the shapes on a node are
+those of the tasks on it at this moment of the session (allocations, evictions and
+discards included); never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class GpuClusteringPlugin(Plugin):
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             demand = task.role.cards
             if demand is None:
-                return np.zeros(len(nodes))
+                return ties.noise(task, nodes)  # 0 everywhere: the tie-break decides
             known = table()
             counts = known.counts[nodes]
             kinds = (counts > 0).sum(axis=1)

@@ -13,8 +13,9 @@ from best to worst:
 A task without GPU scores 0 everywhere. A share goes to the fullest card that holds it
 (their ``best`` GPU selection); whole cards to the lowest-index free ones.
 
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a point: a seeded random node order, the same for every task); a node's score depends only on that
-node; never picks a card that cannot serve the task.
+Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
+point: a seeded random node order, the same for every task); a node's score depends only
+on that node; never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class GpuPackingPlugin(Plugin):
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             demand = task.role.cards
             if demand is None:
-                return np.zeros(len(nodes))
+                return ties.noise(task, nodes)  # 0 everywhere: the tie-break decides
             free = cards.milli_free[nodes]
             count = (free >= 0).sum(axis=1)
             whole_free = (free == WHOLE).sum(axis=1)
