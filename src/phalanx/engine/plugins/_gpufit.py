@@ -101,12 +101,13 @@ def task_gpu_milli(demand: CardDemand | None) -> float:
     return demand.milli if demand.shared else demand.whole * WHOLE
 
 
-def best_fit_card(cards: Cards, demand: CardDemand, node: int) -> tuple[int, ...] | None:
-    """The authors' ``best`` GPU selection (``allocateGpuIdBasedOnBestFit``): a share goes
-    to the card with the least free milli-GPU that still holds it (lowest index among
-    equals); whole cards are left to the engine, whose lowest-index free cards are the
-    authors' ``AllocateExclusiveGpuId``."""
-    if not demand.shared:
+def best_fit_card(cards: Cards, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+    """The authors' ``best`` GPU selection (``allocateGpuIdBasedOnBestFit``), usable as a
+    ``gpu_select`` callback as it stands: a share goes to the card with the least free
+    milli-GPU that still holds it (lowest index among equals); whole cards are left to
+    the engine, whose lowest-index free cards are the authors' ``AllocateExclusiveGpuId``."""
+    demand = task.role.cards
+    if demand is None or not demand.shared:
         return None
     usable = cards.usable(demand, slice(node, node + 1))[0]
     if not usable.any():

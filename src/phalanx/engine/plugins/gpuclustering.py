@@ -22,6 +22,8 @@ discards included); never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -104,10 +106,6 @@ class GpuClusteringPlugin(Plugin):
             band = np.where(mine, np.where(kinds == 1, 75.0, 50.0), np.where(kinds == 0, 25.0, 0.0))
             return band + used + ties.noise(task, nodes)
 
-        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
-            demand = task.role.cards
-            return None if demand is None else best_fit_card(cards, demand, node)
-
         def allocated(task: TaskInfo) -> None:
             if shapes:
                 shapes[0].add(task)
@@ -117,6 +115,6 @@ class GpuClusteringPlugin(Plugin):
                 shapes[0].remove(task)
 
         hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(select)
+        hooks.gpu_select(partial(best_fit_card, cards))
         hooks.on_allocate(allocated)
         hooks.on_deallocate(deallocated)

@@ -20,6 +20,8 @@ on that node; never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -60,9 +62,5 @@ class GpuPackingPlugin(Plugin):
             points = np.where(whole_free == count, empty, np.where(fits, points, 0.0))
             return points + ties.noise(task, nodes)
 
-        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
-            demand = task.role.cards
-            return None if demand is None else best_fit_card(cards, demand, node)
-
         hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(select)
+        hooks.gpu_select(partial(best_fit_card, cards))
