@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phalanx.engine.cards import WHOLE
 from phalanx.engine.fragmentation import (
     MILLI,
     FragmentationSummary,
@@ -47,8 +48,7 @@ class FragmentationProbe:
 
     The target workload is every task of the workload (one shape per role replica), so
     the measure asks "how much free GPU could the tasks this cluster runs not use?".
-    Per-card state comes from ``cards_from_node_totals`` (node totals packed card by
-    card) until the snapshot keeps per-GPU state.
+    Per-card state is the snapshot's own (``Snapshot.cards``): what every bind held.
     """
 
     target: TargetWorkload
@@ -86,7 +86,7 @@ class FragmentationProbe:
         unit = snapshot.unit
         free = (snapshot.capacity - snapshot.used) / unit
         capacity = snapshot.capacity[:, self.gpu] / unit[self.gpu]
-        cards = cards_from_node_totals(capacity, capacity - free[:, self.gpu])
+        cards = np.clip(snapshot.cards.milli_free, 0.0, None) / WHOLE  # absent slots: 0
         nodes = len(snapshot.nodes)
         return fragmentation_summary(
             self.target,
