@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import psutil
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.launch import WorkloadClass
+from phalanx.domain.job import ServiceClass
 from phalanx.executors.local import RunningTask
 
 #: Utilisation of the given GPU ids as a fraction, 0..1 (the busiest one).
@@ -31,7 +31,7 @@ GpuUtilisation = Callable[[Sequence[int]], float]
 class PausableExecutor(Protocol):
     """What colocation needs from an executor: its live tasks, and pause/resume."""
 
-    def running(self, workload: WorkloadClass | None = None) -> list[RunningTask]: ...
+    def running(self, workload: ServiceClass | None = None) -> list[RunningTask]: ...
 
     def pause(self, job: str, task: str) -> bool: ...
 
@@ -90,7 +90,7 @@ class OfflineThrottle:
             self._throttled = True
         elif load < self._watermark - self._hysteresis:
             self._throttled = False
-        offline = self._executor.running(WorkloadClass.OFFLINE)
+        offline = self._executor.running(ServiceClass.OFFLINE)
         live = {(task.job, task.task) for task in offline}
         self._paused &= live  # tasks that ended are no longer ours to resume
         if self._throttled:
@@ -127,7 +127,7 @@ class OnlineLoad:
         self._processes: dict[Any, Any] = {}
 
     def __call__(self) -> float:
-        online = self._executor.running(WorkloadClass.ONLINE)
+        online = self._executor.running(ServiceClass.ONLINE)
         cpu = self._cpu_percent(task.pid for task in online) / 100 / self._cores
         gpus = sorted({gpu for task in online for gpu in task.gpus})
         gpu = self._gpu(gpus) if self._gpu is not None and gpus else 0.0

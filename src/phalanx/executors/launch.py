@@ -9,20 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import ServiceClass
 
 #: Environment variables of NVIDIA MPS that a fractional-GPU task is started with.
 MPS_THREAD_PERCENTAGE = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
 MPS_MEMORY_LIMIT = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
-
-
-class WorkloadClass(StrEnum):
-    """Colocation class: online tasks are latency-sensitive, offline ones can be paused."""
-
-    ONLINE = "online"  # serving, interactive: never paused by the colocation throttle
-    OFFLINE = "offline"  # batch training, evaluation: paused while online load is high
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,7 +82,7 @@ class TaskLaunch:
     cpu_millicores: int | None = None
     memory_bytes: int | None = None
     # Online by default: pausing is opt-in, a task is never stopped for a class it did not ask for.
-    workload: WorkloadClass = WorkloadClass.ONLINE
+    workload: ServiceClass = ServiceClass.ONLINE
     job_roles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import Executor, TaskEvent, TaskEventKind
-from phalanx.executors.launch import TaskLaunch, WorkloadClass
+from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.process import (
     Exit,
     TaskProcess,
@@ -50,7 +51,7 @@ class RunningTask:
     task: str
     node: str
     pid: int
-    workload: WorkloadClass
+    workload: ServiceClass
     gpus: tuple[int, ...]
     paused: bool
     stopping: bool
@@ -63,7 +64,7 @@ class _Live:
     job: str
     task: str
     node: str
-    workload: WorkloadClass
+    workload: ServiceClass
     gpus: tuple[int, ...]
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess
@@ -250,7 +251,7 @@ class LocalExecutor:
 
     # -- views -------------------------------------------------------------------------------
 
-    def running(self, workload: WorkloadClass | None = None) -> list[RunningTask]:
+    def running(self, workload: ServiceClass | None = None) -> list[RunningTask]:
         """The live tasks (of one workload class, if given), in start order."""
         return [
             RunningTask(

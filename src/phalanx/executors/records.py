@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.launch import WorkloadClass
+from phalanx.domain.job import ServiceClass
 
 #: A record as JSON: strings, numbers and a list of GPU ids.
 RecordDict = dict[str, str | int | float | list[int]]
@@ -27,7 +27,7 @@ class ProcessRecord:
     pid: int
     start_time: float
     workdir: str
-    workload: WorkloadClass = WorkloadClass.ONLINE
+    workload: ServiceClass = ServiceClass.ONLINE
     gpus: tuple[int, ...] = ()
 
     def to_dict(self) -> RecordDict:
@@ -46,8 +46,8 @@ class ProcessRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> ProcessRecord:
         """A record from ``to_dict``'s shape. Raises ``InvalidInput`` naming a bad field."""
-        workload = data.get("workload", WorkloadClass.ONLINE.value)
-        if workload not in set(WorkloadClass):
+        workload = data.get("workload", ServiceClass.ONLINE.value)
+        if workload not in set(ServiceClass):
             raise InvalidInput(
                 f"{workload!r} is not a workload class", field="workload", fix="online or offline"
             )
@@ -61,7 +61,7 @@ class ProcessRecord:
             pid=_pid(data),
             start_time=_positive(data, "start_time"),
             workdir=_text(data, "workdir"),
-            workload=WorkloadClass(str(workload)),
+            workload=ServiceClass(str(workload)),
             gpus=tuple(int(g) for g in gpus),
         )
 

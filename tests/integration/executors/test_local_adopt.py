@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psutil
 
+from phalanx.domain.job import ServiceClass
 from phalanx.executors.base import TaskEventKind
-from phalanx.executors.launch import WorkloadClass
 from phalanx.executors.records import ProcessRecord
 from tests.integration.executors.harness import Harness, is_gone, wait_for
 
@@ -31,7 +31,7 @@ def restarted(old: Harness, tmp_path: Path) -> tuple[Harness, list[ProcessRecord
 def test_an_adopted_task_is_reported_with_its_real_exit_code(
     harness: Harness, tmp_path: Path
 ) -> None:
-    launch = harness.launch(command=WAITS_FOR_GO, workload=WorkloadClass.OFFLINE, gpus=(1,))
+    launch = harness.launch(command=WAITS_FOR_GO, workload=ServiceClass.OFFLINE, gpus=(1,))
     harness.start(launch)
     harness.wait_file(launch, "ready")
     new, records = restarted(harness, tmp_path)
@@ -39,7 +39,7 @@ def test_an_adopted_task_is_reported_with_its_real_exit_code(
         new.executor.adopt(records, now=new.now)
         assert new.poll() == []  # adopted silently: it started long ago
         assert [(t.task, t.workload, t.gpus) for t in new.executor.running()] == [
-            ("t0", WorkloadClass.OFFLINE, (1,))
+            ("t0", ServiceClass.OFFLINE, (1,))
         ]
         new.executor.adopt(records, now=new.now)  # adopting twice changes nothing
         assert len(new.executor.running()) == 1

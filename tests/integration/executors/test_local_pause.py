@@ -6,9 +6,10 @@ from pathlib import Path
 
 import psutil
 
+from phalanx.domain.job import ServiceClass
 from phalanx.executors.base import TaskEventKind
 from phalanx.executors.colocation import OfflineThrottle, OnlineLoad
-from phalanx.executors.launch import TaskLaunch, WorkloadClass
+from phalanx.executors.launch import TaskLaunch
 from tests.integration.executors.harness import Harness, read_file, wait_for
 
 #: Counts up in ./counter, about every 10 ms, forever.
@@ -93,8 +94,8 @@ def test_unknown_tasks_cannot_be_paused_or_resumed(harness: Harness) -> None:
 
 
 def test_the_throttle_pauses_offline_tasks_while_the_signal_is_high(harness: Harness) -> None:
-    online = harness.launch("serve", command=COUNTS, workload=WorkloadClass.ONLINE)
-    offline = harness.launch("train", command=COUNTS, workload=WorkloadClass.OFFLINE)
+    online = harness.launch("serve", command=COUNTS, workload=ServiceClass.ONLINE)
+    offline = harness.launch("train", command=COUNTS, workload=ServiceClass.OFFLINE)
     harness.start(online, offline)
     counter(harness, online)  # each waits for its counter: both really run before the tick
     counter(harness, offline)
@@ -114,8 +115,8 @@ def test_the_throttle_pauses_offline_tasks_while_the_signal_is_high(harness: Har
 
 
 def test_online_load_sees_a_busy_online_task(harness: Harness) -> None:
-    busy = harness.launch("serve", command="while :; do :; done", workload=WorkloadClass.ONLINE)
-    idle = harness.launch("train", command="while :; do :; done", workload=WorkloadClass.OFFLINE)
+    busy = harness.launch("serve", command="while :; do :; done", workload=ServiceClass.ONLINE)
+    idle = harness.launch("train", command="while :; do :; done", workload=ServiceClass.OFFLINE)
     harness.start(busy, idle)
     signal = OnlineLoad(harness.executor, cores=1, gpu=lambda gpus: 0.0)
     # A spinning shell uses most of a core: the signal rises well above zero.
@@ -129,7 +130,7 @@ def test_online_load_sees_a_busy_online_task(harness: Harness) -> None:
 def test_adoption_resumes_a_task_the_old_server_left_paused(
     harness: Harness, tmp_path: Path
 ) -> None:
-    launch = harness.launch(command=COUNTS, workload=WorkloadClass.OFFLINE)
+    launch = harness.launch(command=COUNTS, workload=ServiceClass.OFFLINE)
     harness.start(launch)
     wait_for(lambda: counter(harness, launch) > 2, "the counter to move")
     harness.executor.pause("job", "t0")

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import ServiceClass
 from phalanx.executors.colocation import OfflineThrottle, OnlineLoad
-from phalanx.executors.launch import WorkloadClass
 from phalanx.executors.local import RunningTask
 
 
@@ -22,7 +22,7 @@ class FakeExecutor:
     def add(
         self,
         task: str,
-        workload: WorkloadClass,
+        workload: ServiceClass,
         *,
         stopping: bool = False,
         pid: int = 1,
@@ -39,7 +39,7 @@ class FakeExecutor:
             stopping=stopping,
         )
 
-    def running(self, workload: WorkloadClass | None = None) -> list[RunningTask]:
+    def running(self, workload: ServiceClass | None = None) -> list[RunningTask]:
         return [t for t in self.tasks.values() if workload is None or t.workload is workload]
 
     def _set(self, job: str, task: str, paused: bool) -> bool:
@@ -79,9 +79,9 @@ class Load:
 
 def setup() -> tuple[FakeExecutor, Load, OfflineThrottle]:
     executor, load = FakeExecutor(), Load()
-    executor.add("serve", WorkloadClass.ONLINE)
-    executor.add("train-a", WorkloadClass.OFFLINE)
-    executor.add("train-b", WorkloadClass.OFFLINE)
+    executor.add("serve", ServiceClass.ONLINE)
+    executor.add("train-a", ServiceClass.OFFLINE)
+    executor.add("train-b", ServiceClass.OFFLINE)
     return executor, load, OfflineThrottle(executor, watermark=0.7, signal=load, hysteresis=0.2)
 
 
@@ -115,7 +115,7 @@ def test_a_task_arriving_while_throttled_is_paused_at_the_next_tick() -> None:
     executor, load, throttle = setup()
     load.value = 0.9
     throttle.tick()
-    executor.add("train-c", WorkloadClass.OFFLINE)
+    executor.add("train-c", ServiceClass.OFFLINE)
     throttle.tick()
     assert executor.paused() == {"train-a", "train-b", "train-c"}
     assert executor.calls.count(("pause", "train-a")) == 1  # paused tasks are left alone
@@ -123,7 +123,7 @@ def test_a_task_arriving_while_throttled_is_paused_at_the_next_tick() -> None:
 
 def test_stopping_tasks_are_not_paused() -> None:
     executor, load, throttle = setup()
-    executor.add("train-c", WorkloadClass.OFFLINE, stopping=True)
+    executor.add("train-c", ServiceClass.OFFLINE, stopping=True)
     load.value = 0.9
     throttle.tick()
     assert "train-c" not in executor.paused()
@@ -167,8 +167,8 @@ def test_online_load_takes_the_busiest_gpu_of_online_tasks() -> None:
         asked.append(gpus)
         return 0.9
 
-    executor.add("train", WorkloadClass.OFFLINE, pid=999_999_999, gpus=(0,))
+    executor.add("train", ServiceClass.OFFLINE, pid=999_999_999, gpus=(0,))
     load = OnlineLoad(executor, cores=4, gpu=gpu)
     assert load() == 0.0 and asked == []  # no online GPU: the GPU term is not read
-    executor.add("serve", WorkloadClass.ONLINE, pid=999_999_999, gpus=(3, 1))
+    executor.add("serve", ServiceClass.ONLINE, pid=999_999_999, gpus=(3, 1))
     assert load() == 0.9 and asked == [[1, 3]]

@@ -11,8 +11,8 @@ from phalanx.executors.launch import (
     MPS_MEMORY_LIMIT,
     MPS_THREAD_PERCENTAGE,
     GpuShareHint,
+    ServiceClass,
     TaskLaunch,
-    WorkloadClass,
 )
 
 
@@ -38,8 +38,8 @@ def test_a_string_command_runs_through_the_shell() -> None:
 
 
 def test_tasks_are_online_unless_they_say_otherwise() -> None:
-    assert make_launch().workload is WorkloadClass.ONLINE
-    assert make_launch(workload=WorkloadClass.OFFLINE).workload == "offline"
+    assert make_launch().workload is ServiceClass.ONLINE
+    assert make_launch(workload=ServiceClass.OFFLINE).workload == "offline"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.launch import WorkloadClass
+from phalanx.domain.job import ServiceClass
 from phalanx.executors.records import ProcessRecord
 
 
@@ -20,7 +20,7 @@ def record() -> ProcessRecord:
         pid=4242,
         start_time=1_700_000_000.25,
         workdir="/data/tasks/bert/bert-worker-0",
-        workload=WorkloadClass.OFFLINE,
+        workload=ServiceClass.OFFLINE,
         gpus=(0, 3),
     )
 
@@ -33,7 +33,7 @@ def test_workload_and_gpus_may_be_left_out() -> None:
     data = record().to_dict()
     del data["workload"], data["gpus"]
     read = ProcessRecord.from_dict(data)
-    assert (read.workload, read.gpus) == (WorkloadClass.ONLINE, ())
+    assert (read.workload, read.gpus) == (ServiceClass.ONLINE, ())
 
 
 @pytest.mark.parametrize(
