@@ -106,6 +106,7 @@ class Cards:
         #: tasks holding each NIC exclusively; the last column stands for "no NIC" (never held)
         width = int(self.nic_of.max(initial=-1)) + 2
         self.nic_users: NDArray[np.int64] = np.zeros((n, width), np.int64)
+        self.has_nics = width > 1  # without any, exclusive NICs constrain nothing
         #: held by tasks being stopped: free once they are gone (where pipelined tasks may go)
         self.milli_releasing: NDArray[np.float64] = np.zeros((n, slots))
         self.memory_releasing: NDArray[np.float64] = np.zeros((n, slots))
@@ -120,7 +121,8 @@ class Cards:
         """Whether each of ``nodes`` can take one task of ``demand`` now (``later``: once the
         tasks being stopped there are gone)."""
         later = later and self.releasing_tasks > 0
-        if not later and not demand.shared and not demand.memory and not demand.exclusive_nic:
+        nics = demand.exclusive_nic and self.has_nics
+        if not later and not demand.shared and not demand.memory and not nics:
             fit: NDArray[np.bool_] = self.whole_free[nodes] >= demand.whole
             return fit
         enough: NDArray[np.bool_] = self.usable(demand, nodes, later=later).sum(axis=1) >= max(
@@ -133,7 +135,8 @@ class Cards:
         if not demand.shared:
             fitting = self.usable(demand, slice(node, node + 1))[0]
             room = int(fitting.sum()) // demand.whole
-            return min(room, 1) if demand.exclusive_nic else room  # NICs: one at a time
+            nics = demand.exclusive_nic and self.has_nics
+            return min(room, 1) if nics else room  # NICs: one at a time
         per_card = np.full(self.milli_free.shape[1], np.inf)
         if demand.milli:
             per_card = np.floor(self.milli_free[node] / demand.milli)
@@ -178,7 +181,7 @@ class Cards:
         fitting: NDArray[np.bool_] = (milli == WHOLE) & (memory == capacity)
         if demand.memory:
             fitting &= capacity >= demand.memory
-        if demand.exclusive_nic:
+        if demand.exclusive_nic and self.has_nics:
             held = np.take_along_axis(self.nic_users[nodes], self.nic_of[nodes], axis=1)
             fitting &= held == 0
         return fitting
