@@ -197,10 +197,12 @@ class Cards:
             self.memory_free[node, cards] -= demand.memory
             self._recount(node)
         else:
-            self.milli_free[node, cards] = 0.0
-            self.memory_free[node, cards] = 0.0
+            milli, memory = self.milli_free[node], self.memory_free[node]
+            for card in cards:  # a few scalar stores beat fancy indexing at this size
+                milli[card] = 0.0
+                memory[card] = 0.0
             self.whole_free[node] -= len(cards)  # they were whole and free: ``serves`` said so
-            if demand.exclusive_nic:
+            if demand.exclusive_nic and self.has_nics:
                 self._hold_nics(node, cards, 1)
 
     def give(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> None:
@@ -211,10 +213,13 @@ class Cards:
             self.memory_free[node, cards] += demand.memory
             self._recount(node)
         else:
-            self.milli_free[node, cards] = WHOLE
-            self.memory_free[node, cards] = self.memory_capacity[node, cards]
+            milli, memory = self.milli_free[node], self.memory_free[node]
+            capacity = self.memory_capacity[node]
+            for card in cards:
+                milli[card] = WHOLE
+                memory[card] = capacity[card]
             self.whole_free[node] += len(cards)
-            if demand.exclusive_nic:
+            if demand.exclusive_nic and self.has_nics:
                 self._hold_nics(node, cards, -1)
 
     def nics(self, node: int, gpus: Sequence[int]) -> tuple[int, ...]:
