@@ -92,6 +92,7 @@ class Role:
     replicas: int
     resources: Resources
     command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)  # extra environment of each task
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity: tuple[NodeSelectorRequirement, ...] = ()
     tolerations: tuple[Toleration, ...] = ()

@@ -8,12 +8,13 @@ cluster, the local process executor and the Ray executor all implement it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from phalanx.engine.decisions import Bind, Evict
+from phalanx.executors.records import ProcessRecord
 
 
 class TaskEventKind(StrEnum):
@@ -50,4 +51,18 @@ class Executor(Protocol):
 
     def poll(self, *, now: float) -> list[TaskEvent]:
         """Events that happened up to ``now``, oldest first, each reported once."""
+        ...
+
+
+@runtime_checkable
+class Recoverable(Protocol):
+    """An executor whose tasks outlive the server: the controller persists ``records()``
+    and hands them to ``adopt`` after a restart."""
+
+    def records(self) -> list[ProcessRecord]:
+        """One record per live task."""
+        ...
+
+    def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
+        """Re-attach the recorded tasks still alive; report the others as EXITED or LOST."""
         ...

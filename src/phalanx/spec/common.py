@@ -133,6 +133,19 @@ UserName = Annotated[
     ),
 ]
 
+#: An environment variable's name, as POSIX shells accept it.
+EnvName = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            r"[A-Za-z_][A-Za-z0-9_]*",
+            255,
+            "environment variable name",
+            "letters, digits and '_', not starting with a digit",
+        )
+    ),
+]
+
 check_label_key = _pattern(
     rf"({_DNS_LABEL}(\.{_DNS_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?",
     253,

@@ -20,6 +20,7 @@ from phalanx.spec.common import (
     API_VERSION,
     DnsLabel,
     Duration,
+    EnvName,
     LabelKey,
     LabelValue,
     Metadata,
@@ -51,6 +52,12 @@ def _no_nul(argv: list[str]) -> list[str]:
         if "\x00" in arg:
             raise located("contains a NUL character", "remove it", at=(i,))
     return argv
+
+
+def _no_nul_text(value: str) -> str:
+    if "\0" in value:
+        raise located("contains a NUL character", "remove it")
+    return value
 
 
 Command = Annotated[list[str], BeforeValidator(_shell_string), AfterValidator(_no_nul)]
@@ -92,6 +99,7 @@ class RoleSpec(Placement):
     replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
     resources: ResourceMap
     command: Command = Field(default_factory=list)
+    env: dict[EnvName, Annotated[str, AfterValidator(_no_nul_text)]] = Field(default_factory=dict)
     depends_on: list[Dependency] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -112,6 +120,7 @@ class RoleSpec(Placement):
             replicas=self.replicas,
             resources=resources_of(self.resources),
             command=tuple(self.command),
+            env=dict(self.env),
             node_selector={**job.node_selector, **self.node_selector},
             affinity=tuple(term.to_domain() for term in [*job.affinity, *self.affinity]),
             tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),

@@ -134,6 +134,12 @@ def load_file(path: str | os.PathLike[str]) -> list[Document]:
     return load_documents(text, source=source)
 
 
+def build_document(raw: Any, *, source: str = "<request>") -> Document:
+    """One already-parsed document (a JSON body, say) validated like ``load_documents``
+    validates each document of a stream. Raises ``DocumentError``."""
+    return _build(raw, source, 1)
+
+
 def _parse(text: str, source: str) -> list[Any]:
     raws: list[Any] = []
     try:

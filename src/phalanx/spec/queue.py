@@ -12,7 +12,15 @@ from pydantic import Field, model_validator
 
 from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import Resources
-from phalanx.spec.common import API_VERSION, Duration, Metadata, Name, SpecModel, located
+from phalanx.spec.common import (
+    API_VERSION,
+    Duration,
+    Metadata,
+    Name,
+    SpecModel,
+    UserName,
+    located,
+)
 from phalanx.spec.quantity import ResourceMap, resources_of
 
 
@@ -28,6 +36,8 @@ class QueueSpec(SpecModel):
     overcommit: bool = False
     priority: int = 0
     starvation_threshold: Duration | None = None
+    #: who may submit here (the control plane's ACL); omitted: every user. Admins always may.
+    submitters: list[UserName] | None = None
 
     @model_validator(mode="after")
     def _within_capability(self) -> Self:

@@ -1,0 +1,82 @@
+"""What every route needs: the server's parts, the caller, and errors in one shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from phalanx.control.auth import Principal, TokenCache
+from phalanx.control.controllers.controller import Controller
+from phalanx.control.store.database import Database
+
+_bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
+
+
+class ApiError(HTTPException):
+    """An error answer ``{"detail", "field", "fix"}``: what is wrong, where, and what to do."""
+
+    def __init__(
+        self, status: int, message: str, *, field: str | None = None, fix: str | None = None
+    ) -> None:
+        body: dict[str, Any] = {"detail": message}
+        if field is not None:
+            body["field"] = field
+        if fix is not None:
+            body["fix"] = fix
+        super().__init__(status_code=status, detail=body)
+
+
+def database(request: Request) -> Database:
+    """The server's database."""
+    db: Database = request.app.state.db
+    return db
+
+
+def session(request: Request) -> Iterator[Session]:
+    """A session committed when the route returns normally."""
+    with database(request).session() as db_session:
+        yield db_session
+
+
+def controller(request: Request) -> Controller:
+    """The server's controller (read its published views; wake it after recording intent)."""
+    found: Controller = request.app.state.controller
+    return found
+
+
+def principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(
+            401,
+            "no bearer token",
+            field="Authorization",
+            fix="send 'Authorization: Bearer <token>' (export PHALANX_TOKEN for the CLI)",
+        )
+    tokens: TokenCache = request.app.state.tokens
+    found = tokens.principal(credentials.credentials)
+    if found is None:
+        raise ApiError(
+            401, "unknown or revoked token", field="Authorization", fix="ask an admin for a token"
+        )
+    return found
+
+
+def admin(caller: Annotated[Principal, Depends(principal)]) -> Principal:
+    """The caller, who must be an admin; 403 otherwise."""
+    if not caller.is_admin:
+        raise ApiError(403, f"user {caller.name} is not an admin", fix="ask an admin to do this")
+    return caller
+
+
+Caller = Annotated[Principal, Depends(principal)]
+Admin = Annotated[Principal, Depends(admin)]
+DbSession = Annotated[Session, Depends(session)]
+TheController = Annotated[Controller, Depends(controller)]

@@ -1,0 +1,205 @@
+"""``/api/v1/jobs``: submit, list, get, cancel, events, logs and "why pending"."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import PlainTextResponse, StreamingResponse
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
+from phalanx.control.api.logs import LogStream, log_path
+from phalanx.control.auth import Principal
+from phalanx.control.controllers.core import TERMINAL
+from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
+from phalanx.control.store.models import EventRow, JobRow
+from phalanx.control.submit import check_queue, parse_job, store_job
+from phalanx.domain.job import JobPhase
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+
+_TERMINAL = [p.value for p in TERMINAL]
+
+
+@router.post("", status_code=201, response_model=JobView)
+def submit(
+    document: Annotated[
+        dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
+    ],
+    caller: Caller,
+    session: DbSession,
+    controller: TheController,
+) -> JobView:
+    """Submit a job. It starts Pending; the scheduler takes it from there."""
+    job = parse_job(document, caller)
+    check_queue(session, job, caller)
+    row = store_job(session, job)
+    session.commit()
+    controller.wake()
+    return job_view(row, with_tasks=True)
+
+
+@router.get("", response_model=JobPage)
+def list_jobs(
+    caller: Caller,
+    session: DbSession,
+    queue: str | None = None,
+    phase: Annotated[list[JobPhase] | None, Query()] = None,
+    user: str | None = None,
+    after: Annotated[int | None, Query(ge=0, description="the 'next' of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobPage:
+    """Jobs, oldest first, a page at a time. Users see their own jobs; admins see all."""
+    query = select(JobRow).order_by(JobRow.id).limit(limit + 1)
+    if not caller.is_admin:
+        query = query.where(JobRow.user == caller.name)
+    elif user is not None:
+        query = query.where(JobRow.user == user)
+    if queue is not None:
+        query = query.where(JobRow.queue == queue)
+    if phase:
+        query = query.where(JobRow.phase.in_([p.value for p in phase]))
+    if after is not None:
+        query = query.where(JobRow.id > after)
+    rows = session.scalars(query.options(selectinload(JobRow.tasks))).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return JobPage(
+        items=[job_view(row, with_tasks=True) for row in rows],
+        next=rows[-1].id if more and rows else None,
+    )
+
+
+@router.get("/{name}", response_model=JobView)
+def get_job(name: str, caller: Caller, session: DbSession) -> JobView:
+    """One job with its tasks and its document."""
+    return job_view(_visible(session, name, caller), with_tasks=True, with_document=True)
+
+
+@router.post("/{name}/cancel", response_model=JobView)
+def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
+    """Ask for the job to be cancelled: its tasks are stopped, then it is Cancelled."""
+    row = _visible(session, name, caller)
+    if row.phase not in _TERMINAL:
+        row.cancel_requested = True
+        session.commit()
+        controller.wake()
+    return job_view(row, with_tasks=True)
+
+
+@router.delete("/{name}", response_model=JobView)
+def delete_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
+    """Cancel a live job; remove a finished one (with its tasks and events)."""
+    row = _visible(session, name, caller)
+    view = job_view(row, with_tasks=True)
+    if row.phase in _TERMINAL:
+        session.delete(row)
+    else:
+        row.cancel_requested = True
+        view.cancel_requested = True
+    session.commit()
+    controller.wake()
+    return view
+
+
+@router.get("/{name}/events", response_model=list[EventView])
+def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]:
+    """What happened to the job, oldest first."""
+    row = _visible(session, name, caller)
+    events = session.scalars(
+        select(EventRow).where(EventRow.job_id == row.id).order_by(EventRow.id)
+    )
+    return [EventView(time=e.time, kind=e.kind, message=e.message) for e in events]
+
+
+@router.get("/{name}/why", response_model=WhyView)
+def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
+    """The engine's latest reason for where the job is (for a pending job: what to change)."""
+    row = _visible(session, name, caller)
+    return WhyView(name=row.name, phase=row.phase, reason=row.reason, message=row.message)
+
+
+@router.get("/{name}/logs", response_class=PlainTextResponse)
+def job_logs(
+    name: str,
+    caller: Caller,
+    session: DbSession,
+    controller: TheController,
+    task: str | None = None,
+    stream: Annotated[str, Query(pattern="^(stdout|stderr)$")] = "stdout",
+    follow: bool = False,
+    tail: Annotated[int, Query(ge=0, le=2**30)] = 2**20,
+) -> Any:
+    """A task's output (the first task by default); ``follow`` streams until it ends."""
+    row = _visible(session, name, caller)
+    names = [t.name for t in row.tasks]
+    chosen = task or (names[0] if names else None)
+    if chosen not in names:
+        raise ApiError(
+            404,
+            f"job {name} has no task {task!r}",
+            field="task",
+            fix=f"one of: {', '.join(names[:20])}",
+        )
+    path = log_path(controller, row.name, chosen, stream)
+    if not follow:
+        return PlainTextResponse(LogStream.tail(path, tail))
+    live = LogStream(path, lambda: _is_live(controller, row.name, chosen))
+    return StreamingResponse(live.follow(tail), media_type="text/plain")
+
+
+def _is_live(controller: Any, job: str, task: str) -> bool:
+    tracked = controller.core.jobs.get(job)
+    return tracked is not None and task in tracked.task_ids
+
+
+def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:
+    row = session.scalar(
+        select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))
+    )
+    # Another user's job is reported as missing: its existence is not theirs to know.
+    if row is None or (not caller.is_admin and row.user != caller.name):
+        raise ApiError(
+            404, f"no job named {name!r}", field="name", fix="list your jobs: phalanx get jobs"
+        )
+    return row
+
+
+def job_view(row: JobRow, *, with_tasks: bool = False, with_document: bool = False) -> JobView:
+    """The API's picture of a stored job."""
+    tasks = (
+        [
+            TaskView(
+                name=t.name,
+                role=t.role,
+                index=t.index,
+                phase=t.phase,
+                node=t.node,
+                gpus=list(t.gpus or []),
+                exit_code=t.exit_code,
+                started_at=t.started_at,
+                finished_at=t.finished_at,
+            )
+            for t in row.tasks
+        ]
+        if with_tasks
+        else []
+    )
+    return JobView(
+        name=row.name,
+        queue=row.queue,
+        user=row.user,
+        phase=row.phase,
+        reason=row.reason,
+        message=row.message,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        attempts=row.attempts,
+        preemptions=row.preemptions,
+        cancel_requested=row.cancel_requested,
+        tasks=tasks,
+        document=row.document if with_document else None,
+    )

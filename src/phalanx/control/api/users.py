@@ -1,0 +1,74 @@
+"""``/api/v1/users``: users and their tokens. Admins manage users; anyone sees themselves."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession
+from phalanx.control.auth import TokenCache, issue_token
+from phalanx.control.schemas.bodies import NewUser, TokenRequest
+from phalanx.control.schemas.views import TokenView, UserView
+from phalanx.control.store.models import UserRow
+
+router = APIRouter(prefix="/api/v1/users", tags=["users"])
+
+
+@router.get("/me", response_model=UserView)
+def whoami(caller: Caller) -> UserView:
+    """The caller."""
+    return UserView(name=caller.name, role=caller.role.value)
+
+
+@router.get("", response_model=list[UserView])
+def list_users(_: Admin, session: DbSession) -> list[UserView]:
+    """Every user, by name."""
+    return [
+        UserView(name=u.name, role=u.role)
+        for u in session.scalars(select(UserRow).order_by(UserRow.name))
+    ]
+
+
+@router.post("", status_code=201, response_model=TokenView)
+def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
+    """Create a user; the answer holds their first token (shown only now)."""
+    user = UserRow(name=body.name, role=body.role, created_at=time.time())
+    session.add(user)
+    try:
+        session.flush()
+    except IntegrityError:
+        raise ApiError(
+            409, f"user {body.name!r} exists", field="name", fix="choose another name"
+        ) from None
+    token = issue_token(session, user, "created")
+    return TokenView(user=user.name, token=token)
+
+
+@router.post("/{name}/tokens", status_code=201, response_model=TokenView)
+def create_token(name: str, body: TokenRequest, caller: Caller, session: DbSession) -> TokenView:
+    """A new token for ``name`` (admins for anyone, users for themselves)."""
+    if not caller.is_admin and caller.name != name:
+        raise ApiError(
+            403, f"user {caller.name} may not make tokens for {name}", fix="ask an admin"
+        )
+    user = session.scalar(select(UserRow).where(UserRow.name == name))
+    if user is None:
+        raise ApiError(404, f"no user named {name!r}", field="name", fix="create the user first")
+    return TokenView(user=name, token=issue_token(session, user, body.label[:63]))
+
+
+@router.delete("/{name}", status_code=204)
+def delete_user(name: str, caller: Admin, session: DbSession, request: Request) -> None:
+    """Delete a user and revoke their tokens (their jobs stay)."""
+    if name == caller.name:
+        raise ApiError(409, "an admin cannot delete themselves", fix="ask another admin")
+    user = session.scalar(select(UserRow).where(UserRow.name == name))
+    if user is None:
+        raise ApiError(404, f"no user named {name!r}", field="name", fix="list users")
+    session.delete(user)
+    session.commit()
+    tokens: TokenCache = request.app.state.tokens
+    tokens.forget()

@@ -1,0 +1,1 @@
+"""Controllers: the loop that owns job and task phases (scheduler tick + lifecycle)."""

@@ -1,0 +1,348 @@
+"""The controller: the single writer of job and task phases.
+
+Each tick it reads what the API recorded (new jobs, cancel requests, queue and node
+changes), applies the executor's reports, enforces walltimes and retry backoffs, runs
+one engine session on its incrementally maintained snapshot, commits everything the
+tick changed in one transaction, and only then asks the executor to start and stop
+processes. A tick runs when woken (``wake``: the API calls it after recording intent)
+and at least every ``Timing.period`` seconds while anything is live.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload
+
+from phalanx.control.controllers import decide, lifecycle
+from phalanx.control.controllers.core import TERMINAL, Core, Timing
+from phalanx.control.controllers.launches import launch_of
+from phalanx.control.controllers.rebuild import (
+    current_job,
+    new_state,
+    queues_of,
+    stored_tasks,
+    tracked_of,
+)
+from phalanx.control.controllers.tracked import Ending, Tracked
+from phalanx.control.controllers.views import ClusterView, cluster_view
+from phalanx.control.metrics import Metrics
+from phalanx.control.store.database import Database
+from phalanx.control.store.models import JobRow, NodeRow, QueueRow
+from phalanx.domain.job import Job, JobPhase
+from phalanx.domain.node import Node
+from phalanx.engine.decisions import Bind, Decisions
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.snapshot import ON_NODE, TaskStatus
+from phalanx.executors.base import Executor, Recoverable, TaskEvent, TaskEventKind
+from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.records import ProcessRecord
+
+log = logging.getLogger(__name__)
+
+ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
+_ACTIVE = [p.value for p in JobPhase if p not in TERMINAL]
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """The last session's Decisions and how many sessions ran."""
+
+    last: Decisions = field(default_factory=Decisions)
+    count: int = 0
+
+
+class Controller:
+    """Runs ticks on a thread of its own; ``wake`` asks for one soon."""
+
+    def __init__(
+        self,
+        db: Database,
+        nodes: Sequence[Node],
+        config: SchedulerConfig,
+        executor: ExecutorFactory,
+        *,
+        timing: Timing | None = None,
+        clock: Callable[[], float] = time.time,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.db = db
+        self.metrics = metrics
+        self.nodes = tuple(nodes)
+        self.config = config
+        self.clock = clock
+        self.stats = SessionStats()
+        self.lock = threading.Lock()  # held during a tick; readers of ``core`` take it too
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._queues_seen: tuple[int, float | None] = (0, None)
+        self._nodes_seen: tuple[int, float | None] = (0, None)
+        self._schedulable: dict[str, bool] = {}
+        self._recorded: set[tuple[str, str]] = set()
+        self.core = Core(new_state(self.nodes, [], {}), executor(self._launch), timing or Timing())
+        self._next_deadline: float | None = None
+        self.view = ClusterView()  # replaced whole after every tick: readers need no lock
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Recover from the store, then tick on a daemon thread until ``shutdown``."""
+        self.recover()
+        self._thread = threading.Thread(target=self._run, name="phalanx-controller", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask for a tick as soon as possible (thread-safe)."""
+        self._wake.set()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop ticking (running tasks are left alone: a restart re-adopts them)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # a bug in one tick must not stop the service
+                log.exception("controller tick failed")
+            wait = self.core.timing.period
+            if self._next_deadline is not None:
+                wait = max(0.0, min(wait, self._next_deadline - self.clock()))
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Rebuild memory from the store and re-adopt the executor's surviving tasks."""
+        core = self.core
+        core.now = self.clock()
+        with self.db.session() as session:
+            self._read_nodes(session)
+            self._rebuild(session, force=True)
+            rows = session.scalars(
+                select(JobRow)
+                .where(JobRow.ingested.is_(True), JobRow.phase.in_(_ACTIVE))
+                .order_by(JobRow.id)
+                .options(selectinload(JobRow.tasks))
+            ).all()
+            records = []
+            for row in rows:
+                tracked = tracked_of(row)
+                core.jobs[tracked.name] = tracked
+                if tracked.not_before is None:
+                    self._track(
+                        tracked, replace(tracked.job, phase=tracked.phase, tasks=stored_tasks(row))
+                    )
+                for task in row.tasks:
+                    if task.process:
+                        records.append(ProcessRecord.from_dict(task.process))
+                        self._recorded.add((row.name, task.name))
+            executor = core.executor
+            if isinstance(executor, Recoverable):
+                executor.adopt(records, now=core.now)
+            self._lose_unrecorded()
+            core.journal.flush(session)
+        core.dispatch()
+        self.view = cluster_view(core)
+
+    def _lose_unrecorded(self) -> None:
+        """Tasks on a node with no process record never started or cannot be found: lost."""
+        core = self.core
+        for tracked in list(core.jobs.values()):
+            for task in core.tasks(tracked):
+                if task.status in ON_NODE and (tracked.name, task.name) not in self._recorded:
+                    core.now = self.clock()
+                    node = core.state.snapshot.nodes[task.node].name
+                    lost = TaskEvent(
+                        kind=TaskEventKind.LOST,
+                        time=core.now,
+                        job=tracked.name,
+                        task=task.name,
+                        node=node,
+                    )
+                    lifecycle.on_event(core, lost)
+
+    # -- one tick ------------------------------------------------------------------------
+
+    def tick(self) -> Decisions | None:
+        """Read intent, apply events, run a session if work waits, commit, then dispatch."""
+        with self.lock:
+            core = self.core
+            core.now = self.clock()
+            core.decided = False
+            with self.db.session() as session:
+                self._read_nodes(session)
+                self._rebuild(session)
+                self._ingest(session)
+                self._cancels(session)
+            for event in core.executor.poll(now=core.now):
+                lifecycle.on_event(core, event)
+            self._readmit()
+            self._next_deadline = lifecycle.enforce_walltime(core)
+            decisions = None
+            if core.state.snapshot.waiting:
+                started = time.perf_counter()
+                decisions = core.state.cycle(self.config, now=core.now)
+                self._observe(decisions, time.perf_counter() - started)
+                decide.apply(core, decisions)
+            if core.journal:
+                with self.db.session() as session:
+                    core.journal.flush(session)
+            core.dispatch()
+            self._record_processes()
+            self.view = cluster_view(core)
+            return decisions
+
+    def _observe(self, decisions: Decisions, seconds: float) -> None:
+        self.stats.last = decisions
+        self.stats.count += 1
+        if self.metrics is not None:
+            self.metrics.session_seconds.observe(seconds)
+            for eviction in decisions.evictions:
+                self.metrics.evictions.labels(eviction.action).inc()
+
+    def _ingest(self, session: Session) -> None:
+        rows = session.scalars(
+            select(JobRow)
+            .where(JobRow.ingested.is_(False))
+            .order_by(JobRow.id)
+            .limit(10_000)
+            .options(selectinload(JobRow.tasks))
+        ).all()
+        for row in rows:
+            tracked = tracked_of(row)
+            self.core.jobs[tracked.name] = tracked
+            self.core.journal.job(row.id, ingested=True)
+            self._track(tracked, tracked.job)
+
+    def _track(self, tracked: Tracked, job: Job) -> None:
+        """Put a job into the engine's state; an orphan gets its reason written instead."""
+        state = self.core.state
+        info = state.add_job(job)
+        if info is None:
+            why = next((w for j, w in reversed(state.snapshot.orphans) if j.name == job.name), "")
+            tracked.reason = ("Invalid", why)
+            self.core.journal.job(tracked.id, reason="Invalid", message=why)
+            return
+        tracked.in_state = True
+        self.core.decided = True
+
+    def _cancels(self, session: Session) -> None:
+        names = session.scalars(
+            select(JobRow.name).where(JobRow.cancel_requested.is_(True), JobRow.phase.in_(_ACTIVE))
+        ).all()
+        for name in names:
+            tracked = self.core.jobs.get(name)
+            if tracked is None or tracked.ending is Ending.CANCEL:
+                continue
+            if not tracked.in_state:  # waiting out a backoff, or never placeable
+                tracked.ending, tracked.ending_message = Ending.CANCEL, "cancelled by request"
+                self.core.set_phase(
+                    tracked, JobPhase.CANCELLED, "Cancelled", "cancelled by request"
+                )
+                lifecycle.forget(self.core, tracked)
+            else:
+                lifecycle.cancel(self.core, tracked, "cancelled by request")
+
+    def _readmit(self) -> None:
+        """Jobs whose retry backoff has passed go back to the engine."""
+        core = self.core
+        for tracked in list(core.jobs.values()):
+            if tracked.not_before is not None and core.now >= tracked.not_before:
+                tracked.not_before = None
+                core.journal.job(tracked.id, not_before=None)
+                self._track(tracked, tracked.job)
+            elif tracked.not_before is not None and (
+                self._next_deadline is None or tracked.not_before < self._next_deadline
+            ):
+                self._next_deadline = tracked.not_before
+
+    # -- queues and nodes ------------------------------------------------------------------
+
+    def _rebuild(self, session: Session, *, force: bool = False) -> None:
+        """Rebuild the engine state when the queues changed (or at start-up)."""
+        seen = session.execute(select(func.count(), func.max(QueueRow.updated_at))).one()
+        version = (int(seen[0]), seen[1])
+        if version == self._queues_seen and not force:
+            return
+        self._queues_seen = version
+        core = self.core
+        queues = queues_of(session.scalars(select(QueueRow)).all())
+        live = [(t, current_job(core.state, t)) for t in core.jobs.values() if t.in_state]
+        orphans = [t for t in core.jobs.values() if not t.in_state and t.not_before is None]
+        core.state = new_state(self.nodes, queues, self._schedulable)
+        for tracked, job in live:
+            tracked.in_state = False
+            self._track(tracked, job)
+        for tracked in orphans:
+            self._track(tracked, tracked.job)
+
+    def _read_nodes(self, session: Session) -> None:
+        seen = session.execute(select(func.count(), func.max(NodeRow.updated_at))).one()
+        version = (int(seen[0]), seen[1])
+        if version == self._nodes_seen:
+            return
+        self._nodes_seen = version
+        rows = session.scalars(select(NodeRow)).all()
+        self._schedulable = {row.name: not (row.cordoned or row.draining) for row in rows}
+        snapshot = self.core.state.snapshot
+        for node in self.nodes:
+            index = snapshot.node_index[node.name]
+            snapshot.set_schedulable(index, self._schedulable.get(node.name, node.schedulable))
+        for row in rows:
+            if row.draining:
+                self._drain(row.name)
+
+    def _drain(self, node: str) -> None:
+        core = self.core
+        index = core.state.snapshot.node_index.get(node)
+        if index is None:
+            return
+        for tracked in list(core.jobs.values()):
+            tasks = [
+                t
+                for t in core.tasks(tracked)
+                if t.node == index and t.status in (TaskStatus.BOUND, TaskStatus.RUNNING)
+            ]
+            if tasks:
+                reason = f"node {node} is draining"
+                core.stop(tasks, action="drain", by=tracked.name, reason=reason)
+                core.journal.event(
+                    tracked.id, core.now, "Evicted", f"{len(tasks)} task(s): {reason}"
+                )
+                lifecycle.restart_if_broken(core, tracked, reason)
+
+    # -- the executor's side ---------------------------------------------------------------
+
+    def _launch(self, bind: Bind) -> TaskLaunch:
+        tracked = self.core.jobs[bind.job]
+        return launch_of(tracked.job, bind)
+
+    def _record_processes(self) -> None:
+        """Persist a record for every task the executor started since the last tick."""
+        executor = self.core.executor
+        if not isinstance(executor, Recoverable):
+            return
+        fresh = [r for r in executor.records() if (r.job, r.task) not in self._recorded]
+        live = {(r.job, r.task) for r in executor.records()}
+        self._recorded &= live
+        if not fresh:
+            return
+        with self.db.session() as session:
+            for record in fresh:
+                tracked = self.core.jobs.get(record.job)
+                if tracked is None or record.task not in tracked.task_ids:
+                    continue
+                self.core.journal.task(tracked.task_ids[record.task], process=record.to_dict())
+                self._recorded.add((record.job, record.task))
+            self.core.journal.flush(session)

@@ -1,0 +1,55 @@
+"""What one tick changed, written to the store in one transaction.
+
+The controller keeps the truth in memory while it works; the journal collects the
+row updates and events of a tick and ``flush`` writes them together, so a crash leaves
+the store at the end of the previous tick, never half-way through one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
+
+from phalanx.control.store.models import EventRow, JobRow, TaskRow
+
+
+class Journal:
+    """Pending updates of job rows, task rows and new events."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, dict[str, Any]] = defaultdict(dict)
+        self._tasks: dict[int, dict[str, Any]] = defaultdict(dict)
+        self._events: list[dict[str, Any]] = []
+
+    def job(self, job_id: int, **values: Any) -> None:
+        """Set columns of job ``job_id`` (later values of a column win)."""
+        self._jobs[job_id].update(values)
+
+    def task(self, task_id: int, **values: Any) -> None:
+        """Set columns of task ``task_id`` (later values of a column win)."""
+        self._tasks[task_id].update(values)
+
+    def event(self, job_id: int, time: float, kind: str, message: str) -> None:
+        """Record an event of job ``job_id``."""
+        self._events.append({"job_id": job_id, "time": time, "kind": kind, "message": message})
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs or self._tasks or self._events)
+
+    def flush(self, session: Session) -> None:
+        """Write everything collected into ``session`` (the caller commits) and start empty."""
+        for model, rows in ((JobRow, self._jobs), (TaskRow, self._tasks)):
+            # Rows with the same set of columns go in one executemany.
+            groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+            for row_id, values in rows.items():
+                groups[tuple(sorted(values))].append({"id": row_id, **values})
+            for batch in groups.values():
+                session.execute(update(model), batch)
+        if self._events:
+            session.execute(insert(EventRow), self._events)
+        self._jobs.clear()
+        self._tasks.clear()
+        self._events = []

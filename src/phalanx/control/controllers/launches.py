@@ -1,0 +1,42 @@
+"""From a placement to a process: the ``TaskLaunch`` of a ``Bind``."""
+
+from __future__ import annotations
+
+from phalanx.domain.job import Job, ServiceClass
+from phalanx.engine.decisions import Bind
+from phalanx.executors.launch import GpuShareHint, TaskLaunch
+
+
+def launch_of(job: Job, bind: Bind) -> TaskLaunch:
+    """What the executor needs to start ``bind``'s task of ``job``.
+
+    The role's command and environment, its CPU and memory as limits, the bound GPU ids,
+    and for a share of one card the MPS limits the engine chose (compute percentage and
+    memory). Offline jobs run as the colocation throttle's ``offline`` class.
+    """
+    role = next(r for r in job.roles if r.name == bind.role)
+    share = None
+    if bind.share is not None:
+        share = GpuShareHint(
+            thread_percentage=bind.share.compute_percent,
+            memory_limit=int(bind.share.memory_limit) or None,
+        )
+    cpu = role.resources.get("cpu")
+    memory = role.resources.get("memory")
+    return TaskLaunch(
+        job=bind.job,
+        task=bind.task,
+        role=bind.role,
+        index=bind.index,
+        node=bind.node,
+        command=role.command,
+        env=role.env,
+        gpus=bind.gpus,
+        gpu_share=share,
+        cpu_millicores=int(cpu) if cpu > 0 else None,
+        memory_bytes=int(memory) if memory > 0 else None,
+        workload=ServiceClass.OFFLINE
+        if job.service_class is ServiceClass.OFFLINE
+        else ServiceClass.ONLINE,
+        job_roles=tuple(r.name for r in job.roles),
+    )

@@ -1,0 +1,114 @@
+"""Read-only pictures of the controller's state, published after every tick.
+
+The API and /metrics read these immutable values instead of the engine's live state,
+so a request never waits for (or sees half of) a tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phalanx.control.controllers.core import Core
+from phalanx.engine.cards import WHOLE
+from phalanx.engine.snapshot import ON_NODE, Snapshot
+from phalanx.engine.state import ClusterState
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeUsage:
+    """One node: capacity, allocated, and each card's used share and tasks."""
+
+    name: str
+    capacity: Mapping[str, float]
+    allocated: Mapping[str, float]
+    labels: Mapping[str, str]
+    gpu_models: tuple[str, ...]
+    gpu_used: tuple[float, ...]
+    gpu_tasks: tuple[tuple[str, ...], ...]
+    schedulable: bool
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueUsage:
+    """One queue's quotas and what it holds (canonical units)."""
+
+    name: str
+    guarantee: Mapping[str, float]
+    deserved: Mapping[str, float]
+    capability: Mapping[str, float]
+    allocated: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterView:
+    """Nodes and queues as of ``time``."""
+
+    time: float = 0.0
+    nodes: tuple[NodeUsage, ...] = ()
+    queues: Mapping[str, QueueUsage] = field(default_factory=dict)
+    gpu_total: float = 0.0
+    gpu_allocated: float = 0.0
+
+
+def cluster_view(core: Core) -> ClusterView:
+    """The current picture of ``core``'s engine state."""
+    state = core.state
+    snapshot = state.snapshot
+    held = _card_tasks(state)
+    nodes = []
+    for i, node in enumerate(snapshot.nodes):
+        count = int(snapshot.cards.count[i])
+        free = snapshot.cards.milli_free[i, :count]
+        nodes.append(
+            NodeUsage(
+                name=node.name,
+                capacity=_named(snapshot, snapshot.capacity[i]),
+                allocated=_named(snapshot, snapshot.used[i]),
+                labels=dict(node.labels),
+                gpu_models=tuple(g.model for g in node.gpus) or ("",) * count,
+                gpu_used=tuple(float(1.0 - f / WHOLE) for f in free),
+                gpu_tasks=tuple(tuple(held.get((i, card), ())) for card in range(count)),
+                schedulable=bool(snapshot.schedulable[i]),
+                tasks=int(snapshot.task_count[i]),
+            )
+        )
+    queues = {
+        name: QueueUsage(
+            name=name,
+            guarantee=_named(snapshot, info.guarantee),
+            deserved=_named(snapshot, info.deserved),
+            capability=_named(snapshot, info.capability),
+            allocated=_named(snapshot, info.allocated),
+        )
+        for name, info in snapshot.queues.items()
+    }
+    gpu = snapshot.dim.get("gpu")
+    total = float(snapshot.capacity[:, gpu].sum() / snapshot.unit[gpu]) if gpu is not None else 0.0
+    used = float(snapshot.used[:, gpu].sum() / snapshot.unit[gpu]) if gpu is not None else 0.0
+    return ClusterView(
+        time=core.now,
+        nodes=tuple(nodes),
+        queues=queues,
+        gpu_total=total,
+        gpu_allocated=used,
+    )
+
+
+def _named(snapshot: Snapshot, row: np.ndarray) -> dict[str, float]:
+    """A row over the snapshot's dims in canonical units; infinite (no cap) left out."""
+    values = row / snapshot.unit
+    return {name: float(v) for name, v in zip(snapshot.dims, values, strict=True) if np.isfinite(v)}
+
+
+def _card_tasks(state: ClusterState) -> dict[tuple[int, int], list[str]]:
+    held: dict[tuple[int, int], list[str]] = {}
+    for info in state.snapshot.jobs.values():
+        for task in info.tasks:
+            if task.status in ON_NODE:
+                for card in task.gpus:
+                    held.setdefault((task.node, card), []).append(task.name)
+    return held

@@ -1,0 +1,1 @@
+"""API bodies. Write schemas forbid unknown fields; read schemas ignore them."""

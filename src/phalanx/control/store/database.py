@@ -1,0 +1,91 @@
+"""Opening the database: SQLite (WAL) by default, PostgreSQL by URL; schema via Alembic.
+
+``Database.open`` brings the schema to the newest migration before anything reads it,
+so a data dir written by an older phalanx is upgraded in place and a new one is created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+
+from phalanx.domain.errors import InvalidInput
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def sqlite_url(data_dir: Path) -> str:
+    """The URL of the default database inside ``data_dir``."""
+    return f"sqlite:///{data_dir / 'phalanx.db'}"
+
+
+class Database:
+    """An engine plus a session factory. Sessions never expire objects on commit."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True) -> Database:
+        """Connect to ``url`` and upgrade its schema to the newest migration."""
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise InvalidInput(
+                f"{url!r} is not a database URL",
+                field="db",
+                fix="use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB",
+            ) from None
+        options: dict[str, Any] = {}
+        if parsed.get_backend_name() == "sqlite":
+            # Threads share the engine: the API's worker threads and the controller.
+            options["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        elif parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        else:
+            options["pool_pre_ping"] = True
+        engine = create_engine(parsed, **options)
+        if parsed.get_backend_name() == "sqlite":
+            event.listen(engine, "connect", _sqlite_pragmas)
+        database = cls(engine)
+        if migrate:
+            database.migrate()
+        return database
+
+    def migrate(self) -> None:
+        """Apply every Alembic migration not yet applied."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session that commits when the block ends normally and rolls back otherwise."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    # WAL lets readers (the API) proceed while the controller writes; NORMAL still
+    # survives a crash of the process (not of the machine) without losing commits.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()

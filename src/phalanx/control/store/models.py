@@ -1,0 +1,133 @@
+"""The tables. One row per user, token, queue, job, task, event and node.
+
+Documents are stored as submitted (after validation, in their canonical JSON form), so
+a restarted server rebuilds every domain value from the store alone. Times are seconds
+since the epoch (floats) and every phase change is stamped with a reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+
+class UserRow(Base):
+    """A person or robot; ``role`` is ``admin`` or ``user``."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(253), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class TokenRow(Base):
+    """A bearer token, kept only as its SHA-256 digest."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(63), default="")
+    created_at: Mapped[float] = mapped_column(Float)
+
+    user: Mapped[UserRow] = relationship(lazy="joined")
+
+
+class QueueRow(Base):
+    """A queue: its validated Queue document (``parent`` repeated for queries)."""
+
+    __tablename__ = "queues"
+
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    parent: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class JobRow(Base):
+    """A job: its Job document, its phase with reason and time, retry and cancel state.
+
+    ``attempts`` counts restarts after failure or node loss (checked against maxRetry);
+    ``not_before`` holds a restarted job back until its backoff has passed.
+    ``cancel_requested`` is the API's intent; the controller turns it into Cancelled.
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(253), unique=True)
+    queue: Mapped[str] = mapped_column(String(253), index=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    phase: Mapped[str] = mapped_column(String(16), index=True)
+    reason: Mapped[str] = mapped_column(String(63), default="")
+    message: Mapped[str] = mapped_column(Text, default="")
+    phase_time: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    preemptions: Mapped[int] = mapped_column(Integer, default=0)
+    not_before: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: False until the controller has taken the job in (the API only inserts rows)
+    ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+
+    tasks: Mapped[list[TaskRow]] = relationship(
+        back_populates="job", order_by="TaskRow.id", cascade="all, delete-orphan"
+    )
+
+
+class TaskRow(Base):
+    """One replica of one role: phase, node, GPUs, exit code, and the executor's record."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(330), unique=True)
+    role: Mapped[str] = mapped_column(String(63))
+    index: Mapped[int] = mapped_column(Integer)
+    phase: Mapped[str] = mapped_column(String(16))
+    node: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    gpus: Mapped[list[int]] = mapped_column(JSON, default=list)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    process: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+    job: Mapped[JobRow] = relationship(back_populates="tasks")
+
+
+class EventRow(Base):
+    """Something that happened to a job, for people: ``kind`` and a sentence."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_job_time", "job_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    time: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(Text)
+
+
+class NodeRow(Base):
+    """What an admin set on a node: cordoned (no new tasks), draining (evict its tasks too)."""
+
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    cordoned: Mapped[bool] = mapped_column(Boolean, default=False)
+    draining: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,125 @@
+"""Turning a submitted document into stored rows, with every check a person can act on.
+
+Guarantees: a job that passes ``accept_job`` names an existing leaf queue its user may
+submit to, has a command for every role, and is stored with one row per task in one
+transaction; anything else is refused with an ``ApiError`` naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from phalanx.control.api.deps import ApiError
+from phalanx.control.auth import Principal
+from phalanx.control.store.models import JobRow, QueueRow, TaskRow
+from phalanx.domain.errors import DocumentError
+from phalanx.domain.job import JobPhase, TaskPhase
+from phalanx.spec.job import JobDocument
+from phalanx.spec.loader import build_document
+from phalanx.spec.queue import QueueDocument
+
+
+def parse_job(raw: Any, caller: Principal) -> JobDocument:
+    """The Job document in ``raw`` (phalanx, Volcano or OpenPAI form), owned by ``caller``.
+
+    A user's jobs are always their own; an admin may name another user in ``spec.user``.
+    """
+    try:
+        document = build_document(raw)
+    except DocumentError as error:
+        raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
+    if not isinstance(document, JobDocument):
+        raise ApiError(
+            422,
+            f"a {document.kind} document was sent to the jobs endpoint",
+            field="kind",
+            fix=f"send kind Job here; a {document.kind} goes to its own endpoint",
+        )
+    for i, role in enumerate(document.spec.roles):
+        if not role.command:
+            raise ApiError(
+                422,
+                f"role {role.name} has no command",
+                field=f"spec.roles[{i}].command",
+                fix='give the command to run, e.g. command: ["python", "train.py"]',
+            )
+    fields_set = document.spec.model_fields_set
+    if not caller.is_admin or "user" not in fields_set:
+        spec = document.spec.model_copy(update={"user": caller.name})
+        document = document.model_copy(update={"spec": spec})
+    return document
+
+
+def check_queue(session: Session, document: JobDocument, caller: Principal) -> None:
+    """The job's queue exists, is a leaf, and lets its submitter in."""
+    name = document.spec.queue
+    row = session.get(QueueRow, name)
+    if row is None:
+        raise ApiError(
+            422,
+            f"queue {name!r} does not exist",
+            field="spec.queue",
+            fix="name an existing queue (phalanx get queues)",
+        )
+    if session.scalar(select(QueueRow.name).where(QueueRow.parent == name).limit(1)) is not None:
+        raise ApiError(
+            422,
+            f"queue {name!r} has child queues; jobs go to leaf queues",
+            field="spec.queue",
+            fix="submit to one of its children",
+        )
+    allowed = QueueDocument.model_validate(row.document).spec.submitters
+    if allowed is not None and not caller.is_admin and document.spec.user not in allowed:
+        raise ApiError(
+            403,
+            f"user {document.spec.user} may not submit to queue {name}",
+            field="spec.queue",
+            fix=f"use a queue you may submit to, or ask an admin to add you to {name}'s submitters",
+        )
+
+
+def store_job(session: Session, document: JobDocument) -> JobRow:
+    """Insert the job and its tasks (phase Pending). 409 when the name is taken."""
+    now = time.time()
+    job = document.to_domain(creation_time=now)
+    row = JobRow(
+        name=job.name,
+        queue=job.queue,
+        user=job.user,
+        document=document.model_dump(mode="json", by_alias=True, exclude_none=True),
+        phase=JobPhase.PENDING.value,
+        reason="Submitted",
+        message="",
+        phase_time=now,
+        created_at=now,
+        attempts=0,
+        preemptions=0,
+        cancel_requested=False,
+        ingested=False,
+    )
+    row.tasks = [
+        TaskRow(
+            name=task.name(job.name),
+            role=task.role,
+            index=task.index,
+            phase=TaskPhase.PENDING.value,
+            gpus=[],
+        )
+        for task in job.all_tasks()
+    ]
+    session.add(row)
+    try:
+        session.flush()
+    except IntegrityError:
+        raise ApiError(
+            409,
+            f"a job named {job.name!r} already exists",
+            field="metadata.name",
+            fix="choose another name, or delete the old job first (phalanx delete job NAME)",
+        ) from None
+    return row
