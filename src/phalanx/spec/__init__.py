@@ -3,13 +3,13 @@
 ``load_documents`` / ``load_file`` read YAML or JSON, validate each document and
 raise ``phalanx.domain.errors.DocumentError`` naming the source, document, field
 and fix. Each document converts to domain values (``to_domain()``, ``nodes()``) or
-to the engine's configuration (``to_engine()``). Volcano documents are accepted
-through ``phalanx.spec.importers``.
+to the engine's configuration (``to_engine()``). Volcano documents and OpenPAI jobs
+are accepted through ``phalanx.spec.importers``.
 """
 
 from phalanx.spec.cluster import ClusterDocument, GpuSpec, NodeGroupSpec
 from phalanx.spec.common import API_VERSION, Metadata, parse_duration
-from phalanx.spec.importers import import_volcano_job, import_volcano_queue
+from phalanx.spec.importers import import_openpai_job, import_volcano_job, import_volcano_queue
 from phalanx.spec.job import JobDocument, RoleSpec
 from phalanx.spec.loader import KNOWN_KINDS, MAX_INPUT_SIZE, Document, load_documents, load_file
 from phalanx.spec.quantity import ResourceMap, resources_of
@@ -30,6 +30,7 @@ __all__ = [
     "ResourceMap",
     "RoleSpec",
     "SchedulerConfigDocument",
+    "import_openpai_job",
     "import_volcano_job",
     "import_volcano_queue",
     "load_documents",

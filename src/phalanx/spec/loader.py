@@ -5,6 +5,10 @@ documents are skipped) or raises ``DocumentError``; bad input never escapes as a
 other exception. Hostile input is refused: more than ``MAX_INPUT_SIZE``
 characters, YAML aliases (the "billion laughs"), nesting deeper than
 ``MAX_DEPTH``, duplicate keys, and names outside the DNS-1123 rules.
+
+A document is dispatched on its ``(apiVersion, kind)``; a mapping with
+``protocolVersion`` and neither of them is an OpenPAI job (see
+``phalanx.spec.importers.openpai``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from phalanx.domain.errors import DocumentError
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.common import API_VERSION
 from phalanx.spec.diagnostics import Problem, document_error, problems_of
+from phalanx.spec.importers.openpai import import_openpai_job, is_openpai
 from phalanx.spec.importers.volcano import (
     BATCH_API_VERSION,
     SCHEDULING_API_VERSION,
@@ -180,16 +185,24 @@ def _build(raw: Any, source: str, number: int) -> Document:
     header = _header(source, number, raw)
     if not isinstance(raw, dict):
         raise document_error(header, [_not_a_mapping(raw)])
+    try:
+        return _builder(raw, header)(raw)
+    except ValidationError as error:
+        raise document_error(header, problems_of(error)) from None
+
+
+def _builder(raw: dict[str, Any], header: str) -> Callable[[dict[str, Any]], Document]:
+    """What turns ``raw`` into a document: by ``(apiVersion, kind)``, or the OpenPAI
+    importer for a mapping with ``protocolVersion`` and neither of them."""
+    if is_openpai(raw):
+        return import_openpai_job
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     builder = None
     if isinstance(api_version, str) and isinstance(kind, str):
         builder = _BUILDERS.get((api_version, kind))
     if builder is None:
         raise document_error(header, [_unknown_kind(api_version, kind)])
-    try:
-        return builder(raw)
-    except ValidationError as error:
-        raise document_error(header, problems_of(error)) from None
+    return builder
 
 
 def _header(source: str, number: int, raw: Any) -> str:
@@ -198,7 +211,10 @@ def _header(source: str, number: int, raw: Any) -> str:
         return header
     metadata = raw.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
-    known = [_printable(value) for value in (raw.get("kind"), name) if isinstance(value, str)]
+    kind = raw.get("kind")
+    if is_openpai(raw):
+        kind, name = "OpenPAI job", raw.get("name")
+    known = [_printable(value) for value in (kind, name) if isinstance(value, str)]
     return f"{header} ({' '.join(known)})" if known else header
 
 

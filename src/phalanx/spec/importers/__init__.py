@@ -1,5 +1,11 @@
-"""Importers: foreign documents (Volcano vcjob and Queue) converted to phalanx documents."""
+"""Importers: foreign documents (Volcano vcjob and Queue, OpenPAI jobs) converted to
+phalanx documents."""
 
+from phalanx.spec.importers.openpai import (
+    OPENPAI_NAME_ANNOTATION,
+    import_openpai_job,
+    is_openpai,
+)
 from phalanx.spec.importers.volcano import (
     BATCH_API_VERSION,
     DEFAULT_PRIORITY_CLASSES,
@@ -11,7 +17,10 @@ from phalanx.spec.importers.volcano import (
 __all__ = [
     "BATCH_API_VERSION",
     "DEFAULT_PRIORITY_CLASSES",
+    "OPENPAI_NAME_ANNOTATION",
     "SCHEDULING_API_VERSION",
+    "import_openpai_job",
     "import_volcano_job",
     "import_volcano_queue",
+    "is_openpai",
 ]

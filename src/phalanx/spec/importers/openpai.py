@@ -1,0 +1,369 @@
+"""Import an OpenPAI job protocol document (``protocolVersion: 2``, ``type: job``).
+
+The result is a ``JobDocument``, validated like a hand-written one. A malformed
+OpenPAI document raises ``ValidationError`` whose paths are OpenPAI's own
+(``taskRoles.worker.resourcePerInstance.gpu``), each with its fix.
+
+Mapping:
+
+- ``name`` becomes ``metadata.name`` and each task role name a role name, made
+  DNS-1123 deterministically: capitals become lowercase, ``_`` becomes ``-``, and
+  leading and trailing ``-`` are dropped (``TF_cifar10_`` -> ``tf-cifar10``). A name
+  with nothing left, or longer than phalanx allows (253 for a job, 63 for a role),
+  is refused; so are two task roles that become the same name. The original job
+  name is kept in the ``phalanx.io/openpai-name`` annotation.
+- ``defaults.virtualCluster`` becomes ``queue`` (named the same way; ``default`` when
+  absent, as in OpenPAI).
+- ``jobRetryCount`` becomes ``maxRetry`` (OpenPAI's default 0, not phalanx's 3).
+- ``extras.gangAllocation`` (default true) becomes ``minAvailable``: every replica of
+  the job when true, 1 when false.
+- A task role becomes a role: ``instances`` -> ``replicas``; ``resourcePerInstance``
+  ``cpu`` (cores), ``memoryMB`` (as ``Mi``, like OpenPAI's launcher) and ``gpu``;
+  ``extraContainerOptions.infiniband: true`` adds ``rdma/hca: 1``.
+- ``commands`` become one shell string (run as ``/bin/sh -c``): the selected
+  deployment's ``preCommands``, the commands, then its ``postCommands``, each trimmed
+  and joined with `` && `` (as OpenPAI's rest-server does), after
+  ``<% $parameters.x %>``, ``<% $script.x %>``, ``<% $data.x %>`` and
+  ``<% $output.x %>`` are substituted (see ``openpai_commands`` for what is refused
+  where OpenPAI would render an empty string).
+
+Read but ignored, because phalanx does not model them: ``version``, ``contributor``,
+``description``, ``secrets`` (never copied; a ``$secrets`` reference in a command
+is refused), the prerequisites themselves (the Docker image included: phalanx
+executors run the command as given), every ``extras`` entry but ``gangAllocation``
+(``hivedScheduler``, ``com.microsoft.pai.runtimeplugin``, ``storages`` ...), and per
+task role ``completion`` (phalanx ends a job when its tasks end), ``taskRetryCount``
+(phalanx retries whole jobs), ``extraContainerOptions`` other than ``infiniband``
+and ``resourcePerInstance.ports``. An unknown field is refused at the top level, in
+a task role, its ``resourcePerInstance`` and ``completion``, in ``defaults`` and in
+a deployment's task role; prerequisites, deployments, ``extras`` and
+``extraContainerOptions`` are open to extensions and keep theirs. Still checked, because a broken reference is a broken document:
+``dockerImage``, ``script``, ``data``, ``output`` and a task role's
+``prerequisites`` must name a prerequisite of the right type, ``defaults.deployment``
+a deployment; a prerequisite a task role lists must not carry runtime-plugin
+``callbacks`` (their commands would be lost).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from phalanx.spec.common import API_VERSION, Loc, SpecModel, located
+from phalanx.spec.importers import openpai_commands
+from phalanx.spec.job import MAX_REPLICAS, JobDocument
+
+#: The key that marks a mapping as an OpenPAI document (it has no apiVersion or kind).
+PROTOCOL_KEY: Final = "protocolVersion"
+
+#: Annotation that keeps the job's name as OpenPAI wrote it.
+OPENPAI_NAME_ANNOTATION: Final = "phalanx.io/openpai-name"
+
+_OPENPAI_NAME: Final = re.compile(r"[A-Za-z0-9_-]+")
+_MAX_JOB_NAME: Final = 253
+_MAX_ROLE_NAME: Final = 63
+
+_ProtocolVersion = Literal[2, "2"]
+_Count = Annotated[int, Field(ge=0)]
+
+
+class _Lenient(BaseModel):
+    """A part of the protocol open to extensions: unknown fields are kept, not checked."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, alias_generator=to_camel)
+
+
+class _Prerequisite(_Lenient):
+    name: str
+    type: Literal["dockerimage", "script", "data", "output"]
+    callbacks: list[Any] | None = None
+
+
+class _Completion(SpecModel):
+    min_failed_instances: int | None = None
+    min_succeeded_instances: int | None = None
+
+
+class _ContainerOptions(_Lenient):
+    shm_mb: Annotated[_Count | None, Field(alias="shmMB")] = None
+    infiniband: bool = False
+
+
+class _Resources(SpecModel):
+    cpu: _Count
+    memory_mb: Annotated[_Count, Field(alias="memoryMB")]
+    gpu: _Count
+    ports: dict[str, _Count] = Field(default_factory=dict)
+
+
+class _TaskRole(SpecModel):
+    protocol_version: _ProtocolVersion | None = None
+    instances: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] = 1
+    completion: _Completion = _Completion()
+    task_retry_count: _Count = 0
+    docker_image: str | None = None
+    script: str | None = None
+    data: str | None = None
+    output: str | None = None
+    prerequisites: list[str] = Field(default_factory=list)
+    extra_container_options: _ContainerOptions = _ContainerOptions()
+    resource_per_instance: _Resources
+    commands: Annotated[list[str], Field(min_length=1)]
+
+
+class _DeploymentRole(SpecModel):
+    pre_commands: list[str] = Field(default_factory=list)
+    post_commands: list[str] = Field(default_factory=list)
+
+
+class _Deployment(_Lenient):
+    name: str
+    task_roles: dict[str, _DeploymentRole]
+
+
+class _Defaults(SpecModel):
+    virtual_cluster: str | None = None
+    deployment: str | None = None
+
+
+class _Extras(_Lenient):
+    gang_allocation: bool = True
+
+
+class _OpenPaiJob(SpecModel):
+    protocol_version: _ProtocolVersion
+    name: str
+    type: Literal["job"]
+    version: str | int | float | None = None
+    contributor: str | None = None
+    description: str | None = None
+    prerequisites: list[_Prerequisite] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    secrets: dict[str, Any] = Field(default_factory=dict)
+    job_retry_count: _Count = 0
+    task_roles: Annotated[dict[str, _TaskRole], Field(min_length=1)]
+    deployments: list[_Deployment] = Field(default_factory=list)
+    defaults: _Defaults = _Defaults()
+    extras: _Extras = _Extras()
+
+
+def is_openpai(raw: Mapping[str, Any]) -> bool:
+    """Whether ``raw`` is meant as an OpenPAI document: ``protocolVersion`` and no
+    ``apiVersion`` or ``kind`` (its version and type are then checked by the import)."""
+    return PROTOCOL_KEY in raw and "apiVersion" not in raw and "kind" not in raw
+
+
+def import_openpai_job(raw: Mapping[str, Any]) -> JobDocument:
+    """The ``JobDocument`` for an OpenPAI job; raises ``ValidationError`` naming the
+    OpenPAI field and the fix."""
+    job = _OpenPaiJob.model_validate(raw)
+    try:
+        document = _job_document(job)
+    except PydanticCustomError as error:
+        details = InitErrorDetails(type=error, loc=(), input=None)
+        raise ValidationError.from_exception_data("OpenPAI job", [details]) from None
+    return JobDocument.model_validate(document)
+
+
+def dns_name(name: str, *, max_length: int, at: Loc = ()) -> str:
+    """The DNS-1123 form of an OpenPAI name (see the module docstring); raises a
+    validation error located at ``at`` when there is none."""
+    if not _OPENPAI_NAME.fullmatch(name):
+        raise located(
+            f"{name[:60]!r} holds characters other than letters, digits, '_' and '-'",
+            "rename it with letters, digits, '_' and '-' only",
+            at=at,
+        )
+    result = name.lower().replace("_", "-").strip("-")
+    if not result:
+        raise located(
+            f"{name[:60]!r} has no letter or digit, so it has no DNS-1123 form",
+            "put at least one letter or digit in the name",
+            at=at,
+        )
+    if len(result) > max_length:
+        raise located(
+            f"{len(result)} characters is more than the {max_length} phalanx allows here",
+            f"shorten it to {max_length} characters",
+            at=at,
+        )
+    return result
+
+
+def _job_document(job: _OpenPaiJob) -> dict[str, Any]:
+    prerequisites = _prerequisites(job.prerequisites)
+    selected = _selected_deployment(job)
+    roles: list[dict[str, Any]] = []
+    origin: dict[str, str] = {}
+    for written, role in job.task_roles.items():
+        at: Loc = ("taskRoles", written)
+        name = dns_name(written, max_length=_MAX_ROLE_NAME, at=at)
+        if name in origin:
+            raise located(
+                f"becomes role {name!r}, as {origin[name]!r} does",
+                "rename one of the two task roles",
+                at=at,
+            )
+        origin[name] = written
+        scopes = _scopes(job, written, role, prerequisites)
+        roles.append(
+            {
+                "name": name,
+                "replicas": role.instances,
+                "resources": _resources(role),
+                "command": _command(written, role, selected, scopes),
+            }
+        )
+    total = sum(role.instances for role in job.task_roles.values())
+    queue = job.defaults.virtual_cluster
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Job",
+        "metadata": {
+            "name": dns_name(job.name, max_length=_MAX_JOB_NAME, at=("name",)),
+            "annotations": {OPENPAI_NAME_ANNOTATION: job.name},
+        },
+        "spec": {
+            "queue": "default"
+            if queue is None
+            else dns_name(queue, max_length=_MAX_JOB_NAME, at=("defaults", "virtualCluster")),
+            "minAvailable": total if job.extras.gang_allocation else 1,
+            "maxRetry": job.job_retry_count,
+            "roles": roles,
+        },
+    }
+
+
+def _prerequisites(items: list[_Prerequisite]) -> dict[tuple[str, str], _Prerequisite]:
+    found: dict[tuple[str, str], _Prerequisite] = {}
+    for i, item in enumerate(items):
+        if (item.type, item.name) in found:
+            raise located(
+                f"a {item.type} prerequisite named {item.name!r} is defined twice",
+                "keep one of them, or rename one",
+                at=("prerequisites", i, "name"),
+            )
+        found[item.type, item.name] = item
+    return found
+
+
+def _selected_deployment(job: _OpenPaiJob) -> tuple[int, _Deployment] | None:
+    names = [deployment.name for deployment in job.deployments]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise located(
+                f"deployment {name!r} is defined twice",
+                "keep one of them, or rename one",
+                at=("deployments", i, "name"),
+            )
+        for role in job.deployments[i].task_roles:
+            if role not in job.task_roles:
+                raise located(
+                    f"{role!r} is not a task role of this job",
+                    f"name one of: {', '.join(job.task_roles)}",
+                    at=("deployments", i, "taskRoles", role),
+                )
+    chosen = job.defaults.deployment
+    if chosen is None:
+        return None
+    if chosen not in names:
+        raise located(
+            f"no deployment is named {chosen!r}",
+            f"name one of: {', '.join(names)}" if names else "remove defaults.deployment",
+            at=("defaults", "deployment"),
+        )
+    return names.index(chosen), job.deployments[names.index(chosen)]
+
+
+def _scopes(
+    job: _OpenPaiJob,
+    written: str,
+    role: _TaskRole,
+    prerequisites: Mapping[tuple[str, str], _Prerequisite],
+) -> dict[str, Any]:
+    """What the task role's commands may refer to; checks the role's references."""
+    scopes: dict[str, Any] = {"parameters": job.parameters}
+    for field, kind, name in (
+        ("dockerImage", "dockerimage", role.docker_image),
+        ("script", "script", role.script),
+        ("data", "data", role.data),
+        ("output", "output", role.output),
+    ):
+        if name is None:
+            scopes[kind] = None
+            continue
+        if (kind, name) not in prerequisites:
+            raise located(
+                f"no {kind} prerequisite is named {name!r}",
+                _choose(kind, prerequisites),
+                at=("taskRoles", written, field),
+            )
+        scopes[kind] = prerequisites[kind, name].model_dump(by_alias=True)
+    by_name = {name: item for (_, name), item in prerequisites.items()}
+    for i, name in enumerate(role.prerequisites):
+        at: Loc = ("taskRoles", written, "prerequisites", i)
+        if name not in by_name:
+            raise located(
+                f"no prerequisite is named {name!r}",
+                f"name one of: {', '.join(by_name) or 'none is defined'}",
+                at=at,
+            )
+        if by_name[name].callbacks:
+            raise located(
+                f"prerequisite {name!r} runs commands through an OpenPAI runtime plugin, "
+                "which phalanx does not run",
+                f"move its commands into taskRoles.{written}.commands and drop it here",
+                at=at,
+            )
+    return scopes
+
+
+def _choose(kind: str, prerequisites: Mapping[tuple[str, str], _Prerequisite]) -> str:
+    names = [name for (k, name) in prerequisites if k == kind]
+    if names:
+        return f"name one of: {', '.join(names)}"
+    return f"add a {kind} prerequisite under prerequisites, or remove this field"
+
+
+def _resources(role: _TaskRole) -> dict[str, int | str]:
+    wanted = role.resource_per_instance
+    resources: dict[str, int | str] = {
+        "cpu": wanted.cpu,
+        "memory": f"{wanted.memory_mb}Mi",
+        "gpu": wanted.gpu,
+    }
+    if role.extra_container_options.infiniband:
+        resources["rdma/hca"] = 1
+    return resources
+
+
+def _command(
+    written: str,
+    role: _TaskRole,
+    selected: tuple[int, _Deployment] | None,
+    scopes: Mapping[str, Any],
+) -> str:
+    """The task role's lines (deployment pre- and post-commands around its own),
+    rendered and joined; each line is located for errors."""
+    lines: list[tuple[str, Loc]] = []
+    extra = None if selected is None else selected[1].task_roles.get(written)
+    base: Loc = ()
+    if selected is not None:
+        base = ("deployments", selected[0], "taskRoles", written)
+    if extra is not None:
+        lines += [(line, (*base, "preCommands", i)) for i, line in enumerate(extra.pre_commands)]
+    lines += [(line, ("taskRoles", written, "commands", i)) for i, line in enumerate(role.commands)]
+    if extra is not None:
+        lines += [(line, (*base, "postCommands", i)) for i, line in enumerate(extra.post_commands)]
+    rendered = []
+    for line, at in lines:
+        text = openpai_commands.render(line, scopes, at=at, role=written).strip()
+        if not text:
+            raise located("the command line is empty", "remove the line, or write a command", at=at)
+        rendered.append(text)
+    return openpai_commands.join(rendered)
