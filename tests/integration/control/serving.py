@@ -1,0 +1,156 @@
+"""A real control plane on a loopback port, and a thin HTTP helper to drive it.
+
+The server runs in-process on a background thread (or, for crash tests, as a separate
+``python`` process that can be killed with SIGKILL). Waits are for conditions, with a
+generous deadline that only turns a hang into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from phalanx.control.controllers.core import Timing
+from phalanx.control.server import Server, ServerSettings
+from phalanx.executors.local import LocalExecutor
+
+DEADLINE = 30.0
+
+CLUSTER = """\
+apiVersion: phalanx/v1
+kind: Cluster
+metadata: {name: lab}
+spec:
+  nodeGroups:
+  - name: node
+    count: 2
+    resources: {cpu: 8, memory: 32Gi}
+    gpus: {count: 4, model: virtual, memory: 16Gi}
+"""
+
+#: Every client made during a test, closed when its server stops.
+_CLIENTS: list[httpx.Client] = []
+
+FAST = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
+
+
+def database_url(tmp_path: Path) -> str | None:
+    """The database the tests run on: ``PHALANX_TEST_DB`` (PostgreSQL in CI) or SQLite."""
+    return os.environ.get("PHALANX_TEST_DB") or None
+
+
+@contextmanager
+def running_server(
+    tmp_path: Path, *, cluster: str = CLUSTER, timing: Timing = FAST
+) -> Iterator[Server]:
+    """A started server over a fresh data dir; stopped (and its tasks killed) afterwards."""
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text(cluster)
+    settings = ServerSettings(
+        data_dir=tmp_path / "data",
+        db_url=database_url(tmp_path),
+        port=0,
+        cluster=cluster_file,
+        timing=timing,
+    )
+    server = Server(settings)
+    server.start()
+    try:
+        yield server
+    finally:
+        while _CLIENTS:
+            _CLIENTS.pop().close()
+        executor = server.controller.core.executor
+        server.stop()
+        if isinstance(executor, LocalExecutor):
+            for task in executor.running():
+                with suppress(ProcessLookupError):
+                    os.killpg(task.pid, signal.SIGKILL)
+
+            def reaped() -> bool:
+                executor.poll(now=time.time())
+                return not executor.running()
+
+            wait_for(reaped, "every task reaped")
+
+
+class Api:
+    """Requests as one user, failing loudly on unexpected status codes."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        _CLIENTS.append(self.http)
+
+    def post(self, path: str, body: Any = None, expect: int = 201) -> Any:
+        response = self.http.post(path, json=body)
+        assert response.status_code == expect, response.text
+        return response.json() if response.content else None
+
+    def get(self, path: str, expect: int = 200, **params: Any) -> Any:
+        response = self.http.get(path, params=params)
+        assert response.status_code == expect, response.text
+        return response.json()
+
+    def queue(self, name: str, **spec: Any) -> Any:
+        return self.post(
+            "/api/v1/queues",
+            {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": name}, "spec": spec},
+        )
+
+    def submit(
+        self, name: str, queue: str, *roles: dict[str, Any], expect: int = 201, **spec: Any
+    ) -> Any:
+        document = {
+            "apiVersion": "phalanx/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {"queue": queue, "roles": list(roles), **spec},
+        }
+        return self.post("/api/v1/jobs", document, expect=expect)
+
+    def user(self, name: str, role: str = "user") -> Api:
+        token = self.post("/api/v1/users", {"name": name, "role": role})["token"]
+        return Api(str(self.http.base_url), token)
+
+    def job(self, name: str) -> Any:
+        return self.get(f"/api/v1/jobs/{name}")
+
+    def wait_phase(self, name: str, *phases: str, timeout: float = DEADLINE) -> Any:
+        return wait_for(
+            lambda: (j := self.job(name))["phase"] in phases and j,
+            f"job {name} in {phases}",
+            timeout=timeout,
+        )
+
+
+def role(
+    name: str = "worker", replicas: int = 1, command: str | list[str] = "true", **resources: Any
+) -> dict[str, Any]:
+    """A role document with ``resources`` (cpu 1, memory 1Gi by default)."""
+    return {
+        "name": name,
+        "replicas": replicas,
+        "resources": {"cpu": 1, "memory": "1Gi", **resources},
+        "command": command,
+    }
+
+
+def wait_for(condition: Callable[[], Any], what: str, *, timeout: float = DEADLINE) -> Any:
+    """``condition()``'s first truthy value; fails naming ``what`` past the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
