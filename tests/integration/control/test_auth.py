@@ -1,0 +1,74 @@
+"""Tokens, roles, queue ACLs and job visibility through the real server."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import httpx
+
+from tests.integration.control.serving import Api, role, running_server
+
+
+def test_first_start_writes_a_private_admin_token(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        token_file = tmp_path / "data" / "admin.token"
+        assert token_file.read_text().strip() == server.admin_token
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert Api(server.url, server.admin_token or "").get("/api/v1/users/me")["role"] == "admin"
+
+
+def test_requests_without_a_valid_token_are_refused(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+        response = anonymous.get("/api/v1/jobs")
+        assert response.status_code == 401
+        assert response.json()["field"] == "Authorization"
+        forged = anonymous.get("/api/v1/jobs", headers={"Authorization": "Bearer phx_forged"})
+        assert forged.status_code == 401
+        assert anonymous.get("/healthz").json()["status"] == "ok"
+
+
+def test_queue_acl_refuses_users_it_does_not_name(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("private", submitters=["alice"])
+        alice, bob = admin.user("alice"), admin.user("bob")
+        alice.submit("mine", "private", role())
+        denied = bob.submit("theirs", "private", role(), expect=403)
+        assert denied["field"] == "spec.queue"
+        assert "bob may not submit to queue private" in denied["detail"]
+        assert "submitters" in denied["fix"]
+
+
+def test_users_see_and_cancel_only_their_own_jobs(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("shared")
+        alice, bob = admin.user("alice"), admin.user("bob")
+        job = alice.submit("alices-job", "shared", role(command="sleep 30"))
+        assert job["user"] == "alice"
+        assert bob.get("/api/v1/jobs")["items"] == []
+        assert bob.get("/api/v1/jobs/alices-job", expect=404)["field"] == "name"
+        bob.post("/api/v1/jobs/alices-job/cancel", expect=404)
+        assert bob.http.delete("/api/v1/jobs/alices-job").status_code == 404
+        assert [j["name"] for j in alice.get("/api/v1/jobs")["items"]] == ["alices-job"]
+        assert [j["name"] for j in admin.get("/api/v1/jobs")["items"]] == ["alices-job"]
+        # a user cannot pose as another in the document
+        posed = bob.submit("posing", "shared", role(), user="alice")
+        assert posed["user"] == "bob"
+        alice.post("/api/v1/jobs/alices-job/cancel", expect=200)
+        alice.wait_phase("alices-job", "Cancelled")
+
+
+def test_only_admins_manage_queues_nodes_and_users(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        carol = admin.user("carol")
+        document = {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": "q"}}
+        assert carol.post("/api/v1/queues", document, expect=403)["fix"]
+        carol.post("/api/v1/nodes/node-0/cordon", expect=403)
+        carol.post("/api/v1/users", {"name": "dave"}, expect=403)
+        assert admin.post("/api/v1/nodes/node-0/cordon", expect=200)["cordoned"] is True
+        revoked = admin.user("erin")
+        assert admin.http.delete("/api/v1/users/erin").status_code == 204
+        assert revoked.http.get("/api/v1/jobs").status_code == 401
