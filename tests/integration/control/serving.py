@@ -41,9 +41,18 @@ _CLIENTS: list[httpx.Client] = []
 FAST = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
 
 
+#: Set by conftest's ``backend`` fixture: ``{"base": URL}`` while tests run on PostgreSQL.
+DATABASE: dict[str, str] = {}
+
+
 def database_url(tmp_path: Path) -> str | None:
-    """The database the tests run on: ``PHALANX_TEST_DB`` (PostgreSQL in CI) or SQLite."""
-    return os.environ.get("PHALANX_TEST_DB") or None
+    """A fresh database for one server: a new PostgreSQL database, or None for SQLite in
+    the data dir."""
+    if "base" not in DATABASE:
+        return None
+    from tests.integration.control.conftest import create_database
+
+    return create_database(DATABASE["base"])
 
 
 @contextmanager

@@ -28,10 +28,10 @@ SERVE = textwrap.dedent(
 )
 
 
-def _serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
+def _serve(tmp_path: Path, port: int, db: str | None) -> subprocess.Popen[bytes]:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(CLUSTER)
-    args = [str(tmp_path / "data"), str(port), str(cluster), database_url(tmp_path) or ""]
+    args = [str(tmp_path / "data"), str(port), str(cluster), db or ""]
     process = subprocess.Popen([sys.executable, "-c", SERVE, *args])
     url = f"http://127.0.0.1:{port}"
 
@@ -48,8 +48,8 @@ def _serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
 def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None:
     (port,) = free_ports(1)
     starts = tmp_path / "starts.log"
-    server = _serve(tmp_path, port)
-    survivor_pid = None
+    db = database_url(tmp_path)  # the restarted server opens the same one
+    server = _serve(tmp_path, port, db)
     try:
         token = (tmp_path / "data" / "admin.token").read_text().strip()
         api = Api(f"http://127.0.0.1:{port}", token)
@@ -59,7 +59,9 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
         api.submit("survivor", "team-a", role(replicas=2, command=long, gpu=4))
         # Waits for the GPUs the survivor holds: pending at the crash.
         for i in range(3):
-            api.submit(f"queued-{i}", "team-a", role(command=f'echo "$PHALANX_TASK" >> {starts}', gpu=4))
+            api.submit(
+                f"queued-{i}", "team-a", role(command=f'echo "$PHALANX_TASK" >> {starts}', gpu=4)
+            )
         wait_for(lambda: starts.exists() and starts.read_text().count("survivor") == 2, "survivor")
         survivor_pid = int(starts.read_text().split()[1])
         api.http.close()
@@ -67,7 +69,7 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
         server.wait(10)
         os.kill(survivor_pid, 0)  # the task outlived its server
 
-        server = _serve(tmp_path, port)
+        server = _serve(tmp_path, port, db)
         api = Api(f"http://127.0.0.1:{port}", token)
         names = sorted(j["name"] for j in api.get("/api/v1/jobs")["items"])
         assert names == ["queued-0", "queued-1", "queued-2", "survivor"]

@@ -1,0 +1,45 @@
+"""Every control-plane integration test runs on SQLite and on PostgreSQL.
+
+PostgreSQL comes from ``PHALANX_TEST_POSTGRES`` (a server URL; ``.ci/run`` starts one from
+Debian's packages). Without it the PostgreSQL runs are skipped with the reason, unless
+``PHALANX_REQUIRE_POSTGRES=1`` (CI), where a missing server fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.integration.control import serving
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"], autouse=True)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The database of this module's servers; a fresh PostgreSQL database per module."""
+    if request.param == "sqlite":
+        serving.DATABASE.clear()
+        yield "sqlite"
+        return
+    base = os.environ.get("PHALANX_TEST_POSTGRES")
+    if not base:
+        if os.environ.get("PHALANX_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PHALANX_TEST_POSTGRES is not set but PHALANX_REQUIRE_POSTGRES=1")
+        pytest.skip("no PostgreSQL: set PHALANX_TEST_POSTGRES (bash .ci/postgres.sh starts one)")
+    serving.DATABASE["base"] = base
+    yield "postgresql"
+    serving.DATABASE.clear()
+
+
+def create_database(base: str) -> str:
+    """A new empty database on the server at ``base``; its URL."""
+    name = f"phalanx_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(base, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return make_url(base).set(database=name).render_as_string(hide_password=False)
