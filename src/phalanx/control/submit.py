@@ -10,18 +10,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
+from phalanx.control.schemas.views import JobView, TaskView
 from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
-from phalanx.spec.queue import QueueDocument
 
 
 def parse_job(raw: Any, caller: Principal) -> JobDocument:
@@ -56,24 +56,29 @@ def parse_job(raw: Any, caller: Principal) -> JobDocument:
 
 
 def check_queue(session: Session, document: JobDocument, caller: Principal) -> None:
-    """The job's queue exists, is a leaf, and lets its submitter in."""
+    """The job's queue exists, is a leaf, and lets its submitter in (one query)."""
     name = document.spec.queue
-    row = session.get(QueueRow, name)
-    if row is None:
+    children = select(QueueRow.name).where(QueueRow.parent == name).exists()
+    found = session.execute(
+        select(QueueRow.document, children).where(QueueRow.name == name)
+    ).one_or_none()
+    if found is None:
         raise ApiError(
             422,
             f"queue {name!r} does not exist",
             field="spec.queue",
             fix="name an existing queue (phalanx get queues)",
         )
-    if session.scalar(select(QueueRow.name).where(QueueRow.parent == name).limit(1)) is not None:
+    queue_document, has_children = found
+    if has_children:
         raise ApiError(
             422,
             f"queue {name!r} has child queues; jobs go to leaf queues",
             field="spec.queue",
             fix="submit to one of its children",
         )
-    allowed = QueueDocument.model_validate(row.document).spec.submitters
+    # The stored document is the validated, canonical form: read the ACL straight from it.
+    allowed = queue_document["spec"].get("submitters")
     if allowed is not None and not caller.is_admin and document.spec.user not in allowed:
         raise ApiError(
             403,
@@ -83,38 +88,28 @@ def check_queue(session: Session, document: JobDocument, caller: Principal) -> N
         )
 
 
-def store_job(session: Session, document: JobDocument) -> JobRow:
-    """Insert the job and its tasks (phase Pending). 409 when the name is taken."""
+def store_job(session: Session, document: JobDocument) -> JobView:
+    """Insert the job and its tasks (phase Pending) with two statements; the stored job's
+    view. 409 when the name is taken."""
     now = time.time()
     job = document.to_domain(creation_time=now)
-    row = JobRow(
-        name=job.name,
-        queue=job.queue,
-        user=job.user,
-        document=document.model_dump(mode="json", by_alias=True, exclude_none=True),
-        phase=JobPhase.PENDING.value,
-        reason="Submitted",
-        message="",
-        phase_time=now,
-        created_at=now,
-        attempts=0,
-        preemptions=0,
-        cancel_requested=False,
-        ingested=False,
-    )
-    row.tasks = [
-        TaskRow(
-            name=task.name(job.name),
-            role=task.role,
-            index=task.index,
-            phase=TaskPhase.PENDING.value,
-            gpus=[],
-        )
-        for task in job.all_tasks()
-    ]
-    session.add(row)
+    values = {
+        "name": job.name,
+        "queue": job.queue,
+        "user": job.user,
+        "document": document.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "phase": JobPhase.PENDING.value,
+        "reason": "Submitted",
+        "message": "",
+        "phase_time": now,
+        "created_at": now,
+        "attempts": 0,
+        "preemptions": 0,
+        "cancel_requested": False,
+        "ingested": False,
+    }
     try:
-        session.flush()
+        job_id = session.execute(insert(JobRow).values(values).returning(JobRow.id)).scalar_one()
     except IntegrityError:
         raise ApiError(
             409,
@@ -122,4 +117,27 @@ def store_job(session: Session, document: JobDocument) -> JobRow:
             field="metadata.name",
             fix="choose another name, or delete the old job first (phalanx delete job NAME)",
         ) from None
-    return row
+    tasks = [
+        {
+            "job_id": job_id,
+            "name": task.name(job.name),
+            "role": task.role,
+            "index": task.index,
+            "phase": TaskPhase.PENDING.value,
+            "gpus": [],
+        }
+        for task in job.all_tasks()
+    ]
+    session.execute(insert(TaskRow), tasks)
+    return JobView(
+        name=job.name,
+        queue=job.queue,
+        user=job.user,
+        phase=JobPhase.PENDING.value,
+        reason="Submitted",
+        created_at=now,
+        tasks=[
+            TaskView(name=t["name"], role=t["role"], index=t["index"], phase=t["phase"])
+            for t in tasks
+        ],
+    )

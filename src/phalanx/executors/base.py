@@ -63,6 +63,10 @@ class Recoverable(Protocol):
         """One record per live task."""
         ...
 
+    def recorded(self, job: str, task: str) -> ProcessRecord | None:
+        """The record the executor itself kept of the task's last start, if any."""
+        ...
+
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks still alive; report the others as EXITED or LOST."""
         ...

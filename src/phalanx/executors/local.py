@@ -12,6 +12,7 @@ that makes an adopted task's exit code known although it is not our child.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -38,6 +39,9 @@ from phalanx.executors.records import ProcessRecord
 from phalanx.executors.rendezvous import Placement, free_ports, rendezvous_env
 
 log = logging.getLogger(__name__)
+
+#: Each started task's ``ProcessRecord`` as JSON, in its working directory.
+RECORD_FILE = "process.json"
 
 #: The code reported for a task this executor killed when nothing else recorded one.
 KILLED_CODE = 128 + 9
@@ -157,19 +161,17 @@ class LocalExecutor:
 
     def records(self) -> list[ProcessRecord]:
         """One record per live task, for the controller to persist (see ``adopt``)."""
-        return [
-            ProcessRecord(
-                job=live.job,
-                task=live.task,
-                node=live.node,
-                pid=live.process.pid,
-                start_time=live.process.start_time,
-                workdir=str(live.process.workdir),
-                workload=live.workload,
-                gpus=live.gpus,
-            )
-            for live in self._live.values()
-        ]
+        return [_record_of(live) for live in self._live.values()]
+
+    def recorded(self, job: str, task: str) -> ProcessRecord | None:
+        """The record the last start of ``task`` left in its working directory (written
+        before ``start`` returns), for a controller that crashed before persisting it.
+        None when there is none or it cannot be read."""
+        path = self.workdir(job, task) / RECORD_FILE
+        try:
+            return ProcessRecord.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, InvalidInput):
+            return None
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks that still run; report the others.
@@ -339,7 +341,7 @@ class LocalExecutor:
                 )
             )
             return
-        self._live[(launch.job, launch.task)] = _Live(
+        live = _Live(
             job=launch.job,
             task=launch.task,
             node=launch.node,
@@ -349,6 +351,8 @@ class LocalExecutor:
             process=process,
             since=now,
         )
+        self._live[(launch.job, launch.task)] = live
+        _write_record(workdir / RECORD_FILE, _record_of(live))
         self._events.append(event)
 
     def _unpause(self, live: _Live) -> None:
@@ -375,6 +379,29 @@ class LocalExecutor:
             exit_code=code,
             stopped=live.stop_deadline is not None,
         )
+
+
+def _record_of(live: _Live) -> ProcessRecord:
+    return ProcessRecord(
+        job=live.job,
+        task=live.task,
+        node=live.node,
+        pid=live.process.pid,
+        start_time=live.process.start_time,
+        workdir=str(live.process.workdir),
+        workload=live.workload,
+        gpus=live.gpus,
+    )
+
+
+def _write_record(path: Path, record: ProcessRecord) -> None:
+    """Write ``record`` whole or not at all (a reader never sees half of it)."""
+    partial = path.with_suffix(".tmp")
+    try:
+        partial.write_text(json.dumps(record.to_dict()))
+        partial.replace(path)
+    except OSError as error:  # the controller's own record still covers it
+        log.warning("cannot write %s: %s", path, error)
 
 
 if TYPE_CHECKING:

@@ -7,10 +7,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import httpx
 
+from phalanx.executors.local import LocalExecutor
 from phalanx.executors.rendezvous import free_ports
 from tests.integration.control.serving import CLUSTER, Api, database_url, role, wait_for
 
@@ -92,3 +94,51 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
     finally:
         server.send_signal(signal.SIGKILL)
         server.wait(10)
+
+
+def test_a_task_whose_record_was_never_stored_is_adopted_from_its_workdir(tmp_path: Path) -> None:
+    """The server died between starting a task and storing its record: the executor's own
+    record in the task's directory lets the next server adopt it instead of starting it
+    again."""
+    from sqlalchemy import update
+
+    from phalanx.control.server import Server, ServerSettings
+    from phalanx.control.store.models import TaskRow
+    from tests.integration.control.serving import FAST
+
+    starts = tmp_path / "starts.log"
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    settings = ServerSettings(
+        data_dir=tmp_path / "data",
+        db_url=database_url(tmp_path),
+        port=0,
+        cluster=tmp_path / "cluster.yaml",
+        timing=FAST,
+    )
+    first = Server(settings)
+    first.start()
+    api = Api(first.url, first.admin_token or "")
+    api.queue("team-a")
+    api.submit("once", "team-a", role(command=f'echo "$$" >> {starts}; sleep 2'))
+    wait_for(lambda: starts.exists() and starts.read_text().strip(), "the task to start")
+    wait_for(lambda: api.job("once")["tasks"][0]["phase"] == "Running", "Running stored")
+    api.http.close()
+    first.controller.shutdown()
+    with first.db.session() as session:  # as if the record had never been stored
+        session.execute(update(TaskRow).values(process=None))
+    first.stop()
+
+    second = Server(settings)
+    second.start()
+    try:
+        api = Api(second.url, (tmp_path / "data" / "admin.token").read_text().strip())
+        job = api.wait_phase("once", "Succeeded")
+        assert job["attempts"] == 0
+        assert len(starts.read_text().split()) == 1  # started once, adopted once
+        api.http.close()
+    finally:
+        second.stop()
+        # This process is still the task's parent through the first server's executor.
+        executor = first.controller.core.executor
+        assert isinstance(executor, LocalExecutor)
+        wait_for(lambda: not executor.poll(now=time.time()) and not executor.running(), "reaped")

@@ -35,10 +35,10 @@ def submit(
     """Submit a job. It starts Pending; the scheduler takes it from there."""
     job = parse_job(document, caller)
     check_queue(session, job, caller)
-    row = store_job(session, job)
+    view = store_job(session, job)
     session.commit()
     controller.wake()
-    return job_view(row, with_tasks=True)
+    return view
 
 
 @router.get("", response_model=JobPage)

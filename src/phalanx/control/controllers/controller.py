@@ -34,7 +34,7 @@ from phalanx.control.controllers.views import ClusterView, cluster_view
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, NodeRow, QueueRow
-from phalanx.domain.job import Job, JobPhase
+from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
@@ -113,7 +113,8 @@ class Controller:
             try:
                 self.tick()
             except Exception:  # a bug in one tick must not stop the service
-                log.exception("controller tick failed")
+                log.exception("controller tick failed; rebuilding from the store")
+                self._recover_after_failure()
             wait = self.core.timing.period
             if self._next_deadline is not None:
                 wait = max(0.0, min(wait, self._next_deadline - self.clock()))
@@ -122,9 +123,21 @@ class Controller:
 
     # -- recovery ------------------------------------------------------------------------
 
+    def _recover_after_failure(self) -> None:
+        """The tick's memory may disagree with the store: drop it and read the store again.
+        Tasks the executor still runs are adopted again; ended ones report from disk."""
+        try:
+            with self.lock:
+                self.recover()
+        except Exception:
+            log.exception("rebuilding from the store failed; retrying next tick")
+
     def recover(self) -> None:
         """Rebuild memory from the store and re-adopt the executor's surviving tasks."""
         core = self.core
+        core.reset(new_state(self.nodes, [], {}))
+        self._recorded.clear()
+        self._queues_seen = self._nodes_seen = (0, None)
         core.now = self.clock()
         with self.db.session() as session:
             self._read_nodes(session)
@@ -151,26 +164,46 @@ class Controller:
             if isinstance(executor, Recoverable):
                 executor.adopt(records, now=core.now)
             self._lose_unrecorded()
+            self._mark_adopted_running()
             core.journal.flush(session)
         core.dispatch()
         self.view = cluster_view(core)
 
-    def _lose_unrecorded(self) -> None:
-        """Tasks on a node with no process record never started or cannot be found: lost."""
+    def _mark_adopted_running(self) -> None:
+        """A recorded task still Bound in the store has a process: it is Running."""
         core = self.core
+        for tracked in core.jobs.values():
+            for task in core.tasks(tracked):
+                if task.status is TaskStatus.BOUND and (tracked.name, task.name) in self._recorded:
+                    core.set_task(task, TaskPhase.RUNNING)
+
+    def _lose_unrecorded(self) -> None:
+        """Tasks on a node with no process record in the store: adopted from the record the
+        executor left (the server died before storing it), or else lost."""
+        core = self.core
+        executor = core.executor
         for tracked in list(core.jobs.values()):
             for task in core.tasks(tracked):
-                if task.status in ON_NODE and (tracked.name, task.name) not in self._recorded:
-                    core.now = self.clock()
-                    node = core.state.snapshot.nodes[task.node].name
-                    lost = TaskEvent(
-                        kind=TaskEventKind.LOST,
-                        time=core.now,
-                        job=tracked.name,
-                        task=task.name,
-                        node=node,
-                    )
-                    lifecycle.on_event(core, lost)
+                key = (tracked.name, task.name)
+                if task.status not in ON_NODE or key in self._recorded:
+                    continue
+                found = executor.recorded(*key) if isinstance(executor, Recoverable) else None
+                # A record older than this attempt's placement is a previous attempt's.
+                if found is not None and found.start_time >= (tracked.started_at or 0.0) - 1.0:
+                    assert isinstance(executor, Recoverable)
+                    executor.adopt([found], now=core.now)
+                    self._recorded.add(key)
+                    core.journal.task(tracked.task_ids[task.name], process=found.to_dict())
+                    continue
+                node = core.state.snapshot.nodes[task.node].name
+                lost = TaskEvent(
+                    kind=TaskEventKind.LOST,
+                    time=core.now,
+                    job=tracked.name,
+                    task=task.name,
+                    node=node,
+                )
+                lifecycle.on_event(core, lost)
 
     # -- one tick ------------------------------------------------------------------------
 
@@ -220,9 +253,11 @@ class Controller:
             .options(selectinload(JobRow.tasks))
         ).all()
         for row in rows:
+            self.core.journal.job(row.id, ingested=True)
+            if row.name in self.core.jobs:  # taken in already; the flag was not yet written
+                continue
             tracked = tracked_of(row)
             self.core.jobs[tracked.name] = tracked
-            self.core.journal.job(row.id, ingested=True)
             self._track(tracked, tracked.job)
 
     def _track(self, tracked: Tracked, job: Job) -> None:

@@ -61,6 +61,13 @@ class Core:
         self.starts: list[Bind] = []
         self.stops: list[Evict] = []
 
+    def reset(self, state: ClusterState) -> None:
+        """Forget everything in memory (to rebuild it from the store) and use ``state``."""
+        self.state = state
+        self.jobs = {}
+        self.journal = Journal()
+        self.starts, self.stops = [], []
+
     # -- phases ---------------------------------------------------------------------------
 
     def set_phase(self, job: Tracked, phase: JobPhase, reason: str, message: str) -> None:

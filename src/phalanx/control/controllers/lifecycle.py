@@ -37,6 +37,9 @@ def on_event(core: Core, event: TaskEvent) -> None:
             core.set_task(task, TaskPhase.RUNNING)
             start_ready(core, job)
         return
+    if event.kind is TaskEventKind.EXITED and task.status is TaskStatus.BOUND:
+        # It ran: its STARTED was not seen (reported before a crash of the server).
+        core.set_task(task, TaskPhase.RUNNING)
     if event.kind is TaskEventKind.LOST:
         core.set_task(task, TaskPhase.PENDING)
         if job.ending is None:

@@ -1,0 +1,291 @@
+"""Control-plane benchmarks from the control-plane issue; prints one JSON object per line.
+
+    .venv/bin/python bench/control.py submit [N]        # submissions per second through the API
+    .venv/bin/python bench/control.py latency [N]       # p50 / p99 submit -> running, local executor
+    .venv/bin/python bench/control.py kueue [FRACTION]  # Kueue's benchmark run for real, sleep tasks
+
+Each starts ``phalanx up``'s server as a separate process on a loopback port, over a
+fresh data dir (SQLite unless $PHALANX_BENCH_DB names a database), and drives it over
+HTTP like any client.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from phalanx.executors.rendezvous import free_ports
+from phalanx.sim.traces.kueue import CLASSES, COHORTS, QUEUES_PER_COHORT, kueue_queues
+
+SERVE = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from phalanx.control.controllers.core import Timing
+    from phalanx.control.server import Server, ServerSettings
+    data, port, cluster, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] or None
+    settings = ServerSettings(data_dir=Path(data), port=port, cluster=Path(cluster), db_url=db,
+                              timing=Timing(period=1.0, grace=5.0))
+    Server(settings).serve()
+    """
+)
+
+
+def cluster(nodes: int, cpu: int, gpus: int = 0) -> str:
+    """A Cluster document of ``nodes`` identical nodes."""
+    gpu_line = f"\n    gpus: {{count: {gpus}, model: virtual, memory: 16Gi}}" if gpus else ""
+    return (
+        textwrap.dedent(
+            f"""\
+        apiVersion: phalanx/v1
+        kind: Cluster
+        metadata: {{name: bench}}
+        spec:
+          nodeGroups:
+          - name: node
+            count: {nodes}
+            resources: {{cpu: {cpu}, memory: 4Ti}}"""
+        )
+        + gpu_line
+        + "\n"
+    )
+
+
+@contextmanager
+def server(cluster_text: str) -> Any:
+    """A server process over a fresh data dir; yields an authenticated httpx client."""
+    with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
+        root = Path(tmp)
+        (root / "cluster.yaml").write_text(cluster_text)
+        (port,) = free_ports(1)
+        args = [
+            str(root / "data"),
+            str(port),
+            str(root / "cluster.yaml"),
+            os.environ.get("PHALANX_BENCH_DB", ""),
+        ]
+        process = subprocess.Popen([sys.executable, "-c", SERVE, *args])
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start")
+                time.sleep(0.1)
+            token = (root / "data" / "admin.token").read_text().strip()
+            limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+            with httpx.Client(
+                base_url=url,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=60,
+                limits=limits,
+            ) as client:
+                yield client
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def job(name: str, queue: str, command: str, **resources: Any) -> dict[str, Any]:
+    """A one-task Job document."""
+    return {
+        "apiVersion": "phalanx/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "queue": queue,
+            "roles": [{"name": "main", "replicas": 1, "resources": resources, "command": command}],
+        },
+    }
+
+
+def queue(name: str, **spec: Any) -> dict[str, Any]:
+    """A Queue document."""
+    return {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def submit(count: int) -> None:
+    """Submissions per second: ``count`` jobs posted by 16 concurrent clients. The jobs
+    wait (their queue's capability is full), as submissions beyond capacity do."""
+    with server(cluster(4, 64)) as client:
+        client.post("/api/v1/queues", json=queue("bench", capability={"cpu": 1})).raise_for_status()
+        documents = [job(f"sub-{i}", "bench", "true", cpu=2) for i in range(count)]
+        for document in documents[:50]:  # warm up connections and code paths
+            document["metadata"]["name"] += "-warm"
+            client.post("/api/v1/jobs", json=document).raise_for_status()
+        documents = [job(f"sub-{i}", "bench", "true", cpu=2) for i in range(count)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(16) as pool:
+            codes = list(
+                pool.map(lambda d: client.post("/api/v1/jobs", json=d).status_code, documents)
+            )
+        seconds = time.perf_counter() - started
+        assert codes.count(201) == count, {c: codes.count(c) for c in set(codes)}
+        print(
+            json.dumps(
+                {
+                    "bench": "control-submit",
+                    "jobs": count,
+                    "seconds": round(seconds, 3),
+                    "submits_per_s": round(count / seconds, 1),
+                    "target_per_s": 500,
+                }
+            ),
+            flush=True,
+        )
+
+
+def latency(count: int) -> None:
+    """Submit -> Running with real processes: ``count`` one-task jobs at 20 per second,
+    each running ``sleep 0.5`` on a cluster with room for all of them."""
+    with server(cluster(4, 64)) as client:
+        client.post("/api/v1/queues", json=queue("bench")).raise_for_status()
+        submitted: dict[str, float] = {}
+        for i in range(count):
+            name = f"lat-{i}"
+            submitted[name] = time.time()
+            client.post(
+                "/api/v1/jobs", json=job(name, "bench", "sleep 0.5", cpu=1)
+            ).raise_for_status()
+            time.sleep(0.05)
+        started = _wait_all(client, count, "Succeeded")
+        delays = sorted(started[name] - submitted[name] for name in submitted)
+        print(
+            json.dumps(
+                {
+                    "bench": "control-latency",
+                    "jobs": count,
+                    "p50_s": round(_pct(delays, 50), 3),
+                    "p99_s": round(_pct(delays, 99), 3),
+                    "max_s": round(delays[-1], 3),
+                    "target_p99_s": 1.0,
+                }
+            ),
+            flush=True,
+        )
+
+
+def kueue(fraction: float) -> None:
+    """Kueue's baseline benchmark executed for real: 30 queues x 500 workloads (or
+    ``fraction`` of each stream), each a ``sleep`` of the class's runtime, submitted on
+    the generator's schedule; total time and average CPU usage of the 600-CPU cluster."""
+    with server(cluster(6, 100)) as client:
+        for q in kueue_queues():
+            spec = {
+                "deserved": {"cpu": q.deserved.get("cpu") / 1000},
+                "capability": {"cpu": (q.capability.get("cpu") if q.capability else 0) / 1000},
+            }
+            if q.parent != "root":
+                spec["parent"] = q.parent
+            client.post("/api/v1/queues", json=queue(q.name, **spec)).raise_for_status()
+        plan = sorted(
+            ((k + 1) * kind.interval_ms / 1000.0, f"cohort-{c}-cq-{i}", kind, k)
+            for c in range(COHORTS)
+            for i in range(QUEUES_PER_COHORT)
+            for kind in CLASSES
+            for k in range(max(1, math.ceil(kind.count * fraction)))
+        )
+        begin = time.time()
+        with ThreadPoolExecutor(8) as pool:
+            futures = []
+            for at, name, kind, k in plan:
+                delay = begin + at - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                document = job(
+                    f"{name}-{kind.name}-{k}", name, f"sleep {kind.runtime_ms / 1000}", cpu=kind.cpu
+                )
+                document["spec"]["priority"] = kind.priority
+                futures.append(pool.submit(client.post, "/api/v1/jobs", json=document))
+            for future in futures:
+                future.result().raise_for_status()
+        rows = _all_jobs(client)
+        while any(r["phase"] not in ("Succeeded", "Failed", "Cancelled") for r in rows):
+            time.sleep(2)
+            rows = _all_jobs(client)
+        tasks = [t for r in rows for t in r["tasks"] if t["started_at"] and t["finished_at"]]
+        cpu = {f"{r['name']}": _cpu_of(r["name"]) for r in rows}
+        end = max(t["finished_at"] for t in tasks)
+        busy = sum(
+            (t["finished_at"] - t["started_at"]) * cpu[t["name"].rsplit("-main-", 1)[0]]
+            for t in tasks
+        )
+        total = end - begin
+        print(
+            json.dumps(
+                {
+                    "bench": "control-kueue",
+                    "jobs": len(plan),
+                    "succeeded": sum(r["phase"] == "Succeeded" for r in rows),
+                    "total_s": round(total, 1),
+                    "usage": round(busy / (600 * total), 3),
+                    "kueue_published": {"total_s": 351.0, "usage": 0.559},
+                }
+            ),
+            flush=True,
+        )
+
+
+def _cpu_of(name: str) -> int:
+    return next(kind.cpu for kind in CLASSES if f"-{kind.name}-" in name)
+
+
+def _all_jobs(client: httpx.Client) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    after = None
+    while True:
+        params: dict[str, Any] = {"limit": 1000}
+        if after is not None:
+            params["after"] = after
+        page = client.get("/api/v1/jobs", params=params).json()
+        rows.extend(page["items"])
+        after = page["next"]
+        if after is None:
+            return rows
+
+
+def _wait_all(client: httpx.Client, count: int, phase: str) -> dict[str, float]:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        rows = _all_jobs(client)
+        if len(rows) == count and all(r["phase"] == phase for r in rows):
+            return {r["name"]: r["tasks"][0]["started_at"] for r in rows}
+        time.sleep(0.5)
+    raise RuntimeError(f"not every job reached {phase}")
+
+
+def _pct(values: list[float], p: float) -> float:
+    return values[min(len(values) - 1, max(0, math.ceil(p / 100 * len(values)) - 1))]
+
+
+if __name__ == "__main__":
+    command, *rest = sys.argv[1:] or ["submit"]
+    if command == "submit":
+        submit(int(rest[0]) if rest else 2000)
+    elif command == "latency":
+        latency(int(rest[0]) if rest else 200)
+    elif command == "kueue":
+        kueue(float(rest[0]) if rest else 1.0)
+    else:
+        raise SystemExit(f"unknown bench {command!r}: submit, latency or kueue")
