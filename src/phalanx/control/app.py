@@ -12,6 +12,7 @@ from phalanx import __version__
 from phalanx.control.api import jobs, nodes, queues, system, users
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import TokenCache
+from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
@@ -29,6 +30,7 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.controller = controller
     app.state.metrics = metrics
     app.state.tokens = TokenCache(db)
+    app.state.submissions = SubmissionWriter(db)
     for module in (jobs, queues, nodes, users, system):
         app.include_router(module.router)
     app.add_exception_handler(ApiError, _api_error)

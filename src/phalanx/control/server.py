@@ -8,6 +8,7 @@ resumes: accepted jobs are all there, live tasks are re-adopted.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,10 +83,14 @@ class Server:
 
     def serve(self) -> None:
         """Run until interrupted (Ctrl-C / SIGTERM)."""
+        # Request threads hand the GIL to each other around every database call; the
+        # default 5 ms switch interval turns that into a convoy under load.
+        sys.setswitchinterval(0.0005)
         self.controller.start()
         try:
             self._uvicorn.run()
         finally:
+            self.app.state.submissions.close()
             self.controller.shutdown()
             self.db.close()
 
@@ -114,6 +119,7 @@ class Server:
         self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(10)
+        self.app.state.submissions.close()
         self.controller.shutdown()
         self.db.close()
 

@@ -8,10 +8,10 @@ transaction; anything else is refused with an ``ApiError`` naming the field and 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from phalanx.control.api.deps import ApiError
@@ -88,36 +88,33 @@ def check_queue(session: Session, document: JobDocument, caller: Principal) -> N
         )
 
 
-def store_job(session: Session, document: JobDocument) -> JobView:
-    """Insert the job and its tasks (phase Pending) with two statements; the stored job's
-    view. 409 when the name is taken."""
+def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobView]:
+    """Insert the jobs and their tasks (phase Pending) with two statements; their views,
+    in order. Raises ``IntegrityError`` when a name is taken (the caller rolls back)."""
     now = time.time()
-    job = document.to_domain(creation_time=now)
-    values = {
-        "name": job.name,
-        "queue": job.queue,
-        "user": job.user,
-        "document": document.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "phase": JobPhase.PENDING.value,
-        "reason": "Submitted",
-        "message": "",
-        "phase_time": now,
-        "created_at": now,
-        "attempts": 0,
-        "preemptions": 0,
-        "cancel_requested": False,
-        "ingested": False,
-    }
-    try:
-        job_id = session.execute(insert(JobRow).values(values).returning(JobRow.id)).scalar_one()
-    except IntegrityError:
-        raise ApiError(
-            409,
-            f"a job named {job.name!r} already exists",
-            field="metadata.name",
-            fix="choose another name, or delete the old job first (phalanx delete job NAME)",
-        ) from None
-    tasks = [
+    jobs = [document.to_domain(creation_time=now) for document in documents]
+    rows = [
+        {
+            "name": job.name,
+            "queue": job.queue,
+            "user": job.user,
+            "document": document.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "phase": JobPhase.PENDING.value,
+            "reason": "Submitted",
+            "message": "",
+            "phase_time": now,
+            "created_at": now,
+            "attempts": 0,
+            "preemptions": 0,
+            "cancel_requested": False,
+            "ingested": False,
+        }
+        for job, document in zip(jobs, documents, strict=True)
+    ]
+    ids = session.scalars(
+        insert(JobRow).returning(JobRow.id, sort_by_parameter_order=True), rows
+    ).all()
+    tasks: list[dict[str, Any]] = [
         {
             "job_id": job_id,
             "name": task.name(job.name),
@@ -126,18 +123,35 @@ def store_job(session: Session, document: JobDocument) -> JobView:
             "phase": TaskPhase.PENDING.value,
             "gpus": [],
         }
+        for job, job_id in zip(jobs, ids, strict=True)
         for task in job.all_tasks()
     ]
     session.execute(insert(TaskRow), tasks)
-    return JobView(
-        name=job.name,
-        queue=job.queue,
-        user=job.user,
-        phase=JobPhase.PENDING.value,
-        reason="Submitted",
-        created_at=now,
-        tasks=[
-            TaskView(name=t["name"], role=t["role"], index=t["index"], phase=t["phase"])
-            for t in tasks
-        ],
+    by_job: dict[int, list[TaskView]] = {}
+    for task in tasks:
+        view = TaskView(
+            name=task["name"], role=task["role"], index=task["index"], phase=task["phase"]
+        )
+        by_job.setdefault(task["job_id"], []).append(view)
+    return [
+        JobView(
+            name=job.name,
+            queue=job.queue,
+            user=job.user,
+            phase=JobPhase.PENDING.value,
+            reason="Submitted",
+            created_at=now,
+            tasks=by_job[job_id],
+        )
+        for job, job_id in zip(jobs, ids, strict=True)
+    ]
+
+
+def name_taken(name: str) -> ApiError:
+    """The answer to a job whose name is already used."""
+    return ApiError(
+        409,
+        f"a job named {name!r} already exists",
+        field="metadata.name",
+        fix="choose another name, or delete the old job first (phalanx delete job NAME)",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
@@ -12,10 +12,12 @@ from sqlalchemy.orm import selectinload
 from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
 from phalanx.control.api.logs import LogStream, log_path
 from phalanx.control.auth import Principal
+from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
+from phalanx.control.store.database import Database
 from phalanx.control.store.models import EventRow, JobRow
-from phalanx.control.submit import check_queue, parse_job, store_job
+from phalanx.control.submit import check_queue, parse_job
 from phalanx.domain.job import JobPhase
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -29,14 +31,17 @@ def submit(
         dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
     ],
     caller: Caller,
-    session: DbSession,
+    request: Request,
     controller: TheController,
 ) -> JobView:
-    """Submit a job. It starts Pending; the scheduler takes it from there."""
+    """Submit a job. It starts Pending; the scheduler takes it from there. The answer
+    comes once the job is stored."""
     job = parse_job(document, caller)
-    check_queue(session, job, caller)
-    view = store_job(session, job)
-    session.commit()
+    db: Database = request.app.state.db
+    with db.session() as session:  # a read: writers need not wait for it
+        check_queue(session, job, caller)
+    writer: SubmissionWriter = request.app.state.submissions
+    view = writer.submit(job)
     controller.wake()
     return view
 

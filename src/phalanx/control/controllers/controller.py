@@ -33,7 +33,7 @@ from phalanx.control.controllers.tracked import Ending, Tracked
 from phalanx.control.controllers.views import ClusterView, cluster_view
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow, NodeRow, QueueRow
+from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
@@ -42,6 +42,7 @@ from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.executors.base import Executor, Recoverable, TaskEvent, TaskEventKind
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.records import ProcessRecord
+from phalanx.spec.job import JobDocument
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ class Controller:
         self._recorded: set[tuple[str, str]] = set()
         self.core = Core(new_state(self.nodes, [], {}), executor(self._launch), timing or Timing())
         self._next_deadline: float | None = None
+        self._session_seconds = 0.0
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
 
     # -- running -------------------------------------------------------------------------
@@ -110,6 +112,7 @@ class Controller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            began = time.monotonic()
             try:
                 self.tick()
             except Exception:  # a bug in one tick must not stop the service
@@ -119,6 +122,12 @@ class Controller:
             if self._next_deadline is not None:
                 wait = max(0.0, min(wait, self._next_deadline - self.clock()))
             self._wake.wait(wait)
+            # A burst of wake-ups makes one tick; a costly session spaces ticks out so the
+            # controller leaves most of the interpreter to the API.
+            gap = max(self.core.timing.coalesce, 2.0 * self._session_seconds)
+            rest = gap - (time.monotonic() - began)
+            if rest > 0:
+                self._stop.wait(rest)
             self._wake.clear()
 
     # -- recovery ------------------------------------------------------------------------
@@ -229,7 +238,7 @@ class Controller:
                 self._observe(decisions, time.perf_counter() - started)
                 decide.apply(core, decisions)
             if core.journal:
-                with self.db.session() as session:
+                with self.db.write() as session:
                     core.journal.flush(session)
             core.dispatch()
             self._record_processes()
@@ -237,6 +246,7 @@ class Controller:
             return decisions
 
     def _observe(self, decisions: Decisions, seconds: float) -> None:
+        self._session_seconds = seconds
         self.stats.last = decisions
         self.stats.count += 1
         if self.metrics is not None:
@@ -245,18 +255,33 @@ class Controller:
                 self.metrics.evictions.labels(eviction.action).inc()
 
     def _ingest(self, session: Session) -> None:
-        rows = session.scalars(
-            select(JobRow)
+        """Take in the jobs the API stored since the last tick (plain column reads: a new
+        job's other columns still hold their defaults)."""
+        rows = session.execute(
+            select(JobRow.id, JobRow.name, JobRow.document, JobRow.created_at)
             .where(JobRow.ingested.is_(False))
             .order_by(JobRow.id)
             .limit(10_000)
-            .options(selectinload(JobRow.tasks))
         ).all()
+        if not rows:
+            return
+        wanted = {row.id for row in rows}
+        task_ids: dict[int, dict[str, int]] = {}
+        for task_id, name, job_id in session.execute(
+            select(TaskRow.id, TaskRow.name, TaskRow.job_id).where(
+                TaskRow.job_id.between(rows[0].id, rows[-1].id)
+            )
+        ):
+            if job_id in wanted:
+                task_ids.setdefault(job_id, {})[name] = task_id
         for row in rows:
             self.core.journal.job(row.id, ingested=True)
             if row.name in self.core.jobs:  # taken in already; the flag was not yet written
                 continue
-            tracked = tracked_of(row)
+            job = JobDocument.model_validate(row.document).to_domain(creation_time=row.created_at)
+            tracked = Tracked(
+                id=row.id, job=job, phase=JobPhase.PENDING, task_ids=task_ids.get(row.id, {})
+            )
             self.core.jobs[tracked.name] = tracked
             self._track(tracked, tracked.job)
 
@@ -373,7 +398,7 @@ class Controller:
         self._recorded &= live
         if not fresh:
             return
-        with self.db.session() as session:
+        with self.db.write() as session:
             for record in fresh:
                 tracked = self.core.jobs.get(record.job)
                 if tracked is None or record.task not in tracked.task_ids:

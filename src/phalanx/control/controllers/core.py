@@ -43,6 +43,7 @@ class Timing:
     grace: float = 10.0  # SIGTERM to SIGKILL
     backoff: float = 10.0  # first retry waits this long; each further retry twice as long
     max_backoff: float = 300.0
+    coalesce: float = 0.05  # ticks at most this often: a burst of wake-ups makes one tick
 
 
 class Core:

@@ -6,6 +6,7 @@ so a data dir written by an older phalanx is upgraded in place and a new one is 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,11 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # SQLite allows one writer; its busy handler makes waiting writers sleep in steps of
+        # milliseconds. Queueing this process's writers on a lock instead is much faster.
+        self._write_lock: threading.Lock | None = (
+            threading.Lock() if engine.dialect.name == "sqlite" else None
+        )
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Database:
@@ -74,6 +80,17 @@ class Database:
     def session(self) -> Iterator[Session]:
         """A session that commits when the block ends normally and rolls back otherwise."""
         with self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """Like ``session``, for a transaction that writes: writers of this process take
+        turns (on SQLite; PostgreSQL lets them run together)."""
+        if self._write_lock is None:
+            with self.session() as session:
+                yield session
+            return
+        with self._write_lock, self.session() as session:
             yield session
 
     def close(self) -> None:

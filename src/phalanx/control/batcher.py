@@ -1,0 +1,84 @@
+"""Group commit for submissions: many request threads, one writer, one transaction.
+
+Each accepted submission waits until the transaction holding it has committed, so an
+answer of 201 always means the job is stored. Submissions that arrive together share a
+transaction: under load the cost of a commit (and of handing the database between
+threads) is paid once per batch instead of once per job.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent.futures import Future
+
+from sqlalchemy.exc import IntegrityError
+
+from phalanx.control.schemas.views import JobView
+from phalanx.control.store.database import Database
+from phalanx.control.submit import name_taken, store_jobs
+from phalanx.spec.job import JobDocument
+
+log = logging.getLogger(__name__)
+
+_Item = tuple[JobDocument, "Future[JobView]"]
+
+
+class SubmissionWriter:
+    """Writes submitted jobs in batches of up to ``max_batch`` on its own thread."""
+
+    def __init__(self, db: Database, *, max_batch: int = 256) -> None:
+        self._db = db
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="phalanx-submissions", daemon=True)
+        self._thread.start()
+
+    def submit(self, document: JobDocument, timeout: float = 60.0) -> JobView:
+        """Store one job; returns once it is committed. Raises ``ApiError`` 409 for a
+        name already taken."""
+        future: Future[JobView] = Future()
+        self._queue.put((document, future))
+        return future.result(timeout)
+
+    def close(self) -> None:
+        """Finish what was queued, then stop the writer thread."""
+        self._queue.put(None)
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self._max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(item)
+            self._write(batch)
+
+    def _write(self, batch: list[_Item]) -> None:
+        try:
+            with self._db.write() as session:
+                views = store_jobs(session, [document for document, _ in batch])
+        except IntegrityError:
+            if len(batch) > 1:  # find the one that clashes: each alone
+                for item in batch:
+                    self._write([item])
+            else:
+                batch[0][1].set_exception(name_taken(batch[0][0].metadata.name))
+            return
+        except Exception as error:  # the database failed: every waiting request hears it
+            log.exception("storing %d submitted jobs failed", len(batch))
+            for _, future in batch:
+                future.set_exception(error)
+            return
+        for (_, future), view in zip(batch, views, strict=True):
+            future.set_result(view)
