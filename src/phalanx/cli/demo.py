@@ -1,196 +1,202 @@
-"""``phalanx demo``: a day on a small shared GPU cluster, decided by the real engine.
+"""``phalanx demo``: the control plane on this machine, running a real distributed job.
 
-Four 8-GPU nodes, three queues (two teams with guarantees and an over-issued batch
-queue), and a script of submissions, played by the simulator: a session on each
-arrival and release and every minute while work waits, evicted tasks stop a minute
-later, jobs end after their run time. Each session's Decisions are printed as they
-come, with the engine's own reasons, in plain words.
+It starts ``phalanx up``'s server in-process (SQLite, local executor) on a declared
+cluster of 2 nodes x 4 virtual GPUs, applies two team queues, and submits a mix of jobs
+over the HTTP API: a 2-worker PyTorch DDP training (gloo, on CPUs) gang-scheduled with
+the injected rendezvous variables, GPU-sharing sweeps, a job that fails once and is
+retried, and one that cannot fit, whose pending reason is shown. It follows them live,
+prints a summary and the API and metrics addresses, then exits (``--keep`` keeps
+serving until Ctrl-C).
 """
 
 from __future__ import annotations
 
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 
-from phalanx.domain.job import Job, Role
-from phalanx.domain.node import Node
-from phalanx.domain.queue import Queue
-from phalanx.domain.resources import Resources
-from phalanx.engine import Decisions, SchedulerConfig
-from phalanx.engine.state import ClusterState
-from phalanx.sim.runner import SimOptions, Simulation
-from phalanx.sim.workload import Workload, WorkloadJob
+from phalanx.control.server import Server, ServerSettings
 
-GIB = 2**30
-MINUTE = 60.0
+CLUSTER = """\
+apiVersion: phalanx/v1
+kind: Cluster
+metadata: {name: demo}
+spec:
+  nodeGroups:
+  - name: gpu
+    count: 2
+    resources: {cpu: 8, memory: 32Gi}
+    gpus: {count: 4, model: virtual-A100, memory: 40Gi, topology: pcie-4gpu}
+"""
 
-
-def _gpus(count: float, cpu: float = 8, memory_gib: float = 64) -> Resources:
-    return Resources.of({"cpu": cpu * 1000, "memory": memory_gib * GIB, "gpu": count})
-
-
-NODES = [Node(name=f"dgx-{i}", capacity=_gpus(8, cpu=64, memory_gib=512)) for i in range(4)]
-QUEUES = [
-    Queue(name="research", guarantee=_gpus(8, 64, 512), deserved=_gpus(16, 128, 1024)),
-    Queue(name="prod", guarantee=_gpus(8, 64, 512), deserved=_gpus(16, 128, 1024)),
-    Queue(name="batch", deserved=_gpus(0, 0, 0), capability=_gpus(0, 0, 0), overcommit=True),
-]
-CONFIG = SchedulerConfig.build(
-    ["enqueue", "allocate", "reclaim", "preempt", "backfill"],
-    [["priority", "gang", "sla", "overcommit"], ["drf", "predicates", "capacity", "binpack"]],
-)
+TERMINAL = {"Succeeded", "Failed", "Cancelled"}
 
 
-def _job(name: str, queue: str, *, at: float, gpus: int, replicas: int = 1, **extra: object) -> Job:
-    role = Role(name="worker", replicas=replicas, resources=_gpus(gpus))
-    return Job(name=name, queue=queue, roles=(role,), creation_time=at, **extra)  # type: ignore[arg-type]
+def _queue(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
-SCRIPT: list[tuple[Job, float]] = [  # (job, run time in seconds)
-    *[(_job(f"sweep-{i}", "batch", at=0, gpus=1, walltime=900), 840.0) for i in range(24)],
-    (
-        _job("bert-pretrain", "research", at=0, gpus=8, replicas=2, min_available=1, walltime=2400),
-        2100.0,
-    ),
-    (
-        _job("llama-finetune", "prod", at=120, gpus=8, replicas=2, min_available=2, walltime=1500),
-        1440.0,
-    ),
-    (_job("hotfix-eval", "research", at=300, gpus=8, priority=100, walltime=600), 540.0),
-    (
+def _job(name: str, queue: str, *roles: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "phalanx/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"queue": queue, "roles": list(roles), **spec},
+    }
+
+
+def _role(name: str, replicas: int, command: list[str] | str, **resources: Any) -> dict[str, Any]:
+    return {"name": name, "replicas": replicas, "resources": resources, "command": command}
+
+
+def _jobs(scratch: Path) -> list[dict[str, Any]]:
+    python = sys.executable
+    flaky = scratch / "flaky-attempts"
+    return [
         _job(
-            "moe-64gpu",
-            "prod",
-            at=360,
-            gpus=8,
-            replicas=4,
-            min_available=4,
-            starvation_threshold=300,
+            "ddp-train",
+            "vision",
+            _role(
+                "worker",
+                2,
+                [python, "-m", "phalanx.examples.ddp_train", "--steps", "300"],
+                cpu=1,
+                memory="2Gi",
+                gpu=1,
+            ),
+            priority=10,
         ),
-        1200.0,
-    ),
-    *[
-        (_job(f"notebook-{i}", "prod", at=420 + 120 * i, gpus=1, walltime=600), 480.0)
-        for i in range(6)
-    ],
-    (_job("too-big", "prod", at=360, gpus=16), 60.0),
-]
+        *[
+            _job(
+                f"sweep-{i}",
+                "nlp",
+                _role(
+                    "trial",
+                    1,
+                    f"echo trial {i} on GPU $CUDA_VISIBLE_DEVICES; sleep 3",
+                    cpu=1,
+                    gpu=0.5,
+                ),
+            )
+            for i in range(4)
+        ],
+        _job(
+            "flaky-etl",
+            "nlp",
+            _role(
+                "main",
+                1,
+                f"echo attempt >> {flaky}; test $(wc -l < {flaky}) -ge 2 || exit 7; echo done",
+                cpu=1,
+            ),
+            maxRetry=2,
+        ),
+        _job("too-big", "nlp", _role("main", 1, "true", cpu=1, gpu=8)),
+    ]
 
 
-def _usage_table(state: ClusterState) -> Table:
-    table = Table(title="GPUs in use by queue", show_edge=False)
-    for column in ("queue", "running GPUs", "deserved", "guarantee"):
-        table.add_column(column, justify="right" if column != "queue" else "left")
-    snapshot = state.snapshot
-    gpu = list(snapshot.dims).index("gpu")
-    for queue in QUEUES:
-        used = snapshot.queues[queue.name].allocated[gpu] / snapshot.unit[gpu]
-        deserved = queue.deserved.get("gpu") if queue.deserved is not None else 0
-        table.add_row(queue.name, f"{used:g}", f"{deserved:g}", f"{queue.guarantee.get('gpu'):g}")
+def demo(
+    keep: bool = typer.Option(False, "--keep", help="Keep serving after the demo (Ctrl-C stops)."),
+    port: int = typer.Option(8080, help="Port for the API (0: any free port)."),
+    data_dir: Path | None = typer.Option(None, help="Data dir (default: a temporary one)."),
+) -> None:
+    """Start the control plane, run a real 2-worker PyTorch DDP job and friends, summarise."""
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="phalanx-demo-") as scratch:
+        root = Path(scratch)
+        (root / "cluster.yaml").write_text(CLUSTER)
+        settings = ServerSettings(
+            data_dir=data_dir or root / "data", port=port, cluster=root / "cluster.yaml"
+        )
+        server = Server(settings)
+        try:
+            server.start()
+        except (RuntimeError, OSError) as error:
+            console.print(f"[red]error:[/] cannot serve on port {port}: {error}; fix: --port 0")
+            raise typer.Exit(1) from None
+        try:
+            _run(console, server, root)
+            if keep:
+                console.print("Serving; Ctrl-C stops.")
+                while True:
+                    time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+
+
+def _run(console: Console, server: Server, scratch: Path) -> None:
+    token = (server.settings.data_dir / "admin.token").read_text().strip()
+    console.rule(f"[bold]phalanx demo: control plane at {server.url}")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}) as api:
+        for queue in (
+            _queue("vision", guarantee={"gpu": 4}, deserved={"gpu": 4}),
+            _queue("nlp", guarantee={"gpu": 2}, deserved={"gpu": 4}),
+        ):
+            _check(api.post("/api/v1/queues", json=queue))
+            console.print(f"applied queue [bold]{queue['metadata']['name']}[/]")
+        for document in _jobs(scratch):
+            _check(api.post("/api/v1/jobs", json=document))
+            console.print(f"submitted [bold]{document['metadata']['name']}[/]")
+        jobs = _follow(console, api)
+        _summary(console, api, jobs)
+    console.print(f"API: {server.url}/docs   metrics: {server.url}/metrics")
+    console.print(f"export PHALANX_SERVER={server.url}\nexport PHALANX_TOKEN={token}")
+
+
+def _follow(console: Console, api: httpx.Client) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 300
+    jobs: list[dict[str, Any]] = []
+    with Live(console=console, refresh_per_second=4) as live:
+        while time.monotonic() < deadline:
+            jobs = _check(api.get("/api/v1/jobs", params={"limit": 100}))["items"]
+            live.update(_table(jobs))
+            if all(j["phase"] in TERMINAL or j["name"] == "too-big" for j in jobs):
+                break
+            time.sleep(0.25)
+    return jobs
+
+
+def _table(jobs: list[dict[str, Any]]) -> Table:
+    table = Table(title="jobs")
+    for column in ("job", "queue", "phase", "tasks", "retries", "why"):
+        table.add_column(column)
+    for job in jobs:
+        tasks = ", ".join(
+            f"{t['phase']}@{t['node'] or '-'}{':' + ','.join(map(str, t['gpus'])) if t['gpus'] else ''}"
+            for t in job["tasks"]
+        )
+        why = job["message"] if job["phase"] in ("Pending", "Queued") else ""
+        table.add_row(
+            job["name"], job["queue"], job["phase"], tasks, str(job["attempts"]), why[:70]
+        )
     return table
 
 
-def _report(decisions: Decisions, told: dict[str, str]) -> list[str]:
-    """Lines that tell a session's Decisions (each waiting reason and reservation once)."""
-    lines = []
-    for job in sorted({b.job for b in decisions.binds}):
-        nodes = sorted({b.node for b in decisions.binds if b.job == job})
-        count = sum(1 for b in decisions.binds if b.job == job)
-        lines.append(f"  [green]placed[/] {job}: {count} task(s) on {', '.join(nodes)}")
-    for evict in decisions.evictions:
-        lines.append(f"  [red]{evict.action}[/] {evict.task} on {evict.node}: {evict.reason}")
-    placed = {b.job for b in decisions.binds}
-    for res in decisions.reservations:
-        if res.job in placed or told.get(f"reservation:{res.job}") == f"{res.start_time}":
-            continue
-        told[f"reservation:{res.job}"] = f"{res.start_time}"
-        lines.append(
-            f"  [cyan]reserved[/] {', '.join(res.nodes)} for {res.job}, "
-            f"start by t={res.start_time / MINUTE:g} min"
-        )
-    for item in decisions.unschedulable:
-        if not item.job.startswith("sweep-") and told.get(item.job) != item.reason.code:
-            told[item.job] = item.reason.code
-            lines.append(f"  [yellow]waiting[/] {item.job}: {item.reason.message}")
-    lines += [
-        f"  [magenta]note[/] {line}" for line in decisions.explanations if "sweep-" not in line
-    ]
-    return lines
+def _summary(console: Console, api: httpx.Client, jobs: list[dict[str, Any]]) -> None:
+    console.rule("[bold]summary")
+    for job in jobs:
+        took = ""
+        if job["started_at"] and job["finished_at"]:
+            took = f" in {job['finished_at'] - job['started_at']:.1f} s"
+        console.print(f"{job['name']:<10} {job['phase']}{took}  {job['reason']}: {job['message']}")
+    log = api.get("/api/v1/jobs/ddp-train/logs", params={"task": "ddp-train-worker-0"}).text
+    console.print("[bold]ddp-train rank 0 output:[/]")
+    console.print(log.strip() or "(no output)")
+    why = _check(api.get("/api/v1/jobs/too-big/why"))
+    console.print(f"[bold]why is too-big pending?[/] {why['reason']}: {why['message']}")
 
 
-def _submitted(job: Job) -> str | None:
-    if job.name.startswith("sweep-"):
-        return "24 x 1-GPU sweeps" if job.name == "sweep-0" else None
-    gpus = job.roles[0].resources.get("gpu")
-    return f"{job.name} ({job.replicas} x {gpus:g} GPUs, min {job.gang_size})"
-
-
-class _Narrator:
-    """Prints what happens, under a heading for each moment something does."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.told: dict[str, str] = {}  # what was last said of a waiting job or reservation
-        self._heading: float | None = None
-        self._jobs = {job.name: job for job, _ in SCRIPT}
-
-    def at(self, now: float) -> None:
-        if now != self._heading:
-            self._heading = now
-            minutes, seconds = divmod(round(now), 60)
-            self.console.print(
-                f"[bold]t={minutes} min" + (f" {seconds} s" if seconds else "") + "[/]"
-            )
-
-    def event(self, row: dict[str, object]) -> None:
-        t, ev, name = float(row["t"]), row["ev"], str(row["job"])  # type: ignore[arg-type]
-        if ev == "submit":
-            label = _submitted(self._jobs[name])
-            if label is not None:
-                self.at(t)
-                self.console.print(f"  [blue]submitted[/] {label} to {row['queue']}")
-        elif ev == "finish" and not name.startswith("sweep-"):
-            self.at(t)
-            self.console.print(f"  [blue]{name} finished[/]")
-
-    def session(self, now: float, decisions: Decisions) -> None:
-        lines = _report(decisions, self.told)
-        if lines:
-            self.at(now)
-        for line in lines:
-            self.console.print(line)
-
-
-def demo(minutes: int = 60) -> None:
-    """Run the demo scenario on the simulator for ``minutes`` simulated minutes."""
-    console = Console()
-    console.rule(
-        "[bold]phalanx demo: 4 nodes x 8 GPUs, queues research / prod / batch (over-issued)"
-    )
-    workload = Workload(
-        jobs=tuple(
-            WorkloadJob(job=job, duration=runtime)
-            for job, runtime in sorted(
-                SCRIPT, key=lambda item: (item[0].creation_time, item[0].name)
-            )
-        )
-    )
-    narrator = _Narrator(console)
-    options = SimOptions(
-        period=MINUTE, max_period=MINUTE, trigger_delay=0.0, grace=MINUTE, until=minutes * MINUTE
-    )
-    simulation = Simulation(
-        NODES,
-        workload,
-        CONFIG,
-        queues=QUEUES,
-        options=options,
-        on_event=narrator.event,
-        on_session=narrator.session,
-    )
-    metrics = simulation.run()
-    console.print(_usage_table(simulation.state))
-    finished = sum(record.outcome == "finished" for record in metrics.jobs.values())
-    console.print(
-        f"{finished} of {len(metrics.jobs)} jobs finished in {minutes} simulated minutes."
-    )
+def _check(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        raise RuntimeError(f"{response.request.method} {response.request.url}: {response.text}")
+    return response.json()

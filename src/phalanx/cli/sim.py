@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from phalanx.cli import story
 from phalanx.domain.errors import PhalanxError
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
@@ -33,6 +34,7 @@ from phalanx.sim.workload import Workload
 from phalanx.spec import QueueDocument, load_file, parse_duration
 
 app = typer.Typer(help="Trace-driven simulation with the production engine.", no_args_is_help=True)
+app.command("story")(story.story)
 console = Console(stderr=True)
 
 CLUSTER_HELP = f"A Cluster document, or a preset: {', '.join(PRESETS)}."

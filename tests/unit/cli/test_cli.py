@@ -1,4 +1,4 @@
-"""The command line runs the demo and the engine benchmark in-process."""
+"""The command line runs the simulated story and the engine benchmark in-process."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from phalanx.cli.main import app
 runner = CliRunner()
 
 
-def test_demo_runs_the_story_to_the_end() -> None:
-    result = runner.invoke(app, ["demo"])
+def test_sim_story_runs_to_the_end() -> None:
+    result = runner.invoke(app, ["sim", "story"])
     assert result.exit_code == 0, result.output
     assert "reclaim" in result.output
     assert "preempt" in result.output
