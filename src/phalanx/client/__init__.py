@@ -21,7 +21,12 @@ from __future__ import annotations
 
 from phalanx.client._client import DEFAULT_TIMEOUT, Applied, Client, Health
 from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolve_endpoint
-from phalanx.client._documents import ApplyInput
+from phalanx.client._documents import (
+    ApplyInput,
+    PreparedDocument,
+    prepare_documents,
+    queues_first,
+)
 from phalanx.client._errors import ClientError
 from phalanx.control.schemas.views import (
     EventView,
@@ -50,11 +55,14 @@ __all__ = [
     "Health",
     "JobView",
     "NodeView",
+    "PreparedDocument",
     "QueueView",
     "TaskView",
     "TokenView",
     "UserView",
     "WhyView",
     "config_path",
+    "prepare_documents",
+    "queues_first",
     "resolve_endpoint",
 ]

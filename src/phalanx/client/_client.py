@@ -17,7 +17,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from phalanx.client._config import resolve_endpoint
-from phalanx.client._documents import ApplyInput, Prepared, prepare
+from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
 from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.control.schemas.views import (
     EventView,
@@ -101,10 +101,14 @@ class Client:
     def apply_each(self, documents: ApplyInput, *, source: str | None = None) -> Iterator[Applied]:
         """``apply`` one document at a time: each is sent when the iterator reaches it.
         Everything is validated before the first is sent."""
-        for document in prepare(documents, source=source):
+        yield from self.apply_prepared(prepare_documents(documents, source=source))
+
+    def apply_prepared(self, documents: Sequence[PreparedDocument]) -> Iterator[Applied]:
+        """Send documents checked by ``prepare_documents``, in order, one per step."""
+        for document in documents:
             yield self._apply_one(document)
 
-    def _apply_one(self, document: Prepared) -> Applied:
+    def _apply_one(self, document: PreparedDocument) -> Applied:
         headers = {"Content-Type": "application/json"}
         if document.kind == "Job":
             answer = self._call("POST", "/jobs", content=document.body, headers=headers)

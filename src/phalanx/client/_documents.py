@@ -38,8 +38,8 @@ _STEP: Final = re.compile(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Prepared:
-    """One validated document, ready to send."""
+class PreparedDocument:
+    """One validated document, ready to send (``Client.apply_prepared``)."""
 
     kind: Literal["Queue", "Job"]
     name: str
@@ -47,8 +47,11 @@ class Prepared:
     where: str  # "jobs.yaml document 2", for messages
 
 
-def prepare(documents: ApplyInput, *, source: str | None = None) -> list[Prepared]:
-    """The documents of ``documents``, validated, queues first; raises ``DocumentError``."""
+def prepare_documents(
+    documents: ApplyInput, *, source: str | None = None
+) -> list[PreparedDocument]:
+    """The documents of ``documents``, validated, queues first; raises ``DocumentError``.
+    Nothing is sent."""
     pairs = _pairs(documents, source)
     if not pairs:
         raise DocumentError(
@@ -56,7 +59,12 @@ def prepare(documents: ApplyInput, *, source: str | None = None) -> list[Prepare
             fix="give Queue or Job documents (apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
-    return [p for p in prepared if p.kind == "Queue"] + [p for p in prepared if p.kind == "Job"]
+    return queues_first(prepared)
+
+
+def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
+    """``documents`` with every queue before every job, each kind in its given order."""
+    return sorted(documents, key=lambda d: d.kind != "Queue")
 
 
 def _pairs(documents: ApplyInput, source: str | None) -> list[tuple[Any, Document, str]]:
@@ -125,7 +133,7 @@ def _zip(text: str, documents: list[Document], source: str) -> list[tuple[Any, D
     ]
 
 
-def _prepared(raw: Any, document: Document, where: str) -> Prepared:
+def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
     if isinstance(document, ClusterDocument | SchedulerConfigDocument):
         option = "--cluster" if isinstance(document, ClusterDocument) else "--scheduler"
         raise DocumentError(
@@ -136,7 +144,7 @@ def _prepared(raw: Any, document: Document, where: str) -> Prepared:
     kind: Literal["Queue", "Job"] = "Queue" if isinstance(document, QueueDocument) else "Job"
     assert isinstance(document, QueueDocument | JobDocument)
     body = json.dumps(raw, default=_jsonable).encode()
-    return Prepared(kind=kind, name=document.metadata.name, body=body, where=where)
+    return PreparedDocument(kind=kind, name=document.metadata.name, body=body, where=where)
 
 
 def _jsonable(value: Any) -> Any:
