@@ -19,6 +19,7 @@ from phalanx.cli import (
     logs,
     sim,
     top,
+    up,
     users,
 )
 from phalanx.cli.remote import Remote
@@ -45,6 +46,7 @@ def main(
     ctx.obj = Remote(server=server, token=token)
 
 
+app.command("up")(up.up)
 app.command("apply")(apply.apply)
 app.add_typer(get.app, name="get")
 app.add_typer(describe.app, name="describe")
