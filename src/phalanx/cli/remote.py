@@ -84,14 +84,15 @@ def fail(error: PhalanxError | str) -> NoReturn:
 
 
 def describe(error: PhalanxError | str) -> str:
-    """The error's text, with its field and fix appended when the text does not say them."""
+    """The error's text, with its field and fix appended when the text does not say them
+    (a text names a field as ``field: ...``)."""
     text = str(error)
     if isinstance(error, str):
         return text
     field = getattr(error, "field", None)
     fix = getattr(error, "fix", None)
     first, _, rest = text.partition("\n")
-    if isinstance(field, str) and field and field not in text:
+    if isinstance(field, str) and field and not (f"{field}:" in text or f"field: {field}" in text):
         first += f"; field: {field}"
     if isinstance(fix, str) and fix and fix not in text:
         first += f"; fix: {fix}"

@@ -33,9 +33,10 @@ class ClientError(PhalanxError):
         super().__init__(self.message())
 
     def message(self) -> str:
-        """``detail``, then the field and the fix when the detail does not already say them."""
+        """``detail``, then the field and the fix when the detail does not already say them
+        (a detail names a field as ``field: ...``)."""
         parts = [self.detail]
-        if self.field and self.field not in self.detail:
+        if self.field and f"{self.field}:" not in self.detail:
             parts.append(f"field: {self.field}")
         if self.fix and self.fix not in self.detail:
             parts.append(f"fix: {self.fix}")
