@@ -1,8 +1,9 @@
 """``phalanx up``: run the control plane in this process (API, controller, executor).
 
 Guarantees: bad options (an unknown executor, a Cluster or scheduler file that does
-not validate, a bad database URL, a port in use) end with one ``error:`` line naming
-the option and the fix, before anything is written. On a fresh data dir it prints the
+not validate, a port in use, a bad database URL) end with one ``error:`` line naming
+the option and the fix, and no admin is created; all but the database are checked
+before the data dir is touched. On a fresh data dir it prints the
 ``export`` lines that point the CLI at the server with the new admin token (also saved
 in ``DATA_DIR/admin.token``); later starts say where that file is.
 """

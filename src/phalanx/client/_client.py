@@ -188,13 +188,13 @@ class Client:
         self,
         name: str,
         task: str | None = None,
-        *,
         stream: Literal["stdout", "stderr"] = "stdout",
         follow: bool = False,
     ) -> Iterator[str]:
         """A task's output (the job's first task by default) as text chunks. The request
         is made now (errors raise here); with ``follow`` the chunks keep coming until the
-        task has ended."""
+        task has ended. Iterate to the end, or ``close()`` the iterator, to free the
+        connection."""
         params: dict[str, Any] = {"stream": stream, "follow": follow}
         if task is not None:
             params["task"] = task
