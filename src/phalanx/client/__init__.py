@@ -19,7 +19,7 @@ Errors::
 
 from __future__ import annotations
 
-from phalanx.client._client import DEFAULT_TIMEOUT, Applied, Client, Health
+from phalanx.client._client import DEFAULT_TIMEOUT, Applied, Client, Health, LogChunks
 from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolve_endpoint
 from phalanx.client._documents import (
     ApplyInput,
@@ -54,6 +54,7 @@ __all__ = [
     "GpuView",
     "Health",
     "JobView",
+    "LogChunks",
     "NodeView",
     "PreparedDocument",
     "QueueView",

@@ -8,7 +8,7 @@ newer server does not break an older client.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 from urllib.parse import quote
@@ -51,6 +51,36 @@ class Health:
 
     status: str
     version: str
+
+
+class LogChunks(Iterator[str]):
+    """The text of a log answer, chunk by chunk. The connection is freed at the end, on
+    ``close()``, or on leaving a ``with`` block; a lost connection raises ``ClientError``."""
+
+    def __init__(self, response: httpx.Response, lost: Callable[[Exception], ClientError]) -> None:
+        self._response = response
+        self._texts = response.iter_text()
+        self._lost = lost
+
+    def __next__(self) -> str:
+        try:
+            return next(self._texts)
+        except StopIteration:
+            self.close()
+            raise
+        except httpx.HTTPError as error:
+            self.close()
+            raise self._lost(error) from None
+
+    def close(self) -> None:
+        """Free the connection (the rest of the log is not read)."""
+        self._response.close()
+
+    def __enter__(self) -> LogChunks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class Client:
@@ -190,10 +220,10 @@ class Client:
         task: str | None = None,
         stream: Literal["stdout", "stderr"] = "stdout",
         follow: bool = False,
-    ) -> Iterator[str]:
+    ) -> LogChunks:
         """A task's output (the job's first task by default) as text chunks. The request
         is made now (errors raise here); with ``follow`` the chunks keep coming until the
-        task has ended. Iterate to the end, or ``close()`` the iterator, to free the
+        task has ended. Iterate to the end, or ``close()`` the answer, to free the
         connection."""
         params: dict[str, Any] = {"stream": stream, "follow": follow}
         if task is not None:
@@ -202,15 +232,9 @@ class Client:
         timeout = httpx.Timeout(self._timeout, read=None) if follow else None
         request = self._http.build_request("GET", path, params=params, timeout=timeout)
         response = self._send(request, stream=True)
-        return self._chunks(response)
-
-    def _chunks(self, response: httpx.Response) -> Iterator[str]:
-        try:
-            yield from response.iter_text()
-        except httpx.HTTPError as error:
-            raise from_transport(error, self.server, self._server_from) from None
-        finally:
-            response.close()
+        return LogChunks(
+            response, lambda error: from_transport(error, self.server, self._server_from)
+        )
 
     # -- queues --------------------------------------------------------------------------
 

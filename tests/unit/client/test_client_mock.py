@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -140,3 +140,27 @@ def test_apply_puts_a_queue_that_exists() -> None:
     applied = client(handler).apply("apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: q}\n")
     assert [a.action for a in applied] == ["configured"]
     assert calls == [("POST", "/api/v1/queues"), ("PUT", "/api/v1/queues/q")]
+
+
+class Recorded(httpx.SyncByteStream):
+    """A response body that remembers being closed."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"never read\n"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_closing_an_unread_log_frees_the_connection() -> None:
+    body = Recorded()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=body)
+
+    with client(handler).logs("j", follow=True):
+        pass
+    assert body.closed
