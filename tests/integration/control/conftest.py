@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from phalanx.control.server import Server
 from tests.integration.control import serving
 
 
@@ -43,3 +45,13 @@ def create_database(base: str) -> str:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
     return make_url(base).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """A started server on a loopback port the OS chose, over ``tmp_path/data`` and this
+    module's database, with two 4-GPU nodes (``serving.CLUSTER``) and fast timing
+    (``serving.FAST``: period 0.2 s, grace 1 s, backoff 0.2 s). ``server.url`` and
+    ``server.admin_token`` reach it. Stopped, and its tasks killed, after the test."""
+    with serving.running_server(tmp_path) as started:
+        yield started

@@ -1,0 +1,39 @@
+"""``phalanx apply -f FILE``: create or update queues and submit jobs.
+
+Guarantees: every file is read and every document validated before the first is sent,
+so a bad document changes nothing; the error names the file, the document, its line
+and field, and the fix. Queues are sent before jobs. Each document sent prints one
+line ``queue/NAME created|configured`` or ``job/NAME created``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from phalanx.cli.remote import connect, reported
+from phalanx.client import PreparedDocument, prepare_documents, queues_first
+
+
+def apply(
+    ctx: typer.Context,
+    files: list[str] = typer.Option(
+        ...,
+        "--filename",
+        "-f",
+        help="A YAML/JSON file of Queue and Job documents ('-' reads stdin). Repeatable.",
+    ),
+) -> None:
+    """Create or update the queues and submit the jobs of the given files."""
+    documents: list[PreparedDocument] = []
+    with reported():
+        for name in files:
+            if name == "-":
+                documents += prepare_documents(sys.stdin.read(), source="<stdin>")
+            else:
+                documents += prepare_documents(Path(name))
+    with connect(ctx) as client:
+        for applied in client.apply_prepared(queues_first(documents)):
+            typer.echo(f"{applied.kind.lower()}/{applied.name} {applied.action}")

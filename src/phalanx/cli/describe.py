@@ -1,0 +1,232 @@
+"""``phalanx describe job|queue|node NAME``: one object in detail, for people.
+
+A job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
+events; a queue its quotas against what it holds; a node each GPU as a bar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from phalanx.cli import render
+from phalanx.cli.remote import connect, console
+from phalanx.client import EventView, JobView, NodeView, QueueView, WhyView
+
+app = typer.Typer(help="Show one job, queue or node in detail.", no_args_is_help=True)
+
+_WAITING = ("Pending", "Queued")
+
+
+@app.command("job")
+def describe_job(ctx: typer.Context, name: str = typer.Argument(..., help="The job.")) -> None:
+    """A job: its roles, tasks with nodes and GPUs, why it waits, and its events."""
+    with connect(ctx) as client:
+        job = client.job(name)
+        events = client.events(name)
+        why = client.why(name) if job.phase in _WAITING else None
+    out = console()
+    now = time.time()
+    out.print(_fields(_job_fields(job, now)))
+    roles = _roles(job.document)
+    if roles:
+        out.print(Text("\nRoles", style="bold"))
+        out.print(roles)
+    out.print(Text("\nTasks", style="bold"))
+    out.print(_tasks(job))
+    if why is not None:
+        out.print(Text("\nWhy pending", style="bold"))
+        out.print(_why(why))
+    out.print(Text("\nEvents", style="bold"))
+    out.print(_events(events, now))
+
+
+@app.command("queue")
+def describe_queue(ctx: typer.Context, name: str = typer.Argument(..., help="The queue.")) -> None:
+    """A queue: guarantee, deserved share and capability against what it holds."""
+    with connect(ctx) as client:
+        queue = client.queue(name)
+    out = console()
+    submitters = "everyone" if queue.submitters is None else ", ".join(queue.submitters) or "admins"
+    jobs = ", ".join(f"{k} {v}" for k, v in sorted(queue.jobs.items())) or "none"
+    out.print(
+        _fields(
+            {
+                "Name": queue.name,
+                "Parent": queue.parent,
+                "Weight": f"{queue.weight:g}",
+                "Submitters": submitters,
+                "Jobs": jobs,
+            }
+        )
+    )
+    out.print(Text("\nResources", style="bold"))
+    out.print(_quotas(queue))
+
+
+@app.command("node")
+def describe_node(ctx: typer.Context, name: str = typer.Argument(..., help="The node.")) -> None:
+    """A node: capacity against allocation, and every GPU with its tasks."""
+    with connect(ctx) as client:
+        node = client.node(name)
+    out = console()
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(node.labels.items())) or "none"
+    out.print(
+        _fields({"Name": node.name, "Status": render.node_status(node), "Tasks": str(node.tasks)})
+    )
+    out.print(_fields({"Labels": labels}))
+    out.print(Text("\nResources", style="bold"))
+    out.print(_capacity(node))
+    out.print(Text("\nGPUs", style="bold"))
+    out.print(_gpus(node))
+
+
+def _fields(values: Mapping[str, str | Text]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in values.items():
+        table.add_row(f"{key}:", value)
+    return table
+
+
+def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
+    state = render.phase(job.phase)
+    if job.reason:
+        state.append(f" ({job.reason}{': ' + job.message if job.message else ''})")
+    if job.cancel_requested and job.phase not in ("Cancelled", "Succeeded", "Failed"):
+        state.append(" cancel requested", style="yellow")
+    return {
+        "Name": job.name,
+        "Queue": job.queue,
+        "User": job.user,
+        "Phase": state,
+        "Created": f"{_clock(job.created_at)} ({render.age(job.created_at, now)} ago)",
+        "Started": _clock(job.started_at),
+        "Finished": _clock(job.finished_at),
+        "Attempts": str(job.attempts),
+        "Preemptions": str(job.preemptions),
+    }
+
+
+def _clock(when: float | None) -> str:
+    return "-" if when is None else datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _roles(document: dict[str, Any] | None) -> Table | None:
+    spec = document.get("spec") if isinstance(document, dict) else None
+    roles = spec.get("roles") if isinstance(spec, dict) else None
+    if not isinstance(roles, list) or not roles:
+        return None
+    table = Table(box=None, pad_edge=False)
+    for title in ("ROLE", "REPLICAS", "RESOURCES (each)", "COMMAND"):
+        table.add_column(title, overflow="fold")
+    for role in roles:
+        if not isinstance(role, dict):
+            continue
+        asked = role.get("resources") or {}
+        command = role.get("command")
+        shown = " ".join(map(str, command)) if isinstance(command, list) else str(command or "-")
+        table.add_row(
+            str(role.get("name", "?")),
+            str(role.get("replicas", 1)),
+            ", ".join(f"{k}={v}" for k, v in asked.items()) if isinstance(asked, dict) else "-",
+            shown,
+        )
+    return table
+
+
+def _tasks(job: JobView) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for title in ("TASK", "ROLE", "PHASE", "NODE", "GPUS", "EXIT"):
+        table.add_column(title, overflow="fold")
+    for task in job.tasks:
+        table.add_row(
+            task.name,
+            task.role,
+            render.phase(task.phase),
+            task.node or "-",
+            ",".join(map(str, task.gpus)) or "-",
+            "-" if task.exit_code is None else str(task.exit_code),
+        )
+    return table
+
+
+def _why(why: WhyView) -> Text:
+    text = Text(why.reason or "waiting", style="yellow")
+    if why.message:
+        text.append(f": {why.message}")
+    return text
+
+
+def _events(events: list[EventView], now: float) -> Table | Text:
+    if not events:
+        return Text("none yet", style="dim")
+    table = Table(box=None, pad_edge=False)
+    for title in ("AGE", "KIND", "MESSAGE"):
+        table.add_column(title, overflow="fold")
+    for event in events:
+        table.add_row(render.age(event.time, now), event.kind, event.message)
+    return table
+
+
+def _quotas(queue: QueueView) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for title in ("RESOURCE", "GUARANTEE", "DESERVED", "CAPABILITY", "ALLOCATED", "OF DESERVED"):
+        table.add_column(title, overflow="fold")
+    names = sorted(
+        {*queue.guarantee, *queue.deserved, *queue.capability, *queue.allocated},
+        key=lambda n: (n not in ("gpu", "cpu", "memory"), n),
+    )
+    for name in names:
+        allocated = queue.allocated.get(name, 0.0)
+        deserved = queue.deserved.get(name)
+        table.add_row(
+            name,
+            render.amount(name, queue.guarantee.get(name, 0.0)),
+            render.amount(name, deserved),
+            render.amount(name, queue.capability[name])
+            if name in queue.capability
+            else "unlimited",
+            render.amount(name, allocated),
+            render.bar(allocated, deserved or 0.0) if deserved else Text("-"),
+        )
+    return table
+
+
+def _capacity(node: NodeView) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for title in ("RESOURCE", "ALLOCATED", "CAPACITY", "USE"):
+        table.add_column(title, overflow="fold")
+    for name, capacity in node.capacity.items():
+        allocated = node.allocated.get(name, 0.0)
+        table.add_row(
+            name,
+            render.amount(name, allocated),
+            render.amount(name, capacity),
+            render.bar(allocated, capacity),
+        )
+    return table
+
+
+def _gpus(node: NodeView) -> Table | Text:
+    if not node.gpus:
+        return Text("none", style="dim")
+    table = Table(box=None, pad_edge=False)
+    for title in ("GPU", "MODEL", "USE", "", "TASKS"):
+        table.add_column(title, overflow="fold")
+    for gpu in node.gpus:
+        table.add_row(
+            str(gpu.index),
+            gpu.model or "-",
+            render.bar(gpu.used, 1.0),
+            f"{gpu.used:.0%}",
+            ", ".join(gpu.tasks) or "-",
+        )
+    return table

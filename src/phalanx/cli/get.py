@@ -1,0 +1,90 @@
+"""``phalanx get jobs|queues|nodes [NAME]``: list what the server holds.
+
+A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
+API's objects (a list, or one object when NAME is given) and nothing else on stdout.
+"""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from phalanx.cli import render
+from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
+from phalanx.domain.job import JobPhase
+
+app = typer.Typer(help="List jobs, queues or nodes.", no_args_is_help=True)
+
+
+@app.command("jobs")
+def get_jobs(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One job."),
+    output: Output | None = OUTPUT_OPTION,
+    queue: str | None = typer.Option(None, "--queue", help="Only jobs of this queue."),
+    phase: list[str] | None = typer.Option(
+        None, "--phase", help="Only jobs in this phase (repeatable), e.g. Running."
+    ),
+    user: str | None = typer.Option(None, "--user", help="Only this user's jobs (admins)."),
+    all_users: bool = typer.Option(
+        False, "--all-users", "-A", help="Every user's jobs (admins); default: your own."
+    ),
+) -> None:
+    """Jobs, oldest first: your own unless --all-users or --user."""
+    phases = [_phase(p) for p in phase or ()]
+    with connect(ctx) as client:
+        if name is not None:
+            jobs = [client.job(name)]
+        else:
+            if user is None and not all_users:
+                user = client.whoami().name
+            jobs = client.jobs(queue=queue, phase=phases or None, user=user)
+    if machine(output):
+        assert output is not None
+        emit(jobs[0] if name is not None else jobs, output)
+    elif not jobs:
+        typer.echo("no jobs", err=True)
+    else:
+        print_table(render.jobs_table(jobs, time.time(), wide=output is Output.WIDE))
+
+
+@app.command("queues")
+def get_queues(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One queue."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Queues, by name, with GPUs allocated against their share and cap."""
+    with connect(ctx) as client:
+        queues = [client.queue(name)] if name is not None else client.queues()
+    if machine(output):
+        assert output is not None
+        emit(queues[0] if name is not None else queues, output)
+    elif not queues:
+        typer.echo("no queues: create one with phalanx apply -f queue.yaml", err=True)
+    else:
+        print_table(render.queues_table(queues, wide=output is Output.WIDE))
+
+
+@app.command("nodes")
+def get_nodes(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One node."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Nodes with their GPUs (one block per card), CPU and memory in use."""
+    with connect(ctx) as client:
+        nodes = [client.node(name)] if name is not None else client.nodes()
+    if machine(output):
+        assert output is not None
+        emit(nodes[0] if name is not None else nodes, output)
+    else:
+        print_table(render.nodes_table(nodes, wide=output is Output.WIDE))
+
+
+def _phase(text: str) -> str:
+    found = {p.value.lower(): p.value for p in JobPhase}.get(text.strip().lower())
+    if found is None:
+        fail(f"--phase: {text!r} is not a job phase; fix: use one of {', '.join(JobPhase)}")
+    return found

@@ -1,0 +1,182 @@
+"""How the CLI draws the API's views for people: amounts, ages, bars and tables.
+
+Pure functions of the views (and ``now`` for ages): the same views draw the same text.
+Amounts arrive in canonical units (cpu in millicores, memory in bytes) and are shown
+the way documents write them (``8``, ``500m``, ``32Gi``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from phalanx.client import JobView, NodeView, QueueView
+from phalanx.domain.resources import format_amount
+
+#: Task phases that hold resources.
+HOLDING = frozenset({"Bound", "Running", "Releasing"})
+
+_PHASE_STYLE = {
+    "Pending": "yellow",
+    "Queued": "cyan",
+    "Running": "green",
+    "Succeeded": "blue",
+    "Failed": "red",
+    "Cancelled": "dim",
+}
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def amount(name: str, value: float | None) -> str:
+    """``value`` of resource ``name`` for people; ``-`` when absent."""
+    return "-" if value is None else format_amount(name, value)
+
+
+def age(since: float | None, now: float) -> str:
+    """``now - since`` as ``12s``, ``5m``, ``3h`` or ``2d``; ``-`` without a start."""
+    if since is None:
+        return "-"
+    seconds = max(0.0, now - since)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def phase(text: str) -> Text:
+    """A phase, coloured by what it means."""
+    return Text(text, style=_PHASE_STYLE.get(text, ""))
+
+
+def bar(used: float, total: float, width: int = 20) -> Text:
+    """``[████░░░░] used/total`` filled by ``used / total``; green, yellow past 70 %, red past 90 %."""
+    share = 0.0 if total <= 0 or math.isinf(total) else min(1.0, max(0.0, used / total))
+    filled = round(share * width)
+    style = "red" if share > 0.9 else "yellow" if share > 0.7 else "green"
+    text = Text("[")
+    text.append("█" * filled, style=style)
+    text.append("░" * (width - filled), style="dim")
+    text.append("]")
+    return text
+
+
+def cards(used: Sequence[float]) -> Text:
+    """One block per GPU, as tall as the share of the card in use."""
+    text = Text()
+    for share in used:
+        level = min(len(_BLOCKS) - 1, math.ceil(max(0.0, min(1.0, share)) * (len(_BLOCKS) - 1)))
+        style = "red" if share > 0.9 else "yellow" if share > 0.7 else "green"
+        text.append(_BLOCKS[level] if level else "·", style=style if level else "dim")
+    return text
+
+
+def held_gpus(job: JobView) -> int:
+    """GPU cards the job's tasks hold now."""
+    return sum(len(task.gpus) for task in job.tasks if task.phase in HOLDING)
+
+
+def node_status(node: NodeView) -> Text:
+    """Ready, Cordoned or Draining."""
+    if node.draining:
+        return Text("Draining", style="red")
+    if node.cordoned:
+        return Text("Cordoned", style="yellow")
+    return Text("Ready", style="green")
+
+
+def jobs_table(jobs: Sequence[JobView], now: float, *, wide: bool = False) -> Table:
+    """One row per job: name, queue, user, phase, running/total tasks, GPUs held, age."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("NAME", "QUEUE", "USER", "PHASE", "TASKS", "GPUS", "AGE"):
+        table.add_column(title, overflow="fold", no_wrap=title not in ("NAME",))
+    if wide:
+        for title in ("NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
+            table.add_column(title, overflow="fold")
+    for job in jobs:
+        running = sum(1 for t in job.tasks if t.phase == "Running")
+        row: list[str | Text] = [
+            job.name,
+            job.queue,
+            job.user,
+            phase(job.phase),
+            f"{running}/{len(job.tasks)}",
+            str(held_gpus(job)),
+            age(job.created_at, now),
+        ]
+        if wide:
+            nodes = sorted({t.node for t in job.tasks if t.node and t.phase in HOLDING})
+            row += [
+                ",".join(nodes) or "-",
+                str(job.attempts),
+                str(job.preemptions),
+                job.reason,
+                job.message,
+            ]
+        table.add_row(*row)
+    return table
+
+
+def queues_table(queues: Sequence[QueueView], *, wide: bool = False) -> Table:
+    """One row per queue: GPUs allocated against deserved and capability, job counts."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("NAME", "PARENT", "WEIGHT", "GPU ALLOC", "DESERVED", "CAP", "RUNNING", "PENDING"):
+        table.add_column(title, overflow="fold")
+    if wide:
+        for title in ("GUARANTEE", "CPU ALLOC", "MEMORY ALLOC", "SUBMITTERS"):
+            table.add_column(title, overflow="fold")
+    for queue in queues:
+        row: list[str | Text] = [
+            queue.name,
+            queue.parent,
+            f"{queue.weight:g}",
+            amount("gpu", queue.allocated.get("gpu", 0.0)),
+            amount("gpu", queue.deserved.get("gpu")),
+            amount("gpu", queue.capability["gpu"]) if "gpu" in queue.capability else "unlimited",
+            str(queue.jobs.get("Running", 0)),
+            str(queue.jobs.get("Pending", 0) + queue.jobs.get("Queued", 0)),
+        ]
+        if wide:
+            row += [
+                resources(queue.guarantee) or "-",
+                amount("cpu", queue.allocated.get("cpu", 0.0)),
+                amount("memory", queue.allocated.get("memory", 0.0)),
+                "everyone" if queue.submitters is None else ",".join(queue.submitters),
+            ]
+        table.add_row(*row)
+    return table
+
+
+def nodes_table(nodes: Sequence[NodeView], *, wide: bool = False) -> Table:
+    """One row per node: status, GPUs (one block per card), CPU and memory in use, tasks."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("NAME", "STATUS", "GPUS", "GPU USE", "CPU", "MEMORY", "TASKS"):
+        table.add_column(title, overflow="fold")
+    if wide:
+        table.add_column("GPU MODEL", overflow="fold")
+        table.add_column("LABELS", overflow="fold")
+    for node in nodes:
+        used = sum(gpu.used for gpu in node.gpus)
+        row: list[str | Text] = [
+            node.name,
+            node_status(node),
+            f"{used:g}/{len(node.gpus)}",
+            cards([gpu.used for gpu in node.gpus]),
+            f"{amount('cpu', node.allocated.get('cpu', 0.0))}/{amount('cpu', node.capacity.get('cpu'))}",
+            f"{amount('memory', node.allocated.get('memory', 0.0))}/"
+            f"{amount('memory', node.capacity.get('memory'))}",
+            str(node.tasks),
+        ]
+        if wide:
+            models = sorted({gpu.model for gpu in node.gpus if gpu.model})
+            labels = ",".join(f"{k}={v}" for k, v in sorted(node.labels.items()))
+            row += [",".join(models) or "-", labels or "-"]
+        table.add_row(*row)
+    return table
+
+
+def resources(amounts: Mapping[str, float]) -> str:
+    """``cpu=8, gpu=4`` for the non-zero amounts."""
+    return ", ".join(f"{k}={amount(k, v)}" for k, v in sorted(amounts.items()) if v)

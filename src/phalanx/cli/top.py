@@ -1,0 +1,112 @@
+"""``phalanx top nodes|queues``: a live view that redraws every few seconds.
+
+``--once`` draws one frame and exits (for scripts and tests). Ctrl-C ends the view
+quietly; a server that goes away ends it with the usual one-line error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+import typer
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from phalanx.cli import render
+from phalanx.cli.remote import connect, console, print_table
+from phalanx.client import Client
+
+app = typer.Typer(help="Live views of GPU use by node or queue.", no_args_is_help=True)
+
+ONCE = typer.Option(False, "--once", help="Print one frame and exit.")
+INTERVAL = typer.Option(2.0, "--interval", min=0.2, help="Seconds between frames.")
+
+
+@app.command("nodes")
+def top_nodes(ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL) -> None:
+    """Every node's GPUs (one bar per node, one block per card), CPU and memory."""
+    with connect(ctx) as client:
+        _show(lambda: nodes_frame(client), once=once, interval=interval)
+
+
+@app.command("queues")
+def top_queues(ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL) -> None:
+    """Every queue's GPUs against its deserved share, and its jobs."""
+    with connect(ctx) as client:
+        _show(lambda: queues_frame(client), once=once, interval=interval)
+
+
+def _show(frame: Callable[[], RenderableType], *, once: bool, interval: float) -> None:
+    if once:
+        print_table(frame())
+        return
+    out = console()
+    try:
+        with Live(frame(), console=out, auto_refresh=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(frame(), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+def nodes_frame(client: Client) -> RenderableType:
+    """One frame of ``top nodes``."""
+    nodes = client.nodes()
+    table = Table(box=None, pad_edge=False)
+    for title in ("NODE", "STATUS", "CARDS", "GPU", "", "CPU", "", "MEMORY", "", "TASKS"):
+        table.add_column(title, no_wrap=True)
+    used_total = cards_total = 0.0
+    for node in nodes:
+        used = sum(gpu.used for gpu in node.gpus)
+        used_total += used
+        cards_total += len(node.gpus)
+        cpu = (node.allocated.get("cpu", 0.0), node.capacity.get("cpu", 0.0))
+        memory = (node.allocated.get("memory", 0.0), node.capacity.get("memory", 0.0))
+        table.add_row(
+            node.name,
+            render.node_status(node),
+            render.cards([gpu.used for gpu in node.gpus]),
+            render.bar(used, len(node.gpus), width=12),
+            f"{used:g}/{len(node.gpus)}",
+            render.bar(*cpu, width=10),
+            f"{render.amount('cpu', cpu[0])}/{render.amount('cpu', cpu[1])}",
+            render.bar(*memory, width=10),
+            f"{render.amount('memory', memory[0])}/{render.amount('memory', memory[1])}",
+            str(node.tasks),
+        )
+    header = _header(client, f"{len(nodes)} node(s), GPUs {used_total:g}/{cards_total:g} in use")
+    return Group(header, table)
+
+
+def queues_frame(client: Client) -> RenderableType:
+    """One frame of ``top queues``."""
+    queues = client.queues()
+    table = Table(box=None, pad_edge=False)
+    for title in ("QUEUE", "GPU vs DESERVED", "", "CAP", "CPU", "MEMORY", "RUNNING", "PENDING"):
+        table.add_column(title, no_wrap=True)
+    for queue in queues:
+        gpus = queue.allocated.get("gpu", 0.0)
+        deserved = queue.deserved.get("gpu", 0.0)
+        table.add_row(
+            queue.name,
+            render.bar(gpus, deserved, width=16),
+            f"{gpus:g}/{deserved:g}",
+            render.amount("gpu", queue.capability["gpu"]) if "gpu" in queue.capability else "-",
+            render.amount("cpu", queue.allocated.get("cpu", 0.0)),
+            render.amount("memory", queue.allocated.get("memory", 0.0)),
+            str(queue.jobs.get("Running", 0)),
+            str(queue.jobs.get("Pending", 0) + queue.jobs.get("Queued", 0)),
+        )
+    return Group(_header(client, f"{len(queues)} queue(s)"), table)
+
+
+def _header(client: Client, summary: str) -> Text:
+    text = Text(f"phalanx {client.server}  ", style="bold")
+    text.append(datetime.now().strftime("%H:%M:%S"), style="dim")
+    text.append(f"  {summary}")
+    return text

@@ -1,0 +1,143 @@
+"""``phalanx up``: run the control plane in this process (API, controller, executor).
+
+Guarantees: bad options (an unknown executor, a Cluster or scheduler file that does
+not validate, a port in use, a bad database URL) end with one ``error:`` line naming
+the option and the fix, and no admin is created; all but the database are checked
+before the data dir is touched. On a fresh data dir it prints the
+``export`` lines that point the CLI at the server with the new admin token (also saved
+in ``DATA_DIR/admin.token``); later starts say where that file is.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import typer
+
+from phalanx.cli.remote import fail, reported
+
+if TYPE_CHECKING:
+    from phalanx.control.server import Server, ServerSettings
+
+#: The executors ``--executor`` accepts.
+EXECUTORS: Final = ("local",)
+DATA_DIR_ENV: Final = "PHALANX_DATA_DIR"
+#: The file in the data dir that holds the first admin's token (``control.auth`` writes it).
+ADMIN_TOKEN_FILE: Final = "admin.token"
+
+
+def default_data_dir() -> Path:
+    """``$PHALANX_DATA_DIR``, else ``$XDG_DATA_HOME/phalanx``, else ``~/.local/share/phalanx``."""
+    explicit = os.environ.get(DATA_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "phalanx"
+
+
+def up(
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help=f"Database, admin token, task logs. Default: ${DATA_DIR_ENV} or ~/.local/share/phalanx.",
+    ),
+    db: str | None = typer.Option(
+        None, "--db", help="A database URL (default: SQLite in the data dir)."
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port to listen on."),
+    cluster: Path | None = typer.Option(
+        None, "--cluster", help="A Cluster document of (virtual) nodes; default: this host."
+    ),
+    executor: str = typer.Option("local", "--executor", help=f"One of: {', '.join(EXECUTORS)}."),
+    scheduler: str = typer.Option(
+        "phalanx-default", "--scheduler", help="A shipped policy or a SchedulerConfig file."
+    ),
+) -> None:
+    """Run the control plane here until Ctrl-C: the API, the scheduler and the executor."""
+    # The server's stack (FastAPI, uvicorn, SQLAlchemy) loads only for this command, so
+    # every other command starts quickly.
+    from phalanx.control.server import ServerSettings, cluster_nodes  # noqa: PLC0415
+    from phalanx.policies import load_policy  # noqa: PLC0415
+
+    directory = (data_dir or default_data_dir()).absolute()
+    with reported():
+        if executor not in EXECUTORS:
+            fail(
+                f"--executor: {executor!r} is not available; "
+                f"fix: use one of: {', '.join(EXECUTORS)}"
+            )
+        cluster_nodes(cluster)  # checked before anything is written
+        load_policy(scheduler)
+        _check_port(host, port)
+        settings = ServerSettings(
+            data_dir=directory,
+            db_url=db,
+            host=host,
+            port=port,
+            cluster=cluster,
+            scheduler=scheduler,
+        )
+        server = _server(settings)
+    announce(server, directory)
+    server.serve()
+
+
+def _server(settings: ServerSettings) -> Server:
+    from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
+
+    from phalanx.control.server import Server  # noqa: PLC0415
+
+    try:
+        return Server(settings)
+    except SQLAlchemyError as error:
+        fail(f"--db: cannot use the database: {str(error).splitlines()[0]}; fix: check the URL")
+    except OSError as error:
+        fail(
+            f"--data-dir: cannot use {settings.data_dir}: {error.strerror or error}; "
+            "fix: choose a directory you can write"
+        )
+
+
+def _check_port(host: str, port: int) -> None:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        fail(f"--host: {host!r} is not an address of this machine; fix: use e.g. 127.0.0.1")
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            fail(
+                f"--port: cannot listen on {host}:{port}: {error.strerror or error}; "
+                "fix: choose another --port, or stop the server already there"
+            )
+
+
+def announce(server: Server, data_dir: Path) -> None:
+    """Tell the user where the server is and how to reach it."""
+    url = _client_url(server.settings.host, server.settings.port)
+    token_file = data_dir / ADMIN_TOKEN_FILE
+    typer.echo(f"phalanx serving on {url} (data in {data_dir}); Ctrl-C stops it")
+    typer.echo(f"export PHALANX_SERVER={url}")
+    if server.admin_token is not None:
+        typer.echo(f"export PHALANX_TOKEN={server.admin_token}")
+        typer.echo(f"# first start: user 'admin' created; its token is saved in {token_file}")
+    elif token_file.exists():
+        typer.echo(f'export PHALANX_TOKEN="$(cat {token_file})"')
+        typer.echo(f"# the admin token is in {token_file}")
+    else:
+        typer.echo(f"# {token_file} is gone; ask an admin for a token (phalanx token create)")
+
+
+def _client_url(host: str, port: int) -> str:
+    if host in ("0.0.0.0", "", "::"):
+        host = "127.0.0.1"  # listening everywhere: this machine reaches it on loopback
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"

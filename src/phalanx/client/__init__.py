@@ -1,0 +1,69 @@
+"""The phalanx SDK: a typed client of the control plane's HTTP API.
+
+```python
+from phalanx.client import Client
+
+with Client() as phalanx:                   # PHALANX_SERVER / PHALANX_TOKEN, or the config file
+    phalanx.apply("jobs.yaml")              # queues, then jobs
+    for job in phalanx.jobs(queue="nlp"):
+        print(job.name, job.phase)
+    print("".join(phalanx.logs("bert-pretrain")))
+```
+
+Errors::
+
+    PhalanxError
+    ├── ClientError      the server refused, could not be reached, or answered nonsense
+    └── DocumentError    a document given to ``apply`` does not validate (nothing was sent)
+"""
+
+from __future__ import annotations
+
+from phalanx.client._client import DEFAULT_TIMEOUT, Applied, Client, Health, LogChunks
+from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolve_endpoint
+from phalanx.client._documents import (
+    ApplyInput,
+    PreparedDocument,
+    prepare_documents,
+    queues_first,
+)
+from phalanx.client._errors import ClientError
+from phalanx.control.schemas.views import (
+    EventView,
+    GpuView,
+    JobView,
+    NodeView,
+    QueueView,
+    TaskView,
+    TokenView,
+    UserView,
+    WhyView,
+)
+from phalanx.domain.errors import DocumentError
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "DEFAULT_TIMEOUT",
+    "Applied",
+    "ApplyInput",
+    "Client",
+    "ClientError",
+    "DocumentError",
+    "Endpoint",
+    "EventView",
+    "GpuView",
+    "Health",
+    "JobView",
+    "LogChunks",
+    "NodeView",
+    "PreparedDocument",
+    "QueueView",
+    "TaskView",
+    "TokenView",
+    "UserView",
+    "WhyView",
+    "config_path",
+    "prepare_documents",
+    "queues_first",
+    "resolve_endpoint",
+]

@@ -1,0 +1,367 @@
+"""``Client``: the typed HTTP client of the phalanx API (``/api/v1``).
+
+Guarantees: every verb either returns the typed answer or raises ``ClientError``
+(``DocumentError`` for a bad document given to ``apply``, before anything is sent); no
+httpx or pydantic exception escapes. Read models ignore fields they do not know, so a
+newer server does not break an older client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from phalanx.client._config import resolve_endpoint
+from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
+from phalanx.client._errors import ClientError, from_response, from_transport
+from phalanx.control.schemas.views import (
+    EventView,
+    JobPage,
+    JobView,
+    NodeView,
+    QueueView,
+    TokenView,
+    UserView,
+    WhyView,
+)
+
+#: Seconds to wait for an answer (a followed log waits for output without limit).
+DEFAULT_TIMEOUT: Final = 10.0
+_API: Final = "/api/v1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Applied:
+    """One document ``apply`` sent and what the server made of it."""
+
+    kind: Literal["Queue", "Job"]
+    name: str
+    action: Literal["created", "configured"]
+    view: QueueView | JobView
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Health:
+    """``/healthz``: the server answers and its database does."""
+
+    status: str
+    version: str
+
+
+class LogChunks(Iterator[str]):
+    """The text of a log answer, chunk by chunk. The connection is freed at the end, on
+    ``close()``, or on leaving a ``with`` block; a lost connection raises ``ClientError``."""
+
+    def __init__(self, response: httpx.Response, lost: Callable[[Exception], ClientError]) -> None:
+        self._response = response
+        self._texts = response.iter_text()
+        self._lost = lost
+
+    def __next__(self) -> str:
+        try:
+            return next(self._texts)
+        except StopIteration:
+            self.close()
+            raise
+        except httpx.HTTPError as error:
+            self.close()
+            raise self._lost(error) from None
+
+    def close(self) -> None:
+        """Free the connection (the rest of the log is not read)."""
+        self._response.close()
+
+    def __enter__(self) -> LogChunks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class Client:
+    """A connection to one phalanx server.
+
+    ``server`` and ``token`` default to ``PHALANX_SERVER`` / ``PHALANX_TOKEN``, then the
+    config file (see ``phalanx.client.config_path``). ``transport`` replaces the network
+    (``httpx.MockTransport``, ``httpx.ASGITransport``...). Use it as a context manager or
+    call ``close``.
+    """
+
+    def __init__(
+        self,
+        server: str | None = None,
+        token: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        endpoint = resolve_endpoint(server, token)
+        self.server = endpoint.server
+        self._server_from = endpoint.server_from
+        self._has_token = endpoint.token is not None
+        self._timeout = timeout
+        url = self._checked_url(self.server)
+        headers = {"Authorization": f"Bearer {endpoint.token}"} if endpoint.token else {}
+        self._http = httpx.Client(
+            base_url=url, headers=headers, transport=transport, timeout=timeout
+        )
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- documents -----------------------------------------------------------------------
+
+    def apply(self, documents: ApplyInput, *, source: str | None = None) -> list[Applied]:
+        """Create or update every Queue and submit every Job of ``documents`` (a path,
+        YAML/JSON text, a mapping, a document, or a list); queues first."""
+        return list(self.apply_each(documents, source=source))
+
+    def apply_each(self, documents: ApplyInput, *, source: str | None = None) -> Iterator[Applied]:
+        """``apply`` one document at a time: each is sent when the iterator reaches it.
+        Everything is validated before the first is sent."""
+        yield from self.apply_prepared(prepare_documents(documents, source=source))
+
+    def apply_prepared(self, documents: Sequence[PreparedDocument]) -> Iterator[Applied]:
+        """Send documents checked by ``prepare_documents``, in order, one per step."""
+        for document in documents:
+            yield self._apply_one(document)
+
+    def _apply_one(self, document: PreparedDocument) -> Applied:
+        headers = {"Content-Type": "application/json"}
+        if document.kind == "Job":
+            answer = self._call("POST", "/jobs", content=document.body, headers=headers)
+            job = _parse(JobView, answer)
+            return Applied(kind="Job", name=document.name, action="created", view=job)
+        try:
+            answer = self._call("POST", "/queues", content=document.body, headers=headers)
+            action: Literal["created", "configured"] = "created"
+        except ClientError as error:
+            if error.status != 409:
+                raise
+            path = f"/queues/{_segment(document.name)}"
+            answer = self._call("PUT", path, content=document.body, headers=headers)
+            action = "configured"
+        queue = _parse(QueueView, answer)
+        return Applied(kind="Queue", name=document.name, action=action, view=queue)
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def iter_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        phase: str | Sequence[str] | None = None,
+        user: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[JobView]:
+        """Every visible job matching the filters, oldest first, fetching page by page."""
+        params: dict[str, Any] = {"limit": page_size}
+        if queue is not None:
+            params["queue"] = queue
+        if user is not None:
+            params["user"] = user
+        if phase is not None:
+            params["phase"] = [phase] if isinstance(phase, str) else list(phase)
+        after: int | None = None
+        while True:
+            page_params = params if after is None else {**params, "after": after}
+            page = _parse(JobPage, self._call("GET", "/jobs", params=page_params))
+            yield from page.items
+            if page.next is None:
+                return
+            after = page.next
+
+    def jobs(
+        self,
+        *,
+        queue: str | None = None,
+        phase: str | Sequence[str] | None = None,
+        user: str | None = None,
+    ) -> list[JobView]:
+        """Every visible job matching the filters (all pages), oldest first."""
+        return list(self.iter_jobs(queue=queue, phase=phase, user=user))
+
+    def job(self, name: str) -> JobView:
+        """One job with its tasks and document."""
+        return _parse(JobView, self._call("GET", f"/jobs/{_segment(name)}"))
+
+    def cancel(self, name: str) -> JobView:
+        """Ask for the job to be cancelled (its tasks are stopped first)."""
+        return _parse(JobView, self._call("POST", f"/jobs/{_segment(name)}/cancel"))
+
+    def delete_job(self, name: str) -> JobView:
+        """Remove a finished job; a live one is cancelled instead (delete it once it ended)."""
+        return _parse(JobView, self._call("DELETE", f"/jobs/{_segment(name)}"))
+
+    def events(self, name: str) -> list[EventView]:
+        """What happened to the job, oldest first."""
+        answer = self._call("GET", f"/jobs/{_segment(name)}/events")
+        return _parse_list(EventView, answer)
+
+    def why(self, name: str) -> WhyView:
+        """The scheduler's latest reason for where the job is."""
+        return _parse(WhyView, self._call("GET", f"/jobs/{_segment(name)}/why"))
+
+    def logs(
+        self,
+        name: str,
+        task: str | None = None,
+        stream: Literal["stdout", "stderr"] = "stdout",
+        follow: bool = False,
+    ) -> LogChunks:
+        """A task's output (the job's first task by default) as text chunks. The request
+        is made now (errors raise here); with ``follow`` the chunks keep coming until the
+        task has ended. Iterate to the end, or ``close()`` the answer, to free the
+        connection."""
+        params: dict[str, Any] = {"stream": stream, "follow": follow}
+        if task is not None:
+            params["task"] = task
+        path = f"{_API}/jobs/{_segment(name)}/logs"
+        timeout = httpx.Timeout(self._timeout, read=None) if follow else None
+        request = self._http.build_request("GET", path, params=params, timeout=timeout)
+        response = self._send(request, stream=True)
+        return LogChunks(
+            response, lambda error: from_transport(error, self.server, self._server_from)
+        )
+
+    # -- queues --------------------------------------------------------------------------
+
+    def queues(self) -> list[QueueView]:
+        """Every queue, by name, with quotas, allocation and job counts."""
+        return _parse_list(QueueView, self._call("GET", "/queues"))
+
+    def queue(self, name: str) -> QueueView:
+        """One queue."""
+        return _parse(QueueView, self._call("GET", f"/queues/{_segment(name)}"))
+
+    def delete_queue(self, name: str) -> None:
+        """Delete a queue that has no child queues and no live jobs (admins)."""
+        self._call("DELETE", f"/queues/{_segment(name)}")
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def nodes(self) -> list[NodeView]:
+        """Every node, in the cluster's order, with per-GPU allocation."""
+        return _parse_list(NodeView, self._call("GET", "/nodes"))
+
+    def node(self, name: str) -> NodeView:
+        """One node."""
+        return _parse(NodeView, self._call("GET", f"/nodes/{_segment(name)}"))
+
+    def cordon(self, name: str) -> NodeView:
+        """No new tasks go to the node; running ones stay (admins)."""
+        return _parse(NodeView, self._call("POST", f"/nodes/{_segment(name)}/cordon"))
+
+    def uncordon(self, name: str) -> NodeView:
+        """The node takes new tasks again (admins)."""
+        return _parse(NodeView, self._call("POST", f"/nodes/{_segment(name)}/uncordon"))
+
+    def drain(self, name: str) -> NodeView:
+        """Cordon the node and move its tasks elsewhere (admins)."""
+        return _parse(NodeView, self._call("POST", f"/nodes/{_segment(name)}/drain"))
+
+    # -- users and the server ------------------------------------------------------------
+
+    def users(self) -> list[UserView]:
+        """Every user (admins)."""
+        return _parse_list(UserView, self._call("GET", "/users"))
+
+    def create_user(self, name: str, role: Literal["admin", "user"] = "user") -> TokenView:
+        """Create a user; the answer holds their first token, shown only now (admins)."""
+        answer = self._call("POST", "/users", json={"name": name, "role": role})
+        return _parse(TokenView, answer)
+
+    def create_token(self, user: str, label: str = "") -> TokenView:
+        """A new token for ``user`` (admins for anyone, users for themselves)."""
+        answer = self._call("POST", f"/users/{_segment(user)}/tokens", json={"label": label})
+        return _parse(TokenView, answer)
+
+    def whoami(self) -> UserView:
+        """The user the token belongs to."""
+        return _parse(UserView, self._call("GET", "/users/me"))
+
+    def health(self) -> Health:
+        """The server's health (needs no token)."""
+        answer = self._send(self._http.build_request("GET", "/healthz"))
+        body = _json(answer)
+        if not isinstance(body, dict) or not isinstance(body.get("status"), str):
+            raise _nonsense(answer, "a health report")
+        return Health(status=body["status"], version=str(body.get("version", "")))
+
+    def metrics_text(self) -> str:
+        """The Prometheus text exposition of ``/metrics``."""
+        return self._send(self._http.build_request("GET", "/metrics")).text
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, **options: Any) -> httpx.Response:
+        return self._send(self._http.build_request(method, _API + path, **options))
+
+    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        try:
+            response = self._http.send(request, stream=stream)
+            if response.status_code >= 400:
+                response.read()
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
+            raise from_transport(error, self.server, self._server_from) from None
+        if response.status_code >= 400:
+            response.close()
+            raise from_response(response, has_token=self._has_token)
+        return response
+
+    def _checked_url(self, server: str) -> httpx.URL:
+        try:
+            url = httpx.URL(server)
+        except (httpx.InvalidURL, TypeError):
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise from_transport(httpx.InvalidURL(server), server, self._server_from)
+        return url
+
+
+def _segment(name: str) -> str:
+    return quote(name, safe="")
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _nonsense(response: httpx.Response, what: str) -> ClientError:
+    return ClientError(
+        f"{response.request.url} answered something that is not {what}",
+        status=response.status_code,
+        fix="check that the server URL points at a phalanx server of this version",
+    )
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse(model: type[M], response: httpx.Response) -> M:
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError:
+        raise _nonsense(response, f"a {model.__name__}") from None
+
+
+def _parse_list(model: type[M], response: httpx.Response) -> list[M]:
+    try:
+        return TypeAdapter(list[model]).validate_json(response.content)  # type: ignore[valid-type]
+    except ValidationError:
+        raise _nonsense(response, f"a list of {model.__name__}") from None

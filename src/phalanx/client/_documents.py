@@ -1,0 +1,210 @@
+"""What ``Client.apply`` sends: documents checked here first, then sent as written.
+
+Guarantees: every document is validated locally (``phalanx.spec``) before anything is
+sent, so a bad file changes nothing on the server. A bad document raises
+``DocumentError`` naming the source, the document, its line (when it came from text)
+and the field, with the fix. Queues come before jobs, each in input order, so a file
+can hold a queue and the jobs that go to it. Each document is sent as the user wrote
+it (a Volcano Job stays a Volcano Job; the server imports it the same way).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+import yaml
+from pydantic import BaseModel
+
+from phalanx.domain.errors import DocumentError
+from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
+from phalanx.spec.loader import Document, build_document, load_documents, load_file
+from phalanx.spec.scheduler import SchedulerConfigDocument
+
+#: What ``apply`` accepts: a path, YAML/JSON text, one mapping or document, or a list of them.
+ApplyInput: TypeAlias = (
+    str | os.PathLike[str] | Mapping[str, Any] | BaseModel | Sequence[Mapping[str, Any] | BaseModel]
+)
+
+_STEP: Final = re.compile(
+    r"\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]|\.?([A-Za-z_][A-Za-z0-9_/-]*)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedDocument:
+    """One validated document, ready to send (``Client.apply_prepared``)."""
+
+    kind: Literal["Queue", "Job"]
+    name: str
+    body: bytes  # JSON of the document as written
+    where: str  # "jobs.yaml document 2", for messages
+
+
+def prepare_documents(
+    documents: ApplyInput, *, source: str | None = None
+) -> list[PreparedDocument]:
+    """The documents of ``documents``, validated, queues first; raises ``DocumentError``.
+    Nothing is sent."""
+    pairs = _pairs(documents, source)
+    if not pairs:
+        raise DocumentError(
+            f"{source or 'the input'} holds no documents",
+            fix="give Queue or Job documents (apiVersion, kind, metadata, spec)",
+        )
+    prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
+    return queues_first(prepared)
+
+
+def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
+    """``documents`` with every queue before every job, each kind in its given order."""
+    return sorted(documents, key=lambda d: d.kind != "Queue")
+
+
+def _pairs(documents: ApplyInput, source: str | None) -> list[tuple[Any, Document, str]]:
+    if isinstance(documents, BaseModel | Mapping):
+        return [_one(documents, source or "<argument>")]
+    if isinstance(documents, os.PathLike) or (
+        isinstance(documents, str) and _looks_like_a_path(documents)
+    ):
+        return _from_file(Path(documents), source)
+    if isinstance(documents, str):
+        return _from_text(documents, source or "<text>")
+    return [_one(item, f"{source or '<argument>'}[{i}]") for i, item in enumerate(documents)]
+
+
+def _looks_like_a_path(text: str) -> bool:
+    stripped = text.strip()
+    return (
+        bool(stripped) and "\n" not in stripped and ": " not in stripped and stripped[0] not in "{["
+    )
+
+
+def _one(item: Any, source: str) -> tuple[Any, Document, str]:
+    raw = (
+        item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(item, BaseModel)
+        else item
+    )
+    return raw, build_document(raw, source=source), f"{source} document 1"
+
+
+def _from_file(path: Path, source: str | None) -> list[tuple[Any, Document, str]]:
+    where = source or os.fspath(path)
+    try:
+        documents = load_file(path)
+    except DocumentError as error:
+        if error.field is None:
+            raise
+        raise _with_line(error, _read(path), where) from None
+    return _zip(_read(path), documents, where)
+
+
+def _from_text(text: str, source: str) -> list[tuple[Any, Document, str]]:
+    try:
+        documents = load_documents(text, source=source)
+    except DocumentError as error:
+        if error.field is None:
+            raise
+        raise _with_line(error, text, source) from None
+    return _zip(text, documents, source)
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8-sig")
+
+
+def _zip(text: str, documents: list[Document], source: str) -> list[tuple[Any, Document, str]]:
+    # The loader has accepted this text (no aliases, bounded depth), so PyYAML's safe loader
+    # reads the same documents; their numbers count empty documents as the loader does.
+    numbered = [
+        (n, raw) for n, raw in enumerate(yaml.safe_load_all(text), start=1) if raw is not None
+    ]
+    assert len(numbered) == len(documents), "the loader and PyYAML disagree on the documents"
+    return [
+        (raw, document, f"{source} document {n}")
+        for (n, raw), document in zip(numbered, documents, strict=True)
+    ]
+
+
+def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
+    if isinstance(document, ClusterDocument | SchedulerConfigDocument):
+        option = "--cluster" if isinstance(document, ClusterDocument) else "--scheduler"
+        raise DocumentError(
+            f"{where} is a {document.kind} document, which apply does not send",
+            field="kind",
+            fix=f"give it to the server at start: phalanx up {option} FILE",
+        )
+    kind: Literal["Queue", "Job"] = "Queue" if isinstance(document, QueueDocument) else "Job"
+    assert isinstance(document, QueueDocument | JobDocument)
+    body = json.dumps(raw, default=_jsonable).encode()
+    return PreparedDocument(kind=kind, name=document.metadata.name, body=body, where=where)
+
+
+def _jsonable(value: Any) -> Any:
+    iso = getattr(value, "isoformat", None)  # YAML dates and timestamps
+    return iso() if callable(iso) else str(value)
+
+
+def _with_line(error: DocumentError, text: str, source: str) -> DocumentError:
+    """``error`` with the line of its field in ``text`` after the document's header."""
+    message = str(error)
+    header = re.match(rf"{re.escape(source)} document (\d+)(?: \([^)\n]*\))?", message)
+    if header is None or error.field is None:
+        return error
+    line = _line_of(text, int(header.group(1)), error.field)
+    if line is None:
+        return error
+    located = DocumentError(f"{message[: header.end()]}, line {line}{message[header.end() :]}")
+    located.field, located.fix = error.field, error.fix
+    return located
+
+
+def _line_of(text: str, number: int, field: str) -> int | None:
+    """The 1-based line of ``field`` (document syntax) in document ``number`` of ``text``,
+    or of its nearest enclosing node that exists."""
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None
+    if not 1 <= number <= len(nodes) or nodes[number - 1] is None:
+        return None
+    node: yaml.Node = nodes[number - 1]
+    line = node.start_mark.line + 1
+    for step in _steps(field):
+        found = _child(node, step)
+        if found is None:
+            break
+        mark, node = found
+        line = mark.line + 1
+    return line
+
+
+def _steps(field: str) -> list[str | int]:
+    steps: list[str | int] = []
+    for match in _STEP.finditer(field.partition(" (the key)")[0]):
+        index, quoted, name = match.groups()
+        if index is not None:
+            steps.append(int(index))
+        elif quoted is not None:
+            steps.append(str(ast.literal_eval(quoted)))
+        else:
+            steps.append(name)
+    return steps
+
+
+def _child(node: yaml.Node, step: str | int) -> tuple[yaml.Mark, yaml.Node] | None:
+    if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == step:
+                return key.start_mark, value
+    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+        item = node.value[step]
+        return item.start_mark, item
+    return None

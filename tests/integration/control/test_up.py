@@ -1,0 +1,107 @@
+"""``phalanx up``: what it checks before starting and what it tells the user.
+
+``Server.serve`` is replaced by a stub that only releases the database, so these tests
+see everything ``up`` does except blocking on the API.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from phalanx.cli import up
+from phalanx.cli.main import app
+from phalanx.control import auth
+from phalanx.control.server import Server
+from tests.integration.control.serving import CLUSTER
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[Server]:
+    """Every server ``up`` would have served."""
+    seen: list[Server] = []
+
+    def serve(self: Server) -> None:
+        seen.append(self)
+        self.db.close()
+
+    monkeypatch.setattr(Server, "serve", serve)
+    return seen
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_first_start_prints_the_exports_then_later_starts_name_the_token_file(
+    served: list[Server], tmp_path: Path
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLUSTER)
+    data = tmp_path / "data"
+    port = free_port()
+    args = ["up", "--data-dir", str(data), "--port", str(port), "--cluster", str(cluster)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    token = (data / "admin.token").read_text().strip()
+    assert f"export PHALANX_SERVER=http://127.0.0.1:{port}\n" in first.stdout
+    assert f"export PHALANX_TOKEN={token}\n" in first.stdout
+    assert str(data / "admin.token") in first.stdout
+    assert len(served) == 1 and served[0].settings.port == port
+
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert token not in again.stdout
+    assert f'export PHALANX_TOKEN="$(cat {data / "admin.token"})"' in again.stdout
+
+
+def test_the_data_dir_defaults_to_the_environment(
+    served: list[Server], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PHALANX_DATA_DIR", str(tmp_path / "from-env"))
+    assert up.default_data_dir() == tmp_path / "from-env"
+    monkeypatch.delenv("PHALANX_DATA_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert up.default_data_dir() == tmp_path / "xdg" / "phalanx"
+    assert up.ADMIN_TOKEN_FILE == auth.ADMIN_TOKEN_FILE
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--executor", "ray"], "--executor: 'ray' is not available; fix: use one of: local"),
+        (["--cluster", "missing.yaml"], "missing.yaml: cannot read"),
+        (["--scheduler", "nope"], "'nope' is neither a shipped policy nor a file"),
+        (["--db", "not a url"], "'not a url' is not a database URL"),
+    ],
+)
+def test_bad_options_are_one_line_and_write_nothing(
+    served: list[Server], tmp_path: Path, extra: list[str], expected: str
+) -> None:
+    data = tmp_path / "data"
+    result = CliRunner().invoke(
+        app, ["up", "--data-dir", str(data), "--port", str(free_port()), *extra]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: ") and expected in result.stderr
+    assert "Traceback" not in result.output
+    assert not served
+    assert not (data / "admin.token").exists()
+
+
+def test_a_port_in_use_is_refused(served: list[Server], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            app, ["up", "--data-dir", str(tmp_path / "data"), "--port", str(port)]
+        )
+    assert result.exit_code == 1, result.output
+    assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert not served

@@ -1,0 +1,83 @@
+"""The CLI's drawing helpers and its error line, without a server."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from rich.console import Console
+
+from phalanx.cli import remote, render
+from phalanx.client import ClientError, GpuView, JobView, NodeView, TaskView
+from phalanx.domain.errors import DocumentError, InvalidInput
+
+
+def text_of(renderable: object, width: int = 200) -> str:
+    console = Console(width=width, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0, "0s"), (59, "59s"), (61, "1m"), (7200, "2h"), (3 * 86400, "3d")]
+)
+def test_age(seconds: float, shown: str) -> None:
+    assert render.age(1000.0, 1000.0 + seconds) == shown
+    assert render.age(None, 5.0) == "-"
+
+
+def test_amounts_read_like_documents() -> None:
+    assert render.amount("cpu", 8000) == "8"
+    assert render.amount("cpu", 500) == "500m"
+    assert render.amount("memory", 32 * 2**30) == "32Gi"
+    assert render.amount("gpu", 0.5) == "0.5"
+    assert render.amount("gpu", None) == "-"
+
+
+def test_bars_fill_by_share_and_never_overflow() -> None:
+    assert render.bar(2, 4, width=4).plain == "[██░░]"
+    assert render.bar(9, 4, width=4).plain == "[████]"
+    assert render.bar(1, 0, width=4).plain == "[░░░░]"
+    assert render.cards([0.0, 0.5, 1.0]).plain == "·▄█"
+
+
+def test_the_jobs_table_counts_running_tasks_and_held_gpus() -> None:
+    tasks = [
+        TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
+        TaskView(name="j-w-1", role="w", index=1, phase="Pending"),
+    ]
+    job = JobView(name="j", queue="q", user="u", phase="Running", created_at=0.0, tasks=tasks)
+    text = text_of(render.jobs_table([job], now=90.0, wide=True))
+    assert "1/2" in text and " 2 " in text and "1m" in text and "n0" in text
+
+
+def test_the_nodes_table_shows_status_and_cards() -> None:
+    node = NodeView(
+        name="n0",
+        capacity={"cpu": 8000, "memory": 2**35, "gpu": 2},
+        allocated={"cpu": 1000, "memory": 2**30, "gpu": 1},
+        gpus=[GpuView(index=0, used=1.0), GpuView(index=1, used=0.0)],
+        cordoned=True,
+    )
+    text = text_of(render.nodes_table([node]))
+    assert "Cordoned" in text and "1/2" in text and "█·" in text and "1/8" in text
+
+
+def test_the_error_line_adds_field_and_fix_once(capsys: pytest.CaptureFixture[str]) -> None:
+    error = ClientError("no queue named 'x'", status=404, field="name", fix="list queues")
+    with pytest.raises(typer.Exit) as exit_:
+        remote.fail(error)
+    assert exit_.value.exit_code == 1
+    assert capsys.readouterr().err == "error: no queue named 'x'; field: name; fix: list queues\n"
+
+    located = DocumentError("f.yaml document 1 (Job j), line 9: spec.x: bad; fix: do y")
+    located.field, located.fix = "spec.x", "do y"
+    assert remote.describe(located) == "f.yaml document 1 (Job j), line 9: spec.x: bad; fix: do y"
+    assert remote.describe(InvalidInput("bad", field="--port", fix="another")) == (
+        "--port: bad; fix: another"
+    )
+
+
+def test_several_problems_keep_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(typer.Exit):
+        remote.fail(DocumentError("first problem\nsecond problem"))
+    assert capsys.readouterr().err == "error: first problem\n  second problem\n"
