@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import Result
 from typer.testing import CliRunner
@@ -138,10 +137,6 @@ def test_top_describe_node_and_cordon(server: Server) -> None:
     assert "no node named 'node-9'" in refused(phalanx(server, "cordon", "node-9"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: GET /api/v1/queues/{name} answers 500 (dict() of a SQLAlchemy Result)",
-)
 def test_describe_queue_shows_quotas_against_allocation(server: Server) -> None:
     ok(phalanx(server, "apply", "-f", "-", stdin=QUEUE_AND_JOB.split("---", maxsplit=1)[0]))
     described = ok(phalanx(server, "describe", "queue", "team-a"))

@@ -78,5 +78,6 @@ def admin(caller: Annotated[Principal, Depends(principal)]) -> Principal:
 
 Caller = Annotated[Principal, Depends(principal)]
 Admin = Annotated[Principal, Depends(admin)]
-DbSession = Annotated[Session, Depends(session)]
+# "function" scope: the transaction commits before the answer is sent, never after it.
+DbSession = Annotated[Session, Depends(session, scope="function")]
 TheController = Annotated[Controller, Depends(controller)]

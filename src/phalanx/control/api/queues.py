@@ -42,11 +42,12 @@ def list_queues(_: Caller, session: DbSession, controller: TheController) -> lis
 def get_queue(name: str, _: Caller, session: DbSession, controller: TheController) -> QueueView:
     """One queue."""
     row = _existing(session, name)
-    counts = dict(
-        session.execute(
+    counts = {
+        phase: count
+        for phase, count in session.execute(
             select(JobRow.phase, func.count()).where(JobRow.queue == name).group_by(JobRow.phase)
-        ).tuples()
-    )
+        )
+    }
     return _view(row, controller.view.queues.get(name), counts)
 
 

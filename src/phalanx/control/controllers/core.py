@@ -101,8 +101,11 @@ class Core:
         node: str | None = None,
         gpus: tuple[int, ...] = (),
         exit_code: int | None = None,
+        at: float | None = None,
     ) -> None:
-        """Move one task to ``phase``; journals its row (node and GPUs while it holds one)."""
+        """Move one task to ``phase``; journals its row (node and GPUs while it holds one).
+        ``at`` is when it happened, if the reporter knows better than the tick's ``now``."""
+        when = self.now if at is None else at
         job = self.jobs[task.job.name]
         current = PHASE_OF_STATUS[task.status]
         if current is not phase:
@@ -113,7 +116,7 @@ class Core:
             values.update(node=node, gpus=list(gpus), exit_code=None, finished_at=None)
         elif phase is TaskPhase.RUNNING:
             self.state.set_task(task, phase, self.state.snapshot.nodes[task.node].name)
-            values["started_at"] = self.now
+            values["started_at"] = when
         elif phase is TaskPhase.RELEASING:
             self.state.set_task(task, phase, self.state.snapshot.nodes[task.node].name)
         else:
@@ -122,7 +125,7 @@ class Core:
             if phase is TaskPhase.PENDING:
                 values.update(node=None, gpus=[], started_at=None, finished_at=None)
             else:
-                values["finished_at"] = self.now
+                values["finished_at"] = when
         self.journal.task(job.task_ids[task.name], **values)
         self.decided = True
 

@@ -34,7 +34,7 @@ def on_event(core: Core, event: TaskEvent) -> None:
         return
     if event.kind is TaskEventKind.STARTED:
         if task.status is TaskStatus.BOUND:
-            core.set_task(task, TaskPhase.RUNNING)
+            core.set_task(task, TaskPhase.RUNNING, at=event.time)
             start_ready(core, job)
         return
     if event.kind is TaskEventKind.EXITED and task.status is TaskStatus.BOUND:
