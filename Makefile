@@ -25,8 +25,15 @@ typecheck: install
 test: lint typecheck
 	$(BIN)/pytest
 
-demo: install
-	$(BIN)/phalanx demo
+# The demo's training job needs PyTorch: the CPU build, installed once.
+TORCH := $(VENV)/.torch
+
+$(TORCH): $(STAMP)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet torch==2.13.0
+	touch $(TORCH)
+
+demo: install $(TORCH)
+	$(BIN)/phalanx demo --port 0
 
 bench: install
 	$(BIN)/python bench/engine.py
