@@ -42,12 +42,8 @@ def list_queues(_: Caller, session: DbSession, controller: TheController) -> lis
 def get_queue(name: str, _: Caller, session: DbSession, controller: TheController) -> QueueView:
     """One queue."""
     row = _existing(session, name)
-    counts = {
-        phase: count
-        for phase, count in session.execute(
-            select(JobRow.phase, func.count()).where(JobRow.queue == name).group_by(JobRow.phase)
-        )
-    }
+    query = select(JobRow.phase, func.count()).where(JobRow.queue == name).group_by(JobRow.phase)
+    counts = dict(session.execute(query).all())
     return _view(row, controller.view.queues.get(name), counts)
 
 
