@@ -99,7 +99,7 @@ RULES = (
     ),
 )
 # CLI command groups that run in-process by design (DESIGN.md §3); the rest go through the client.
-IN_PROCESS_COMMANDS = {"sim", "bench", "up", "demo", "main", "__init__"}
+IN_PROCESS_COMMANDS = {"sim", "story", "bench", "up", "demo", "main", "__init__"}
 
 
 def _modules() -> list[tuple[str, Path]]:

@@ -53,7 +53,9 @@ def list_jobs(
     queue: str | None = None,
     phase: Annotated[list[JobPhase] | None, Query()] = None,
     user: str | None = None,
-    after: Annotated[int | None, Query(ge=0, description="the 'next' of the previous page")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=2**31 - 1, description="the 'next' of the previous page")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobPage:
     """Jobs, oldest first, a page at a time. Users see their own jobs; admins see all."""
