@@ -13,6 +13,7 @@ from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
 from phalanx.control.api.logs import LogStream, log_path
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
+from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
 from phalanx.control.store.database import Database
@@ -42,7 +43,7 @@ def submit(
         check_queue(session, job, caller)
     writer: SubmissionWriter = request.app.state.submissions
     view = writer.submit(job)
-    controller.wake()
+    controller.wake(Intent.JOBS)
     return view
 
 
@@ -92,7 +93,7 @@ def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheCon
     if row.phase not in _TERMINAL:
         row.cancel_requested = True
         session.commit()
-        controller.wake()
+        controller.wake(Intent.CANCELS)
     return job_view(row, with_tasks=True)
 
 
@@ -107,7 +108,7 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
         row.cancel_requested = True
         view.cancel_requested = True
     session.commit()
-    controller.wake()
+    controller.wake(Intent.CANCELS)
     return view
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from sqlalchemy import select
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController
+from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.schemas.views import GpuView, NodeView
 from phalanx.control.store.models import NodeRow
@@ -57,7 +58,7 @@ def _set(
     else:
         row.cordoned, row.draining, row.updated_at = cordoned, draining, time.time()
     session.commit()
-    controller.wake()
+    controller.wake(Intent.NODES)
     return _view(node, row)
 
 

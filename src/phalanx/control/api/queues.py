@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body
 from sqlalchemy import func, select
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController
+from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import QueueUsage
 from phalanx.control.schemas.views import QueueView
@@ -71,7 +72,7 @@ def create_queue(
     )
     session.add(row)
     session.commit()
-    controller.wake()
+    controller.wake(Intent.QUEUES)
     return _view(row, None, {})
 
 
@@ -92,7 +93,7 @@ def update_queue(
     _check_parent(session, document)
     row.document, row.parent, row.updated_at = _dump(document), document.spec.parent, time.time()
     session.commit()
-    controller.wake()
+    controller.wake(Intent.QUEUES)
     return _view(row, controller.view.queues.get(name), {})
 
 
@@ -117,7 +118,7 @@ def delete_queue(name: str, _: Admin, session: DbSession, controller: TheControl
         )
     session.delete(row)
     session.commit()
-    controller.wake()
+    controller.wake(Intent.QUEUES)
 
 
 def _parse(body: Any) -> QueueDocument:

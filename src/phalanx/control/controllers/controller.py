@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
@@ -45,6 +46,16 @@ from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
 
 log = logging.getLogger(__name__)
+
+
+class Intent(StrEnum):
+    """What the API changed in the store, for ``Controller.wake``."""
+
+    JOBS = "jobs"  # new jobs
+    CANCELS = "cancels"  # cancel requests
+    QUEUES = "queues"  # queue documents
+    NODES = "nodes"  # cordon, drain
+
 
 ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
 _ACTIVE = [p.value for p in JobPhase if p not in TERMINAL]
@@ -80,6 +91,9 @@ class Controller:
         self.stats = SessionStats()
         self.lock = threading.Lock()  # held during a tick; readers of ``core`` take it too
         self._wake = threading.Event()
+        self._changed: set[Intent] = set(Intent)
+        self._changed_lock = threading.Lock()
+        self._full_read_at = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._queues_seen: tuple[int, float | None] = (0, None)
@@ -99,8 +113,12 @@ class Controller:
         self._thread = threading.Thread(target=self._run, name="phalanx-controller", daemon=True)
         self._thread.start()
 
-    def wake(self) -> None:
-        """Ask for a tick as soon as possible (thread-safe)."""
+    def wake(self, *changed: Intent) -> None:
+        """Ask for a tick as soon as possible (thread-safe), naming what the caller changed
+        in the store; the tick reads just that. Everything is read again every period
+        anyway, so a writer outside this process is seen too."""
+        with self._changed_lock:
+            self._changed.update(changed or Intent)
         self._wake.set()
 
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -222,11 +240,20 @@ class Controller:
             core = self.core
             core.now = self.clock()
             core.decided = False
-            with self.db.session() as session:
-                self._read_nodes(session)
-                self._rebuild(session)
-                self._ingest(session)
-                self._cancels(session)
+            with self._changed_lock:
+                changed, self._changed = self._changed, set()
+            if core.now - self._full_read_at >= core.timing.period:
+                changed, self._full_read_at = set(Intent), core.now
+            if changed:
+                with self.db.session() as session:
+                    if Intent.NODES in changed:
+                        self._read_nodes(session)
+                    if Intent.QUEUES in changed:
+                        self._rebuild(session)
+                    if Intent.JOBS in changed:
+                        self._ingest(session)
+                    if Intent.CANCELS in changed:
+                        self._cancels(session)
             for event in core.executor.poll(now=core.now):
                 lifecycle.on_event(core, event)
             self._readmit()
