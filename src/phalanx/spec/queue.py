@@ -1,7 +1,8 @@
 """The ``Queue`` document: one node of the queue tree with its quotas.
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
-and deserved share never exceed its capability on any resource.
+and deserved share never exceed its capability on any resource, and each cell type
+appears once in its ``cells``.
 """
 
 from __future__ import annotations
@@ -10,14 +11,30 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
+from phalanx.domain.cells import CellGuarantee
 from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import Resources
 from phalanx.spec.common import API_VERSION, Duration, Metadata, Name, SpecModel, located
 from phalanx.spec.quantity import ResourceMap, resources_of
 
 
+class CellGuaranteeSpec(SpecModel):
+    """One entry of ``cells``: ``count`` whole cells of ``type`` (a Cluster cell type)."""
+
+    type: Name
+    count: Annotated[int, Field(ge=1, le=1_000_000)]
+
+
 class QueueSpec(SpecModel):
-    """``spec`` of a Queue; fields mirror Volcano's Queue."""
+    """``spec`` of a Queue; fields mirror Volcano's Queue.
+
+    ``cells`` makes the queue a virtual cluster (HiveD's, for the hived plugin): the
+    whole cells it is guaranteed, by type, such as ``[{type: dgx1-v100-node, count:
+    2}]`` for two 8-GPU NVLink nodes. Its jobs' GPUs go inside those cells, bound to
+    physical cells as they are needed; work of others found there is evicted for them.
+    Types are the Cluster's ``cellTypes`` or those derived from its GPU topologies
+    (``<preset>-gpu``, ``-nvlink``, ``-pcie``, ``-socket``, ``-node``).
+    """
 
     parent: Name = ROOT_QUEUE
     weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
@@ -28,6 +45,20 @@ class QueueSpec(SpecModel):
     overcommit: bool = False
     priority: int = 0
     starvation_threshold: Duration | None = None
+    cells: list[CellGuaranteeSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cell_types_once(self) -> Self:
+        seen: set[str] = set()
+        for i, entry in enumerate(self.cells):
+            if entry.type in seen:
+                raise located(
+                    f"cell type {entry.type!r} is listed twice",
+                    "add the counts up in one entry",
+                    at=("cells", i, "type"),
+                )
+            seen.add(entry.type)
+        return self
 
     @model_validator(mode="after")
     def _within_capability(self) -> Self:
@@ -84,6 +115,7 @@ class QueueDocument(SpecModel):
             overcommit=spec.overcommit,
             priority=spec.priority,
             starvation_threshold=spec.starvation_threshold,
+            cells=tuple(CellGuarantee(type=c.type, count=c.count) for c in spec.cells),
         )
 
 
