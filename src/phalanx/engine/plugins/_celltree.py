@@ -237,11 +237,15 @@ class CellTree:
         found = self._members.get(t)
         if found is None:
             cells = self.of_type[t]
-            found = (
-                np.stack([self.flat(int(c)) for c in cells])
-                if len(cells)
-                else np.zeros((0, self.types[t].size), dtype=np.intp)
-            )
+            shape = self.types[t]
+            if not len(cells):
+                found = np.zeros((0, shape.size), dtype=np.intp)
+            elif shape.multi_node:  # its children's rows, side by side
+                kids = np.array([self.children[c] for c in cells.tolist()], dtype=np.intp)
+                found = self.members(shape.child)[self.row[kids]].reshape(len(cells), -1)
+            else:
+                gpus = np.array([self.gpus[c] for c in cells.tolist()], dtype=np.intp)
+                found = self.nodes[cells][:, None] * self.width + gpus
             self._members[t] = found
         return found
 

@@ -63,18 +63,22 @@ class Pool:
             self._safe[key] = self.vcs.alloc.feasible(counts, self.demand)
         return self._safe[key]
 
-    def ranks(self, cells: NDArray[np.intp], usable: NDArray[np.bool_]) -> NDArray[np.float64]:
-        """Rank of each of ``cells`` (all of one type) for opportunistic work (lower is
-        better); inf where a GPU is not ``usable`` (flat) or is held or promised."""
+    def ranks(
+        self, cells: NDArray[np.intp], usable: NDArray[np.bool_], count: int
+    ) -> NDArray[np.float64]:
+        """Rank of each of ``cells`` (all of one type) for ``count`` GPUs of opportunistic
+        work (lower is better); inf where fewer than ``count`` GPUs are ``usable`` (flat),
+        free and not promised. A cell in use already breaks no pool cell of its level (the
+        fullest first); an idle one breaks its pool cell (the smallest first)."""
         vcs = self.vcs
         tree = vcs.tree
         level = tree.ctype[int(cells[0])]
         members = tree.members(level)[tree.row[cells]]
-        ok = (usable[members] & vcs.free_now()[members]).all(axis=1)
+        free = (usable & vcs.free_now())[members].sum(axis=1)
         lent = (vcs.alloc.gpu_owner[members] >= 0).any(axis=1)
         top = cells.copy()
         alive = self.open[cells]
-        depth = np.zeros(len(cells))
+        depth = alive.astype(np.float64)
         for _ in range(len(tree.types)):
             up = tree.parents[top]
             step = alive & (up >= 0)
@@ -86,8 +90,10 @@ class Pool:
             alive = step
         kinds, where = np.unique(tree.kind[top], return_inverse=True)
         safe = np.array([self.safe(level, int(k)) for k in kinds], dtype=np.bool_)[where.ravel()]
+        safe |= ~self.open[cells]
         category = np.where(lent, 1.0, np.where(safe, 0.0, 2.0))
-        return np.where(ok, category * _CATEGORY + depth, np.inf)
+        fit = (free - count) / (2 * members.shape[1])
+        return np.where(free >= count, category * _CATEGORY + depth + fit, np.inf)
 
     def level_for(self, node_type: int, count: int) -> int:
         """The smallest type at or below ``node_type`` whose cells hold ``count`` GPUs, or -1."""
@@ -112,9 +118,15 @@ class Pool:
         width = tree.width
         cards = self.vcs.snapshot.cards
         usable[node * width : (node + 1) * width] = cards.usable(demand, slice(node, node + 1))[0]
-        ranks = self.ranks(cells, usable)
+        ranks = self.ranks(cells, usable, demand.whole)
         k = int(np.argmin(ranks))
-        return tree.gpus[int(cells[k])] if np.isfinite(ranks[k]) else None
+        if not np.isfinite(ranks[k]):
+            return None
+        cell = int(cells[k])
+        free = usable & self.vcs.free_now()
+        return tuple(g for g, f in zip(tree.gpus[cell], tree.flat(cell), strict=True) if free[f])[
+            : demand.whole
+        ]
 
     def masks(self, demand: CardDemand) -> tuple[NDArray[np.bool_], ...]:
         """Node masks to try, best first: nodes whose best sub-cell ranks best (and nodes
@@ -134,7 +146,7 @@ class Pool:
             nodes = tree.nodes[cells]
             keep = tree.kind[tree.node_cell[nodes]] == node_type
             if keep.any():
-                np.minimum.at(best, nodes[keep], self.ranks(cells[keep], usable))
+                np.minimum.at(best, nodes[keep], self.ranks(cells[keep], usable, demand.whole))
         everything = np.ones(n, dtype=np.bool_)
         finite = best[np.isfinite(best)]
         if not finite.size:

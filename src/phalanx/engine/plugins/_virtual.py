@@ -27,6 +27,8 @@ from phalanx.engine.snapshot import EVICTABLE, ON_NODE, JobInfo, TaskInfo, TaskS
 
 #: Cost of one GPU that must be evicted, against at most 1 for packing.
 EVICTION_COST = 10.0
+#: Cost of binding a cell that cannot hold the rest of the gang (the gang would spread).
+SPREAD_COST = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,10 @@ class VirtualClusters:
         self.claims: dict[int, Claim] = {}
         self.inside: dict[int, int] = {}
         self.stash: dict[int, Claim] = {}  # claims of evicted tasks, for an undone eviction
+        #: bumped whenever a task moves (the plugin's on_allocate / on_deallocate)
+        self.version = 0
+        self._free: tuple[int, NDArray[np.bool_]] | None = None
+        self._evictable: dict[tuple[str, int, str], tuple[int, NDArray[np.bool_]]] = {}
         self._rebuild()
 
     # -- claims -------------------------------------------------------------------------
@@ -150,15 +156,29 @@ class VirtualClusters:
     # -- GPU state ----------------------------------------------------------------------
 
     def free_now(self) -> NDArray[np.bool_]:
-        """Flat: GPUs nobody holds or is promised."""
-        cards = self.snapshot.cards
-        idle = (cards.milli_free == WHOLE) & (cards.memory_free == cards.memory_capacity)
-        result: NDArray[np.bool_] = idle.ravel() & (self.claimed < 0)
-        return result
+        """Flat: GPUs nobody holds or is promised (read-only)."""
+        if self._free is None or self._free[0] != self.version:
+            cards = self.snapshot.cards
+            idle = (cards.milli_free == WHOLE) & (cards.memory_free == cards.memory_capacity)
+            found: NDArray[np.bool_] = idle.ravel() & (self.claimed < 0)
+            found.flags.writeable = False
+            self._free = (self.version, found)
+        return self._free[1]
 
     def evictable(self, preemptor: TaskInfo) -> NDArray[np.bool_]:
         """Flat: GPUs free once what is releasing is gone or what the preemptor may evict
-        is evicted (opportunistic work, or lower-priority work of its own cluster)."""
+        is evicted (opportunistic work, or lower-priority work of its own cluster);
+        read-only."""
+        job = preemptor.job
+        key = (job.queue.name, job.priority, job.name)
+        known = self._evictable.get(key)
+        if known is None or known[0] != self.version:
+            found = self._evictable_now(preemptor)
+            found.flags.writeable = False
+            known = self._evictable[key] = (self.version, found)
+        return known[1]
+
+    def _evictable_now(self, preemptor: TaskInfo) -> NDArray[np.bool_]:
         cards = self.snapshot.cards
         later = (cards.milli_free + cards.milli_releasing).ravel() >= WHOLE
         found = later & (self.claimed < 0)
@@ -200,92 +220,39 @@ class VirtualClusters:
     def plan(
         self, task: TaskInfo, usable: NDArray[np.bool_], nodes: NDArray[np.bool_]
     ) -> Spot | None:
-        """Where a guaranteed ``task`` goes inside its virtual cluster's cells: a sub-cell of
-        the smallest level that holds it, whose GPUs are all ``usable`` (flat), on one of
-        ``nodes``. The cheapest wins: fewest GPUs to evict, then packed (the sub-cell whose
-        parent is fullest); a cell already bound before a new one, which is chosen by the
-        buddy rule. None when nothing fits."""
+        """Where a guaranteed ``task`` of k GPUs goes inside its virtual cluster's cells: k
+        ``usable`` (flat) GPUs of one sub-cell of the smallest level holding k, on one of
+        ``nodes``. The cheapest wins: fewest GPUs to evict, then packed (the fullest
+        sub-cell that fits, in the fullest parent); a cell already bound before a new one,
+        which is chosen by the buddy rule. None when nothing fits."""
         owner = task.job.queue.name
         count = whole_gpus(task)
         types = self.types_for(owner, count)
-        memo: dict[int, NDArray[np.float64]] = {}
+        wanted = sum(1 for t in task.job.tasks if t.status is TaskStatus.PENDING)
+        costs = _Costs(self, count, usable, nodes, wanted)
         best: tuple[float, int, int, int] | None = None  # cost, new binding, sub-cell, vc cell
         for vc_cell in sorted(c for c, o in self.alloc.bound.items() if o == owner):
             if self.tree.ctype[vc_cell] in types:
-                best = _better(best, self._inside(vc_cell, count, usable, nodes, memo, 0))
+                best = _better(best, costs.inside(vc_cell, 0))
         if best is None or best[0] >= EVICTION_COST:
             for t in types:
-                level = self._level(t, count)
-                below = self._subtree_costs(level, usable, nodes, memo)
-                cell = self.alloc.choose(owner, t, _lookup(below))
+                cell = self.alloc.choose(owner, t, _lookup(costs.binding(self.level(t, count), t)))
                 if cell is not None:
-                    best = _better(best, self._inside(cell, count, usable, nodes, memo, 1))
+                    best = _better(best, costs.inside(cell, 1))
                     break
         if best is None:
             return None
         cost, _, sub, vc_cell = best
-        node = self.tree.node[sub]
-        return Spot(sub, vc_cell, node, self.tree.gpus[sub], int(cost // EVICTION_COST))
+        gpus = costs.pick(sub)
+        return Spot(sub, vc_cell, self.tree.node[sub], gpus, int(cost // EVICTION_COST))
 
-    def _level(self, t: int, count: int) -> int:
+    def level(self, t: int, count: int) -> int:
         """The smallest type of ``t``'s chain (at or below ``t``) whose cells hold ``count``."""
         types = self.tree.types
         level = t
         while types[level].child >= 0 and types[types[level].child].size >= count:
             level = types[level].child
         return level
-
-    def _subtree_costs(
-        self,
-        level: int,
-        usable: NDArray[np.bool_],
-        nodes: NDArray[np.bool_],
-        memo: dict[int, NDArray[np.float64]],
-    ) -> NDArray[np.float64]:
-        """Per cell (inf outside ``level``'s chain): the cost of its cheapest sub-cell of type
-        ``level``. A sub-cell costs ``EVICTION_COST`` per GPU not free now, plus the free
-        share of its parent; it is inf when a GPU is not ``usable`` or its node not in ``nodes``."""
-        if level in memo:
-            return memo[level]
-        tree = self.tree
-        members = tree.members(level)
-        cells = tree.of_type[level]
-        free = self.free_now()
-        cost = np.where(free[members], 0.0, EVICTION_COST).sum(axis=1)
-        on = tree.nodes[cells]
-        ok = usable[members].all(axis=1) & (on >= 0) & nodes[np.maximum(on, 0)]
-        parent_type = tree.parent_type[level]
-        if parent_type >= 0:
-            siblings = tree.members(parent_type)[tree.row[tree.parents[cells]]]
-            cost += free[siblings].mean(axis=1)
-        best = np.full(tree.count, np.inf)
-        best[cells] = np.where(ok, cost, np.inf)
-        t = parent_type
-        below = cells
-        while t >= 0:
-            up = tree.parents[below]
-            has = up >= 0  # cells of one type may sit under a parent or be tops
-            np.minimum.at(best, up[has], best[below[has]])
-            below, t = tree.of_type[t], tree.parent_type[t]
-        memo[level] = best
-        return best
-
-    def _inside(
-        self,
-        vc_cell: int,
-        count: int,
-        usable: NDArray[np.bool_],
-        nodes: NDArray[np.bool_],
-        memo: dict[int, NDArray[np.float64]],
-        new: int,
-    ) -> tuple[float, int, int, int] | None:
-        """(cost, ``new``, sub-cell, vc_cell) of the cheapest sub-cell of ``vc_cell``."""
-        level = self._level(self.tree.ctype[vc_cell], count)
-        cost = self._subtree_costs(level, usable, nodes, memo)
-        subs = self.tree.descendants(vc_cell, level)
-        values = cost[np.array(subs, dtype=np.intp)]
-        k = int(np.argmin(values))
-        return None if not np.isfinite(values[k]) else (float(values[k]), new, subs[k], vc_cell)
 
     def describe_busy(self, job: JobInfo, count: int) -> str:
         """What fills the virtual cluster's cells, for a reason."""
@@ -316,3 +283,85 @@ def _lookup(table: NDArray[np.float64]) -> Callable[[NDArray[np.intp]], NDArray[
         return found
 
     return cost
+
+
+class _Costs:
+    """Costs of sub-cells for one plan of ``count`` GPUs (memoised per level)."""
+
+    def __init__(
+        self,
+        vcs: VirtualClusters,
+        count: int,
+        usable: NDArray[np.bool_],
+        nodes: NDArray[np.bool_],
+        wanted: int,
+    ) -> None:
+        self.vcs = vcs
+        self.tree = vcs.tree
+        self.count = count
+        self.usable = usable
+        self.nodes = nodes
+        self.wanted = wanted  # tasks of the gang still to place, this one included
+        self.free = vcs.free_now() & usable
+        self.memo: dict[int, NDArray[np.float64]] = {}
+        self.room: dict[int, NDArray[np.float64]] = {}  # per cell: tasks its sub-cells hold
+
+    def binding(self, level: int, t: int) -> NDArray[np.float64]:
+        """``below(level)``, plus ``SPREAD_COST`` for cells of type ``t`` that cannot hold
+        as much of the gang as a cell of the type could: the gang stays in one cell."""
+        best = self.below(level)
+        whole = min(self.wanted, self.tree.types[t].size // self.count)
+        return best + np.where(self.room[level] >= whole, 0.0, SPREAD_COST)
+
+    def below(self, level: int) -> NDArray[np.float64]:
+        """Per cell (inf outside ``level``'s chain): the cost of its cheapest sub-cell of type
+        ``level``: ``EVICTION_COST`` per GPU to evict, plus the share of the sub-cell left
+        free and the free share of its parent (best fit); inf when fewer than ``count``
+        GPUs are usable or the node is not in ``nodes``."""
+        if level in self.memo:
+            return self.memo[level]
+        tree, count = self.tree, self.count
+        members = tree.members(level)
+        cells = tree.of_type[level]
+        free = self.free[members].sum(axis=1)
+        on = tree.nodes[cells]
+        ok = (self.usable[members].sum(axis=1) >= count) & (on >= 0)
+        ok &= self.nodes[np.maximum(on, 0)]
+        cost = np.maximum(count - free, 0) * EVICTION_COST
+        cost += np.maximum(free - count, 0) / (2 * members.shape[1])
+        parent_type = tree.parent_type[level]
+        if parent_type >= 0:
+            up = tree.parents[cells]
+            has = up >= 0
+            siblings = tree.members(parent_type)[tree.row[np.maximum(up, 0)]]
+            cost += np.where(has, self.free[siblings].mean(axis=1), 0.0) / 2
+        best = np.full(tree.count, np.inf)
+        best[cells] = np.where(ok, cost, np.inf)
+        room = np.zeros(tree.count)
+        room[cells] = np.where(ok, self.usable[members].sum(axis=1) // count, 0)
+        below, t = cells, parent_type
+        while t >= 0:
+            up = tree.parents[below]
+            has = up >= 0  # cells of one type may sit under a parent or be tops
+            np.minimum.at(best, up[has], best[below[has]])
+            np.add.at(room, up[has], room[below[has]])
+            below, t = tree.of_type[t], tree.parent_type[t]
+        self.memo[level] = best
+        self.room[level] = room
+        return best
+
+    def inside(self, vc_cell: int, new: int) -> tuple[float, int, int, int] | None:
+        """(cost, ``new``, sub-cell, vc_cell) of the cheapest sub-cell of ``vc_cell``."""
+        level = self.vcs.level(self.tree.ctype[vc_cell], self.count)
+        subs = self.tree.descendants(vc_cell, level)
+        values = self.below(level)[np.array(subs, dtype=np.intp)]
+        k = int(np.argmin(values))
+        return None if not np.isfinite(values[k]) else (float(values[k]), new, subs[k], vc_cell)
+
+    def pick(self, sub: int) -> tuple[int, ...]:
+        """``count`` GPUs of ``sub``: free ones first, then those to evict, by index."""
+        tree = self.tree
+        flat = tree.flat(sub)
+        order = sorted(range(len(flat)), key=lambda i: (not self.free[flat[i]], i))
+        chosen = [i for i in order if self.usable[flat[i]]][: self.count]
+        return tuple(sorted(tree.gpus[sub][i] for i in chosen))

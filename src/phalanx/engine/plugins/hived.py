@@ -184,7 +184,7 @@ class _Session:
         owner = job.queue.name
         count = whole_gpus(task)
         types = vcs.types_for(owner, count)
-        level = vcs.tree.types[vcs._level(types[0], count)]
+        level = vcs.tree.types[vcs.level(types[0], count)]
         held = sum(vcs.alloc.guarantee[owner][t] for t in types)
         if later is None:
             fix = (
@@ -247,6 +247,7 @@ class _Session:
 
     def allocated(self, task: TaskInfo) -> None:
         vcs = self.vcs
+        vcs.version += 1
         stashed = vcs.stash.pop(id(task), None)
         if stashed is not None:  # an eviction undone
             vcs.restore(task, stashed)
@@ -262,6 +263,7 @@ class _Session:
             vcs.claim(task, spot, owner)
 
     def deallocated(self, task: TaskInfo) -> None:
+        self.vcs.version += 1
         claim = self.vcs.unclaim(task)
         if claim is not None and task.status is TaskStatus.RELEASING:
             self.vcs.stash[id(task)] = claim
