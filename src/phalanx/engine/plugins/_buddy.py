@@ -48,6 +48,7 @@ class CellAllocator:
             self.state[cell] = FREE
             self.free[tree.ctype[cell]].add(cell)
         self.bound: dict[int, str] = {}
+        self.bound_by: dict[str, set[int]] = {o: set() for o in self.owners}
         #: cells that are free or inside a free cell
         self.region: NDArray[np.bool_] = np.ones(tree.count, dtype=np.bool_)
         #: owner (index into ``owners``) of the bound cell holding each flat GPU, -1: none
@@ -157,6 +158,7 @@ class CellAllocator:
         self.state[cell] = BOUND
         self.region[self._subtree(cell)] = False
         self.bound[cell] = owner
+        self.bound_by[owner].add(cell)
         self.held[owner][t] = self.held[owner].get(t, 0) + 1
         self.gpu_owner[tree.flat(cell)] = self.owners.index(owner)
 
@@ -164,6 +166,7 @@ class CellAllocator:
         """Untie a bound cell; buddies that are all free merge into their parent."""
         tree = self.tree
         owner = self.bound.pop(cell)
+        self.bound_by[owner].discard(cell)
         t = tree.ctype[cell]
         self.held[owner][t] -= 1
         self.gpu_owner[tree.flat(cell)] = -1

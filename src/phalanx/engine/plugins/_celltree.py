@@ -106,6 +106,7 @@ class CellTree:
             self.row[cells] = np.arange(len(cells))
         self._flat: dict[int, NDArray[np.intp]] = {}
         self._members: dict[int, NDArray[np.intp]] = {}
+        self._groups: dict[int, tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]] = {}
 
     # -- building -----------------------------------------------------------------------
 
@@ -212,6 +213,19 @@ class CellTree:
             if not len(found) or self.kind[found[0]] == t:
                 break
             found = self.parents[found]
+        return found
+
+    def groups(self, t: int) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+        """Cells of type ``t`` that have a parent, grouped by parent for ``reduceat``:
+        (those cells sorted by parent, where each parent's run starts, the parents)."""
+        found = self._groups.get(t)
+        if found is None:
+            cells = self.of_type[t]
+            cells = cells[self.parents[cells] >= 0]
+            cells = cells[np.argsort(self.parents[cells], kind="stable")]
+            ups = self.parents[cells]
+            starts = np.flatnonzero(np.r_[True, ups[1:] != ups[:-1]]) if len(ups) else ups
+            found = self._groups[t] = (cells, starts, ups[starts] if len(ups) else ups)
         return found
 
     def ancestor(self, cell: int, t: int) -> int:

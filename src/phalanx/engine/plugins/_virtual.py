@@ -13,7 +13,6 @@ bound exactly while a claim lies in it; ``claim``/``unclaim`` undo each other ex
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +23,6 @@ from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins._buddy import CellAllocator
 from phalanx.engine.plugins._celltree import CellTree
 from phalanx.engine.snapshot import EVICTABLE, ON_NODE, JobInfo, TaskInfo, TaskStatus
-
-#: Cost of one GPU that must be evicted, against at most 1 for packing.
-EVICTION_COST = 10.0
-#: Cost of binding a cell that cannot hold the rest of the gang (the gang would spread).
-SPREAD_COST = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +54,7 @@ def whole_gpus(task: TaskInfo) -> int:
 
 
 class VirtualClusters:
-    """Bindings, claims and plans of one session."""
+    """Bindings and claims of one session, and the GPU state plans read."""
 
     def __init__(self, session: Session, tree: CellTree, guarantees: dict[str, dict[int, int]]):
         self.session = session
@@ -77,6 +71,7 @@ class VirtualClusters:
         self.version = 0
         self._free: tuple[int, NDArray[np.bool_]] | None = None
         self._evictable: dict[tuple[str, int, str], tuple[int, NDArray[np.bool_]]] = {}
+        self._holders: _Holders | None = None
         self._rebuild()
 
     # -- claims -------------------------------------------------------------------------
@@ -182,22 +177,9 @@ class VirtualClusters:
         cards = self.snapshot.cards
         later = (cards.milli_free + cards.milli_releasing).ravel() >= WHOLE
         found = later & (self.claimed < 0)
-        owner = preemptor.job.queue.name
-        width = self.tree.width
-        for job in self.snapshot.jobs.values():
-            if job is preemptor.job or not job.spec.preemptible:
-                continue
-            same = job.queue is preemptor.job.queue
-            if not same and not job.queue.spec.reclaimable:
-                continue
-            for task in job.tasks:
-                if task.status not in EVICTABLE or not task.gpus:
-                    continue
-                claim = self.claims.get(id(task))
-                if claim is None or (
-                    claim.owner == owner and job.priority < preemptor.job.priority
-                ):
-                    found[task.node * width + np.array(task.gpus)] = True
+        if self._holders is None:
+            self._holders = _Holders(self)
+        found[self._holders.evictable(preemptor, self)] = True
         return found
 
     def holders(self, flat: NDArray[np.intp]) -> list[TaskInfo]:
@@ -216,35 +198,6 @@ class VirtualClusters:
         return sorted(found, key=lambda t: t.name)
 
     # -- plans --------------------------------------------------------------------------
-
-    def plan(
-        self, task: TaskInfo, usable: NDArray[np.bool_], nodes: NDArray[np.bool_]
-    ) -> Spot | None:
-        """Where a guaranteed ``task`` of k GPUs goes inside its virtual cluster's cells: k
-        ``usable`` (flat) GPUs of one sub-cell of the smallest level holding k, on one of
-        ``nodes``. The cheapest wins: fewest GPUs to evict, then packed (the fullest
-        sub-cell that fits, in the fullest parent); a cell already bound before a new one,
-        which is chosen by the buddy rule. None when nothing fits."""
-        owner = task.job.queue.name
-        count = whole_gpus(task)
-        types = self.types_for(owner, count)
-        wanted = sum(1 for t in task.job.tasks if t.status is TaskStatus.PENDING)
-        costs = _Costs(self, count, usable, nodes, wanted)
-        best: tuple[float, int, int, int] | None = None  # cost, new binding, sub-cell, vc cell
-        for vc_cell in sorted(c for c, o in self.alloc.bound.items() if o == owner):
-            if self.tree.ctype[vc_cell] in types:
-                best = _better(best, costs.inside(vc_cell, 0))
-        if best is None or best[0] >= EVICTION_COST:
-            for t in types:
-                cell = self.alloc.choose(owner, t, _lookup(costs.binding(self.level(t, count), t)))
-                if cell is not None:
-                    best = _better(best, costs.inside(cell, 1))
-                    break
-        if best is None:
-            return None
-        cost, _, sub, vc_cell = best
-        gpus = costs.pick(sub)
-        return Spot(sub, vc_cell, self.tree.node[sub], gpus, int(cost // EVICTION_COST))
 
     def level(self, t: int, count: int) -> int:
         """The smallest type of ``t``'s chain (at or below ``t``) whose cells hold ``count``."""
@@ -269,99 +222,39 @@ class VirtualClusters:
         return "; ".join(parts)
 
 
-def _better(
-    best: tuple[float, int, int, int] | None, found: tuple[float, int, int, int] | None
-) -> tuple[float, int, int, int] | None:
-    if found is None:
-        return best
-    return found if best is None or found < best else best
+class _Holders:
+    """Every task that may be evicted in this session (bound or running, holding GPUs when
+    first asked) with its GPUs, as arrays. Sessions only evict such tasks (or undo that)."""
 
+    def __init__(self, vcs: VirtualClusters) -> None:
+        width = vcs.tree.width
+        tasks = [
+            t
+            for job in vcs.snapshot.jobs.values()
+            for t in job.tasks
+            if t.status in EVICTABLE and t.gpus
+        ]
+        queues = {name: i for i, name in enumerate(sorted({t.job.queue.name for t in tasks}))}
+        self.queues = queues
+        self.queue = np.array([queues[t.job.queue.name] for t in tasks], dtype=np.intp)
+        self.priority = np.array([t.job.priority for t in tasks], dtype=np.int64)
+        self.job = np.array([id(t.job) for t in tasks], dtype=np.int64)
+        self.preemptible = np.array([t.job.spec.preemptible for t in tasks], dtype=np.bool_)
+        self.reclaimable = np.array([t.job.queue.spec.reclaimable for t in tasks], dtype=np.bool_)
+        self.flat = np.array([t.node * width + g for t in tasks for g in t.gpus], dtype=np.intp)
+        self.task = np.array([i for i, t in enumerate(tasks) for _ in t.gpus], dtype=np.intp)
 
-def _lookup(table: NDArray[np.float64]) -> Callable[[NDArray[np.intp]], NDArray[np.float64]]:
-    def cost(cells: NDArray[np.intp]) -> NDArray[np.float64]:
-        found: NDArray[np.float64] = table[cells]
+    def evictable(self, preemptor: TaskInfo, vcs: VirtualClusters) -> NDArray[np.intp]:
+        """Flat GPUs held by work ``preemptor`` may evict: others' opportunistic work
+        (preemptible, in a reclaimable queue or its own), or lower-priority guaranteed
+        work of its own virtual cluster."""
+        job = preemptor.job
+        same = self.queue == self.queues.get(job.queue.name, -1)
+        ok = self.preemptible & (self.reclaimable | same) & (self.job != id(job))
+        owners = vcs.alloc.owners
+        own = owners.index(job.queue.name) if job.queue.name in owners else -2
+        claimed = vcs.claimed[self.flat]
+        lower = self.priority[self.task] < job.priority
+        per_gpu = ok[self.task] & ((claimed < 0) | ((claimed == own) & lower))
+        found: NDArray[np.intp] = self.flat[per_gpu]
         return found
-
-    return cost
-
-
-class _Costs:
-    """Costs of sub-cells for one plan of ``count`` GPUs (memoised per level)."""
-
-    def __init__(
-        self,
-        vcs: VirtualClusters,
-        count: int,
-        usable: NDArray[np.bool_],
-        nodes: NDArray[np.bool_],
-        wanted: int,
-    ) -> None:
-        self.vcs = vcs
-        self.tree = vcs.tree
-        self.count = count
-        self.usable = usable
-        self.nodes = nodes
-        self.wanted = wanted  # tasks of the gang still to place, this one included
-        self.free = vcs.free_now() & usable
-        self.memo: dict[int, NDArray[np.float64]] = {}
-        self.room: dict[int, NDArray[np.float64]] = {}  # per cell: tasks its sub-cells hold
-
-    def binding(self, level: int, t: int) -> NDArray[np.float64]:
-        """``below(level)``, plus ``SPREAD_COST`` for cells of type ``t`` that cannot hold
-        as much of the gang as a cell of the type could: the gang stays in one cell."""
-        best = self.below(level)
-        whole = min(self.wanted, self.tree.types[t].size // self.count)
-        return best + np.where(self.room[level] >= whole, 0.0, SPREAD_COST)
-
-    def below(self, level: int) -> NDArray[np.float64]:
-        """Per cell (inf outside ``level``'s chain): the cost of its cheapest sub-cell of type
-        ``level``: ``EVICTION_COST`` per GPU to evict, plus the share of the sub-cell left
-        free and the free share of its parent (best fit); inf when fewer than ``count``
-        GPUs are usable or the node is not in ``nodes``."""
-        if level in self.memo:
-            return self.memo[level]
-        tree, count = self.tree, self.count
-        members = tree.members(level)
-        cells = tree.of_type[level]
-        free = self.free[members].sum(axis=1)
-        on = tree.nodes[cells]
-        ok = (self.usable[members].sum(axis=1) >= count) & (on >= 0)
-        ok &= self.nodes[np.maximum(on, 0)]
-        cost = np.maximum(count - free, 0) * EVICTION_COST
-        cost += np.maximum(free - count, 0) / (2 * members.shape[1])
-        parent_type = tree.parent_type[level]
-        if parent_type >= 0:
-            up = tree.parents[cells]
-            has = up >= 0
-            siblings = tree.members(parent_type)[tree.row[np.maximum(up, 0)]]
-            cost += np.where(has, self.free[siblings].mean(axis=1), 0.0) / 2
-        best = np.full(tree.count, np.inf)
-        best[cells] = np.where(ok, cost, np.inf)
-        room = np.zeros(tree.count)
-        room[cells] = np.where(ok, self.usable[members].sum(axis=1) // count, 0)
-        below, t = cells, parent_type
-        while t >= 0:
-            up = tree.parents[below]
-            has = up >= 0  # cells of one type may sit under a parent or be tops
-            np.minimum.at(best, up[has], best[below[has]])
-            np.add.at(room, up[has], room[below[has]])
-            below, t = tree.of_type[t], tree.parent_type[t]
-        self.memo[level] = best
-        self.room[level] = room
-        return best
-
-    def inside(self, vc_cell: int, new: int) -> tuple[float, int, int, int] | None:
-        """(cost, ``new``, sub-cell, vc_cell) of the cheapest sub-cell of ``vc_cell``."""
-        level = self.vcs.level(self.tree.ctype[vc_cell], self.count)
-        subs = self.tree.descendants(vc_cell, level)
-        values = self.below(level)[np.array(subs, dtype=np.intp)]
-        k = int(np.argmin(values))
-        return None if not np.isfinite(values[k]) else (float(values[k]), new, subs[k], vc_cell)
-
-    def pick(self, sub: int) -> tuple[int, ...]:
-        """``count`` GPUs of ``sub``: free ones first, then those to evict, by index."""
-        tree = self.tree
-        flat = tree.flat(sub)
-        order = sorted(range(len(flat)), key=lambda i: (not self.free[flat[i]], i))
-        chosen = [i for i in order if self.usable[flat[i]]][: self.count]
-        return tuple(sorted(tree.gpus[sub][i] for i in chosen))

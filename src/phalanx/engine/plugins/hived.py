@@ -39,6 +39,7 @@ from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRul
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins._buddy import CellAllocator
+from phalanx.engine.plugins._cellplan import plan
 from phalanx.engine.plugins._celltree import CellTree
 from phalanx.engine.plugins._opportunistic import Pool
 from phalanx.engine.plugins._virtual import Spot, VirtualClusters, whole_gpus
@@ -160,18 +161,21 @@ class _Session:
         static = self.session.static_mask(task.role)[0]
         need = task.request > 0
         room = (query.free[:, need] + EPSILON >= task.request[need]).all(axis=1)
-        spot = vcs.plan(task, vcs.free_now(), static & room & (query.slots >= 1))
+        assert task.role.cards is not None
+        cards = self.session.snapshot.cards.usable(task.role.cards, slice(None)).ravel()
+        spot = plan(vcs, task, vcs.free_now() & cards, static & room & (query.slots >= 1))
         if spot is not None:
             self.spots[task.job.name] = {spot.node: spot}
             return DomainOffer(masks=(_only(n, spot.node),))
-        later = vcs.plan(task, vcs.evictable(task), static)
+        later = plan(vcs, task, vcs.evictable(task), static)
         return DomainOffer(masks=(), reason=self._busy(task, later))
 
     def evict_within(self, query: DomainQuery) -> NDArray[np.bool_] | None:
         (task,) = query.tasks
         if not whole_gpus(task):
             return None
-        spot = self.vcs.plan(task, self.vcs.evictable(task), self.session.static_mask(task.role)[0])
+        vcs = self.vcs
+        spot = plan(vcs, task, vcs.evictable(task), self.session.static_mask(task.role)[0])
         if spot is None:
             self.spots.pop(task.job.name, None)
             return np.zeros(len(query.slots), dtype=np.bool_)
@@ -229,21 +233,25 @@ class _Session:
         return (pool or Pool(self.vcs)).choose(node, demand)
 
     def victims(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Never others' guaranteed work; for a guaranteed preemptor, on the node of its
-        spot only what holds the spot's GPUs (or no GPU at all)."""
+        """Never others' guaranteed work. For a guaranteed preemptor with a spot: on the
+        spot's node, what holds the spot's GPUs (or no GPU); elsewhere, only the gang
+        members of those, which go with them."""
         claims = self.vcs.claims
         owner, priority = preemptor.job.queue.name, preemptor.job.priority
-        spots = self.spots.get(preemptor.job.name, {})
-        accepted = []
-        for task in candidates:
-            claim = claims.get(id(task))
-            if claim is not None and (claim.owner != owner or task.job.priority >= priority):
-                continue
-            spot = spots.get(task.node)
-            if spot is not None and task.gpus and not set(task.gpus) & set(spot.gpus):
-                continue
-            accepted.append(task)
-        return accepted
+        allowed = [
+            task
+            for task in candidates
+            if (claim := claims.get(id(task))) is None
+            or (claim.owner == owner and task.job.priority < priority)
+        ]
+        spots = self.spots.get(preemptor.job.name)
+        if not spots:
+            return allowed
+        ((node, spot),) = spots.items()
+        wanted = set(spot.gpus)
+        here = {id(t) for t in allowed if t.node == node and (not t.gpus or wanted & set(t.gpus))}
+        jobs = {id(t.job) for t in allowed if id(t) in here}
+        return [t for t in allowed if id(t) in here or (t.node != node and id(t.job) in jobs)]
 
     def allocated(self, task: TaskInfo) -> None:
         vcs = self.vcs
