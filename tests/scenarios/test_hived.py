@@ -80,6 +80,10 @@ def test_sixteen_scattered_gpus_are_not_two_nvlink_nodes_so_two_whole_nodes_are_
     world.run([0.0, 1.0])
     assert sorted(world.placed("a")) == ["dgx-0", "dgx-1"]
     assert {t.gpus for t in world.jobs["a"].all_tasks()} == {tuple(range(8))}
+    # the evicted work came back on the other halves of dgx-2 and dgx-3, and stays
+    assert world.placed("b0") + world.placed("b1") == ["dgx-2", "dgx-3"]
+    world.run([2.0, 3.0])
+    assert world.eviction_count() == 2
 
 
 def test_without_hived_the_scattered_gpus_leave_the_tenant_stuck() -> None:
