@@ -222,3 +222,21 @@ def test_same_input_same_decisions() -> None:
     ]
     first = cycle(dgxs(4), jobs, HIVED, queues=queues)
     assert cycle(dgxs(4), jobs, HIVED, queues=queues) == first
+
+
+def test_without_eviction_actions_the_reason_names_the_cell_to_free() -> None:
+    queues = tenants(vc_a={NODE: 1})
+    mine = holding(make_job("mine", queue="vc-a", gpus=4, running_on=["dgx-0"]), (0, 1, 2, 3))
+    other = holding(
+        make_job("other", queue="b", gpus=4, running_on=["dgx-0"], created=1), (4, 5, 6, 7)
+    )
+    more = make_job("more", queue="vc-a", gpus=4, created=5)
+    allocate_only = config(["allocate"], ["priority", "gang"], ["predicates", "hived"])
+    decisions = cycle(dgxs(2), [mine, other, more], allocate_only, queues=queues)
+    (left,) = decisions.unschedulable
+    assert left.reason.code is ReasonCode.CELLS_BUSY
+    assert left.reason.message == (
+        "queue vc-a: task worker needs one free 4-GPU dgx1-nvlink cell; its 1 guaranteed "
+        "cell(s) are busy: dgx-0 holds its own jobs and work of queue b; fix: reclaim or preempt evicts the "
+        "4 GPU(s) of other work in dgx-0/4-7 (configure one of those actions if absent)"
+    )

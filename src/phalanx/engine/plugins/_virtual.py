@@ -208,18 +208,25 @@ class VirtualClusters:
         return level
 
     def describe_busy(self, job: JobInfo, count: int) -> str:
-        """What fills the virtual cluster's cells, for a reason."""
+        """What fills the virtual cluster's cells, for a reason: its bound cells and who
+        holds them, and how many are not bound yet."""
         owner = job.queue.name
         tree, alloc = self.tree, self.alloc
         parts = []
-        for vc_cell in sorted(c for c, o in alloc.bound.items() if o == owner)[:4]:
-            others = sorted({t.job.queue.name for t in self.holders(tree.flat(vc_cell))} - {owner})
+        bound = sorted(alloc.bound_by[owner])
+        for vc_cell in bound[:3]:
+            queues = {t.job.queue.name for t in self.holders(tree.flat(vc_cell))}
+            others = sorted(queues - {owner})
             held = f"work of queue {', '.join(others)}" if others else "its own jobs"
+            if others and owner in queues:
+                held = f"its own jobs and {held}"
             parts.append(f"{tree.describe(vc_cell)} holds {held}")
+        if len(bound) > 3:
+            parts.append(f"{len(bound) - 3} more bound")
         unbound = sum(alloc.unbound(owner, t) for t in self.types_for(owner, count))
         if unbound:
-            parts.append(f"{unbound} not bound yet (no free cell can take it now)")
-        return "; ".join(parts)
+            parts.append(f"{unbound} not bound yet (every cell it may bind holds other work)")
+        return ", ".join(parts)
 
 
 class _Holders:

@@ -183,29 +183,30 @@ class _Session:
         return _only(len(query.slots), spot.node)
 
     def _busy(self, task: TaskInfo, later: Spot | None) -> Reason:
+        """Why a guaranteed task waits: what holds its cluster's cells, and the fix."""
         vcs = self.vcs
-        job = task.job
-        owner = job.queue.name
+        owner = task.job.queue.name
         count = whole_gpus(task)
         types = vcs.types_for(owner, count)
         level = vcs.tree.types[vcs.level(types[0], count)]
         held = sum(vcs.alloc.guarantee[owner][t] for t in types)
-        if later is None:
-            fix = (
-                "wait for its own jobs to end, or raise spec.cells (work of other queues "
-                "in its cells cannot be evicted: not preemptible, or in a queue that is "
-                "not reclaimable)"
-            )
-        else:
+        if later is not None:
             fix = (
                 f"reclaim or preempt evicts the {later.evictions} GPU(s) of other work in "
-                f"{vcs.tree.describe(later.cell)}; configure one of those actions if absent"
+                f"{vcs.tree.describe(later.cell)} (configure one of those actions if absent)"
             )
+        elif any(vcs.alloc.unbound(owner, t) for t in types):
+            fix = (
+                "wait for that work to end, or make it evictable (preemptible jobs in "
+                "reclaimable queues)"
+            )
+        else:
+            fix = "wait for its own jobs to end, or raise spec.cells"
         return Reason(
-            code=ReasonCode.INSUFFICIENT,
+            code=ReasonCode.CELLS_BUSY,
             message=f"queue {owner}: task {task.role.name} needs one free {level.size}-GPU "
-            f"{level.name} cell; its {held} guaranteed cell(s) are busy "
-            f"({vcs.describe_busy(job, count)}); fix: {fix}",
+            f"{level.name} cell; its {held} guaranteed cell(s) are busy: "
+            f"{vcs.describe_busy(task.job, count)}; fix: {fix}",
             queue=owner,
             resource="gpu",
         )
