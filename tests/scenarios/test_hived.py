@@ -240,3 +240,15 @@ def test_without_eviction_actions_the_reason_names_the_cell_to_free() -> None:
         "cell(s) are busy: dgx-0 holds its own jobs and work of queue b; fix: reclaim or preempt evicts the "
         "4 GPU(s) of other work in dgx-0/4-7 (configure one of those actions if absent)"
     )
+
+
+def test_in_its_own_cells_higher_priority_work_preempts_lower() -> None:
+    queues = tenants(vc_q={QUAD: 1})
+    low = holding(make_job("low", queue="vc-q", gpus=4, running_on=["dgx-0"]), (0, 1, 2, 3))
+    other = holding(
+        make_job("other", queue="b", gpus=4, running_on=["dgx-0"], created=1), (4, 5, 6, 7)
+    )
+    high = make_job("high", queue="vc-q", gpus=4, priority=10, created=5)
+    decisions = cycle(dgxs(1), [low, other, high], HIVED, queues=queues)
+    assert evicted(decisions) == ["low-worker-0"]  # its own quad; b's work is outside it
+    assert [e.action for e in decisions.evictions] == ["preempt"]

@@ -40,11 +40,13 @@ class Spot:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A guaranteed task's hold: its virtual cluster, the bound cell, the claimed GPUs."""
+    """A guaranteed task's hold: its virtual cluster, the bound cell, the claimed GPUs, and
+    its job's priority (higher-priority work of the cluster may take them)."""
 
     owner: str
     vc_cell: int
     flat: NDArray[np.intp]
+    priority: int
 
 
 def whole_gpus(task: TaskInfo) -> int:
@@ -126,7 +128,7 @@ class VirtualClusters:
         flat = self.flat(spot.node, spot.gpus)
         self.claimed[flat] = self.alloc.owners.index(owner)
         self.inside[spot.vc_cell] = self.inside.get(spot.vc_cell, 0) + 1
-        self.claims[id(task)] = Claim(owner, spot.vc_cell, flat)
+        self.claims[id(task)] = Claim(owner, spot.vc_cell, flat, task.job.priority)
 
     def unclaim(self, task: TaskInfo) -> Claim | None:
         """Give up the task's claim (None: it had none); its cell is released when empty."""

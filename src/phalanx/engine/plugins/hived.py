@@ -135,7 +135,8 @@ class _Session:
 
     def guaranteed(self, job: JobInfo) -> bool:
         """Whether ``job`` runs on its virtual cluster's guarantee: whole GPUs per task that
-        a guaranteed type holds, and no more in total than its unclaimed cells have."""
+        a guaranteed type holds, and no more in total than its cells have besides what
+        its work of the same or higher priority claims."""
         vcs = self.vcs
         owner = job.queue.name
         if owner not in vcs.alloc.guarantee:
@@ -146,7 +147,11 @@ class _Session:
                 return False
         types = vcs.tree.types
         total = sum(types[t].size * n for t, n in vcs.alloc.guarantee[owner].items())
-        used = int(np.count_nonzero(vcs.claimed == vcs.alloc.owners.index(owner)))
+        used = sum(
+            len(c.flat)
+            for c in vcs.claims.values()
+            if c.owner == owner and c.priority >= job.priority
+        )
         pending = sum(whole_gpus(t) for t in job.tasks if t.status is TaskStatus.PENDING)
         return pending <= total - used
 
