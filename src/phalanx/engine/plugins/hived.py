@@ -115,6 +115,7 @@ class _Session:
         self.vcs = vcs
         self.spots: dict[str, dict[int, Spot]] = {}  # job -> node -> where its next task goes
         self.pools: dict[str, Pool] = {}  # opportunistic job -> the pool its offer saw
+        self._pool: tuple[int, Pool] | None = None
         self.guaranteed_rule = DomainRule(
             key=("hived", "guaranteed"),
             offer=self.offer_guaranteed,
@@ -218,8 +219,14 @@ class _Session:
 
     # -- opportunistic jobs -------------------------------------------------------------
 
+    def pool(self) -> Pool:
+        """The pool as it is now (rebuilt only after a task moved)."""
+        if self._pool is None or self._pool[0] != self.vcs.version:
+            self._pool = (self.vcs.version, Pool(self.vcs))
+        return self._pool[1]
+
     def offer_opportunistic(self, query: DomainQuery) -> DomainOffer:
-        pool = self.pools[query.job.name] = Pool(self.vcs)
+        pool = self.pools[query.job.name] = self.pool()
         demands = [r.cards for r in query.job.roles if r.cards is not None and not r.cards.shared]
         if not demands:
             return DomainOffer(masks=(np.ones(len(query.slots), dtype=np.bool_),))
@@ -236,7 +243,7 @@ class _Session:
         if spot is not None:
             return spot.gpus
         pool = self.pools.get(task.job.name)
-        return (pool or Pool(self.vcs)).choose(node, demand)
+        return (pool if pool is not None else self.pool()).choose(node, demand)
 
     def victims(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Never others' guaranteed work. For a guaranteed preemptor with a spot: on the
