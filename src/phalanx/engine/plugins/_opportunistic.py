@@ -7,8 +7,9 @@ break is *safe* when the pool can then still hold every unbound guarantee.
 
 A sub-cell of the smallest level that holds an opportunistic task is ranked: safe
 and unbound first, then inside a cell some virtual cluster holds (its idle GPUs are
-lent until it needs them), then unsafe; within a rank, breaking the smallest pool
-cell (buddy packing); then the lower id (name order).
+lent until it needs them), then unsafe; within a rank, a sub-cell already in use
+(the fullest that fits) before an idle one, and among idle ones the one breaking the
+smallest pool cell (buddy packing); then the lower id (name order).
 
 Guarantees: every query is vectorised over cells of one type at a time, and reads
 the session state without changing it.
