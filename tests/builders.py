@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from phalanx.domain.cells import CellGuarantee
 from phalanx.domain.job import Job, JobPhase, NodeSelectorRequirement, Role, Task, TaskPhase
 from phalanx.domain.node import Node, Taint, Toleration
 from phalanx.domain.queue import Queue
@@ -60,7 +61,9 @@ def make_queue(
     overcommit: bool = False,
     starvation: float | None = None,
     priority: int = 0,
+    cells: Mapping[str, int] | None = None,
 ) -> Queue:
+    """A queue; ``cells`` (cell type -> count) makes it a virtual cluster (hived)."""
     return Queue(
         name=name,
         parent=parent,
@@ -72,6 +75,7 @@ def make_queue(
         overcommit=overcommit,
         starvation_threshold=starvation,
         priority=priority,
+        cells=tuple(CellGuarantee(type=t, count=n) for t, n in (cells or {}).items()),
     )
 
 

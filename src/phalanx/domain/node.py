@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from phalanx.domain.cells import NodeCells
 from phalanx.domain.errors import InvalidInput
-from phalanx.domain.resources import Resources
+from phalanx.domain.resources import GPU, Resources
 from phalanx.domain.topology import GpuTopology
 
 
@@ -71,6 +72,7 @@ class Node:
     network: Mapping[str, str] = field(default_factory=dict)  # tier -> switch, e.g. tor -> tor-3
     max_tasks: int | None = None
     schedulable: bool = True  # False once cordoned
+    cells: NodeCells | None = None  # its place in the cell hierarchy (the hived plugin's)
 
     def __post_init__(self) -> None:
         if self.gpu_topology is not None and self.gpu_topology.count != len(self.gpus):
@@ -79,4 +81,12 @@ class Node:
                 f"but the node has {len(self.gpus)}",
                 field="gpu_topology",
                 fix="give one Gpu per GPU of the topology",
+            )
+        count = len(self.gpus) or int(self.capacity.get(GPU))
+        if self.cells is not None and len(self.cells.levels[-1].cells[0]) != count:
+            raise InvalidInput(
+                f"node {self.name}: its cells hold {len(self.cells.levels[-1].cells[0])} GPUs "
+                f"but the node has {count}",
+                field="cells",
+                fix="give the node's cells exactly its GPUs",
             )

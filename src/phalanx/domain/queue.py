@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.domain.cells import CellGuarantee
 from phalanx.domain.resources import Resources
 
 ROOT_QUEUE = "root"
@@ -16,7 +17,8 @@ class Queue:
     ``guarantee`` is never lent away; ``deserved`` is the fair share under contention
     (computed from ``weight`` when None); ``capability`` is the hard cap (None means
     unlimited, within the parent's cap). Work of an ``overcommit`` queue may run
-    beyond its quota, and that excess is the first to be reclaimed.
+    beyond its quota, and that excess is the first to be reclaimed. ``cells`` makes the
+    queue a virtual cluster: whole cells it is guaranteed (the hived plugin's).
     """
 
     name: str
@@ -29,3 +31,4 @@ class Queue:
     overcommit: bool = False
     priority: int = 0
     starvation_threshold: float | None = None  # seconds a job may wait before it gets a reservation
+    cells: tuple[CellGuarantee, ...] = ()

@@ -20,6 +20,7 @@ class ReasonCode(StrEnum):
     RESERVED = "Reserved"  # it holds a reservation and waits for it to start
     BLOCKED_BY_RESERVATION = "BlockedByReservation"  # room exists, but is held for a starving job
     WAITING_FOR_RELEASE = "WaitingForRelease"  # pipelined onto resources being released
+    CELLS_BUSY = "CellsBusy"  # its virtual cluster's guaranteed cells hold other work (hived)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

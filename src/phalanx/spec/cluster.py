@@ -7,20 +7,25 @@ labels carry ``phalanx.io/node-group`` and, when known, the GPU model and topolo
 ``gpus.topology`` is a preset name (``dgx-a100``, ``dgx-h100``, ``dgx1-v100``,
 ``pcie-4gpu``), the text printed by ``nvidia-smi topo -m``, or an explicit matrix;
 each node then carries the ``GpuTopology`` and its GPUs their NUMA node, NVLink
-peers and nearest NIC.
+peers and nearest NIC. Every node of a group with ``gpus`` carries its cells (the
+hived plugin's): the chain under the group's ``cellType`` from ``spec.cellTypes``, or
+the one its topology shows (see ``phalanx.spec.cells``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Final, Literal, Self
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
+from phalanx.domain.cells import NodeCells, derive_levels
 from phalanx.domain.errors import DocumentError, InvalidInput
 from phalanx.domain.node import Gpu, Node
 from phalanx.domain.resources import GPU, GPU_MEMORY, Resources, canonical_amount
 from phalanx.domain.topology import GpuTopology, preset
+from phalanx.spec.cells import CellTypeSpec, check_cell_types, group_cells
 from phalanx.spec.common import (
     API_VERSION,
     UNION_TAG,
@@ -28,6 +33,7 @@ from phalanx.spec.common import (
     LabelKey,
     LabelValue,
     Metadata,
+    Name,
     SpecModel,
     from_invalid,
     located,
@@ -133,6 +139,8 @@ class NodeGroupSpec(SpecModel):
         default_factory=dict
     )
     max_tasks: Annotated[int, Field(ge=1)] | None = None
+    # the top cell type of the group's nodes (spec.cellTypes); default: derived from gpus
+    cell_type: Name | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -144,6 +152,12 @@ class NodeGroupSpec(SpecModel):
                         f"remove resources.{name}",
                         at=("resources", name),
                     )
+        if self.cell_type is not None and self.gpus is None:
+            raise located(
+                "cells are made of GPUs but the group has no gpus",
+                "add gpus or remove cellType",
+                at=("cellType",),
+            )
         for tier, text in self.network.items():
             template = IndexTemplate.parse(text)
             try:
@@ -153,8 +167,21 @@ class NodeGroupSpec(SpecModel):
                 raise from_invalid(error, at=("network", tier)) from None
         return self
 
-    def nodes(self) -> tuple[Node, ...]:
-        """The group's nodes, in index order."""
+    def cells(self, cell_types: Mapping[str, CellTypeSpec]) -> list[NodeCells] | None:
+        """Each node's cells (see ``phalanx.spec.cells``); None without gpus."""
+        if self.gpus is None:
+            return None
+        if self.cell_type is not None:
+            return group_cells(
+                self.name, self.cell_type, cell_types, gpus=self.gpus.count, nodes=self.count
+            )
+        label = self.gpus.topology_label()
+        prefix = self.name if label is None or label == CUSTOM_TOPOLOGY else label
+        levels = derive_levels(self.gpus.count, self.gpus.gpu_topology(), prefix)
+        return [NodeCells(levels=levels)] * self.count
+
+    def nodes(self, cell_types: Mapping[str, CellTypeSpec] | None = None) -> tuple[Node, ...]:
+        """The group's nodes, in index order, with their cells under ``cell_types``."""
         capacity = resources_of(self.resources)
         labels = dict(self.labels)
         labels[NODE_GROUP_LABEL] = self.name
@@ -169,6 +196,8 @@ class NodeGroupSpec(SpecModel):
             labels.update(_gpu_labels(self.gpus))
         templates = {tier: IndexTemplate.parse(text) for tier, text in self.network.items()}
         shared_labels = MappingProxyType(labels)  # one read-only mapping for every node
+        found = self.cells(cell_types or {})
+        cells: list[NodeCells | None] = [None] * self.count if found is None else list(found)
         return tuple(
             Node(
                 name=f"{self.name}-{index}",
@@ -179,6 +208,7 @@ class NodeGroupSpec(SpecModel):
                 gpu_topology=topology,
                 network={tier: t.render(index) for tier, t in templates.items()},
                 max_tasks=self.max_tasks,
+                cells=cells[index],
             )
             for index in range(self.count)
         )
@@ -212,9 +242,10 @@ def _gpu_labels(gpus: GpuSpec) -> dict[str, str]:
 
 
 class ClusterSpec(SpecModel):
-    """``spec`` of a Cluster: its node groups."""
+    """``spec`` of a Cluster: its node groups and, for the hived plugin, its cell types."""
 
     node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
+    cell_types: list[CellTypeSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_and_bounded(self) -> Self:
@@ -235,7 +266,22 @@ class ClusterSpec(SpecModel):
                 "split the cluster or lower the counts",
                 at=("nodeGroups",),
             )
+        self._cells_fit()
         return self
+
+    def _cells_fit(self) -> None:
+        by_name = check_cell_types(self.cell_types)
+        for i, group in enumerate(self.node_groups):
+            if group.cell_type is not None:
+                assert group.gpus is not None  # the group's own check
+                group_cells(
+                    group.name,
+                    group.cell_type,
+                    by_name,
+                    gpus=group.gpus.count,
+                    nodes=group.count,
+                    at=("nodeGroups", i, "cellType"),
+                )
 
 
 class ClusterDocument(SpecModel):
@@ -248,4 +294,5 @@ class ClusterDocument(SpecModel):
 
     def nodes(self) -> tuple[Node, ...]:
         """Every node of every group, group by group; names are unique."""
-        return tuple(node for group in self.spec.node_groups for node in group.nodes())
+        cell_types = {entry.name: entry for entry in self.spec.cell_types}
+        return tuple(node for group in self.spec.node_groups for node in group.nodes(cell_types))

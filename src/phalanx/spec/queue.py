@@ -1,7 +1,8 @@
 """The ``Queue`` document: one node of the queue tree with its quotas.
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
-and deserved share never exceed its capability on any resource.
+and deserved share never exceed its capability on any resource, and each cell type
+appears once in its ``cells``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
+from phalanx.domain.cells import CellGuarantee
 from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import Resources
 from phalanx.spec.common import (
@@ -24,8 +26,23 @@ from phalanx.spec.common import (
 from phalanx.spec.quantity import ResourceMap, resources_of
 
 
+class CellGuaranteeSpec(SpecModel):
+    """One entry of ``cells``: ``count`` whole cells of ``type`` (a Cluster cell type)."""
+
+    type: Name
+    count: Annotated[int, Field(ge=1, le=1_000_000)]
+
+
 class QueueSpec(SpecModel):
-    """``spec`` of a Queue; fields mirror Volcano's Queue."""
+    """``spec`` of a Queue; fields mirror Volcano's Queue.
+
+    ``cells`` makes the queue a virtual cluster (HiveD's, for the hived plugin): the
+    whole cells it is guaranteed, by type, such as ``[{type: dgx1-v100-node, count:
+    2}]`` for two 8-GPU NVLink nodes. Its jobs' GPUs go inside those cells, bound to
+    physical cells as they are needed; work of others found there is evicted for them.
+    Types are the Cluster's ``cellTypes`` or those derived from its GPU topologies
+    (``<preset>-gpu``, ``-nvlink``, ``-pcie``, ``-socket``, ``-node``).
+    """
 
     parent: Name = ROOT_QUEUE
     weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
@@ -38,6 +55,20 @@ class QueueSpec(SpecModel):
     starvation_threshold: Duration | None = None
     #: who may submit here (the control plane's ACL); omitted: every user. Admins always may.
     submitters: list[UserName] | None = None
+    cells: list[CellGuaranteeSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cell_types_once(self) -> Self:
+        seen: set[str] = set()
+        for i, entry in enumerate(self.cells):
+            if entry.type in seen:
+                raise located(
+                    f"cell type {entry.type!r} is listed twice",
+                    "add the counts up in one entry",
+                    at=("cells", i, "type"),
+                )
+            seen.add(entry.type)
+        return self
 
     @model_validator(mode="after")
     def _within_capability(self) -> Self:
@@ -94,6 +125,7 @@ class QueueDocument(SpecModel):
             overcommit=spec.overcommit,
             priority=spec.priority,
             starvation_threshold=spec.starvation_threshold,
+            cells=tuple(CellGuarantee(type=c.type, count=c.count) for c in spec.cells),
         )
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from phalanx.engine import Snapshot
+from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.cycle import open_session
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
 from phalanx.engine.framework.extension import FirstPoint
 from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import JobInfo, TaskStatus
+from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
 from tests.builders import config, make_job, make_nodes, make_queue
 
 CONFIG = config(["allocate"], ["gang", "predicates", "binpack"])
@@ -148,3 +149,40 @@ def test_rollback_to_a_savepoint_keeps_what_came_before() -> None:
         ]
         assert session.snapshot.pipelined.sum() == 0
     assert session.snapshot.used.sum() == 0
+
+
+def test_evictions_make_room_only_where_the_rule_allows() -> None:
+    """Victim order alone would evict on n0; the rule's ``evict_within`` says n2."""
+    low = [make_job(f"low{i}", gpus=8, running_on=[f"n{i}"], created=i) for i in range(3)]
+    high = make_job("high", gpus=8, priority=10, created=5)
+    snapshot = Snapshot.build(nodes=make_nodes(3, gpus=8), queues=[make_queue()], jobs=[*low, high])
+    session = open_session(
+        snapshot, config(["allocate", "preempt"], ["priority", "gang", "predicates"]), now=0.0
+    )
+    asked: list[DomainQuery] = []
+
+    def within(query: DomainQuery) -> np.ndarray:
+        asked.append(query)
+        return mask(3, 2)
+
+    session.points.domains.register(
+        "test",
+        0,
+        lambda job: DomainRule(key="k", offer=lambda q: DomainOffer(masks=()), evict_within=within),
+    )
+
+    def victims(job: JobInfo) -> list[TaskInfo]:
+        return [
+            t
+            for other in session.snapshot.jobs.values()
+            if other is not job
+            for t in other.tasks
+            if t.status in EVICTABLE
+        ]
+
+    assert evict_for_gang(session, snapshot.jobs["high"], victims, action="preempt")
+    assert [t.status for t in snapshot.jobs["low2"].tasks] == [TaskStatus.RELEASING]
+    assert all(
+        t.status is TaskStatus.RUNNING for j in ("low0", "low1") for t in snapshot.jobs[j].tasks
+    )
+    assert [t.name for q in asked for t in q.tasks] == ["high-worker-0"]

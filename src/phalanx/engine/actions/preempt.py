@@ -2,7 +2,8 @@
 
 Victims come from other jobs of the same queue that the plugins accept (priority:
 strictly lower priority); a victim gang is shrunk to its minAvailable or evicted
-whole. The preemptor's tasks are pipelined onto the freed nodes; if the preemptor's
+whole. The preemptor's tasks are pipelined onto the freed nodes (those its domain
+rule's ``evict_within`` allows, when it has one); if the preemptor's
 gang cannot be completed, every eviction is undone. When what binds is a queue limit
 (the queue, or an ancestor, at its capability) rather than node room, victims under
 that queue are evicted first, only until the limit admits the task.
@@ -12,8 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+from numpy.typing import NDArray
+
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
 from phalanx.engine.framework.eviction import (
     Judge,
     evict_with_gang,
@@ -86,12 +91,14 @@ def _evict_for_tasks(
 ) -> bool:
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
     victims = in_victim_order(session, victims)
+    rule = session.points.domains(job) if session.points.domains else None
     with session.statement() as stmt:
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, judge, action):
                 break
             live = [v for v in victims if v.status in EVICTABLE]
-            if not make_room(session, stmt, task, live, judge, action=action):
+            within = _evict_within(session, job, task, rule)
+            if not make_room(session, stmt, task, live, judge, action=action, within=within):
                 break
             if session.job_pipelined(job):
                 break
@@ -111,6 +118,16 @@ def _evict_for_tasks(
             return True
         stmt.discard()
     return False
+
+
+def _evict_within(
+    session: Session, job: JobInfo, task: TaskInfo, rule: DomainRule | None
+) -> NDArray[np.bool_] | None:
+    """Where the job's domain rule lets evictions make room for ``task`` (None: anywhere)."""
+    if rule is None or rule.evict_within is None:
+        return None
+    free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
+    return rule.evict_within(DomainQuery(job=job, tasks=(task,), free=free, slots=slots))
 
 
 def _free_quota(

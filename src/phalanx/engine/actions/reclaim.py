@@ -53,7 +53,8 @@ def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
 def _explain_no_share(session: Session, job: JobInfo) -> None:
     """Add to a short-of-room reason that the job's queue already has its deserved share."""
     reason = session.reasons.get(job.name)
-    if not session.points.reclaimable or reason is None:
+    # deserved shares exist only where a quota plugin (it limits queues: allocatable) set them
+    if not session.points.allocatable or reason is None:
         return
     if reason.code not in (ReasonCode.INSUFFICIENT, ReasonCode.GANG):
         return

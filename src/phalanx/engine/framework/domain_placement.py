@@ -97,7 +97,9 @@ def _grouped(
             allocated += outcome.allocated
             pipelined += outcome.pipelined
             if outcome.reason is not None:
-                failure = _in_group(outcome.reason, number + 1, count)
+                failure = (
+                    outcome.reason if count == 1 else _in_group(outcome.reason, number + 1, count)
+                )
                 break
         if settle(session, job, stmt, Outcome(allocated, pipelined, failure)):
             return None

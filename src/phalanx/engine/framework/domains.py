@@ -5,7 +5,8 @@ places the job's pending tasks inside each offered mask in turn, each attempt un
 exactly when it fails, and the first attempt after which the job stands (ready, or
 pipelined) wins. With ``group``, the tasks are placed ``group`` at a time, each group
 inside one mask of the offer made for it, all in one statement. Jobs without a rule
-are placed as if the point did not exist.
+are placed as if the point did not exist. A rule with ``evict_within`` also says
+where reclaim and preempt may make room for each of the job's tasks.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class DomainRule:
     key: object
     offer: Callable[[DomainQuery], DomainOffer]
     group: int | None = None
+    #: asked by reclaim and preempt before they make room for one task (``tasks`` holds
+    #: it alone): the nodes where evictions may make room for it; None: any node
+    evict_within: Callable[[DomainQuery], NDArray[np.bool_] | None] | None = None
 
 
 def free_room(

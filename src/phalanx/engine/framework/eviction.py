@@ -1,7 +1,8 @@
 """Making room for one task by evicting others: shared by reclaim and preempt.
 
 Guarantees: victims are evicted only on a node where the task then fits (with the
-resources being released counted), in victim order, and only as many as needed; the
+resources being released counted), inside the ``within`` mask when one is given, in
+victim order, and only as many as needed; the
 node chosen is the one that has room earliest in victim order over all nodes; a
 victim job that would drop below its minAvailable is evicted whole, and only when
 every one of its tasks is an accepted victim. Nothing is evicted when the task
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
@@ -41,11 +43,13 @@ def make_room(
     judge: Judge,
     *,
     action: str,
+    within: NDArray[np.bool_] | None = None,
 ) -> bool:
-    """Evict accepted victims on the best node and pipeline ``task`` there; False if impossible."""
+    """Evict accepted victims on the best node (of ``within``, a mask over every node,
+    when given) and pipeline ``task`` there; False if impossible."""
     calm = settled(candidates)
     victims = in_victim_order(session, judge(task, calm) if calm else [])
-    for node in _nodes_by_victim_order(session, task, victims)[:MAX_NODES_TRIED]:
+    for node in _nodes_by_victim_order(session, task, victims, within)[:MAX_NODES_TRIED]:
         on_node = [v for v in victims if v.node == node]
         if _evict_until_fits(session, stmt, task, on_node, judge, action, node):
             stmt.pipeline(task, node)
@@ -54,12 +58,17 @@ def make_room(
 
 
 def _nodes_by_victim_order(
-    session: Session, task: TaskInfo, victims: Sequence[TaskInfo]
+    session: Session,
+    task: TaskInfo,
+    victims: Sequence[TaskInfo],
+    within: NDArray[np.bool_] | None,
 ) -> list[int]:
     """Nodes that could take ``task``, those needing no eviction first, then by how early in
     victim order they have room (so overcommitted work anywhere goes before others' work)."""
     snap = session.snapshot
     mask, _ = session.static_mask(task.role)
+    if within is not None:
+        mask = mask & within
     request = task.request
     need = np.flatnonzero(request > 0)
     on_node = np.bincount(

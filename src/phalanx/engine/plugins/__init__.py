@@ -13,6 +13,7 @@ from phalanx.engine.plugins.gpuclustering import GpuClusteringPlugin
 from phalanx.engine.plugins.gpupacking import GpuPackingPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
 from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
+from phalanx.engine.plugins.hived import HivedPlugin
 from phalanx.engine.plugins.las import LasPlugin
 from phalanx.engine.plugins.networktopology import NetworkTopologyPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
@@ -36,6 +37,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     GpuPackingPlugin,
     GpuSharePlugin,
     GpuTopologyPlugin,
+    HivedPlugin,
     LasPlugin,
     NetworkTopologyPlugin,
     OvercommitPlugin,
