@@ -200,11 +200,14 @@ def kueue(fraction: float) -> None:
                 spec["parent"] = q.parent
             client.post("/api/v1/queues", json=queue(q.name, **spec)).raise_for_status()
         plan = sorted(
-            ((k + 1) * kind.interval_ms / 1000.0, f"cohort-{c}-cq-{i}", kind, k)
-            for c in range(COHORTS)
-            for i in range(QUEUES_PER_COHORT)
-            for kind in CLASSES
-            for k in range(max(1, math.ceil(kind.count * fraction)))
+            (
+                ((k + 1) * kind.interval_ms / 1000.0, f"cohort-{c}-cq-{i}", kind, k)
+                for c in range(COHORTS)
+                for i in range(QUEUES_PER_COHORT)
+                for kind in CLASSES
+                for k in range(max(1, math.ceil(kind.count * fraction)))
+            ),
+            key=lambda item: (item[0], item[1], item[2].name, item[3]),
         )
         begin = time.time()
         with ThreadPoolExecutor(8) as pool:
