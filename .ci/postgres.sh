@@ -2,7 +2,8 @@
 # Installs PostgreSQL from Debian's packages when missing, starts a throwaway cluster on
 # loopback (trust auth, no fsync: test data only) and prints its URL on stdout.
 set -euo pipefail
-PORT="${PHALANX_PG_PORT:-55432}"
+# A free loopback port unless one is given: another cluster may hold the usual ones.
+PORT="${PHALANX_PG_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
