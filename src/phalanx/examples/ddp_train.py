@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         y = x @ truth + 0.01 * torch.randn(32, 1, generator=shard)
         loss = torch.nn.functional.mse_loss(ddp(x), y)
         optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
+        loss.backward()
         optimizer.step()
         mean = loss.detach().clone()
         dist.all_reduce(mean)
