@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from phalanx.executors.rendezvous import free_ports
 from phalanx.sim.traces.kueue import CLASSES, COHORTS, QUEUES_PER_COHORT, kueue_queues
@@ -66,7 +67,8 @@ def cluster(nodes: int, cpu: int, gpus: int = 0) -> str:
 
 @contextmanager
 def server(cluster_text: str) -> Any:
-    """A server process over a fresh data dir; yields an authenticated httpx client."""
+    """A server process over a fresh data dir; yields an authenticated httpx client
+    (whose ``server_pid`` names the server process)."""
     with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
         root = Path(tmp)
         (root / "cluster.yaml").write_text(cluster_text)
@@ -98,6 +100,7 @@ def server(cluster_text: str) -> Any:
                 timeout=60,
                 limits=limits,
             ) as client:
+                client.server_pid = process.pid  # type: ignore[attr-defined]
                 yield client
         finally:
             process.send_signal(signal.SIGTERM)
@@ -135,12 +138,17 @@ def submit(count: int) -> None:
             document["metadata"]["name"] += "-warm"
             client.post("/api/v1/jobs", json=document).raise_for_status()
         documents = [job(f"sub-{i}", "bench", "true", cpu=2) for i in range(count)]
+        serving = psutil.Process(client.server_pid)
+        server_cpu = sum(serving.cpu_times()[:2])
+        client_cpu = time.process_time()
         started = time.perf_counter()
         with ThreadPoolExecutor(16) as pool:
             codes = list(
                 pool.map(lambda d: client.post("/api/v1/jobs", json=d).status_code, documents)
             )
         seconds = time.perf_counter() - started
+        server_cpu = sum(serving.cpu_times()[:2]) - server_cpu
+        client_cpu = time.process_time() - client_cpu
         assert codes.count(201) == count, {c: codes.count(c) for c in set(codes)}
         print(
             json.dumps(
@@ -150,6 +158,8 @@ def submit(count: int) -> None:
                     "seconds": round(seconds, 3),
                     "submits_per_s": round(count / seconds, 1),
                     "target_per_s": 500,
+                    "server_cpu_ms_per_submit": round(1000 * server_cpu / count, 3),
+                    "client_cpu_ms_per_submit": round(1000 * client_cpu / count, 3),
                 }
             ),
             flush=True,

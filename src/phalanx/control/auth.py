@@ -90,14 +90,22 @@ class TokenCache:
         self._known: dict[str, tuple[float, Principal]] = {}
         self._lock = threading.Lock()
 
+    def remembered(self, token: str) -> Principal | None:
+        """Who holds ``token`` if that is remembered and fresh; None otherwise (then ask
+        ``principal``). Never touches the store, so it may run on the event loop."""
+        with self._lock:
+            hit = self._known.get(digest(token))
+        if hit is not None and time.monotonic() - hit[0] < self._ttl:
+            return hit[1]
+        return None
+
     def principal(self, token: str) -> Principal | None:
         """Who holds ``token``, or None for an unknown token."""
+        found = self.remembered(token)
+        if found is not None:
+            return found
         key = digest(token)
         now = time.monotonic()
-        with self._lock:
-            hit = self._known.get(key)
-        if hit is not None and now - hit[0] < self._ttl:
-            return hit[1]
         with self._db.session() as session:
             row = session.scalar(select(TokenRow).where(TokenRow.digest == key))
             found = (

@@ -1,13 +1,17 @@
-"""Group commit for submissions: many request threads, one writer, one transaction.
+"""Group commit for submissions: many requests, one writer, one transaction.
 
 Each accepted submission waits until the transaction holding it has committed, so an
 answer of 201 always means the job is stored. Submissions that arrive together share a
-transaction: under load the cost of a commit (and of handing the database between
-threads) is paid once per batch instead of once per job.
+transaction, in which their queues are checked with one query and their rows inserted
+with two statements: under load the cost of a commit (and of handing the database
+between threads) is paid once per batch instead of once per job. A submission that fails
+its check, or whose name is taken, is answered with its own error; the rest of its batch
+is stored all the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -15,14 +19,15 @@ from concurrent.futures import Future
 
 from sqlalchemy.exc import IntegrityError
 
+from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView
 from phalanx.control.store.database import Database
-from phalanx.control.submit import name_taken, store_jobs
+from phalanx.control.submit import check_queues, name_taken, store_jobs
 from phalanx.spec.job import JobDocument
 
 log = logging.getLogger(__name__)
 
-_Item = tuple[JobDocument, "Future[JobView]"]
+_Item = tuple[JobDocument, Principal, "Future[JobView]"]
 
 
 class SubmissionWriter:
@@ -35,12 +40,16 @@ class SubmissionWriter:
         self._thread = threading.Thread(target=self._run, name="phalanx-submissions", daemon=True)
         self._thread.start()
 
-    def submit(self, document: JobDocument, timeout: float = 60.0) -> JobView:
-        """Store one job; returns once it is committed. Raises ``ApiError`` 409 for a
-        name already taken."""
+    def enqueue(self, document: JobDocument, submitter: Principal) -> Future[JobView]:
+        """Queue one job for storing; the future ends with its view once it is committed,
+        or with the ``ApiError`` to answer (unknown or closed queue, name taken)."""
         future: Future[JobView] = Future()
-        self._queue.put((document, future))
-        return future.result(timeout)
+        self._queue.put((document, submitter, future))
+        return future
+
+    async def submit(self, document: JobDocument, submitter: Principal) -> JobView:
+        """Store one job and wait for the commit without holding a thread."""
+        return await asyncio.wrap_future(self.enqueue(document, submitter))
 
     def close(self) -> None:
         """Finish what was queued, then stop the writer thread."""
@@ -67,18 +76,23 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                views = store_jobs(session, [document for document, _ in batch])
+                errors = check_queues(session, [(d, who) for d, who, _ in batch])
+                accepted = [item for item, error in zip(batch, errors, strict=True) if not error]
+                views = store_jobs(session, [document for document, _, _ in accepted])
         except IntegrityError:
             if len(batch) > 1:  # find the one that clashes: each alone
                 for item in batch:
                     self._write([item])
             else:
-                batch[0][1].set_exception(name_taken(batch[0][0].metadata.name))
+                batch[0][2].set_exception(name_taken(batch[0][0].metadata.name))
             return
         except Exception as error:  # the database failed: every waiting request hears it
             log.exception("storing %d submitted jobs failed", len(batch))
-            for _, future in batch:
+            for _, _, future in batch:
                 future.set_exception(error)
             return
-        for (_, future), view in zip(batch, views, strict=True):
+        for (_, _, future), refusal in zip(batch, errors, strict=True):
+            if refusal is not None:
+                future.set_exception(refusal)
+        for (_, _, future), view in zip(accepted, views, strict=True):
             future.set_result(view)

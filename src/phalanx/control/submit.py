@@ -1,8 +1,8 @@
 """Turning a submitted document into stored rows, with every check a person can act on.
 
-Guarantees: a job that passes ``accept_job`` names an existing leaf queue its user may
-submit to, has a command for every role, and is stored with one row per task in one
-transaction; anything else is refused with an ``ApiError`` naming the field and the fix.
+Guarantees: a job that passes ``parse_job`` and ``check_queues`` names an existing leaf
+queue its user may submit to, has a command for every role, and is stored with one row
+per task in one transaction; anything else is refused with an ``ApiError`` naming the field and the fix.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
@@ -55,15 +55,29 @@ def parse_job(raw: Any, caller: Principal) -> JobDocument:
     return document
 
 
-def check_queue(session: Session, document: JobDocument, caller: Principal) -> None:
-    """The job's queue exists, is a leaf, and lets its submitter in (one query)."""
+def check_queues(
+    session: Session, submissions: Sequence[tuple[JobDocument, Principal]]
+) -> list[ApiError | None]:
+    """For each (job, submitter): None when the job's queue exists, is a leaf and lets the
+    submitter in; otherwise the error to answer. One query for the whole batch."""
+    names = {document.spec.queue for document, _ in submissions}
+    child = aliased(QueueRow)
+    has_children = select(child.name).where(child.parent == QueueRow.name).exists()
+    found = {
+        name: (document, bool(leafless))
+        for name, document, leafless in session.execute(
+            select(QueueRow.name, QueueRow.document, has_children).where(QueueRow.name.in_(names))
+        )
+    }
+    return [_queue_error(found.get(d.spec.queue), d, caller) for d, caller in submissions]
+
+
+def _queue_error(
+    found: tuple[dict[str, Any], bool] | None, document: JobDocument, caller: Principal
+) -> ApiError | None:
     name = document.spec.queue
-    children = select(QueueRow.name).where(QueueRow.parent == name).exists()
-    found = session.execute(
-        select(QueueRow.document, children).where(QueueRow.name == name)
-    ).one_or_none()
     if found is None:
-        raise ApiError(
+        return ApiError(
             422,
             f"queue {name!r} does not exist",
             field="spec.queue",
@@ -71,7 +85,7 @@ def check_queue(session: Session, document: JobDocument, caller: Principal) -> N
         )
     queue_document, has_children = found
     if has_children:
-        raise ApiError(
+        return ApiError(
             422,
             f"queue {name!r} has child queues; jobs go to leaf queues",
             field="spec.queue",
@@ -80,17 +94,20 @@ def check_queue(session: Session, document: JobDocument, caller: Principal) -> N
     # The stored document is the validated, canonical form: read the ACL straight from it.
     allowed = queue_document["spec"].get("submitters")
     if allowed is not None and not caller.is_admin and document.spec.user not in allowed:
-        raise ApiError(
+        return ApiError(
             403,
             f"user {document.spec.user} may not submit to queue {name}",
             field="spec.queue",
             fix=f"use a queue you may submit to, or ask an admin to add you to {name}'s submitters",
         )
+    return None
 
 
 def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobView]:
     """Insert the jobs and their tasks (phase Pending) with two statements; their views,
     in order. Raises ``IntegrityError`` when a name is taken (the caller rolls back)."""
+    if not documents:
+        return []
     now = time.time()
     jobs = [document.to_domain(creation_time=now) for document in documents]
     rows = [

@@ -16,9 +16,8 @@ from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
-from phalanx.control.store.database import Database
 from phalanx.control.store.models import EventRow, JobRow
-from phalanx.control.submit import check_queue, parse_job
+from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -27,7 +26,7 @@ _TERMINAL = [p.value for p in TERMINAL]
 
 
 @router.post("", status_code=201, response_model=JobView)
-def submit(
+async def submit(
     document: Annotated[
         dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
     ],
@@ -37,12 +36,9 @@ def submit(
 ) -> JobView:
     """Submit a job. It starts Pending; the scheduler takes it from there. The answer
     comes once the job is stored."""
-    job = parse_job(document, caller)
-    db: Database = request.app.state.db
-    with db.session() as session:  # a read: writers need not wait for it
-        check_queue(session, job, caller)
+    job = parse_job(document, caller)  # CPU only: on the event loop, no thread hop
     writer: SubmissionWriter = request.app.state.submissions
-    view = writer.submit(job)
+    view = await writer.submit(job, caller)
     controller.wake(Intent.JOBS)
     return view
 

@@ -56,10 +56,18 @@ class Database:
         if parsed.get_backend_name() == "sqlite":
             # Threads share the engine: the API's worker threads and the controller.
             options["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        elif parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
+            if parsed.database not in (None, "", ":memory:"):
+                # Enough pooled connections for every API worker thread (anyio's 40), the
+                # controller and the submission writer: an overflow connection would be
+                # opened and closed per request, paying the pragmas each time.
+                options["pool_size"] = 48
+                options["max_overflow"] = 16
         else:
+            if parsed.drivername == "postgresql":
+                parsed = parsed.set(drivername="postgresql+psycopg")
             options["pool_pre_ping"] = True
+            options["pool_size"] = 16  # kept open: API worker threads, controller, writer
+            options["max_overflow"] = 32
         engine = create_engine(parsed, **options)
         if parsed.get_backend_name() == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
