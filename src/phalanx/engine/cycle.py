@@ -188,8 +188,10 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
         )
     live = session.waiting
     holds = {hold.job: hold for hold in session.holds}
+    pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
     for info in live:
-        waiting = info.pending_count + info.counts[TaskStatus.PIPELINED]
+        counts = info.counts
+        waiting = counts[pending] + counts[pipelined]
         if info.ready_count >= info.min_available or waiting == 0:
             continue
         reason = session.reasons.get(info.name)

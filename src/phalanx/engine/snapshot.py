@@ -377,6 +377,12 @@ class Snapshot:
         self.waiting: dict[str, JobInfo] = {}
         #: resources charged per (queue, user), kept by ``move``
         self.user_allocated: dict[tuple[str, str], Vector] = {}
+        #: Counts the changes from outside a session that can make room for a job or let
+        #: it preempt: a task moving, a job leaving or changing phase, a node opening or
+        #: closing. None while nobody keeps count (a snapshot built for one session); a
+        #: driver keeping the snapshot across sessions (``ClusterState``) keeps it, and
+        #: refusals stand while it is unchanged (see the ``enqueue`` action).
+        self.epoch: int | None = None
         self._label_columns: dict[str, NDArray[np.object_]] = {}
         self._node_derived: dict[str, object] = {}
         self._requests: dict[Resources, Vector] = {}
@@ -745,6 +751,8 @@ class Snapshot:
     def set_schedulable(self, node: int, schedulable: bool) -> None:
         """Open or close node ``node`` to new work (a cordon, a failure, a repair)."""
         if bool(self.schedulable[node]) != schedulable:
+            if self.epoch is not None:
+                self.epoch += 1
             self.schedulable.flags.writeable = True
             self.schedulable[node] = schedulable
             self.schedulable.flags.writeable = False

@@ -43,6 +43,7 @@ class ClusterState:
         self.snapshot = Snapshot(
             nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
         )
+        self.snapshot.epoch = 0  # every change below that can make room counts
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
@@ -54,6 +55,7 @@ class ClusterState:
 
     def remove_job(self, name: str) -> None:
         """Stop tracking a job; whatever its tasks held is given back."""
+        self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
         info = self.snapshot.jobs.pop(name, None)
         if info is None:
             self.snapshot.orphans = [
@@ -86,6 +88,7 @@ class ClusterState:
         its node at ``now`` adds its GPU-seconds since its start time to the job's
         attained service.
         """
+        self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
         index = None if node is None else self.snapshot.node_index[node]
         status = STATUS_OF_PHASE[phase]
         if (
@@ -102,6 +105,7 @@ class ClusterState:
 
     def set_phase(self, name: str, phase: JobPhase, *, pending_since: float | None = None) -> None:
         """Record a job's new phase (and, when it waits again, since when)."""
+        self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
         info = self.snapshot.jobs[name]
         info.phase = phase
         if pending_since is not None:

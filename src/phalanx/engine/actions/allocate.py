@@ -75,8 +75,9 @@ class AllocateAction(Action):
 def candidate_jobs(session: Session) -> list[JobInfo]:
     """Admitted, valid jobs with pending tasks, in a stable order."""
     found = []
-    for job in session.waiting:
-        if job.pending_count == 0 or not session.is_admitted(job):
+    is_admitted = session.is_admitted
+    for job in session.waiting:  # a backlog of unadmitted jobs is skipped cheaply
+        if not is_admitted(job) or job.pending_count == 0:
             continue
         invalid = session.points.job_valid(job)
         if invalid is not None:

@@ -40,10 +40,10 @@ class BackfillAction(Action):
         starving = [
             j
             for j in session.waiting
-            if j.ready_count < j.min_available
+            if (j.phase is not JobPhase.PENDING or not session.has_enqueue)
+            and j.ready_count < j.min_available
             and j.pending_count
             and session.points.job_starving(j)
-            and (j.phase is not JobPhase.PENDING or not session.has_enqueue)
         ]
         for job in session.ranked(starving)[:limit]:
             hold = plan_hold(session, job)

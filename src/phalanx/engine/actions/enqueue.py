@@ -12,11 +12,20 @@ one of four ways, checked in this order:
 4. preemption: lower-priority, preemptible work of its own queue covers its minimum.
 
 Work of overcommit (over-issued) queues does not use the budget: it is first to be
-reclaimed; nor does a starving job, whose room its reservation makes. Any number of jobs of one queue may be admitted in one session.
+reclaimed; nor does a starving job, whose room its reservation makes. Any number of jobs
+of one queue may be admitted in one session.
+
+Refusals stand while nothing makes room (DESIGN section 5: an unschedulable job whose
+inputs have not changed is not evaluated again). On a snapshot kept across sessions
+(``Snapshot.epoch`` counts the changes that can make room), a job refused in an earlier
+session is passed over, keeping its reason, until the epoch moves or its starvation
+changes: new jobs only take room, so the verdict would be the same. The refused job's
+reason text is the one it was given then.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +37,7 @@ from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EPSILON, JobInfo, Vector
+from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, Vector
 
 
 class EnqueueAction(Action):
@@ -40,6 +49,7 @@ class EnqueueAction(Action):
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
         self.overcommit_factor = self.number("overcommitFactor", 1.2, minimum=1.0)
+        self._refusals = _Refusals()
 
     def execute(self, session: Session) -> None:
         factor = self.overcommit_factor
@@ -48,13 +58,15 @@ class EnqueueAction(Action):
         for leaf in snapshot.leaf_queues():
             if not leaf.spec.overcommit:
                 budget -= leaf.allocated
+        standing = self._refusals.standing(session.snapshot)
         # Within a session budgets only shrink and queues only fill, so a job refused for a
         # given (queue, minimum, priority, starving) means every later such job is refused.
         refused: dict[tuple[object, ...], Reason] = {}
-        for job in _pending_in_order(session):
+        for job in _pending_in_order(session, standing):
             invalid = session.points.job_valid(job)
             if invalid is not None:
                 session.record_reason(job, Reason(code=ReasonCode.INVALID, message=invalid))
+                standing[job.name] = (False, session.reasons[job.name])
                 continue
             minimum = job.min_request()
             key = (
@@ -66,14 +78,17 @@ class EnqueueAction(Action):
             known = refused.get(key)
             if known is not None:
                 session.record_reason(job, known)
+                standing[job.name] = (bool(key[3]), known)
                 continue
             if not session.points.job_enqueueable(job):
                 refused[key] = session.reasons[job.name]  # the rejecting plugin recorded why
+                standing[job.name] = (bool(key[3]), refused[key])
                 continue
             short = minimum > budget + EPSILON
             if short.any() and not _room_can_be_made(session, job, minimum):
                 _record_no_room(session, job, minimum, np.where(short, minimum - budget, 0.0))
                 refused[key] = session.reasons[job.name]
+                standing[job.name] = (bool(key[3]), refused[key])
                 continue
             session.admitted.append(job.name)
             if _uses_budget(session, job):
@@ -135,6 +150,44 @@ def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Ve
     )
 
 
-def _pending_in_order(session: Session) -> list[JobInfo]:
-    jobs = [j for j in session.waiting if j.phase is JobPhase.PENDING]
+#: Refusals still standing, per job: (starving when refused, the reason given).
+_Standing = dict[str, tuple[bool, Reason]]
+
+
+class _Refusals:
+    """Refusals kept per snapshot, for the epoch they were made in."""
+
+    def __init__(self) -> None:
+        self._kept: weakref.WeakKeyDictionary[Snapshot, tuple[int, _Standing]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def standing(self, snapshot: Snapshot) -> _Standing:
+        """Refusals of earlier sessions on ``snapshot`` that still stand: all of them while
+        ``Snapshot.epoch`` is unchanged, none after it moved or where nobody keeps the
+        epoch. The caller adds this session's refusals to the dict returned."""
+        if snapshot.epoch is None:
+            return {}
+        kept = self._kept.get(snapshot)
+        if kept is None or kept[0] != snapshot.epoch:
+            kept = (snapshot.epoch, {})
+            self._kept[snapshot] = kept
+        return kept[1]
+
+
+def _pending_in_order(session: Session, standing: _Standing) -> list[JobInfo]:
+    """Pending jobs to evaluate, in line order; a job whose refusal stands (and whose
+    starvation has not changed since) is given its reason again and left out."""
+    jobs = []
+    starving = session.points.job_starving
+    for job in session.waiting:
+        if job.phase is not JobPhase.PENDING:
+            continue
+        refusal = standing.get(job.name)
+        if refusal is not None:
+            if refusal[0] == starving(job):
+                session.record_reason(job, refusal[1])
+                continue
+            del standing[job.name]
+        jobs.append(job)
     return session.ranked(jobs)

@@ -87,7 +87,9 @@ class Plugin(_Configurable):
 class Action(_Configurable):
     """A verb: one step of the session. Subclasses set ``name`` and override ``execute``.
 
-    One instance may serve many sessions: keep no session state on ``self``.
+    One instance may serve many sessions: keep no session state on ``self`` (what must
+    outlive a session belongs to the snapshot it is about: see ``enqueue``'s refusals,
+    kept per snapshot and epoch).
     """
 
     kind = "action"
