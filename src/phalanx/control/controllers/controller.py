@@ -102,7 +102,6 @@ class Controller:
         self._recorded: set[tuple[str, str]] = set()
         self.core = Core(new_state(self.nodes, [], {}), executor(self._launch), timing or Timing())
         self._next_deadline: float | None = None
-        self._session_seconds = 0.0
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
 
     # -- running -------------------------------------------------------------------------
@@ -136,13 +135,14 @@ class Controller:
             except Exception:  # a bug in one tick must not stop the service
                 log.exception("controller tick failed; rebuilding from the store")
                 self._recover_after_failure()
+            busy = time.monotonic() - began
             wait = self.core.timing.period
             if self._next_deadline is not None:
                 wait = max(0.0, min(wait, self._next_deadline - self.clock()))
             self._wake.wait(wait)
-            # A burst of wake-ups makes one tick; a costly session spaces ticks out so the
-            # controller leaves most of the interpreter to the API.
-            gap = max(self.core.timing.coalesce, 2.0 * self._session_seconds)
+            # A burst of wake-ups makes one tick; a costly tick spaces ticks out so the
+            # controller takes at most a quarter of the interpreter from the API.
+            gap = max(self.core.timing.coalesce, 4.0 * busy)
             rest = gap - (time.monotonic() - began)
             if rest > 0:
                 self._stop.wait(rest)
@@ -273,7 +273,6 @@ class Controller:
             return decisions
 
     def _observe(self, decisions: Decisions, seconds: float) -> None:
-        self._session_seconds = seconds
         self.stats.last = decisions
         self.stats.count += 1
         if self.metrics is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ from phalanx.engine.snapshot import (
     TaskStatus,
     Vector,
 )
+
+_BY_ARRIVAL = operator.attrgetter("creation_time", "name")
 
 
 @dataclass(slots=True)
@@ -104,7 +107,7 @@ class Session:
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
         #: jobs with a pending task when the session opened, oldest first: all it must consider
-        self.waiting = sorted(snapshot.waiting.values(), key=lambda j: (j.creation_time, j.name))
+        self.waiting = sorted(snapshot.waiting.values(), key=_BY_ARRIVAL)
         for queue in snapshot.queues.values():
             queue.inqueue[:] = 0.0  # admission marks belong to one session
 
