@@ -128,9 +128,16 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobVi
         }
         for job, document in zip(jobs, documents, strict=True)
     ]
-    ids = session.scalars(
-        insert(JobRow).returning(JobRow.id, sort_by_parameter_order=True), rows
-    ).all()
+    # Core statements on the session's connection: the ORM's bulk path costs twice as much.
+    connection = session.connection()
+    job_table, task_table = (JobRow.metadata.tables[row.__tablename__] for row in (JobRow, TaskRow))
+    ids = (
+        connection.execute(
+            insert(job_table).returning(job_table.c.id, sort_by_parameter_order=True), rows
+        )
+        .scalars()
+        .all()
+    )
     tasks: list[dict[str, Any]] = [
         {
             "job_id": job_id,
@@ -143,7 +150,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobVi
         for job, job_id in zip(jobs, ids, strict=True)
         for task in job.all_tasks()
     ]
-    session.execute(insert(TaskRow), tasks)
+    connection.execute(insert(task_table), tasks)
     by_job: dict[int, list[TaskView]] = {}
     for task in tasks:
         view = TaskView(
