@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Select, bindparam, insert, select
+from sqlalchemy.orm import Session
 
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
@@ -55,18 +55,29 @@ def parse_job(raw: Any, caller: Principal) -> JobDocument:
     return document
 
 
+def _queue_lookup() -> Select[tuple[str, dict[str, Any], bool]]:
+    """Name, document and "has children" of the queues named by ``:names``."""
+    queues = QueueRow.metadata.tables[QueueRow.__tablename__]
+    child = queues.alias("child")
+    has_children = select(child.c.name).where(child.c.parent == queues.c.name).exists()
+    return select(queues.c.name, queues.c.document, has_children).where(
+        queues.c.name.in_(bindparam("names", expanding=True))
+    )
+
+
+_QUEUE_LOOKUP = _queue_lookup()  # built once: building it costs more than running it
+
+
 def check_queues(
     session: Session, submissions: Sequence[tuple[JobDocument, Principal]]
 ) -> list[ApiError | None]:
     """For each (job, submitter): None when the job's queue exists, is a leaf and lets the
     submitter in; otherwise the error to answer. One query for the whole batch."""
-    names = {document.spec.queue for document, _ in submissions}
-    child = aliased(QueueRow)
-    has_children = select(child.name).where(child.parent == QueueRow.name).exists()
+    names = sorted({document.spec.queue for document, _ in submissions})
     found = {
         name: (document, bool(leafless))
-        for name, document, leafless in session.execute(
-            select(QueueRow.name, QueueRow.document, has_children).where(QueueRow.name.in_(names))
+        for name, document, leafless in session.connection().execute(
+            _QUEUE_LOOKUP, {"names": names}
         )
     }
     return [_queue_error(found.get(d.spec.queue), d, caller) for d, caller in submissions]
