@@ -68,6 +68,10 @@ class TaskLaunch:
     ``job_roles`` lists the job's roles in spec order; ranks follow it (empty: the
     order in which roles first appear among the tasks started together).
     ``cpu_millicores`` and ``memory_bytes`` are limits, enforced where the host allows.
+    ``gang`` names every task of the job placed with this one, as ``(role, index, node)``,
+    whether started now or later (a role that ``dependsOn`` another starts once it runs):
+    ranks, ``WORLD_SIZE`` and the host lists count them all. Empty: the tasks started
+    together plus the job's tasks already live.
     """
 
     job: str
@@ -84,6 +88,7 @@ class TaskLaunch:
     # Online by default: pausing is opt-in, a task is never stopped for a class it did not ask for.
     workload: ServiceClass = ServiceClass.ONLINE
     job_roles: tuple[str, ...] = ()
+    gang: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name, value in (("job", self.job), ("task", self.task)):

@@ -105,6 +105,7 @@ class LocalExecutor:
         self._environ = dict(os.environ if environ is None else environ)
         self._live: dict[tuple[str, str], _Live] = {}
         self._master_ports: dict[str, int] = {}
+        self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
         self._events: list[TaskEvent] = []
 
     # -- the Executor protocol ---------------------------------------------------------
@@ -113,8 +114,8 @@ class LocalExecutor:
         """Start every bound task not already live; each queues STARTED (or LOST).
 
         Every bind is resolved before any process starts, so a bad launch raises
-        without leaving half a gang running. The rendezvous of a job covers the tasks
-        started in this call plus its tasks already live here.
+        without leaving half a gang running. The rendezvous of a job covers its launches'
+        ``gang`` (when given), the tasks started in this call and its tasks live here.
         """
         launches: dict[tuple[str, str], TaskLaunch] = {}
         for bind in binds:
@@ -151,6 +152,7 @@ class LocalExecutor:
                 self._events.append(self._exited(live, ended, now))
                 if not any(other.job == live.job for other in self._live.values()):
                     self._master_ports.pop(live.job, None)
+                    self._ports.pop(live.job, None)
             elif live.stop_deadline is not None and now >= live.stop_deadline and not live.killed:
                 live.killed = live.process.kill()
         due = sorted((event for event in self._events if event.time <= now), key=lambda e: e.time)
@@ -289,24 +291,38 @@ class LocalExecutor:
         return launch
 
     def _start_job(self, job: str, launches: list[TaskLaunch], now: float) -> None:
+        live = {
+            (task.placement.role, task.placement.index): task.placement
+            for task in self._live.values()
+            if task.job == job and task.placement
+        }
+        # Every task of the gang gets its port now, those that start later (dependsOn)
+        # too: the tasks started first already name them in their host lists.
+        reserved = self._ports.setdefault(job, {})
+        slots = [(launch.role, launch.index, launch.node) for launch in launches]
+        for role, index, node in launches[0].gang:
+            if (role, index) not in {(r, i) for r, i, _ in slots}:
+                slots.append((role, index, node))
+        wanted = [(r, i) for r, i, _ in slots if (r, i) not in live and (r, i) not in reserved]
         need_master = job not in self._master_ports
-        ports = free_ports(len(launches) + need_master, self._host)
+        ports = free_ports(len(wanted) + need_master, self._host)
+        reserved.update(zip(wanted, ports, strict=False))
         if need_master:
             self._master_ports[job] = ports[-1]
+        gpus = {(launch.role, launch.index): launch.gpus for launch in launches}
         placements = {
-            (launch.role, launch.index): Placement(
-                role=launch.role,
-                index=launch.index,
-                node=launch.node,
+            (role, index): Placement(
+                role=role,
+                index=index,
+                node=node,
                 host=self._host,
-                port=port,
-                gpus=launch.gpus,
+                port=reserved[(role, index)],
+                gpus=gpus.get((role, index), ()),
             )
-            for launch, port in zip(launches, ports, strict=False)
+            for role, index, node in slots
+            if (role, index) not in live or (role, index) in gpus
         }
-        peers = [
-            live.placement for live in self._live.values() if live.job == job and live.placement
-        ]
+        peers = [p for slot, p in live.items() if slot not in placements]
         envs = rendezvous_env(
             job,
             [*peers, *placements.values()],

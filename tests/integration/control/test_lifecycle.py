@@ -96,9 +96,16 @@ def test_workers_start_after_the_master_is_running(tmp_path: Path) -> None:
     with running_server(tmp_path) as server:
         api = Api(server.url, server.admin_token or "")
         api.queue("team-a")
-        master = role("master", command=f"echo master >> {order}; sleep 1")
-        worker = role("worker", replicas=2, command=f"echo worker >> {order}")
+        seen = "$PHALANX_ROLE $RANK $WORLD_SIZE $MASTER_PORT $PHALANX_HOSTS_WORKER"
+        master = role("master", command=f"echo {seen} >> {order}; sleep 1")
+        worker = role("worker", replicas=2, command=f"echo {seen} >> {order}")
         worker["dependsOn"] = [{"role": "master", "phase": "Running"}]
         api.submit("mw", "team-a", master, worker)
         api.wait_phase("mw", "Succeeded")
-        assert order.read_text().split() == ["master", "worker", "worker"]
+        lines = [line.split() for line in order.read_text().splitlines()]
+        assert [line[0] for line in lines] == ["master", "worker", "worker"]
+        # The master, started alone, already knows the whole gang: the same world,
+        # master port and worker addresses as the workers started after it.
+        assert sorted(line[1] for line in lines) == ["0", "1", "2"]
+        assert {tuple(line[2:]) for line in lines} == {tuple(lines[0][2:])}
+        assert lines[0][2] == "3" and len(lines[0][4].split(",")) == 2

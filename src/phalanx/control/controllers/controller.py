@@ -412,7 +412,13 @@ class Controller:
 
     def _launch(self, bind: Bind) -> TaskLaunch:
         tracked = self.core.jobs[bind.job]
-        return launch_of(tracked.job, bind)
+        nodes = self.core.state.snapshot.nodes
+        gang = tuple(
+            (task.role.name, task.index, nodes[task.node].name)
+            for task in self.core.tasks(tracked)
+            if task.status in ON_NODE
+        )
+        return launch_of(tracked.job, bind, gang)
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""

@@ -7,12 +7,13 @@ from phalanx.engine.decisions import Bind
 from phalanx.executors.launch import GpuShareHint, TaskLaunch
 
 
-def launch_of(job: Job, bind: Bind) -> TaskLaunch:
+def launch_of(job: Job, bind: Bind, gang: tuple[tuple[str, int, str], ...] = ()) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
     The role's command and environment, its CPU and memory as limits, the bound GPU ids,
     and for a share of one card the MPS limits the engine chose (compute percentage and
-    memory). Offline jobs run as the colocation throttle's ``offline`` class.
+    memory). Offline jobs run as the colocation throttle's ``offline`` class. ``gang``
+    is every placed task of the job as ``(role, index, node)``, for the rendezvous.
     """
     role = next(r for r in job.roles if r.name == bind.role)
     share = None
@@ -39,4 +40,5 @@ def launch_of(job: Job, bind: Bind) -> TaskLaunch:
         if job.service_class is ServiceClass.OFFLINE
         else ServiceClass.ONLINE,
         job_roles=tuple(r.name for r in job.roles),
+        gang=gang,
     )
