@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 
 from phalanx import __version__
 from phalanx.control.api import jobs, nodes, queues, system, users
@@ -32,9 +33,10 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db)
     for module in (jobs, queues, nodes, users, system):
-        app.include_router(module.router)
+        app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(DataError, _unstorable)
     return app
 
 
@@ -58,6 +60,30 @@ async def _invalid_request(_: Request, error: Exception) -> JSONResponse:
             "field": first["field"],
             "fix": "correct the field as described (see /docs for the schema)",
             "problems": problems,
+        },
+        status_code=422,
+    )
+
+
+async def _no_nul_bytes(request: Request) -> None:
+    """No path or query parameter holds a NUL byte: no name has one, and PostgreSQL
+    cannot even compare text with one (SQLite would just find nothing)."""
+    for params in (request.path_params, request.query_params):
+        for name, value in params.items():
+            if "\x00" in str(value):
+                raise ApiError(
+                    422, f"{name} contains a NUL byte", field=name, fix="remove the NUL character"
+                )
+
+
+async def _unstorable(_: Request, error: Exception) -> JSONResponse:
+    """Any other value the database refuses (a number out of range) is the request's
+    fault: a 422, never a 500."""
+    cause = str(getattr(error, "orig", error)).splitlines()[0][:200]
+    return JSONResponse(
+        {
+            "detail": f"a value of the request cannot be stored or compared: {cause}",
+            "fix": "check the values sent (text without NUL bytes, numbers in range)",
         },
         status_code=422,
     )

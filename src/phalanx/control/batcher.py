@@ -17,7 +17,7 @@ import queue
 import threading
 from concurrent.futures import Future
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView
@@ -79,12 +79,14 @@ class SubmissionWriter:
                 errors = check_queues(session, [(d, who) for d, who, _ in batch])
                 accepted = [item for item, error in zip(batch, errors, strict=True) if not error]
                 views = store_jobs(session, [document for document, _, _ in accepted])
-        except IntegrityError:
-            if len(batch) > 1:  # find the one that clashes: each alone
+        except (IntegrityError, DataError) as error:
+            if len(batch) > 1:  # find the one at fault: each alone
                 for item in batch:
                     self._write([item])
-            else:
+            elif isinstance(error, IntegrityError):
                 batch[0][2].set_exception(name_taken(batch[0][0].metadata.name))
+            else:  # the database refused one of its values: the submitter hears why
+                batch[0][2].set_exception(error)
             return
         except Exception as error:  # the database failed: every waiting request hears it
             log.exception("storing %d submitted jobs failed", len(batch))

@@ -258,5 +258,22 @@ def test_a_body_that_is_not_json_is_refused(api: Api, raw: bytes) -> None:
     assert response.json()["field"].startswith("body")
 
 
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/api/v1/jobs", {"queue": "team\x00a"}, "queue"),
+        ("/api/v1/jobs", {"user": "\x00"}, "user"),
+        ("/api/v1/jobs/a%00b", {}, "name"),
+        ("/api/v1/queues/q%00", {}, "name"),
+    ],
+)
+def test_a_nul_byte_in_a_parameter_is_refused_naming_it(
+    api: Api, path: str, params: dict[str, str], field: str
+) -> None:
+    response = api.http.get(path, params=params)  # PostgreSQL would refuse it: a 500
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field and response.json()["fix"]
+
+
 def test_nothing_malformed_was_stored(api: Api) -> None:
     assert api.get("/api/v1/jobs")["items"] == []

@@ -20,7 +20,7 @@ from enum import StrEnum
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from phalanx.control.controllers import decide, lifecycle
+from phalanx.control.controllers import adoption, decide, lifecycle
 from phalanx.control.controllers.core import TERMINAL, Core, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.rebuild import (
@@ -35,12 +35,12 @@ from phalanx.control.controllers.views import ClusterView, cluster_view
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
-from phalanx.domain.job import Job, JobPhase, TaskPhase
+from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
-from phalanx.executors.base import Executor, Recoverable, TaskEvent, TaskEventKind
+from phalanx.executors.base import Executor, Recoverable
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
@@ -190,47 +190,11 @@ class Controller:
             executor = core.executor
             if isinstance(executor, Recoverable):
                 executor.adopt(records, now=core.now)
-            self._lose_unrecorded()
-            self._mark_adopted_running()
+            adoption.lose_unrecorded(core, self._recorded)
+            adoption.mark_adopted_running(core, self._recorded)
             core.journal.flush(session)
         core.dispatch()
         self.view = cluster_view(core)
-
-    def _mark_adopted_running(self) -> None:
-        """A recorded task still Bound in the store has a process: it is Running."""
-        core = self.core
-        for tracked in core.jobs.values():
-            for task in core.tasks(tracked):
-                if task.status is TaskStatus.BOUND and (tracked.name, task.name) in self._recorded:
-                    core.set_task(task, TaskPhase.RUNNING)
-
-    def _lose_unrecorded(self) -> None:
-        """Tasks on a node with no process record in the store: adopted from the record the
-        executor left (the server died before storing it), or else lost."""
-        core = self.core
-        executor = core.executor
-        for tracked in list(core.jobs.values()):
-            for task in core.tasks(tracked):
-                key = (tracked.name, task.name)
-                if task.status not in ON_NODE or key in self._recorded:
-                    continue
-                found = executor.recorded(*key) if isinstance(executor, Recoverable) else None
-                # A record older than this attempt's placement is a previous attempt's.
-                if found is not None and found.start_time >= (tracked.started_at or 0.0) - 1.0:
-                    assert isinstance(executor, Recoverable)
-                    executor.adopt([found], now=core.now)
-                    self._recorded.add(key)
-                    core.journal.task(tracked.task_ids[task.name], process=found.to_dict())
-                    continue
-                node = core.state.snapshot.nodes[task.node].name
-                lost = TaskEvent(
-                    kind=TaskEventKind.LOST,
-                    time=core.now,
-                    job=tracked.name,
-                    task=task.name,
-                    node=node,
-                )
-                lifecycle.on_event(core, lost)
 
     # -- one tick ------------------------------------------------------------------------
 
