@@ -12,7 +12,6 @@ that makes an adopted task's exit code known although it is not our child.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -35,7 +34,7 @@ from phalanx.executors.process import (
     task_environment,
     task_workdir,
 )
-from phalanx.executors.records import ProcessRecord
+from phalanx.executors.records import ProcessRecord, read_record, write_record
 from phalanx.executors.rendezvous import Placement, free_ports, rendezvous_env
 
 log = logging.getLogger(__name__)
@@ -167,11 +166,7 @@ class LocalExecutor:
         """The record the last start of ``task`` left in its working directory (written
         before ``start`` returns), for a controller that crashed before persisting it.
         None when there is none or it cannot be read."""
-        path = self.workdir(job, task) / RECORD_FILE
-        try:
-            return ProcessRecord.from_dict(json.loads(path.read_text()))
-        except (OSError, ValueError, InvalidInput):
-            return None
+        return read_record(self.workdir(job, task) / RECORD_FILE)
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks that still run; report the others.
@@ -352,7 +347,7 @@ class LocalExecutor:
             since=now,
         )
         self._live[(launch.job, launch.task)] = live
-        _write_record(workdir / RECORD_FILE, _record_of(live))
+        write_record(workdir / RECORD_FILE, _record_of(live))
         self._events.append(event)
 
     def _unpause(self, live: _Live) -> None:
@@ -392,16 +387,6 @@ def _record_of(live: _Live) -> ProcessRecord:
         workload=live.workload,
         gpus=live.gpus,
     )
-
-
-def _write_record(path: Path, record: ProcessRecord) -> None:
-    """Write ``record`` whole or not at all (a reader never sees half of it)."""
-    partial = path.with_suffix(".tmp")
-    try:
-        partial.write_text(json.dumps(record.to_dict()))
-        partial.replace(path)
-    except OSError as error:  # the controller's own record still covers it
-        log.warning("cannot write %s: %s", path, error)
 
 
 if TYPE_CHECKING:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+
+log = logging.getLogger(__name__)
 
 #: A record as JSON: strings, numbers and a list of GPU ids.
 RecordDict = dict[str, str | int | float | list[int]]
@@ -64,6 +69,27 @@ class ProcessRecord:
             workload=ServiceClass(str(workload)),
             gpus=tuple(int(g) for g in gpus),
         )
+
+
+def write_record(path: Path, record: ProcessRecord) -> None:
+    """Write ``record`` as JSON whole or not at all (a reader never sees half of it).
+
+    A failure is logged, not raised: the controller's own copy of the record covers it.
+    """
+    partial = path.with_suffix(".tmp")
+    try:
+        partial.write_text(json.dumps(record.to_dict()))
+        partial.replace(path)
+    except OSError as error:
+        log.warning("cannot write %s: %s", path, error)
+
+
+def read_record(path: Path) -> ProcessRecord | None:
+    """The record ``write_record`` left at ``path``; None when absent or unreadable."""
+    try:
+        return ProcessRecord.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, InvalidInput):
+        return None
 
 
 def _is_int(value: object) -> bool:

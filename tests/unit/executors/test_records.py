@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
-from phalanx.executors.records import ProcessRecord
+from phalanx.executors.records import ProcessRecord, read_record, write_record
 
 
 def record() -> ProcessRecord:
@@ -55,3 +56,12 @@ def test_bad_fields_are_named(field: str, value: Any) -> None:
     with pytest.raises(InvalidInput) as error:
         ProcessRecord.from_dict(data)
     assert error.value.field == field
+
+
+def test_a_record_file_reads_back_and_a_bad_one_reads_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "process.json"
+    assert read_record(path) is None
+    write_record(path, record())
+    assert read_record(path) == record()
+    path.write_text("{half")
+    assert read_record(path) is None
