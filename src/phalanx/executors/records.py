@@ -10,6 +10,7 @@ from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+from phalanx.executors.cgroups import IsolationKind
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,9 @@ class ProcessRecord:
     ``pid`` is the task's wrapper (its process-group leader) and ``start_time`` that
     process's start in seconds since the epoch: together they name one process, never a
     later one that reused the pid. ``workdir`` holds the task's logs and ``exit_code``.
+    ``isolation`` is how the task's limits were enforced, and ``cgroup`` its group under
+    cgroup v2 (kept by a server that re-adopts the task, removed when the task ends).
+    Records written before these fields existed read as rlimit isolation.
     """
 
     job: str
@@ -34,6 +38,16 @@ class ProcessRecord:
     workdir: str
     workload: ServiceClass = ServiceClass.ONLINE
     gpus: tuple[int, ...] = ()
+    isolation: IsolationKind = IsolationKind.RLIMIT
+    cgroup: str = ""  # the task's cgroup v2 group, for CGROUP2 isolation
+
+    def __post_init__(self) -> None:
+        if (self.isolation is IsolationKind.CGROUP2) != bool(self.cgroup):
+            raise InvalidInput(
+                f"isolation {self.isolation} with cgroup {self.cgroup!r}",
+                field="cgroup",
+                fix="a group path exactly for cgroup2 isolation",
+            )
 
     def to_dict(self) -> RecordDict:
         """A JSON-ready dict; ``from_dict`` reads it back equal."""
@@ -46,6 +60,8 @@ class ProcessRecord:
             "workdir": self.workdir,
             "workload": self.workload.value,
             "gpus": list(self.gpus),
+            "isolation": self.isolation.value,
+            "cgroup": self.cgroup,
         }
 
     @classmethod
@@ -55,6 +71,16 @@ class ProcessRecord:
         if workload not in set(ServiceClass):
             raise InvalidInput(
                 f"{workload!r} is not a workload class", field="workload", fix="online or offline"
+            )
+        isolation = data.get("isolation", IsolationKind.RLIMIT.value)
+        if isolation not in set(IsolationKind):
+            raise InvalidInput(
+                f"{isolation!r} is not an isolation", field="isolation", fix="cgroup2 or rlimit"
+            )
+        cgroup = data.get("cgroup", "")
+        if not isinstance(cgroup, str) or (cgroup and not cgroup.startswith("/")):
+            raise InvalidInput(
+                f"{cgroup!r} is not a group path", field="cgroup", fix="as records() gave it"
             )
         gpus = data.get("gpus", [])
         if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
@@ -68,6 +94,8 @@ class ProcessRecord:
             workdir=_text(data, "workdir"),
             workload=ServiceClass(str(workload)),
             gpus=tuple(int(g) for g in gpus),
+            isolation=IsolationKind(str(isolation)),
+            cgroup=cgroup,
         )
 
 

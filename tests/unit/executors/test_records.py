@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+from phalanx.executors.cgroups import IsolationKind
 from phalanx.executors.records import ProcessRecord, read_record, write_record
 
 
@@ -30,6 +32,26 @@ def test_a_record_survives_json() -> None:
     assert ProcessRecord.from_dict(json.loads(json.dumps(record().to_dict()))) == record()
 
 
+def test_a_cgroup_record_survives_json() -> None:
+    caged = replace(record(), isolation=IsolationKind.CGROUP2, cgroup="/sys/fs/cgroup/p/bert:w0")
+    assert ProcessRecord.from_dict(json.loads(json.dumps(caged.to_dict()))) == caged
+
+
+def test_a_record_from_before_isolation_was_recorded_reads_as_rlimit() -> None:
+    data = record().to_dict()
+    del data["isolation"], data["cgroup"]
+    read = ProcessRecord.from_dict(data)
+    assert (read.isolation, read.cgroup) == (IsolationKind.RLIMIT, "")
+
+
+def test_a_group_is_recorded_exactly_for_cgroup_isolation() -> None:
+    with pytest.raises(InvalidInput) as error:
+        replace(record(), isolation=IsolationKind.CGROUP2)
+    assert error.value.field == "cgroup"
+    with pytest.raises(InvalidInput):
+        replace(record(), cgroup="/sys/fs/cgroup/p/bert:w0")
+
+
 def test_workload_and_gpus_may_be_left_out() -> None:
     data = record().to_dict()
     del data["workload"], data["gpus"]
@@ -48,6 +70,9 @@ def test_workload_and_gpus_may_be_left_out() -> None:
         ("start_time", -1.0),
         ("workload", "batch"),
         ("gpus", [0, "1"]),
+        ("isolation", "docker"),
+        ("cgroup", "relative/group"),
+        ("cgroup", 7),
     ],
 )
 def test_bad_fields_are_named(field: str, value: Any) -> None:
