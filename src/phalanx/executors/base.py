@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.records import ProcessRecord
+
+#: ``TaskEvent.reason`` of a task that failed (non-zero code) after the kernel killed one
+#: of its processes for exceeding the task's memory limit (Kubernetes' name for it).
+OOM_KILLED: Final = "OOMKilled"
 
 
 class TaskEventKind(StrEnum):
@@ -36,6 +40,7 @@ class TaskEvent:
     node: str
     exit_code: int | None = None  # for EXITED
     stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
+    reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED
 
 
 class Executor(Protocol):

@@ -8,11 +8,15 @@ escalate to SIGKILL, which a later ``poll`` does.
 Crash safety: ``records()`` is what a controller persists; after a restart a new
 executor ``adopt``s them. See ``phalanx.executors.process`` for the exit-code wrapper
 that makes an adopted task's exit code known although it is not our child.
+
+Limits: ``isolation`` says what is enforced on this host (cgroup v2 groups per task, or
+rlimits; ``phalanx.executors.cgroups``), and each task's record repeats it. Under cgroup
+v2 an adopted task keeps its group, every ended task's group is removed, and a task that
+fails after the kernel OOM-killed a process in its group ends with reason ``OOM_KILLED``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -24,7 +28,8 @@ from typing import TYPE_CHECKING
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import Executor, TaskEvent, TaskEventKind
+from phalanx.executors.base import OOM_KILLED, Executor, TaskEvent, TaskEventKind
+from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.process import (
     Exit,
@@ -35,8 +40,9 @@ from phalanx.executors.process import (
     task_environment,
     task_workdir,
 )
-from phalanx.executors.records import ProcessRecord
+from phalanx.executors.records import ProcessRecord, read_record, write_record
 from phalanx.executors.rendezvous import Placement, free_ports, rendezvous_env
+from phalanx.executors.taskgroups import TaskGroups
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +79,7 @@ class _Live:
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess
     since: float  # when it started (or was adopted): no later event of it is earlier
+    group: Path | None = None  # its cgroup v2 group, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
     paused_since: float | None = None
@@ -86,7 +93,8 @@ class LocalExecutor:
     spec). Not thread-safe: call it from one thread (the controller's loop), the
     colocation throttle included. ``clock`` only measures paused time and must tell the same time as the
     ``now`` the controller passes; events and stop deadlines use ``now``.
-    ``environ`` is where the allow-listed inherited variables come from.
+    ``environ`` is where the allow-listed inherited variables come from. ``isolation``
+    defaults to the host's (``cgroups.host_isolation``, detected once per process).
     """
 
     def __init__(
@@ -97,6 +105,7 @@ class LocalExecutor:
         *,
         host: str = "127.0.0.1",
         environ: Mapping[str, str] | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self._resolve = resolve
@@ -107,6 +116,7 @@ class LocalExecutor:
         self._master_ports: dict[str, int] = {}
         self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
         self._events: list[TaskEvent] = []
+        self._groups = TaskGroups(host_isolation() if isolation is None else isolation)
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -149,12 +159,14 @@ class LocalExecutor:
             ended = live.process.poll()
             if ended is not None:
                 del self._live[key]
-                self._events.append(self._exited(live, ended, now))
+                oom = live.group is not None and self._groups.close(live.group)
+                self._events.append(self._exited(live, ended, now, oom=oom))
                 if not any(other.job == live.job for other in self._live.values()):
                     self._master_ports.pop(live.job, None)
                     self._ports.pop(live.job, None)
             elif live.stop_deadline is not None and now >= live.stop_deadline and not live.killed:
                 live.killed = live.process.kill()
+        self._groups.collect(keep={live.group for live in self._live.values() if live.group})
         due = sorted((event for event in self._events if event.time <= now), key=lambda e: e.time)
         self._events = [event for event in self._events if event.time > now]
         return due
@@ -169,11 +181,7 @@ class LocalExecutor:
         """The record the last start of ``task`` left in its working directory (written
         before ``start`` returns), for a controller that crashed before persisting it.
         None when there is none or it cannot be read."""
-        path = self.workdir(job, task) / RECORD_FILE
-        try:
-            return ProcessRecord.from_dict(json.loads(path.read_text()))
-        except (OSError, ValueError, InvalidInput):
-            return None
+        return read_record(self.workdir(job, task) / RECORD_FILE)
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks that still run; report the others.
@@ -182,25 +190,31 @@ class LocalExecutor:
         reused pid is not). No STARTED is queued for it: it started long ago. Its group
         gets SIGCONT, because a task paused by the previous server would otherwise stay
         frozen with nobody left to resume it. A record whose process has ended queues
-        EXITED with the code its wrapper wrote, or LOST when no code was written.
+        EXITED with the code its wrapper wrote, or LOST when no code was written; under
+        cgroup v2 an OOM kill in its group makes a failed one EXITED (``KILLED_CODE`` if
+        no code) with reason ``OOM_KILLED``, and its group is removed.
         """
         for record in records:
             key = (record.job, record.task)
             if key in self._live:
                 continue
             workdir = Path(record.workdir)
+            group = self._groups.recorded(record.cgroup)
             process = attach(pid=record.pid, start_time=record.start_time, workdir=workdir)
             if process is None:
                 code = read_exit_code(workdir, record.pid)
-                kind = TaskEventKind.LOST if code is None else TaskEventKind.EXITED
+                oom = group is not None and self._groups.close(group)
+                if oom and code is None:
+                    code = KILLED_CODE
                 self._events.append(
                     TaskEvent(
-                        kind=kind,
+                        kind=TaskEventKind.LOST if code is None else TaskEventKind.EXITED,
                         time=now,
                         job=record.job,
                         task=record.task,
                         node=record.node,
                         exit_code=code,
+                        reason=_oom_reason(oom, code),
                     )
                 )
                 continue
@@ -214,6 +228,7 @@ class LocalExecutor:
                 placement=None,
                 process=process,
                 since=now,
+                group=group,
             )
 
     # -- pausing (colocation) --------------------------------------------------------------
@@ -271,6 +286,11 @@ class LocalExecutor:
             for live in self._live.values()
             if workload is None or live.workload is workload
         ]
+
+    @property
+    def isolation(self) -> Isolation:
+        """The limits this executor enforces on its tasks, and why (``describe()`` for people)."""
+        return self._groups.isolation
 
     def workdir(self, job: str, task: str) -> Path:
         """Where the task runs and writes ``stdout.log`` and ``stderr.log``."""
@@ -341,11 +361,20 @@ class LocalExecutor:
         event = TaskEvent(
             kind=TaskEventKind.STARTED, time=now, job=launch.job, task=launch.task, node=launch.node
         )
+        group = None
         try:
-            process = spawn(launch, workdir=workdir, env=env)
+            group = self._groups.create(
+                launch.job,
+                launch.task,
+                cpu_millicores=launch.cpu_millicores,
+                memory_bytes=launch.memory_bytes,
+            )
+            process = spawn(launch, workdir=workdir, env=env, cgroup=group)
         except OSError as error:
-            # This host cannot run the task (disk full, directory not writable): the
-            # controller sees it like a lost node and retries the task elsewhere.
+            if group is not None:
+                self._groups.close(group)
+            # This host cannot run the task (disk full, directory not writable, its
+            # cgroup in use): the controller sees a lost node and retries it elsewhere.
             log.warning("cannot start %s of %s in %s: %s", launch.task, launch.job, workdir, error)
             self._events.append(
                 TaskEvent(
@@ -366,9 +395,10 @@ class LocalExecutor:
             placement=placement,
             process=process,
             since=now,
+            group=group,
         )
         self._live[(launch.job, launch.task)] = live
-        _write_record(workdir / RECORD_FILE, _record_of(live))
+        write_record(workdir / RECORD_FILE, _record_of(live))
         self._events.append(event)
 
     def _unpause(self, live: _Live) -> None:
@@ -377,7 +407,7 @@ class LocalExecutor:
             live.paused_total += self._clock() - live.paused_since
             live.paused_since = None
 
-    def _exited(self, live: _Live, ended: Exit, now: float) -> TaskEvent:
+    def _exited(self, live: _Live, ended: Exit, now: float, *, oom: bool) -> TaskEvent:
         code = ended.code
         if code is None and live.killed:
             code = KILLED_CODE  # we killed it; nothing else could tell us
@@ -394,7 +424,13 @@ class LocalExecutor:
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
+            reason=_oom_reason(oom, code),
         )
+
+
+def _oom_reason(oom: bool, code: int | None) -> str | None:
+    # A task that succeeded although one of its processes was OOM-killed still succeeded.
+    return OOM_KILLED if oom and code != 0 else None
 
 
 def _record_of(live: _Live) -> ProcessRecord:
@@ -407,17 +443,9 @@ def _record_of(live: _Live) -> ProcessRecord:
         workdir=str(live.process.workdir),
         workload=live.workload,
         gpus=live.gpus,
+        isolation=IsolationKind.RLIMIT if live.group is None else IsolationKind.CGROUP2,
+        cgroup="" if live.group is None else str(live.group),
     )
-
-
-def _write_record(path: Path, record: ProcessRecord) -> None:
-    """Write ``record`` whole or not at all (a reader never sees half of it)."""
-    partial = path.with_suffix(".tmp")
-    try:
-        partial.write_text(json.dumps(record.to_dict()))
-        partial.replace(path)
-    except OSError as error:  # the controller's own record still covers it
-        log.warning("cannot write %s: %s", path, error)
 
 
 if TYPE_CHECKING:

@@ -17,11 +17,17 @@ leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/``:
   sees the wrapper killed (128+9), and a re-attached task is known to be killed only if
   this executor sent the signal.
 
-Limits: ``memory_bytes`` becomes the wrapper's ``ulimit -v`` (RLIMIT_AS, inherited by
-the command) for tasks without GPUs; no ``preexec_fn`` is needed, which is unsafe in a
-threaded server. ``cpu_millicores`` is not enforced: only cgroups can, and cgroup v2
-support (the wrapper would join the task's cgroup before running the command) is
-not built yet.
+Limits, by the host's isolation (``phalanx.executors.cgroups``):
+
+- cgroup v2: the task's group (``phalanx.executors.taskgroups``) carries ``cpu.max`` and
+  ``memory.max``, written before the wrapper starts; the wrapper writes its own pid to
+  the group's ``cgroup.procs`` before it runs the command, so the command and all it
+  forks are inside. If it cannot join, it runs nothing and records ``JOIN_FAILED``.
+  No RLIMIT_AS then: ``memory.max`` limits what is used, not what is reserved;
+- otherwise: ``memory_bytes`` becomes the wrapper's ``ulimit -v`` (RLIMIT_AS, inherited
+  by the command) for tasks without GPUs, and ``cpu_millicores`` is not enforced.
+
+Neither needs a ``preexec_fn``, which is unsafe in a threaded server.
 
 A task is identified across a server restart by its pid *and* the pid's start time
 (``psutil.Process.create_time``): a pid that the kernel reused for another process has a
@@ -58,17 +64,25 @@ INHERITED_ENV: Final = (
 )  # fmt: skip
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
+#: The status recorded for a task whose wrapper could not join its cgroup (nothing ran).
+JOIN_FAILED: Final = 125
+
 WRAPPER_SCRIPT: Final = """\
 trap : HUP INT QUIT TERM
-exit_file=$1 memory_kib=$2
-shift 2
+exit_file=$1 memory_kib=$2 cgroup=$3
+shift 3
+finish() {
+  printf '%s %s\\n' "$1" "$$" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+  exit "$1"
+}
+if [ "$cgroup" != - ]; then
+  echo "$$" > "$cgroup/cgroup.procs" || { echo "phalanx: cannot join cgroup $cgroup" >&2; finish 125; }
+fi
 if [ "$memory_kib" != - ]; then
   ulimit -v "$memory_kib" 2>/dev/null || echo "phalanx: cannot limit memory to ${memory_kib} KiB" >&2
 fi
 "$@"
-code=$?
-printf '%s %s\\n' "$code" "$$" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
-exit "$code"
+finish "$?"
 """
 
 
@@ -232,20 +246,25 @@ class TaskProcess:
         return Exit(read_exit_code(self.workdir, self.pid))
 
 
-def spawn(launch: TaskLaunch, *, workdir: Path, env: Mapping[str, str]) -> TaskProcess:
+def spawn(
+    launch: TaskLaunch, *, workdir: Path, env: Mapping[str, str], cgroup: Path | None = None
+) -> TaskProcess:
     """Start ``launch`` under the wrapper in ``workdir``, with exactly ``env``.
 
-    Output is appended to ``stdout.log`` and ``stderr.log``; a previous run's
-    ``exit_code`` is removed first so that it can never be read as this run's.
-    Raises ``OSError`` when the directory or the logs cannot be created.
+    With a ``cgroup`` (made by ``taskgroups.create_group``) the task runs inside it and
+    gets no RLIMIT_AS; without, it gets ``address_space_kib``. Output is appended to
+    ``stdout.log`` and ``stderr.log``; a previous run's ``exit_code`` is removed first so
+    that it can never be read as this run's. Raises ``OSError`` when the directory or
+    the logs cannot be created.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     for stale in (EXIT_FILE, f"{EXIT_FILE}.tmp"):
         (workdir / stale).unlink(missing_ok=True)
-    limit = address_space_kib(launch)
+    limit = None if cgroup is not None else address_space_kib(launch)
     argv = [
         "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
-        str(workdir / EXIT_FILE), "-" if limit is None else str(limit), *launch.argv(),
+        str(workdir / EXIT_FILE), "-" if limit is None else str(limit),
+        "-" if cgroup is None else str(cgroup), *launch.argv(),
     ]  # fmt: skip
     with open(workdir / STDOUT_LOG, "ab") as out, open(workdir / STDERR_LOG, "ab") as err:
         popen = subprocess.Popen(

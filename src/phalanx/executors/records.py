@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+from phalanx.executors.cgroups import IsolationKind
+
+log = logging.getLogger(__name__)
 
 #: A record as JSON: strings, numbers and a list of GPU ids.
 RecordDict = dict[str, str | int | float | list[int]]
@@ -19,6 +25,9 @@ class ProcessRecord:
     ``pid`` is the task's wrapper (its process-group leader) and ``start_time`` that
     process's start in seconds since the epoch: together they name one process, never a
     later one that reused the pid. ``workdir`` holds the task's logs and ``exit_code``.
+    ``isolation`` is how the task's limits were enforced, and ``cgroup`` its group under
+    cgroup v2 (kept by a server that re-adopts the task, removed when the task ends).
+    Records written before these fields existed read as rlimit isolation.
     """
 
     job: str
@@ -29,6 +38,16 @@ class ProcessRecord:
     workdir: str
     workload: ServiceClass = ServiceClass.ONLINE
     gpus: tuple[int, ...] = ()
+    isolation: IsolationKind = IsolationKind.RLIMIT
+    cgroup: str = ""  # the task's cgroup v2 group, for CGROUP2 isolation
+
+    def __post_init__(self) -> None:
+        if (self.isolation is IsolationKind.CGROUP2) != bool(self.cgroup):
+            raise InvalidInput(
+                f"isolation {self.isolation} with cgroup {self.cgroup!r}",
+                field="cgroup",
+                fix="a group path exactly for cgroup2 isolation",
+            )
 
     def to_dict(self) -> RecordDict:
         """A JSON-ready dict; ``from_dict`` reads it back equal."""
@@ -41,6 +60,8 @@ class ProcessRecord:
             "workdir": self.workdir,
             "workload": self.workload.value,
             "gpus": list(self.gpus),
+            "isolation": self.isolation.value,
+            "cgroup": self.cgroup,
         }
 
     @classmethod
@@ -50,6 +71,16 @@ class ProcessRecord:
         if workload not in set(ServiceClass):
             raise InvalidInput(
                 f"{workload!r} is not a workload class", field="workload", fix="online or offline"
+            )
+        isolation = data.get("isolation", IsolationKind.RLIMIT.value)
+        if isolation not in set(IsolationKind):
+            raise InvalidInput(
+                f"{isolation!r} is not an isolation", field="isolation", fix="cgroup2 or rlimit"
+            )
+        cgroup = data.get("cgroup", "")
+        if not isinstance(cgroup, str) or (cgroup and not cgroup.startswith("/")):
+            raise InvalidInput(
+                f"{cgroup!r} is not a group path", field="cgroup", fix="as records() gave it"
             )
         gpus = data.get("gpus", [])
         if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
@@ -63,7 +94,30 @@ class ProcessRecord:
             workdir=_text(data, "workdir"),
             workload=ServiceClass(str(workload)),
             gpus=tuple(int(g) for g in gpus),
+            isolation=IsolationKind(str(isolation)),
+            cgroup=cgroup,
         )
+
+
+def write_record(path: Path, record: ProcessRecord) -> None:
+    """Write ``record`` as JSON whole or not at all (a reader never sees half of it).
+
+    A failure is logged, not raised: the controller's own copy of the record covers it.
+    """
+    partial = path.with_suffix(".tmp")
+    try:
+        partial.write_text(json.dumps(record.to_dict()))
+        partial.replace(path)
+    except OSError as error:
+        log.warning("cannot write %s: %s", path, error)
+
+
+def read_record(path: Path) -> ProcessRecord | None:
+    """The record ``write_record`` left at ``path``; None when absent or unreadable."""
+    try:
+        return ProcessRecord.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, InvalidInput):
+        return None
 
 
 def _is_int(value: object) -> bool:

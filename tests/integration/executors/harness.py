@@ -17,6 +17,7 @@ import psutil
 
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.cgroups import Isolation
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 
@@ -62,12 +63,18 @@ def is_gone(pid: int) -> bool:
 class Harness:
     """One executor, the launches it resolves, and every event it reported."""
 
-    def __init__(self, data_dir: Path, *, environ: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        environ: dict[str, str] | None = None,
+        isolation: Isolation | None = None,
+    ) -> None:
         self.now = 1000.0
         self.launches: dict[tuple[str, str], TaskLaunch] = {}
         self.events: list[TaskEvent] = []
         self.executor = LocalExecutor(
-            data_dir, self._resolve, clock=lambda: self.now, environ=environ
+            data_dir, self._resolve, clock=lambda: self.now, environ=environ, isolation=isolation
         )
 
     def _resolve(self, bind: Bind) -> TaskLaunch:

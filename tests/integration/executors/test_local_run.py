@@ -6,11 +6,13 @@ import json
 import os
 import signal
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.base import TaskEventKind
+from phalanx.executors.cgroups import Isolation
 from phalanx.executors.launch import GpuShareHint
 from phalanx.executors.process import EXIT_FILE
 from tests.integration.executors.harness import DUMP_ENV, Harness, is_gone, wait_for
@@ -158,7 +160,8 @@ def test_an_exit_is_never_reported_before_its_start(harness: Harness) -> None:
     assert events[0].time == events[1].time == harness.now
 
 
-def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(harness: Harness) -> None:
+def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "data", isolation=Isolation.rlimit("test"))
     cpu = harness.launch("cpu", command="ulimit -v > limit", memory_bytes=512 * 2**20)
     gpu = harness.launch("gpu", command="ulimit -v > limit", memory_bytes=512 * 2**20, gpus=(0,))
     harness.start(cpu, gpu)

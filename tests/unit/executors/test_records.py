@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
-from phalanx.executors.records import ProcessRecord
+from phalanx.executors.cgroups import IsolationKind
+from phalanx.executors.records import ProcessRecord, read_record, write_record
 
 
 def record() -> ProcessRecord:
@@ -27,6 +30,26 @@ def record() -> ProcessRecord:
 
 def test_a_record_survives_json() -> None:
     assert ProcessRecord.from_dict(json.loads(json.dumps(record().to_dict()))) == record()
+
+
+def test_a_cgroup_record_survives_json() -> None:
+    caged = replace(record(), isolation=IsolationKind.CGROUP2, cgroup="/sys/fs/cgroup/p/bert:w0")
+    assert ProcessRecord.from_dict(json.loads(json.dumps(caged.to_dict()))) == caged
+
+
+def test_a_record_from_before_isolation_was_recorded_reads_as_rlimit() -> None:
+    data = record().to_dict()
+    del data["isolation"], data["cgroup"]
+    read = ProcessRecord.from_dict(data)
+    assert (read.isolation, read.cgroup) == (IsolationKind.RLIMIT, "")
+
+
+def test_a_group_is_recorded_exactly_for_cgroup_isolation() -> None:
+    with pytest.raises(InvalidInput) as error:
+        replace(record(), isolation=IsolationKind.CGROUP2)
+    assert error.value.field == "cgroup"
+    with pytest.raises(InvalidInput):
+        replace(record(), cgroup="/sys/fs/cgroup/p/bert:w0")
 
 
 def test_workload_and_gpus_may_be_left_out() -> None:
@@ -47,6 +70,9 @@ def test_workload_and_gpus_may_be_left_out() -> None:
         ("start_time", -1.0),
         ("workload", "batch"),
         ("gpus", [0, "1"]),
+        ("isolation", "docker"),
+        ("cgroup", "relative/group"),
+        ("cgroup", 7),
     ],
 )
 def test_bad_fields_are_named(field: str, value: Any) -> None:
@@ -55,3 +81,12 @@ def test_bad_fields_are_named(field: str, value: Any) -> None:
     with pytest.raises(InvalidInput) as error:
         ProcessRecord.from_dict(data)
     assert error.value.field == field
+
+
+def test_a_record_file_reads_back_and_a_bad_one_reads_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "process.json"
+    assert read_record(path) is None
+    write_record(path, record())
+    assert read_record(path) == record()
+    path.write_text("{half")
+    assert read_record(path) is None
