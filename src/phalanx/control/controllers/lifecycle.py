@@ -14,7 +14,7 @@ from phalanx.control.controllers.tracked import Ending, Tracked
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.engine.decisions import Bind
 from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
-from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.base import OOM_KILLED, TaskEvent, TaskEventKind
 
 #: What a job becomes when its tasks have stopped for each ending: (phase, reason code).
 _SETTLED = {
@@ -56,7 +56,10 @@ def on_event(core: Core, event: TaskEvent) -> None:
     else:
         core.set_task(task, TaskPhase.FAILED, exit_code=event.exit_code)
         if job.ending is None:
-            fail(core, job, f"task {task.name} exited with code {event.exit_code}")
+            why = f" ({event.reason})" if event.reason else ""
+            if event.reason == OOM_KILLED:
+                why = f" ({OOM_KILLED}: the kernel killed it for going over its memory limit)"
+            fail(core, job, f"task {task.name} exited with code {event.exit_code}{why}")
     settle(core, job)
 
 
