@@ -9,8 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.benchmarks import engine, fgd_report
-
 app = typer.Typer(help="Benchmarks (in-process; print JSON with --json).", no_args_is_help=True)
 
 
@@ -25,6 +23,8 @@ def engine_bench(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
     """One full scheduling session on a generated cluster, every task pending."""
+    from phalanx.benchmarks import engine  # noqa: PLC0415  (heavy: the whole engine)
+
     spec = engine.EngineBenchSpec(
         nodes=nodes,
         queues=queues,
@@ -65,6 +65,8 @@ def fgd_bench(
     limit: int | None = typer.Option(None, min=1, help="Use only the first N pods of each file."),
 ) -> None:
     """The FGD paper's experiment through the engine; prints JSON next to the authors' figures."""
+    from phalanx.benchmarks import fgd_report  # noqa: PLC0415  (heavy: the whole engine)
+
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError as error:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import typer
@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from phalanx.control.server import Server, ServerSettings
+if TYPE_CHECKING:
+    from phalanx.control.server import Server
 
 CLUSTER = """\
 apiVersion: phalanx/v1
@@ -109,6 +110,8 @@ def demo(
     data_dir: Path | None = typer.Option(None, help="Data dir (default: a temporary one)."),
 ) -> None:
     """Start the control plane, run a real 2-worker PyTorch DDP job and friends, summarise."""
+    from phalanx.control.server import Server, ServerSettings  # noqa: PLC0415  (heavy)
+
     console = Console()
     with tempfile.TemporaryDirectory(prefix="phalanx-demo-") as scratch:
         root = Path(scratch)
