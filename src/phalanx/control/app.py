@@ -31,7 +31,7 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.controller = controller
     app.state.metrics = metrics
     app.state.tokens = TokenCache(db)
-    app.state.submissions = SubmissionWriter(db)
+    app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_exception_handler(ApiError, _api_error)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import queue
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from sqlalchemy.exc import DataError, IntegrityError
@@ -23,6 +24,7 @@ from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView
 from phalanx.control.store.database import Database
 from phalanx.control.submit import check_queues, name_taken, store_jobs
+from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 
 log = logging.getLogger(__name__)
@@ -33,9 +35,18 @@ _Item = tuple[JobDocument, Principal, "Future[JobView]"]
 class SubmissionWriter:
     """Writes submitted jobs in batches of up to ``max_batch`` on its own thread."""
 
-    def __init__(self, db: Database, *, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_batch: int = 256,
+        on_stored: Callable[[Sequence[tuple[int, Job]]], None] | None = None,
+    ) -> None:
+        """``on_stored`` hears each committed batch's (row id, job), before the submitters
+        are answered (the controller takes them without reading them back)."""
         self._db = db
         self._max_batch = max_batch
+        self._on_stored = on_stored
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="phalanx-submissions", daemon=True)
         self._thread.start()
@@ -78,7 +89,7 @@ class SubmissionWriter:
             with self._db.write() as session:
                 errors = check_queues(session, [(d, who) for d, who, _ in batch])
                 accepted = [item for item, error in zip(batch, errors, strict=True) if not error]
-                views = store_jobs(session, [document for document, _, _ in accepted])
+                stored = store_jobs(session, [document for document, _, _ in accepted])
         except (IntegrityError, DataError) as error:
             if len(batch) > 1:  # find the one at fault: each alone
                 for item in batch:
@@ -96,5 +107,10 @@ class SubmissionWriter:
         for (_, _, future), refusal in zip(batch, errors, strict=True):
             if refusal is not None:
                 future.set_exception(refusal)
-        for (_, _, future), view in zip(accepted, views, strict=True):
-            future.set_result(view)
+        if self._on_stored is not None and stored:
+            try:
+                self._on_stored([(job.id, job.job) for job in stored])
+            except Exception:  # only a shortcut: the rows are committed and will be read
+                log.exception("handing %d stored jobs over failed", len(stored))
+        for (_, _, future), job in zip(accepted, stored, strict=True):
+            future.set_result(job.view)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, bindparam, insert, select
@@ -19,7 +20,7 @@ from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView, TaskView
 from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.domain.errors import DocumentError
-from phalanx.domain.job import JobPhase, TaskPhase
+from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
 
@@ -114,9 +115,19 @@ def _queue_error(
     return None
 
 
-def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobView]:
-    """Insert the jobs and their tasks (phase Pending) with two statements; their views,
-    in order. Raises ``IntegrityError`` when a name is taken (the caller rolls back)."""
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A job just inserted: its row id, its domain form and the answer to its submitter."""
+
+    id: int
+    job: Job
+    view: JobView
+
+
+def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Stored]:
+    """Insert the jobs and their tasks (phase Pending) with two statements; what was
+    stored, in order. Raises ``IntegrityError`` when a name is taken (the caller rolls
+    back)."""
     if not documents:
         return []
     now = time.time()
@@ -169,14 +180,18 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[JobVi
         )
         by_job.setdefault(task["job_id"], []).append(view)
     return [
-        JobView(
-            name=job.name,
-            queue=job.queue,
-            user=job.user,
-            phase=JobPhase.PENDING.value,
-            reason="Submitted",
-            created_at=now,
-            tasks=by_job[job_id],
+        Stored(
+            job_id,
+            job,
+            JobView(
+                name=job.name,
+                queue=job.queue,
+                user=job.user,
+                phase=JobPhase.PENDING.value,
+                reason="Submitted",
+                created_at=now,
+                tasks=by_job[job_id],
+            ),
         )
         for job, job_id in zip(jobs, ids, strict=True)
     ]

@@ -126,3 +126,24 @@ def test_refusals_name_the_field_and_the_fix(db: Database) -> None:
     for refusal in refusals:
         assert isinstance(refusal, ApiError)
         assert refusal.detail["field"] == "spec.queue" and refusal.detail["fix"]
+
+
+def test_the_controller_is_handed_each_stored_job_once(db: Database) -> None:
+    heard: list[tuple[int, str]] = []
+    writer = SubmissionWriter(db, on_stored=lambda jobs: heard.extend((i, j.name) for i, j in jobs))
+    try:
+        outcome(writer.enqueue(job("first", "open"), ALICE))
+        outcome(writer.enqueue(job("refused", "nowhere"), ALICE))
+        outcome(writer.enqueue(job("second", "open", replicas=2), ALICE))
+    finally:
+        writer.close()
+    with db.session() as session:
+        stored = list(session.execute(select(JobRow.id, JobRow.name).order_by(JobRow.id)))
+    assert (
+        heard
+        == [(row.id, row.name) for row in stored]
+        == [
+            (stored[0].id, "first"),
+            (stored[1].id, "second"),
+        ]
+    )

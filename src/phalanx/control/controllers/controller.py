@@ -93,6 +93,7 @@ class Controller:
         self._wake = threading.Event()
         self._changed: set[Intent] = set(Intent)
         self._changed_lock = threading.Lock()
+        self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -244,17 +245,40 @@ class Controller:
             for eviction in decisions.evictions:
                 self.metrics.evictions.labels(eviction.action).inc()
 
+    def offer(self, stored: Sequence[tuple[int, Job]]) -> None:
+        """Jobs this process just committed, by row id (thread-safe): the next tick takes
+        them as they are instead of reading and validating their documents again."""
+        with self._changed_lock:
+            self._offered.update(stored)
+
     def _ingest(self, session: Session) -> None:
         """Take in the jobs the API stored since the last tick (plain column reads: a new
         job's other columns still hold their defaults)."""
+        with self._changed_lock:
+            offered, self._offered = self._offered, {}
         rows = session.execute(
-            select(JobRow.id, JobRow.name, JobRow.document, JobRow.created_at)
+            select(JobRow.id, JobRow.name, JobRow.created_at)
             .where(JobRow.ingested.is_(False))
             .order_by(JobRow.id)
             .limit(10_000)
         ).all()
+        # An offer newer than every row read was committed after this read began: kept for
+        # the next tick. Older offers not read were taken in already, or deleted: dropped.
+        newest = rows[-1].id if rows else -1
+        later = {job_id: job for job_id, job in offered.items() if job_id > newest}
+        if later:
+            with self._changed_lock:
+                self._offered.update(later)
         if not rows:
             return
+        # Jobs stored by another process (or before a restart) are read from the store.
+        created = {row.id: row.created_at for row in rows if row.id not in offered}
+        if created:
+            for job_id, document in session.execute(
+                select(JobRow.id, JobRow.document).where(JobRow.id.in_(created))
+            ):
+                spec = JobDocument.model_validate(document)
+                offered[job_id] = spec.to_domain(creation_time=created[job_id])
         wanted = {row.id for row in rows}
         task_ids: dict[int, dict[str, int]] = {}
         for task_id, name, job_id in session.execute(
@@ -268,7 +292,7 @@ class Controller:
             self.core.journal.job(row.id, ingested=True)
             if row.name in self.core.jobs:  # taken in already; the flag was not yet written
                 continue
-            job = JobDocument.model_validate(row.document).to_domain(creation_time=row.created_at)
+            job = offered[row.id]
             tracked = Tracked(
                 id=row.id, job=job, phase=JobPhase.PENDING, task_ids=task_ids.get(row.id, {})
             )
