@@ -48,6 +48,10 @@ from phalanx.spec.job import JobDocument
 log = logging.getLogger(__name__)
 
 
+#: API requests per second above which the controller yields more of the interpreter.
+SATURATED = 200.0
+
+
 class Intent(StrEnum):
     """What the API changed in the store, for ``Controller.wake``."""
 
@@ -93,6 +97,7 @@ class Controller:
         self._wake = threading.Event()
         self._changed: set[Intent] = set(Intent)
         self._changed_lock = threading.Lock()
+        self._wakes = 0  # API requests since the last tick began
         self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
         self._stop = threading.Event()
@@ -119,6 +124,7 @@ class Controller:
         anyway, so a writer outside this process is seen too."""
         with self._changed_lock:
             self._changed.update(changed or Intent)
+            self._wakes += 1
         self._wake.set()
 
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -141,9 +147,13 @@ class Controller:
             if self._next_deadline is not None:
                 wait = max(0.0, min(wait, self._next_deadline - self.clock()))
             self._wake.wait(wait)
-            # A burst of wake-ups makes one tick; a costly tick spaces ticks out so the
-            # controller takes at most a quarter of the interpreter from the API.
-            gap = max(self.core.timing.coalesce, 4.0 * busy)
+            # A burst of wake-ups makes one tick. A costly tick spaces ticks out: the
+            # controller takes at most half of the interpreter, and a quarter while the
+            # API is flooded (over SATURATED requests a second), so the API keeps up.
+            with self._changed_lock:
+                rate, self._wakes = self._wakes / max(time.monotonic() - began, 1e-3), 0
+            share = 0.25 if rate > SATURATED else 0.5
+            gap = max(self.core.timing.coalesce, busy / share)
             rest = gap - (time.monotonic() - began)
             if rest > 0:
                 self._stop.wait(rest)
