@@ -28,6 +28,8 @@ from typing import Any
 import httpx
 import psutil
 
+from phalanx.control.controllers.core import TERMINAL
+from phalanx.domain.job import JobPhase
 from phalanx.executors.rendezvous import free_ports
 from phalanx.sim.traces.kueue import CLASSES, COHORTS, QUEUES_PER_COHORT, kueue_queues
 
@@ -233,10 +235,10 @@ def kueue(fraction: float) -> None:
                 futures.append(pool.submit(client.post, "/api/v1/jobs", json=document))
             for future in futures:
                 future.result().raise_for_status()
+        live = {"phase": [p.value for p in JobPhase if p not in TERMINAL], "limit": 1}
+        while client.get("/api/v1/jobs", params=live).json()["items"]:  # one light query
+            time.sleep(1)
         rows = _all_jobs(client)
-        while any(r["phase"] not in ("Succeeded", "Failed", "Cancelled") for r in rows):
-            time.sleep(2)
-            rows = _all_jobs(client)
         tasks = [t for r in rows for t in r["tasks"] if t["started_at"] and t["finished_at"]]
         cpu = {f"{r['name']}": _cpu_of(r["name"]) for r in rows}
         end = max(t["finished_at"] for t in tasks)
