@@ -47,6 +47,7 @@ from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.engine.fragmentation import TaskShape, workload_distribution
 from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.plugins.fgd import gpu_models
 from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy
 from phalanx.sim.traces.openb import QUEUE, load_openb, openb_nodes
@@ -155,7 +156,7 @@ def _pod(job: Job) -> Pod:
     return Pod(job=job, gpu_milli=milli, per_card_milli=min(milli, MILLI))
 
 
-def policy_config(policy: str, *, seed: int, target: list[dict[str, float]]) -> SchedulerConfig:
+def policy_config(policy: str, *, seed: int, target: list[dict[str, object]]) -> SchedulerConfig:
     """The SchedulerConfig of one of ``POLICIES``."""
     if policy == "default":
         return load_policy("phalanx-default").config
@@ -167,16 +168,22 @@ def policy_config(policy: str, *, seed: int, target: list[dict[str, float]]) -> 
     return SchedulerConfig.build(["allocate"], [["predicates", (policy, args)]])
 
 
-def typical_pods(pods: Sequence[Job]) -> list[dict[str, float]]:
+def typical_pods(pods: Sequence[Job]) -> list[dict[str, object]]:
     """The authors' target workload (``GetTypicalPods``, their experiments' settings: CPU
-    pods included, 95% coverage, shapes by CPU and GPU only) as the ``fgd`` workload arg."""
+    pods included, 95% coverage, shapes by CPU, GPU and GPU model constraint) as the
+    ``fgd`` workload arg."""
     shapes = [
-        TaskShape(cpu=job.roles[0].resources.get("cpu"), gpu=job.roles[0].resources.get("gpu"))
+        TaskShape(
+            cpu=job.roles[0].resources.get("cpu"),
+            gpu=job.roles[0].resources.get("gpu"),
+            gpu_models=gpu_models(job.roles[0]),
+        )
         for job in pods
     ]
     target = workload_distribution(shapes, coverage=0.95, include_cpu_only=True)
     return [
         {"cpu": shape.cpu, "gpu": shape.gpu, "popularity": float(p)}
+        | ({"gpuModels": list(shape.gpu_models)} if shape.gpu_models else {})
         for shape, p in zip(target.shapes, target.popularity, strict=True)
     ]
 

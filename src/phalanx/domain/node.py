@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from phalanx.domain.cells import NodeCells
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.resources import GPU, Resources
 from phalanx.domain.topology import GpuTopology
+
+#: The label naming a node's GPU model; a task asks for GPU models through it
+#: (a node selector, or a node affinity term ``In`` the models it accepts).
+GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 
 
 class TaintEffect(StrEnum):

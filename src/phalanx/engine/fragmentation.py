@@ -43,7 +43,8 @@ Where this module differs from the authors' simulator:
 - It also checks memory (theirs checks only CPU and GPU). Pass ``free_memory=None``
   (or task shapes with ``memory=0``) to reproduce theirs.
 - GPU model constraints (their ``NoAccess`` class: all free GPU is fragment) are an
-  optional ``allowed`` mask the caller builds; task shapes carry no GPU model.
+  optional ``allowed`` mask; ``model_access`` builds it from the task shapes'
+  ``gpu_models`` and the nodes' GPU models, as their ``IsNodeAccessibleToPod``.
 - Ties in popularity are broken by shape, not by Go's map order (see
   ``workload_distribution``).
 
@@ -83,6 +84,7 @@ __all__ = [
     "TaskShape",
     "cards_from_node_totals",
     "fragmentation_summary",
+    "model_access",
     "node_fragmentation",
     "task_fragments",
     "workload_distribution",
@@ -94,19 +96,30 @@ MILLI: Final = 1000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskShape:
-    """What one task type asks for: cpu (millicores), memory (bytes), gpu (GPUs).
+    """What one task type asks for: cpu (millicores), memory (bytes), gpu (GPUs), and
+    the GPU models it may run on (``gpu_models``, empty: any).
 
     ``gpu`` is 0, a fraction of one card (``0 < gpu < 1``), or a whole number of
-    cards; it is rounded to the nearest milli-GPU on construction. Raises
+    cards; it is rounded to the nearest milli-GPU on construction. ``gpu_models`` is
+    kept sorted and without repeats, so equal constraints make equal shapes. Raises
     ``InvalidInput`` for a negative or non-finite amount, for a GPU request below
-    one milli-GPU, and for a non-integer request above one card (``1.5``).
+    one milli-GPU, for a non-integer request above one card (``1.5``), and for an
+    empty model name.
     """
 
     cpu: float = 0.0
     memory: float = 0.0
     gpu: float = 0.0
+    gpu_models: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if any(not isinstance(m, str) or not m for m in self.gpu_models):
+            raise InvalidInput(
+                f"{self.gpu_models!r} holds an empty or non-text model",
+                field="gpu_models",
+                fix="name each GPU model, e.g. ('T4', 'V100M32')",
+            )
+        object.__setattr__(self, "gpu_models", tuple(sorted(set(self.gpu_models))))
         for name in ("cpu", "memory", "gpu"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
@@ -205,14 +218,15 @@ def workload_distribution(
     """The target workload learnt from observed tasks: each distinct shape's frequency.
 
     Shapes are ranked by count (most frequent first; ties by gpu, then cpu, then
-    memory, ascending), so the result is deterministic. ``coverage`` < 1 keeps only
+    memory, then GPU models, ascending), so the result is deterministic. ``coverage`` < 1 keeps only
     the most frequent shapes, one at a time, until they account for at least that
     share of the tasks, then renormalises; ``include_cpu_only=False`` drops shapes
     that ask for no GPU first. This is the authors' ``GetTypicalPods``
     (``pkg/utils/frag.go``); their experiments use ``isInvolvedCpuPods: true`` and
     ``podPopularityThreshold: 95`` with step 1 (``scripts/generate_config_and_run.py``),
-    that is ``coverage=0.95, include_cpu_only=True``. Their shape key has no memory:
-    build shapes with ``memory=0`` to count shapes as they do.
+    that is ``coverage=0.95, include_cpu_only=True``. Their shape key has no memory
+    but has the pod's GPU model constraint (``GetPodResource``'s ``GpuType``): build
+    shapes with ``memory=0`` and ``gpu_models`` to count shapes as they do.
 
     Raises ``InvalidInput`` when no shape is left or ``coverage`` is not in (0, 1].
     """
@@ -226,7 +240,8 @@ def workload_distribution(
             "no task shapes to learn from", field="observed", fix="pass the tasks of a trace"
         )
     ranked = sorted(
-        counts.items(), key=lambda item: (-item[1], item[0].gpu, item[0].cpu, item[0].memory)
+        counts.items(),
+        key=lambda item: (-item[1], item[0].gpu, item[0].cpu, item[0].memory, item[0].gpu_models),
     )
     needed = coverage * sum(counts.values())
     kept: list[tuple[TaskShape, int]] = []
@@ -238,6 +253,17 @@ def workload_distribution(
         covered += count
     weights = np.array([count for _, count in kept], dtype=np.float64) / covered
     return TargetWorkload(tuple(shape for shape, _ in kept), weights)
+
+
+def model_access(workload: TargetWorkload, node_models: Sequence[str | None]) -> NDArray[np.bool_]:
+    """``allowed[n, m]``: whether task type m may use node n's GPUs, for ``allowed``
+    arguments. A type without ``gpu_models`` may use any node; one with them only nodes
+    whose GPU model (``node_models[n]``, None for a node without GPUs) is among them."""
+    allowed = np.ones((len(node_models), len(workload.shapes)), dtype=np.bool_)
+    for m, shape in enumerate(workload.shapes):
+        if shape.gpu_models:
+            allowed[:, m] = [model in shape.gpu_models for model in node_models]
+    return allowed
 
 
 class _Nodes(NamedTuple):
@@ -523,13 +549,20 @@ class FragmentKernel:
         self._popularity = workload.popularity[np.newaxis, :]
 
     def __call__(
-        self, free_cpu: NDArray[np.float64], free_cards: NDArray[np.int64]
+        self,
+        free_cpu: NDArray[np.float64],
+        free_cards: NDArray[np.int64],
+        allowed: NDArray[np.bool_] | None = None,
     ) -> NDArray[np.float64]:
+        """F of each state; ``allowed`` (states x task types, optional) as in
+        ``task_fragments``."""
         below = free_cards[:, :, np.newaxis] < self._thresholds  # states x slots x thresholds
         unusable = np.where(below, free_cards[:, :, np.newaxis], 0).sum(axis=1)
         usable = free_cards.shape[1] - below.sum(axis=1)
         fits = (usable[:, self._column] >= self._cards) & self._needs_gpu
         fits &= free_cpu[:, np.newaxis] >= self._cpu
+        if allowed is not None:
+            fits &= allowed
         total = free_cards.sum(axis=1)[:, np.newaxis]
         fragments = np.where(fits, unusable[:, self._column], total)
         expected: NDArray[np.float64] = (fragments * self._popularity).sum(axis=1)

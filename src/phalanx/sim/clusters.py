@@ -28,13 +28,13 @@ from types import MappingProxyType
 from typing import Final
 
 from phalanx.domain.errors import DocumentError
-from phalanx.domain.node import Gpu, Node
+from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
 from phalanx.domain.resources import Resources
 from phalanx.sim.traces.kueue import kueue_nodes
 from phalanx.sim.traces.openb import openb_nodes
 from phalanx.sim.traces.philly import VC_FILE, read_vcs
 from phalanx.sim.traces.tiresias import tiresias_nodes
-from phalanx.spec.cluster import GPU_MODEL_LABEL, ClusterDocument
+from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.loader import load_file
 
 VC_LABEL: Final = "phalanx.io/vc"

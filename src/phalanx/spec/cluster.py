@@ -22,7 +22,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
 from phalanx.domain.cells import NodeCells, derive_levels
 from phalanx.domain.errors import DocumentError, InvalidInput
-from phalanx.domain.node import Gpu, Node
+from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
 from phalanx.domain.resources import GPU, GPU_MEMORY, Resources, canonical_amount
 from phalanx.domain.topology import GpuTopology, preset
 from phalanx.spec.cells import CellTypeSpec, check_cell_types, group_cells
@@ -47,7 +47,6 @@ from phalanx.spec.topology import TopologyMatrixSpec, parse_nvidia_smi_topo
 MAX_NODES: Final = 100_000
 
 NODE_GROUP_LABEL: Final = "phalanx.io/node-group"
-GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 GPU_TOPOLOGY_LABEL: Final = "phalanx.io/gpu-topology"
 #: Value of the topology label when the topology is given as a matrix or nvidia-smi text.
 CUSTOM_TOPOLOGY: Final = "custom"

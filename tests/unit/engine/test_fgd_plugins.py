@@ -14,14 +14,23 @@ import numpy as np
 import pytest
 
 from phalanx.domain.errors import PluginError
-from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
+from phalanx.domain.job import (
+    Job,
+    JobPhase,
+    NodeSelectorRequirement,
+    Role,
+    SelectorOperator,
+    Task,
+    TaskPhase,
+)
+from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.fgd import FgdPlugin
+from phalanx.engine.plugins.fgd import FgdPlugin, gpu_models
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
 from phalanx.engine.state import ClusterState
-from tests.builders import config, make_job, make_node, make_queue
+from tests.builders import config, make_job, make_node, make_queue, res
 
 NODES = ("a", "b", "c")
 
@@ -167,11 +176,67 @@ def test_fgd_learns_the_target_from_the_newest_jobs() -> None:
     assert scores(session, task) == [37.0, 62.0]
 
 
+def model_session(
+    pod: Job, others: Sequence[Job] = (), *, args: Mapping[str, object]
+) -> tuple[Session, TaskInfo]:
+    """Node a has T4 cards, node b P100 cards; both 32 cores and 4 GPUs."""
+    cluster = [
+        replace(make_node(n, cpu=32, gpus=4, memory_gib=256), labels={GPU_MODEL_LABEL: model})
+        for n, model in (("a", "T4"), ("b", "P100"))
+    ]
+    snapshot = Snapshot.build(nodes=cluster, queues=[make_queue("default")], jobs=[*others, pod])
+    session = open_session(snapshot, config(["allocate"], [("fgd", dict(args))]), now=0.0)
+    task = next(t for t in snapshot.jobs[pod.name].tasks if t.status is TaskStatus.PENDING)
+    return session, task
+
+
+T4_ONLY = [
+    NodeSelectorRequirement(key=GPU_MODEL_LABEL, operator=SelectorOperator.IN, values=("T4",))
+]
+
+
+def test_fgd_counts_the_gpus_of_a_model_the_target_cannot_use_as_fragment() -> None:
+    # target: 0.6-GPU tasks that run on T4 only. All of b's free GPU is a fragment for them.
+    target = {"workload": [{"cpu": 1000, "gpu": 0.6, "gpuModels": ["T4"], "popularity": 1}]}
+    pod = make_job("pod", gpus=0.5, created=1)
+    session, task = model_session(pod, args=target)
+    # a: F 0 -> 500 (a card left at 500): 37. b: F 4000 -> 3500: 100 x sigmoid(0.5) = 62
+    assert scores(session, task) == [37.0, 62.0]
+    anywhere = {"workload": [{"cpu": 1000, "gpu": 0.6, "popularity": 1}]}
+    session, task = model_session(pod, args=anywhere)
+    assert scores(session, task) == [37.0, 37.0]  # without the constraint both are alike
+
+
+def test_fgd_learns_the_gpu_models_of_the_target_from_node_affinity() -> None:
+    newest = make_job("newest", gpus=0.6, created=5, running_on=["a"], affinity=T4_ONLY)
+    pod = make_job("pod", gpus=0.5, created=1)
+    session, task = model_session(pod, [newest], args={"window": 1})
+    # a holds 0.4 free on card 0 after newest: F_a = 400; the pod there makes it 400 or 900
+    # (card 0 cannot take it), so a scores sigmoid(-0.5) = 37; b as above: 62
+    assert scores(session, task) == [37.0, 62.0]
+
+
+def test_gpu_models_of_a_role_meet_its_selector_and_affinity() -> None:
+    def role(**kwargs: object) -> Role:
+        return Role(name="r", replicas=1, resources=res(1, 1, 1), **kwargs)  # type: ignore[arg-type]
+
+    both = NodeSelectorRequirement(
+        key=GPU_MODEL_LABEL, operator=SelectorOperator.IN, values=("T4", "P100")
+    )
+    other = NodeSelectorRequirement(key="zone", operator=SelectorOperator.IN, values=("z1",))
+    assert gpu_models(role()) == ()
+    assert gpu_models(role(affinity=(both, other))) == ("P100", "T4")
+    assert gpu_models(role(affinity=(both,), node_selector={GPU_MODEL_LABEL: "T4"})) == ("T4",)
+    assert gpu_models(role(affinity=(other,))) == ()
+
+
 def test_fgd_refuses_a_malformed_workload() -> None:
     with pytest.raises(PluginError, match="workload"):
         FgdPlugin({"workload": [{"cpu": 1, "gpus": 1}]})
     with pytest.raises(PluginError, match="workload"):
         FgdPlugin({"workload": [{"gpu": 1.5}]})
+    with pytest.raises(PluginError, match="gpuModels"):
+        FgdPlugin({"workload": [{"gpu": 1, "gpuModels": "T4"}]})
     with pytest.raises(PluginError, match="coverage"):
         FgdPlugin({"coverage": 2})
 

@@ -10,6 +10,7 @@ from phalanx.engine.fragmentation import (
     FragmentKernel,
     TargetWorkload,
     TaskShape,
+    model_access,
     node_fragmentation,
 )
 
@@ -43,3 +44,34 @@ def test_equal_rows_give_bit_equal_results() -> None:
     cards = np.array([[700, 300, 1000, 0]] * 3 + [[300, 700, 0, 1000]], dtype=np.int64)
     got = FragmentKernel(target)(np.full(4, 8000.0), cards)
     assert got[0] == got[1] == got[2] == got[3]  # same multiset of cards, any order
+
+
+def test_kernel_with_gpu_models_equals_node_fragmentation_with_model_access() -> None:
+    shapes = [
+        TaskShape(cpu=1000, gpu=0.5, gpu_models=("T4",)),
+        TaskShape(cpu=1000, gpu=1, gpu_models=("P100", "T4")),
+        TaskShape(cpu=1000, gpu=0.3),
+    ]
+    target = TargetWorkload.of(shapes, [0.5, 0.3, 0.2])
+    models = ["T4", "P100", "V100", None]
+    allowed = model_access(target, models)
+    assert allowed.tolist() == [
+        [True, True, True],
+        [False, True, True],
+        [False, False, True],
+        [False, False, True],
+    ]
+    cards = np.array([[1000, 400, 0, 0], [600, 1000, 0, 0], [1000, 1000, 0, 0], [0, 0, 0, 0]])
+    free_cpu = np.full(4, 8000.0)
+    expected = node_fragmentation(
+        target, free_cpu=free_cpu, free_memory=None, free_cards=cards / 1000, allowed=allowed
+    )
+    got = FragmentKernel(target)(free_cpu, cards.astype(np.int64), allowed)
+    np.testing.assert_allclose(got, expected * 1000, atol=1e-6)
+    # the V100 node: only the 0.3 share (p 0.2) may use it, and it can use all 2000 free
+    assert got[2] == 0.8 * 2000
+
+
+def test_a_task_shape_keeps_its_gpu_models_sorted_and_unique() -> None:
+    assert TaskShape(gpu=1, gpu_models=("T4", "P100", "T4")).gpu_models == ("P100", "T4")
+    assert TaskShape(gpu=1, gpu_models=("T4",)) != TaskShape(gpu=1)

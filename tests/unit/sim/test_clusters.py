@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from phalanx.domain.errors import DocumentError
+from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.sim.clusters import PRESETS, VC_LABEL, cluster_preset, load_cluster
-from phalanx.spec.cluster import GPU_MODEL_LABEL
 from tests.unit.sim.traces.test_philly import VC_NODES
 
 GIB = 2**30

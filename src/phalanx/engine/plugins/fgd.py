@@ -15,15 +15,19 @@ milli-GPU, memory not checked, as theirs) against a target workload:
   GPU changes only the node's free CPU.
 
 The target workload is either the ``workload`` arg, a list of ``{cpu: millicores, gpu:
-GPUs, popularity: weight}`` (weights are normalised), or learnt from the snapshot: one
-shape (cpu, gpu) per task of the ``window`` (default 1000) most recently created jobs
-the session sees (running or waiting, ordered by creation time then name), the most
+GPUs, gpuModels: [model, ...], popularity: weight}`` (weights are normalised; no
+``gpuModels``: any model), or learnt from the snapshot: one shape (cpu, gpu, GPU
+models) per task of the ``window`` (default 1000) most recently created jobs the
+session sees (running or waiting, ordered by creation time then name), the most
 frequent shapes covering ``coverage`` (default 0.95) of them, as the authors'
 ``GetTypicalPods`` with their experiments' settings. Either way it is fixed for the
-session. GPU model constraints of the target's tasks are not modelled.
+session. A task's GPU models are those its node selector or its node affinity terms
+``In`` name for the ``GPU_MODEL_LABEL`` label (other terms are not modelled); a target
+task type with GPU models cannot use a node of another model, so all of that node's
+free GPU is a fragment for it (the authors' ``NoAccess``).
 
 Performance: a node's score and best card are a pure function of (target, task shape,
-node state), node state being its free CPU and its cards' free milli-GPU. States are
+node state), node state being its GPU model, its free CPU and its cards' free milli-GPU. States are
 interned once per change and the results memoised per snapshot, so a placement makes
 only the changed node's state new; a score call is array look-ups plus the computation
 for states not seen before with this task shape (vectorised over those states and
@@ -45,11 +49,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import InvalidInput, PluginError
+from phalanx.domain.job import Role, SelectorOperator
+from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.cards import WHOLE, CardDemand
 from phalanx.engine.fragmentation import (
     FragmentKernel,
     TargetWorkload,
     TaskShape,
+    model_access,
     workload_distribution,
 )
 from phalanx.engine.framework.plugin import Hooks, Plugin
@@ -58,6 +65,7 @@ from phalanx.engine.plugins._gpufit import TieBreak, task_cpu
 from phalanx.engine.snapshot import Snapshot, TaskInfo
 
 DEFAULT_WINDOW: Final = 1000
+_SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity"})
 DEFAULT_COVERAGE: Final = 0.95
 _TARGETS_KEPT: Final = 4  # memo tables kept per snapshot, for as many target workloads
 
@@ -92,24 +100,42 @@ class _Grow:
 class _Tables:
     """Memoised results for one target workload: F per state, score and card per (shape, state)."""
 
-    def __init__(self, target: TargetWorkload) -> None:
+    def __init__(self, target: TargetWorkload, models: Sequence[str | None]) -> None:
         self.kernel = FragmentKernel(target)
         self.frag = _Grow()
         self.scores: dict[Shape, tuple[_Grow, _Grow]] = {}
+        constrained = any(shape.gpu_models for shape in target.shapes)
+        #: GPU model id x task type: may the type use GPUs of that model (None: every type any)
+        self.access = model_access(target, models) if constrained else None
+
+    def allowed(self, models: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+        """The kernel's ``allowed`` rows for states of GPU models ``models``."""
+        if self.access is None:
+            return None
+        rows: NDArray[np.bool_] = self.access[models]
+        return rows
 
 
 class _States:
-    """Interned node states (free CPU, free milli-GPU per card) of one snapshot's nodes."""
+    """Interned node states (GPU model, free CPU, free milli-GPU per card) of one
+    snapshot's nodes."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         n, slots = snapshot.cards.milli_free.shape
         self.cpu_column = snapshot.dim.get("cpu")
+        labels = snapshot.label_column(GPU_MODEL_LABEL)
+        #: the nodes' GPU models (None: no label), and each node's index into them
+        self.models: list[str | None] = sorted({m for m in labels if m is not None})
+        self.models.append(None)
+        index = {model: i for i, model in enumerate(self.models)}
+        self.node_model = np.array([index[m] for m in labels], dtype=np.int64)
         self.seen_cpu = np.full(n, np.nan)
         self.seen_cards = np.full((n, slots), -1, dtype=np.int64)
         self.of_node = np.zeros(n, dtype=np.int64)
         self.ids: dict[bytes, int] = {}
         self.cpu = np.zeros(64)
         self.cards = np.zeros((64, slots), dtype=np.int64)
+        self.model = np.zeros(64, dtype=np.int64)
         self.tables: dict[tuple[object, ...], _Tables] = {}
 
     def sync(self, snapshot: Snapshot, nodes: NDArray[np.intp] | None = None) -> None:
@@ -131,16 +157,19 @@ class _States:
     def _intern(
         self, changed: NDArray[np.intp], cpu: NDArray[np.float64], cards: NDArray[np.int64]
     ) -> None:
+        models = self.node_model[changed]
         for row, node in enumerate(changed.tolist()):
-            key = cpu[row].tobytes() + cards[row].tobytes()
+            key = models[row].tobytes() + cpu[row].tobytes() + cards[row].tobytes()
             state = self.ids.get(key)
             if state is None:
                 state = self.ids[key] = len(self.ids)
                 if state >= len(self.cpu):
                     self.cpu = np.concatenate([self.cpu, np.zeros(len(self.cpu))])
                     self.cards = np.concatenate([self.cards, np.zeros_like(self.cards)])
+                    self.model = np.concatenate([self.model, np.zeros_like(self.model)])
                 self.cpu[state] = cpu[row]
                 self.cards[state] = cards[row]
+                self.model[state] = models[row]
             self.of_node[node] = state
         self.seen_cpu[changed] = cpu
         self.seen_cards[changed] = cards
@@ -151,7 +180,7 @@ class _States:
         if tables is None:
             if len(self.tables) >= _TARGETS_KEPT:
                 self.tables.pop(next(iter(self.tables)))
-            tables = self.tables[key] = _Tables(target)
+            tables = self.tables[key] = _Tables(target, self.models)
         return tables
 
     def fragmentation(self, tables: _Tables, states: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -160,7 +189,9 @@ class _States:
         missing = np.flatnonzero(np.isnan(known))
         if missing.size:
             todo = np.unique(states[missing])
-            tables.frag.values[todo] = tables.kernel(self.cpu[todo], self.cards[todo])
+            tables.frag.values[todo] = tables.kernel(
+                self.cpu[todo], self.cards[todo], tables.allowed(self.model[todo])
+            )
             known = tables.frag.values[states]
         return known
 
@@ -196,13 +227,15 @@ class _States:
             return scores, best
         before = self.fragmentation(tables, states[rows])
         left_cpu, left_cards = cpu[rows] - cpu_req, cards[rows]
+        allowed = tables.allowed(self.model[states[rows]])
         if count == 1 and per_card < WHOLE:  # a share: try every card that holds it
             slots = left_cards.shape[1]
             trial = np.repeat(left_cards[:, np.newaxis, :], slots, axis=1)  # rows x card x slot
             chosen = np.arange(slots)
             holds = trial[:, chosen, chosen] >= per_card
             trial[:, chosen, chosen] -= np.where(holds, per_card, 0)
-            after = tables.kernel(np.repeat(left_cpu, slots), trial.reshape(-1, slots))
+            repeated = None if allowed is None else np.repeat(allowed, slots, axis=0)
+            after = tables.kernel(np.repeat(left_cpu, slots), trial.reshape(-1, slots), repeated)
             after = after.reshape(len(rows), slots)
             points = np.where(holds, _points(before[:, np.newaxis] - after), -1.0)
             best[rows] = np.argmax(points, axis=1)
@@ -212,7 +245,7 @@ class _States:
         if count:  # whole cards: which free ones does not change F; take the first
             free = trial == per_card
             trial[free & (np.cumsum(free, axis=1) <= count)] = 0
-        scores[rows] = _points(before - tables.kernel(left_cpu, trial))
+        scores[rows] = _points(before - tables.kernel(left_cpu, trial, allowed))
         return scores, best
 
 
@@ -306,16 +339,20 @@ def _workload(given: object) -> TargetWorkload:
         raise PluginError("plugin 'fgd': arg 'workload' must be a non-empty list of task shapes")
     shapes, weights = [], []
     for i, item in enumerate(given):
-        if not isinstance(item, Mapping) or set(item) - {"cpu", "memory", "gpu", "popularity"}:
+        if not isinstance(item, Mapping) or set(item) - _SHAPE_KEYS:
             raise PluginError(
-                f"plugin 'fgd': workload[{i}] must be a map of cpu, gpu, memory, popularity"
+                f"plugin 'fgd': workload[{i}] must be a map of {', '.join(sorted(_SHAPE_KEYS))}"
             )
+        models = item.get("gpuModels", [])
+        if isinstance(models, str) or not isinstance(models, Sequence):
+            raise PluginError(f"plugin 'fgd': workload[{i}].gpuModels must be a list of models")
         try:
             shapes.append(
                 TaskShape(
                     cpu=float(item.get("cpu", 0)),
                     memory=float(item.get("memory", 0)),
                     gpu=float(item.get("gpu", 0)),
+                    gpu_models=tuple(models),
                 )
             )
         except (TypeError, ValueError, InvalidInput) as error:
@@ -340,6 +377,7 @@ def _learn(snapshot: Snapshot, window: int, coverage: float) -> TargetWorkload |
         TaskShape(
             cpu=task_cpu(snapshot, task),
             gpu=0.0 if gpu is None else float(task.role.request[gpu]) / WHOLE,
+            gpu_models=gpu_models(task.role.spec),
         )
         for job in newest
         for task in job.tasks
@@ -347,3 +385,18 @@ def _learn(snapshot: Snapshot, window: int, coverage: float) -> TargetWorkload |
     if not shapes:
         return None
     return workload_distribution(shapes, coverage=coverage)
+
+
+def gpu_models(role: Role) -> tuple[str, ...]:
+    """The GPU models a role is confined to: the models its node selector and its node
+    affinity terms ``In`` name for ``GPU_MODEL_LABEL``, all of them met (empty: any, and
+    also when they contradict each other: such a role fits no node anyway)."""
+    allowed: set[str] | None = None
+    chosen = role.node_selector.get(GPU_MODEL_LABEL)
+    if chosen is not None:
+        allowed = {chosen}
+    for term in role.affinity:
+        if term.key == GPU_MODEL_LABEL and term.operator is SelectorOperator.IN:
+            values = set(term.values)
+            allowed = values if allowed is None else allowed & values
+    return () if allowed is None else tuple(sorted(allowed))

@@ -30,7 +30,7 @@ from typing import Final
 
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import NodeSelectorRequirement, Role, SelectorOperator
-from phalanx.domain.node import Gpu, Node
+from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
 from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
 from phalanx.sim.traces._common import (
@@ -42,7 +42,6 @@ from phalanx.sim.traces._common import (
     row_error,
 )
 from phalanx.sim.workload import Workload, WorkloadJob
-from phalanx.spec.cluster import GPU_MODEL_LABEL
 
 QUEUE: Final = "openb"
 MIB: Final = 2**20

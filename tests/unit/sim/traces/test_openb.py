@@ -11,9 +11,9 @@ import pytest
 
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import SelectorOperator
+from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.sim.traces.openb import DEFAULT_DURATION, QUEUE, load_openb
 from phalanx.sim.workload import Workload, WorkloadJob
-from phalanx.spec.cluster import GPU_MODEL_LABEL
 
 CSV = Path("alibaba-gpu-v2023-openb/csv")
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
