@@ -1,14 +1,27 @@
 """preempt: inside a queue, a waiting gang evicts strictly lower-priority work to fit.
 
 A victim gang with more than minAvailable tasks running gives up only its surplus; one
-at its minimum is evicted whole, never left running below it.
+at its minimum is evicted whole, never left running below it. Only victims the
+preemptor needs go: room counts card by card, and a victim it fits without is spared.
 """
 
 from __future__ import annotations
 
-from phalanx.domain.job import JobPhase
+from dataclasses import replace
+
+from phalanx.domain.job import Job, JobPhase
 from phalanx.engine import ReasonCode
-from tests.builders import bound, config, cycle, evicted, make_job, make_nodes, make_queue, res
+from tests.builders import (
+    bound,
+    config,
+    cycle,
+    evicted,
+    make_job,
+    make_node,
+    make_nodes,
+    make_queue,
+    res,
+)
 from tests.scenarios.loop import World
 
 PREEMPT = config(["allocate", "preempt"], ["priority", "gang"], ["drf", "predicates", "binpack"])
@@ -172,3 +185,40 @@ def test_a_high_priority_job_is_admitted_to_its_capped_queue_and_preempts() -> N
     assert bound(second, "urgent") == ["n0"]
     reason = second.reason_for("peer")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
+
+
+def _on_cards(job: Job, *cards: int) -> Job:
+    """``job`` with its one running task holding ``cards``."""
+    return replace(job, tasks=tuple(replace(t, gpus=cards) for t in job.tasks))
+
+
+def test_a_share_preempts_until_one_card_holds_it_and_keeps_the_victims_it_does_not_need() -> None:
+    # two cards, each holding two half shares; a 0.6 share needs one card emptied. x goes
+    # first in victim order (started last) but frees only half of card 0.
+    node = make_node("n0", gpus=2)
+    running = [
+        _on_cards(make_job("x", gpus=0.5, running_on=["n0"], started=3), 0),
+        _on_cards(make_job("y", gpus=0.5, running_on=["n0"], started=0), 0),
+        _on_cards(make_job("z", gpus=0.5, running_on=["n0"], started=2), 1),
+        _on_cards(make_job("w", gpus=0.5, running_on=["n0"], started=1), 1),
+    ]
+    urgent = make_job("urgent", gpus=0.6, priority=10, created=1)
+
+    decisions = cycle([node], [*running, urgent], PREEMPT, now=5)
+
+    # x and z free 1.0 GPU on the node but 0.5 on each card: w is needed too, and then x is not
+    assert sorted(e.job for e in decisions.evictions) == ["w", "z"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_a_victim_taken_on_the_way_is_reprieved_when_a_later_one_frees_enough() -> None:
+    running = [
+        make_job("p1", gpus=2, running_on=["n0"], priority=1),
+        make_job("p2", gpus=4, running_on=["n0"], priority=2),
+        make_job("p3", gpus=2, running_on=["n0"], priority=3),
+    ]
+    urgent = make_job("urgent", gpus=4, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [*running, urgent], PREEMPT, now=5)
+
+    assert [e.job for e in decisions.evictions] == ["p2"]  # p1 alone is not enough; p2 is

@@ -1,12 +1,13 @@
 """Making room for one task by evicting others: shared by reclaim and preempt.
 
 Guarantees: victims are evicted only on a node where the task then fits (with the
-resources being released counted), inside the ``within`` mask when one is given, in
-victim order, and only as many as needed; the
-node chosen is the one that has room earliest in victim order over all nodes; a
-victim job that would drop below its minAvailable is evicted whole, and only when
-every one of its tasks is an accepted victim. Nothing is evicted when the task
-cannot fit anywhere.
+resources being released counted, card by card for a task that needs GPUs), inside the
+``within`` mask when one is given, taken in victim order and then reprieved, the latest
+in victim order first, wherever the task still fits without them (as Kubernetes'
+preemption does): no victim is evicted that the task does not need. The node chosen is
+the one that has room earliest in victim order over all nodes; a victim job that would
+drop below its minAvailable is evicted whole, and only when every one of its tasks is
+an accepted victim. Nothing is evicted when the task cannot fit anywhere.
 """
 
 from __future__ import annotations
@@ -101,26 +102,52 @@ def _evict_until_fits(
     action: str,
     node: int,
 ) -> bool:
-    snap = session.snapshot
-    request = task.request
-    need = np.flatnonzero(request > 0)
+    """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, then give
+    back every one it fits without; False, and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
-
-    def room() -> bool:
-        staying = snap.task_count[node] - snap.releasing_tasks[node]
-        return staying < snap.max_tasks[node] and bool(
-            (snap.future_idle[node, need] + EPSILON >= request[need]).all()
-        )
-
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
-    for victim in on_node:
-        if room():
-            return True
-        evict_with_gang(stmt, task, victim, judge, action=action, reason=reason)
-    if room():
+
+    def evict(victims: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Evict in order until the task fits; the victims whose eviction took place."""
+        taken = []
+        for victim in victims:
+            if _room(session, task, node):
+                break
+            if evict_with_gang(stmt, task, victim, judge, action=action, reason=reason):
+                taken.append(victim)
+        return taken
+
+    taken = evict(on_node)
+    for victim in reversed(taken[:-1]):  # the last one taken was needed: room came with it
+        if victim not in taken or not _room(session, task, node):
+            continue
+        undo_since(session, stmt, mark)
+        kept = evict([v for v in taken if v is not victim])
+        if _room(session, task, node):
+            taken = kept
+            continue
+        undo_since(session, stmt, mark)
+        taken = evict(taken)
+    if _room(session, task, node):
         return True
     undo_since(session, stmt, mark)
     return False
+
+
+def _room(session: Session, task: TaskInfo, node: int) -> bool:
+    """Whether ``task`` fits on ``node`` once the tasks being released there are gone."""
+    snap = session.snapshot
+    request = task.request
+    need = np.flatnonzero(request > 0)
+    staying = snap.task_count[node] - snap.releasing_tasks[node]
+    if staying >= snap.max_tasks[node]:
+        return False
+    if not bool((snap.future_idle[node, need] + EPSILON >= request[need]).all()):
+        return False
+    demand = task.role.cards
+    return demand is None or bool(
+        snap.cards.fits(demand, np.array([node], dtype=np.intp), later=True)[0]
+    )
 
 
 def in_victim_order(session: Session, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
