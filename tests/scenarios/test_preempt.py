@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine import ReasonCode
+from phalanx.engine.framework.config import ActionConfig
 from tests.builders import (
     bound,
     config,
@@ -222,3 +223,39 @@ def test_a_victim_taken_on_the_way_is_reprieved_when_a_later_one_frees_enough() 
     decisions = cycle(make_nodes(1), [*running, urgent], PREEMPT, now=5)
 
     assert [e.job for e in decisions.evictions] == ["p2"]  # p1 alone is not enough; p2 is
+
+
+BUDGET_1 = replace(
+    PREEMPT,
+    actions=(ActionConfig(name="allocate"), ActionConfig(name="preempt", args={"victimBudget": 1})),
+)
+
+
+def test_a_victim_budget_of_one_never_evicts_more_than_the_preemptor_uses() -> None:
+    big = make_job("big", gpus=8, cpu=8, running_on=["n0"])
+    urgent = make_job("urgent", gpus=1, cpu=1, priority=10, created=1)
+
+    assert evicted(cycle(make_nodes(1), [big, urgent], PREEMPT, now=5)) == ["big-worker-0"]
+    within = cycle(make_nodes(1), [big, urgent], BUDGET_1, now=5)
+    assert within.evictions == () and within.pipelined == ()
+
+    small = [make_job(f"s{i}", gpus=1, cpu=1, running_on=["n0"], started=i) for i in range(8)]
+    decisions = cycle(make_nodes(1), [*small, urgent], BUDGET_1, now=5)
+    assert evicted(decisions) == ["s7-worker-0"]  # one GPU for one GPU: the latest started
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_room_is_made_on_the_node_where_it_costs_least() -> None:
+    # a started last, so it is first in victim order; but b frees what is needed with less
+    running = [
+        make_job("a", gpus=4, running_on=["n0"], started=5),
+        make_job("keep0", gpus=4, running_on=["n0"], preemptible=False),
+        make_job("b", gpus=2, running_on=["n1"], started=1),
+        make_job("keep1", gpus=6, running_on=["n1"], preemptible=False),
+    ]
+    urgent = make_job("urgent", gpus=2, priority=10, created=1)
+
+    decisions = cycle(make_nodes(2), [*running, urgent], PREEMPT, now=5)
+
+    assert evicted(decisions) == ["b-worker-0"]
+    assert [(p.job, p.node) for p in decisions.pipelined] == [("urgent", "n1")]

@@ -7,11 +7,18 @@ rule's ``evict_within`` allows, when it has one); if the preemptor's
 gang cannot be completed, every eviction is undone. When what binds is a queue limit
 (the queue, or an ancestor, at its capability) rather than node room, victims under
 that queue are evicted first, only until the limit admits the task.
+
+``victimBudget`` (a number, default unbounded) caps what one task may evict to make
+room on a node: at most that many times its own dominant share of the cluster, in the
+resources it asks for. With 1, a task never evicts more than it will use: a 1-GPU
+task does not take an 8-GPU job down, it waits for a better chance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,6 +45,11 @@ class PreemptAction(Action):
     """Priority preemption within each queue."""
 
     name = "preempt"
+    accepted_args = frozenset({"victimBudget"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.budget = self.number("victimBudget", math.inf)
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
@@ -46,7 +58,7 @@ class PreemptAction(Action):
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
                 continue
-            evict_for_gang(session, job, _same_queue_victims, action="preempt")
+            evict_for_gang(session, job, _same_queue_victims, action="preempt", budget=self.budget)
 
 
 def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
@@ -65,6 +77,7 @@ def evict_for_gang(
     find_victims: Callable[[JobInfo], list[TaskInfo]],
     *,
     action: str,
+    budget: float = math.inf,
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
@@ -80,14 +93,19 @@ def evict_for_gang(
     if session.eviction_failed(shape):
         return False
     victims = find_victims(job)
-    if victims and _evict_for_tasks(session, job, tasks, victims, action):
+    if victims and _evict_for_tasks(session, job, tasks, victims, action, budget):
         return True
     session.remember_eviction_failure(shape)
     return False
 
 
 def _evict_for_tasks(
-    session: Session, job: JobInfo, tasks: list[TaskInfo], victims: list[TaskInfo], action: str
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    victims: list[TaskInfo],
+    action: str,
+    budget: float,
 ) -> bool:
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
     victims = in_victim_order(session, victims)
@@ -98,7 +116,9 @@ def _evict_for_tasks(
                 break
             live = [v for v in victims if v.status in EVICTABLE]
             within = _evict_within(session, job, task, rule)
-            if not make_room(session, stmt, task, live, judge, action=action, within=within):
+            if not make_room(
+                session, stmt, task, live, judge, action=action, within=within, budget=budget
+            ):
                 break
             if session.job_pipelined(job):
                 break

@@ -12,6 +12,7 @@ an accepted victim. Nothing is evicted when the task cannot fit anywhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -45,17 +46,67 @@ def make_room(
     *,
     action: str,
     within: NDArray[np.bool_] | None = None,
+    budget: float = math.inf,
 ) -> bool:
-    """Evict accepted victims on the best node (of ``within``, a mask over every node,
-    when given) and pipeline ``task`` there; False if impossible."""
+    """Evict accepted victims on the node (of ``within``, a mask over every node, when
+    given) where that costs least and pipeline ``task`` there; False, and nothing
+    evicted, if no node can make room.
+
+    ``budget`` bounds what may be evicted for the task: in each resource it asks for,
+    at most ``budget`` times its own request (1: never evict more than the task will
+    use; the default: no bound).
+    """
     calm = settled(candidates)
     victims = in_victim_order(session, judge(task, calm) if calm else [])
+    asked = task.request > 0
+    allowed = budget * task.request[asked] + EPSILON
+    best: tuple[tuple[object, ...], int] | None = None
     for node in _nodes_by_victim_order(session, task, victims, within)[:MAX_NODES_TRIED]:
         on_node = [v for v in victims if v.node == node]
-        if _evict_until_fits(session, stmt, task, on_node, judge, action, node):
-            stmt.pipeline(task, node)
-            return True
-    return False
+        mark = len(stmt.operations)
+        if not _evict_until_fits(session, stmt, task, on_node, judge, action, node):
+            continue
+        evicted = [op.task for op in stmt.operations[mark:]]
+        freed = np.sum([v.request for v in evicted], axis=0) if evicted else task.request * 0
+        cost = _cost(session, task, evicted)
+        undo_since(session, stmt, mark)
+        if bool((freed[asked] > allowed).any()):
+            continue
+        if best is None or cost < best[0]:
+            best = (cost, node)
+        if not cost[2]:  # room without evicting anything: nothing is cheaper
+            break
+    if best is None:
+        return False
+    node = best[1]
+    _evict_until_fits(
+        session, stmt, task, [v for v in victims if v.node == node], judge, action, node
+    )
+    stmt.pipeline(task, node)
+    return True
+
+
+def _cost(session: Session, task: TaskInfo, evicted: Sequence[TaskInfo]) -> tuple[object, ...]:
+    """What evicting ``evicted`` for ``task`` costs, smaller first: the most protected
+    victim's place in victim order (as Kubernetes weighs the highest victim priority),
+    then the dominant share of the cluster that is evicted in what the task asks for,
+    then the number of victims."""
+    if not evicted:
+        return ((), 0.0, 0)
+    order = session.points.victim_order.key
+    worst = max(order(v) for v in evicted)
+    return (worst, dominant_share(session, task, evicted), len(evicted))
+
+
+def dominant_share(session: Session, task: TaskInfo, tasks: Sequence[TaskInfo]) -> float:
+    """The largest share of the cluster that ``tasks`` hold together in any resource
+    ``task`` asks for (0 when it asks for none)."""
+    total = session.snapshot.total
+    asked = (task.request > 0) & (total > 0)
+    if not tasks or not asked.any():
+        return 0.0
+    held = np.sum([t.request for t in tasks], axis=0)
+    return float(np.max(held[asked] / total[asked]))
 
 
 def _nodes_by_victim_order(
