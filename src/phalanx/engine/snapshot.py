@@ -196,6 +196,7 @@ class JobInfo:
         "spec",
         "tasks",
         "user",
+        "version",
     )
 
     def __init__(self, spec: Job, queue: QueueInfo, roles: list[RoleInfo]) -> None:
@@ -216,6 +217,8 @@ class JobInfo:
         self.counts = [0] * len(TaskStatus)
         #: tasks counting towards the gang (allocated, bound, running, succeeded), kept by ``Snapshot.move``
         self.ready_count = 0
+        #: bumped by ``Snapshot.move`` whenever one of the job's tasks moves
+        self.version = 0
         self._min_request: Vector | None = None
         self.allocated: Vector = np.zeros(len(roles[0].request) if roles else 0)
 
@@ -594,6 +597,7 @@ class Snapshot:
             self.pipelined[task.node] -= request
             self.task_count[task.node] -= 1
         job = task.job
+        job.version += 1
         charge = (status in CHARGED) - (old in CHARGED)
         if charge:
             delta = request if charge > 0 else -request

@@ -108,7 +108,6 @@ def _evict_for_tasks(
     budget: float,
 ) -> bool:
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
-    victims = in_victim_order(session, victims)
     rule = session.points.domains(job) if session.points.domains else None
     with session.statement() as stmt:
         for task in tasks:
@@ -176,7 +175,8 @@ def _free_quota(
             f"{action}ed for {task.job.name} ({task.name}) of queue "
             f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
         )
-        for victim in in_victim_order(session, judge(task, under) if under else []):
+        offered = in_victim_order(session, under)  # a quota's filter keeps the first ones
+        for victim in in_victim_order(session, judge(task, offered) if offered else []):
             if not evict_with_gang(stmt, task, victim, judge, action=action, reason=reason):
                 continue
             if session.points.allocatable(task) is None:

@@ -4,10 +4,15 @@ Guarantees: victims are evicted only on a node where the task then fits (with th
 resources being released counted, card by card for a task that needs GPUs), inside the
 ``within`` mask when one is given, taken in victim order and then reprieved, the latest
 in victim order first, wherever the task still fits without them (as Kubernetes'
-preemption does): no victim is evicted that the task does not need. The node chosen is
-the one that has room earliest in victim order over all nodes; a victim job that would
-drop below its minAvailable is evicted whole, and only when every one of its tasks is
-an accepted victim. Nothing is evicted when the task cannot fit anywhere.
+preemption does): no victim is evicted that the task does not need. Room is tried on
+the (up to ``MAX_NODES_TRIED``) nodes that lack least for the task and whose accepted
+victims hold that much, and made on the one where it costs least (``_cost``); a victim
+job that would drop below its minAvailable is evicted whole, and only when every one of
+its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere.
+
+Victims are offered to the plugins in victim order (a quota's filter keeps the first
+ones), but only those on nodes where room could be made at all: ordering every
+running task for every preemptor is what made preemption slow on busy clusters.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.engine.cards import WHOLE, CardDemand, Cards
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.snapshot import (
@@ -31,7 +37,6 @@ from phalanx.engine.snapshot import (
 )
 
 MAX_NODES_TRIED = 8  # nodes on which evictions are attempted for one task
-READY = np.zeros(0)  # marks a node that already has room in the walk below
 
 #: Given the task that needs room and a victim set, the victims the plugins accept.
 Judge = Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]]
@@ -57,20 +62,28 @@ def make_room(
     use; the default: no bound).
     """
     calm = settled(candidates)
-    victims = in_victim_order(session, judge(task, calm) if calm else [])
+    # only victims on nodes where room could be made at all are offered, in victim order
+    # (a quota's filter accepts the first ones), so the rest need not even be ordered
+    possible = _possible_nodes(session, task, calm, budget, within)
+    offered = in_victim_order(session, [v for v in calm if possible[v.node]])
+    accepted = judge(task, offered) if offered else []
+    nodes = _candidate_nodes(session, task, accepted, budget, within)
+    if not nodes:
+        return False
+    chosen = set(nodes)
+    victims = [v for v in accepted if v.node in chosen]
     asked = task.request > 0
     allowed = budget * task.request[asked] + EPSILON
     best: tuple[tuple[object, ...], int] | None = None
-    for node in _nodes_by_victim_order(session, task, victims, within)[:MAX_NODES_TRIED]:
+    for node in nodes:
         on_node = [v for v in victims if v.node == node]
         mark = len(stmt.operations)
         if not _evict_until_fits(session, stmt, task, on_node, judge, action, node):
             continue
         evicted = [op.task for op in stmt.operations[mark:]]
-        freed = np.sum([v.request for v in evicted], axis=0) if evicted else task.request * 0
         cost = _cost(session, task, evicted)
         undo_since(session, stmt, mark)
-        if bool((freed[asked] > allowed).any()):
+        if evicted and bool((np.sum([v.request for v in evicted], axis=0)[asked] > allowed).any()):
             continue
         if best is None or cost < best[0]:
             best = (cost, node)
@@ -93,8 +106,7 @@ def _cost(session: Session, task: TaskInfo, evicted: Sequence[TaskInfo]) -> tupl
     then the number of victims."""
     if not evicted:
         return ((), 0.0, 0)
-    order = session.points.victim_order.key
-    worst = max(order(v) for v in evicted)
+    worst = max(session.victim_rank(v)[0] for v in evicted)
     return (worst, dominant_share(session, task, evicted), len(evicted))
 
 
@@ -109,39 +121,87 @@ def dominant_share(session: Session, task: TaskInfo, tasks: Sequence[TaskInfo]) 
     return float(np.max(held[asked] / total[asked]))
 
 
-def _nodes_by_victim_order(
+def _candidate_nodes(
     session: Session,
     task: TaskInfo,
     victims: Sequence[TaskInfo],
+    budget: float,
     within: NDArray[np.bool_] | None,
 ) -> list[int]:
-    """Nodes that could take ``task``, those needing no eviction first, then by how early in
-    victim order they have room (so overcommitted work anywhere goes before others' work)."""
+    """Up to ``MAX_NODES_TRIED`` nodes where evicting some of ``victims`` could make room
+    for ``task`` within ``budget``, those lacking least first (nodes needing no eviction
+    lead), ties by node index."""
+    lack, fits = _lack(session, task, victims, budget, within)
+    rows = np.flatnonzero(fits)
+    total = session.snapshot.total[task.request > 0]
+    short = np.divide(lack[rows], total, out=np.zeros_like(lack[rows]), where=total > 0)
+    share = np.max(short, axis=1, initial=0.0)
+    ranked = rows[np.lexsort((rows, share))]
+    return [int(r) for r in ranked[:MAX_NODES_TRIED]]
+
+
+def _possible_nodes(
+    session: Session,
+    task: TaskInfo,
+    victims: Sequence[TaskInfo],
+    budget: float,
+    within: NDArray[np.bool_] | None,
+) -> NDArray[np.bool_]:
+    """Per node (of ``within`` when given): could evicting some of ``victims`` make room
+    for ``task`` within ``budget``."""
+    return _lack(session, task, victims, budget, within)[1]
+
+
+def _lack(
+    session: Session,
+    task: TaskInfo,
+    victims: Sequence[TaskInfo],
+    budget: float,
+    within: NDArray[np.bool_] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Per node, what ``task`` lacks there in each resource it asks for (counting the card
+    a share would need, or the whole cards a task of whole GPUs would need), and whether
+    ``victims`` there hold that much, within ``budget`` (and the node is in ``within``,
+    when given). Vectorised over nodes: a necessary condition for room, which the
+    evictions then check exactly."""
     snap = session.snapshot
     mask, _ = session.static_mask(task.role)
     if within is not None:
         mask = mask & within
     request = task.request
     need = np.flatnonzero(request > 0)
-    on_node = np.bincount(
-        np.array([v.node for v in victims], dtype=np.intp), minlength=len(snap.nodes)
-    )
-    usable = mask & (snap.task_count - on_node < snap.max_tasks)
-    lack = np.maximum(request - snap.future_idle, 0.0)[:, need]
-    ready = [int(n) for n in np.flatnonzero(usable & (lack <= EPSILON).all(axis=1))]
-    remaining: dict[int, np.ndarray] = {}
-    for victim in victims:
-        node = victim.node
-        if len(ready) >= MAX_NODES_TRIED:
-            break
-        if not usable[node] or (node in remaining and remaining[node] is READY):
-            continue
-        left = remaining.setdefault(node, lack[node].copy())
-        left -= victim.request[need]
-        if (left <= EPSILON).all():
-            remaining[node] = READY
-            ready.append(node)
-    return ready
+    n = len(snap.nodes)
+    held = np.zeros((n, len(need)))
+    count = np.zeros(n, dtype=np.int64)
+    if victims:
+        where = np.fromiter((v.node for v in victims), dtype=np.intp, count=len(victims))
+        np.add.at(held, where, np.stack([v.request[need] for v in victims]))
+        count = np.bincount(where, minlength=n)
+    usable = mask & (snap.task_count - count < snap.max_tasks)
+    lack = np.maximum(request[need] - snap.future_idle[:, need], 0.0)
+    gpu = snap.dim.get("gpu")
+    demand = task.role.cards
+    if demand is not None and gpu is not None and gpu in need:
+        column = int(np.flatnonzero(need == gpu)[0])
+        lack[:, column] = np.maximum(lack[:, column], _card_lack(snap.cards, demand))
+    fits = usable & (held + EPSILON >= lack).all(axis=1)
+    if math.isfinite(budget):
+        fits &= (lack <= budget * request[need] + EPSILON).all(axis=1)
+    return lack, fits
+
+
+def _card_lack(cards: Cards, demand: CardDemand) -> NDArray[np.float64]:
+    """Per node, the milli-GPU still missing for ``demand`` on its best cards once what is
+    being released is gone: a share's on its freest card, whole cards' in whole cards."""
+    free = cards.milli_free + cards.milli_releasing
+    present = cards.milli_free >= 0
+    if demand.shared:
+        best = np.max(np.where(present, free, 0.0), axis=1, initial=0.0)
+        lack: NDArray[np.float64] = np.maximum(demand.milli - best, 0.0)
+        return lack
+    whole = (present & (free >= WHOLE - EPSILON)).sum(axis=1)
+    missing: NDArray[np.float64] = np.maximum(demand.whole - whole, 0) * WHOLE
+    return missing
 
 
 def _evict_until_fits(
@@ -193,7 +253,8 @@ def _room(session: Session, task: TaskInfo, node: int) -> bool:
     staying = snap.task_count[node] - snap.releasing_tasks[node]
     if staying >= snap.max_tasks[node]:
         return False
-    if not bool((snap.future_idle[node, need] + EPSILON >= request[need]).all()):
+    idle = snap.capacity[node] - snap.used[node] + snap.releasing[node] - snap.pipelined[node]
+    if not bool((idle[need] + EPSILON >= request[need]).all()):
         return False
     demand = task.role.cards
     return demand is None or bool(
@@ -203,8 +264,7 @@ def _room(session: Session, task: TaskInfo, node: int) -> bool:
 
 def in_victim_order(session: Session, victims: Iterable[TaskInfo]) -> list[TaskInfo]:
     """``victims`` sorted by the plugins' victim order, then the most recently started first."""
-    key = session.points.victim_order.key
-    return sorted(victims, key=lambda v: (key(v), -(v.start_time or 0.0), v.name))
+    return sorted(victims, key=session.victim_rank)
 
 
 def evict_with_gang(

@@ -141,7 +141,8 @@ class Hooks:
             self._points.task_order.register(self._plugin, self._tier, fn)
 
     def victim_order(self, fn: Callable[[TaskInfo], Any]) -> None:
-        """Smaller key is evicted first."""
+        """Smaller key is evicted first. The key may depend on what the session opened
+        with and on the task's own job only: it is kept until a task of that job moves."""
         if self._on("victim_order"):
             self._points.victim_order.register(self._plugin, self._tier, fn)
 

@@ -105,6 +105,8 @@ class Session:
         self.described: dict[bytes, str] = {}  # engine-unit rows as text (describe_vector)
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
+        #: id(task) -> (its job's version, its victim-order sort key)
+        self._victim_keys: dict[int, tuple[int, tuple[object, ...]]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
         #: jobs with a pending task when the session opened, oldest first: all it must consider
         self.waiting = sorted(snapshot.waiting.values(), key=_BY_ARRIVAL)
@@ -279,6 +281,18 @@ class Session:
             cached = (mask, excluded)
             self._static_masks[role.key] = cached
         return cached
+
+    def victim_rank(self, task: TaskInfo) -> tuple[object, ...]:
+        """``task``'s sort key in victim order: the plugins' key, then the most recently
+        started first, then by name. Kept until a task of its job moves (victim-order
+        keys depend on the session and the victim's own job only)."""
+        job = task.job
+        known = self._victim_keys.get(id(task))
+        if known is not None and known[0] == job.version:
+            return known[1]
+        rank = (self.points.victim_order.key(task), -(task.start_time or 0.0), task.name)
+        self._victim_keys[id(task)] = (job.version, rank)
+        return rank
 
     def withheld_for(self, job: JobInfo, *, ends_by: float | None = None) -> Vector | None:
         """Resources held for other jobs' reservations that ``job`` may not use, or None.
