@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,8 @@ from phalanx.engine.snapshot import (
 )
 
 _BY_ARRIVAL = operator.attrgetter("creation_time", "name")
+#: A task's sort key in victim order: the plugins' key, minus its start time, its name.
+VictimRank = tuple[tuple[Any, ...], float, str]
 
 
 @dataclass(slots=True)
@@ -106,7 +109,7 @@ class Session:
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         #: id(task) -> (its job's version, its victim-order sort key)
-        self._victim_keys: dict[int, tuple[int, tuple[object, ...]]] = {}
+        self._victim_keys: dict[int, tuple[int, VictimRank]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
         #: jobs with a pending task when the session opened, oldest first: all it must consider
         self.waiting = sorted(snapshot.waiting.values(), key=_BY_ARRIVAL)
@@ -282,7 +285,7 @@ class Session:
             self._static_masks[role.key] = cached
         return cached
 
-    def victim_rank(self, task: TaskInfo) -> tuple[object, ...]:
+    def victim_rank(self, task: TaskInfo) -> VictimRank:
         """``task``'s sort key in victim order: the plugins' key, then the most recently
         started first, then by name. Kept until a task of its job moves (victim-order
         keys depend on the session and the victim's own job only)."""
