@@ -531,12 +531,12 @@ class FragmentKernel:
     of the ``fgd`` plugin. Built once per target workload.
 
     ``free_cpu`` (millicores, one per state) and ``free_cards`` (whole milli-GPUs, states
-    x card slots, 0 for slots a node lacks) are not validated, memory is not checked
-    (as the authors' simulator), and the result is not clipped; otherwise it equals
-    ``node_fragmentation`` x 1000. Card counts and unusable amounts are computed once
-    per distinct per-card request of the workload (a handful), not per task type, and
-    the sum over task types runs in one fixed order per row, so equal rows give
-    bit-equal results.
+    x card slots, 0 for slots a node lacks) are not validated, memory is checked only
+    when ``free_memory`` is given (the authors' simulator does not), and the result is
+    not clipped; otherwise it equals ``node_fragmentation`` x 1000. Card counts and
+    unusable amounts are computed once per distinct per-card request of the workload (a
+    handful), not per task type, and the sum over task types runs in one fixed order per
+    row, so equal rows give bit-equal results.
     """
 
     def __init__(self, workload: TargetWorkload) -> None:
@@ -545,6 +545,7 @@ class FragmentKernel:
         self._thresholds = thresholds[np.newaxis, np.newaxis, :]
         self._cards = workload.gpu_cards[np.newaxis, :]
         self._cpu = workload.cpu[np.newaxis, :]
+        self._memory = workload.memory[np.newaxis, :]
         self._needs_gpu = workload.gpu_cards[np.newaxis, :] > 0
         self._popularity = workload.popularity[np.newaxis, :]
 
@@ -553,14 +554,17 @@ class FragmentKernel:
         free_cpu: NDArray[np.float64],
         free_cards: NDArray[np.int64],
         allowed: NDArray[np.bool_] | None = None,
+        free_memory: NDArray[np.float64] | None = None,
     ) -> NDArray[np.float64]:
-        """F of each state; ``allowed`` (states x task types, optional) as in
-        ``task_fragments``."""
+        """F of each state; ``allowed`` (states x task types) and ``free_memory`` (bytes,
+        one per state: then memory is checked too) are optional, as in ``task_fragments``."""
         below = free_cards[:, :, np.newaxis] < self._thresholds  # states x slots x thresholds
         unusable = np.where(below, free_cards[:, :, np.newaxis], 0).sum(axis=1)
         usable = free_cards.shape[1] - below.sum(axis=1)
         fits = (usable[:, self._column] >= self._cards) & self._needs_gpu
         fits &= free_cpu[:, np.newaxis] >= self._cpu
+        if free_memory is not None:
+            fits &= free_memory[:, np.newaxis] >= self._memory
         if allowed is not None:
             fits &= allowed
         total = free_cards.sum(axis=1)[:, np.newaxis]

@@ -27,7 +27,7 @@ from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.fgd import FgdPlugin, gpu_models
+from phalanx.engine.plugins.fgd import FgdPlugin, _learn, gpu_models
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
 from phalanx.engine.state import ClusterState
 from tests.builders import config, make_job, make_node, make_queue, res
@@ -35,9 +35,11 @@ from tests.builders import config, make_job, make_node, make_queue, res
 NODES = ("a", "b", "c")
 
 
-def running(name: str, node: str, gpus: float, cards: tuple[int, ...], cpu: float = 1) -> Job:
+def running(
+    name: str, node: str, gpus: float, cards: tuple[int, ...], cpu: float = 1, memory_gib: float = 1
+) -> Job:
     """A running one-task job on ``node`` holding ``cards``."""
-    job = make_job(name, gpus=gpus, cpu=cpu, running_on=[node])
+    job = make_job(name, gpus=gpus, cpu=cpu, memory_gib=memory_gib, running_on=[node])
     return replace(job, tasks=tuple(replace(t, gpus=cards) for t in job.tasks))
 
 
@@ -230,6 +232,34 @@ def test_gpu_models_of_a_role_meet_its_selector_and_affinity() -> None:
     assert gpu_models(role(affinity=(other,))) == ()
 
 
+def test_fgd_with_memory_counts_a_node_left_without_memory_as_fragment() -> None:
+    # target: 0.6-GPU tasks asking 100 GiB of memory; nodes have 256 GiB, b 156 free
+    target = [{"cpu": 1000, "memory": 100 * 2**30, "gpu": 0.6, "popularity": 1}]
+    hog = make_job("pod", gpus=0.5, memory_gib=100, created=1)
+    others = [running("busy", "b", 0.5, (0,), memory_gib=100)]
+    args = {"workload": target, "memory": True}
+    session, task = session_for("fgd", hog, others, args=args, nodes=("a", "b"))
+    # a: 156 GiB left, the target still fits: F 0 -> 500 (a card left at 500): 37.
+    # b: 56 GiB left, the target fits no more: F 500 -> 3000 (all free GPU): sigmoid(-2.5)
+    assert scores(session, task) == [37.0, 7.0]
+    # memory-blind, b looks best: the pod fills the 500 card, F 500 -> 0
+    blind, task = session_for("fgd", hog, others, args={"workload": target}, nodes=("a", "b"))
+    assert scores(blind, task) == [37.0, 62.0]
+
+
+def test_a_learnt_target_with_memory_asks_for_the_median_memory_of_each_shape() -> None:
+    jobs = [
+        make_job(f"p{i}", gpus=0.5, memory_gib=m, created=i) for i, m in enumerate((10, 60, 20))
+    ]
+    snapshot = Snapshot.build(
+        nodes=[make_node("a", gpus=4)], queues=[make_queue("default")], jobs=jobs
+    )
+    learnt = _learn(snapshot, window=10, coverage=1.0, memory=True)
+    assert learnt is not None and [s.memory for s in learnt.shapes] == [20 * 2.0**30]
+    blind = _learn(snapshot, window=10, coverage=1.0)
+    assert blind is not None and [s.memory for s in blind.shapes] == [0.0]
+
+
 def test_fgd_refuses_a_malformed_workload() -> None:
     with pytest.raises(PluginError, match="workload"):
         FgdPlugin({"workload": [{"cpu": 1, "gpus": 1}]})
@@ -239,6 +269,8 @@ def test_fgd_refuses_a_malformed_workload() -> None:
         FgdPlugin({"workload": [{"gpu": 1, "gpuModels": "T4"}]})
     with pytest.raises(PluginError, match="coverage"):
         FgdPlugin({"coverage": 2})
+    with pytest.raises(PluginError, match="memory"):
+        FgdPlugin({"memory": "yes"})
 
 
 def test_fgd_memo_gives_what_a_fresh_snapshot_gives_after_placements() -> None:

@@ -75,3 +75,20 @@ def test_kernel_with_gpu_models_equals_node_fragmentation_with_model_access() ->
 def test_a_task_shape_keeps_its_gpu_models_sorted_and_unique() -> None:
     assert TaskShape(gpu=1, gpu_models=("T4", "P100", "T4")).gpu_models == ("P100", "T4")
     assert TaskShape(gpu=1, gpu_models=("T4",)) != TaskShape(gpu=1)
+
+
+def test_kernel_with_free_memory_equals_node_fragmentation_with_memory() -> None:
+    gib = 2.0**30
+    shapes = [TaskShape(cpu=1000, memory=16 * gib, gpu=0.5), TaskShape(cpu=1000, gpu=1)]
+    target = TargetWorkload.of(shapes, [0.6, 0.4])
+    cards = np.array([[1000, 1000], [1000, 1000], [500, 0]], dtype=np.int64)
+    free_cpu = np.full(3, 8000.0)
+    free_memory = np.array([64 * gib, 8 * gib, 64 * gib])
+    expected = node_fragmentation(
+        target, free_cpu=free_cpu, free_memory=free_memory, free_cards=cards / 1000
+    )
+    got = FragmentKernel(target)(free_cpu, cards, free_memory=free_memory)
+    np.testing.assert_allclose(got, expected * 1000, atol=1e-6)
+    # 8 GiB free: the 0.5 share (16 GiB) fits nowhere there, so 0.6 of 2000 is a fragment
+    assert got[1] == 0.6 * 2000
+    assert FragmentKernel(target)(free_cpu, cards)[1] == 0  # memory unchecked: no fragment

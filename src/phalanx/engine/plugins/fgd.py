@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import numpy as np
@@ -69,17 +70,18 @@ _SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity
 DEFAULT_COVERAGE: Final = 0.95
 _TARGETS_KEPT: Final = 4  # memo tables kept per snapshot, for as many target workloads
 
-#: (cpu millicores, milli-GPU each card must have free, cards): what F depends on in a task
-Shape = tuple[float, int, int]
+#: (cpu millicores, memory bytes, milli-GPU each card must have free, cards): what F
+#: depends on in a task (memory is 0 unless the plugin checks memory)
+Shape = tuple[float, float, int, int]
 
 
-def task_shape(cpu: float, demand: CardDemand | None) -> Shape:
+def task_shape(cpu: float, demand: CardDemand | None, memory: float = 0.0) -> Shape:
     """The part of a task the fragmentation score depends on."""
     if demand is None:
-        return (cpu, 0, 0)
+        return (cpu, memory, 0, 0)
     if demand.shared:
-        return (cpu, round(demand.milli), 1)
-    return (cpu, round(WHOLE), demand.whole)
+        return (cpu, memory, round(demand.milli), 1)
+    return (cpu, memory, round(WHOLE), demand.whole)
 
 
 class _Grow:
@@ -117,12 +119,14 @@ class _Tables:
 
 
 class _States:
-    """Interned node states (GPU model, free CPU, free milli-GPU per card) of one
-    snapshot's nodes."""
+    """Interned node states (GPU model, free CPU, free memory when checked, free milli-GPU
+    per card) of one snapshot's nodes."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, *, memory: bool) -> None:
         n, slots = snapshot.cards.milli_free.shape
         self.cpu_column = snapshot.dim.get("cpu")
+        self.memory_column = snapshot.dim.get("memory") if memory else None
+        self.checks_memory = memory
         labels = snapshot.label_column(GPU_MODEL_LABEL)
         #: the nodes' GPU models (None: no label), and each node's index into them
         self.models: list[str | None] = sorted({m for m in labels if m is not None})
@@ -130,10 +134,12 @@ class _States:
         index = {model: i for i, model in enumerate(self.models)}
         self.node_model = np.array([index[m] for m in labels], dtype=np.int64)
         self.seen_cpu = np.full(n, np.nan)
+        self.seen_memory = np.full(n, np.nan)
         self.seen_cards = np.full((n, slots), -1, dtype=np.int64)
         self.of_node = np.zeros(n, dtype=np.int64)
         self.ids: dict[bytes, int] = {}
         self.cpu = np.zeros(64)
+        self.memory = np.zeros(64)
         self.cards = np.zeros((64, slots), dtype=np.int64)
         self.model = np.zeros(64, dtype=np.int64)
         self.tables: dict[tuple[object, ...], _Tables] = {}
@@ -142,37 +148,69 @@ class _States:
         """Re-intern the nodes (all, or only ``nodes``) whose state changed since they were
         last seen."""
         rows: NDArray[np.intp] | slice = slice(None) if nodes is None else nodes
-        if self.cpu_column is None:
-            cpu = np.zeros(len(self.seen_cpu))[rows]
-        else:
-            cpu = snapshot.capacity[rows, self.cpu_column] - snapshot.used[rows, self.cpu_column]
+        cpu = self._free(snapshot, self.cpu_column, rows)
+        memory = self._free(snapshot, self.memory_column, rows)
         cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
-        differ = (cpu != self.seen_cpu[rows]) | (cards != self.seen_cards[rows]).any(axis=1)
-        if nodes is not None:
-            self._intern(nodes[differ], cpu[differ], cards[differ])
-        else:
-            changed = np.flatnonzero(differ)
-            self._intern(changed, cpu[changed], cards[changed])
+        differ = (cpu != self.seen_cpu[rows]) | (memory != self.seen_memory[rows])
+        differ |= (cards != self.seen_cards[rows]).any(axis=1)
+        changed = nodes[differ] if nodes is not None else np.flatnonzero(differ)
+        self._intern(changed, cpu[differ], memory[differ], cards[differ])
+
+    def _free(
+        self, snapshot: Snapshot, column: int | None, rows: NDArray[np.intp] | slice
+    ) -> NDArray[np.float64]:
+        if column is None:
+            zeros: NDArray[np.float64] = np.zeros(len(self.seen_cpu))[rows]
+            return zeros
+        free: NDArray[np.float64] = snapshot.capacity[rows, column] - snapshot.used[rows, column]
+        return free
 
     def _intern(
-        self, changed: NDArray[np.intp], cpu: NDArray[np.float64], cards: NDArray[np.int64]
+        self,
+        changed: NDArray[np.intp],
+        cpu: NDArray[np.float64],
+        memory: NDArray[np.float64],
+        cards: NDArray[np.int64],
     ) -> None:
         models = self.node_model[changed]
         for row, node in enumerate(changed.tolist()):
-            key = models[row].tobytes() + cpu[row].tobytes() + cards[row].tobytes()
+            key = b"".join(
+                (
+                    models[row].tobytes(),
+                    cpu[row].tobytes(),
+                    memory[row].tobytes(),
+                    cards[row].tobytes(),
+                )
+            )
             state = self.ids.get(key)
             if state is None:
                 state = self.ids[key] = len(self.ids)
                 if state >= len(self.cpu):
                     self.cpu = np.concatenate([self.cpu, np.zeros(len(self.cpu))])
+                    self.memory = np.concatenate([self.memory, np.zeros(len(self.memory))])
                     self.cards = np.concatenate([self.cards, np.zeros_like(self.cards)])
                     self.model = np.concatenate([self.model, np.zeros_like(self.model)])
                 self.cpu[state] = cpu[row]
+                self.memory[state] = memory[row]
                 self.cards[state] = cards[row]
                 self.model[state] = models[row]
             self.of_node[node] = state
         self.seen_cpu[changed] = cpu
+        self.seen_memory[changed] = memory
         self.seen_cards[changed] = cards
+
+    def _kernel(
+        self,
+        tables: _Tables,
+        cpu: NDArray[np.float64],
+        memory: NDArray[np.float64],
+        cards: NDArray[np.int64],
+        models: NDArray[np.int64],
+    ) -> NDArray[np.float64]:
+        """F of the given node states (free CPU, memory, cards and GPU model per row)."""
+        return tables.kernel(
+            cpu, cards, tables.allowed(models), memory if self.checks_memory else None
+        )
 
     def for_target(self, target: TargetWorkload) -> _Tables:
         key = (target.shapes, tuple(target.popularity.tolist()))
@@ -189,8 +227,8 @@ class _States:
         missing = np.flatnonzero(np.isnan(known))
         if missing.size:
             todo = np.unique(states[missing])
-            tables.frag.values[todo] = tables.kernel(
-                self.cpu[todo], self.cards[todo], tables.allowed(self.model[todo])
+            tables.frag.values[todo] = self._kernel(
+                tables, self.cpu[todo], self.memory[todo], self.cards[todo], self.model[todo]
             )
             known = tables.frag.values[states]
         return known
@@ -216,10 +254,10 @@ class _States:
     def _compute(
         self, tables: _Tables, shape: Shape, states: NDArray[np.int64]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        cpu_req, per_card, count = shape
-        cpu, cards = self.cpu[states], self.cards[states]
+        cpu_req, memory_req, per_card, count = shape
+        cpu, memory, cards = self.cpu[states], self.memory[states], self.cards[states]
         scores, best = np.zeros(len(states)), np.full(len(states), -1.0)
-        fits = cpu >= cpu_req
+        fits = (cpu >= cpu_req) & (memory >= memory_req)
         if count:
             fits &= (cards >= per_card).sum(axis=1) >= count
         rows = np.flatnonzero(fits)
@@ -227,16 +265,20 @@ class _States:
             return scores, best
         before = self.fragmentation(tables, states[rows])
         left_cpu, left_cards = cpu[rows] - cpu_req, cards[rows]
-        allowed = tables.allowed(self.model[states[rows]])
+        left_memory, models = memory[rows] - memory_req, self.model[states[rows]]
         if count == 1 and per_card < WHOLE:  # a share: try every card that holds it
             slots = left_cards.shape[1]
             trial = np.repeat(left_cards[:, np.newaxis, :], slots, axis=1)  # rows x card x slot
             chosen = np.arange(slots)
             holds = trial[:, chosen, chosen] >= per_card
             trial[:, chosen, chosen] -= np.where(holds, per_card, 0)
-            repeated = None if allowed is None else np.repeat(allowed, slots, axis=0)
-            after = tables.kernel(np.repeat(left_cpu, slots), trial.reshape(-1, slots), repeated)
-            after = after.reshape(len(rows), slots)
+            after = self._kernel(
+                tables,
+                np.repeat(left_cpu, slots),
+                np.repeat(left_memory, slots),
+                trial.reshape(-1, slots),
+                np.repeat(models, slots),
+            ).reshape(len(rows), slots)
             points = np.where(holds, _points(before[:, np.newaxis] - after), -1.0)
             best[rows] = np.argmax(points, axis=1)
             scores[rows] = points.max(axis=1)
@@ -245,7 +287,7 @@ class _States:
         if count:  # whole cards: which free ones does not change F; take the first
             free = trial == per_card
             trial[free & (np.cumsum(free, axis=1) <= count)] = 0
-        scores[rows] = _points(before - tables.kernel(left_cpu, trial, allowed))
+        scores[rows] = _points(before - self._kernel(tables, left_cpu, left_memory, trial, models))
         return scores, best
 
 
@@ -260,7 +302,7 @@ class FgdPlugin(Plugin):
     """Nodes and cards whose use lowers (or least raises) the expected GPU fragmentation."""
 
     name = "fgd"
-    accepted_args = frozenset({"weight", "seed", "workload", "window", "coverage"})
+    accepted_args = frozenset({"weight", "seed", "workload", "window", "coverage", "memory"})
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -272,10 +314,18 @@ class FgdPlugin(Plugin):
             )
         given = self.args.get("workload")
         self.fixed = None if given is None else _workload(given)
+        memory = self.args.get("memory", False)
+        if not isinstance(memory, bool):
+            raise PluginError(f"plugin 'fgd': arg 'memory' must be true or false, got {memory!r}")
+        self.memory = memory
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
-        states: _States = snapshot.cached("fgd.states", _States)
+        memory = self.memory
+        states: _States = snapshot.cached(
+            f"fgd.states.memory={memory}", lambda s: _States(s, memory=memory)
+        )
+        memory_column = snapshot.dim.get("memory") if memory else None
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[_Tables | None] = []  # this session's, resolved on first use
         dirty: set[int] = set()  # nodes changed by this session since they were last seen
@@ -283,7 +333,7 @@ class FgdPlugin(Plugin):
 
         def resolve() -> _Tables | None:
             if not tables:  # first use in this session: the state may have changed in between
-                workload = self.fixed or _learn(snapshot, self.window, self.coverage)
+                workload = self.fixed or _learn(snapshot, self.window, self.coverage, memory=memory)
                 tables.append(None if workload is None else states.for_target(workload))
                 states.sync(snapshot)
                 dirty.clear()
@@ -298,7 +348,8 @@ class FgdPlugin(Plugin):
             found = resolve()
             if found is None:
                 return None
-            shape = task_shape(task_cpu(snapshot, task), task.role.cards)
+            asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
+            shape = task_shape(task_cpu(snapshot, task), task.role.cards, asked)
             return states.lookup(found, shape, states.of_node[nodes])
 
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
@@ -367,8 +418,14 @@ def _workload(given: object) -> TargetWorkload:
     return TargetWorkload.of(shapes, [w / total for w in weights])
 
 
-def _learn(snapshot: Snapshot, window: int, coverage: float) -> TargetWorkload | None:
-    """The shapes of the tasks of the ``window`` newest jobs (None when there is none)."""
+def _learn(
+    snapshot: Snapshot, window: int, coverage: float, *, memory: bool = False
+) -> TargetWorkload | None:
+    """The shapes of the tasks of the ``window`` newest jobs (None when there is none).
+
+    Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
+    vary too much to group by); with ``memory`` each shape asks for the median memory
+    of its tasks."""
     newest = heapq.nlargest(
         window, snapshot.jobs.values(), key=lambda job: (job.creation_time, job.name)
     )
@@ -384,7 +441,16 @@ def _learn(snapshot: Snapshot, window: int, coverage: float) -> TargetWorkload |
     ]
     if not shapes:
         return None
-    return workload_distribution(shapes, coverage=coverage)
+    target = workload_distribution(shapes, coverage=coverage)
+    column = snapshot.dim.get("memory")
+    if not memory or column is None:
+        return target
+    asked: dict[TaskShape, list[float]] = {}
+    tasks = (task for job in newest for task in job.tasks)
+    for shape, task in zip(shapes, tasks, strict=True):
+        asked.setdefault(shape, []).append(float(task.role.request[column]))
+    with_memory = [replace(s, memory=float(np.median(asked[s]))) for s in target.shapes]
+    return TargetWorkload.of(with_memory, target.popularity)
 
 
 def gpu_models(role: Role) -> tuple[str, ...]:
