@@ -1,6 +1,7 @@
 """Plugins: the nouns of a session, one module each."""
 
 from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.plugins.balanced import BalancedPlugin
 from phalanx.engine.plugins.bestfit import BestFitPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
@@ -25,6 +26,7 @@ from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
+    BalancedPlugin,
     BestFitPlugin,
     BinpackPlugin,
     CapacityPlugin,
