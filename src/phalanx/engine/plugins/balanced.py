@@ -1,15 +1,20 @@
-"""balanced: nodes whose resources stay evenly used, Kubernetes' BalancedAllocation.
+"""balanced: placements that leave a node's resources more evenly used than before.
 
-kube-scheduler's ``NodeResourcesBalancedAllocation`` scores a node by how evenly the
-task would leave its resources used: with ``f_r`` the share of resource ``r`` in use
-after placing the task, the score is ``100 x (1 - std(f_r))`` over the resources (by
-default cpu, memory and gpu) that the node has. A node whose GPUs are gone but whose
-CPU is idle is where a CPU-only task belongs, and a node short of CPU is where a GPU
-task belongs: so CPU is not spent where it strands free GPUs, nor GPUs where they
-strand free CPU.
+With ``f_r`` the share of resource ``r`` of a node in use and ``std`` their standard
+deviation over the resources the node has (by default cpu, memory and gpu), a node
+scores ``50 + 100 x (std before - std after placing the task)``: above 50 when the task
+evens the node out, below when it skews it. A CPU-only task goes where the GPUs are
+taken and the CPU idles, a GPU task where the CPU is taken and the GPUs idle: neither
+strands the other resource.
+
+kube-scheduler's ``NodeResourcesBalancedAllocation`` scores the balance after
+placement instead (``100 x (1 - std after)``). That keeps adding to nodes that are
+balanced already and leaves a skewed node skewed: on the openb trace it sent CPU-only
+pods to half-used 8-GPU nodes, whose CPU ran out with GPUs still free, rather than to
+2-GPU nodes with their GPUs taken and most of their 104 cores idle.
 
 Guarantees: scores in 0..100; a node's score depends only on that node; a node with
-none of the resources scores 100.
+none of the resources scores 50.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ DEFAULT_RESOURCES = ("cpu", "memory", "gpu")
 
 
 class BalancedPlugin(Plugin):
-    """Prefer the node whose resources the task leaves most evenly used."""
+    """Prefer the node whose resources the task evens out most."""
 
     name = "balanced"
     accepted_args = frozenset({"weight", "resources"})
@@ -55,18 +60,24 @@ class BalancedPlugin(Plugin):
         present = capacity > 0
         counted = present.sum(axis=1)
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            if not columns:
-                return np.full(len(nodes), 100.0)
-            used = snap.used[nodes][:, columns] + task.request[columns]
-            cap = capacity[nodes]
-            share = np.divide(used, cap, out=np.zeros_like(used), where=present[nodes])
+        def spread(used: NDArray[np.float64], nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            """Standard deviation of the shares in use, over the resources each node has."""
+            mask = present[nodes]
+            share = np.divide(used, capacity[nodes], out=np.zeros_like(used), where=mask)
             share = np.minimum(share, 1.0)
             n = np.maximum(counted[nodes], 1)
             mean = share.sum(axis=1) / n
-            spread = np.where(present[nodes], (share - mean[:, np.newaxis]) ** 2, 0.0)
-            std = np.sqrt(spread.sum(axis=1) / n)
-            result: NDArray[np.float64] = 100.0 * (1.0 - std)
+            square = np.where(mask, (share - mean[:, np.newaxis]) ** 2, 0.0)
+            std: NDArray[np.float64] = np.sqrt(square.sum(axis=1) / n)
+            return std
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            if not columns:
+                return np.full(len(nodes), 50.0)
+            before = snap.used[nodes][:, columns]
+            after = before + task.request[columns]
+            gain = spread(before, nodes) - spread(after, nodes)
+            result: NDArray[np.float64] = np.clip(50.0 + 100.0 * gain, 0.0, 100.0)
             return result
 
         hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
