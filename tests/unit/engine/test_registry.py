@@ -103,3 +103,10 @@ def test_action_args_and_disabled_points_are_checked() -> None:
     )
     with pytest.raises(PluginError, match="job_ordr"):
         registry.check(bad_point)
+
+
+def test_the_engine_default_is_the_shipped_phalanx_default_policy() -> None:
+    from phalanx.engine import default_config
+    from phalanx.policies import load_policy
+
+    assert load_policy("phalanx-default").config == default_config()

@@ -54,11 +54,27 @@ class SchedulerConfig:
 
 
 def default_config() -> SchedulerConfig:
-    """phalanx's default policy: gang + priority first, then fairness, quota and placement."""
-    return SchedulerConfig.build(
-        ["enqueue", "allocate", "reclaim", "preempt", "backfill"],
+    """phalanx's default policy, the same as the shipped ``phalanx-default`` document: gang +
+    priority first, then fairness, quota and placement (fgd with memory, balanced);
+    preemption never evicts more than the preemptor will use."""
+    tiers = SchedulerConfig.build(
+        [],
         [
-            ["priority", "gang", "sla", "overcommit"],
-            ["drf", "predicates", "capacity", "binpack"],
+            ["priority", "gang", ("sla", {"waitingTime": 3600}), "overcommit"],
+            [
+                "drf",
+                "predicates",
+                "capacity",
+                ("fgd", {"memory": True}),
+                ("balanced", {"weight": 0.15}),
+            ],
         ],
+    ).tiers
+    actions = (
+        ActionConfig(name="enqueue"),
+        ActionConfig(name="allocate"),
+        ActionConfig(name="reclaim"),
+        ActionConfig(name="preempt", args={"victimBudget": 1}),
+        ActionConfig(name="backfill"),
     )
+    return SchedulerConfig(actions=actions, tiers=tiers)
