@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -230,11 +230,18 @@ def workload_distribution(
 
     Raises ``InvalidInput`` when no shape is left or ``coverage`` is not in (0, 1].
     """
+    counts = Counter(s for s in observed if include_cpu_only or s.gpu > 0)
+    return workload_from_counts(counts, coverage=coverage)
+
+
+def workload_from_counts(counts: Mapping[TaskShape, int], *, coverage: float) -> TargetWorkload:
+    """``workload_distribution`` of tasks already counted by shape (shapes counted 0 are
+    left out); the same errors."""
     if not 0 < coverage <= 1:
         raise InvalidInput(
             f"{coverage!r} is not a share of tasks", field="coverage", fix="use 0 < coverage <= 1"
         )
-    counts = Counter(s for s in observed if include_cpu_only or s.gpu > 0)
+    counts = {shape: count for shape, count in counts.items() if count > 0}
     if not counts:
         raise InvalidInput(
             "no task shapes to learn from", field="observed", fix="pass the tasks of a trace"

@@ -26,13 +26,17 @@ from phalanx.domain.job import (
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
+from phalanx.engine.fragmentation import TaskShape
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.fgd import FgdPlugin, _learn, gpu_models
+from phalanx.engine.plugins._fgdlearn import RecentJobs
+from phalanx.engine.plugins.fgd import FgdPlugin, gpu_models, learn
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
 from phalanx.engine.state import ClusterState
 from tests.builders import config, make_job, make_node, make_queue, res
 
 NODES = ("a", "b", "c")
+#: a learnt target as comparable values: its shapes and their popularity
+Learnt = tuple[tuple[TaskShape, ...], list[float]]
 
 
 def running(
@@ -254,10 +258,33 @@ def test_a_learnt_target_with_memory_asks_for_the_median_memory_of_each_shape() 
     snapshot = Snapshot.build(
         nodes=[make_node("a", gpus=4)], queues=[make_queue("default")], jobs=jobs
     )
-    learnt = _learn(snapshot, window=10, coverage=1.0, memory=True)
+    learnt = learn(snapshot, window=10, coverage=1.0, memory=True)
     assert learnt is not None and [s.memory for s in learnt.shapes] == [20 * 2.0**30]
-    blind = _learn(snapshot, window=10, coverage=1.0)
+    blind = learn(snapshot, window=10, coverage=1.0)
     assert blind is not None and [s.memory for s in blind.shapes] == [0.0]
+
+
+def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_replaced() -> None:
+    state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
+    recent = RecentJobs()
+
+    def both() -> tuple[Learnt, Learnt]:
+        kept = learn(state.snapshot, window=2, coverage=1.0, memory=True, recent=recent)
+        fresh = learn(state.snapshot, window=2, coverage=1.0, memory=True)
+        assert kept is not None and fresh is not None
+        return (kept.shapes, kept.popularity.tolist()), (fresh.shapes, fresh.popularity.tolist())
+
+    for i, gpus in enumerate((0.5, 0.25, 1.0)):
+        state.add_job(make_job(f"p{i}", gpus=gpus, created=i))
+        kept, fresh = both()
+        assert kept == fresh
+    state.remove_job("p2")  # the newest leaves: p0 is back in the window
+    kept, fresh = both()
+    assert kept == fresh and len(kept[0]) == 2
+    state.remove_job("p1")  # replaced under the same name by a job of another shape
+    state.add_job(make_job("p1", gpus=2, created=5))
+    kept, fresh = both()
+    assert kept == fresh and sorted(s.gpu for s in kept[0]) == [0.5, 2.0]
 
 
 def test_fgd_refuses_a_malformed_workload() -> None:

@@ -41,16 +41,13 @@ cards; never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import InvalidInput, PluginError
-from phalanx.domain.job import Role, SelectorOperator
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.cards import WHOLE, CardDemand
 from phalanx.engine.fragmentation import (
@@ -58,12 +55,14 @@ from phalanx.engine.fragmentation import (
     TargetWorkload,
     TaskShape,
     model_access,
-    workload_distribution,
 )
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins._fgdlearn import RecentJobs, gpu_models, learn
 from phalanx.engine.plugins._gpufit import TieBreak, task_cpu
 from phalanx.engine.snapshot import Snapshot, TaskInfo
+
+__all__ = ["FgdPlugin", "gpu_models", "learn", "task_shape"]
 
 DEFAULT_WINDOW: Final = 1000
 _SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity"})
@@ -326,6 +325,7 @@ class FgdPlugin(Plugin):
             f"fgd.states.memory={memory}", lambda s: _States(s, memory=memory)
         )
         memory_column = snapshot.dim.get("memory") if memory else None
+        recent = snapshot.cached("fgd.recent", lambda s: RecentJobs())
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[_Tables | None] = []  # this session's, resolved on first use
         dirty: set[int] = set()  # nodes changed by this session since they were last seen
@@ -333,7 +333,9 @@ class FgdPlugin(Plugin):
 
         def resolve() -> _Tables | None:
             if not tables:  # first use in this session: the state may have changed in between
-                workload = self.fixed or _learn(snapshot, self.window, self.coverage, memory=memory)
+                workload = self.fixed or learn(
+                    snapshot, self.window, self.coverage, memory=memory, recent=recent
+                )
                 tables.append(None if workload is None else states.for_target(workload))
                 states.sync(snapshot)
                 dirty.clear()
@@ -416,53 +418,3 @@ def _workload(given: object) -> TargetWorkload:
     if total <= 0:
         raise PluginError("plugin 'fgd': the workload's popularities sum to 0")
     return TargetWorkload.of(shapes, [w / total for w in weights])
-
-
-def _learn(
-    snapshot: Snapshot, window: int, coverage: float, *, memory: bool = False
-) -> TargetWorkload | None:
-    """The shapes of the tasks of the ``window`` newest jobs (None when there is none).
-
-    Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
-    vary too much to group by); with ``memory`` each shape asks for the median memory
-    of its tasks."""
-    newest = heapq.nlargest(
-        window, snapshot.jobs.values(), key=lambda job: (job.creation_time, job.name)
-    )
-    gpu = snapshot.dim.get("gpu")
-    shapes = [
-        TaskShape(
-            cpu=task_cpu(snapshot, task),
-            gpu=0.0 if gpu is None else float(task.role.request[gpu]) / WHOLE,
-            gpu_models=gpu_models(task.role.spec),
-        )
-        for job in newest
-        for task in job.tasks
-    ]
-    if not shapes:
-        return None
-    target = workload_distribution(shapes, coverage=coverage)
-    column = snapshot.dim.get("memory")
-    if not memory or column is None:
-        return target
-    asked: dict[TaskShape, list[float]] = {}
-    tasks = (task for job in newest for task in job.tasks)
-    for shape, task in zip(shapes, tasks, strict=True):
-        asked.setdefault(shape, []).append(float(task.role.request[column]))
-    with_memory = [replace(s, memory=float(np.median(asked[s]))) for s in target.shapes]
-    return TargetWorkload.of(with_memory, target.popularity)
-
-
-def gpu_models(role: Role) -> tuple[str, ...]:
-    """The GPU models a role is confined to: the models its node selector and its node
-    affinity terms ``In`` name for ``GPU_MODEL_LABEL``, all of them met (empty: any, and
-    also when they contradict each other: such a role fits no node anyway)."""
-    allowed: set[str] | None = None
-    chosen = role.node_selector.get(GPU_MODEL_LABEL)
-    if chosen is not None:
-        allowed = {chosen}
-    for term in role.affinity:
-        if term.key == GPU_MODEL_LABEL and term.operator is SelectorOperator.IN:
-            values = set(term.values)
-            allowed = values if allowed is None else allowed & values
-    return () if allowed is None else tuple(sorted(allowed))
