@@ -155,6 +155,31 @@ def _read_only(array: NDArray[np.generic]) -> None:
     array.setflags(write=False)
 
 
+def _popularity(popularity: ArrayLike, count: int) -> NDArray[np.float64]:
+    """``count`` popularities, checked and normalised, read-only."""
+    weights = np.array(popularity, dtype=np.float64)
+    if weights.shape != (count,):
+        raise InvalidInput(
+            f"{weights.shape} popularities for {count} task types",
+            field="popularity",
+            fix="give one popularity per shape",
+        )
+    if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
+        raise InvalidInput(
+            "popularities must be finite and >= 0", field="popularity", fix="use p_m in [0, 1]"
+        )
+    total = float(weights.sum())
+    if abs(total - 1.0) > 1e-6:
+        raise InvalidInput(
+            f"popularities sum to {total}, not 1",
+            field="popularity",
+            fix="normalise them (divide by their sum)",
+        )
+    normalised: NDArray[np.float64] = weights / total
+    _read_only(normalised)
+    return normalised
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class TargetWorkload:
     """Task types ``shapes`` with popularity ``popularity`` (one per shape, summing to 1).
@@ -175,26 +200,8 @@ class TargetWorkload:
         count = len(self.shapes)
         if count == 0:
             raise InvalidInput("no task types", field="shapes", fix="give at least one TaskShape")
-        weights = np.array(self.popularity, dtype=np.float64)
-        if weights.shape != (count,):
-            raise InvalidInput(
-                f"{weights.shape} popularities for {count} task types",
-                field="popularity",
-                fix="give one popularity per shape",
-            )
-        if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
-            raise InvalidInput(
-                "popularities must be finite and >= 0", field="popularity", fix="use p_m in [0, 1]"
-            )
-        total = float(weights.sum())
-        if abs(total - 1.0) > 1e-6:
-            raise InvalidInput(
-                f"popularities sum to {total}, not 1",
-                field="popularity",
-                fix="normalise them (divide by their sum)",
-            )
         arrays: dict[str, NDArray[np.generic]] = {
-            "popularity": weights / total,
+            "popularity": _popularity(self.popularity, count),
             "cpu": np.array([s.cpu for s in self.shapes], dtype=np.float64),
             "memory": np.array([s.memory for s in self.shapes], dtype=np.float64),
             "gpu_per_card_milli": np.array(
@@ -205,6 +212,15 @@ class TargetWorkload:
         for name, array in arrays.items():
             _read_only(array)
             object.__setattr__(self, name, array)
+
+    def reweighted(self, popularity: ArrayLike) -> TargetWorkload:
+        """The same task types with other popularities (checked as on construction); the
+        per-type arrays are shared, not rebuilt."""
+        target: TargetWorkload = object.__new__(TargetWorkload)
+        for name in ("shapes", "cpu", "memory", "gpu_per_card_milli", "gpu_cards"):
+            object.__setattr__(target, name, getattr(self, name))
+        object.__setattr__(target, "popularity", _popularity(popularity, len(self.shapes)))
+        return target
 
     @classmethod
     def of(cls, shapes: Sequence[TaskShape], popularity: ArrayLike) -> TargetWorkload:
@@ -237,6 +253,16 @@ def workload_distribution(
 def workload_from_counts(counts: Mapping[TaskShape, int], *, coverage: float) -> TargetWorkload:
     """``workload_distribution`` of tasks already counted by shape (shapes counted 0 are
     left out); the same errors."""
+    kept = most_frequent(counts, coverage=coverage)
+    covered = sum(count for _, count in kept)
+    weights = np.array([count for _, count in kept], dtype=np.float64) / covered
+    return TargetWorkload(tuple(shape for shape, _ in kept), weights)
+
+
+def most_frequent(
+    counts: Mapping[TaskShape, int], *, coverage: float
+) -> list[tuple[TaskShape, int]]:
+    """The shapes ``workload_from_counts`` keeps, with their counts, most frequent first."""
     if not 0 < coverage <= 1:
         raise InvalidInput(
             f"{coverage!r} is not a share of tasks", field="coverage", fix="use 0 < coverage <= 1"
@@ -258,8 +284,7 @@ def workload_from_counts(counts: Mapping[TaskShape, int], *, coverage: float) ->
             break
         kept.append((shape, count))
         covered += count
-    weights = np.array([count for _, count in kept], dtype=np.float64) / covered
-    return TargetWorkload(tuple(shape for shape, _ in kept), weights)
+    return kept
 
 
 def model_access(workload: TargetWorkload, node_models: Sequence[str | None]) -> NDArray[np.bool_]:
@@ -565,6 +590,19 @@ class FragmentKernel:
     ) -> NDArray[np.float64]:
         """F of each state; ``allowed`` (states x task types) and ``free_memory`` (bytes,
         one per state: then memory is checked too) are optional, as in ``task_fragments``."""
+        fragments = self.fragments(free_cpu, free_cards, allowed, free_memory)
+        expected: NDArray[np.float64] = (fragments * self._popularity).sum(axis=1)
+        return expected
+
+    def fragments(
+        self,
+        free_cpu: NDArray[np.float64],
+        free_cards: NDArray[np.int64],
+        allowed: NDArray[np.bool_] | None = None,
+        free_memory: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.int64]:
+        """F_n(m) of each state n (rows) for each task type m (columns), before weighting
+        by popularity: depends on the task types only, not on their popularity."""
         below = free_cards[:, :, np.newaxis] < self._thresholds  # states x slots x thresholds
         unusable = np.where(below, free_cards[:, :, np.newaxis], 0).sum(axis=1)
         usable = free_cards.shape[1] - below.sum(axis=1)
@@ -575,6 +613,5 @@ class FragmentKernel:
         if allowed is not None:
             fits &= allowed
         total = free_cards.sum(axis=1)[:, np.newaxis]
-        fragments = np.where(fits, unusable[:, self._column], total)
-        expected: NDArray[np.float64] = (fragments * self._popularity).sum(axis=1)
-        return expected
+        fragments: NDArray[np.int64] = np.where(fits, unusable[:, self._column], total)
+        return fragments

@@ -7,6 +7,7 @@ point; without ``seed`` no tie-break noise is added, so they are exact integers.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -26,7 +27,7 @@ from phalanx.domain.job import (
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
-from phalanx.engine.fragmentation import TaskShape
+from phalanx.engine.fragmentation import TaskShape, workload_distribution
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins._fgdlearn import RecentJobs
 from phalanx.engine.plugins.fgd import FgdPlugin, gpu_models, learn
@@ -264,27 +265,46 @@ def test_a_learnt_target_with_memory_asks_for_the_median_memory_of_each_shape() 
     assert blind is not None and [s.memory for s in blind.shapes] == [0.0]
 
 
+def _learnt_from_scratch(snapshot: Snapshot, window: int) -> Learnt:
+    """The newest ``window`` jobs' shapes, counted and given their median memory."""
+    newest = sorted(snapshot.jobs.values(), key=lambda j: (j.creation_time, j.name))[-window:]
+    tasks = [(t, t.role.spec.resources) for job in newest for t in job.tasks]
+    shapes = [TaskShape(cpu=r.get("cpu"), gpu=r.get("gpu")) for _, r in tasks]
+    target = workload_distribution(shapes, coverage=1.0)
+    memory: dict[TaskShape, list[float]] = {}
+    for shape, (_, r) in zip(shapes, tasks, strict=True):
+        memory.setdefault(shape, []).append(r.get("memory"))
+    with_memory = tuple(replace(s, memory=float(np.median(memory[s]))) for s in target.shapes)
+    return with_memory, target.popularity.tolist()
+
+
 def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_replaced() -> None:
     state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
-    recent = RecentJobs()
+    recent = RecentJobs(3)
+    rng = random.Random(7)
+    names: list[str] = []
 
-    def both() -> tuple[Learnt, Learnt]:
-        kept = learn(state.snapshot, window=2, coverage=1.0, memory=True, recent=recent)
-        fresh = learn(state.snapshot, window=2, coverage=1.0, memory=True)
-        assert kept is not None and fresh is not None
-        return (kept.shapes, kept.popularity.tolist()), (fresh.shapes, fresh.popularity.tolist())
+    def job(name: str) -> Job:
+        gpus, memory = rng.choice((0.5, 0.25, 1.0, 2.0)), rng.choice((1, 2, 4, 8))
+        return make_job(name, gpus=gpus, memory_gib=memory, created=rng.randrange(20))
 
-    for i, gpus in enumerate((0.5, 0.25, 1.0)):
-        state.add_job(make_job(f"p{i}", gpus=gpus, created=i))
-        kept, fresh = both()
-        assert kept == fresh
-    state.remove_job("p2")  # the newest leaves: p0 is back in the window
-    kept, fresh = both()
-    assert kept == fresh and len(kept[0]) == 2
-    state.remove_job("p1")  # replaced under the same name by a job of another shape
-    state.add_job(make_job("p1", gpus=2, created=5))
-    kept, fresh = both()
-    assert kept == fresh and sorted(s.gpu for s in kept[0]) == [0.5, 2.0]
+    for step in range(60):
+        move = rng.random()
+        if names and move < 0.3:  # a job leaves
+            state.remove_job(names.pop(rng.randrange(len(names))))
+        elif names and move < 0.45:  # replaced under the same name before the next session
+            name = rng.choice(names)
+            state.remove_job(name)
+            state.add_job(job(name))
+        else:
+            names.append(f"p{step}")
+            state.add_job(job(names[-1]))
+        kept = learn(state.snapshot, window=3, coverage=1.0, memory=True, recent=recent)
+        if not names:
+            assert kept is None
+            continue
+        assert kept is not None
+        assert (kept.shapes, kept.popularity.tolist()) == _learnt_from_scratch(state.snapshot, 3)
 
 
 def test_fgd_refuses_a_malformed_workload() -> None:

@@ -3,7 +3,9 @@
 Guarantees: ``learn`` gives the same target for the same jobs whether or not a
 ``RecentJobs`` kept from earlier sessions is passed; a ``RecentJobs`` follows its
 snapshot's jobs by identity (a job removed, or replaced under the same name, is
-forgotten), so a session pays only for the jobs that arrived or left since the last one.
+forgotten) and keeps the window's shape counts and memory requests as jobs come and
+go, so a session pays only for the jobs that arrived or left since the last one, and
+one whose window did not change gets the very target object of the last one.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from bisect import bisect_left, insort
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
+
 from phalanx.domain.job import Role, SelectorOperator
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.fragmentation import TargetWorkload, TaskShape, workload_from_counts
+from phalanx.engine.fragmentation import TargetWorkload, TaskShape, most_frequent
 from phalanx.engine.snapshot import JobInfo, Snapshot
 
 #: one task's shape (as an index into ``RecentJobs.shapes``) and its memory request
@@ -23,15 +27,24 @@ Sample = tuple[int, float]
 
 
 class RecentJobs:
-    """One snapshot's jobs in (creation time, name) order, each with its tasks' samples."""
+    """One snapshot's jobs in (creation time, name) order, each with its tasks' samples,
+    and the samples of the ``window`` newest jobs counted by shape."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int) -> None:
+        self.window = window
         self.seen: dict[str, JobInfo] = {}
         self.order: list[tuple[float, str]] = []
         self.samples: dict[str, list[Sample]] = {}
         #: every shape seen (CPU, GPU, GPU models; memory 0), interned
         self.shapes: list[TaskShape] = []
         self._ids: dict[TaskShape, int] = {}
+        #: the window's tasks per shape, and each shape's memory requests in order
+        self.counts: Counter[int] = Counter()
+        self.memory: dict[int, list[float]] = {}
+        #: bumped whenever the window's samples change
+        self.version = 0
+        self.learnt: dict[tuple[float, bool], tuple[int, TargetWorkload | None]] = {}
+        self._with_memory: dict[tuple[int, float], TaskShape] = {}
 
     def sync(self, snapshot: Snapshot) -> None:
         """Follow the snapshot's jobs: forget those gone or replaced, sample the new ones."""
@@ -49,21 +62,54 @@ class RecentJobs:
 
     def _forget(self, name: str) -> None:
         info = self.seen.pop(name)
-        del self.order[bisect_left(self.order, (info.creation_time, name))]
+        at = bisect_left(self.order, (info.creation_time, name))
+        start = max(0, len(self.order) - self.window)
+        del self.order[at]
+        if at >= start:  # it was in the window; the next older job (if any) comes in
+            self._count(self.samples[name], -1)
+            if start > 0:
+                self._count(self.samples[self.order[start - 1][1]], +1)
         del self.samples[name]
 
     def _add(self, snapshot: Snapshot, info: JobInfo) -> None:
+        key = (info.creation_time, info.name)
         self.seen[info.name] = info
-        insort(self.order, (info.creation_time, info.name))
         self.samples[info.name] = self._sample(snapshot, info)
+        at = bisect_left(self.order, key)
+        self.order.insert(at, key)
+        start = max(0, len(self.order) - self.window)
+        if at >= start:  # it is in the window; the oldest one there (if over) goes out
+            self._count(self.samples[info.name], +1)
+            if start > 0:
+                self._count(self.samples[self.order[start - 1][1]], -1)
+
+    def _count(self, samples: list[Sample], sign: int) -> None:
+        if not samples:
+            return
+        self.version += 1
+        for index, amount in samples:
+            self.counts[index] += sign
+            asked = self.memory.setdefault(index, [])
+            if sign > 0:
+                insort(asked, amount)
+            else:
+                del asked[bisect_left(asked, amount)]
 
     def index(self, shape: TaskShape) -> int:
-        """The index of a shape seen before."""
+        """The index of a shape seen before (memory 0)."""
         return self._ids[shape]
 
-    def newest(self, window: int) -> list[Sample]:
-        """The samples of the tasks of the ``window`` newest jobs."""
-        return [s for _, name in self.order[-window:] for s in self.samples[name]]
+    def shape(self, index: int, memory: bool) -> TaskShape:
+        """Shape ``index``; with ``memory``, asking for the median memory of its tasks
+        in the window."""
+        shape = self.shapes[index]
+        if not memory:
+            return shape
+        key = (index, _median(self.memory[index]))
+        found = self._with_memory.get(key)
+        if found is None:
+            found = self._with_memory[key] = replace(shape, memory=key[1])
+        return found
 
     def _sample(self, snapshot: Snapshot, job: JobInfo) -> list[Sample]:
         """Each task's shape (CPU, GPU, GPU models) and memory request."""
@@ -100,24 +146,29 @@ def learn(
 
     Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
     vary too much to group by); with ``memory`` each shape asks for the median memory
-    of its tasks. ``recent`` carries what earlier sessions on this snapshot learnt."""
-    if recent is None:
-        recent = RecentJobs()
+    of its tasks. ``recent`` (for the same ``window``) carries what earlier sessions on
+    this snapshot learnt."""
+    if recent is None or recent.window != window:
+        recent = RecentJobs(window)
     recent.sync(snapshot)
-    samples = recent.newest(window)
-    if not samples:
-        return None
-    counts = Counter(index for index, _ in samples)
-    target = workload_from_counts(
-        {recent.shapes[index]: count for index, count in counts.items()}, coverage=coverage
-    )
-    if not memory or "memory" not in snapshot.dim:
-        return target
-    asked: dict[int, list[float]] = {}
-    for index, amount in samples:
-        asked.setdefault(index, []).append(amount)
-    with_memory = [replace(s, memory=_median(asked[recent.index(s)])) for s in target.shapes]
-    return TargetWorkload.of(with_memory, target.popularity)
+    memory = memory and "memory" in snapshot.dim
+    known = recent.learnt.get((coverage, memory))
+    if known is not None and known[0] == recent.version:
+        return known[1]
+    counts = {recent.shapes[index]: count for index, count in recent.counts.items() if count}
+    target = None
+    if counts:
+        kept = most_frequent(counts, coverage=coverage)
+        covered = sum(count for _, count in kept)
+        shapes = tuple(recent.shape(recent.index(s), memory) for s, _ in kept)
+        weights = np.array([count for _, count in kept], dtype=np.float64) / covered
+        last = known[1] if known is not None else None
+        if last is not None and last.shapes == shapes:  # the usual case: only counts moved
+            target = last.reweighted(weights)
+        else:
+            target = TargetWorkload(shapes, weights)
+    recent.learnt[(coverage, memory)] = (recent.version, target)
+    return target
 
 
 def _median(values: list[float]) -> float:

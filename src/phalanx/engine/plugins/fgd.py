@@ -27,11 +27,14 @@ task type with GPU models cannot use a node of another model, so all of that nod
 free GPU is a fragment for it (the authors' ``NoAccess``).
 
 Performance: a node's score and best card are a pure function of (target, task shape,
-node state), node state being its GPU model, its free CPU and its cards' free milli-GPU. States are
-interned once per change and the results memoised per snapshot, so a placement makes
-only the changed node's state new; a score call is array look-ups plus the computation
-for states not seen before with this task shape (vectorised over those states and
-their cards).
+node state), node state being its GPU model, its free CPU (and memory) and its cards'
+free milli-GPU. States are interned once per change and the results memoised per
+snapshot, so a placement makes only the changed node's state new; a score call is array
+look-ups plus the computation for states not seen before with this task shape
+(vectorised over those states and their cards). A learnt target changes with every
+arrival, but mostly in popularity only: what F depends on besides popularity (each
+state's fragment per task type, before and after a task that is not a share is placed)
+is memoised per set of task types, so a new popularity costs a weighted sum.
 
 Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
 point: a seeded random node order, the same for every task, as the authors' runs); a
@@ -42,7 +45,7 @@ cards; never picks a card that cannot serve the task.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,6 +71,8 @@ DEFAULT_WINDOW: Final = 1000
 _SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity"})
 DEFAULT_COVERAGE: Final = 0.95
 _TARGETS_KEPT: Final = 4  # memo tables kept per snapshot, for as many target workloads
+_AFTER_KEPT: Final = 16  # task shapes whose placed-state fragments a basis keeps
+_Row = TypeVar("_Row", np.float64, np.int32)
 
 #: (cpu millicores, memory bytes, milli-GPU each card must have free, cards): what F
 #: depends on in a task (memory is 0 unless the plugin checks memory)
@@ -98,16 +103,20 @@ class _Grow:
         return found
 
 
-class _Tables:
-    """Memoised results for one target workload: F per state, score and card per (shape, state)."""
+class _Basis:
+    """What F depends on in a target but its popularity: the kernel of its task types, the
+    GPU models each may use, and each state's fragment per task type (memoised)."""
 
     def __init__(self, target: TargetWorkload, models: Sequence[str | None]) -> None:
         self.kernel = FragmentKernel(target)
-        self.frag = _Grow()
-        self.scores: dict[Shape, tuple[_Grow, _Grow]] = {}
         constrained = any(shape.gpu_models for shape in target.shapes)
         #: GPU model id x task type: may the type use GPUs of that model (None: every type any)
         self.access = model_access(target, models) if constrained else None
+        self.rows = np.zeros((64, len(target.shapes)))
+        self.known = np.zeros(64, dtype=np.bool_)
+        #: per task shape (the most recent ``_AFTER_KEPT``), fragments per task type in
+        #: milli-GPU once the task is placed on a state
+        self._after: dict[Shape, tuple[NDArray[np.int32], NDArray[np.bool_]]] = {}
 
     def allowed(self, models: NDArray[np.int64]) -> NDArray[np.bool_] | None:
         """The kernel's ``allowed`` rows for states of GPU models ``models``."""
@@ -115,6 +124,47 @@ class _Tables:
             return None
         rows: NDArray[np.bool_] = self.access[models]
         return rows
+
+    def grow(self, size: int) -> None:
+        """Room for ``size`` states."""
+        self.rows, self.known = _grown(self.rows, self.known, size)
+
+    def after(self, shape: Shape, size: int) -> tuple[NDArray[np.int32], NDArray[np.bool_]]:
+        """The memo of each state's fragments per task type once a task of ``shape`` (not a
+        share: those try every card) is placed on it, and which states it holds; room for
+        ``size`` states."""
+        found = self._after.pop(shape, None)  # re-inserted: the dict runs least recent first
+        if found is None:
+            if len(self._after) >= _AFTER_KEPT:
+                self._after.pop(next(iter(self._after)))
+            found = (np.zeros((0, self.rows.shape[1]), dtype=np.int32), self.known[:0])
+        memo, known = self._after[shape] = _grown(*found, size)
+        return memo, known
+
+
+def _grown(
+    rows: NDArray[_Row], known: NDArray[np.bool_], size: int
+) -> tuple[NDArray[_Row], NDArray[np.bool_]]:
+    """``rows`` and ``known`` with room for ``size`` states (new rows unknown)."""
+    if size <= len(known):
+        return rows, known
+    size = max(size, 2 * len(known), 64)
+    bigger = np.zeros((size, rows.shape[1]), dtype=rows.dtype)
+    bigger[: len(rows)] = rows
+    more = np.zeros(size, dtype=np.bool_)
+    more[: len(known)] = known
+    return bigger, more
+
+
+class _Tables:
+    """Memoised results for one target workload: F per state, score and card per (shape,
+    state); fragments per task type come from the basis its task types share."""
+
+    def __init__(self, target: TargetWorkload, basis: _Basis) -> None:
+        self.basis = basis
+        self.popularity = target.popularity[np.newaxis, :]
+        self.frag = _Grow()
+        self.scores: dict[Shape, tuple[_Grow, _Grow]] = {}
 
 
 class _States:
@@ -142,6 +192,7 @@ class _States:
         self.cards = np.zeros((64, slots), dtype=np.int64)
         self.model = np.zeros(64, dtype=np.int64)
         self.tables: dict[tuple[object, ...], _Tables] = {}
+        self.bases: dict[tuple[TaskShape, ...], _Basis] = {}
 
     def sync(self, snapshot: Snapshot, nodes: NDArray[np.intp] | None = None) -> None:
         """Re-intern the nodes (all, or only ``nodes``) whose state changed since they were
@@ -207,9 +258,12 @@ class _States:
         models: NDArray[np.int64],
     ) -> NDArray[np.float64]:
         """F of the given node states (free CPU, memory, cards and GPU model per row)."""
-        return tables.kernel(
-            cpu, cards, tables.allowed(models), memory if self.checks_memory else None
+        basis = tables.basis
+        fragments = basis.kernel.fragments(
+            cpu, cards, basis.allowed(models), memory if self.checks_memory else None
         )
+        expected: NDArray[np.float64] = (fragments * tables.popularity).sum(axis=1)
+        return expected
 
     def for_target(self, target: TargetWorkload) -> _Tables:
         key = (target.shapes, tuple(target.popularity.tolist()))
@@ -217,18 +271,33 @@ class _States:
         if tables is None:
             if len(self.tables) >= _TARGETS_KEPT:
                 self.tables.pop(next(iter(self.tables)))
-            tables = self.tables[key] = _Tables(target, self.models)
+            basis = self.bases.get(target.shapes)
+            if basis is None:
+                if len(self.bases) >= _TARGETS_KEPT:
+                    self.bases.pop(next(iter(self.bases)))
+                basis = self.bases[target.shapes] = _Basis(target, self.models)
+            tables = self.tables[key] = _Tables(target, basis)
         return tables
 
     def fragmentation(self, tables: _Tables, states: NDArray[np.int64]) -> NDArray[np.float64]:
-        """F of each state against the target, memoised."""
+        """F of each state against the target, memoised (per task type across targets of
+        the same task types)."""
         known = tables.frag.at(states, len(self.ids))
         missing = np.flatnonzero(np.isnan(known))
         if missing.size:
             todo = np.unique(states[missing])
-            tables.frag.values[todo] = self._kernel(
-                tables, self.cpu[todo], self.memory[todo], self.cards[todo], self.model[todo]
-            )
+            basis = tables.basis
+            basis.grow(len(self.ids))
+            new = todo[~basis.known[todo]]
+            if new.size:
+                basis.rows[new] = basis.kernel.fragments(
+                    self.cpu[new],
+                    self.cards[new],
+                    basis.allowed(self.model[new]),
+                    self.memory[new] if self.checks_memory else None,
+                )
+                basis.known[new] = True
+            tables.frag.values[todo] = (basis.rows[todo] * tables.popularity).sum(axis=1)
             known = tables.frag.values[states]
         return known
 
@@ -282,11 +351,24 @@ class _States:
             best[rows] = np.argmax(points, axis=1)
             scores[rows] = points.max(axis=1)
             return scores, best
-        trial = left_cards.copy()
-        if count:  # whole cards: which free ones does not change F; take the first
-            free = trial == per_card
-            trial[free & (np.cumsum(free, axis=1) <= count)] = 0
-        scores[rows] = _points(before - self._kernel(tables, left_cpu, left_memory, trial, models))
+        basis = tables.basis
+        placed = states[rows]
+        memo, known = basis.after(shape, len(self.ids))
+        new = np.flatnonzero(~known[placed])
+        if new.size:  # F per task type once the task is placed: the same for every target
+            trial = left_cards[new].copy()
+            if count:  # whole cards: which free ones does not change F; take the first
+                free = trial == per_card
+                trial[free & (np.cumsum(free, axis=1) <= count)] = 0
+            memo[placed[new]] = basis.kernel.fragments(
+                left_cpu[new],
+                trial,
+                basis.allowed(models[new]),
+                left_memory[new] if self.checks_memory else None,
+            )
+            known[placed[new]] = True
+        after = (memo[placed] * tables.popularity).sum(axis=1)
+        scores[rows] = _points(before - after)
         return scores, best
 
 
@@ -325,7 +407,8 @@ class FgdPlugin(Plugin):
             f"fgd.states.memory={memory}", lambda s: _States(s, memory=memory)
         )
         memory_column = snapshot.dim.get("memory") if memory else None
-        recent = snapshot.cached("fgd.recent", lambda s: RecentJobs())
+        window = self.window
+        recent = snapshot.cached(f"fgd.recent.window={window}", lambda s: RecentJobs(window))
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[_Tables | None] = []  # this session's, resolved on first use
         dirty: set[int] = set()  # nodes changed by this session since they were last seen
