@@ -81,6 +81,15 @@ def test_victims_must_pass_every_plugin_and_none_means_none() -> None:
     point.register("a", 0, lambda _, c: [x for x in c if x > 1])
     point.register("b", 1, lambda _, c: [x for x in c if x < 4])
     assert point(0, [1, 2, 3, 4]) == [2, 3]
+    assert not point.in_any_order  # registered without ``each``: order may matter
+
+
+def test_victims_may_come_in_any_order_only_when_every_plugin_judges_each() -> None:
+    point: VictimPoint[int, int] = VictimPoint("preemptable")
+    point.add("priority", 0, lambda _, c: [x for x in c if x > 1], each=True)
+    assert point.in_any_order
+    point.add("quota", 1, lambda _, c: list(c)[:2])  # keeps the first ones: order matters
+    assert not point.in_any_order
 
 
 def test_masks_and_and_count_exclusions_by_first_plugin() -> None:

@@ -113,7 +113,8 @@ def _evict_for_tasks(
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, judge, action):
                 break
-            live = [v for v in victims if v.status in EVICTABLE]
+            # nothing evicted yet in this statement: the victims are all still evictable
+            live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
             within = _evict_within(session, job, task, rule)
             if not make_room(
                 session, stmt, task, live, judge, action=action, within=within, budget=budget

@@ -11,8 +11,10 @@ job that would drop below its minAvailable is evicted whole, and only when every
 its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere.
 
 Victims are offered to the plugins in victim order (a quota's filter keeps the first
-ones), but only those on nodes where room could be made at all: ordering every
-running task for every preemptor is what made preemption slow on busy clusters.
+ones), but only those on nodes where room could be made at all; when every plugin
+judges each victim on its own (``VictimPoint.in_any_order``) they are offered as they
+come and only those on the nodes tried are ordered. Ordering every running task for
+every preemptor is what made preemption slow on busy clusters.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import WHOLE, CardDemand, Cards
+from phalanx.engine.framework.extension import VictimPoint
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.snapshot import (
@@ -31,6 +34,7 @@ from phalanx.engine.snapshot import (
     EVICTABLE,
     JobInfo,
     QueueInfo,
+    RoleInfo,
     TaskInfo,
     TaskStatus,
     Vector,
@@ -62,16 +66,22 @@ def make_room(
     use; the default: no bound).
     """
     calm = settled(candidates)
-    # only victims on nodes where room could be made at all are offered, in victim order
-    # (a quota's filter accepts the first ones), so the rest need not even be ordered
-    possible = _possible_nodes(session, task, calm, budget, within)
-    offered = in_victim_order(session, [v for v in calm if possible[v.node]])
-    accepted = judge(task, offered) if offered else []
+    accepted: Sequence[TaskInfo]
+    if isinstance(judge, VictimPoint) and judge.in_any_order:
+        # plugins that judge each victim on its own need no order, and what they accept
+        # on nodes where no room can be made is never evicted anyway
+        accepted = judge(task, calm) if calm else []
+    else:
+        # only victims on nodes where room could be made at all are offered, in victim
+        # order (a quota's filter accepts the first ones), so the rest need no ordering
+        possible = _possible_nodes(session, task, calm, budget, within)
+        offered = in_victim_order(session, [v for v in calm if possible[v.node]])
+        accepted = judge(task, offered) if offered else []
     nodes = _candidate_nodes(session, task, accepted, budget, within)
     if not nodes:
         return False
     chosen = set(nodes)
-    victims = [v for v in accepted if v.node in chosen]
+    victims = in_victim_order(session, [v for v in accepted if v.node in chosen])
     asked = task.request > 0
     allowed = budget * task.request[asked] + EPSILON
     best: tuple[tuple[object, ...], int] | None = None
@@ -175,7 +185,15 @@ def _lack(
     count = np.zeros(n, dtype=np.int64)
     if victims:
         where = np.fromiter((v.node for v in victims), dtype=np.intp, count=len(victims))
-        np.add.at(held, where, np.stack([v.request[need] for v in victims]))
+        roles: dict[RoleInfo, int] = {}  # victims of one role ask for the same: a row each
+        kind = np.fromiter(
+            (roles.setdefault(v.role, len(roles)) for v in victims),
+            dtype=np.intp,
+            count=len(victims),
+        )
+        asked = np.stack([role.request[need] for role in roles])[kind]
+        for column in range(len(need)):
+            held[:, column] = np.bincount(where, weights=asked[:, column], minlength=n)
         count = np.bincount(where, minlength=n)
     usable = mask & (snap.task_count - count < snap.max_tasks)
     lack = np.maximum(request[need] - snap.future_idle[:, need], 0.0)
@@ -297,11 +315,8 @@ def settled(candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
     Evicting such a job "whole" would leave its new placements standing below its
     minimum, so it is not a victim in the session that grew it.
     """
-    return [
-        v
-        for v in candidates
-        if not (v.job.counts[TaskStatus.ALLOCATED] or v.job.counts[TaskStatus.PIPELINED])
-    ]
+    allocated, pipelined = int(TaskStatus.ALLOCATED), int(TaskStatus.PIPELINED)
+    return [v for v in candidates if not ((c := v.job.counts)[allocated] or c[pipelined])]
 
 
 def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bool:

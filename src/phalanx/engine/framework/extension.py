@@ -150,7 +150,36 @@ class VotePoint(_Point[Callable[[A], Vote]]):
 
 
 class VictimPoint(_Point[Callable[[A, Sequence[B]], Sequence[B]]]):
-    """Each plugin filters candidate victims; a victim must pass every plugin (none: no victims)."""
+    """Each plugin filters candidate victims; a victim must pass every plugin (none: no victims).
+
+    A plugin registered with ``each`` judges every candidate on its own: which ones it
+    accepts does not depend on the other candidates or their order.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._each: list[bool] = []
+
+    def register(self, plugin: str, tier: int, fn: Callable[[A, Sequence[B]], Sequence[B]]) -> None:
+        self.add(plugin, tier, fn)
+
+    def add(
+        self,
+        plugin: str,
+        tier: int,
+        fn: Callable[[A, Sequence[B]], Sequence[B]],
+        *,
+        each: bool = False,
+    ) -> None:
+        """Register a filter; ``each``: it judges every candidate on its own."""
+        super().register(plugin, tier, fn)
+        self._each.append(each)
+
+    @property
+    def in_any_order(self) -> bool:
+        """True when every plugin judges each candidate on its own: the victims accepted do
+        not depend on the order the candidates are offered in."""
+        return all(self._each)
 
     def __call__(self, preemptor: A, candidates: Sequence[B]) -> list[B]:
         if not self._entries:

@@ -181,15 +181,28 @@ class Hooks:
         if self._on("allocatable"):
             self._points.allocatable.register(self._plugin, self._tier, fn)
 
-    def preemptable(self, fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]]) -> None:
-        """Of the candidates, the victims this plugin allows the preemptor to evict."""
+    def preemptable(
+        self,
+        fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]],
+        *,
+        each: bool = False,
+    ) -> None:
+        """Of the candidates, the victims this plugin allows the preemptor to evict. They
+        are offered in victim order, unless every plugin says ``each``: it judges every
+        candidate on its own, whatever the others and their order."""
         if self._on("preemptable"):
-            self._points.preemptable.register(self._plugin, self._tier, fn)
+            self._points.preemptable.add(self._plugin, self._tier, fn, each=each)
 
-    def reclaimable(self, fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]]) -> None:
-        """Of the candidates, the victims this plugin allows the reclaimer to evict."""
+    def reclaimable(
+        self,
+        fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]],
+        *,
+        each: bool = False,
+    ) -> None:
+        """Of the candidates, the victims this plugin allows the reclaimer to evict (as
+        ``preemptable``)."""
         if self._on("reclaimable"):
-            self._points.reclaimable.register(self._plugin, self._tier, fn)
+            self._points.reclaimable.add(self._plugin, self._tier, fn, each=each)
 
     def predicate(self, fn: Callable[[RoleInfo], NDArray[np.bool_]]) -> None:
         """A mask over every node: where tasks of this role may go (static for a session)."""

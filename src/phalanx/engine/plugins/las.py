@@ -54,4 +54,4 @@ class LasPlugin(Plugin):
 
         hooks.job_order(level)
         hooks.victim_order(lambda task: -level(task.job))
-        hooks.preemptable(more_served)
+        hooks.preemptable(more_served, each=True)

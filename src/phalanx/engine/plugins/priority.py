@@ -18,7 +18,7 @@ class PriorityPlugin(Plugin):
         hooks.job_order(lambda job: -job.priority)
         hooks.queue_order(lambda queue: -queue.spec.priority)
         hooks.victim_order(lambda task: task.job.priority)
-        hooks.preemptable(_lower_priority)
+        hooks.preemptable(_lower_priority, each=True)
 
 
 def _lower_priority(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
