@@ -24,7 +24,10 @@ arrival sequence as the authors' seed; compare means over seeds.
 The engine runs one session per 1% step of arrived load (``ClusterState``: the pods of
 the step are added as one-task jobs whose creation time is their arrival index, so a
 FIFO job order places them in arrival order, each seeing the previous ones; the binds
-are applied, the rest dropped). The authors' policies are SchedulerConfigs with the
+are applied, the rest dropped). A step is cut again before each pod of higher priority
+than the pod before it: a job order by priority (``default``'s) would otherwise place
+it ahead of pods that arrived earlier, which one-at-a-time arrivals never allow. For
+the authors' policies (FIFO) the cuts change nothing but the number of sessions. The authors' policies are SchedulerConfigs with the
 ``allocate`` action and the ``predicates`` plus one placement plugin, seeded for their
 random tie-break; ``default`` is ``phalanx-default`` as shipped, its evictions applied
 by dropping the victims.
@@ -195,14 +198,15 @@ def replay(
     *,
     total_gpus: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Arrivals through the engine, one session per 1% step; per-arrival arrived and used
-    milli-GPU, and how many evictions the policy made."""
+    """Arrivals through the engine, one session per 1% step (cut where priority rises);
+    per-arrival arrived and used milli-GPU, and how many evictions the policy made."""
     state = ClusterState(nodes, [Queue(name=QUEUE)])
     arrived = np.cumsum([p.gpu_milli for p in sequence])
     used = np.zeros(len(sequence), dtype=np.int64)
     in_use = evictions = 0
     waiting: list[str] = []
-    for start, end in _steps(arrived, total_gpus):
+    priorities = np.array([p.job.priority for p in sequence])
+    for start, end in _sessions(arrived, priorities, total_gpus):
         index = {}
         for i in range(start, end):
             job = replace(sequence[i].job, creation_time=float(i), phase=JobPhase.PENDING)
@@ -233,6 +237,18 @@ def replay(
         used[start:end] = before + np.cumsum(gained)
         used[end - 1] = in_use  # evictions and late binds show at the step's end
     return arrived, used, evictions
+
+
+def _sessions(
+    arrived: np.ndarray, priorities: np.ndarray, total_gpus: int
+) -> Iterator[tuple[int, int]]:
+    """The arrivals of each session: a step's (``_steps``), cut before every arrival of
+    higher priority than the one before it, so that no job order by priority places a
+    pod ahead of one that arrived earlier."""
+    rises = np.flatnonzero(np.diff(priorities) > 0) + 1
+    for start, end in _steps(arrived, total_gpus):
+        inside = rises[(rises > start) & (rises < end)].tolist()
+        yield from itertools.pairwise([start, *inside, end])
 
 
 def _steps(arrived: np.ndarray, total_gpus: int) -> Iterator[tuple[int, int]]:

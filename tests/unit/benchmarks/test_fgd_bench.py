@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from phalanx.benchmarks.fgd import OPENB, arrivals, discrete_columns
+from phalanx.benchmarks.fgd import OPENB, _sessions, arrivals, discrete_columns
 from phalanx.cli.main import app
 from tests.builders import make_job
 
@@ -27,6 +27,16 @@ def test_columns_average_the_arrivals_that_round_to_each_percent() -> None:
     assert columns[3] == round((2.0 + 3.0) / 2, 2)
     assert columns[4] == columns[3]  # no arrival at 4%: those at 3..5% stand in
     assert 5 not in columns and 130 not in columns
+
+
+def test_a_session_never_holds_an_arrival_of_higher_priority_than_one_before_it() -> None:
+    # 10 GPUs: the first three arrivals bring the cluster to 0.x%, the next three to 1.x%
+    arrived = np.array([30, 60, 90, 130, 160, 190])
+    priorities = np.array([0, 200, 0, 0, 100, 100])
+    # a priority job order would put arrival 1 before 0, and 4 before 3: cut there
+    assert list(_sessions(arrived, priorities, total_gpus=10)) == [(0, 1), (1, 3), (3, 4), (4, 6)]
+    same = np.zeros(6)
+    assert list(_sessions(arrived, same, total_gpus=10)) == [(0, 3), (3, 6)]
 
 
 def test_arrivals_are_a_seeded_shuffle_then_copies_up_to_the_tuned_load() -> None:
