@@ -245,6 +245,21 @@ def test_a_victim_budget_of_one_never_evicts_more_than_the_preemptor_uses() -> N
     assert [p.job for p in decisions.pipelined] == ["urgent"]
 
 
+def test_a_victim_budget_counts_what_the_whole_preempting_gang_will_use() -> None:
+    # a gang of two 4-GPU tasks against a lower-priority gang of two 4-GPU tasks: each
+    # victim task goes with its gang (8 GPUs), which is what the preemptor will use
+    low = make_job("low", gpus=4, replicas=2, running_on=["n0", "n0"])
+    high = make_job("high", gpus=4, replicas=2, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [low, high], BUDGET_1, now=5)
+
+    assert evicted(decisions) == ["low-worker-0", "low-worker-1"]
+    assert [p.job for p in decisions.pipelined] == ["high", "high"]
+    # one 4-GPU task does not take the 8-GPU gang down
+    alone = make_job("alone", gpus=4, priority=10, created=1)
+    assert evicted(cycle(make_nodes(1), [low, alone], BUDGET_1, now=5)) == []
+
+
 def test_room_is_made_on_the_node_where_it_costs_least() -> None:
     # a started last, so it is first in victim order; but b frees what is needed with less
     running = [

@@ -8,10 +8,11 @@ gang cannot be completed, every eviction is undone. When what binds is a queue l
 (the queue, or an ancestor, at its capability) rather than node room, victims under
 that queue are evicted first, only until the limit admits the task.
 
-``victimBudget`` (a number, default unbounded) caps what one task may evict to make
-room on a node: at most that many times its own dominant share of the cluster, in the
-resources it asks for. With 1, a task never evicts more than it will use: a 1-GPU
-task does not take an 8-GPU job down, it waits for a better chance.
+``victimBudget`` (a number, default unbounded) caps what a preemptor may evict: the
+victims together may hold at most that many times what its pending tasks ask for
+together, in each resource they ask for. With 1, a job never evicts more than it will
+use: a 1-GPU task does not take an 8-GPU job down, it waits for a better chance, while
+a gang of two 4-GPU tasks may take down a lower-priority gang of two 4-GPU tasks.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from phalanx.engine.framework.placement import gang_shape
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
-from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus, Vector
 
 
 class PreemptAction(Action):
@@ -109,6 +110,8 @@ def _evict_for_tasks(
 ) -> bool:
     judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
     rule = session.points.domains(job) if session.points.domains else None
+    # what the victims may hold together: budget x what the pending tasks ask for
+    scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None
     with session.statement() as stmt:
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, judge, action):
@@ -116,8 +119,9 @@ def _evict_for_tasks(
             # nothing evicted yet in this statement: the victims are all still evictable
             live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
             within = _evict_within(session, job, task, rule)
+            allowance = None if scope is None else scope - _evicted(stmt)
             if not make_room(
-                session, stmt, task, live, judge, action=action, within=within, budget=budget
+                session, stmt, task, live, judge, action=action, within=within, allowance=allowance
             ):
                 break
             if session.job_pipelined(job):
@@ -138,6 +142,15 @@ def _evict_for_tasks(
             return True
         stmt.discard()
     return False
+
+
+def _evicted(stmt: Statement) -> Vector | float:
+    """What the tasks ``stmt`` has evicted so far hold together (0: none)."""
+    evicted = [op.task.request for op in stmt.operations if op.kind is OpKind.EVICT]
+    if not evicted:
+        return 0.0
+    held: Vector = np.sum(evicted, axis=0)
+    return held
 
 
 def _evict_within(

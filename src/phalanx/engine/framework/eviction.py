@@ -19,7 +19,6 @@ every preemptor is what made preemption slow on busy clusters.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -55,15 +54,14 @@ def make_room(
     *,
     action: str,
     within: NDArray[np.bool_] | None = None,
-    budget: float = math.inf,
+    allowance: Vector | None = None,
 ) -> bool:
     """Evict accepted victims on the node (of ``within``, a mask over every node, when
     given) where that costs least and pipeline ``task`` there; False, and nothing
     evicted, if no node can make room.
 
-    ``budget`` bounds what may be evicted for the task: in each resource it asks for,
-    at most ``budget`` times its own request (1: never evict more than the task will
-    use; the default: no bound).
+    ``allowance`` bounds what the victims evicted for the task may hold together, in
+    each resource it asks for (None: no bound).
     """
     calm = settled(candidates)
     accepted: Sequence[TaskInfo]
@@ -74,16 +72,16 @@ def make_room(
     else:
         # only victims on nodes where room could be made at all are offered, in victim
         # order (a quota's filter accepts the first ones), so the rest need no ordering
-        possible = _possible_nodes(session, task, calm, budget, within)
+        possible = _possible_nodes(session, task, calm, allowance, within)
         offered = in_victim_order(session, [v for v in calm if possible[v.node]])
         accepted = judge(task, offered) if offered else []
-    nodes = _candidate_nodes(session, task, accepted, budget, within)
+    nodes = _candidate_nodes(session, task, accepted, allowance, within)
     if not nodes:
         return False
     chosen = set(nodes)
     victims = in_victim_order(session, [v for v in accepted if v.node in chosen])
     asked = task.request > 0
-    allowed = budget * task.request[asked] + EPSILON
+    allowed = None if allowance is None else allowance[asked] + EPSILON
     best: tuple[tuple[object, ...], int] | None = None
     for node in nodes:
         on_node = [v for v in victims if v.node == node]
@@ -93,7 +91,7 @@ def make_room(
         evicted = [op.task for op in stmt.operations[mark:]]
         cost = _cost(session, task, evicted)
         undo_since(session, stmt, mark)
-        if evicted and bool((np.sum([v.request for v in evicted], axis=0)[asked] > allowed).any()):
+        if allowed is not None and evicted and _over(evicted, asked, allowed):
             continue
         if best is None or cost < best[0]:
             best = (cost, node)
@@ -107,6 +105,11 @@ def make_room(
     )
     stmt.pipeline(task, node)
     return True
+
+
+def _over(evicted: Sequence[TaskInfo], asked: NDArray[np.bool_], allowed: Vector) -> bool:
+    """Whether ``evicted`` together hold more than ``allowed`` in the ``asked`` resources."""
+    return bool((np.sum([v.request for v in evicted], axis=0)[asked] > allowed).any())
 
 
 def _cost(session: Session, task: TaskInfo, evicted: Sequence[TaskInfo]) -> tuple[object, ...]:
@@ -135,13 +138,13 @@ def _candidate_nodes(
     session: Session,
     task: TaskInfo,
     victims: Sequence[TaskInfo],
-    budget: float,
+    allowance: Vector | None,
     within: NDArray[np.bool_] | None,
 ) -> list[int]:
     """Up to ``MAX_NODES_TRIED`` nodes where evicting some of ``victims`` could make room
-    for ``task`` within ``budget``, those lacking least first (nodes needing no eviction
-    lead), ties by node index."""
-    lack, fits = _lack(session, task, victims, budget, within)
+    for ``task`` within ``allowance``, those lacking least first (nodes needing no
+    eviction lead), ties by node index."""
+    lack, fits = _lack(session, task, victims, allowance, within)
     rows = np.flatnonzero(fits)
     total = session.snapshot.total[task.request > 0]
     short = np.divide(lack[rows], total, out=np.zeros_like(lack[rows]), where=total > 0)
@@ -154,24 +157,24 @@ def _possible_nodes(
     session: Session,
     task: TaskInfo,
     victims: Sequence[TaskInfo],
-    budget: float,
+    allowance: Vector | None,
     within: NDArray[np.bool_] | None,
 ) -> NDArray[np.bool_]:
     """Per node (of ``within`` when given): could evicting some of ``victims`` make room
-    for ``task`` within ``budget``."""
-    return _lack(session, task, victims, budget, within)[1]
+    for ``task`` within ``allowance``."""
+    return _lack(session, task, victims, allowance, within)[1]
 
 
 def _lack(
     session: Session,
     task: TaskInfo,
     victims: Sequence[TaskInfo],
-    budget: float,
+    allowance: Vector | None,
     within: NDArray[np.bool_] | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Per node, what ``task`` lacks there in each resource it asks for (counting the card
     a share would need, or the whole cards a task of whole GPUs would need), and whether
-    ``victims`` there hold that much, within ``budget`` (and the node is in ``within``,
+    ``victims`` there hold that much, within ``allowance`` (and the node is in ``within``,
     when given). Vectorised over nodes: a necessary condition for room, which the
     evictions then check exactly."""
     snap = session.snapshot
@@ -203,8 +206,8 @@ def _lack(
         column = int(np.flatnonzero(need == gpu)[0])
         lack[:, column] = np.maximum(lack[:, column], _card_lack(snap.cards, demand))
     fits = usable & (held + EPSILON >= lack).all(axis=1)
-    if math.isfinite(budget):
-        fits &= (lack <= budget * request[need] + EPSILON).all(axis=1)
+    if allowance is not None:
+        fits &= (lack <= allowance[need] + EPSILON).all(axis=1)
     return lack, fits
 
 
