@@ -199,3 +199,52 @@ def test_discarded_attempts_leave_the_snapshot_bit_for_bit_unchanged() -> None:
     assert "capability" in session.reasons["llm"].message
     decisions = run_cycle(Snapshot.build(nodes=nodes, queues=[queue], jobs=jobs), capped, now=0)
     assert not decisions.binds
+
+
+PREEMPTING = config(
+    ["allocate", "preempt"], ["priority", "gang"], ["predicates", "binpack", "network-topology"]
+)
+
+
+def _low(name: str, nodes: list[str]) -> Job:
+    """A low-priority job running one 8-GPU task on each of ``nodes``."""
+    return make_job(name, gpus=8, cpu=0, memory_gib=0, replicas=len(nodes), running_on=nodes)
+
+
+def test_preemption_makes_room_for_a_hard_gang_under_one_tor() -> None:
+    # tor 0: 2 of 4 nodes busy; tor 1: 3 of 4 busy. 3 nodes are free, but in two ToRs:
+    # evicting from the cheapest nodes task by task would spread the gang over both
+    nodes = racks(4, 4)
+    low = [_low(f"low-{n}", [n]) for n in ("t0-0", "t0-1", "t1-0", "t1-1", "t1-2")]
+    urgent = replace(gang("urgent", tasks=4), priority=10)
+    decisions = cycle(nodes, [*low, urgent], PREEMPTING)
+
+    evicted_nodes = {e.node for e in decisions.evictions}
+    pipelined = Counter(p.node.split("-")[0] for p in decisions.pipelined if p.job == "urgent")
+    assert evicted_nodes == {"t0-0", "t0-1"}  # the two victims tor 0 needs, no more
+    assert pipelined == Counter({"t0": 4})
+
+
+def test_a_hard_gang_no_tor_can_hold_even_by_preempting_evicts_nothing() -> None:
+    nodes = racks(2, 2)
+    low = [_low(f"low-{n}", [n]) for n in ("t0-0", "t1-0")]
+    urgent = replace(gang("urgent", tasks=3), priority=10)
+    decisions = cycle(nodes, [*low, urgent], PREEMPTING)
+
+    assert decisions.evictions == ()
+    assert not [p for p in decisions.pipelined if p.job == "urgent"]
+
+
+def test_preemption_places_each_group_under_its_own_tor() -> None:
+    # groups of 2: tor 0 and tor 1 each have one free and one busy node
+    nodes = racks(2, 2, 2)
+    low = [_low(f"low-{n}", [n]) for n in ("t0-0", "t1-0", "t2-0", "t2-1")]
+    urgent = replace(
+        gang("urgent", tasks=4, network=NetworkPlacement(tier="tor", group=2)), priority=10
+    )
+    decisions = cycle(nodes, [*low, urgent], PREEMPTING)
+
+    tor_of = {p.task: p.node.split("-")[0] for p in decisions.pipelined if p.job == "urgent"}
+    first, second = ({tor_of[f"urgent-worker-{i}"] for i in pair} for pair in ((0, 1), (2, 3)))
+    assert len(first) == 1 and len(second) == 1  # each group of two under one ToR
+    assert {e.node.split("-")[0] for e in decisions.evictions} <= first | second

@@ -2,9 +2,12 @@
 
 Victims come from other jobs of the same queue that the plugins accept (priority:
 strictly lower priority); a victim gang is shrunk to its minAvailable or evicted
-whole. The preemptor's tasks are pipelined onto the freed nodes (those its domain
-rule's ``evict_within`` allows, when it has one); if the preemptor's
-gang cannot be completed, every eviction is undone. When what binds is a queue limit
+whole. The preemptor's tasks are pipelined onto the freed nodes; if the preemptor's
+gang cannot be completed, every eviction is undone. A job with a domain rule keeps to
+it: where the rule has ``evict_within``, room is made only on the nodes that allows;
+otherwise inside the domains the rule offers with the victims' room counted as free
+(a hard ``network-topology`` gang, or each of its groups, under one switch), each
+domain tried in the rule's order. When what binds is a queue limit
 (the queue, or an ancestor, at its capability) rather than node room, victims under
 that queue are evicted first, only until the limit admits the task.
 
@@ -18,7 +21,8 @@ a gang of two 4-GPU tasks may take down a lower-priority gang of two 4-GPU tasks
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -112,20 +116,12 @@ def _evict_for_tasks(
     rule = session.points.domains(job) if session.points.domains else None
     # what the victims may hold together: budget x what the pending tasks ask for
     scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None
+    room = _Room(session, job, victims, judge, action, scope)
     with session.statement() as stmt:
-        for task in tasks:
-            if not _free_quota(session, stmt, task, victims, judge, action):
-                break
-            # nothing evicted yet in this statement: the victims are all still evictable
-            live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
-            within = _evict_within(session, job, task, rule)
-            allowance = None if scope is None else scope - _evicted(stmt)
-            if not make_room(
-                session, stmt, task, live, judge, action=action, within=within, allowance=allowance
-            ):
-                break
-            if session.job_pipelined(job):
-                break
+        if rule is None or rule.evict_within is not None:
+            room.make(stmt, tasks, rule, None)
+        else:
+            _room_in_domains(session, stmt, room, tasks, rule)
         if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
             stmt.commit()
             session.record_reason(
@@ -142,6 +138,90 @@ def _evict_for_tasks(
             return True
         stmt.discard()
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Room:
+    """How room is made for one job's tasks: its victims, their judge, the budget."""
+
+    session: Session
+    job: JobInfo
+    victims: list[TaskInfo]
+    judge: Judge
+    action: str
+    scope: Vector | None  # what the victims may hold together (None: no bound)
+
+    def make(
+        self,
+        stmt: Statement,
+        tasks: Sequence[TaskInfo],
+        rule: DomainRule | None,
+        domain: NDArray[np.bool_] | None,
+    ) -> bool:
+        """Evict and pipeline for ``tasks`` one by one (inside ``domain``, when given);
+        True when each of them got room or the job stands pipelined before the last."""
+        session, job, victims = self.session, self.job, self.victims
+        for task in tasks:
+            if not _free_quota(session, stmt, task, victims, self.judge, self.action):
+                return False
+            # nothing evicted yet in this statement: the victims are all still evictable
+            live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
+            within = _evict_within(session, job, task, rule)
+            if domain is not None:
+                within = domain if within is None else within & domain
+            allowance = None if self.scope is None else self.scope - _evicted(stmt)
+            if not make_room(
+                session,
+                stmt,
+                task,
+                live,
+                self.judge,
+                action=self.action,
+                within=within,
+                allowance=allowance,
+            ):
+                return False
+            if session.job_pipelined(job):
+                return True
+        return True
+
+
+def _room_in_domains(
+    session: Session, stmt: Statement, room: _Room, tasks: list[TaskInfo], rule: DomainRule
+) -> None:
+    """Make room for ``tasks`` (each ``rule.group`` of them, or all) inside one of the
+    domains the rule offers when the victims' room is counted as free, each domain tried
+    in the rule's order and undone exactly when its tasks do not all get room there."""
+    size = rule.group or len(tasks)
+    for start in range(0, len(tasks), size):
+        group = tasks[start : start + size]
+        for domain in _domains_with_victims(session, room.job, group, room.victims, rule):
+            mark = stmt.savepoint()
+            if room.make(stmt, group, rule, domain):
+                break
+            stmt.rollback(mark)
+        else:
+            return
+        if session.job_pipelined(room.job):
+            return
+
+
+def _domains_with_victims(
+    session: Session,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    victims: Sequence[TaskInfo],
+    rule: DomainRule,
+) -> tuple[NDArray[np.bool_], ...]:
+    """The rule's offer for ``tasks`` as if every victim were gone already: the
+    domains where evictions could make the room placement wants."""
+    free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
+    free, slots = free.copy(), slots.copy()
+    for victim in victims:
+        if victim.status in EVICTABLE and victim.node is not None:
+            free[victim.node] += victim.request
+            slots[victim.node] += 1
+    return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
 
 
 def _evicted(stmt: Statement) -> Vector | float:

@@ -13,7 +13,9 @@ softly) is confined through the ``domains`` point:
 - ``hard`` offers nothing more: a gang no switch can hold stays pending with a reason
   naming what it needs and the most the roomiest switch has;
 - with ``group``, each group of tasks gets its own offer, made after earlier groups
-  took their room (the framework places them one by one in one statement).
+  took their room (the framework places them one by one in one statement);
+- reclaim and preempt make room by the same offers, the victims' room counted as
+  free, so a hard gang is never pipelined across switches.
 
 Room is an upper bound counted per switch with vectorised sums over nodes (each
 role's task count per node, and the free resources); placement itself has the last
