@@ -65,8 +65,8 @@ def default_config() -> SchedulerConfig:
                 "drf",
                 "predicates",
                 "capacity",
-                ("fgd", {"memory": True}),
-                ("balanced", {"weight": 0.15}),
+                ("fgd", {"memory": True, "relearn": 16}),
+                ("balanced", {"weight": 0.3}),
             ],
         ],
     ).tiers

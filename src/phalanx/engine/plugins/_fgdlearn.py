@@ -141,19 +141,22 @@ def learn(
     *,
     memory: bool = False,
     recent: RecentJobs | None = None,
+    relearn: int = 1,
 ) -> TargetWorkload | None:
     """The shapes of the tasks of the ``window`` newest jobs (None when there is none).
 
     Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
     vary too much to group by); with ``memory`` each shape asks for the median memory
     of its tasks. ``recent`` (for the same ``window``) carries what earlier sessions on
-    this snapshot learnt."""
+    this snapshot learnt; with it, the target learnt last is kept until ``relearn`` jobs
+    (at least one) have come into or left the window since: a target is then at most
+    ``relearn - 1`` such changes old, and unchanged targets keep their memoised scores."""
     if recent is None or recent.window != window:
         recent = RecentJobs(window)
     recent.sync(snapshot)
     memory = memory and "memory" in snapshot.dim
     known = recent.learnt.get((coverage, memory))
-    if known is not None and known[0] == recent.version:
+    if known is not None and recent.version - known[0] < max(relearn, 1):
         return known[1]
     counts = {recent.shapes[index]: count for index, count in recent.counts.items() if count}
     target = None

@@ -20,8 +20,9 @@ GPUs, gpuModels: [model, ...], popularity: weight}`` (weights are normalised; no
 models) per task of the ``window`` (default 1000) most recently created jobs the
 session sees (running or waiting, ordered by creation time then name), the most
 frequent shapes covering ``coverage`` (default 0.95) of them, as the authors'
-``GetTypicalPods`` with their experiments' settings. Either way it is fixed for the
-session. A task's GPU models are those its node selector or its node affinity terms
+``GetTypicalPods`` with their experiments' settings; it is learnt again once
+``relearn`` (default 1) jobs have come into or left the window since it was last
+learnt. Either way it is fixed for the session. A task's GPU models are those its node selector or its node affinity terms
 ``In`` name for the ``GPU_MODEL_LABEL`` label (other terms are not modelled); a target
 task type with GPU models cannot use a node of another model, so all of that node's
 free GPU is a fragment for it (the authors' ``NoAccess``).
@@ -73,11 +74,14 @@ class FgdPlugin(Plugin):
     """Nodes and cards whose use lowers (or least raises) the expected GPU fragmentation."""
 
     name = "fgd"
-    accepted_args = frozenset({"weight", "seed", "workload", "window", "coverage", "memory"})
+    accepted_args = frozenset(
+        {"weight", "seed", "workload", "window", "coverage", "memory", "relearn"}
+    )
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
         self.window = int(self.number("window", DEFAULT_WINDOW, minimum=1))
+        self.relearn = int(self.number("relearn", 1, minimum=1))
         self.coverage = self.number("coverage", DEFAULT_COVERAGE)
         if not 0 < self.coverage <= 1:
             raise PluginError(
@@ -107,7 +111,12 @@ class FgdPlugin(Plugin):
         def resolve() -> Tables | None:
             if not tables:  # first use in this session: the state may have changed in between
                 workload = self.fixed or learn(
-                    snapshot, self.window, self.coverage, memory=memory, recent=recent
+                    snapshot,
+                    self.window,
+                    self.coverage,
+                    memory=memory,
+                    recent=recent,
+                    relearn=self.relearn,
                 )
                 tables.append(None if workload is None else states.for_target(workload))
                 states.sync(snapshot)
