@@ -61,7 +61,7 @@ class BalancedPlugin(Plugin):
         )
 
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            if not spreads.columns:
+            if not spreads.columns.size:
                 return np.full(len(nodes), 50.0)
             gain = spreads.now(snap)[nodes] - spreads.after(snap, task, nodes)
             result: NDArray[np.float64] = np.clip(50.0 + 100.0 * gain, 0.0, 100.0)
@@ -75,12 +75,14 @@ class _Spreads:
     across sessions, recomputed only for the nodes whose use changed."""
 
     def __init__(self, snap: Snapshot, resources: Sequence[str]) -> None:
-        self.columns = [snap.dim[r] for r in resources if r in snap.dim]
-        self.capacity = snap.capacity[:, self.columns]
-        self.present = self.capacity > 0
-        self.counted = self.present.sum(axis=1)
-        self._seen = np.full(self.capacity.shape, np.nan)
-        self._spread = np.zeros(len(self.capacity))
+        self.columns = np.array([snap.dim[r] for r in resources if r in snap.dim], dtype=np.intp)
+        capacity = snap.capacity[:, self.columns]
+        present = capacity > 0
+        self.present = present.astype(np.float64)
+        self.inverse = np.divide(1.0, capacity, out=np.zeros_like(capacity), where=present)
+        self.counted = np.maximum(present.sum(axis=1), 1).astype(np.float64)
+        self._seen = np.full(capacity.shape, np.nan)
+        self._spread = np.zeros(len(capacity))
 
     def now(self, snap: Snapshot) -> NDArray[np.float64]:
         """Every node's spread as its resources are used now."""
@@ -93,16 +95,14 @@ class _Spreads:
 
     def after(self, snap: Snapshot, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """The spread of ``nodes`` once ``task`` is placed there."""
-        used = snap.used[nodes][:, self.columns] + task.request[self.columns]
+        used = snap.used[np.ix_(nodes, self.columns)] + task.request[self.columns]
         return self.spread(used, nodes)
 
     def spread(self, used: NDArray[np.float64], nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """Standard deviation of the shares in use, over the resources each node has."""
-        mask = self.present[nodes]
-        share = np.divide(used, self.capacity[nodes], out=np.zeros_like(used), where=mask)
-        share = np.minimum(share, 1.0)
-        n = np.maximum(self.counted[nodes], 1)
-        mean = share.sum(axis=1) / n
-        square = np.where(mask, (share - mean[:, np.newaxis]) ** 2, 0.0)
-        std: NDArray[np.float64] = np.sqrt(square.sum(axis=1) / n)
+        share = np.minimum(used * self.inverse[nodes], 1.0)
+        counted = self.counted[nodes]
+        mean = share.sum(axis=1) / counted
+        square = (share - mean[:, np.newaxis]) ** 2 * self.present[nodes]
+        std: NDArray[np.float64] = np.sqrt(square.sum(axis=1) / counted)
         return std
