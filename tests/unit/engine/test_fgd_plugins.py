@@ -307,6 +307,24 @@ def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_repla
         assert (kept.shapes, kept.popularity.tolist()) == _learnt_from_scratch(state.snapshot, 3)
 
 
+def test_with_relearn_a_target_is_kept_until_that_many_jobs_came_or_went() -> None:
+    state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
+    recent = RecentJobs(10)
+    state.add_job(make_job("first", gpus=1))
+    first = learn(state.snapshot, window=10, coverage=1.0, recent=recent, relearn=3)
+    assert first is not None and first.shapes[0].gpu == 1.0
+
+    state.add_job(make_job("share-1", gpus=0.5, created=1))
+    state.remove_job("first")  # two changes to the window: the first target stands
+    kept = learn(state.snapshot, window=10, coverage=1.0, recent=recent, relearn=3)
+    assert kept is first
+
+    state.add_job(make_job("share-2", gpus=0.5, created=2))  # the third: learnt again
+    fresh = learn(state.snapshot, window=10, coverage=1.0, recent=recent, relearn=3)
+    assert fresh is not None and fresh.shapes == (replace(first.shapes[0], gpu=0.5),)
+    assert fresh.popularity.tolist() == [1.0]
+
+
 def test_fgd_refuses_a_malformed_workload() -> None:
     with pytest.raises(PluginError, match="workload"):
         FgdPlugin({"workload": [{"cpu": 1, "gpus": 1}]})
@@ -318,6 +336,8 @@ def test_fgd_refuses_a_malformed_workload() -> None:
         FgdPlugin({"coverage": 2})
     with pytest.raises(PluginError, match="memory"):
         FgdPlugin({"memory": "yes"})
+    with pytest.raises(PluginError, match="relearn"):
+        FgdPlugin({"relearn": 0})
 
 
 def test_fgd_memo_gives_what_a_fresh_snapshot_gives_after_placements() -> None:
