@@ -218,7 +218,7 @@ def _domains_with_victims(
     free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
     free, slots = free.copy(), slots.copy()
     for victim in victims:
-        if victim.status in EVICTABLE and victim.node is not None:
+        if victim.status in EVICTABLE:  # on a node
             free[victim.node] += victim.request
             slots[victim.node] += 1
     return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
