@@ -27,9 +27,10 @@ FIFO job order places them in arrival order, each seeing the previous ones; the 
 are applied, the rest dropped). A step is cut again before each pod of higher priority
 than the pod before it: a job order by priority (``default``'s) would otherwise place
 it ahead of pods that arrived earlier, which one-at-a-time arrivals never allow. For
-the authors' policies (FIFO) the cuts change nothing but the number of sessions. The authors' policies are SchedulerConfigs with the
-``allocate`` action and the ``predicates`` plus one placement plugin, seeded for their
-random tie-break; ``default`` is ``phalanx-default`` as shipped, its evictions applied
+the authors' policies (FIFO) the cuts change nothing but the number of sessions.
+
+The authors' policies are SchedulerConfigs with the ``allocate`` action and the
+``predicates`` plus one placement plugin, seeded for their random tie-break; ``default`` is ``phalanx-default`` as shipped, its evictions applied
 by dropping the victims.
 """
 

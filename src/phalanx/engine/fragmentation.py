@@ -247,12 +247,6 @@ def workload_distribution(
     Raises ``InvalidInput`` when no shape is left or ``coverage`` is not in (0, 1].
     """
     counts = Counter(s for s in observed if include_cpu_only or s.gpu > 0)
-    return workload_from_counts(counts, coverage=coverage)
-
-
-def workload_from_counts(counts: Mapping[TaskShape, int], *, coverage: float) -> TargetWorkload:
-    """``workload_distribution`` of tasks already counted by shape (shapes counted 0 are
-    left out); the same errors."""
     kept = most_frequent(counts, coverage=coverage)
     covered = sum(count for _, count in kept)
     weights = np.array([count for _, count in kept], dtype=np.float64) / covered
@@ -262,7 +256,8 @@ def workload_from_counts(counts: Mapping[TaskShape, int], *, coverage: float) ->
 def most_frequent(
     counts: Mapping[TaskShape, int], *, coverage: float
 ) -> list[tuple[TaskShape, int]]:
-    """The shapes ``workload_from_counts`` keeps, with their counts, most frequent first."""
+    """The shapes ``workload_distribution`` keeps, with their counts, most frequent first
+    (shapes counted 0 are left out); the same errors."""
     if not 0 < coverage <= 1:
         raise InvalidInput(
             f"{coverage!r} is not a share of tasks", field="coverage", fix="use 0 < coverage <= 1"

@@ -250,20 +250,20 @@ def _evict_until_fits(
         return taken
 
     taken = evict(on_node)
+    if not _room(session, task, node):
+        undo_since(session, stmt, mark)
+        return False
     for victim in reversed(taken[:-1]):  # the last one taken was needed: room came with it
-        if victim not in taken or not _room(session, task, node):
+        if victim not in taken:
             continue
         undo_since(session, stmt, mark)
         kept = evict([v for v in taken if v is not victim])
         if _room(session, task, node):
             taken = kept
-            continue
-        undo_since(session, stmt, mark)
-        taken = evict(taken)
-    if _room(session, task, node):
-        return True
-    undo_since(session, stmt, mark)
-    return False
+        else:  # it was needed after all
+            undo_since(session, stmt, mark)
+            taken = evict(taken)
+    return True
 
 
 def _room(session: Session, task: TaskInfo, node: int) -> bool:

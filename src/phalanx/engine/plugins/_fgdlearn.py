@@ -1,7 +1,7 @@
 """The target workload ``fgd`` learns from a snapshot: the shapes of its newest jobs' tasks.
 
-Guarantees: ``learn`` gives the same target for the same jobs whether or not a
-``RecentJobs`` kept from earlier sessions is passed; a ``RecentJobs`` follows its
+Guarantees: with ``relearn`` 1 (the default), ``learn`` gives the same target for the
+same jobs whether or not a ``RecentJobs`` kept from earlier sessions is passed; a ``RecentJobs`` follows its
 snapshot's jobs by identity (a job removed, or replaced under the same name, is
 forgotten) and keeps the window's shape counts and memory requests as jobs come and
 go, so a session pays only for the jobs that arrived or left since the last one, and
