@@ -33,10 +33,10 @@ from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
 from phalanx.engine.framework.eviction import (
     Judge,
+    VictimPool,
     evict_with_gang,
     in_victim_order,
     make_room,
-    settled,
     undo_since,
 )
 from phalanx.engine.framework.placement import gang_shape
@@ -58,38 +58,30 @@ class PreemptAction(Action):
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
+        pool = VictimPool(session)
         for job in session.ranked(waiting):
             if (
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
                 continue
-            evict_for_gang(session, job, _same_queue_victims, action="preempt", budget=self.budget)
-
-
-def _same_queue_victims(job: JobInfo) -> list[TaskInfo]:
-    return [
-        t
-        for other in job.queue.jobs
-        if other is not job and other.spec.preemptible
-        for t in other.tasks
-        if t.status in EVICTABLE
-    ]
+            if evict_for_gang(session, job, pool.same_queue, action="preempt", budget=self.budget):
+                pool.changed()
 
 
 def evict_for_gang(
     session: Session,
     job: JobInfo,
-    find_victims: Callable[[JobInfo], list[TaskInfo]],
+    find_victims: Callable[[JobInfo], Sequence[TaskInfo]],
     *,
     action: str,
     budget: float = math.inf,
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
-    Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
-    filter that accepts only as many as a queue can spare (quota) keeps the first
-    victims (overcommitted work). A job equivalent to one that failed earlier in the
-    session fails without a search (see ``Session.eviction_failed``).
+    Victims (``find_victims(job)``, a ``VictimPool``'s) are offered to the plugins in
+    victim order, so a filter that accepts only as many as a queue can spare (quota)
+    keeps the first victims (overcommitted work). A job equivalent to one that failed
+    earlier in the session fails without a search (see ``Session.eviction_failed``).
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
@@ -108,7 +100,7 @@ def _evict_for_tasks(
     session: Session,
     job: JobInfo,
     tasks: list[TaskInfo],
-    victims: list[TaskInfo],
+    victims: Sequence[TaskInfo],
     action: str,
     budget: float,
 ) -> bool:
@@ -146,7 +138,7 @@ class _Room:
 
     session: Session
     job: JobInfo
-    victims: list[TaskInfo]
+    victims: Sequence[TaskInfo]
     judge: Judge
     action: str
     scope: Vector | None  # what the victims may hold together (None: no bound)
@@ -247,7 +239,7 @@ def _free_quota(
     session: Session,
     stmt: Statement,
     task: TaskInfo,
-    victims: list[TaskInfo],
+    victims: Sequence[TaskInfo],
     judge: Judge,
     action: str,
 ) -> bool:
@@ -262,9 +254,7 @@ def _free_quota(
         return True
     mark = len(stmt.operations)
     for scope in task.job.queue.ancestors[:-1]:
-        under = settled(
-            [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
-        )
+        under = [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
         reason = (
             f"{action}ed for {task.job.name} ({task.name}) of queue "
             f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"

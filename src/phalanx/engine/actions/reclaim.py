@@ -11,17 +11,17 @@ cannot help it, only idle or released resources (or a larger share) can.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 
 import numpy as np
 
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.decisions import ReasonCode
+from phalanx.engine.framework.eviction import VictimPool
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import EPSILON, JobInfo, TaskStatus
 
 
 class ReclaimAction(Action):
@@ -32,22 +32,14 @@ class ReclaimAction(Action):
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
         waiting = session.ranked(waiting)
-        victims = partial(_other_queue_victims, session)
+        pool = VictimPool(session)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue
-            if not evict_for_gang(session, job, victims, action="reclaim"):
+            if evict_for_gang(session, job, pool.other_queues, action="reclaim"):
+                pool.changed()
+            else:
                 _explain_no_share(session, job)
-
-
-def _other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
-    return [
-        t
-        for other in session.snapshot.jobs.values()
-        if other.queue is not job.queue and other.spec.preemptible and other.queue.spec.reclaimable
-        for t in other.tasks
-        if t.status in EVICTABLE
-    ]
 
 
 def _explain_no_share(session: Session, job: JobInfo) -> None:

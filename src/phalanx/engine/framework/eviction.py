@@ -56,24 +56,23 @@ def make_room(
     within: NDArray[np.bool_] | None = None,
     allowance: Vector | None = None,
 ) -> bool:
-    """Evict accepted victims on the node (of ``within``, a mask over every node, when
-    given) where that costs least and pipeline ``task`` there; False, and nothing
-    evicted, if no node can make room.
+    """Evict accepted victims of ``candidates`` (a ``VictimPool``'s, still evictable) on
+    the node (of ``within``, a mask over every node, when given) where that costs least
+    and pipeline ``task`` there; False, and nothing evicted, if no node can make room.
 
     ``allowance`` bounds what the victims evicted for the task may hold together, in
     each resource it asks for (None: no bound).
     """
-    calm = settled(candidates)
     accepted: Sequence[TaskInfo]
     if isinstance(judge, VictimPoint) and judge.in_any_order:
         # plugins that judge each victim on its own need no order, and what they accept
         # on nodes where no room can be made is never evicted anyway
-        accepted = judge(task, calm) if calm else []
+        accepted = judge(task, candidates) if candidates else []
     else:
         # only victims on nodes where room could be made at all are offered, in victim
         # order (a quota's filter accepts the first ones), so the rest need no ordering
-        possible = _possible_nodes(session, task, calm, allowance, within)
-        offered = in_victim_order(session, [v for v in calm if possible[v.node]])
+        possible = _possible_nodes(session, task, candidates, allowance, within)
+        offered = in_victim_order(session, [v for v in candidates if possible[v.node]])
         accepted = judge(task, offered) if offered else []
     nodes = _candidate_nodes(session, task, accepted, allowance, within)
     if not nodes:
@@ -312,14 +311,56 @@ def gang_group(victim: TaskInfo) -> list[TaskInfo]:
     return [t for t in job.tasks if t.status in EVICTABLE]
 
 
-def settled(candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-    """Candidates whose job gained no task in this session.
+class VictimPool:
+    """Every task an action may consider evicting, per queue: the evictable tasks of
+    preemptible jobs that gained no task in this session (evicting such a job "whole"
+    would leave its new placements standing below its minimum, so it is not a victim in
+    the session that grew it).
 
-    Evicting such a job "whole" would leave its new placements standing below its
-    minimum, so it is not a victim in the session that grew it.
+    Built on first use and kept while the session's state is unchanged between
+    preemptors: an attempt that fails is undone exactly, so only a kept one
+    (``changed``) makes it stale. Listing every running task anew for every preemptor
+    is what made preemption slow on a full cluster.
     """
-    allocated, pipelined = int(TaskStatus.ALLOCATED), int(TaskStatus.PIPELINED)
-    return [v for v in candidates if not ((c := v.job.counts)[allocated] or c[pipelined])]
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._by_queue: dict[QueueInfo, list[TaskInfo]] | None = None
+
+    def changed(self) -> None:
+        """Evictions or placements were kept: list the candidates again when next asked."""
+        self._by_queue = None
+
+    def by_queue(self) -> dict[QueueInfo, list[TaskInfo]]:
+        """The candidates, per leaf queue."""
+        if self._by_queue is None:
+            allocated, pipelined = int(TaskStatus.ALLOCATED), int(TaskStatus.PIPELINED)
+            pool: dict[QueueInfo, list[TaskInfo]] = {}
+            for job in self.session.snapshot.jobs.values():
+                counts = job.counts
+                if not job.spec.preemptible or counts[allocated] or counts[pipelined]:
+                    continue
+                evictable = [t for t in job.tasks if t.status in EVICTABLE]
+                if evictable:
+                    pool.setdefault(job.queue, []).extend(evictable)
+            self._by_queue = pool
+        return self._by_queue
+
+    def same_queue(self, job: JobInfo) -> Sequence[TaskInfo]:
+        """The candidates of ``job``'s queue but not of ``job`` itself."""
+        tasks = self.by_queue().get(job.queue, [])
+        if not any(t.status in EVICTABLE for t in job.tasks):
+            return tasks
+        return [t for t in tasks if t.job is not job]
+
+    def other_queues(self, job: JobInfo) -> Sequence[TaskInfo]:
+        """The candidates of every reclaimable queue but ``job``'s."""
+        return [
+            t
+            for queue, tasks in self.by_queue().items()
+            if queue is not job.queue and queue.spec.reclaimable
+            for t in tasks
+        ]
 
 
 def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bool:
