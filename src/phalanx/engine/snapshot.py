@@ -301,6 +301,8 @@ class _Placements:
         rows = np.array(snapshot.request_rows)[np.array(self.requests, dtype=np.intp)]
         np.add.at(snapshot.used, nodes, rows)
         np.add.at(snapshot.task_count, nodes, 1)
+        snapshot.changes += 1
+        snapshot.node_changes[nodes] = snapshot.changes
         if self.releasing:
             picked = np.array(self.releasing, dtype=np.intp)
             np.add.at(snapshot.releasing, nodes[picked], rows[picked])
@@ -370,6 +372,11 @@ class Snapshot:
         )
         self.schedulable.flags.writeable = False  # changed only by ``set_schedulable``
         self._total: Vector | None = None
+        #: counts the changes to node usage (``move``, tasks read in); ``node_changes``
+        #: holds, per node, the count at its last one: caches of per-node usage refresh
+        #: only ``changed_nodes(since)`` instead of comparing every node
+        self.changes = 0
+        self.node_changes: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         #: per-GPU state: which cards are free, and how much of each shared card
         self.cards = Cards(self.nodes)
         self._demands: dict[tuple[int, bool], CardDemand | None] = {}  # card shapes of requests
@@ -583,8 +590,8 @@ class Snapshot:
         lowest-index cards that can; it keeps them until it leaves the node.
         Any status may follow any other: the lifecycle rules live with the callers.
         """
-        old, request = task.status, task.request
-        where = task.node if node is None else node
+        old, request, left = task.status, task.request, task.node
+        where = left if node is None else node
         if task.role.cards is not None:
             self._move_cards(task, status, where, gpus)
         if old in ON_NODE:
@@ -631,6 +638,11 @@ class Snapshot:
             self.task_count[where] += 1  # it will run there: it takes one of the node's slots
         else:
             task.node = -1
+        self.changes += 1
+        if left >= 0:
+            self.node_changes[left] = self.changes
+        if task.node >= 0:
+            self.node_changes[task.node] = self.changes
 
     def _move_cards(
         self, task: TaskInfo, status: TaskStatus, where: int, gpus: Sequence[int]
@@ -710,6 +722,12 @@ class Snapshot:
             for name, v, unit in zip(self.dims, row, self.unit, strict=True)
             if np.isfinite(v)
         )
+
+    def changed_nodes(self, since: int) -> NDArray[np.intp]:
+        """The nodes whose usage changed after ``changes`` was ``since``, in index order."""
+        if since >= self.changes:
+            return np.empty(0, dtype=np.intp)
+        return np.flatnonzero(self.node_changes > since)
 
     def cached(self, key: str, build: Callable[[Snapshot], T]) -> T:
         """A value derived from what never changes in a snapshot's life (nodes' labels and

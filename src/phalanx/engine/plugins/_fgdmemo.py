@@ -133,9 +133,7 @@ class States:
         self.models.append(None)
         index = {model: i for i, model in enumerate(self.models)}
         self.node_model = np.array([index[m] for m in labels], dtype=np.int64)
-        self.seen_cpu = np.full(n, np.nan)
-        self.seen_memory = np.full(n, np.nan)
-        self.seen_cards = np.full((n, slots), -1, dtype=np.int64)
+        self.seen = -1  # the snapshot's ``changes`` when the nodes were last interned
         self.of_node = np.zeros(n, dtype=np.int64)
         self.ids: dict[bytes, int] = {}
         self.cpu = np.zeros(64)
@@ -145,24 +143,23 @@ class States:
         self.tables: dict[tuple[object, ...], Tables] = {}
         self.bases: dict[tuple[TaskShape, ...], Basis] = {}
 
-    def sync(self, snapshot: Snapshot, nodes: NDArray[np.intp] | None = None) -> None:
-        """Re-intern the nodes (all, or only ``nodes``) whose state changed since they were
-        last seen."""
-        rows: NDArray[np.intp] | slice = slice(None) if nodes is None else nodes
-        cpu = self._free(snapshot, self.cpu_column, rows)
-        memory = self._free(snapshot, self.memory_column, rows)
-        cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
-        differ = (cpu != self.seen_cpu[rows]) | (memory != self.seen_memory[rows])
-        differ |= (cards != self.seen_cards[rows]).any(axis=1)
-        changed = nodes[differ] if nodes is not None else np.flatnonzero(differ)
-        self._intern(changed, cpu[differ], memory[differ], cards[differ])
+    def sync(self, snapshot: Snapshot) -> None:
+        """Re-intern the nodes whose usage changed since they were last interned."""
+        changed = snapshot.changed_nodes(self.seen)
+        self.seen = snapshot.changes
+        if not changed.size:
+            return
+        cpu = self._free(snapshot, self.cpu_column, changed)
+        memory = self._free(snapshot, self.memory_column, changed)
+        cards = np.rint(np.clip(snapshot.cards.milli_free[changed], 0.0, None)).astype(np.int64)
+        self._intern(changed, cpu, memory, cards)
 
+    @staticmethod
     def _free(
-        self, snapshot: Snapshot, column: int | None, rows: NDArray[np.intp] | slice
+        snapshot: Snapshot, column: int | None, rows: NDArray[np.intp]
     ) -> NDArray[np.float64]:
         if column is None:
-            zeros: NDArray[np.float64] = np.zeros(len(self.seen_cpu))[rows]
-            return zeros
+            return np.zeros(len(rows))
         free: NDArray[np.float64] = snapshot.capacity[rows, column] - snapshot.used[rows, column]
         return free
 
@@ -196,9 +193,6 @@ class States:
                 self.cards[state] = cards[row]
                 self.model[state] = models[row]
             self.of_node[node] = state
-        self.seen_cpu[changed] = cpu
-        self.seen_memory[changed] = memory
-        self.seen_cards[changed] = cards
 
     def _kernel(
         self,

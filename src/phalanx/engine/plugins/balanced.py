@@ -15,7 +15,7 @@ pods to half-used 8-GPU nodes, whose CPU ran out with GPUs still free, rather th
 
 Guarantees: scores in 0..100; a node's score depends only on that node; a node with
 none of the resources scores 50. Performance: the spread before placement is kept per
-snapshot and recomputed only for nodes whose use changed.
+snapshot and recomputed only for the nodes whose usage changed (``changed_nodes``).
 """
 
 from __future__ import annotations
@@ -81,16 +81,15 @@ class _Spreads:
         self.present = present.astype(np.float64)
         self.inverse = np.divide(1.0, capacity, out=np.zeros_like(capacity), where=present)
         self.counted = np.maximum(present.sum(axis=1), 1).astype(np.float64)
-        self._seen = np.full(capacity.shape, np.nan)
+        self._seen = -1  # the snapshot's ``changes`` when spreads were last brought up to date
         self._spread = np.zeros(len(capacity))
 
     def now(self, snap: Snapshot) -> NDArray[np.float64]:
         """Every node's spread as its resources are used now."""
-        used = snap.used[:, self.columns]
-        changed = np.flatnonzero((used != self._seen).any(axis=1))
+        changed = snap.changed_nodes(self._seen)
+        self._seen = snap.changes
         if changed.size:
-            self._spread[changed] = self.spread(used[changed], changed)
-            self._seen[changed] = used[changed]
+            self._spread[changed] = self.spread(snap.used[np.ix_(changed, self.columns)], changed)
         return self._spread
 
     def after(self, snap: Snapshot, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:

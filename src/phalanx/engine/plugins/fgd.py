@@ -105,11 +105,9 @@ class FgdPlugin(Plugin):
         recent = snapshot.cached(f"fgd.recent.window={window}", lambda s: RecentJobs(window))
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[Tables | None] = []  # this session's, resolved on first use
-        dirty: set[int] = set()  # nodes changed by this session since they were last seen
-        held: dict[int, int] = {}  # id(task) -> its node, to know where a deallocation was
 
         def resolve() -> Tables | None:
-            if not tables:  # first use in this session: the state may have changed in between
+            if not tables:  # first use in this session: the jobs may have changed in between
                 workload = self.fixed or learn(
                     snapshot,
                     self.window,
@@ -119,11 +117,7 @@ class FgdPlugin(Plugin):
                     relearn=self.relearn,
                 )
                 tables.append(None if workload is None else states.for_target(workload))
-                states.sync(snapshot)
-                dirty.clear()
-            elif dirty:
-                states.sync(snapshot, np.fromiter(sorted(dirty), dtype=np.intp))
-                dirty.clear()
+            states.sync(snapshot)
             return tables[0]
 
         def results(
@@ -152,20 +146,8 @@ class FgdPlugin(Plugin):
                 return None
             return (card,)
 
-        def allocated(task: TaskInfo) -> None:
-            if task.node >= 0:
-                dirty.add(task.node)
-                held[id(task)] = task.node
-
-        def deallocated(task: TaskInfo) -> None:
-            node = held.pop(id(task), task.node)
-            if node >= 0:
-                dirty.add(node)
-
         hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
         hooks.gpu_select(select)
-        hooks.on_allocate(allocated)
-        hooks.on_deallocate(deallocated)
 
 
 def _workload(given: object) -> TargetWorkload:
