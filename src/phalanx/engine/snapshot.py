@@ -11,7 +11,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -309,6 +309,14 @@ class _Placements:
             np.add.at(snapshot.releasing_tasks, nodes[picked], 1)
 
 
+class JobWatcher(Protocol):
+    """Told of the jobs a snapshot starts or stops tracking (``Snapshot.watch_jobs``)."""
+
+    def joined(self, snapshot: Snapshot, job: JobInfo) -> None: ...
+
+    def left(self, job: JobInfo) -> None: ...
+
+
 def dimensions(
     nodes: Sequence[Node],
     queues: Sequence[Queue],
@@ -377,6 +385,7 @@ class Snapshot:
         #: only ``changed_nodes(since)`` instead of comparing every node
         self.changes = 0
         self.node_changes: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self._job_watchers: list[JobWatcher] = []
         #: per-GPU state: which cards are free, and how much of each shared card
         self.cards = Cards(self.nodes)
         self._demands: dict[tuple[int, bool], CardDemand | None] = {}  # card shapes of requests
@@ -472,7 +481,30 @@ class Snapshot:
         placements = _Placements()
         info = self._add_job(job, placements)
         placements.apply(self)
+        if info is not None:
+            for watcher in self._job_watchers:
+                watcher.joined(self, info)
         return info
+
+    def remove_job(self, name: str) -> None:
+        """Stop tracking job ``name`` (an orphan is forgotten); its tasks give back what
+        they held."""
+        info = self.jobs.pop(name, None)
+        if info is None:
+            self.orphans = [(job, why) for job, why in self.orphans if job.name != name]
+            return
+        for task in info.tasks:
+            if task.status is not TaskStatus.PENDING:
+                self.move(task, TaskStatus.PENDING)
+        self.waiting.pop(name, None)
+        info.queue.jobs.remove(info)
+        for watcher in self._job_watchers:
+            watcher.left(info)
+
+    def watch_jobs(self, watcher: JobWatcher) -> None:
+        """Tell ``watcher`` of every job tracked (``add_job``) or dropped (``remove_job``)
+        from now on, for a cache of what the jobs are that lives as long as the snapshot."""
+        self._job_watchers.append(watcher)
 
     def _roles(self, job: Job) -> list[RoleInfo] | None:
         """The job's roles with their request rows and card shapes; None (an orphan) when a

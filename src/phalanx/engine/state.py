@@ -25,7 +25,6 @@ from phalanx.engine.snapshot import (
     JobInfo,
     Snapshot,
     TaskInfo,
-    TaskStatus,
     dimensions,
 )
 
@@ -56,17 +55,7 @@ class ClusterState:
     def remove_job(self, name: str) -> None:
         """Stop tracking a job; whatever its tasks held is given back."""
         self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
-        info = self.snapshot.jobs.pop(name, None)
-        if info is None:
-            self.snapshot.orphans = [
-                (job, why) for job, why in self.snapshot.orphans if job.name != name
-            ]
-            return
-        for task in info.tasks:
-            if task.status is not TaskStatus.PENDING:
-                self.snapshot.move(task, TaskStatus.PENDING)
-        self.snapshot.waiting.pop(name, None)
-        info.queue.jobs.remove(info)
+        self.snapshot.remove_job(name)
 
     def job(self, name: str) -> JobInfo:
         """The tracked job ``name``."""

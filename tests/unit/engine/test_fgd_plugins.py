@@ -280,7 +280,7 @@ def _learnt_from_scratch(snapshot: Snapshot, window: int) -> Learnt:
 
 def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_replaced() -> None:
     state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
-    recent = RecentJobs(3)
+    recent = RecentJobs(state.snapshot, 3, follow=True)
     rng = random.Random(7)
     names: list[str] = []
 
@@ -309,7 +309,7 @@ def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_repla
 
 def test_with_relearn_a_target_is_kept_until_that_many_jobs_came_or_went() -> None:
     state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
-    recent = RecentJobs(10)
+    recent = RecentJobs(state.snapshot, 10, follow=True)
     state.add_job(make_job("first", gpus=1))
     first = learn(state.snapshot, window=10, coverage=1.0, recent=recent, relearn=3)
     assert first is not None and first.shapes[0].gpu == 1.0

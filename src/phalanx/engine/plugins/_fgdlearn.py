@@ -1,11 +1,11 @@
 """The target workload ``fgd`` learns from a snapshot: the shapes of its newest jobs' tasks.
 
 Guarantees: with ``relearn`` 1 (the default), ``learn`` gives the same target for the
-same jobs whether or not a ``RecentJobs`` kept from earlier sessions is passed; a ``RecentJobs`` follows its
-snapshot's jobs by identity (a job removed, or replaced under the same name, is
-forgotten) and keeps the window's shape counts and memory requests as jobs come and
-go, so a session pays only for the jobs that arrived or left since the last one, and
-one whose window did not change gets the very target object of the last one.
+same jobs whether or not a ``RecentJobs`` kept from earlier sessions is passed. A
+``RecentJobs`` that follows its snapshot (``Snapshot.watch_jobs``) is told of every job
+tracked or dropped (a job replaced under the same name is one of each) and keeps the
+window's shape counts and memory requests as they come and go, so a session pays
+nothing for the jobs, only for learning again when the window changed.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ Sample = tuple[int, float]
 
 class RecentJobs:
     """One snapshot's jobs in (creation time, name) order, each with its tasks' samples,
-    and the samples of the ``window`` newest jobs counted by shape."""
+    and the samples of the ``window`` newest jobs counted by shape; with ``follow``, kept
+    up to date as the snapshot tracks and drops jobs."""
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, snapshot: Snapshot, window: int, *, follow: bool = False) -> None:
         self.window = window
-        self.seen: dict[str, JobInfo] = {}
         self.order: list[tuple[float, str]] = []
         self.samples: dict[str, list[Sample]] = {}
         #: every shape seen (CPU, GPU, GPU models; memory 0), interned
@@ -45,35 +45,14 @@ class RecentJobs:
         self.version = 0
         self.learnt: dict[tuple[float, bool], tuple[int, TargetWorkload | None]] = {}
         self._with_memory: dict[tuple[int, float], TaskShape] = {}
+        for info in snapshot.jobs.values():
+            self.joined(snapshot, info)
+        if follow:
+            snapshot.watch_jobs(self)
 
-    def sync(self, snapshot: Snapshot) -> None:
-        """Follow the snapshot's jobs: forget those gone or replaced, sample the new ones."""
-        jobs = snapshot.jobs
-        if self.seen == jobs:  # the same names bound to the same JobInfo objects
-            return
-        for name in self.seen.keys() - jobs.keys():
-            self._forget(name)
-        for name in jobs.keys() - self.seen.keys():
-            self._add(snapshot, jobs[name])
-        if self.seen != jobs:  # some job was replaced by another of the same name
-            for name in [n for n, info in self.seen.items() if jobs[n] is not info]:
-                self._forget(name)
-                self._add(snapshot, jobs[name])
-
-    def _forget(self, name: str) -> None:
-        info = self.seen.pop(name)
-        at = bisect_left(self.order, (info.creation_time, name))
-        start = max(0, len(self.order) - self.window)
-        del self.order[at]
-        if at >= start:  # it was in the window; the next older job (if any) comes in
-            self._count(self.samples[name], -1)
-            if start > 0:
-                self._count(self.samples[self.order[start - 1][1]], +1)
-        del self.samples[name]
-
-    def _add(self, snapshot: Snapshot, info: JobInfo) -> None:
+    def joined(self, snapshot: Snapshot, info: JobInfo) -> None:
+        """Sample a job the snapshot now tracks."""
         key = (info.creation_time, info.name)
-        self.seen[info.name] = info
         self.samples[info.name] = self._sample(snapshot, info)
         at = bisect_left(self.order, key)
         self.order.insert(at, key)
@@ -82,6 +61,18 @@ class RecentJobs:
             self._count(self.samples[info.name], +1)
             if start > 0:
                 self._count(self.samples[self.order[start - 1][1]], -1)
+
+    def left(self, info: JobInfo) -> None:
+        """Forget a job the snapshot no longer tracks."""
+        name = info.name
+        at = bisect_left(self.order, (info.creation_time, name))
+        start = max(0, len(self.order) - self.window)
+        del self.order[at]
+        if at >= start:  # it was in the window; the next older job (if any) comes in
+            self._count(self.samples[name], -1)
+            if start > 0:
+                self._count(self.samples[self.order[start - 1][1]], +1)
+        del self.samples[name]
 
     def _count(self, samples: list[Sample], sign: int) -> None:
         if not samples:
@@ -147,13 +138,12 @@ def learn(
 
     Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
     vary too much to group by); with ``memory`` each shape asks for the median memory
-    of its tasks. ``recent`` (for the same ``window``) carries what earlier sessions on
-    this snapshot learnt; with it, the target learnt last is kept until ``relearn`` jobs
+    of its tasks. ``recent`` (for the same ``window``, following the snapshot) carries
+    what earlier sessions on this snapshot learnt; with it, the target learnt last is kept until ``relearn`` jobs
     (at least one) have come into or left the window since: a target is then at most
     ``relearn - 1`` such changes old, and unchanged targets keep their memoised scores."""
     if recent is None or recent.window != window:
-        recent = RecentJobs(window)
-    recent.sync(snapshot)
+        recent = RecentJobs(snapshot, window)
     memory = memory and "memory" in snapshot.dim
     known = recent.learnt.get((coverage, memory))
     if known is not None and recent.version - known[0] < max(relearn, 1):

@@ -102,7 +102,9 @@ class FgdPlugin(Plugin):
         )
         memory_column = snapshot.dim.get("memory") if memory else None
         window = self.window
-        recent = snapshot.cached(f"fgd.recent.window={window}", lambda s: RecentJobs(window))
+        recent = snapshot.cached(
+            f"fgd.recent.window={window}", lambda s: RecentJobs(s, window, follow=True)
+        )
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[Tables | None] = []  # this session's, resolved on first use
 
