@@ -29,8 +29,23 @@ def snapshot_state(snap: Snapshot) -> dict[str, Any]:
         for task in job.tasks:
             state[f"task {task.name}"] = (task.status, task.node, task.start_time, task.gpus)
     for queue in snap.queues.values():
-        state[f"queue {queue.name}"] = (queue.allocated.copy(), queue.inqueue.copy())
+        evictable = sorted(t.name for t in queue.evictable)
+        state[f"queue {queue.name}"] = (queue.allocated.copy(), queue.inqueue.copy(), evictable)
     return state
+
+
+def assert_evictable_kept(snap: Snapshot) -> None:
+    """Each queue's ``evictable`` is exactly the bound and running tasks of its
+    preemptible jobs."""
+    for queue in snap.queues.values():
+        derived = {
+            t.name
+            for job in queue.jobs
+            if job.spec.preemptible
+            for t in job.tasks
+            if t.status in EVICTABLE
+        }
+        assert {t.name for t in queue.evictable} == derived, queue.name
 
 
 def session_state(session: Session) -> dict[str, Any]:
@@ -103,6 +118,7 @@ def _operate(session: Session, data: st.DataObject) -> int:
         else:
             node = data.draw(st.integers(0, len(snap.nodes) - 1), label="node")
             getattr(stmt, kind)(task, node)
+        assert_evictable_kept(snap)
         done += 1
     stmt.discard()
     return done
@@ -116,6 +132,7 @@ def _check_discard(world: World, data: st.DataObject) -> None:
     event("operations undone: " + ("none" if not done else "1-3" if done < 4 else "4+"))
     found = differences(before, session_state(session))
     assert not found, "\n".join([*found, "--- input", world.describe()])
+    assert_evictable_kept(session.snapshot)
 
 
 @suite_settings(80)

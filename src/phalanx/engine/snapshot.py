@@ -144,6 +144,7 @@ class QueueInfo:
         "capability",
         "children",
         "deserved",
+        "evictable",
         "guarantee",
         "inqueue",
         "jobs",
@@ -160,6 +161,9 @@ class QueueInfo:
         self.children: list[QueueInfo] = []
         self.ancestors: tuple[QueueInfo, ...] = ()
         self.jobs: list[JobInfo] = []
+        #: the bound and running tasks of its preemptible jobs (a leaf's), kept by ``move``:
+        #: what eviction considers, without listing every task of the queue
+        self.evictable: dict[TaskInfo, None] = {}
         self.allocated: Vector = np.zeros(ndims)
         self.inqueue: Vector = np.zeros(ndims)
         self.guarantee: Vector = np.zeros(ndims)
@@ -591,17 +595,25 @@ class Snapshot:
         for role, count in zip(roles, charged, strict=True):
             if count:
                 info.allocated += role.request * count
+        self._track(info)
+        return info
+
+    def _track(self, info: JobInfo) -> None:
+        """List a job read in (its tasks' counts and ``allocated`` set) with its queue,
+        charging the queue, its ancestors and its user."""
+        queue = info.queue
         queue.jobs.append(info)
+        if info.spec.preemptible:
+            queue.evictable.update((t, None) for t in info.tasks if t.status in EVICTABLE)
         for ancestor in queue.ancestors:
             ancestor.allocated += info.allocated
         user = (queue.name, info.user)
         if user not in self.user_allocated:
             self.user_allocated[user] = np.zeros(len(self.dims))
         self.user_allocated[user] += info.allocated
-        self.jobs[job.name] = info
-        if counts[TaskStatus.PENDING]:
-            self.waiting[job.name] = info
-        return info
+        self.jobs[info.name] = info
+        if info.counts[TaskStatus.PENDING]:
+            self.waiting[info.name] = info
 
     # -- the one way task state changes ----------------------------------------------------
 
@@ -670,6 +682,17 @@ class Snapshot:
             self.task_count[where] += 1  # it will run there: it takes one of the node's slots
         else:
             task.node = -1
+        self._moved(task, old, left)
+
+    def _moved(self, task: TaskInfo, old: TaskStatus, left: int) -> None:
+        """The rest of ``move`` once ``task`` moved from status ``old`` on node ``left``:
+        its queue's evictable tasks and the nodes' change counts."""
+        evictable = task.status in EVICTABLE
+        if (old in EVICTABLE) != evictable and task.job.spec.preemptible:
+            if evictable:
+                task.job.queue.evictable[task] = None
+            else:
+                del task.job.queue.evictable[task]
         self.changes += 1
         if left >= 0:
             self.node_changes[left] = self.changes

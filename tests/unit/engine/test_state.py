@@ -90,10 +90,11 @@ def test_applying_decisions_equals_building_the_resulting_jobs() -> None:
 def test_removing_a_job_gives_back_what_it_held() -> None:
     state = ClusterState(NODES, QUEUES)
     state.add_job(_jobs()[0])
-    assert state.snapshot.used.sum() > 0
+    assert state.snapshot.used.sum() > 0 and len(state.snapshot.queues["a"].evictable) == 2
     state.remove_job("run")
     assert state.snapshot.used.sum() == 0 and "run" not in state.snapshot.jobs
     assert not state.snapshot.queues["a"].allocated.any()
+    assert not state.snapshot.queues["a"].evictable
 
 
 def test_unknown_resources_and_duplicates_are_refused() -> None:

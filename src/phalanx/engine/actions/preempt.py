@@ -33,10 +33,10 @@ from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
 from phalanx.engine.framework.eviction import (
     Judge,
-    VictimPool,
     evict_with_gang,
     in_victim_order,
     make_room,
+    same_queue_victims,
     undo_since,
 )
 from phalanx.engine.framework.placement import gang_shape
@@ -58,14 +58,12 @@ class PreemptAction(Action):
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
-        pool = VictimPool(session)
         for job in session.ranked(waiting):
             if (
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
                 continue
-            if evict_for_gang(session, job, pool.same_queue, action="preempt", budget=self.budget):
-                pool.changed()
+            evict_for_gang(session, job, same_queue_victims, action="preempt", budget=self.budget)
 
 
 def evict_for_gang(
@@ -78,7 +76,7 @@ def evict_for_gang(
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
-    Victims (``find_victims(job)``, a ``VictimPool``'s) are offered to the plugins in
+    Victims (``find_victims(job)``, ``settled`` ones) are offered to the plugins in
     victim order, so a filter that accepts only as many as a queue can spare (quota)
     keeps the first victims (overcommitted work). A job equivalent to one that failed
     earlier in the session fails without a search (see ``Session.eviction_failed``).

@@ -11,13 +11,14 @@ cannot help it, only idle or released resources (or a larger share) can.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
 from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.decisions import ReasonCode
-from phalanx.engine.framework.eviction import VictimPool
+from phalanx.engine.framework.eviction import other_queue_victims
 from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
@@ -32,13 +33,11 @@ class ReclaimAction(Action):
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
         waiting = session.ranked(waiting)
-        pool = VictimPool(session)
+        victims = partial(other_queue_victims, session)
         for job in waiting:
             if job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available:
                 continue
-            if evict_for_gang(session, job, pool.other_queues, action="reclaim"):
-                pool.changed()
-            else:
+            if not evict_for_gang(session, job, victims, action="reclaim"):
                 _explain_no_share(session, job)
 
 

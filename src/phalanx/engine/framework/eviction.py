@@ -56,7 +56,7 @@ def make_room(
     within: NDArray[np.bool_] | None = None,
     allowance: Vector | None = None,
 ) -> bool:
-    """Evict accepted victims of ``candidates`` (a ``VictimPool``'s, still evictable) on
+    """Evict accepted victims of ``candidates`` (``settled``, still evictable) on
     the node (of ``within``, a mask over every node, when given) where that costs least
     and pipeline ``task`` there; False, and nothing evicted, if no node can make room.
 
@@ -311,56 +311,30 @@ def gang_group(victim: TaskInfo) -> list[TaskInfo]:
     return [t for t in job.tasks if t.status in EVICTABLE]
 
 
-class VictimPool:
-    """Every task an action may consider evicting, per queue: the evictable tasks of
-    preemptible jobs that gained no task in this session (evicting such a job "whole"
-    would leave its new placements standing below its minimum, so it is not a victim in
-    the session that grew it).
+def same_queue_victims(job: JobInfo) -> list[TaskInfo]:
+    """What preemption may consider evicting for ``job``: the bound and running tasks of
+    the other preemptible jobs of its queue that are ``settled``."""
+    return [t for t in job.queue.evictable if t.job is not job and settled(t.job)]
 
-    Built on first use and kept while the session's state is unchanged between
-    preemptors: an attempt that fails is undone exactly, so only a kept one
-    (``changed``) makes it stale. Listing every running task anew for every preemptor
-    is what made preemption slow on a full cluster.
-    """
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self._by_queue: dict[QueueInfo, list[TaskInfo]] | None = None
+def other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """What reclaim may consider evicting for ``job``: the bound and running tasks of the
+    preemptible jobs of every other reclaimable queue that are ``settled``."""
+    return [
+        t
+        for queue in session.snapshot.leaf_queues()
+        if queue is not job.queue and queue.spec.reclaimable
+        for t in queue.evictable
+        if settled(t.job)
+    ]
 
-    def changed(self) -> None:
-        """Evictions or placements were kept: list the candidates again when next asked."""
-        self._by_queue = None
 
-    def by_queue(self) -> dict[QueueInfo, list[TaskInfo]]:
-        """The candidates, per leaf queue."""
-        if self._by_queue is None:
-            allocated, pipelined = int(TaskStatus.ALLOCATED), int(TaskStatus.PIPELINED)
-            pool: dict[QueueInfo, list[TaskInfo]] = {}
-            for job in self.session.snapshot.jobs.values():
-                counts = job.counts
-                if not job.spec.preemptible or counts[allocated] or counts[pipelined]:
-                    continue
-                evictable = [t for t in job.tasks if t.status in EVICTABLE]
-                if evictable:
-                    pool.setdefault(job.queue, []).extend(evictable)
-            self._by_queue = pool
-        return self._by_queue
-
-    def same_queue(self, job: JobInfo) -> Sequence[TaskInfo]:
-        """The candidates of ``job``'s queue but not of ``job`` itself."""
-        tasks = self.by_queue().get(job.queue, [])
-        if not any(t.status in EVICTABLE for t in job.tasks):
-            return tasks
-        return [t for t in tasks if t.job is not job]
-
-    def other_queues(self, job: JobInfo) -> Sequence[TaskInfo]:
-        """The candidates of every reclaimable queue but ``job``'s."""
-        return [
-            t
-            for queue, tasks in self.by_queue().items()
-            if queue is not job.queue and queue.spec.reclaimable
-            for t in tasks
-        ]
+def settled(job: JobInfo) -> bool:
+    """Whether ``job`` gained no task in this session: evicting a job that did "whole"
+    would leave its new placements standing below its minimum, so it is no victim in
+    the session that grew it."""
+    counts = job.counts
+    return not (counts[TaskStatus.ALLOCATED] or counts[TaskStatus.PIPELINED])
 
 
 def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bool:
