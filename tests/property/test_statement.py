@@ -34,9 +34,13 @@ def snapshot_state(snap: Snapshot) -> dict[str, Any]:
     return state
 
 
-def assert_evictable_kept(snap: Snapshot) -> None:
+def assert_indexes_kept(snap: Snapshot) -> None:
     """Each queue's ``evictable`` is exactly the bound and running tasks of its
-    preemptible jobs."""
+    preemptible jobs; ``growing`` exactly the jobs with a task allocated or pipelined."""
+    placing = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+    assert snap.growing == {
+        job for job in snap.jobs.values() if any(t.status in placing for t in job.tasks)
+    }
     for queue in snap.queues.values():
         derived = {
             t.name
@@ -118,7 +122,7 @@ def _operate(session: Session, data: st.DataObject) -> int:
         else:
             node = data.draw(st.integers(0, len(snap.nodes) - 1), label="node")
             getattr(stmt, kind)(task, node)
-        assert_evictable_kept(snap)
+        assert_indexes_kept(snap)
         done += 1
     stmt.discard()
     return done
@@ -132,7 +136,7 @@ def _check_discard(world: World, data: st.DataObject) -> None:
     event("operations undone: " + ("none" if not done else "1-3" if done < 4 else "4+"))
     found = differences(before, session_state(session))
     assert not found, "\n".join([*found, "--- input", world.describe()])
-    assert_evictable_kept(session.snapshot)
+    assert_indexes_kept(session.snapshot)
 
 
 @suite_settings(80)

@@ -57,6 +57,7 @@ READY = frozenset(
 )
 #: Tasks that may be evicted.
 EVICTABLE = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+_PLACING = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})  # placed in this session
 
 #: The engine status of a task in each lifecycle phase.
 STATUS_OF_PHASE = {
@@ -390,6 +391,8 @@ class Snapshot:
         self.changes = 0
         self.node_changes: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self._job_watchers: list[JobWatcher] = []
+        #: the jobs with a task allocated or pipelined in the session under way, kept by ``move``
+        self.growing: set[JobInfo] = set()
         #: per-GPU state: which cards are free, and how much of each shared card
         self.cards = Cards(self.nodes)
         self._demands: dict[tuple[int, bool], CardDemand | None] = {}  # card shapes of requests
@@ -686,13 +689,19 @@ class Snapshot:
 
     def _moved(self, task: TaskInfo, old: TaskStatus, left: int) -> None:
         """The rest of ``move`` once ``task`` moved from status ``old`` on node ``left``:
-        its queue's evictable tasks and the nodes' change counts."""
-        evictable = task.status in EVICTABLE
-        if (old in EVICTABLE) != evictable and task.job.spec.preemptible:
+        its queue's evictable tasks, the growing jobs and the nodes' change counts."""
+        job, status = task.job, task.status
+        evictable = status in EVICTABLE
+        if (old in EVICTABLE) != evictable and job.spec.preemptible:
             if evictable:
-                task.job.queue.evictable[task] = None
+                job.queue.evictable[task] = None
             else:
-                del task.job.queue.evictable[task]
+                del job.queue.evictable[task]
+        if old in _PLACING or status in _PLACING:
+            if job.counts[TaskStatus.ALLOCATED] or job.counts[TaskStatus.PIPELINED]:
+                self.growing.add(job)
+            else:
+                self.growing.discard(job)
         self.changes += 1
         if left >= 0:
             self.node_changes[left] = self.changes

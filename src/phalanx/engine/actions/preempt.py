@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -58,12 +59,13 @@ class PreemptAction(Action):
 
     def execute(self, session: Session) -> None:
         waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
+        victims = partial(same_queue_victims, session)
         for job in session.ranked(waiting):
             if (
                 job.counts[TaskStatus.PIPELINED] or job.ready_count >= job.min_available
             ):  # pipelined already
                 continue
-            evict_for_gang(session, job, same_queue_victims, action="preempt", budget=self.budget)
+            evict_for_gang(session, job, victims, action="preempt", budget=self.budget)
 
 
 def evict_for_gang(
@@ -76,7 +78,7 @@ def evict_for_gang(
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
-    Victims (``find_victims(job)``, ``settled`` ones) are offered to the plugins in
+    Victims (``find_victims(job)``) are offered to the plugins in
     victim order, so a filter that accepts only as many as a queue can spare (quota)
     keeps the first victims (overcommitted work). A job equivalent to one that failed
     earlier in the session fails without a search (see ``Session.eviction_failed``).

@@ -35,7 +35,6 @@ from phalanx.engine.snapshot import (
     QueueInfo,
     RoleInfo,
     TaskInfo,
-    TaskStatus,
     Vector,
 )
 
@@ -56,7 +55,7 @@ def make_room(
     within: NDArray[np.bool_] | None = None,
     allowance: Vector | None = None,
 ) -> bool:
-    """Evict accepted victims of ``candidates`` (``settled``, still evictable) on
+    """Evict accepted victims of ``candidates`` (``same_queue_victims``, say) on
     the node (of ``within``, a mask over every node, when given) where that costs least
     and pipeline ``task`` there; False, and nothing evicted, if no node can make room.
 
@@ -311,30 +310,32 @@ def gang_group(victim: TaskInfo) -> list[TaskInfo]:
     return [t for t in job.tasks if t.status in EVICTABLE]
 
 
-def same_queue_victims(job: JobInfo) -> list[TaskInfo]:
+def same_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
     """What preemption may consider evicting for ``job``: the bound and running tasks of
-    the other preemptible jobs of its queue that are ``settled``."""
-    return [t for t in job.queue.evictable if t.job is not job and settled(t.job)]
+    the other preemptible jobs of its queue, but those of jobs growing in this session."""
+    return _settled(session, job.queue.evictable, job)
 
 
 def other_queue_victims(session: Session, job: JobInfo) -> list[TaskInfo]:
     """What reclaim may consider evicting for ``job``: the bound and running tasks of the
-    preemptible jobs of every other reclaimable queue that are ``settled``."""
+    preemptible jobs of every other reclaimable queue, but those of growing jobs."""
     return [
         t
         for queue in session.snapshot.leaf_queues()
         if queue is not job.queue and queue.spec.reclaimable
-        for t in queue.evictable
-        if settled(t.job)
+        for t in _settled(session, queue.evictable, job)
     ]
 
 
-def settled(job: JobInfo) -> bool:
-    """Whether ``job`` gained no task in this session: evicting a job that did "whole"
-    would leave its new placements standing below its minimum, so it is no victim in
-    the session that grew it."""
-    counts = job.counts
-    return not (counts[TaskStatus.ALLOCATED] or counts[TaskStatus.PIPELINED])
+def _settled(session: Session, evictable: dict[TaskInfo, None], job: JobInfo) -> list[TaskInfo]:
+    """``evictable`` without the tasks of ``job`` and of the jobs that gained a task in
+    this session (``Snapshot.growing``): evicting such a job "whole" would leave its new
+    placements standing below its minimum, so it is no victim in the session that grew
+    it."""
+    left_out = {t for j in (job, *session.snapshot.growing) for t in j.tasks if t in evictable}
+    if not left_out:
+        return list(evictable)
+    return [t for t in evictable if t not in left_out]
 
 
 def accepts_group(task: TaskInfo, group: Sequence[TaskInfo], judge: Judge) -> bool:
