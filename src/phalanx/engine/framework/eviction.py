@@ -19,7 +19,7 @@ every preemptor is what made preemption slow on busy clusters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -236,6 +236,8 @@ def _evict_until_fits(
     back every one it fits without; False, and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
+    # accepted already, and judged each on its own: asking again would give the same answer
+    judged = set(on_node) if isinstance(judge, VictimPoint) and judge.in_any_order else set()
 
     def evict(victims: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Evict in order until the task fits; the victims whose eviction took place."""
@@ -243,7 +245,9 @@ def _evict_until_fits(
         for victim in victims:
             if _room(session, task, node):
                 break
-            if evict_with_gang(stmt, task, victim, judge, action=action, reason=reason):
+            if evict_with_gang(
+                stmt, task, victim, judge, action=action, reason=reason, accepted=judged
+            ):
                 taken.append(victim)
         return taken
 
@@ -287,15 +291,23 @@ def in_victim_order(session: Session, victims: Iterable[TaskInfo]) -> list[TaskI
 
 
 def evict_with_gang(
-    stmt: Statement, task: TaskInfo, victim: TaskInfo, judge: Judge, *, action: str, reason: str
+    stmt: Statement,
+    task: TaskInfo,
+    victim: TaskInfo,
+    judge: Judge,
+    *,
+    action: str,
+    reason: str,
+    accepted: Collection[TaskInfo] = (),
 ) -> bool:
     """Evict ``victim`` for ``task``, with its whole gang when the gang cannot shrink,
-    if the plugins accept every member that matters (``accepts_group``); False, and
-    nothing evicted, otherwise."""
+    if the plugins accept every member that matters (``accepts_group``; a group all of
+    whose members are in ``accepted``, victims the plugins accepted for ``task`` each on
+    its own, is not judged again); False, and nothing evicted, otherwise."""
     if victim.status not in EVICTABLE:
         return False
     group = gang_group(victim)
-    if not accepts_group(task, group, judge):
+    if not all(member in accepted for member in group) and not accepts_group(task, group, judge):
         return False
     for member in group:
         stmt.evict(member, action=action, by=task.job.name, reason=reason)
