@@ -796,8 +796,9 @@ class Snapshot:
     def cached(self, key: str, build: Callable[[Snapshot], T]) -> T:
         """A value derived from what never changes in a snapshot's life (nodes' labels and
         taints, queue specs), built once per snapshot; ``key`` names it (prefix it with the
-        plugin's name). Schedulability and usage do change: a value that depends on them
-        must be keyed by them (``capacity`` keeps a memo keyed by the root's capability).
+        plugin's name). Schedulability, usage and jobs do change: a value that depends on
+        them must be keyed by them (``capacity`` keeps a memo keyed by the root's
+        capability) or follow them (``changed_nodes``, ``watch_jobs``).
         """
         if key not in self._node_derived:
             self._node_derived[key] = build(self)
