@@ -122,3 +122,19 @@ def test_a_repaired_node_gives_the_cluster_its_capacity_back() -> None:
     assert [a.job for a in up.admitted] == ["wide"]
     assert sorted(b.node for b in up.binds) == ["n0", "n1"]
     assert state.snapshot.total[list(state.snapshot.dims).index("gpu")] == 16_000  # milli-GPU
+
+
+def test_changed_nodes_names_exactly_the_nodes_a_change_touched() -> None:
+    state = ClusterState(make_nodes(3), QUEUES)
+    snapshot = state.snapshot
+    state.add_job(make_job("run", queue="a", gpus=1, running_on=["n1"]))
+    assert snapshot.changed_nodes(-1).tolist() == [0, 1, 2]  # nothing seen yet: every node
+    seen = snapshot.changes
+    assert snapshot.changed_nodes(seen).size == 0
+    task = state.job("run").tasks[0]
+    state.set_task(task, TaskPhase.RUNNING, "n2", start_time=1.0)  # moved from n1 to n2
+    assert snapshot.changed_nodes(seen).tolist() == [1, 2]
+    seen = snapshot.changes
+    state.cycle(default_config(), now=2.0)  # a reverted session changes and restores
+    state.remove_job("run")
+    assert snapshot.changed_nodes(seen).tolist() == [2]
