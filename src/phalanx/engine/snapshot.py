@@ -80,7 +80,7 @@ _PHASE_FACTS = {
 class RoleInfo:
     """One role of a job: an equivalence class of identical tasks."""
 
-    __slots__ = ("cards", "index", "key", "name", "request", "resources", "spec")
+    __slots__ = ("cards", "index", "key", "name", "request", "resources", "row", "spec")
 
     def __init__(
         self,
@@ -88,12 +88,14 @@ class RoleInfo:
         index: int,
         request: Vector,
         job_name: str,
-        cards: CardDemand | None = None,
+        cards: CardDemand | None,
+        row: int,
     ) -> None:
         self.spec = spec
         self.name = spec.name
         self.index = index
         self.request = request
+        self.row = row  # the index of ``request`` in the snapshot's ``request_rows``
         self.resources = spec.resources
         self.key = (job_name, spec.name)
         self.cards = cards  # what each task needs from a node's cards; None: no GPU
@@ -303,7 +305,7 @@ class _Placements:
         if not self.nodes:
             return
         nodes = np.array(self.nodes, dtype=np.intp)
-        rows = np.array(snapshot.request_rows)[np.array(self.requests, dtype=np.intp)]
+        rows = snapshot.request_table()[np.array(self.requests, dtype=np.intp)]
         np.add.at(snapshot.used, nodes, rows)
         np.add.at(snapshot.task_count, nodes, 1)
         snapshot.changes += 1
@@ -414,6 +416,7 @@ class Snapshot:
         self._requests: dict[Resources, Vector] = {}
         self.request_rows: list[Vector] = []  # every distinct request row, in first-seen order
         self.request_ids: dict[int, int] = {}  # id(row) -> index in request_rows
+        self._request_table: NDArray[np.float64] | None = None
         self._build_queue_tree(queues)
 
     # -- construction -----------------------------------------------------------------
@@ -531,7 +534,7 @@ class Snapshot:
                     )
                 )
                 return None
-            roles.append(RoleInfo(role, i, request, job.name, cards))
+            roles.append(RoleInfo(role, i, request, job.name, cards, self.request_ids[id(request)]))
         return roles
 
     def _add_job(self, job: Job, placements: _Placements) -> JobInfo | None:
@@ -763,6 +766,14 @@ class Snapshot:
             self.request_ids[id(row)] = len(self.request_rows)
             self.request_rows.append(row)
         return row
+
+    def request_table(self) -> NDArray[np.float64]:
+        """Every distinct request row, stacked in ``request_rows`` order (read-only)."""
+        if self._request_table is None or len(self._request_table) != len(self.request_rows):
+            table = np.array(self.request_rows).reshape(len(self.request_rows), len(self.dims))
+            table.flags.writeable = False
+            self._request_table = table
+        return self._request_table
 
     def vector(self, resources: Mapping[str, float] | None, *, missing: float = 0.0) -> Vector:
         """``resources`` as a row over ``dims`` in engine units; names not given get ``missing``.

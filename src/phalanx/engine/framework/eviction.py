@@ -33,7 +33,6 @@ from phalanx.engine.snapshot import (
     EVICTABLE,
     JobInfo,
     QueueInfo,
-    RoleInfo,
     TaskInfo,
     Vector,
 )
@@ -186,13 +185,8 @@ def _lack(
     count = np.zeros(n, dtype=np.int64)
     if victims:
         where = np.fromiter((v.node for v in victims), dtype=np.intp, count=len(victims))
-        roles: dict[RoleInfo, int] = {}  # victims of one role ask for the same: a row each
-        kind = np.fromiter(
-            (roles.setdefault(v.role, len(roles)) for v in victims),
-            dtype=np.intp,
-            count=len(victims),
-        )
-        asked = np.stack([role.request[need] for role in roles])[kind]
+        rows = np.fromiter((v.role.row for v in victims), dtype=np.intp, count=len(victims))
+        asked = snap.request_table()[:, need][rows]
         for column in range(len(need)):
             held[:, column] = np.bincount(where, weights=asked[:, column], minlength=n)
         count = np.bincount(where, minlength=n)
