@@ -42,11 +42,13 @@ class _Point(Generic[F]):
     def __init__(self, name: str) -> None:
         self.name = name
         self._entries: list[tuple[str, int, F]] = []
+        self._registered: set[str] = set()
 
     def register(self, plugin: str, tier: int, fn: F) -> None:
         """Add ``plugin``'s callback; refuses a second one from the same plugin."""
-        if any(entry[0] == plugin for entry in self._entries):
+        if plugin in self._registered:
             raise PluginError(f"plugin {plugin!r} registered twice on {self.name!r}")
+        self._registered.add(plugin)
         self._entries.append((plugin, tier, fn))
 
     @property
