@@ -78,10 +78,10 @@ def evict_for_gang(
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
-    Victims (``find_victims(job)``) are offered to the plugins in
-    victim order, so a filter that accepts only as many as a queue can spare (quota)
-    keeps the first victims (overcommitted work). A job equivalent to one that failed
-    earlier in the session fails without a search (see ``Session.eviction_failed``).
+    Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
+    filter that accepts only as many as a queue can spare (quota) keeps the first
+    victims (overcommitted work). A job equivalent to one that failed earlier in the
+    session fails without a search (see ``Session.eviction_failed``).
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)

@@ -139,9 +139,10 @@ def learn(
     Shapes are told apart by CPU, GPU and GPU models, as the authors' (memory requests
     vary too much to group by); with ``memory`` each shape asks for the median memory
     of its tasks. ``recent`` (for the same ``window``, following the snapshot) carries
-    what earlier sessions on this snapshot learnt; with it, the target learnt last is kept until ``relearn`` jobs
-    (at least one) have come into or left the window since: a target is then at most
-    ``relearn - 1`` such changes old, and unchanged targets keep their memoised scores."""
+    what earlier sessions on this snapshot learnt; with it, the target learnt last is
+    kept until ``relearn`` jobs (at least one) have come into or left the window since:
+    a target is then at most ``relearn - 1`` such changes old, and unchanged targets keep
+    their memoised scores."""
     if recent is None or recent.window != window:
         recent = RecentJobs(snapshot, window)
     memory = memory and "memory" in snapshot.dim
