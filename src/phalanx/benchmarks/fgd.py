@@ -30,8 +30,9 @@ it ahead of pods that arrived earlier, which one-at-a-time arrivals never allow.
 the authors' policies (FIFO) the cuts change nothing but the number of sessions.
 
 The authors' policies are SchedulerConfigs with the ``allocate`` action and the
-``predicates`` plus one placement plugin, seeded for their random tie-break; ``default`` is ``phalanx-default`` as shipped, its evictions applied
-by dropping the victims.
+``predicates`` plus one placement plugin, seeded for their random tie-break;
+``default`` is ``phalanx-default`` as shipped, its evictions applied by dropping the
+victims.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
 from phalanx.engine.framework.eviction import (
     Judge,
     evict_with_gang,
+    held_per_node,
     in_victim_order,
     make_room,
     same_queue_victims,
@@ -207,12 +208,11 @@ def _domains_with_victims(
 ) -> tuple[NDArray[np.bool_], ...]:
     """The rule's offer for ``tasks`` as if every victim were gone already: the
     domains where evictions could make the room placement wants."""
-    free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
-    free, slots = free.copy(), slots.copy()
-    for victim in victims:
-        if victim.status in EVICTABLE:  # on a node
-            free[victim.node] += victim.request
-            slots[victim.node] += 1
+    snap = session.snapshot
+    free, slots = free_room(snap, withheld=None, allow_pipeline=True)
+    on_nodes = [v for v in victims if v.status in EVICTABLE]  # not evicted for earlier groups
+    held, count = held_per_node(snap, on_nodes, np.arange(len(snap.dims)))
+    free, slots = free + held, slots + count
     return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
 
 

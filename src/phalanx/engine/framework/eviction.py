@@ -33,6 +33,7 @@ from phalanx.engine.snapshot import (
     EVICTABLE,
     JobInfo,
     QueueInfo,
+    Snapshot,
     TaskInfo,
     Vector,
 )
@@ -180,16 +181,7 @@ def _lack(
         mask = mask & within
     request = task.request
     need = np.flatnonzero(request > 0)
-    n = len(snap.nodes)
-    held = np.zeros((n, len(need)))
-    count = np.zeros(n, dtype=np.int64)
-    if victims:
-        where = np.fromiter((v.node for v in victims), dtype=np.intp, count=len(victims))
-        rows = np.fromiter((v.role.row for v in victims), dtype=np.intp, count=len(victims))
-        asked = snap.request_table()[:, need][rows]
-        for column in range(len(need)):
-            held[:, column] = np.bincount(where, weights=asked[:, column], minlength=n)
-        count = np.bincount(where, minlength=n)
+    held, count = held_per_node(snap, victims, need)
     usable = mask & (snap.task_count - count < snap.max_tasks)
     lack = np.maximum(request[need] - snap.future_idle[:, need], 0.0)
     gpu = snap.dim.get("gpu")
@@ -201,6 +193,23 @@ def _lack(
     if allowance is not None:
         fits &= (lack <= allowance[need] + EPSILON).all(axis=1)
     return lack, fits
+
+
+def held_per_node(
+    snap: Snapshot, tasks: Sequence[TaskInfo], columns: NDArray[np.intp]
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Per node, what ``tasks`` (each on a node) ask for together in ``columns`` of the
+    snapshot's dimensions, and how many of them are there; vectorised over tasks."""
+    n = len(snap.nodes)
+    held = np.zeros((n, len(columns)))
+    if not tasks:
+        return held, np.zeros(n, dtype=np.int64)
+    where = np.fromiter((t.node for t in tasks), dtype=np.intp, count=len(tasks))
+    rows = np.fromiter((t.role.row for t in tasks), dtype=np.intp, count=len(tasks))
+    asked = snap.request_table()[:, columns][rows]
+    for column in range(len(columns)):
+        held[:, column] = np.bincount(where, weights=asked[:, column], minlength=n)
+    return held, np.bincount(where, minlength=n)
 
 
 def _card_lack(cards: Cards, demand: CardDemand) -> NDArray[np.float64]:

@@ -22,10 +22,11 @@ session sees (running or waiting, ordered by creation time then name), the most
 frequent shapes covering ``coverage`` (default 0.95) of them, as the authors'
 ``GetTypicalPods`` with their experiments' settings; it is learnt again once
 ``relearn`` (default 1) jobs have come into or left the window since it was last
-learnt. Either way it is fixed for the session. A task's GPU models are those its node selector or its node affinity terms
-``In`` name for the ``GPU_MODEL_LABEL`` label (other terms are not modelled); a target
-task type with GPU models cannot use a node of another model, so all of that node's
-free GPU is a fragment for it (the authors' ``NoAccess``).
+learnt. Either way it is fixed for the session. A task's GPU models are those its
+node selector or its node affinity terms ``In`` name for the ``GPU_MODEL_LABEL``
+label (other terms are not modelled); a target task type with GPU models cannot use a
+node of another model, so all of that node's free GPU is a fragment for it (the
+authors' ``NoAccess``).
 
 Performance: a node's score and best card are a pure function of (target, task shape,
 node state), node state being its GPU model, its free CPU (and memory) and its cards'
