@@ -245,6 +245,21 @@ def test_a_victim_budget_of_one_never_evicts_more_than_the_preemptor_uses() -> N
     assert [p.job for p in decisions.pipelined] == ["urgent"]
 
 
+def test_a_victim_budget_passes_over_a_victim_too_big_for_it_to_a_smaller_one() -> None:
+    # the 4-GPU victim started last, so it comes first in victim order; evicting it alone
+    # would be room enough but over budget, so a 1-GPU victim goes instead
+    running = [
+        make_job("big", gpus=4, cpu=4, running_on=["n0"], started=9),
+        *(make_job(f"s{i}", gpus=1, cpu=1, running_on=["n0"], started=i) for i in range(4)),
+    ]
+    urgent = make_job("urgent", gpus=1, cpu=1, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [*running, urgent], BUDGET_1, now=10)
+
+    assert evicted(decisions) == ["s3-worker-0"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
 def test_a_victim_budget_counts_what_the_whole_preempting_gang_will_use() -> None:
     # a gang of two 4-GPU tasks against a lower-priority gang of two 4-GPU tasks: each
     # victim task goes with its gang (8 GPUs), which is what the preemptor will use

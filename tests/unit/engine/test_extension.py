@@ -78,9 +78,11 @@ def test_vote_reject_wins_and_permit_ends_the_walk_after_its_tier() -> None:
 def test_victims_must_pass_every_plugin_and_none_means_none() -> None:
     assert VictimPoint[int, int]("preemptable")(0, [1, 2, 3]) == []
     point: VictimPoint[int, int] = VictimPoint("preemptable")
+    judged: list[list[int]] = []
     point.register("a", 0, lambda _, c: [x for x in c if x > 1])
-    point.register("b", 1, lambda _, c: [x for x in c if x < 4])
+    point.register("b", 1, lambda _, c: judged.append(list(c)) or [x for x in c if x < 4])
     assert point(0, [1, 2, 3, 4]) == [2, 3]
+    assert judged == [[2, 3, 4]]  # a later plugin judges only what the earlier ones accepted
     assert not point.in_any_order  # registered without ``each``: order may matter
 
 

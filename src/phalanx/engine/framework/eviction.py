@@ -8,7 +8,8 @@ preemption does): no victim is evicted that the task does not need. Room is trie
 the (up to ``MAX_NODES_TRIED``) nodes that lack least for the task and whose accepted
 victims hold that much, and made on the one where it costs least (``_cost``); a victim
 job that would drop below its minAvailable is evicted whole, and only when every one of
-its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere.
+its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere,
+and no victim is tried that alone holds more than the allowance.
 
 Victims are offered to the plugins in victim order (a quota's filter keeps the first
 ones), but only those on nodes where room could be made at all; when every plugin
@@ -19,6 +20,7 @@ every preemptor is what made preemption slow on busy clusters.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
@@ -67,9 +69,11 @@ def make_room(
         # plugins that judge each victim on its own need no order, and what they accept
         # on nodes where no room can be made is never evicted anyway
         accepted = judge(task, candidates) if candidates else []
+        accepted = _affordable(session.snapshot, task, accepted, allowance)
     else:
         # only victims on nodes where room could be made at all are offered, in victim
         # order (a quota's filter accepts the first ones), so the rest need no ordering
+        candidates = _affordable(session.snapshot, task, candidates, allowance)
         possible = _possible_nodes(session, task, candidates, allowance, within)
         offered = in_victim_order(session, [v for v in candidates if possible[v.node]])
         accepted = judge(task, offered) if offered else []
@@ -103,6 +107,20 @@ def make_room(
     )
     stmt.pipeline(task, node)
     return True
+
+
+def _affordable(
+    snap: Snapshot, task: TaskInfo, victims: Sequence[TaskInfo], allowance: Vector | None
+) -> Sequence[TaskInfo]:
+    """``victims`` but those that alone hold more than ``allowance`` in some resource
+    ``task`` asks for: evicting one of them could never stay within it."""
+    if allowance is None or not victims:
+        return victims
+    need = np.flatnonzero(task.request > 0)
+    rows = np.fromiter((v.role.row for v in victims), dtype=np.intp, count=len(victims))
+    held = snap.request_table()[:, need][rows]
+    keep = np.all(held <= allowance[need] + EPSILON, axis=1)
+    return list(itertools.compress(victims, keep))
 
 
 def _over(evicted: Sequence[TaskInfo], asked: NDArray[np.bool_], allowed: Vector) -> bool:

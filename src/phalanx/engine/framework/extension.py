@@ -154,8 +154,11 @@ class VotePoint(_Point[Callable[[A], Vote]]):
 class VictimPoint(_Point[Callable[[A, Sequence[B]], Sequence[B]]]):
     """Each plugin filters candidate victims; a victim must pass every plugin (none: no victims).
 
-    A plugin registered with ``each`` judges every candidate on its own: which ones it
-    accepts does not depend on the other candidates or their order.
+    A plugin returns the candidates it accepts in the order they were offered (a
+    subsequence of them), so each plugin judges what the ones before it accepted and the
+    last one's answer is the intersection. A plugin registered with ``each`` judges every
+    candidate on its own: which ones it accepts does not depend on the other candidates
+    or their order.
     """
 
     def __init__(self, name: str) -> None:
@@ -186,13 +189,12 @@ class VictimPoint(_Point[Callable[[A, Sequence[B]], Sequence[B]]]):
     def __call__(self, preemptor: A, candidates: Sequence[B]) -> list[B]:
         if not self._entries:
             return []
-        survivors = list(candidates)
+        survivors: Sequence[B] = candidates
         for _, _, fn in self._entries:
             if not survivors:
                 break
-            accepted = {id(item) for item in fn(preemptor, survivors)}
-            survivors = [item for item in survivors if id(item) in accepted]
-        return survivors
+            survivors = fn(preemptor, survivors)
+        return list(survivors)
 
 
 class MaskPoint(_Point[Callable[[A], NDArray[np.bool_]]]):

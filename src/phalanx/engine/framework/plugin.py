@@ -187,9 +187,10 @@ class Hooks:
         *,
         each: bool = False,
     ) -> None:
-        """Of the candidates, the victims this plugin allows the preemptor to evict. They
-        are offered in victim order, unless every plugin says ``each``: it judges every
-        candidate on its own, whatever the others and their order."""
+        """Of the candidates, the victims this plugin allows the preemptor to evict, in
+        the order offered. They are offered in victim order, unless every plugin says
+        ``each``: it judges every candidate on its own, whatever the others and their
+        order."""
         if self._on("preemptable"):
             self._points.preemptable.add(self._plugin, self._tier, fn, each=each)
 
