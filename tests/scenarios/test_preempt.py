@@ -260,6 +260,23 @@ def test_a_victim_budget_passes_over_a_victim_too_big_for_it_to_a_smaller_one() 
     assert [p.job for p in decisions.pipelined] == ["urgent"]
 
 
+def test_a_victim_budget_passes_over_a_victim_that_would_overspend_it_to_the_next() -> None:
+    # two GPUs, two CPUs, 2 GiB to spend: a (first in victim order) and b together free two
+    # GPUs but hold 2.5 CPUs; a and c do it within the budget
+    running = [
+        make_job("keep", gpus=5, cpu=1, running_on=["n0"], preemptible=False),
+        make_job("a", gpus=1, cpu=1.5, running_on=["n0"], started=9),
+        make_job("b", gpus=1, cpu=1, running_on=["n0"], started=8),
+        make_job("c", gpus=1, cpu=0.25, running_on=["n0"], started=7),
+    ]
+    urgent = make_job("urgent", gpus=2, cpu=2, memory_gib=2, priority=10, created=1)
+
+    decisions = cycle(make_nodes(1), [*running, urgent], BUDGET_1, now=10)
+
+    assert sorted(evicted(decisions)) == ["a-worker-0", "c-worker-0"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
 def test_a_victim_budget_counts_what_the_whole_preempting_gang_will_use() -> None:
     # a gang of two 4-GPU tasks against a lower-priority gang of two 4-GPU tasks: each
     # victim task goes with its gang (8 GPUs), which is what the preemptor will use

@@ -233,14 +233,16 @@ class Cards:
 
     def releasing(self, demand: CardDemand, node: int, gpus: Sequence[int], sign: int) -> None:
         """Mark (``sign`` 1) or unmark (-1) what a task holds on ``gpus`` as being released."""
-        cards = list(gpus)
         self.releasing_tasks += sign
-        if demand.shared:
-            self.milli_releasing[node, cards] += sign * demand.milli
-            self.memory_releasing[node, cards] += sign * demand.memory
-        else:
-            self.milli_releasing[node, cards] += sign * WHOLE
-            self.memory_releasing[node, cards] += sign * self.memory_capacity[node, cards]
+        milli, memory = self.milli_releasing[node], self.memory_releasing[node]
+        capacity = self.memory_capacity[node]
+        for card in gpus:  # a few scalar stores beat fancy indexing at this size
+            if demand.shared:
+                milli[card] += sign * demand.milli
+                memory[card] += sign * demand.memory
+            else:
+                milli[card] += sign * WHOLE
+                memory[card] += sign * capacity[card]
 
     def _recount(self, node: int) -> None:
         self.whole_free[node] = int(

@@ -8,8 +8,9 @@ preemption does): no victim is evicted that the task does not need. Room is trie
 the (up to ``MAX_NODES_TRIED``) nodes that lack least for the task and whose accepted
 victims hold that much, and made on the one where it costs least (``_cost``); a victim
 job that would drop below its minAvailable is evicted whole, and only when every one of
-its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere,
-and no victim is tried that alone holds more than the allowance.
+its tasks is an accepted victim. Nothing is evicted when the task cannot fit anywhere.
+With an allowance, victims whose eviction would take what is evicted past it are passed
+over for the next ones in victim order.
 
 Victims are offered to the plugins in victim order (a quota's filter keeps the first
 ones), but only those on nodes where room could be made at all; when every plugin
@@ -82,19 +83,16 @@ def make_room(
         return False
     chosen = set(nodes)
     victims = in_victim_order(session, [v for v in accepted if v.node in chosen])
-    asked = task.request > 0
-    allowed = None if allowance is None else allowance[asked] + EPSILON
+    allowed = None if allowance is None else allowance[task.request > 0] + EPSILON
     best: tuple[tuple[object, ...], int] | None = None
     for node in nodes:
         on_node = [v for v in victims if v.node == node]
         mark = len(stmt.operations)
-        if not _evict_until_fits(session, stmt, task, on_node, judge, action, node):
+        if not _evict_until_fits(session, stmt, task, on_node, judge, action, node, allowed):
             continue
         evicted = [op.task for op in stmt.operations[mark:]]
         cost = _cost(session, task, evicted)
         undo_since(session, stmt, mark)
-        if allowed is not None and evicted and _over(evicted, asked, allowed):
-            continue
         if best is None or cost < best[0]:
             best = (cost, node)
         if not cost[2]:  # room without evicting anything: nothing is cheaper
@@ -102,9 +100,8 @@ def make_room(
     if best is None:
         return False
     node = best[1]
-    _evict_until_fits(
-        session, stmt, task, [v for v in victims if v.node == node], judge, action, node
-    )
+    on_node = [v for v in victims if v.node == node]
+    _evict_until_fits(session, stmt, task, on_node, judge, action, node, allowed)
     stmt.pipeline(task, node)
     return True
 
@@ -121,11 +118,6 @@ def _affordable(
     held = snap.request_table()[:, need][rows]
     keep = np.all(held <= allowance[need] + EPSILON, axis=1)
     return list(itertools.compress(victims, keep))
-
-
-def _over(evicted: Sequence[TaskInfo], asked: NDArray[np.bool_], allowed: Vector) -> bool:
-    """Whether ``evicted`` together hold more than ``allowed`` in the ``asked`` resources."""
-    return bool((np.sum([v.request for v in evicted], axis=0)[asked] > allowed).any())
 
 
 def _cost(session: Session, task: TaskInfo, evicted: Sequence[TaskInfo]) -> tuple[object, ...]:
@@ -252,10 +244,14 @@ def _evict_until_fits(
     judge: Judge,
     action: str,
     node: int,
+    allowed: Vector | None = None,
 ) -> bool:
-    """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, then give
-    back every one it fits without; False, and nothing evicted, when it never fits."""
+    """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, passing over
+    any whose eviction (with its gang) would take what is evicted past ``allowed`` in
+    the resources the task asks for; then give back every one it fits without. False,
+    and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
+    asked = task.request > 0
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     # accepted already, and judged each on its own: asking again would give the same answer
     judged = set(on_node) if isinstance(judge, VictimPoint) and judge.in_any_order else set()
@@ -263,13 +259,20 @@ def _evict_until_fits(
     def evict(victims: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Evict in order until the task fits; the victims whose eviction took place."""
         taken = []
+        spent = 0.0
         for victim in victims:
             if _room(session, task, node):
                 break
+            if allowed is not None:
+                group = np.sum([m.request[asked] for m in gang_group(victim)], axis=0)
+                if ((spent + group) > allowed).any():
+                    continue
             if evict_with_gang(
                 stmt, task, victim, judge, action=action, reason=reason, accepted=judged
             ):
                 taken.append(victim)
+                if allowed is not None:
+                    spent = spent + group
         return taken
 
     taken = evict(on_node)
