@@ -157,6 +157,17 @@ def test_fgd_fills_the_fragment_a_share_can_use_and_spares_whole_cards() -> None
     assert session.points.gpu_select(task, 1) == (0,)
 
 
+def test_fgd_without_integer_scores_gives_the_unrounded_sigmoid() -> None:
+    # a: F 0 -> 500 and b: F 500 -> 0, as above; c: its 700-free card takes it, F 0 -> 200
+    others = [running("half", "b", 0.5, (0,)), running("most", "c", 0.3, (0,))]
+    pod = make_job("pod", gpus=0.5, created=1)
+    sigmoid = [100 / (1 + np.exp(x)) for x in (0.5, -0.5, 0.2)]
+    session, task = session_for("fgd", pod, others, args={**TARGET_06, "integerScores": False})
+    assert scores(session, task) == pytest.approx(sigmoid, abs=1e-9)
+    session, task = session_for("fgd", pod, others, args=TARGET_06)
+    assert scores(session, task) == [float(int(x)) for x in sigmoid]
+
+
 def test_fgd_scores_50_where_the_placement_changes_nothing_the_target_could_use() -> None:
     pod = make_job("pod", gpus=1, created=1)
     others = [running("half", "b", 0.5, (0,))]
@@ -338,6 +349,8 @@ def test_fgd_refuses_a_malformed_workload() -> None:
         FgdPlugin({"memory": "yes"})
     with pytest.raises(PluginError, match="relearn"):
         FgdPlugin({"relearn": 0})
+    with pytest.raises(PluginError, match="integerScores"):
+        FgdPlugin({"integerScores": "no"})
 
 
 def test_fgd_memo_gives_what_a_fresh_snapshot_gives_after_placements() -> None:

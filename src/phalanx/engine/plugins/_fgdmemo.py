@@ -120,13 +120,15 @@ class Tables:
 
 class States:
     """Interned node states (GPU model, free CPU, free memory when checked, free milli-GPU
-    per card) of one snapshot's nodes."""
+    per card) of one snapshot's nodes, and their scores: integer points, as the authors'
+    (``integer``), or the unrounded sigmoid."""
 
-    def __init__(self, snapshot: Snapshot, *, memory: bool) -> None:
+    def __init__(self, snapshot: Snapshot, *, memory: bool, integer: bool = True) -> None:
         n, slots = snapshot.cards.milli_free.shape
         self.cpu_column = snapshot.dim.get("cpu")
         self.memory_column = snapshot.dim.get("memory") if memory else None
         self.checks_memory = memory
+        self.integer = integer
         labels = snapshot.label_column(GPU_MODEL_LABEL)
         #: the nodes' GPU models (None: no label), and each node's index into them
         self.models: list[str | None] = sorted({m for m in labels if m is not None})
@@ -292,7 +294,7 @@ class States:
                 trial.reshape(-1, slots),
                 np.repeat(models, slots),
             ).reshape(len(rows), slots)
-            points = np.where(holds, _points(before[:, np.newaxis] - after), -1.0)
+            points = np.where(holds, _points(before[:, np.newaxis] - after, self.integer), -1.0)
             best[rows] = np.argmax(points, axis=1)
             scores[rows] = points.max(axis=1)
             return scores, best
@@ -313,12 +315,13 @@ class States:
             )
             known[placed[new]] = True
         after = (memo[placed] * tables.popularity).sum(axis=1)
-        scores[rows] = _points(before - after)
+        scores[rows] = _points(before - after, self.integer)
         return scores, best
 
 
-def _points(decrease: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``int(100 x sigmoid(decrease / 1000))``; rounding noise below 1e-6 milli-GPU is none."""
+def _points(decrease: NDArray[np.float64], integer: bool) -> NDArray[np.float64]:
+    """``100 x sigmoid(decrease / 1000)``, rounded down to an integer when ``integer``;
+    rounding noise below 1e-6 milli-GPU is none."""
     x = np.round(decrease, 6) / WHOLE
-    points: NDArray[np.float64] = np.floor(100.0 / (1.0 + np.exp(-x)))
-    return points
+    points: NDArray[np.float64] = 100.0 / (1.0 + np.exp(-x))
+    return np.floor(points) if integer else points

@@ -7,7 +7,9 @@ With F(node) the node's expected fragmentation (``phalanx.engine.fragmentation``
 milli-GPU, memory not checked, as theirs) against a target workload:
 
 - a node scores ``int(100 x sigmoid((F(before) - F(after)) / 1000))``: 50 when placing
-  the task leaves the node's fragmentation as it was, more when it lowers it;
+  the task leaves the node's fragmentation as it was, more when it lowers it (with
+  ``integerScores: false``, the sigmoid unrounded: kube-scheduler's integer scores make
+  nodes whose placements differ by up to about 40 milli-GPU of fragment tie);
 - a share of one GPU tries every card that holds it; the node's score is its best
   card's, and that card (the lowest index among equal scores) is the one ``gpu_select``
   gives it; whole cards go to the lowest-index free ones (their
@@ -38,10 +40,10 @@ arrival, but mostly in popularity only: what F depends on besides popularity (ea
 state's fragment per task type, before and after a task that is not a share is placed)
 is memoised per set of task types, so a new popularity costs a weighted sum.
 
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
-point: a seeded random node order, the same for every task, as the authors' runs); a
-node's score depends only on that node; same snapshot and args give the same scores and
-cards; never picks a card that cannot serve the task.
+Guarantees: scores in 0..100, integers unless ``integerScores`` is false (plus, with
+``seed``, a tie-break below half a point: a seeded random node order, the same for every
+task, as the authors' runs); a node's score depends only on that node; same snapshot
+and args give the same scores and cards; never picks a card that cannot serve the task.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class FgdPlugin(Plugin):
 
     name = "fgd"
     accepted_args = frozenset(
-        {"weight", "seed", "workload", "window", "coverage", "memory", "relearn"}
+        {"weight", "seed", "workload", "window", "coverage", "memory", "relearn", "integerScores"}
     )
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -94,12 +96,19 @@ class FgdPlugin(Plugin):
         if not isinstance(memory, bool):
             raise PluginError(f"plugin 'fgd': arg 'memory' must be true or false, got {memory!r}")
         self.memory = memory
+        integer = self.args.get("integerScores", True)
+        if not isinstance(integer, bool):
+            raise PluginError(
+                f"plugin 'fgd': arg 'integerScores' must be true or false, got {integer!r}"
+            )
+        self.integer = integer
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
-        memory = self.memory
+        memory, integer = self.memory, self.integer
         states: States = snapshot.cached(
-            f"fgd.states.memory={memory}", lambda s: States(s, memory=memory)
+            f"fgd.states.memory={memory}.integer={integer}",
+            lambda s: States(s, memory=memory, integer=integer),
         )
         memory_column = snapshot.dim.get("memory") if memory else None
         window = self.window
