@@ -65,7 +65,7 @@ def default_config() -> SchedulerConfig:
                 "drf",
                 "predicates",
                 "capacity",
-                ("fgd", {"memory": True, "relearn": 16}),
+                ("fgd", {"memory": True, "relearn": 16, "integerScores": False}),
                 ("balanced", {"weight": 0.3}),
             ],
         ],
