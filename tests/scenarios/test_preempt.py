@@ -277,6 +277,18 @@ def test_a_victim_budget_passes_over_a_victim_that_would_overspend_it_to_the_nex
     assert [p.job for p in decisions.pipelined] == ["urgent"]
 
 
+def test_a_victim_budget_of_one_keeps_a_cpu_only_task_off_gpu_jobs() -> None:
+    # the GPU job holds no more CPU than the preemptor asks for, but GPUs it would not use
+    node = make_node("n0", cpu=2, gpus=8)
+    gpu_job = make_job("gpu", gpus=1, cpu=1, running_on=["n0"], started=2)
+    cpu_job = make_job("cpu", gpus=0, cpu=1, running_on=["n0"], started=1)
+    urgent = make_job("urgent", gpus=0, cpu=1, priority=10, created=1)
+
+    decisions = cycle([node], [gpu_job, cpu_job, urgent], BUDGET_1, now=5)
+
+    assert evicted(decisions) == ["cpu-worker-0"]
+
+
 def test_a_victim_budget_counts_what_the_whole_preempting_gang_will_use() -> None:
     # a gang of two 4-GPU tasks against a lower-priority gang of two 4-GPU tasks: each
     # victim task goes with its gang (8 GPUs), which is what the preemptor will use

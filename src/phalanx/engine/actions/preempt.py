@@ -13,9 +13,10 @@ that queue are evicted first, only until the limit admits the task.
 
 ``victimBudget`` (a number, default unbounded) caps what a preemptor may evict: the
 victims together may hold at most that many times what its pending tasks ask for
-together, in each resource they ask for. With 1, a job never evicts more than it will
-use: a 1-GPU task does not take an 8-GPU job down, it waits for a better chance, while
-a gang of two 4-GPU tasks may take down a lower-priority gang of two 4-GPU tasks.
+together, in every resource (so none of a resource they do not ask for). With 1, a job
+never evicts more than it will use: a 1-GPU task does not take an 8-GPU job down, and a
+CPU-only task no GPU job, it waits for a better chance, while a gang of two 4-GPU tasks
+may take down a lower-priority gang of two 4-GPU tasks.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def make_room(
     and pipeline ``task`` there; False, and nothing evicted, if no node can make room.
 
     ``allowance`` bounds what the victims evicted for the task may hold together, in
-    each resource it asks for (None: no bound).
+    every resource (None: no bound).
     """
     accepted: Sequence[TaskInfo]
     if isinstance(judge, VictimPoint) and judge.in_any_order:
@@ -83,7 +83,7 @@ def make_room(
         return False
     chosen = set(nodes)
     victims = in_victim_order(session, [v for v in accepted if v.node in chosen])
-    allowed = None if allowance is None else allowance[task.request > 0] + EPSILON
+    allowed = None if allowance is None else allowance + EPSILON
     best: tuple[tuple[object, ...], int] | None = None
     for node in nodes:
         on_node = [v for v in victims if v.node == node]
@@ -109,14 +109,13 @@ def make_room(
 def _affordable(
     snap: Snapshot, task: TaskInfo, victims: Sequence[TaskInfo], allowance: Vector | None
 ) -> Sequence[TaskInfo]:
-    """``victims`` but those that alone hold more than ``allowance`` in some resource
-    ``task`` asks for: evicting one of them could never stay within it."""
+    """``victims`` but those that alone hold more than ``allowance`` in some resource:
+    evicting one of them could never stay within it."""
     if allowance is None or not victims:
         return victims
-    need = np.flatnonzero(task.request > 0)
     rows = np.fromiter((v.role.row for v in victims), dtype=np.intp, count=len(victims))
-    held = snap.request_table()[:, need][rows]
-    keep = np.all(held <= allowance[need] + EPSILON, axis=1)
+    held = snap.request_table()[rows]
+    keep = np.all(held <= allowance + EPSILON, axis=1)
     return list(itertools.compress(victims, keep))
 
 
@@ -248,10 +247,9 @@ def _evict_until_fits(
 ) -> bool:
     """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, passing over
     any whose eviction (with its gang) would take what is evicted past ``allowed`` in
-    the resources the task asks for; then give back every one it fits without. False,
-    and nothing evicted, when it never fits."""
+    some resource; then give back every one it fits without. False, and nothing evicted,
+    when it never fits."""
     mark = len(stmt.operations)
-    asked = task.request > 0
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     # accepted already, and judged each on its own: asking again would give the same answer
     judged = set(on_node) if isinstance(judge, VictimPoint) and judge.in_any_order else set()
@@ -264,7 +262,7 @@ def _evict_until_fits(
             if _room(session, task, node):
                 break
             if allowed is not None:
-                group = np.sum([m.request[asked] for m in gang_group(victim)], axis=0)
+                group = np.sum([m.request for m in gang_group(victim)], axis=0)
                 if ((spent + group) > allowed).any():
                     continue
             if evict_with_gang(
