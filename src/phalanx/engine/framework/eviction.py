@@ -70,11 +70,11 @@ def make_room(
         # plugins that judge each victim on its own need no order, and what they accept
         # on nodes where no room can be made is never evicted anyway
         accepted = judge(task, candidates) if candidates else []
-        accepted = _affordable(session.snapshot, task, accepted, allowance)
+        accepted = _affordable(session.snapshot, accepted, allowance)
     else:
         # only victims on nodes where room could be made at all are offered, in victim
         # order (a quota's filter accepts the first ones), so the rest need no ordering
-        candidates = _affordable(session.snapshot, task, candidates, allowance)
+        candidates = _affordable(session.snapshot, candidates, allowance)
         possible = _possible_nodes(session, task, candidates, allowance, within)
         offered = in_victim_order(session, [v for v in candidates if possible[v.node]])
         accepted = judge(task, offered) if offered else []
@@ -107,7 +107,7 @@ def make_room(
 
 
 def _affordable(
-    snap: Snapshot, task: TaskInfo, victims: Sequence[TaskInfo], allowance: Vector | None
+    snap: Snapshot, victims: Sequence[TaskInfo], allowance: Vector | None
 ) -> Sequence[TaskInfo]:
     """``victims`` but those that alone hold more than ``allowance`` in some resource:
     evicting one of them could never stay within it."""
