@@ -69,6 +69,15 @@ class _Configurable:
             )
         return float(value)
 
+    def flag(self, key: str, default: bool) -> bool:
+        """A true/false arg, refused with a clear message otherwise."""
+        value = self.args.get(key, default)
+        if not isinstance(value, bool):
+            raise PluginError(
+                f"{self.kind} {self.name!r}: arg {key!r} must be true or false, got {value!r}"
+            )
+        return value
+
 
 class Plugin(_Configurable):
     """A noun: registers callbacks on extension points when a session opens.

@@ -92,16 +92,8 @@ class FgdPlugin(Plugin):
             )
         given = self.args.get("workload")
         self.fixed = None if given is None else _workload(given)
-        memory = self.args.get("memory", False)
-        if not isinstance(memory, bool):
-            raise PluginError(f"plugin 'fgd': arg 'memory' must be true or false, got {memory!r}")
-        self.memory = memory
-        integer = self.args.get("integerScores", True)
-        if not isinstance(integer, bool):
-            raise PluginError(
-                f"plugin 'fgd': arg 'integerScores' must be true or false, got {integer!r}"
-            )
-        self.integer = integer
+        self.memory = self.flag("memory", False)
+        self.integer = self.flag("integerScores", True)
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
