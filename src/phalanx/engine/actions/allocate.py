@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.ordering import LazyQueue
-from phalanx.engine.framework.placement import describe_vector, try_job
+from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, QueueInfo
@@ -92,8 +92,8 @@ def _record_overused(session: Session, queue: QueueInfo, waiting: list[LazyQueue
     reason = Reason(
         code=ReasonCode.QUEUE_LIMIT,
         message=f"queue {session.queue_label(queue)} has used its deserved share "
-        f"({describe_vector(session, queue.deserved)}; allocated "
-        f"{describe_vector(session, queue.allocated)}); fix: wait, raise its weight, "
+        f"({session.describe(queue.deserved)}; allocated "
+        f"{session.describe(queue.allocated)}); fix: wait, raise its weight, "
         "or let reclaim return borrowed resources",
         queue=queue.name,
     )

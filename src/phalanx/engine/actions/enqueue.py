@@ -34,7 +34,6 @@ import numpy as np
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
-from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, Vector
@@ -141,8 +140,8 @@ def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Ve
         Reason(
             code=ReasonCode.NOT_ADMITTED,
             message=f"not admitted: the cluster is committed (short of "
-            f"{describe_vector(session, lacking)} for the job's minimum "
-            f"{describe_vector(session, minimum)}) and its queue is at its deserved share; "
+            f"{session.describe(lacking)} for the job's minimum "
+            f"{session.describe(minimum)}) and its queue is at its deserved share; "
             "it is admitted when work finishes, or once it starves (reservation)",
             resource=session.snapshot.dims[int(np.argmax(lacking))],
             queue=job.queue.name,

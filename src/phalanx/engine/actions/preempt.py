@@ -42,7 +42,7 @@ from phalanx.engine.framework.eviction import (
     same_queue_victims,
     undo_since,
 )
-from phalanx.engine.framework.placement import gang_shape
+from phalanx.engine.framework.gangs import gang_shape
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement

@@ -19,7 +19,6 @@ from phalanx.engine.actions.allocate import candidate_jobs
 from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.decisions import ReasonCode
 from phalanx.engine.framework.eviction import other_queue_victims
-from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskStatus
@@ -54,7 +53,7 @@ def _explain_no_share(session: Session, job: JobInfo) -> None:
     for queue in job.queue.ancestors[:-1]:
         over = asked & (queue.allocated + minimum > queue.deserved + EPSILON)
         if over.any():
-            share = describe_vector(session, np.where(over, queue.deserved, 0.0))
+            share = session.describe(np.where(over, queue.deserved, 0.0))
             session.record_reason(
                 job,
                 replace(

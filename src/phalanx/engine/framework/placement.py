@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.resources import format_amount
 from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.framework.gangs import gang_reason, gang_shape
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskInfo, Vector
@@ -300,23 +300,6 @@ def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
     return Reason(code=ReasonCode.QUEUE_LIMIT, message=refusal, queue=task.job.queue.name)
 
 
-def describe_vector(session: Session, row: Vector) -> str:
-    """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``.
-
-    Remembered per session: reasons describe the same few rows over and over.
-    """
-    key = row.tobytes()
-    text = session.described.get(key)
-    if text is None:
-        snapshot = session.snapshot
-        parts = [
-            f"{snapshot.dims[i]}={format_amount(snapshot.dims[i], float(row[i] / snapshot.unit[i]))}"
-            for i in np.flatnonzero(np.isfinite(row) & (row != 0))
-        ]
-        text = session.described[key] = ", ".join(sorted(parts)) or "nothing"
-    return text
-
-
 def try_job(
     session: Session,
     job: JobInfo,
@@ -389,45 +372,3 @@ def settle(session: Session, job: JobInfo, stmt: Statement, outcome: Outcome) ->
         return True
     stmt.discard()
     return False
-
-
-def gang_reason(job: JobInfo, placed: int, reason: Reason | None) -> Reason:
-    """Why ``job`` failed after ``placed`` of its tasks fit: ``reason`` in gang terms."""
-    if reason is None:
-        return Reason(
-            code=ReasonCode.GANG,
-            message=f"gang needs {job.min_available} tasks; only {placed} exist pending",
-        )
-    if placed or job.min_available - job.ready_count > 1:
-        return Reason(
-            code=ReasonCode.GANG if reason.code is ReasonCode.INSUFFICIENT else reason.code,
-            message=f"gang needs {job.min_available} tasks together but only {job.ready_count + placed} "
-            f"fit: {reason.message}",
-            resource=reason.resource,
-            queue=reason.queue,
-            node=reason.node,
-            shortfall=reason.shortfall,
-        )
-    return reason
-
-
-def gang_shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
-    """What decides whether a gang fits: its queue, what is still needed, and each role's
-    request, selectors, tolerations and pending count (not the job's name)."""
-    roles: dict[int, int] = {}
-    for task in tasks:
-        roles[task.role.index] = roles.get(task.role.index, 0) + 1
-    return (
-        job.queue.name,
-        job.min_available - job.ready_count,
-        tuple(
-            (
-                job.roles[index].resources,
-                tuple(sorted(job.roles[index].spec.node_selector.items())),
-                job.roles[index].spec.affinity,
-                job.roles[index].spec.tolerations,
-                count,
-            )
-            for index, count in sorted(roles.items())
-        ),
-    )

@@ -11,6 +11,7 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
+from phalanx.domain.resources import format_amount
 from phalanx.engine.decisions import Reason
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.domains import DomainRule
@@ -105,7 +106,7 @@ class Session:
         self.explanations: list[str] = []
         self._failures: dict[object, tuple[int, Reason]] = {}
         self._eviction_failures: set[object] = set()
-        self.described: dict[bytes, str] = {}  # engine-unit rows as text (describe_vector)
+        self._described: dict[bytes, str] = {}  # engine-unit rows as text (describe)
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
         #: id(task) -> (its job's version, its victim-order sort key)
@@ -313,6 +314,22 @@ class Session:
         """Remember why ``job`` could not be placed (the latest action's reason wins)."""
         if replace or job.name not in self.reasons:
             self.reasons[job.name] = reason
+
+    def describe(self, row: Vector) -> str:
+        """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``.
+
+        Remembered per session: reasons describe the same few rows over and over.
+        """
+        key = row.tobytes()
+        text = self._described.get(key)
+        if text is None:
+            snap = self.snapshot
+            parts = [
+                f"{snap.dims[i]}={format_amount(snap.dims[i], float(row[i] / snap.unit[i]))}"
+                for i in np.flatnonzero(np.isfinite(row) & (row != 0))
+            ]
+            text = self._described[key] = ", ".join(sorted(parts)) or "nothing"
+        return text
 
     def explain(self, line: str) -> None:
         """Add a sentence to the session's readable account."""

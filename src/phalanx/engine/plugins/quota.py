@@ -23,7 +23,6 @@ import numpy as np
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
-from phalanx.engine.framework.placement import describe_vector
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
@@ -105,9 +104,9 @@ class QuotaPlugin(Plugin):
             if over.any():
                 return (
                     f"queue {session.queue_label(queue)} at capability "
-                    f"{describe_vector(session, np.where(over, queue.capability, 0))} "
-                    f"(allocated {describe_vector(session, np.where(over, queue.allocated, 0))}, "
-                    f"task needs {describe_vector(session, np.where(over, request, 0))}); "
+                    f"{session.describe(np.where(over, queue.capability, 0))} "
+                    f"(allocated {session.describe(np.where(over, queue.allocated, 0))}, "
+                    f"task needs {session.describe(np.where(over, request, 0))}); "
                     "fix: raise the queue's capability or wait for its jobs to finish"
                 )
         return None
@@ -126,8 +125,8 @@ class QuotaPlugin(Plugin):
                     Reason(
                         code=ReasonCode.QUEUE_LIMIT,
                         message=f"queue {session.queue_label(queue)} cannot hold the job's minimum "
-                        f"{describe_vector(session, np.where(over, minimum, 0))} under its capability "
-                        f"{describe_vector(session, np.where(over, queue.capability, 0))}; fix: raise the "
+                        f"{session.describe(np.where(over, minimum, 0))} under its capability "
+                        f"{session.describe(np.where(over, queue.capability, 0))}; fix: raise the "
                         "capability, lower minAvailable, or wait",
                         queue=queue.name,
                     ),
