@@ -2,7 +2,8 @@
 
 A victim gang with more than minAvailable tasks running gives up only its surplus; one
 at its minimum is evicted whole, never left running below it. Only victims the
-preemptor needs go: room counts card by card, and a victim it fits without is spared.
+preemptor needs go: room counts card by card, and a victim it fits without is spared; a
+share is given room on one card, the one where that costs least.
 """
 
 from __future__ import annotations
@@ -210,6 +211,43 @@ def test_a_share_preempts_until_one_card_holds_it_and_keeps_the_victims_it_does_
     # x and z free 1.0 GPU on the node but 0.5 on each card: w is needed too, and then x is not
     assert sorted(e.job for e in decisions.evictions) == ["w", "z"]
     assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_a_share_evicts_on_the_one_card_where_least_is_lost() -> None:
+    # neither card has 0.6 free; the 0.9 share comes first in victim order (started last),
+    # but evicting the 0.5 share on the other card frees enough for less
+    node = make_node("n0", gpus=2)
+    running = [
+        _on_cards(make_job("big", gpus=0.9, running_on=["n0"], started=3), 0),
+        _on_cards(make_job("small", gpus=0.5, running_on=["n0"], started=0), 1),
+    ]
+    urgent = make_job("urgent", gpus=0.6, priority=10, created=1)
+
+    decisions = cycle([node], [*running, urgent], PREEMPT, now=5)
+
+    assert evicted(decisions) == ["small-worker-0"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+def test_a_share_passes_over_nodes_whose_victims_free_enough_only_across_cards() -> None:
+    # on each trap node both cards keep a protected 0.5 share beside a 0.3 victim: evicting
+    # both victims frees 0.6 on the node but never on one card. The one good node lacks
+    # more on its freest card, so it ranks after all the traps.
+    traps = [make_node(f"t{i}", gpus=2) for i in range(8)]
+    running = [
+        _on_cards(make_job(f"{kind}{i}-{card}", **shape, running_on=[f"t{i}"]), card)
+        for i in range(8)
+        for card in (0, 1)
+        for kind, shape in (("keep", {"gpus": 0.5, "priority": 20}), ("low", {"gpus": 0.3}))
+    ]
+    good = make_node("u", gpus=1)
+    running.append(_on_cards(make_job("victim", gpus=0.9, running_on=["u"]), 0))
+    urgent = make_job("urgent", gpus=0.6, priority=10, created=1)
+
+    decisions = cycle([*traps, good], [*running, urgent], PREEMPT, now=5)
+
+    assert evicted(decisions) == ["victim-worker-0"]
+    assert [(p.job, p.node) for p in decisions.pipelined] == [("urgent", "u")]
 
 
 def test_a_victim_taken_on_the_way_is_reprieved_when_a_later_one_frees_enough() -> None:

@@ -42,6 +42,7 @@ from phalanx.engine.snapshot import (
 )
 
 MAX_NODES_TRIED = 8  # nodes on which evictions are attempted for one task
+CARD_SCAN = 4  # for a share, nodes whose cards are checked: this many per node tried
 
 #: Given the task that needs room and a victim set, the victims the plugins accept.
 Judge = Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]]
@@ -157,7 +158,24 @@ def _candidate_nodes(
     short = np.divide(lack[rows], total, out=np.zeros_like(lack[rows]), where=total > 0)
     share = np.max(short, axis=1, initial=0.0)
     ranked = rows[np.lexsort((rows, share))]
-    return [int(r) for r in ranked[:MAX_NODES_TRIED]]
+    demand = task.role.cards
+    if demand is None or not demand.shared or not len(ranked):
+        return [int(r) for r in ranked[:MAX_NODES_TRIED]]
+    # a share needs room on one card, which node totals do not show: of the nodes lacking
+    # least, those with a card the victims there could free enough of
+    where = np.fromiter((v.node for v in victims), dtype=np.intp, count=len(victims))
+    order = np.argsort(where, kind="stable")
+    scanned = ranked[: CARD_SCAN * MAX_NODES_TRIED]
+    starts = np.searchsorted(where[order], scanned, side="left")
+    ends = np.searchsorted(where[order], scanned, side="right")
+    found = []
+    for node, lo, hi in zip(scanned.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        on_node = [victims[i] for i in order[lo:hi].tolist()]
+        if _share_cards(session.snapshot.cards, demand, node, on_node) != []:
+            found.append(node)
+            if len(found) == MAX_NODES_TRIED:
+                break
+    return found
 
 
 def _possible_nodes(
@@ -221,6 +239,26 @@ def held_per_node(
     return held, np.bincount(where, minlength=n)
 
 
+def _share_cards(
+    cards: Cards, demand: CardDemand, node: int, on_node: Sequence[TaskInfo]
+) -> list[int] | None:
+    """The cards of ``node`` on which evicting some of ``on_node`` could make room for the
+    share ``demand``, those needing least evicted first (then by index); None when a
+    victim there holds GPU without known cards (any card may then serve)."""
+    free = cards.milli_free[node] + cards.milli_releasing[node]
+    room = free.copy()
+    for victim in on_node:
+        held = victim.role.cards
+        if held is None:
+            continue
+        if not victim.gpus:
+            return None
+        room[list(victim.gpus)] += held.milli if held.shared else WHOLE
+    present = cards.milli_free[node] >= 0
+    serving = np.flatnonzero(present & (room + EPSILON >= demand.milli))
+    return [int(c) for c in serving[np.lexsort((serving, -free[serving]))]]
+
+
 def _card_lack(cards: Cards, demand: CardDemand) -> NDArray[np.float64]:
     """Per node, the milli-GPU still missing for ``demand`` on its best cards once what is
     being released is gone: a share's on its freest card, whole cards' in whole cards."""
@@ -247,8 +285,9 @@ def _evict_until_fits(
 ) -> bool:
     """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, passing over
     any whose eviction (with its gang) would take what is evicted past ``allowed`` in
-    some resource; then give back every one it fits without. False, and nothing evicted,
-    when it never fits."""
+    some resource; then give back every one it fits without. A share of one GPU is given
+    room on one card: only the victims on that card are evicted, on the card where that
+    costs least (``_cost``). False, and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     # accepted already, and judged each on its own: asking again would give the same answer
@@ -273,21 +312,43 @@ def _evict_until_fits(
                     spent = spent + group
         return taken
 
-    taken = evict(on_node)
-    if not _room(session, task, node):
-        undo_since(session, stmt, mark)
-        return False
-    for victim in reversed(taken[:-1]):  # the last one taken was needed: room came with it
-        if victim not in taken:
-            continue
-        undo_since(session, stmt, mark)
-        kept = evict([v for v in taken if v is not victim])
-        if _room(session, task, node):
-            taken = kept
-        else:  # it was needed after all
+    def settle(victims: Sequence[TaskInfo]) -> bool:
+        """Evict ``victims`` in order until the task fits, then reprieve the ones it fits
+        without; False, and nothing evicted, when it never fits."""
+        taken = evict(victims)
+        if not _room(session, task, node):
             undo_since(session, stmt, mark)
-            taken = evict(taken)
-    return True
+            return False
+        for victim in reversed(taken[:-1]):  # the last one taken was needed: room came with it
+            if victim not in taken:
+                continue
+            undo_since(session, stmt, mark)
+            kept = evict([v for v in taken if v is not victim])
+            if _room(session, task, node):
+                taken = kept
+            else:  # it was needed after all
+                undo_since(session, stmt, mark)
+                taken = evict(taken)
+        return True
+
+    demand = task.role.cards
+    if demand is None or not demand.shared or _room(session, task, node):
+        return settle(on_node)
+    targets = _share_cards(session.snapshot.cards, demand, node, on_node)
+    if targets is None:
+        return settle(on_node)
+    # a share needs room on one card: evict there only, on the card where that costs
+    # least, then where the most protected victim is evicted least early in victim order
+    best: tuple[tuple[object, ...], list[TaskInfo]] | None = None
+    for card in targets:
+        victims = [v for v in on_node if card in v.gpus]
+        if settle(victims):
+            evicted = [op.task for op in stmt.operations[mark:]]
+            cost = (_cost(session, task, evicted), max(map(session.victim_rank, evicted)))
+            undo_since(session, stmt, mark)
+            if best is None or cost < best[0]:
+                best = (cost, victims)
+    return best is not None and settle(best[1])
 
 
 def _room(session: Session, task: TaskInfo, node: int) -> bool:
