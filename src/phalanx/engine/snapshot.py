@@ -163,7 +163,7 @@ class QueueInfo:
         self.parent: QueueInfo | None = None
         self.children: list[QueueInfo] = []
         self.ancestors: tuple[QueueInfo, ...] = ()
-        self.jobs: list[JobInfo] = []
+        self.jobs: dict[JobInfo, None] = {}  # an ordered set: arrival order, O(1) removal
         #: the bound and running tasks of its preemptible jobs (a leaf's), kept by ``move``:
         #: what eviction considers, without listing every task of the queue
         self.evictable: dict[TaskInfo, None] = {}
@@ -507,7 +507,7 @@ class Snapshot:
             if task.status is not TaskStatus.PENDING:
                 self.move(task, TaskStatus.PENDING)
         self.waiting.pop(name, None)
-        info.queue.jobs.remove(info)
+        del info.queue.jobs[info]
         for watcher in self._job_watchers:
             watcher.left(info)
 
@@ -608,7 +608,7 @@ class Snapshot:
         """List a job read in (its tasks' counts and ``allocated`` set) with its queue,
         charging the queue, its ancestors and its user."""
         queue = info.queue
-        queue.jobs.append(info)
+        queue.jobs[info] = None
         if info.spec.preemptible:
             queue.evictable.update((t, None) for t in info.tasks if t.status in EVICTABLE)
         for ancestor in queue.ancestors:
