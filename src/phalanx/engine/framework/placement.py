@@ -1,8 +1,9 @@
 """Vectorized placement of identical tasks, and the reasons when they do not fit.
 
 Tasks of one role form an equivalence class: predicates are evaluated once over every
-node, scores once over the candidates, and after each placement only the chosen node
-is re-checked (and re-scored when every scorer is node-local).
+node, scores once over the candidates that fit (over all of them unless every scorer is
+node-local), and after each placement only the chosen node is re-checked (and re-scored
+when every scorer is node-local).
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ class ClassPlacer:
         self.slots: NDArray[np.float64] = rows(snap.max_tasks) - rows(snap.task_count)
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
-        self.scores = self._score(sample, cand)
         self.stale: tuple[TaskInfo, int] | None = None  # a node placed on, not re-scored yet
         self.demand = sample.role.cards
         #: whether each candidate's cards can serve one more task now (all True without GPUs)
@@ -85,6 +85,12 @@ class ClassPlacer:
                 if snap.cards.releasing_tasks
                 else self.cards_ok  # nothing is being released: later is now
             )
+        if self.node_local:  # placing only takes room: a node that does not fit never will
+            self.scores = np.full(cand.size, NEG)
+            fitting = np.flatnonzero(fits_future)
+            self.scores[fitting] = self._score(sample, cand[fitting])
+        else:
+            self.scores = self._score(sample, cand)
         self.future_scores = np.where(fits_future, self.scores, NEG)
         self.now_scores = np.where(
             fits_future & self._fits(self.now_free) & self.cards_ok, self.scores, NEG
