@@ -338,7 +338,7 @@ def _evict_until_fits(
     if targets is None:
         return settle(on_node)
     # a share needs room on one card: evict there only, on the card where that costs
-    # least, then where the most protected victim is evicted least early in victim order
+    # least; on a tie, the card whose most protected victim comes earliest in victim order
     best: tuple[tuple[object, ...], list[TaskInfo]] | None = None
     for card in targets:
         victims = [v for v in on_node if card in v.gpus]
