@@ -18,6 +18,7 @@ from rich.text import Text
 from phalanx.cli import render
 from phalanx.cli.remote import connect, console
 from phalanx.client import EventView, JobView, NodeView, QueueView, WhyView
+from phalanx.domain.resources import Resources
 
 app = typer.Typer(help="Show one job, queue or node in detail.", no_args_is_help=True)
 
@@ -107,6 +108,7 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
         "Queue": job.queue,
         "User": job.user,
         "Phase": state,
+        "Requests": Resources.of(job.requests).describe(),
         "Created": f"{_clock(job.created_at)} ({render.age(job.created_at, now)} ago)",
         "Started": _clock(job.started_at),
         "Finished": _clock(job.finished_at),

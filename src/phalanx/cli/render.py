@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from phalanx.client import JobView, NodeView, QueueView
-from phalanx.domain.resources import format_amount
+from phalanx.domain.resources import Resources, format_amount
 
 #: Task phases that hold resources.
 HOLDING = frozenset({"Bound", "Running", "Releasing"})
@@ -88,12 +88,13 @@ def node_status(node: NodeView) -> Text:
 
 
 def jobs_table(jobs: Sequence[JobView], now: float, *, wide: bool = False) -> Table:
-    """One row per job: name, queue, user, phase, running/total tasks, GPUs held, age."""
+    """One row per job: name, queue, user, phase, running/total tasks, GPUs held, age;
+    wide adds what it requests, its nodes, attempts, preemptions and why it is where it is."""
     table = Table(box=None, pad_edge=False)
     for title in ("NAME", "QUEUE", "USER", "PHASE", "TASKS", "GPUS", "AGE"):
         table.add_column(title, overflow="fold", no_wrap=title not in ("NAME",))
     if wide:
-        for title in ("NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
+        for title in ("REQUESTS", "NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
             table.add_column(title, overflow="fold")
     for job in jobs:
         running = sum(1 for t in job.tasks if t.phase == "Running")
@@ -109,6 +110,7 @@ def jobs_table(jobs: Sequence[JobView], now: float, *, wide: bool = False) -> Ta
         if wide:
             nodes = sorted({t.node for t in job.tasks if t.node and t.phase in HOLDING})
             row += [
+                Resources.of(job.requests).describe(),
                 ",".join(nodes) or "-",
                 str(job.attempts),
                 str(job.preemptions),

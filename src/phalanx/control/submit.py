@@ -190,6 +190,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
                 phase=JobPhase.PENDING.value,
                 reason="Submitted",
                 created_at=now,
+                requests=dict(job.requested().items()),
                 tasks=by_job[job_id],
             ),
         )

@@ -83,6 +83,7 @@ def test_apply_get_describe_logs_delete(server: Server, tmp_path: Path) -> None:
     described = ok(phalanx(server, "describe", "job", "hello"))
     for expected in ("Events", "Queued", "Running", "Succeeded", "hello-worker-1", "node-0"):
         assert expected in described
+    assert "cpu=2, gpu=2, memory=2Gi" in described  # what both replicas ask for
 
     assert ok(phalanx(server, "logs", "hello")) == "rank=0\n"
     assert ok(phalanx(server, "logs", "hello", "hello-worker-1", "-f")) == "rank=1\n"

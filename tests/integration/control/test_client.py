@@ -65,6 +65,8 @@ def test_apply_a_file_then_follow_the_job_to_its_logs(server: Server, tmp_path: 
             ("Job", "hello", "created"),
         ]
         assert isinstance(applied[0].view, QueueView) and isinstance(applied[1].view, JobView)
+        both = {"cpu": 2000.0, "memory": 2.0 * 2**30, "gpu": 2.0}  # two replicas of the role
+        assert applied[1].view.requests == both
         job = finished(client, "hello")
         assert job.phase == "Succeeded"
         assert [t.exit_code for t in job.tasks] == [0, 0]
@@ -77,7 +79,9 @@ def test_apply_a_file_then_follow_the_job_to_its_logs(server: Server, tmp_path: 
         assert [e.kind for e in client.events("hello")] == ["Queued", "Running", "Succeeded"]
         assert client.why("hello").reason == "Completed"
 
-        assert [j.name for j in client.jobs(queue="team-a", phase="Succeeded")] == ["hello"]
+        assert [(j.name, j.requests) for j in client.jobs(queue="team-a", phase="Succeeded")] == [
+            ("hello", both)
+        ]
         assert client.jobs(phase=["Running", "Pending"]) == []
         queue = client.queues()[0]
         assert queue.name == "team-a" and queue.guarantee["gpu"] == 2

@@ -45,9 +45,19 @@ def test_the_jobs_table_counts_running_tasks_and_held_gpus() -> None:
         TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
         TaskView(name="j-w-1", role="w", index=1, phase="Pending"),
     ]
-    job = JobView(name="j", queue="q", user="u", phase="Running", created_at=0.0, tasks=tasks)
+    requests = {"cpu": 4000.0, "memory": 2.0 * 2**30, "gpu": 2.0}
+    job = JobView(
+        name="j",
+        queue="q",
+        user="u",
+        phase="Running",
+        created_at=0.0,
+        requests=requests,
+        tasks=tasks,
+    )
     text = text_of(render.jobs_table([job], now=90.0, wide=True))
     assert "1/2" in text and " 2 " in text and "1m" in text and "n0" in text
+    assert "cpu=4, gpu=2, memory=2Gi" in text
 
 
 def test_the_nodes_table_shows_status_and_cards() -> None:

@@ -19,6 +19,8 @@ from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView,
 from phalanx.control.store.models import EventRow, JobRow
 from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase
+from phalanx.domain.resources import Resources
+from phalanx.spec.quantity import resources_of
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -205,6 +207,16 @@ def job_view(row: JobRow, *, with_tasks: bool = False, with_document: bool = Fal
         attempts=row.attempts,
         preemptions=row.preemptions,
         cancel_requested=row.cancel_requested,
+        requests=requested(row.document),
         tasks=tasks,
         document=row.document if with_document else None,
     )
+
+
+def requested(document: dict[str, Any]) -> dict[str, float]:
+    """What a stored Job document's replicas ask for together, in canonical units (the
+    stored document is the validated canonical form: its roles are read directly)."""
+    total = Resources()
+    for role in document["spec"]["roles"]:
+        total = total + resources_of(role["resources"]).scaled(role["replicas"])
+    return dict(total.items())

@@ -42,6 +42,8 @@ class JobView(View):
     attempts: int = 0
     preemptions: int = 0
     cancel_requested: bool = False
+    #: what all its replicas ask for together: cpu in millicores, memory in bytes, gpu
+    requests: dict[str, float] = {}
     tasks: list[TaskView] = []
     document: dict[str, Any] | None = None
 
