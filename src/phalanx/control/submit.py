@@ -21,8 +21,10 @@ from phalanx.control.schemas.views import JobView, TaskView
 from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, JobPhase, TaskPhase
+from phalanx.domain.resources import Resources
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
+from phalanx.spec.quantity import resources_of
 
 
 def parse_job(raw: Any, caller: Principal) -> JobDocument:
@@ -132,7 +134,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
         return []
     now = time.time()
     jobs = [document.to_domain(creation_time=now) for document in documents]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": job.name,
             "queue": job.queue,
@@ -190,12 +192,21 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
                 phase=JobPhase.PENDING.value,
                 reason="Submitted",
                 created_at=now,
-                requests=dict(job.requested().items()),
+                requests=requested(row["document"]),
                 tasks=by_job[job_id],
             ),
         )
-        for job, job_id in zip(jobs, ids, strict=True)
+        for job, job_id, row in zip(jobs, ids, rows, strict=True)
     ]
+
+
+def requested(document: dict[str, Any]) -> dict[str, float]:
+    """What a stored Job document's replicas ask for together, in canonical units (the
+    stored document is the validated canonical form: its roles are read directly)."""
+    total = Resources()
+    for role in document["spec"]["roles"]:
+        total = total + resources_of(role["resources"]).scaled(role["replicas"])
+    return dict(total.items())
 
 
 def name_taken(name: str) -> ApiError:

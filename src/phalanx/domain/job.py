@@ -177,10 +177,6 @@ class Job:
         """Total number of tasks over every role."""
         return sum(role.replicas for role in self.roles)
 
-    def requested(self) -> Resources:
-        """What all its replicas ask for together, in canonical units."""
-        return sum((role.resources.scaled(role.replicas) for role in self.roles), Resources())
-
     @property
     def gang_size(self) -> int:
         """Tasks that must be placed together: ``min_available`` or every replica."""

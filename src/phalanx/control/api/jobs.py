@@ -17,10 +17,8 @@ from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
 from phalanx.control.store.models import EventRow, JobRow
-from phalanx.control.submit import parse_job
+from phalanx.control.submit import parse_job, requested
 from phalanx.domain.job import JobPhase
-from phalanx.domain.resources import Resources
-from phalanx.spec.quantity import resources_of
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -211,12 +209,3 @@ def job_view(row: JobRow, *, with_tasks: bool = False, with_document: bool = Fal
         tasks=tasks,
         document=row.document if with_document else None,
     )
-
-
-def requested(document: dict[str, Any]) -> dict[str, float]:
-    """What a stored Job document's replicas ask for together, in canonical units (the
-    stored document is the validated canonical form: its roles are read directly)."""
-    total = Resources()
-    for role in document["spec"]["roles"]:
-        total = total + resources_of(role["resources"]).scaled(role["replicas"])
-    return dict(total.items())
