@@ -9,8 +9,11 @@ share is given room on one card, the one where that costs least.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from phalanx.domain.job import Job, JobPhase
+from phalanx.domain.node import Gpu, Node
+from phalanx.domain.resources import Resources
 from phalanx.engine import ReasonCode
 from phalanx.engine.framework.config import ActionConfig
 from tests.builders import (
@@ -245,6 +248,58 @@ def test_a_share_passes_over_nodes_whose_victims_free_enough_only_across_cards()
     urgent = make_job("urgent", gpus=0.6, priority=10, created=1)
 
     decisions = cycle([*traps, good], [*running, urgent], PREEMPT, now=5)
+
+    assert evicted(decisions) == ["victim-worker-0"]
+    assert [(p.job, p.node) for p in decisions.pipelined] == [("urgent", "u")]
+
+
+def test_a_share_short_of_cpu_too_evicts_gpu_less_victims_beside_the_ones_on_its_card() -> None:
+    # the card needs the 0.5 share gone, and the cpu needs the cpu-only job gone as well
+    node = make_node("n0", cpu=4, gpus=1)
+    running = [
+        make_job("hog", gpus=0, cpu=3, running_on=["n0"], started=2),
+        _on_cards(make_job("share", gpus=0.5, cpu=1, running_on=["n0"], started=1), 0),
+    ]
+    urgent = make_job("urgent", gpus=0.6, cpu=2, priority=10, created=1)
+
+    decisions = cycle([node], [*running, urgent], PREEMPT, now=5)
+
+    assert sorted(e.job for e in decisions.evictions) == ["hog", "share"]
+    assert [p.job for p in decisions.pipelined] == ["urgent"]
+
+
+GiB = 2**30
+
+
+def _memory_node(name: str, cards: int) -> Node:
+    """A node of ``cards`` 16 GiB GPUs."""
+    gpus = tuple(Gpu(index=i, memory=16 * GiB) for i in range(cards))
+    capacity = res(16, 64, cards) + Resources.of({"gpu-memory": cards * 16 * GiB})
+    return Node(name=name, capacity=capacity, gpus=gpus)
+
+
+def _memory_share(name: str, gib: float, card: int, node: str | None, **kwargs: Any) -> Job:
+    """A one-task job asking for ``gib`` GiB of one card's memory, running there if ``node``."""
+    job = make_job(name, running_on=[node] if node else [], **kwargs)
+    resources = res(1, 1) + Resources.of({"gpu-memory": gib * GiB})
+    job = replace(job, roles=(replace(job.roles[0], resources=resources),))
+    return _on_cards(job, card) if node else job
+
+
+def test_a_memory_share_passes_over_nodes_freeing_its_memory_only_across_cards() -> None:
+    # on each trap node both cards keep a protected 8 GiB share beside a 4 GiB victim:
+    # evicting frees 8 GiB on a card, short of the 12 asked. The good node comes last.
+    traps = [_memory_node(f"t{i}", 2) for i in range(8)]
+    running = [
+        _memory_share(f"{kind}{i}-{card}", gib, card, f"t{i}", priority=priority)
+        for i in range(8)
+        for card in (0, 1)
+        for kind, gib, priority in (("keep", 8, 20), ("low", 4, 0))
+    ]
+    running.append(_memory_share("victim", 14, 0, "u"))
+    urgent = _memory_share("urgent", 12, 0, None, priority=10, created=1)
+
+    decisions = cycle([*traps, _memory_node("u", 1)], [*running, urgent], PREEMPT, now=5)
 
     assert evicted(decisions) == ["victim-worker-0"]
     assert [(p.job, p.node) for p in decisions.pipelined] == [("urgent", "u")]

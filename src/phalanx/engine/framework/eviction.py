@@ -243,19 +243,23 @@ def _share_cards(
     cards: Cards, demand: CardDemand, node: int, on_node: Sequence[TaskInfo]
 ) -> list[int] | None:
     """The cards of ``node`` on which evicting some of ``on_node`` could make room for the
-    share ``demand``, those needing least evicted first (then by index); None when a
-    victim there holds GPU without known cards (any card may then serve)."""
+    share ``demand`` (its milli-GPU and its memory), those needing least evicted first
+    (then by index); None when a victim there holds GPU without known cards (any card may
+    then serve)."""
     free = cards.milli_free[node] + cards.milli_releasing[node]
-    room = free.copy()
+    milli = free.copy()
+    memory = cards.memory_free[node] + cards.memory_releasing[node]
     for victim in on_node:
         held = victim.role.cards
         if held is None:
             continue
         if not victim.gpus:
             return None
-        room[list(victim.gpus)] += held.milli if held.shared else WHOLE
-    present = cards.milli_free[node] >= 0
-    serving = np.flatnonzero(present & (room + EPSILON >= demand.milli))
+        gpus = list(victim.gpus)
+        milli[gpus] += held.milli if held.shared else WHOLE
+        memory[gpus] += held.memory if held.shared else cards.memory_capacity[node, gpus]
+    enough = (milli + EPSILON >= demand.milli) & (memory + EPSILON >= demand.memory)
+    serving = np.flatnonzero((cards.milli_free[node] >= 0) & enough)
     return [int(c) for c in serving[np.lexsort((serving, -free[serving]))]]
 
 
@@ -286,8 +290,9 @@ def _evict_until_fits(
     """Evict victims of ``on_node`` in order until ``task`` fits on ``node``, passing over
     any whose eviction (with its gang) would take what is evicted past ``allowed`` in
     some resource; then give back every one it fits without. A share of one GPU is given
-    room on one card: only the victims on that card are evicted, on the card where that
-    costs least (``_cost``). False, and nothing evicted, when it never fits."""
+    room on one card: of the victims holding GPUs, only those on that card are evicted
+    (GPU-less ones after them, when still needed), on the card where that costs least
+    (``_cost``). False, and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
     reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     # accepted already, and judged each on its own: asking again would give the same answer
@@ -337,11 +342,14 @@ def _evict_until_fits(
     targets = _share_cards(session.snapshot.cards, demand, node, on_node)
     if targets is None:
         return settle(on_node)
-    # a share needs room on one card: evict there only, on the card where that costs
-    # least; on a tie, the card whose most protected victim comes earliest in victim order
+    # a share needs room on one card: of the GPU holders, evict those on that card only,
+    # then GPU-less victims if cpu or memory is still short (after, so that they spend no
+    # victim budget the card needs), on the card where that costs least; on a tie, the
+    # card whose most protected victim comes earliest in victim order
+    gpu_less = [v for v in on_node if v.role.cards is None]
     best: tuple[tuple[object, ...], list[TaskInfo]] | None = None
     for card in targets:
-        victims = [v for v in on_node if card in v.gpus]
+        victims = [v for v in on_node if card in v.gpus] + gpu_less
         if settle(victims):
             evicted = [op.task for op in stmt.operations[mark:]]
             cost = (_cost(session, task, evicted), max(map(session.victim_rank, evicted)))
