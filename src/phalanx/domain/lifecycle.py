@@ -9,10 +9,14 @@ from phalanx.domain.errors import IllegalTransition
 from phalanx.domain.job import JobPhase, TaskPhase
 
 JOB_TRANSITIONS: Final[Mapping[JobPhase, frozenset[JobPhase]]] = {
-    # admitted by enqueue; or cancelled before admission
-    JobPhase.PENDING: frozenset({JobPhase.QUEUED, JobPhase.CANCELLED}),
-    # gang placed -> Running; back to Pending when its queue can no longer hold it; cancelled
-    JobPhase.QUEUED: frozenset({JobPhase.RUNNING, JobPhase.PENDING, JobPhase.CANCELLED}),
+    # admitted by enqueue; cancelled before admission; aborted (Failed, reason Aborted) when
+    # a restart finds state it cannot reconcile or handling the job met a bug
+    JobPhase.PENDING: frozenset({JobPhase.QUEUED, JobPhase.CANCELLED, JobPhase.FAILED}),
+    # gang placed -> Running; back to Pending when its queue can no longer hold it;
+    # cancelled; aborted as from Pending
+    JobPhase.QUEUED: frozenset(
+        {JobPhase.RUNNING, JobPhase.PENDING, JobPhase.CANCELLED, JobPhase.FAILED}
+    ),
     # finished; failed for good; Pending again after eviction, node loss or a retried failure
     JobPhase.RUNNING: frozenset(
         {JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.PENDING, JobPhase.CANCELLED}
@@ -26,9 +30,11 @@ JOB_TRANSITIONS: Final[Mapping[JobPhase, frozenset[JobPhase]]] = {
 TASK_TRANSITIONS: Final[Mapping[TaskPhase, frozenset[TaskPhase]]] = {
     # bound by the scheduler
     TaskPhase.PENDING: frozenset({TaskPhase.BOUND}),
-    # process started; or stopped before it started (evicted, cancelled)
+    # process started; stopped before it started (evicted, cancelled); or failed: it could
+    # not start, or it was lost with its node before it reported starting
     TaskPhase.BOUND: frozenset({TaskPhase.RUNNING, TaskPhase.RELEASING, TaskPhase.FAILED}),
-    # exited with 0 / non-zero; or asked to stop (eviction, cancel, walltime)
+    # exited with 0 / non-zero (Failed too when lost with its node, as Kubernetes' NodeLost);
+    # or asked to stop (eviction, cancel, walltime)
     TaskPhase.RUNNING: frozenset({TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.RELEASING}),
     # stopped: back to Pending for a retry, or ended for good
     TaskPhase.RELEASING: frozenset({TaskPhase.PENDING, TaskPhase.FAILED, TaskPhase.SUCCEEDED}),

@@ -1,46 +1,22 @@
 """The Executor protocol: the seam between the scheduler and whatever runs tasks.
 
 An executor starts the tasks a session binds and stops the ones it evicts, and reports
-events back (started, exited with a code, lost with its node). It never writes job
-state: the controller that owns the jobs reads the events and decides. The simulator's
+events back (started, exited with a code, lost with its node, failed to start). It never
+writes job state: the one lifecycle (``phalanx.engine.lifecycle``), driven by the
+controller or the simulator, reads the events and decides; the event types live there. The simulator's
 cluster, the local process executor and the Ray executor all implement it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Final, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from phalanx.engine.decisions import Bind, Evict
+from phalanx.engine.lifecycle import OOM_KILLED, TaskEvent, TaskEventKind
 from phalanx.executors.records import ProcessRecord
 
-#: ``TaskEvent.reason`` of a task that failed (non-zero code) after the kernel killed one
-#: of its processes for exceeding the task's memory limit (Kubernetes' name for it).
-OOM_KILLED: Final = "OOMKilled"
-
-
-class TaskEventKind(StrEnum):
-    """What happened to a task."""
-
-    STARTED = "started"  # its process (or simulated run) began
-    EXITED = "exited"  # it ended by itself (code 0: success) or after a stop request
-    LOST = "lost"  # its node failed or vanished; nothing more is known
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEvent:
-    """One report from an executor."""
-
-    kind: TaskEventKind
-    time: float
-    job: str
-    task: str
-    node: str
-    exit_code: int | None = None  # for EXITED
-    stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
-    reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED
+__all__ = ["OOM_KILLED", "Executor", "Recoverable", "TaskEvent", "TaskEventKind"]
 
 
 class Executor(Protocol):

@@ -76,7 +76,12 @@ def test_apply_a_file_then_follow_the_job_to_its_logs(server: Server, tmp_path: 
         assert "".join(client.logs("hello", "hello-worker-1")) == "rank=1 of 2\n"
         assert "".join(client.logs("hello", stream="stderr")) == "oops\n"
         assert "".join(client.logs("hello", follow=True)) == "rank=0 of 2\n"
-        assert [e.kind for e in client.events("hello")] == ["Queued", "Running", "Succeeded"]
+        assert [e.kind for e in client.events("hello")] == [
+            "Queued",
+            "Placed",
+            "Running",
+            "Succeeded",
+        ]
         assert client.why("hello").reason == "Completed"
 
         assert [(j.name, j.requests) for j in client.jobs(queue="team-a", phase="Succeeded")] == [

@@ -20,7 +20,7 @@ def test_a_job_runs_to_success_with_its_rendezvous(tmp_path: Path) -> None:
         logs = api.http.get("/api/v1/jobs/hello/logs", params={"task": "hello-worker-1"}).text
         assert "rank=1 world=2 job=hello" in logs
         kinds = [e["kind"] for e in api.get("/api/v1/jobs/hello/events")]
-        assert kinds == ["Queued", "Running", "Succeeded"]
+        assert kinds == ["Queued", "Placed", "Running", "Succeeded"]
 
 
 def test_a_failing_worker_restarts_the_whole_gang_up_to_max_retry(tmp_path: Path) -> None:

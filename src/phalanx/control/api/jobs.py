@@ -156,8 +156,8 @@ def job_logs(
 
 
 def _is_live(controller: Any, job: str, task: str) -> bool:
-    tracked = controller.core.jobs.get(job)
-    return tracked is not None and task in tracked.task_ids
+    rows = controller.core.rows.get(job)
+    return rows is not None and task in rows.tasks
 
 
 def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:

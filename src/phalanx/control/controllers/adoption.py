@@ -1,45 +1,67 @@
 """After a restart: which tasks on nodes still have a process, and which are lost.
 
 ``recorded`` is the set of ``(job, task)`` whose process record the store holds (and
-the executor has been asked to adopt); both functions keep it up to date.
+the executor has been asked to adopt); ``reconcile`` keeps it up to date.
 """
 
 from __future__ import annotations
 
-from phalanx.control.controllers import lifecycle
 from phalanx.control.controllers.core import Core
-from phalanx.domain.job import TaskPhase
+from phalanx.engine.decisions import Evict
+from phalanx.engine.lifecycle import TaskEvent, TaskEventKind
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
-from phalanx.executors.base import Recoverable, TaskEvent, TaskEventKind
+from phalanx.executors.base import Recoverable
 
 
-def lose_unrecorded(core: Core, recorded: set[tuple[str, str]]) -> None:
-    """Tasks on a node with no process record in the store: adopted from the record the
-    executor left (the server died before storing it), or else lost (and retried)."""
+def reconcile(core: Core, recorded: set[tuple[str, str]]) -> dict[str, list[TaskEvent]]:
+    """What the lifecycle must hear, per job, about its tasks on nodes after a restart.
+
+    A task with no process record in the store is adopted from the record the executor
+    left (the server died before storing it), or else it is LOST (and its job retried).
+    A recorded task still Bound in the store has a process: it STARTED. A recorded task
+    that was being stopped is asked to stop again: the request died with the old server.
+    """
     executor = core.executor
-    for tracked in list(core.jobs.values()):
-        for task in core.tasks(tracked):
-            key = (tracked.name, task.name)
-            if task.status not in ON_NODE or key in recorded:
+    nodes = core.state.snapshot.nodes
+    events: dict[str, list[TaskEvent]] = {}
+    for life in list(core.life.jobs.values()):
+        for task in core.life.tasks(life):
+            key = (life.name, task.name)
+            if task.status not in ON_NODE:
                 continue
-            found = executor.recorded(*key) if isinstance(executor, Recoverable) else None
-            # A record older than this attempt's placement is a previous attempt's.
-            if found is not None and found.start_time >= (tracked.started_at or 0.0) - 1.0:
+            node = nodes[task.node].name
+            if key not in recorded:
+                found = executor.recorded(*key) if isinstance(executor, Recoverable) else None
+                # A record older than this attempt's placement is a previous attempt's.
+                if found is None or found.start_time < (life.started_at or 0.0) - 1.0:
+                    kind = TaskEventKind.LOST
+                    lost = TaskEvent(
+                        kind=kind, time=core.now, job=life.name, task=task.name, node=node
+                    )
+                    events.setdefault(life.name, []).append(lost)
+                    continue
                 assert isinstance(executor, Recoverable)
                 executor.adopt([found], now=core.now)
                 recorded.add(key)
-                core.journal.task(tracked.task_ids[task.name], process=found.to_dict())
-                continue
-            node = core.state.snapshot.nodes[task.node].name
-            lost = TaskEvent(
-                kind=TaskEventKind.LOST, time=core.now, job=tracked.name, task=task.name, node=node
-            )
-            lifecycle.on_event(core, lost)
-
-
-def mark_adopted_running(core: Core, recorded: set[tuple[str, str]]) -> None:
-    """A recorded task still Bound in the store has a process: it is Running."""
-    for tracked in core.jobs.values():
-        for task in core.tasks(tracked):
-            if task.status is TaskStatus.BOUND and (tracked.name, task.name) in recorded:
-                core.set_task(task, TaskPhase.RUNNING)
+                core.journal.task(core.rows[life.name].tasks[task.name], process=found.to_dict())
+            if task.status is TaskStatus.BOUND:
+                started = TaskEvent(
+                    kind=TaskEventKind.STARTED,
+                    time=core.now,
+                    job=life.name,
+                    task=task.name,
+                    node=node,
+                )
+                events.setdefault(life.name, []).append(started)
+            elif task.status is TaskStatus.RELEASING:
+                core.stops.append(
+                    Evict(
+                        job=life.name,
+                        task=task.name,
+                        node=node,
+                        action="restart",
+                        by=life.name,
+                        reason="asked to stop before the server restarted",
+                    )
+                )
+    return events

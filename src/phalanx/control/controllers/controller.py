@@ -16,21 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from phalanx.control.controllers import adoption, decide, lifecycle
-from phalanx.control.controllers.core import TERMINAL, Core, Timing
+from phalanx.control.controllers import adoption
+from phalanx.control.controllers.core import TERMINAL, Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
-from phalanx.control.controllers.rebuild import (
-    current_job,
-    new_state,
-    queues_of,
-    stored_tasks,
-    tracked_of,
-)
-from phalanx.control.controllers.tracked import Ending, Tracked
+from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
 from phalanx.control.controllers.views import ClusterView, cluster_view
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
@@ -39,7 +33,14 @@ from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.snapshot import ON_NODE, TaskStatus
+from phalanx.engine.lifecycle import (
+    Lifecycle,
+    RetryPolicy,
+    TaskEvent,
+    TaskEventKind,
+)
+from phalanx.engine.snapshot import ON_NODE
+from phalanx.engine.state import ClusterState
 from phalanx.executors.base import Executor, Recoverable
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.records import ProcessRecord
@@ -63,6 +64,7 @@ class Intent(StrEnum):
 
 ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
 _ACTIVE = [p.value for p in JobPhase if p not in TERMINAL]
+_Arg = TypeVar("_Arg")
 
 
 @dataclass(slots=True)
@@ -106,8 +108,13 @@ class Controller:
         self._nodes_seen: tuple[int, float | None] = (0, None)
         self._schedulable: dict[str, bool] = {}
         self._recorded: set[tuple[str, str]] = set()
-        self.core = Core(new_state(self.nodes, [], {}), executor(self._launch), timing or Timing())
+        timing = timing or Timing()
+        self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
+        self.core = Core(
+            self._lifecycle(new_state(self.nodes, [], {})), executor(self._launch), timing
+        )
         self._next_deadline: float | None = None
+        self._failed_starts: list[TaskEvent] = []  # heard at the next tick
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
 
     # -- running -------------------------------------------------------------------------
@@ -171,9 +178,13 @@ class Controller:
             log.exception("rebuilding from the store failed; retrying next tick")
 
     def recover(self) -> None:
-        """Rebuild memory from the store and re-adopt the executor's surviving tasks."""
+        """Rebuild memory from the store and re-adopt the executor's surviving tasks.
+
+        A job whose stored state cannot be taken back (a bug, or a task on a node the
+        cluster no longer has) is marked Failed with the reason; the others go on.
+        """
         core = self.core
-        core.reset(new_state(self.nodes, [], {}))
+        core.reset(self._lifecycle(new_state(self.nodes, [], {})))
         self._recorded.clear()
         self._queues_seen = self._nodes_seen = (0, None)
         core.now = self.clock()
@@ -188,12 +199,15 @@ class Controller:
             ).all()
             records = []
             for row in rows:
-                tracked = tracked_of(row)
-                core.jobs[tracked.name] = tracked
-                if tracked.not_before is None:
-                    self._track(
-                        tracked, replace(tracked.job, phase=tracked.phase, tasks=stored_tasks(row))
-                    )
+                try:
+                    life, rows_of = life_of(row)
+                    current = replace(life.job, phase=life.phase, tasks=stored_tasks(row))
+                    core.rows[life.name] = rows_of
+                    core.record(core.life.restore(life, current, now=core.now))
+                except Exception as error:  # one unreadable job must not stop the server
+                    log.exception("cannot take back job %s; marking it failed", row.name)
+                    self._unrecoverable(row, error)
+                    continue
                 for task in row.tasks:
                     if task.process:
                         records.append(ProcessRecord.from_dict(task.process))
@@ -201,16 +215,36 @@ class Controller:
             executor = core.executor
             if isinstance(executor, Recoverable):
                 executor.adopt(records, now=core.now)
-            adoption.lose_unrecorded(core, self._recorded)
-            adoption.mark_adopted_running(core, self._recorded)
+            for job, events in adoption.reconcile(core, self._recorded).items():
+                self._guarded(job, self._hear, events)
             core.journal.flush(session)
-        core.dispatch()
+        self._dispatch()
         self.view = cluster_view(core)
+
+    def _unrecoverable(self, row: JobRow, error: Exception) -> None:
+        """Mark a stored job Failed when it cannot be taken back at start-up."""
+        core = self.core
+        core.rows.pop(row.name, None)
+        if row.name in core.life.jobs:
+            core.life.jobs.pop(row.name)
+        message = f"the server could not take this job back at start-up: {error!r}"[:2000]
+        core.journal.job(
+            row.id,
+            phase=JobPhase.FAILED.value,
+            reason="Aborted",
+            message=message,
+            phase_time=core.now,
+            finished_at=core.now,
+        )
+        core.journal.event(row.id, core.now, JobPhase.FAILED.value, message)
 
     # -- one tick ------------------------------------------------------------------------
 
     def tick(self) -> Decisions | None:
-        """Read intent, apply events, run a session if work waits, commit, then dispatch."""
+        """Read intent, apply events, run a session if work waits, commit, then dispatch.
+
+        An error met while handling one job's events or decisions fails that job (reason
+        ``Aborted``) and the tick goes on with the others."""
         with self.lock:
             core = self.core
             core.now = self.clock()
@@ -229,23 +263,85 @@ class Controller:
                         self._ingest(session)
                     if Intent.CANCELS in changed:
                         self._cancels(session)
-            for event in core.executor.poll(now=core.now):
-                lifecycle.on_event(core, event)
-            self._readmit()
-            self._next_deadline = lifecycle.enforce_walltime(core)
+            events: dict[str, list[TaskEvent]] = {}
+            reported, self._failed_starts = self._failed_starts, []
+            for event in [*reported, *core.executor.poll(now=core.now)]:
+                events.setdefault(event.job, []).append(event)
+            for job, mine in events.items():
+                self._guarded(job, self._hear, mine)
+            core.record(core.life.advance(now=core.now))
+            self._next_deadline = core.life.next_deadline()
             decisions = None
             if core.state.snapshot.waiting:
                 started = time.perf_counter()
                 decisions = core.state.cycle(self.config, now=core.now)
                 self._observe(decisions, time.perf_counter() - started)
-                decide.apply(core, decisions)
+                self._apply(decisions)
             if core.journal:
                 with self.db.write() as session:
                     core.journal.flush(session)
-            core.dispatch()
+            self._dispatch()
             self._record_processes()
             self.view = cluster_view(core)
             return decisions
+
+    def _hear(self, events: Sequence[TaskEvent]) -> None:
+        for event in events:
+            self.core.record(self.core.life.on_event(event, now=self.core.now))
+
+    def _apply(self, decisions: Decisions) -> None:
+        """Hand a session's Decisions to the lifecycle a job at a time (admissions, then
+        evictions, then binds, then reasons, as one ``apply`` would)."""
+        stages = (
+            ("admitted", decisions.admitted),
+            ("evictions", decisions.evictions),
+            ("binds", decisions.binds),
+            ("unschedulable", decisions.unschedulable),
+        )
+        for field_name, items in stages:
+            per_job: dict[str, list[Any]] = {}
+            for item in items:
+                per_job.setdefault(item.job, []).append(item)
+            for job, mine in per_job.items():
+                self._guarded(job, self._decided, Decisions(**{field_name: tuple(mine)}))
+
+    def _decided(self, part: Decisions) -> None:
+        self.core.record(self.core.life.apply(part, now=self.core.now))
+
+    def _guarded(self, job: str, handle: Callable[[_Arg], None], arg: _Arg) -> None:
+        """Run ``handle(arg)`` for ``job``; if it raises, fail that job alone, with the error."""
+        core = self.core
+        try:
+            handle(arg)
+        except Exception as error:
+            log.exception("handling job %s failed; failing the job", job)
+            message = f"the controller met an error handling this job: {error!r}"[:2000]
+            try:
+                core.record(core.life.abort(job, message, now=core.now))
+            except Exception:
+                log.exception("failing job %s failed too; dropping it", job)
+                core.record(core.life.drop(job, message))
+
+    def _dispatch(self) -> None:
+        """Send the executor its requests; a job whose start raised fails to start."""
+        for job, error in self.core.dispatch():
+            life = self.core.life.jobs.get(job)
+            if life is None:
+                continue
+            events = [
+                TaskEvent(
+                    kind=TaskEventKind.FAILED_TO_START,
+                    time=self.core.now,
+                    job=job,
+                    task=task.name,
+                    node=self.core.state.snapshot.nodes[task.node].name,
+                    message=f"the executor refused it: {error}",
+                )
+                for task in self.core.life.tasks(life)
+                if task.status in ON_NODE
+            ]
+            self._failed_starts.extend(events)
+            self._wake.set()
 
     def _observe(self, decisions: Decisions, seconds: float) -> None:
         self.stats.last = decisions
@@ -298,27 +394,16 @@ class Controller:
         ):
             if job_id in wanted:
                 task_ids.setdefault(job_id, {})[name] = task_id
+        core = self.core
         for row in rows:
-            self.core.journal.job(row.id, ingested=True)
-            if row.name in self.core.jobs:  # taken in already; the flag was not yet written
+            core.journal.job(row.id, ingested=True)
+            if row.name in core.rows:  # taken in already; the flag was not yet written
                 continue
-            job = offered[row.id]
-            tracked = Tracked(
-                id=row.id, job=job, phase=JobPhase.PENDING, task_ids=task_ids.get(row.id, {})
-            )
-            self.core.jobs[tracked.name] = tracked
-            self._track(tracked, tracked.job)
+            core.rows[row.name] = Rows(id=row.id, tasks=task_ids.get(row.id, {}))
+            self._guarded(row.name, self._submit, offered[row.id])
 
-    def _track(self, tracked: Tracked, job: Job) -> None:
-        """Put a job into the engine's state; an orphan gets its reason written instead."""
-        state = self.core.state
-        info = state.add_job(job)
-        if info is None:
-            why = next((w for j, w in reversed(state.snapshot.orphans) if j.name == job.name), "")
-            tracked.reason = ("Invalid", why)
-            self.core.journal.job(tracked.id, reason="Invalid", message=why)
-            return
-        tracked.in_state = True
+    def _submit(self, job: Job) -> None:
+        self.core.record(self.core.life.submit(job, now=self.core.now))
         self.core.decided = True
 
     def _cancels(self, session: Session) -> None:
@@ -326,30 +411,10 @@ class Controller:
             select(JobRow.name).where(JobRow.cancel_requested.is_(True), JobRow.phase.in_(_ACTIVE))
         ).all()
         for name in names:
-            tracked = self.core.jobs.get(name)
-            if tracked is None or tracked.ending is Ending.CANCEL:
-                continue
-            if not tracked.in_state:  # waiting out a backoff, or never placeable
-                tracked.ending, tracked.ending_message = Ending.CANCEL, "cancelled by request"
-                self.core.set_phase(
-                    tracked, JobPhase.CANCELLED, "Cancelled", "cancelled by request"
-                )
-                lifecycle.forget(self.core, tracked)
-            else:
-                lifecycle.cancel(self.core, tracked, "cancelled by request")
+            self._guarded(name, self._cancel, name)
 
-    def _readmit(self) -> None:
-        """Jobs whose retry backoff has passed go back to the engine."""
-        core = self.core
-        for tracked in list(core.jobs.values()):
-            if tracked.not_before is not None and core.now >= tracked.not_before:
-                tracked.not_before = None
-                core.journal.job(tracked.id, not_before=None)
-                self._track(tracked, tracked.job)
-            elif tracked.not_before is not None and (
-                self._next_deadline is None or tracked.not_before < self._next_deadline
-            ):
-                self._next_deadline = tracked.not_before
+    def _cancel(self, name: str) -> None:
+        self.core.record(self.core.life.cancel(name, "cancelled by request", now=self.core.now))
 
     # -- queues and nodes ------------------------------------------------------------------
 
@@ -360,16 +425,12 @@ class Controller:
         if version == self._queues_seen and not force:
             return
         self._queues_seen = version
-        core = self.core
         queues = queues_of(session.scalars(select(QueueRow)).all())
-        live = [(t, current_job(core.state, t)) for t in core.jobs.values() if t.in_state]
-        orphans = [t for t in core.jobs.values() if not t.in_state and t.not_before is None]
-        core.state = new_state(self.nodes, queues, self._schedulable)
-        for tracked, job in live:
-            tracked.in_state = False
-            self._track(tracked, job)
-        for tracked in orphans:
-            self._track(tracked, tracked.job)
+        core = self.core
+        core.record(core.life.rebuild(new_state(self.nodes, queues, self._schedulable)))
+
+    def _lifecycle(self, state: ClusterState) -> Lifecycle:
+        return Lifecycle(state, self._policy)
 
     def _read_nodes(self, session: Session) -> None:
         seen = session.execute(select(func.count(), func.max(NodeRow.updated_at))).one()
@@ -389,34 +450,19 @@ class Controller:
 
     def _drain(self, node: str) -> None:
         core = self.core
-        index = core.state.snapshot.node_index.get(node)
-        if index is None:
-            return
-        for tracked in list(core.jobs.values()):
-            tasks = [
-                t
-                for t in core.tasks(tracked)
-                if t.node == index and t.status in (TaskStatus.BOUND, TaskStatus.RUNNING)
-            ]
-            if tasks:
-                reason = f"node {node} is draining"
-                core.stop(tasks, action="drain", by=tracked.name, reason=reason)
-                core.journal.event(
-                    tracked.id, core.now, "Evicted", f"{len(tasks)} task(s): {reason}"
-                )
-                lifecycle.restart_if_broken(core, tracked, reason)
+        core.record(core.life.drain(node, now=core.now))
 
     # -- the executor's side ---------------------------------------------------------------
 
     def _launch(self, bind: Bind) -> TaskLaunch:
-        tracked = self.core.jobs[bind.job]
+        life = self.core.life.jobs[bind.job]
         nodes = self.core.state.snapshot.nodes
         gang = tuple(
             (task.role.name, task.index, nodes[task.node].name)
-            for task in self.core.tasks(tracked)
+            for task in self.core.life.tasks(life)
             if task.status in ON_NODE
         )
-        return launch_of(tracked.job, bind, gang)
+        return launch_of(life.job, bind, gang)
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""
@@ -430,9 +476,9 @@ class Controller:
             return
         with self.db.write() as session:
             for record in fresh:
-                tracked = self.core.jobs.get(record.job)
-                if tracked is None or record.task not in tracked.task_ids:
+                rows = self.core.rows.get(record.job)
+                if rows is None or record.task not in rows.tasks:
                     continue
-                self.core.journal.task(tracked.task_ids[record.task], process=record.to_dict())
+                self.core.journal.task(rows.tasks[record.task], process=record.to_dict())
                 self._recorded.add((record.job, record.task))
             self.core.journal.flush(session)

@@ -1,38 +1,38 @@
-"""The controller's working state and the primitives every part of it uses.
+"""The controller's working state: the one lifecycle, the rows behind it, and the journal.
 
-``Core`` owns the engine's ``ClusterState`` (the scheduler's incrementally maintained
-snapshot), the tracked jobs, the tick's ``Journal`` and the executor. Every change of a
-task's phase goes through ``Core.set_task`` and every change of a job's phase through
-``Core.set_phase``: each checks the lifecycle table, updates the engine's state and
-journals the row with a reason and time, so memory and store never disagree.
+``Core`` owns the ``Lifecycle`` (the engine's ``ClusterState`` and every live job's
+retry bookkeeping), the store ids of each live job and task, the tick's ``Journal``
+and the executor. The lifecycle decides; ``record`` writes each effect it returns
+into the journal and keeps the executor's requests until the tick is committed, so
+memory and store never disagree and no process runs for a placement the store does
+not know about.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from phalanx.control.controllers.journal import Journal
-from phalanx.control.controllers.tracked import Tracked
-from phalanx.domain.job import JobPhase, TaskPhase
-from phalanx.domain.lifecycle import check_job_transition, check_task_transition
+from phalanx.domain.job import TaskPhase
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
+from phalanx.engine.lifecycle import (
+    TERMINAL,
+    Effect,
+    Event,
+    JobChanged,
+    JobCounters,
+    Lifecycle,
+    Start,
+    Stop,
+    TaskChanged,
+    Waiting,
+)
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import Executor
 
-#: The lifecycle phase of each engine status a stored task can have.
-PHASE_OF_STATUS = {
-    TaskStatus.PENDING: TaskPhase.PENDING,
-    TaskStatus.BOUND: TaskPhase.BOUND,
-    TaskStatus.RUNNING: TaskPhase.RUNNING,
-    TaskStatus.RELEASING: TaskPhase.RELEASING,
-    TaskStatus.SUCCEEDED: TaskPhase.SUCCEEDED,
-    TaskStatus.FAILED: TaskPhase.FAILED,
-}
-
-TERMINAL = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})
+__all__ = ["TERMINAL", "Core", "Rows", "Timing"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,124 +46,127 @@ class Timing:
     coalesce: float = 0.05  # ticks at most this often: a burst of wake-ups makes one tick
 
 
-class Core:
-    """Engine state, tracked jobs, journal and executor: one tick's world."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rows:
+    """Where one live job is stored: its row id and its tasks' row ids by name."""
 
-    def __init__(self, state: ClusterState, executor: Executor, timing: Timing) -> None:
-        self.state = state
+    id: int
+    tasks: dict[str, int]
+
+
+class Core:
+    """Lifecycle, store ids, journal and executor: one tick's world."""
+
+    def __init__(self, life: Lifecycle, executor: Executor, timing: Timing) -> None:
+        self.life = life
         self.executor = executor
         self.timing = timing
-        self.jobs: dict[str, Tracked] = {}
+        self.rows: dict[str, Rows] = {}
         self.journal = Journal()
         self.now = 0.0
         self.decided = False  # something changed this tick: run a session soon again
-        # Executor requests wait until the tick's journal is committed: a process never
-        # runs for a placement the store does not know about.
         self.starts: list[Bind] = []
         self.stops: list[Evict] = []
 
-    def reset(self, state: ClusterState) -> None:
-        """Forget everything in memory (to rebuild it from the store) and use ``state``."""
-        self.state = state
-        self.jobs = {}
+    @property
+    def state(self) -> ClusterState:
+        """The engine state the lifecycle keeps."""
+        return self.life.state
+
+    def reset(self, life: Lifecycle) -> None:
+        """Forget everything in memory (to rebuild it from the store) and use ``life``."""
+        self.life = life
+        self.rows = {}
         self.journal = Journal()
         self.starts, self.stops = [], []
 
-    # -- phases ---------------------------------------------------------------------------
+    def record(self, effects: Iterable[Effect]) -> None:
+        """Journal what the lifecycle did and queue its executor requests for ``dispatch``."""
+        ended = []
+        for effect in effects:
+            self.decided = True
+            match effect:
+                case JobChanged():
+                    values: dict[str, Any] = {
+                        "phase": effect.phase.value,
+                        "reason": effect.reason,
+                        "message": effect.message,
+                        "phase_time": effect.time,
+                    }
+                    if effect.phase in TERMINAL:
+                        values["finished_at"] = effect.time
+                        ended.append(effect.job)
+                    self.journal.job(self.rows[effect.job].id, **values)
+                case TaskChanged():
+                    row = self.rows[effect.job].tasks[effect.task]
+                    self.journal.task(row, **_task_columns(effect))
+                case JobCounters():
+                    self.journal.job(
+                        self.rows[effect.job].id,
+                        attempts=effect.attempts,
+                        preemptions=effect.preemptions,
+                        not_before=effect.not_before,
+                        started_at=effect.started_at,
+                    )
+                case Waiting():
+                    self.journal.job(
+                        self.rows[effect.job].id, reason=effect.code, message=effect.message
+                    )
+                case Event():
+                    self.journal.event(
+                        self.rows[effect.job].id, effect.time, effect.kind.value, effect.message
+                    )
+                case Start():
+                    self.starts.extend(effect.binds)
+                case Stop():
+                    self.stops.extend(effect.evictions)
+                case _:
+                    assert_never(effect)
+        for name in ended:
+            self.rows.pop(name, None)
 
-    def set_phase(self, job: Tracked, phase: JobPhase, reason: str, message: str) -> None:
-        """Move ``job`` to ``phase`` with a reason; journals the row and an event."""
-        if phase is job.phase:
-            return
-        check_job_transition(job.phase, phase)
-        job.phase = phase
-        values: dict[str, Any] = {
-            "phase": phase.value,
-            "reason": reason,
-            "message": message,
-            "phase_time": self.now,
-        }
-        if phase in TERMINAL:
-            values["finished_at"] = self.now
-        self.journal.job(job.id, **values)
-        self.journal.event(job.id, self.now, phase.value, message or reason)
-        if job.in_state:
-            self.state.set_phase(
-                job.name, phase, pending_since=self.now if phase is JobPhase.PENDING else None
-            )
-        self.decided = True
-
-    def set_task(
-        self,
-        task: TaskInfo,
-        phase: TaskPhase,
-        *,
-        node: str | None = None,
-        gpus: tuple[int, ...] = (),
-        exit_code: int | None = None,
-        at: float | None = None,
-    ) -> None:
-        """Move one task to ``phase``; journals its row (node and GPUs while it holds one).
-        ``at`` is when it happened, if the reporter knows better than the tick's ``now``."""
-        when = self.now if at is None else at
-        job = self.jobs[task.job.name]
-        current = PHASE_OF_STATUS[task.status]
-        if current is not phase:
-            check_task_transition(current, phase)
-        values: dict[str, Any] = {"phase": phase.value}
-        if phase is TaskPhase.BOUND:
-            self.state.set_task(task, phase, node, start_time=self.now, gpus=gpus)
-            values.update(node=node, gpus=list(gpus), exit_code=None, finished_at=None)
-        elif phase is TaskPhase.RUNNING:
-            self.state.set_task(task, phase, self.state.snapshot.nodes[task.node].name)
-            values["started_at"] = when
-        elif phase is TaskPhase.RELEASING:
-            self.state.set_task(task, phase, self.state.snapshot.nodes[task.node].name)
-        else:
-            self.state.set_task(task, phase, now=self.now)
-            values.update(exit_code=exit_code, process=None)
-            if phase is TaskPhase.PENDING:
-                values.update(node=None, gpus=[], started_at=None, finished_at=None)
-            else:
-                values["finished_at"] = when
-        self.journal.task(job.task_ids[task.name], **values)
-        self.decided = True
-
-    # -- stopping -------------------------------------------------------------------------
-
-    def stop(self, tasks: Iterable[TaskInfo], *, action: str, by: str, reason: str) -> None:
-        """Ask the executor to stop ``tasks`` (those on a node); each becomes Releasing."""
-        stops = []
-        for task in tasks:
-            if task.status not in ON_NODE or task.status is TaskStatus.RELEASING:
-                continue
-            node = self.state.snapshot.nodes[task.node].name
-            self.set_task(task, TaskPhase.RELEASING)
-            self.jobs[task.job.name].held.pop(task.name, None)
-            stops.append(
-                Evict(
-                    job=task.job.name,
-                    task=task.name,
-                    node=node,
-                    action=action,
-                    by=by,
-                    reason=reason,
-                )
-            )
-        self.stops.extend(stops)
-
-    def start(self, binds: Iterable[Bind]) -> None:
-        """Ask the executor to start ``binds`` once the tick is committed."""
-        self.starts.extend(binds)
-
-    def dispatch(self) -> None:
-        """Send the tick's stop and start requests to the executor (after the commit)."""
+    def dispatch(self) -> list[tuple[str, Exception]]:
+        """Send the tick's stop and start requests to the executor (after the commit).
+        Starts go a job at a time: a job whose start raises is returned with the error,
+        and the others still start."""
         stops, starts, self.stops, self.starts = self.stops, self.starts, [], []
         if stops:
             self.executor.stop(stops, now=self.now, grace=self.timing.grace)
-        if starts:
-            self.executor.start(starts, now=self.now)
+        by_job: dict[str, list[Bind]] = {}
+        for bind in starts:
+            by_job.setdefault(bind.job, []).append(bind)
+        failed = []
+        for job, binds in by_job.items():
+            try:
+                self.executor.start(binds, now=self.now)
+            except Exception as error:  # one job's bad launch must not stop the others
+                failed.append((job, error))
+        return failed
 
-    def tasks(self, job: Tracked) -> list[TaskInfo]:
-        """The job's tasks in the engine's state (empty while it waits outside it)."""
-        return self.state.job(job.name).tasks if job.in_state else []
+
+def _task_columns(change: TaskChanged) -> dict[str, Any]:
+    """A task row's columns after ``change``."""
+    values: dict[str, Any] = {"phase": change.phase.value}
+    match change.phase:
+        case TaskPhase.BOUND:
+            values.update(
+                node=change.node, gpus=list(change.gpus), exit_code=None, finished_at=None
+            )
+        case TaskPhase.RUNNING:
+            values["started_at"] = change.time
+        case TaskPhase.RELEASING:
+            pass
+        case TaskPhase.PENDING:
+            values.update(
+                exit_code=change.exit_code,
+                process=None,
+                node=None,
+                gpus=[],
+                started_at=None,
+                finished_at=None,
+            )
+        case TaskPhase.SUCCEEDED | TaskPhase.FAILED:
+            values.update(exit_code=change.exit_code, process=None, finished_at=change.time)
+        case _:
+            assert_never(change.phase)
+    return values

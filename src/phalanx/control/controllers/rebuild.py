@@ -8,14 +8,13 @@ the tracked jobs' current task states.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
-from phalanx.control.controllers.core import PHASE_OF_STATUS
-from phalanx.control.controllers.tracked import Tracked
+from phalanx.control.controllers.core import Rows
 from phalanx.control.store.models import JobRow, QueueRow
 from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
+from phalanx.engine.lifecycle import JobLife
 from phalanx.engine.state import ClusterState
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
@@ -34,18 +33,17 @@ def job_of(row: JobRow) -> Job:
     return JobDocument.model_validate(row.document).to_domain(creation_time=row.created_at)
 
 
-def tracked_of(row: JobRow) -> Tracked:
-    """The controller's view of a stored live job."""
-    return Tracked(
-        id=row.id,
+def life_of(row: JobRow) -> tuple[JobLife, Rows]:
+    """The lifecycle's record of a stored live job, and where it is stored."""
+    life = JobLife(
         job=job_of(row),
         phase=JobPhase(row.phase),
-        task_ids={task.name: task.id for task in row.tasks},
         attempts=row.attempts,
         preemptions=row.preemptions,
         not_before=row.not_before,
         started_at=row.started_at,
     )
+    return life, Rows(id=row.id, tasks={task.name: task.id for task in row.tasks})
 
 
 def stored_tasks(row: JobRow) -> tuple[Task, ...]:
@@ -60,30 +58,6 @@ def stored_tasks(row: JobRow) -> tuple[Task, ...]:
             gpus=tuple(task.gpus or ()),
         )
         for task in row.tasks
-    )
-
-
-def current_job(state: ClusterState, tracked: Tracked) -> Job:
-    """A tracked job as the engine holds it now (phase, task states, attained service)."""
-    info = state.job(tracked.name)
-    nodes = state.snapshot.nodes
-    tasks = tuple(
-        Task(
-            role=task.role.name,
-            index=task.index,
-            phase=PHASE_OF_STATUS[task.status],
-            node=nodes[task.node].name if task.node >= 0 else None,
-            start_time=task.start_time,
-            gpus=task.gpus,
-        )
-        for task in info.tasks
-    )
-    return replace(
-        tracked.job,
-        phase=tracked.phase,
-        pending_since=info.pending_since,
-        attained_service=info.attained_service,
-        tasks=tasks,
     )
 
 

@@ -1,4 +1,4 @@
-"""The controller's in-memory view of one live job: its spec, row ids and retry state."""
+"""What the lifecycle keeps of one live job between events, and its retry policy."""
 
 from __future__ import annotations
 
@@ -9,6 +9,19 @@ from phalanx.domain.job import Job, JobPhase
 from phalanx.engine.decisions import Bind
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How long a failed job waits before its next attempt: ``backoff`` seconds after
+    the first failure, twice as long after each further one, at most ``max_backoff``."""
+
+    backoff: float = 10.0
+    max_backoff: float = 300.0
+
+    def delay(self, attempts: int) -> float:
+        """Seconds to wait before attempt ``attempts + 1`` (``attempts`` >= 1 spent)."""
+        return float(min(self.backoff * 2.0 ** min(attempts - 1, 60), self.max_backoff))
+
+
 class Ending(StrEnum):
     """Why a job's tasks are being stopped, which decides what it becomes once they are."""
 
@@ -17,18 +30,22 @@ class Ending(StrEnum):
     FAIL = "fail"  # out of retries: Failed
     RETRY = "retry"  # a task failed or was lost: Pending again after a backoff
     RESTART = "restart"  # evicted below its gang minimum: Pending again at once
+    ABORT = "abort"  # its state cannot be reconciled, or handling it met a bug: Failed
+
+
+#: Endings after which a stopped task is over for good (Failed), not Pending again.
+FOR_GOOD = frozenset({Ending.CANCEL, Ending.WALLTIME, Ending.FAIL, Ending.ABORT})
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
-class Tracked:
-    """One live job. ``job`` is the domain spec with every task pending (the template a
-    restart goes back to); the engine's ``ClusterState`` holds the current task states
-    while the job is tracked there (``in_state``)."""
+class JobLife:
+    """One live job. ``job`` is its spec with every task pending (what a new attempt
+    starts from); while ``in_state`` the engine's ``ClusterState`` holds its task states.
+    A job waiting out a retry backoff, or one the engine cannot take (an orphan), is
+    outside the state."""
 
-    id: int
     job: Job
     phase: JobPhase
-    task_ids: dict[str, int]
     attempts: int = 0
     preemptions: int = 0
     not_before: float | None = None  # a retried job waits out its backoff outside the engine
@@ -36,7 +53,7 @@ class Tracked:
     ending: Ending | None = None
     ending_message: str = ""
     in_state: bool = False
-    reason: tuple[str, str] | None = None  # last (code, message) written for a pending job
+    reason: tuple[str, str] | None = None  # the last (code, message) said of it waiting
     #: binds of Bound tasks whose roles wait for others to be Running (``dependsOn``)
     held: dict[str, Bind] = field(default_factory=dict)
 

@@ -1,0 +1,39 @@
+"""The one job lifecycle both drivers use: ``Lifecycle`` and what goes in and out of it."""
+
+from phalanx.engine.lifecycle.effects import (
+    OOM_KILLED,
+    Effect,
+    Event,
+    EventKind,
+    JobChanged,
+    JobCounters,
+    Start,
+    Stop,
+    TaskChanged,
+    TaskEvent,
+    TaskEventKind,
+    Waiting,
+)
+from phalanx.engine.lifecycle.jobs import Ending, JobLife, RetryPolicy
+from phalanx.engine.lifecycle.reducer import PHASE_OF_STATUS, TERMINAL, Lifecycle
+
+__all__ = [
+    "OOM_KILLED",
+    "PHASE_OF_STATUS",
+    "TERMINAL",
+    "Effect",
+    "Ending",
+    "Event",
+    "EventKind",
+    "JobChanged",
+    "JobCounters",
+    "JobLife",
+    "Lifecycle",
+    "RetryPolicy",
+    "Start",
+    "Stop",
+    "TaskChanged",
+    "TaskEvent",
+    "TaskEventKind",
+    "Waiting",
+]

@@ -1,0 +1,637 @@
+"""The one job lifecycle, which the control plane and the simulator both drive.
+
+``Lifecycle`` holds the engine's ``ClusterState`` and what outlives a session of each
+live job (``JobLife``). Its inputs are what happens to jobs: a job arrives (``submit``),
+a session decides (``apply``), an executor reports (``on_event``), time passes
+(``advance``: retry backoffs end, walltimes run out), a user cancels (``cancel``), an
+admin drains a node (``drain``). Each returns the effects of that input, in order, for
+its driver to record and carry out; it never does I/O and never reads a clock.
+
+The rules, each in one place:
+
+- Every change of a task's or a job's phase goes through the transition tables of
+  ``phalanx.domain.lifecycle``; an illegal one raises ``IllegalTransition`` (a bug).
+- A failed, lost or unstartable task fails its attempt: the whole gang is stopped and
+  the job is Pending again after a backoff that doubles with each attempt
+  (``RetryPolicy``), until ``maxRetry`` retries are spent; then it is Failed.
+- An eviction that leaves a gang below its minimum stops the rest: the job is Pending
+  again at once, and that costs no retry. Every session eviction counts a preemption.
+- Walltime counts from the attempt's first placement; past it the job is stopped and
+  Failed for good (Slurm's TIMEOUT). Cancel stops the job for good: Cancelled.
+- A role with ``dependsOn`` is placed with its gang, but started only once every role
+  it names is Running; a stopped task that was never started needs no executor.
+- A job becomes Succeeded once none of its tasks holds a node and one of them succeeded.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TypeVar
+
+from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
+from phalanx.domain.lifecycle import check_job_transition, check_task_transition
+from phalanx.engine.decisions import Bind, Decisions, Evict
+from phalanx.engine.lifecycle.effects import (
+    OOM_KILLED,
+    Effect,
+    Event,
+    EventKind,
+    JobChanged,
+    JobCounters,
+    Start,
+    Stop,
+    TaskChanged,
+    TaskEvent,
+    TaskEventKind,
+    Waiting,
+)
+from phalanx.engine.lifecycle.jobs import FOR_GOOD, Ending, JobLife, RetryPolicy
+from phalanx.engine.snapshot import ON_NODE, STATUS_OF_PHASE, TaskInfo, TaskStatus
+from phalanx.engine.state import ClusterState
+
+#: The lifecycle phase of each engine status a tracked task can have.
+PHASE_OF_STATUS = {status: phase for phase, status in STATUS_OF_PHASE.items()}
+
+TERMINAL = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})
+
+#: What a job becomes once its tasks have stopped, for each ending: (phase, reason code).
+_SETTLED = {
+    Ending.CANCEL: (JobPhase.CANCELLED, "Cancelled"),
+    Ending.WALLTIME: (JobPhase.FAILED, "WalltimeExceeded"),
+    Ending.FAIL: (JobPhase.FAILED, "RetriesExhausted"),
+    Ending.RETRY: (JobPhase.PENDING, "Retrying"),
+    Ending.RESTART: (JobPhase.PENDING, "Preempted"),
+    Ending.ABORT: (JobPhase.FAILED, "Aborted"),
+}
+_WAITING = (JobPhase.PENDING, JobPhase.QUEUED)
+_ALIVE = (TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+class Lifecycle:
+    """Live jobs and the engine state they are in; every input returns its effects."""
+
+    def __init__(self, state: ClusterState, policy: RetryPolicy | None = None) -> None:
+        self.state = state
+        self.policy = policy or RetryPolicy()
+        self.jobs: dict[str, JobLife] = {}
+        self.now = 0.0
+        self._out: list[Effect] = []
+        self._tasks: dict[str, dict[str, TaskInfo]] = {}  # per job in the state: by name
+        self._deadlines: list[tuple[float, int, str]] = []  # (when, seq, job): re-checked
+        self._seq = 0
+
+    # -- jobs coming and going ----------------------------------------------------------
+
+    def submit(self, job: Job, *, now: float) -> list[Effect]:
+        """Track a new job, Pending. One the engine cannot take gets a ``Waiting`` with
+        reason ``Invalid`` and waits outside the state (a later ``rebuild`` retries it)."""
+        self.now = now
+        life = JobLife(job=replace(job, tasks=()), phase=JobPhase.PENDING)
+        self.jobs[job.name] = life
+        self._track(life, job)
+        return self._flush()
+
+    def restore(self, life: JobLife, current: Job, *, now: float) -> list[Effect]:
+        """Track a job read back after a restart; ``current`` holds its tasks as stored.
+
+        A task stored on a node the cluster no longer has cannot be reconciled: the job
+        is Failed with that reason (its other tasks are stopped), and the rest goes on.
+        """
+        self.now = now
+        self.jobs[life.name] = life
+        if life.not_before is not None:
+            self._deadline(life.not_before, life.name)
+            return self._flush()
+        known = self.state.snapshot.node_index
+        vanished = [
+            t
+            for t in current.tasks
+            if t.phase in _HOLDING and (t.node is None or t.node not in known)
+        ]
+        stored = current
+        if vanished:
+            gone = vanished[0]
+            stored = replace(
+                current,
+                tasks=tuple(
+                    replace(t, phase=TaskPhase.FAILED, node=None) if t in vanished else t
+                    for t in current.tasks
+                ),
+            )
+        self._track(life, stored)
+        if life.started_at is not None and life.job.walltime is not None:
+            self._deadline(life.started_at + life.job.walltime, life.name)
+        if vanished and life.in_state:
+            self._give_up(
+                life,
+                f"task {gone.name(life.name)} was on node {gone.node}, which the cluster no "
+                "longer has; fix: resubmit the job",
+            )
+        return self._flush()
+
+    def rebuild(self, state: ClusterState) -> list[Effect]:
+        """Use ``state`` (new queues) with every tracked job in it as it is now; jobs the
+        old state could not take are tried again."""
+        live = [(life, self.current(life)) for life in self.jobs.values() if life.in_state]
+        orphans = [
+            life for life in self.jobs.values() if not life.in_state and life.not_before is None
+        ]
+        self.state = state
+        self._tasks.clear()
+        for life, job in live:
+            life.in_state = False
+            self._track(life, job)
+        for life in orphans:
+            self._track(life, life.job)
+        return self._flush()
+
+    def current(self, life: JobLife) -> Job:
+        """A tracked job as the engine holds it now (phase, task states, attained service)."""
+        info = self.state.job(life.name)
+        nodes = self.state.snapshot.nodes
+        tasks = tuple(
+            Task(
+                role=task.role.name,
+                index=task.index,
+                phase=PHASE_OF_STATUS[task.status],
+                node=nodes[task.node].name if task.node >= 0 else None,
+                start_time=task.start_time,
+                gpus=task.gpus,
+            )
+            for task in info.tasks
+        )
+        return replace(
+            life.job,
+            phase=life.phase,
+            pending_since=info.pending_since,
+            attained_service=info.attained_service,
+            tasks=tasks,
+        )
+
+    def tasks(self, life: JobLife) -> list[TaskInfo]:
+        """The job's tasks in the engine's state (none while it waits outside it)."""
+        return self.state.job(life.name).tasks if life.in_state else []
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def apply(self, decisions: Decisions, *, now: float) -> list[Effect]:
+        """Record what a session decided: admissions, evictions, binds, pending reasons."""
+        self.now = now
+        for admit in decisions.admitted:
+            life = self.jobs[admit.job]
+            self._phase(life, JobPhase.QUEUED, "Admitted", f"admitted to queue {life.job.queue}")
+        for name, evictions in _by_job(decisions.evictions).items():
+            self._evicted(self.jobs[name], evictions)
+        for name, binds in _by_job(decisions.binds).items():
+            self._place(self.jobs[name], binds)
+        for item in decisions.unschedulable:
+            waiting = self.jobs.get(item.job)
+            key = (item.reason.code.value, item.reason.message)
+            if waiting is not None and waiting.reason != key and waiting.phase in _WAITING:
+                waiting.reason = key
+                self._out.append(Waiting(job=item.job, code=key[0], message=key[1]))
+        return self._flush()
+
+    def on_event(self, event: TaskEvent, *, now: float) -> list[Effect]:
+        """Apply one executor report. Reports of jobs or tasks no longer live are ignored."""
+        self.now = now
+        life = self.jobs.get(event.job)
+        task = None if life is None else self._tasks.get(event.job, {}).get(event.task)
+        if life is None or task is None or task.status not in ON_NODE:
+            return []
+        if event.kind is TaskEventKind.STARTED:
+            if task.status is TaskStatus.BOUND:
+                self._task(task, TaskPhase.RUNNING, at=event.time)
+                self._start_ready(life)
+            return self._flush()
+        if event.kind is TaskEventKind.EXITED and task.status is TaskStatus.BOUND:
+            # It ran: its STARTED was not seen (reported before a crash of the server).
+            self._task(task, TaskPhase.RUNNING, at=event.time)
+        if task.status is TaskStatus.RELEASING or event.stopped:
+            self._stopped(life, task, event.exit_code, at=event.time)
+        elif event.kind is TaskEventKind.EXITED and event.exit_code == 0:
+            self._task(task, TaskPhase.SUCCEEDED, exit_code=0, at=event.time)
+        else:
+            self._task(task, TaskPhase.FAILED, exit_code=event.exit_code, at=event.time)
+            if life.ending is None:
+                self._fail(life, task.name, _failure(event))
+        self._settle(life)
+        return self._flush()
+
+    def advance(self, *, now: float) -> list[Effect]:
+        """Let time pass to ``now``: retried jobs whose backoff ended go back to the engine,
+        jobs past their walltime are stopped."""
+        self.now = now
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, _, name = heapq.heappop(self._deadlines)
+            life = self.jobs.get(name)
+            if life is None:
+                continue
+            if life.not_before is not None and life.not_before <= now:
+                life.not_before = None
+                self._counters(life)
+                self._track(life, life.job)
+            deadline = self._walltime_deadline(life)
+            if deadline is not None and deadline <= now:
+                assert life.job.walltime is not None
+                life.ending = Ending.WALLTIME
+                life.ending_message = f"ran past its walltime of {life.job.walltime:g} s"
+                self._stop(life, self.tasks(life), "walltime", life.ending_message)
+                self._settle(life)
+        return self._flush()
+
+    def next_deadline(self) -> float | None:
+        """When ``advance`` next has something to do (a backoff or a walltime ends)."""
+        while self._deadlines:
+            when, _, name = self._deadlines[0]
+            life = self.jobs.get(name)
+            if life is not None and when in (life.not_before, self._walltime_deadline(life)):
+                return when
+            heapq.heappop(self._deadlines)
+        return None
+
+    def cancel(self, name: str, message: str, *, now: float) -> list[Effect]:
+        """Stop every task of job ``name``; it is Cancelled once they have stopped."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None or life.phase in TERMINAL or life.ending is Ending.CANCEL:
+            return []
+        life.ending, life.ending_message = Ending.CANCEL, message
+        if not life.in_state:  # waiting out a backoff, or never placeable
+            self._phase(life, JobPhase.CANCELLED, "Cancelled", message)
+            self._forget(life)
+            return self._flush()
+        self._stop(life, self.tasks(life), "cancel", message)
+        self._settle(life)
+        return self._flush()
+
+    def drain(self, node: str, *, now: float) -> list[Effect]:
+        """Stop every task on ``node``; gangs left below their minimum restart whole."""
+        self.now = now
+        index = self.state.snapshot.node_index.get(node)
+        if index is None:
+            return []
+        reason = f"node {node} is draining"
+        for life in list(self.jobs.values()):
+            tasks = [t for t in self.tasks(life) if t.node == index and t.status in _ALIVE]
+            if tasks:
+                self._stop(life, tasks, "drain", reason)
+                self._restart_if_broken(life, reason)
+        return self._flush()
+
+    def abort(self, name: str, message: str, *, now: float) -> list[Effect]:
+        """End job ``name`` as Failed for good (no retry), for what its driver cannot
+        handle (a bug met while handling it); its tasks are stopped first."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None or life.phase in TERMINAL:
+            return []
+        if not life.in_state:
+            self._phase(life, JobPhase.FAILED, _SETTLED[Ending.ABORT][1], message)
+            self._forget(life)
+        else:
+            self._give_up(life, message)
+        return self._flush()
+
+    def drop(self, name: str, message: str) -> list[Effect]:
+        """The last resort when even ``abort`` raised for job ``name`` (a bug): forget the
+        job without the transition tables, asking the executor to stop what it runs,
+        and say it Failed. What the failed calls left unsaid is not said."""
+        self._out.clear()
+        life = self.jobs.pop(name, None)
+        if life is None:
+            return []
+        nodes = self.state.snapshot.nodes
+        stops = tuple(
+            Evict(
+                job=name,
+                task=t.name,
+                node=nodes[t.node].name,
+                action="abort",
+                by=name,
+                reason=message,
+            )
+            for t in self.tasks(life)
+            if t.status in ON_NODE and t.name not in life.held
+        )
+        self._untrack(life)
+        phase = JobPhase.FAILED
+        return [
+            Stop(evictions=stops),
+            JobChanged(job=name, phase=phase, reason="Aborted", message=message, time=self.now),
+            Event(job=name, kind=EventKind.FAILED, message=message, time=self.now),
+        ]
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def _evicted(self, life: JobLife, evictions: list[Evict]) -> None:
+        first = evictions[0]
+        tasks = self._tasks.get(life.name, {})
+        life.preemptions += 1
+        self._counters(life)
+        message = f"{first.action}ed by {first.by}: {first.reason}"
+        stopping = [tasks[e.task] for e in evictions if e.task in tasks]
+        self._stop(life, stopping, first.action, first.reason, by=first.by, message=message)
+        self._restart_if_broken(life, message)
+
+    def _place(self, life: JobLife, binds: list[Bind]) -> None:
+        tasks = self._tasks[life.name]
+        for bind in binds:
+            self._task(tasks[bind.task], TaskPhase.BOUND, node=bind.node, gpus=bind.gpus)
+        if life.started_at is None:
+            life.started_at = self.now
+            self._counters(life)
+            if life.job.walltime is not None:
+                self._deadline(self.now + life.job.walltime, life.name)
+        nodes = sorted({b.node for b in binds})
+        message = f"{len(binds)} task(s) placed on {', '.join(nodes[:8])}" + (
+            f" and {len(nodes) - 8} more nodes" if len(nodes) > 8 else ""
+        )
+        life.reason = None
+        if life.phase is JobPhase.PENDING:  # a config without enqueue admits by placing
+            self._phase(life, JobPhase.QUEUED, "Admitted", f"admitted to queue {life.job.queue}")
+        self._event(life, EventKind.PLACED, message, binds=tuple(binds))
+        self._phase(life, JobPhase.RUNNING, "Placed", message)
+        for bind in binds:
+            life.held[bind.task] = bind
+        self._start_ready(life)
+
+    def _start_ready(self, life: JobLife) -> None:
+        """Start every held task whose ``dependsOn`` roles are all Running."""
+        if not life.held:
+            return
+        roles = {role.name: role for role in life.job.roles}
+        running: dict[str, bool] = {}
+        for task in self.tasks(life):
+            running[task.role.name] = running.get(task.role.name, True) and (
+                task.status is TaskStatus.RUNNING
+            )
+        ready = tuple(
+            bind
+            for bind in life.held.values()
+            if all(running.get(dep, False) for dep in roles[bind.role].depends_on)
+        )
+        for bind in ready:
+            del life.held[bind.task]
+        if ready:
+            self._out.append(Start(binds=ready))
+
+    def _fail(self, life: JobLife, task: str, message: str) -> None:
+        """A task failed: restart the whole gang after a backoff, or fail the job when no
+        retries are left."""
+        life.attempts += 1
+        retry = life.attempts <= life.job.max_retry
+        life.ending = Ending.RETRY if retry else Ending.FAIL
+        life.ending_message = (
+            f"{message}; retry {life.attempts} of {life.job.max_retry}"
+            if retry
+            else f"{message}; no retries left (maxRetry {life.job.max_retry})"
+        )
+        self._counters(life)
+        self._event(life, EventKind.TASK_FAILED, life.ending_message, tasks=(task,))
+        self._stop(life, self.tasks(life), "restart", message)
+
+    def _give_up(self, life: JobLife, message: str) -> None:
+        """Stop the job for good: Failed (``Aborted``) once its tasks have stopped."""
+        life.ending, life.ending_message = Ending.ABORT, message
+        self._stop(life, self.tasks(life), "abort", message)
+        self._settle(life)
+
+    def _restart_if_broken(self, life: JobLife, reason: str) -> None:
+        """A gang left below its minimum restarts whole (no retry spent)."""
+        alive = [t for t in self.tasks(life) if t.status in _ALIVE]
+        if life.ending is None and alive and len(alive) < self.state.job(life.name).min_available:
+            life.ending, life.ending_message = Ending.RESTART, reason
+            self._stop(life, alive, "restart", f"gang restart: {reason}")
+
+    def _stop(
+        self,
+        life: JobLife,
+        tasks: Iterable[TaskInfo],
+        action: str,
+        reason: str,
+        *,
+        by: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Stop ``tasks`` (those on a node and not stopping yet): each becomes Releasing.
+        One never handed to the executor (held for ``dependsOn``) has stopped at once."""
+        nodes = self.state.snapshot.nodes
+        stops, unstarted = [], []
+        for task in tasks:
+            if task.status not in _ALIVE:
+                continue
+            self._task(task, TaskPhase.RELEASING)
+            if life.held.pop(task.name, None) is not None:
+                unstarted.append(task)
+                continue
+            stops.append(
+                Evict(
+                    job=life.name,
+                    task=task.name,
+                    node=nodes[task.node].name,
+                    action=action,
+                    by=by or life.name,
+                    reason=reason,
+                )
+            )
+        if stops or unstarted:
+            count = len(stops) + len(unstarted)
+            text = message or f"stopped ({action}): {reason}"
+            self._event(life, EventKind.EVICTED, f"{count} task(s) {text}", stops=tuple(stops))
+        if stops:
+            self._out.append(Stop(evictions=tuple(stops)))
+        for task in unstarted:
+            self._stopped(life, task, None, at=self.now)
+
+    def _stopped(self, life: JobLife, task: TaskInfo, code: int | None, *, at: float) -> None:
+        """A task asked to stop has: Failed when its job ends for good, else Pending."""
+        phase = TaskPhase.FAILED if life.ending in FOR_GOOD else TaskPhase.PENDING
+        if task.status is not TaskStatus.RELEASING:
+            self._task(task, TaskPhase.RELEASING)
+        self._task(task, phase, exit_code=code, at=at)
+
+    def _settle(self, life: JobLife) -> None:
+        """Once no task of the job holds a node, decide what the job becomes."""
+        tasks = self.tasks(life)
+        if any(t.status in ON_NODE for t in tasks):
+            return
+        ending = life.ending
+        if ending is None:
+            if life.phase is JobPhase.RUNNING and any(
+                t.status is TaskStatus.SUCCEEDED for t in tasks
+            ):
+                self._phase(life, JobPhase.SUCCEEDED, "Completed", "every running task succeeded")
+                self._forget(life)
+            elif life.phase is JobPhase.RUNNING:
+                self._phase(life, JobPhase.PENDING, "Preempted", "every task was evicted")
+            return
+        phase, reason = _SETTLED[ending]
+        if phase is JobPhase.PENDING:
+            for task in tasks:
+                if task.status is not TaskStatus.PENDING:
+                    self._task(task, TaskPhase.PENDING)
+            life.started_at = None
+        self._phase(life, phase, reason, life.ending_message)
+        life.ending, life.ending_message = None, ""
+        if phase in TERMINAL:
+            self._forget(life)
+        elif ending is Ending.RETRY:
+            life.not_before = self.now + self.policy.delay(life.attempts)
+            self._deadline(life.not_before, life.name)
+            self._untrack(life)
+        if phase is JobPhase.PENDING:
+            self._counters(life)
+
+    # -- the primitives every rule uses -----------------------------------------------------
+
+    def _phase(self, life: JobLife, phase: JobPhase, reason: str, message: str) -> None:
+        if phase is life.phase:
+            return
+        check_job_transition(life.phase, phase)
+        life.phase = phase
+        if life.in_state:
+            pending_since = self.now if phase is JobPhase.PENDING else None
+            self.state.set_phase(life.name, phase, pending_since=pending_since)
+        self._out.append(
+            JobChanged(job=life.name, phase=phase, reason=reason, message=message, time=self.now)
+        )
+        self._event(life, EventKind(phase.value), message or reason)
+
+    def _task(
+        self,
+        task: TaskInfo,
+        phase: TaskPhase,
+        *,
+        node: str | None = None,
+        gpus: tuple[int, ...] = (),
+        exit_code: int | None = None,
+        at: float | None = None,
+    ) -> None:
+        current = PHASE_OF_STATUS[task.status]
+        if current is not phase:
+            check_task_transition(current, phase)
+        nodes = self.state.snapshot.nodes
+        if phase is TaskPhase.BOUND:
+            self.state.set_task(task, phase, node, start_time=self.now, gpus=gpus)
+        elif phase in (TaskPhase.RUNNING, TaskPhase.RELEASING):
+            node = nodes[task.node].name
+            self.state.set_task(task, phase, node)
+            gpus = task.gpus
+        else:
+            self.state.set_task(task, phase, now=self.now)
+        self._out.append(
+            TaskChanged(
+                job=task.job.name,
+                task=task.name,
+                role=task.role.name,
+                phase=phase,
+                previous=current,
+                time=self.now if at is None else at,
+                node=node,
+                gpus=gpus,
+                exit_code=exit_code,
+            )
+        )
+
+    def _event(
+        self,
+        life: JobLife,
+        kind: EventKind,
+        message: str,
+        *,
+        binds: tuple[Bind, ...] = (),
+        stops: tuple[Evict, ...] = (),
+        tasks: tuple[str, ...] = (),
+    ) -> None:
+        self._out.append(
+            Event(
+                job=life.name,
+                kind=kind,
+                message=message,
+                time=self.now,
+                binds=binds,
+                stops=stops,
+                tasks=tasks,
+            )
+        )
+
+    def _counters(self, life: JobLife) -> None:
+        self._out.append(
+            JobCounters(
+                job=life.name,
+                attempts=life.attempts,
+                preemptions=life.preemptions,
+                not_before=life.not_before,
+                started_at=life.started_at,
+            )
+        )
+
+    def _track(self, life: JobLife, job: Job) -> None:
+        """Put a job into the engine's state; an orphan gets its reason said instead."""
+        info = self.state.add_job(job)
+        if info is None:
+            orphans = self.state.snapshot.orphans
+            why = next((w for j, w in reversed(orphans) if j.name == job.name), "")
+            if life.reason != ("Invalid", why):
+                life.reason = ("Invalid", why)
+                self._out.append(Waiting(job=life.name, code="Invalid", message=why))
+            return
+        life.in_state = True
+        self._tasks[life.name] = {task.name: task for task in info.tasks}
+
+    def _untrack(self, life: JobLife) -> None:
+        if life.in_state:
+            self.state.remove_job(life.name)
+            life.in_state = False
+        self._tasks.pop(life.name, None)
+
+    def _forget(self, life: JobLife) -> None:
+        """A job in a terminal phase leaves the lifecycle."""
+        self._untrack(life)
+        life.held.clear()
+        self.jobs.pop(life.name, None)
+
+    def _deadline(self, when: float, name: str) -> None:
+        self._seq += 1
+        heapq.heappush(self._deadlines, (when, self._seq, name))
+
+    def _walltime_deadline(self, life: JobLife) -> float | None:
+        limit = life.job.walltime
+        if limit is None or life.started_at is None or life.ending is not None:
+            return None
+        return life.started_at + limit
+
+    def _flush(self) -> list[Effect]:
+        out, self._out = self._out, []
+        return out
+
+
+_HOLDING = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
+
+
+def _failure(event: TaskEvent) -> str:
+    """Why a task's failure failed its attempt, for the job's message."""
+    task = event.task
+    if event.kind is TaskEventKind.LOST:
+        return f"task {task} was lost with its node {event.node}"
+    if event.kind is TaskEventKind.FAILED_TO_START:
+        return f"task {task} could not start on {event.node}: {event.message}"
+    why = ""
+    if event.reason == OOM_KILLED:
+        why = f" ({OOM_KILLED}: the kernel killed it for going over its memory limit)"
+    elif event.reason:
+        why = f" ({event.reason})"
+    return f"task {task} exited with code {event.exit_code}{why}"
+
+
+_Item = TypeVar("_Item", Bind, Evict)
+
+
+def _by_job(items: Iterable[_Item]) -> dict[str, list[_Item]]:
+    grouped: dict[str, list[_Item]] = {}
+    for item in items:
+        grouped.setdefault(item.job, []).append(item)
+    return grouped
