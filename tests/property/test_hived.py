@@ -24,7 +24,7 @@ from phalanx.engine.plugins._celltree import CellTree
 from phalanx.engine.plugins._virtual import VirtualClusters
 from phalanx.engine.plugins.hived import _guarantees
 from tests.builders import config, make_job, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 from .world import suite_settings
 
@@ -117,7 +117,7 @@ def test_hived_cycles_keep_gpus_single_guarantees_whole_and_decisions_stable(cas
     for step, jobs in enumerate(case.steps):
         for job in jobs:
             world.submit(job, runtime=4.5)
-        world._retire(float(step))  # what step does first: the cycle sees the same jobs
+        world.retire(float(step))  # what step does first: the cycle sees the same jobs
         claimed = _claimed(world)
         again = Snapshot.build(nodes=world.nodes, queues=world.queues, jobs=world.jobs.values())
         decisions = world.step(float(step))

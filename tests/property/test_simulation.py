@@ -98,33 +98,37 @@ def test_no_node_is_over_committed_and_every_job_is_accounted_for(
     summary = sim.run().summary(sim_wall_s=0.0)
     capacity = {n.name: n.capacity for n in cluster}
     used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    held: dict[str, tuple[str, dict[str, float]]] = {}
+    held: dict[str, tuple[str, str, dict[str, float]]] = {}
     submitted: set[str] = set()
     ended: dict[str, str] = {}
     for line in out.getvalue().splitlines():
         row = json.loads(line)
-        if row["ev"] == "submit":
+        if row["ev"] == "Submitted":
             submitted.add(row["job"])
-        elif row["ev"] == "start":
+        elif row["ev"] == "Placed":
             assert row["job"] in submitted
             for task in row["tasks"]:
                 assert task["task"] not in held, f"{task['task']} started twice: {row}"
-                held[task["task"]] = (task["node"], task["resources"])
+                held[task["task"]] = (row["job"], task["node"], task["resources"])
                 for name, amount in task["resources"].items():
                     used[task["node"]][name] += amount
                     limit = capacity[task["node"]].get(name)
                     assert used[task["node"]][name] <= limit + 1e-6, row
-        elif row["ev"] in ("finish", "fail", "evict", "kill"):
-            for task in row.get("tasks", []):
-                if row["ev"] == "fail" and task not in held:
-                    continue  # a lost task's node is gone: it was released with the node
+        else:
+            if row["ev"] in ("Evicted", "TaskFailed"):  # each lists the tasks that leave
+                leaving = row["tasks"]
+            elif row["ev"] in ("Pending", "Succeeded", "Failed", "Cancelled"):  # none stays
+                leaving = [name for name, (job, _, _) in held.items() if job == row["job"]]
+            else:
+                continue
+            for task in leaving:
                 assert task in held, f"{task} ended but was not running: {row}"
-                node, resources = held.pop(task)
+                _, node, resources = held.pop(task)
                 for name, amount in resources.items():
                     used[node][name] -= amount
-            if row["ev"] in ("finish", "kill") or row.get("reason") == "out of retries":
+            if row["ev"] in ("Succeeded", "Failed", "Cancelled"):
                 ended[row["job"]] = row["ev"]
     assert submitted == {w.name for w in workload.jobs}
     assert summary["jobs"] == len(workload.jobs)
     assert summary["finished"] + summary["failed"] + summary["unfinished"] == summary["jobs"]
-    assert summary["finished"] == sum(ev == "finish" for ev in ended.values())
+    assert summary["finished"] == sum(ev == "Succeeded" for ev in ended.values())

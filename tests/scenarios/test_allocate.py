@@ -8,7 +8,7 @@ from dataclasses import replace
 from phalanx.domain.job import Job, Role, TaskPhase
 from phalanx.engine import Decisions, ReasonCode
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 ALLOCATE = config(["allocate"], ["priority", "gang"], ["drf", "predicates", "binpack"])
 PROPORTION = config(

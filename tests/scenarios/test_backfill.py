@@ -11,7 +11,7 @@ from __future__ import annotations
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine import ReasonCode, SchedulerConfig
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 TIER1 = ["priority", "gang", "sla"]
 TIER2 = ["drf", "predicates", "binpack"]

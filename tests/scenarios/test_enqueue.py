@@ -6,7 +6,7 @@ from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.queue import Queue
 from phalanx.engine import ActionConfig, ReasonCode, SchedulerConfig
 from tests.builders import config, cycle, make_job, make_nodes, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 TIER1 = ["priority", "gang"]
 ENQUEUE = config(["enqueue"], TIER1, ["drf", "predicates", "capacity", "binpack"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from phalanx.domain.job import Job
 from phalanx.engine import ReasonCode, SchedulerConfig
 from tests.builders import bound, config, cycle, make_job, make_nodes, make_queue
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 GANG = config(["allocate"], ["priority", "gang"], ["drf", "predicates", "binpack"])
 NO_GANG = config(["allocate"], ["priority"], ["drf", "predicates", "binpack"])

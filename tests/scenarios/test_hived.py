@@ -14,7 +14,7 @@ from phalanx.engine.decisions import Decisions, ReasonCode
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.loader import load_documents
 from tests.builders import bound, config, cycle, evicted, make_job, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 DGX1 = preset("dgx1-v100")
 #: dgx1-gpu (1), dgx1-nvlink (4: an NVLinked quad), dgx1-node (8)

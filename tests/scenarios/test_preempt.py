@@ -27,7 +27,7 @@ from tests.builders import (
     make_queue,
     res,
 )
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 PREEMPT = config(["allocate", "preempt"], ["priority", "gang"], ["drf", "predicates", "binpack"])
 

@@ -15,7 +15,7 @@ import pytest
 
 from phalanx.domain.queue import Queue
 from tests.builders import config, make_job, make_node, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 ACTIONS = ["enqueue", "allocate", "reclaim", "preempt"]
 

@@ -13,7 +13,7 @@ from phalanx.domain.queue import Queue
 from phalanx.engine import ReasonCode, SchedulerConfig, Snapshot
 from phalanx.engine.cycle import open_session
 from tests.builders import config, cycle, make_job, make_nodes, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 TIER1 = ["priority", "gang"]
 PROPORTION = config(["allocate"], TIER1, ["drf", "predicates", "proportion", "binpack"])

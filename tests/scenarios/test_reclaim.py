@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from phalanx.domain.job import Job
 from tests.builders import config, cycle, evicted, make_job, make_node, make_nodes, make_queue, res
-from tests.scenarios.loop import World
+from tests.scenarios.world import World
 
 RECLAIM = config(
     ["allocate", "reclaim"], ["priority", "gang"], ["drf", "predicates", "capacity", "binpack"]

@@ -1,6 +1,6 @@
 """The engine's multi-cycle scenarios, run again through the simulator.
 
-Each test re-tells a scenario of the ``World`` driver (``tests/scenarios/loop.py``) as a
+Each test re-tells a scenario of the ``World`` driver (``tests/scenarios/world.py``) as a
 workload for ``phalanx.sim.runner.Simulation``: jobs arrive at their ``created`` time and
 run for a duration, sessions come when something happens and periodically while work
 waits, and evicted tasks stop through the simulated cluster. The assertions read the
@@ -99,7 +99,7 @@ class Run:
 
     def starts(self, job: str) -> list[float]:
         """When ``job`` had tasks started."""
-        return [r["t"] for r in self.of("start", job)]
+        return [r["t"] for r in self.of("Placed", job)]
 
     def held(self, queue: str, at: float) -> float:
         """GPUs that ``queue``'s tasks hold on nodes at instant ``at`` (once it is over)."""
@@ -112,7 +112,7 @@ class Run:
 
     def evicted_tasks(self) -> Counter[str]:
         """How often each task was evicted."""
-        return Counter(task for row in self.of("evict") for task in row["tasks"])
+        return Counter(task for row in self.of("Evicted") for task in row["tasks"])
 
 
 def _simulate(
@@ -191,7 +191,7 @@ def _replay(
         assert now is None or row["t"] >= now, f"time went backwards: {row}"
         advance(row["t"])
         job = row["job"]
-        if row["ev"] == "start":
+        if row["ev"] == "Placed":
             for task in row["tasks"]:
                 assert task["task"] not in held, f"{task['task']} started twice: {row}"
                 node = task["node"]
@@ -201,17 +201,19 @@ def _replay(
                     used[node][name] += amount
                     limit = capacity[node].get(name)
                     assert used[node][name] <= limit + 1e-6, f"{node} over-committed: {row}"
-        elif row["ev"] == "evict":
+        elif row["ev"] == "Evicted":
             stopping_now = {task for _, task in stopping}
             for task in row["tasks"]:
                 assert task in held and task not in stopping_now, f"{task} not running: {row}"
                 heapq.heappush(stopping, (row["t"] + grace, task))
                 active[job] -= 1
-        elif row["ev"] in ("finish", "fail", "kill"):
-            for task in row["tasks"]:
-                assert task in held, f"{task} ended without running: {row}"
-                release(task)
-                active[job] -= 1
+        elif row["ev"] in ("TaskFailed", "Pending", "Succeeded", "Failed", "Cancelled"):
+            stopping_now = {task for _, task in stopping}
+            listed = row.get("tasks") if row["ev"] == "TaskFailed" else None
+            for task in [t for t, h in held.items() if h[0] == job and t not in stopping_now]:
+                if listed is None or task in listed:
+                    release(task)
+                    active[job] -= 1
     advance(max([t for t, _ in stopping], default=now or 0.0))
     close(now or 0.0)
     return timeline
@@ -241,13 +243,13 @@ def test_two_gangs_on_a_draining_cluster_start_whole_one_after_the_other_and_bot
 
     # nothing of either gang runs while the fillers drain one by one (no half-started gang)
     assert run.starts("gang-a") == [40.0]  # the last filler ends at 40
-    assert [len(r["tasks"]) for r in run.of("start", "gang-a")] == [4]
+    assert [len(r["tasks"]) for r in run.of("Placed", "gang-a")] == [4]
     assert run.starts("gang-b") == [140.0]  # once gang-a has finished
-    assert [len(r["tasks"]) for r in run.of("start", "gang-b")] == [4]
+    assert [len(r["tasks"]) for r in run.of("Placed", "gang-b")] == [4]
     records = run.metrics.jobs
     assert (records["gang-a"].outcome, records["gang-b"].outcome) == ("finished", "finished")
     assert (records["gang-a"].jct, records["gang-b"].jct) == (139.0, 238.0)
-    assert run.of("evict") == []
+    assert run.of("Evicted") == []
 
 
 def test_without_the_gang_plugin_two_gangs_hold_half_the_cluster_each_and_never_finish() -> None:
@@ -263,7 +265,7 @@ def test_without_the_gang_plugin_two_gangs_hold_half_the_cluster_each_and_never_
 
     # each grabbed two of its four tasks' room as the fillers ended: the classic deadlock
     assert run.held("default", 1000) == 16  # every GPU is held ...
-    started = Counter(r["job"] for r in run.of("start") for _ in r["tasks"])
+    started = Counter(r["job"] for r in run.of("Placed") for _ in r["tasks"])
     assert (started["gang-a"], started["gang-b"]) == (2, 2)
     # ... but the simulated cluster runs a gang only with all its tasks: no progress at all
     for name in ("gang-a", "gang-b"):
@@ -288,7 +290,7 @@ def test_priority_preemption_shrinks_a_gang_to_its_minimum_which_keeps_running()
 
     run = _simulate(make_nodes(2), [make_queue()], PREEMPT, jobs)  # 16 GPUs
 
-    first, second = run.of("evict", "victim")
+    first, second = run.of("Evicted", "victim")
     # urgent takes the surplus: two tasks go, the gang keeps its minimum of two
     assert (first["t"], first["by"], first["action"]) == (1.0, "urgent", "preempt")
     assert first["tasks"] == ["victim-worker-0", "victim-worker-1"]
@@ -335,7 +337,7 @@ def test_three_queues_reclaim_borrowed_gpus_down_to_exactly_their_deserved_share
     assert run.held("a", 19) == 32  # a borrowed the whole idle cluster
     assert {q: run.held(q, 300) for q in "abc"} == {"a": 16, "b": 8, "c": 8}
     # exactly a's borrowed 16 GPUs were reclaimed, each task once, and nothing after that
-    evictions = run.of("evict")
+    evictions = run.of("Evicted")
     assert len(evictions) == 8 and all(r["job"].startswith("a") for r in evictions)
     assert {r["action"] for r in evictions} == {"reclaim"}
     assert max(run.evicted_tasks().values()) == 1
@@ -371,7 +373,7 @@ def test_an_overcommit_queues_excess_is_reclaimed_before_a_borrowing_queues() ->
     )
 
     assert (run.held("oc", 9), run.held("borrow", 9)) == (16, 16)
-    evictions = run.of("evict")
+    evictions = run.of("Evicted")
     assert sorted(r["job"] for r in evictions) == ["oc2", "oc3"]
     assert {(r["t"], r["by"], r["action"]) for r in evictions} == {(10.0, "r0", "reclaim")}
     assert run.starts("r0") == [10.0]
@@ -393,7 +395,7 @@ def test_a_reclaimer_starts_only_once_the_evicted_tasks_stopped_after_their_grac
 
     run = _simulate(make_nodes(2), queues, RECLAIM, jobs, options=options)
 
-    evictions = run.of("evict")
+    evictions = run.of("Evicted")
     assert [(r["t"], r["by"], r["action"]) for r in evictions] == [(10.0, "b0", "reclaim")] * 2
     assert run.starts("b0") == [15.0]  # not while the two evicted tasks still hold the node
     assert run.held("a", 10) == 16 and run.held("a", 15) == 8
@@ -441,7 +443,7 @@ def test_two_queues_with_equal_shares_do_not_evict_each_other_over_a_long_run(ca
 
     run = _simulate(nodes, queues, cfg, jobs, options=replace(OPTIONS, until=LONG_RUN))
 
-    evictions = run.of("evict")
+    evictions = run.of("Evicted")
     assert evictions, "b never reclaimed anything: the case tests nothing"
     assert max(r["t"] for r in evictions) <= 107  # settled while b's jobs arrived
     assert max(run.evicted_tasks().values()) == 1
@@ -461,7 +463,7 @@ def test_queues_that_keep_submitting_settle_after_one_eviction() -> None:
 
     run = _simulate(nodes, queues, cfg, jobs, options=replace(OPTIONS, until=LONG_RUN))
 
-    assert len(run.of("evict")) == 1
+    assert len(run.of("Evicted")) == 1
     assert (run.held("a", LONG_RUN), run.held("b", LONG_RUN)) in {(6.0, 3.0), (3.0, 6.0)}
 
 
@@ -482,7 +484,7 @@ def test_a_child_queue_reclaims_its_deserved_share_from_its_sibling(team_cap: in
     assert run.held("nlp", 9) == (team_cap or 32)  # nlp borrowed its sibling's share and more
     assert run.held("cv", 19) == 8  # its deserved share, taken back from its sibling
     assert {q: run.held(q, 100) for q in ("nlp", "cv", "ops")} == {"nlp": 8, "cv": 8, "ops": 16}
-    assert all(r["job"].startswith("nlp") for r in run.of("evict"))
+    assert all(r["job"].startswith("nlp") for r in run.of("Evicted"))
     assert max(run.evicted_tasks().values()) == 1
 
 
@@ -504,7 +506,7 @@ def test_reclaim_never_takes_a_queue_below_its_guarantee_at_any_instant() -> Non
     keep = [gpus.get("keep", 0.0) for _, gpus in run.timeline]
     reached = next(i for i, gpus in enumerate(keep) if gpus >= 12)
     assert min(keep[reached:]) == 12  # reclaimed down to its guarantee, never below it
-    assert len(run.of("evict")) == 10  # x and y took back 10 GPUs each
+    assert len(run.of("Evicted")) == 10  # x and y took back 10 GPUs each
     assert {q: run.held(q, 200) for q in ("keep", "x", "y")} == {"keep": 12, "x": 10, "y": 10}
 
 
@@ -586,17 +588,17 @@ def test_a_starving_gang_is_reserved_and_starts_on_time_despite_a_stream_of_1_gp
         options=replace(OPTIONS, until=400),
     )
 
-    reservations = run.of("reserve", "big")
+    reservations = run.of("Reserved", "big")
     assert reservations, "the starving gang never got a reservation"
     first = reservations[0]
     assert 31 <= first["t"] <= 31 + 2 * 10  # once starving (admitted, then reserved)
     assert first["start"] == 250.0  # the last of the old jobs ends then
     assert first["nodes"] == ["n0", "n1"]
     assert run.starts("big") == [250.0]
-    assert [len(r["tasks"]) for r in run.of("start", "big")] == [NODES]
+    assert [len(r["tasks"]) for r in run.of("Placed", "big")] == [NODES]
     assert run.metrics.jobs["big"].queue_delay == 249.0
     # the stream kept flowing: short jobs ran in the reserved room before the gang started
-    window = [r for r in run.of("start") if first["t"] <= r["t"] < 250.0]
+    window = [r for r in run.of("Placed") if first["t"] <= r["t"] < 250.0]
     assert len({r["job"] for r in window if r["job"].startswith("short")}) >= 5
     # jobs without a walltime could not use the reserved room
     assert not any(r["job"].startswith("long") for r in window)
@@ -611,9 +613,9 @@ def test_without_backfill_the_same_gang_waits_for_as_long_as_the_stream_flows() 
         options=replace(OPTIONS, until=STREAM_END),
     )
 
-    assert run.of("reserve") == []
+    assert run.of("Reserved") == []
     assert run.starts("big") == []  # still waiting when the stream stops (with backfill: t=250)
-    late = [r["job"] for r in run.of("start") if r["t"] > 250]
+    late = [r["job"] for r in run.of("Placed") if r["t"] > 250]
     assert len(late) > 20  # the GPUs did free up: 1-GPU jobs took every one of them
 
 

@@ -144,12 +144,12 @@ class _Narrator:
 
     def event(self, row: dict[str, object]) -> None:
         t, ev, name = float(row["t"]), row["ev"], str(row["job"])  # type: ignore[arg-type]
-        if ev == "submit":
+        if ev == "Submitted":
             label = _submitted(self._jobs[name])
             if label is not None:
                 self.at(t)
                 self.console.print(f"  [blue]submitted[/] {label} to {row['queue']}")
-        elif ev == "finish" and not name.startswith("sweep-"):
+        elif ev == "Succeeded" and not name.startswith("sweep-"):
             self.at(t)
             self.console.print(f"  [blue]{name} finished[/]")
 

@@ -3,8 +3,10 @@
 A job makes progress while at least ``min_available`` of its tasks run. When it drops
 below that (an eviction, a lost node), its run stops and the progress since its last
 checkpoint is lost; it resumes from that checkpoint when placed again. A job whose run
-reaches its duration ends: every task exits with code 0. A run that reaches the job's
-walltime first is killed: every task exits stopped with code 137.
+reaches its duration ends: every task exits with code 0. A run the workload marks as
+failing (``WorkloadJob.fail_after``) ends first with its first task exiting with code
+1; its other tasks run on until the scheduler stops them. Walltime is not the
+cluster's business: the lifecycle stops a job past it, as in production.
 
 Colocation (with an SLA ``watermark``): an offline job shares its nodes' GPUs with the
 online services there. While the busiest service on one of its nodes is above the
@@ -25,7 +27,7 @@ from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.sim.workload import WorkloadJob
 
-KILLED = 137
+FAILED_CODE = 1  # the exit code of a task whose run the workload marks as failing
 
 
 @dataclass(slots=True)
@@ -39,6 +41,7 @@ class _Run:
     running: dict[str, str] = field(default_factory=dict)  # task -> node
     stopping: set[str] = field(default_factory=set)
     attempt: int = 0  # bumped when a run starts, so stale ends are ignored
+    failures: int = 0  # runs that failed so far (``fail_after`` says how many will)
     rate: float = 1.0  # work per second now (below 1 while colocated services are busy)
     progress: float = 0.0  # work done in the current run up to ``since``
     since: float = 0.0  # when ``rate`` last changed in the current run
@@ -182,9 +185,8 @@ class SimCluster:
         run.attempt += 1
         remaining = max(run.spec.duration - run.done - run.work(now), 0.0)
         end = now + remaining / run.rate if run.rate > 0 else math.inf
-        walltime = run.spec.job.walltime
-        if walltime is not None:
-            end = min(end, run.started + walltime)
+        if run.failures < len(run.spec.fail_after):
+            end = min(end, run.started + run.spec.fail_after[run.failures])
         if math.isfinite(end):
             self._seq += 1
             heapq.heappush(self._ends, (end, self._seq, run.spec.name, run.attempt))
@@ -229,22 +231,23 @@ class SimCluster:
                 continue
             work = run.work(end)
             completed = work >= run.spec.duration - run.done - 1e-9
-            code = 0 if completed else KILLED
-            for task, node in sorted(run.running.items()):
-                if task not in run.stopping:
-                    run.stopping.add(task)
-                    self._emit(
-                        end,
-                        TaskEvent(
-                            kind=TaskEventKind.EXITED,
-                            time=end,
-                            job=job,
-                            task=task,
-                            node=node,
-                            exit_code=code,
-                            stopped=not completed,
-                        ),
-                    )
+            ending = sorted(t for t in run.running.items() if t[0] not in run.stopping)
+            if not completed:  # a failing run: its first task fails, the rest run on
+                run.failures += 1
+                ending = ending[:1]
+            for task, node in ending:
+                run.stopping.add(task)
+                self._emit(
+                    end,
+                    TaskEvent(
+                        kind=TaskEventKind.EXITED,
+                        time=end,
+                        job=job,
+                        task=task,
+                        node=node,
+                        exit_code=0 if completed else FAILED_CODE,
+                    ),
+                )
             run.done = run.spec.duration if completed else run.kept(work)
             run.started = None
             if run.spec.job.service_class is ServiceClass.ONLINE:

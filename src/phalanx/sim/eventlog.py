@@ -1,10 +1,12 @@
 """A run's events.jsonl, read once into what the report draws: spans, allocation, JCTs.
 
-What is taken from the events: a task holds the GPUs of its ``start`` row
-(``resources.gpu``, else the length of ``gpus``) until an ``evict`` or ``fail`` that
-names it, or the ``finish``/``kill`` of its job; a task started again while held is
-taken as stopped just before. JCT is ``finish`` minus ``submit``; queueing delay is the
-job's first ``start`` minus its ``submit``. ``reserve`` and node events are skipped.
+The rows are the lifecycle's events (``phalanx.engine.lifecycle.EventKind``, the
+control plane's vocabulary). What is taken from them: a task holds the GPUs of its
+``Placed`` row (``resources.gpu``, else the length of ``gpus``) until an ``Evicted`` or
+``TaskFailed`` row that names it, or until its job is ``Pending`` again or ends
+(``Succeeded``, ``Failed``, ``Cancelled``); a task placed again while held is taken as
+stopped just before. JCT is ``Succeeded`` minus ``Submitted``; queueing delay is the
+job's first ``Placed`` minus its ``Submitted``. ``Reserved`` and node rows are skipped.
 
 Guarantees: the file is streamed (about 1 MiB of text at a time), so memory grows with
 the number of jobs and of allocation changes (20 bytes each), not with the file;
@@ -111,25 +113,25 @@ class RunLog:
         if self.start is None or t < self.start:
             self.start = t
         self.end = max(self.end, t)
-        if ev == "submit":
+        if ev == "Submitted":
             self._add_job(name, str(row.get("queue", "")), str(row.get("user", "")), t)
             return
-        if ev not in ("start", "finish", "fail", "evict", "kill"):
+        if ev not in _TASK_EVENTS:
             return
         job = self.jobs.get(name)
         if job is None:  # no submit seen: count it from here
             job = self._add_job(name, str(row.get("queue", "")), str(row.get("user", "")), t)
-        if ev == "start":
+        if ev == "Placed":
             self._start(job, row.get("tasks") or [], t)
             return
         listed = [str(task) for task in row.get("tasks") or []]
-        for task in list(job.held) if ev in ("finish", "kill") else listed:
+        for task in listed if ev in ("Evicted", "TaskFailed") else list(job.held):
             self._release(job, task, t)
-        if ev == "evict":
+        if ev == "Evicted":
             job.evictions.append(t)
-        else:
+        elif ev in _ENDS:
             job.end = t
-        if ev == "finish":
+        if ev == "Succeeded":
             self.jct[job.queue].append(t - job.submit)
 
     def _add_job(self, name: str, queue: str, user: str, t: float) -> JobSpan:
@@ -171,6 +173,12 @@ class RunLog:
             job.intervals.append((job.since, t))
 
 
+#: Rows that place or release tasks: ``Placed`` lists tasks placed, ``Evicted`` and
+#: ``TaskFailed`` the tasks that left their nodes; a job Pending again or ended holds none.
+_ENDS = frozenset({"Succeeded", "Failed", "Cancelled"})
+_TASK_EVENTS = frozenset({"Placed", "Evicted", "TaskFailed", "Pending", *_ENDS})
+
+
 def load_summary(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; a ``DocumentError`` naming the file when there is none."""
     try:
@@ -202,7 +210,7 @@ def _events(path: Path) -> Iterator[tuple[int, Any]]:
             kept = [
                 (offset + i, line)
                 for i, line in enumerate(chunk, 1)
-                if '"ev":"reserve"' not in line and '"ev":"node-' not in line and line.strip()
+                if '"ev":"Reserved"' not in line and '"ev":"Node' not in line and line.strip()
             ]
             offset += len(chunk)
             try:

@@ -224,8 +224,8 @@ def _alloc_chart(run: RunLog) -> str:
         if isinstance(average, int | float):
             canvas.hline(y.at(average), x, label=f"time average {100 * average:.1f}%")
         return _figure(canvas.render("GPU allocation over time"), (
-            f"GPUs held by running tasks over the cluster's {total:,.0f}, from the start, evict, fail, "
-            f"finish and kill events ({t.size:,} points shown).")
+            f"GPUs held by running tasks over the cluster's {total:,.0f}, from the Placed, Evicted, "
+            f"TaskFailed and end events ({t.size:,} points shown).")
         )  # fmt: skip
     y = canvas.yscale(0.0, max(1.0, float(v.max())))
     x = _time_axes(canvas, run, y, [(n, fmt_number(n)) for n in nice_ticks(0.0, y.hi)], "GPUs held")

@@ -1,16 +1,18 @@
-"""The simulation's controller: arrivals, sessions, task events, lifecycle, metrics, events.jsonl.
+"""The simulation's controller: arrivals, sessions, task events, metrics, events.jsonl.
 
-It plays the role the control plane's controllers play in production: it owns job and
-task state (in a ``ClusterState``), runs the engine's sessions on it, hands Decisions to
-the executor (a ``SimCluster``) and turns the executor's events into state changes. The
-same seed, workload and config give byte-identical events.
+It plays the role the control plane's controller plays in production, with the same
+parts: the engine's sessions decide, the one ``Lifecycle`` (``phalanx.engine.lifecycle``)
+turns Decisions, the executor's events and the passing of time into effects, and this
+driver carries them out: it writes them to ``events.jsonl`` and the metrics, and hands
+starts and stops to the executor (a ``SimCluster``). The same seed, workload and config
+give byte-identical events.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TextIO
 
@@ -19,12 +21,23 @@ import numpy as np
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
-from phalanx.engine.decisions import Decisions, Evict
+from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
+from phalanx.engine.lifecycle import (
+    Effect,
+    Event,
+    EventKind,
+    JobChanged,
+    JobCounters,
+    Lifecycle,
+    RetryPolicy,
+    Start,
+    Stop,
+    TaskChanged,
+    Waiting,
+)
 from phalanx.engine.state import ClusterState
-from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.sim.cluster import SimCluster
 from phalanx.sim.fragmentation import FragmentationProbe
 from phalanx.sim.loop import EventLoop, Priority
@@ -40,6 +53,8 @@ class SimOptions:
     max_period: float = 3600.0  # the longest wait between periodic sessions when nothing changes
     trigger_delay: float = 1.0  # and this long after an arrival or a release
     grace: float = 0.0  # seconds an evicted task takes to stop
+    backoff: float = 10.0  # a failed job's first retry waits this long, each further twice
+    max_backoff: float = 300.0  # as the control plane's defaults
     until: float | None = None  # stop the clock here (jobs still running stay unfinished)
     seed: int = 0
     node_mtbf: float | None = None  # mean seconds between failures of one node; None: none fail
@@ -97,8 +112,12 @@ class Simulation:
         self.config = config
         self.registry = registry
         self.queues = tuple(queues if queues is not None else workload.queues)
-        self.state = ClusterState(nodes, self.queues)
+        self.life = Lifecycle(
+            ClusterState(nodes, self.queues),
+            RetryPolicy(backoff=options.backoff, max_backoff=options.max_backoff),
+        )
         self.jobs = {w.name: w for w in workload.jobs}
+        self._node_failures = workload.node_failures
         self.cluster = SimCluster(self.jobs, watermark=self.options.sla_watermark)
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
@@ -114,7 +133,6 @@ class Simulation:
         self._out = events_out
         self._on_event = on_event
         self._on_session = on_session
-        self._tasks: dict[str, TaskInfo] = {}
         self._session_at: float | None = None
         self._idle_sessions = 0
         self._wake_at: float | None = None
@@ -122,6 +140,11 @@ class Simulation:
         self._node_names = [n.name for n in nodes]
         self._fragmentation = FragmentationProbe.of(self.state.snapshot, workload)
         self._sampled_at: float | None = None
+
+    @property
+    def state(self) -> ClusterState:
+        """The engine state the lifecycle keeps."""
+        return self.life.state
 
     # -- driving --------------------------------------------------------------------------
 
@@ -137,9 +160,14 @@ class Simulation:
         if self.options.node_mtbf:
             for node in self._node_names:
                 self._schedule_failure(node, self.loop.now)
+        for failure in self._node_failures:
+            self.loop.schedule(failure.at, Priority.RELEASE, _NodeChange(failure.node, up=False))
+            self.loop.schedule(
+                failure.at + failure.repair, Priority.RELEASE, _NodeChange(failure.node, up=True)
+            )
         until = self.options.until
         handled = 0
-        while self.loop and (self._arrivals_left or self.state.snapshot.jobs):
+        while self.loop and (self._arrivals_left or self.life.jobs):
             next_time = self.loop.peek_time()
             if until is not None and next_time is not None and next_time > until:
                 break
@@ -165,7 +193,9 @@ class Simulation:
                 return
             self._wake_at = None
             for task_event in self.cluster.poll(now=now):
-                self._on_task_event(task_event, now)
+                self._carry_out(self.life.on_event(task_event, now=now))
+            self._carry_out(self.life.advance(now=now))
+            self._triggered(now)
         elif isinstance(event, _Session):
             if event.at != self._session_at:
                 return
@@ -186,6 +216,9 @@ class Simulation:
 
     def _schedule_wake(self) -> None:
         due = self.cluster.next_event_time()
+        deadline = self.life.next_deadline()  # a retry backoff or a walltime ends
+        if deadline is not None and (due is None or deadline < due):
+            due = deadline
         if due is not None and (self._wake_at is None or due < self._wake_at):
             self._wake_at = max(due, self.loop.now)
             self.loop.schedule(self._wake_at, Priority.RELEASE, _Wake(self._wake_at))
@@ -197,7 +230,6 @@ class Simulation:
         job = workload_job.job
         if self.options.oracle_runtime:
             job = replace(job, runtime_estimate=workload_job.duration)
-        info = self.state.add_job(job)
         gang = job.gang_size
         gpus = sum(r.resources.get("gpu") * r.replicas for r in job.roles) * min(
             1.0, gang / max(job.replicas, 1)
@@ -212,10 +244,8 @@ class Simulation:
                 submit=now,
             )
         )
-        self._emit(now, "submit", job.name)
-        if info is not None:
-            for task in info.tasks:
-                self._tasks[task.name] = task
+        self._emit(now, EventKind.SUBMITTED, job.name)
+        self._carry_out(self.life.submit(job, now=now))
         self._triggered(now)
 
     def _session(self, now: float) -> None:
@@ -260,154 +290,77 @@ class Simulation:
         self._request_session(now + wait)
 
     def _apply(self, decisions: Decisions, now: float) -> None:
-        for admit in decisions.admitted:
-            self.state.set_phase(admit.job, JobPhase.QUEUED)
         for reservation in decisions.reservations:
             self._emit(
                 now,
-                "reserve",
+                EventKind.RESERVED,
                 reservation.job,
                 nodes=list(reservation.nodes),
                 start=reservation.start_time,
             )
-        for job in _in_order(e.job for e in decisions.evictions):
-            evictions = [e for e in decisions.evictions if e.job == job]
-            self._evict(job, evictions, now)
-        for job in _in_order(b.job for b in decisions.binds):
-            binds = [b for b in decisions.binds if b.job == job]
-            for bind in binds:
-                task = self._tasks[bind.task]
-                self.state.set_task(
-                    task, TaskPhase.BOUND, bind.node, start_time=now, gpus=bind.gpus
-                )
-                self.metrics.allocation(
-                    now, task.job.queue.name, task.job.user, task.role.resources, 1.0
-                )
-            self.state.set_phase(job, JobPhase.RUNNING)
-            if self._out is not None or self._on_event is not None:
-                rows = [self._task_row(self._tasks[b.task], b.node) for b in binds]
-                self._emit(now, "start", job, tasks=rows)
-            self.cluster.start(binds, now=now)
+        self._carry_out(self.life.apply(decisions, now=now))
 
-    def _evict(self, job: str, evictions: Sequence[Evict], now: float) -> None:
-        for evict in evictions:
-            self.state.set_task(self._tasks[evict.task], TaskPhase.RELEASING)
-        record = self.metrics.jobs[job]
-        record.preemptions += 1
-        self.metrics.preemptions += 1
-        self._emit(
-            now,
-            "evict",
-            job,
-            tasks=[e.task for e in evictions],
-            by=evictions[0].by,
-            action=evictions[0].action,
-        )
-        self.cluster.stop(evictions, now=now, grace=self.options.grace)
-        self._restart_if_broken(job, now, reason="gang restart after eviction")
+    # -- effects --------------------------------------------------------------------------
 
-    # -- task events -----------------------------------------------------------------------
+    def _carry_out(self, effects: list[Effect]) -> None:
+        """Record the lifecycle's effects in the metrics and events.jsonl; hand starts and
+        stops to the simulated cluster."""
+        for effect in effects:
+            match effect:
+                case TaskChanged():
+                    self._task_changed(effect)
+                case JobChanged():
+                    if effect.phase in _OUTCOMES:
+                        outcome = _OUTCOMES[effect.phase]
+                        if effect.reason == "WalltimeExceeded":
+                            outcome = "killed"
+                        self.metrics.ended(effect.time, effect.job, outcome)
+                case JobCounters():
+                    record = self.metrics.jobs[effect.job]
+                    self.metrics.preemptions += effect.preemptions - record.preemptions
+                    record.preemptions, record.restarts = effect.preemptions, effect.attempts
+                case Event():
+                    self._emit_event(effect)
+                case Start():
+                    self.cluster.start(effect.binds, now=self.loop.now)
+                case Stop():
+                    self.cluster.stop(effect.evictions, now=self.loop.now, grace=self.options.grace)
+                case Waiting():
+                    pass
 
-    def _on_task_event(self, event: TaskEvent, now: float) -> None:
-        task = self._tasks.get(event.task)
-        if task is None:
+    def _task_changed(self, change: TaskChanged) -> None:
+        held, was = change.phase in _ON_NODE, change.previous in _ON_NODE
+        if change.phase is TaskPhase.RUNNING and change.previous is TaskPhase.BOUND:
+            info = self.state.snapshot.jobs.get(change.job)
+            if info is not None and info.ready_count >= info.min_available:  # the gang runs
+                self.metrics.started(change.time, change.job)
+        if held == was:
             return
-        if event.kind is TaskEventKind.STARTED:
-            if task.status is TaskStatus.BOUND:
-                self.state.set_task(task, TaskPhase.RUNNING, event.node, start_time=now)
-                if task.job.ready_count >= task.job.min_available:
-                    self.metrics.started(now, task.job.name)
+        job = self.jobs[change.job].job
+        role = next(r for r in job.roles if r.name == change.role)
+        sign = 1.0 if held else -1.0
+        self.metrics.allocation(change.time, job.queue, job.user, role.resources, sign)
+
+    def _emit_event(self, event: Event) -> None:
+        if self._out is None and self._on_event is None:
             return
-        if task.status in ON_NODE:
-            self.metrics.allocation(
-                now, task.job.queue.name, task.job.user, task.role.resources, -1.0
+        extra: dict[str, object] = {}
+        if event.binds:
+            extra["tasks"] = [
+                self._task_row(self.jobs[event.job], b.task, b.role, b.node, b.gpus)
+                for b in event.binds
+            ]
+        elif event.kind is EventKind.EVICTED:
+            extra.update(
+                tasks=[e.task for e in event.stops],
+                by=event.stops[0].by if event.stops else event.job,
+                action=event.stops[0].action if event.stops else "",
             )
-        if event.kind is TaskEventKind.LOST:
-            self._lost(task, now)
-        elif event.stopped and event.exit_code == 137:
-            self._finish_task(task, TaskPhase.FAILED, now, outcome="killed", ev="kill")
-        elif event.stopped:
-            self.state.set_task(task, TaskPhase.PENDING, now=now)
-            if task.job.ready_count < task.job.min_available:
-                self.state.set_phase(task.job.name, JobPhase.PENDING, pending_since=now)
-        else:
-            phase = TaskPhase.SUCCEEDED if event.exit_code == 0 else TaskPhase.FAILED
-            self._finish_task(
-                task,
-                phase,
-                now,
-                outcome="finished" if event.exit_code == 0 else "failed",
-                ev="finish" if event.exit_code == 0 else "fail",
-            )
-        self._triggered(now)
-
-    def _finish_task(
-        self, task: TaskInfo, phase: TaskPhase, now: float, *, outcome: str, ev: str
-    ) -> None:
-        self.state.set_task(task, phase, now=now)
-        job = task.job
-        if any(t.status in ON_NODE for t in job.tasks):
-            return
-        ended = [t.name for t in job.tasks if t.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED)]
-        self._emit(now, ev, job.name, tasks=ended)
-        self.metrics.ended(now, job.name, outcome)
-        for t in job.tasks:
-            self._tasks.pop(t.name, None)
-        self.state.remove_job(job.name)
-
-    def _lost(self, task: TaskInfo, now: float) -> None:
-        self.state.set_task(task, TaskPhase.PENDING, now=now)
-        job = task.job
-        record = self.metrics.jobs[job.name]
-        record.restarts += 1
-        self._emit(now, "fail", job.name, tasks=[task.name], reason="node lost")
-        if record.restarts > job.spec.max_retry:
-            self._give_up(job.name, now)
-            return
-        self.state.set_phase(job.name, JobPhase.PENDING, pending_since=now)
-        self._restart_if_broken(job.name, now, reason="gang restart after a lost task")
-
-    def _restart_if_broken(self, job: str, now: float, *, reason: str) -> None:
-        """A gang below its minimum restarts whole: stop its other running tasks."""
-        info = self.state.job(job)
-        alive = [t for t in info.tasks if t.status in (TaskStatus.BOUND, TaskStatus.RUNNING)]
-        if not alive or len(alive) >= info.min_available:
-            return
-        stops = self._stop_requests(alive, action="restart", reason=reason)
-        for task in alive:
-            self.state.set_task(task, TaskPhase.RELEASING)
-        self._emit(now, "evict", job, tasks=[s.task for s in stops], by=job, action="restart")
-        self.cluster.stop(stops, now=now, grace=self.options.grace)
-
-    def _stop_requests(self, tasks: Sequence[TaskInfo], *, action: str, reason: str) -> list[Evict]:
-        """Stop requests the controller itself issues for ``tasks`` (not a session's evictions)."""
-        nodes = self.state.snapshot.nodes
-        return [
-            Evict(
-                job=t.job.name,
-                task=t.name,
-                node=nodes[t.node].name,
-                action=action,
-                by=t.job.name,
-                reason=reason,
-            )
-            for t in tasks
-        ]
-
-    def _give_up(self, job: str, now: float) -> None:
-        info = self.state.job(job)
-        stops = self._stop_requests(
-            [t for t in info.tasks if t.status in ON_NODE], action="fail", reason="out of retries"
-        )
-        self.cluster.stop(stops, now=now, grace=0.0)
-        self._emit(now, "fail", job, tasks=[s.task for s in stops], reason="out of retries")
-        for task in info.tasks:
-            if task.status in ON_NODE:
-                self.metrics.allocation(now, info.queue.name, info.user, task.role.resources, -1.0)
-        self.metrics.ended(now, job, "failed")
-        for t in info.tasks:
-            self._tasks.pop(t.name, None)
-        self.state.remove_job(job)
+        elif event.tasks:
+            extra["tasks"] = list(event.tasks)
+        if event.kind in (EventKind.TASK_FAILED, EventKind.FAILED):
+            extra["message"] = event.message
+        self._emit(event.time, event.kind, event.job, **extra)
 
     # -- node failures ----------------------------------------------------------------------
 
@@ -430,22 +383,26 @@ class Simulation:
                 Priority.RELEASE,
                 _NodeChange(event.node, up=True),
             )
-        self._emit(now, "node-up" if event.up else "node-down", "", node=event.node)
+        kind = EventKind.NODE_UP if event.up else EventKind.NODE_DOWN
+        self._emit(now, kind, "", node=event.node)
         self._triggered(now)
 
     # -- output -------------------------------------------------------------------------------
 
-    def _task_row(self, task: TaskInfo, node: str) -> dict[str, object]:
-        resources = {name: _number(v) for name, v in task.role.resources.items() if v}
-        return {"task": task.name, "node": node, "gpus": list(task.gpus), "resources": resources}
+    def _task_row(
+        self, job: WorkloadJob, task: str, role: str, node: str, gpus: tuple[int, ...]
+    ) -> dict[str, object]:
+        spec = next(r for r in job.job.roles if r.name == role)
+        resources = {name: _number(v) for name, v in spec.resources.items() if v}
+        return {"task": task, "node": node, "gpus": list(gpus), "resources": resources}
 
-    def _emit(self, now: float, ev: str, job: str, **extra: object) -> None:
+    def _emit(self, now: float, ev: EventKind, job: str, **extra: object) -> None:
         if self._out is None and self._on_event is None:
             return
         record = self.metrics.jobs.get(job)
         row: dict[str, object] = {
             "t": float(round(now, 6)),
-            "ev": ev,
+            "ev": ev.value,
             "job": job,
             "queue": record.queue if record else "",
             "user": record.user if record else "",
@@ -457,8 +414,14 @@ class Simulation:
             self._on_event(row)
 
 
-def _in_order(names: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(names))
+_ON_NODE = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
+#: The outcome a job's metrics record for each terminal phase (Failed past its walltime
+#: is ``killed``).
+_OUTCOMES = {
+    JobPhase.SUCCEEDED: "finished",
+    JobPhase.FAILED: "failed",
+    JobPhase.CANCELLED: "cancelled",
+}
 
 
 def _number(value: float) -> int | float:

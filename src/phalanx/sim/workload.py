@@ -22,6 +22,9 @@ class WorkloadJob:
     checkpoint_interval: float | None = None  # seconds; None: restarts from zero
     #: an online service's GPU load over time: (time, share of its GPUs busy) steps, sorted
     load: tuple[tuple[float, float], ...] = ()
+    #: runs that fail: the n-th failing run has a task exit with code 1 after
+    #: ``fail_after[n]`` seconds (its retries follow the job's maxRetry); then runs succeed
+    fail_after: tuple[float, ...] = ()
 
     def load_at(self, time: float) -> float:
         """The service's load at ``time``: the last step at or before it (0 before the first)."""
@@ -44,6 +47,15 @@ class WorkloadJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFailure:
+    """Node ``node`` fails at ``at`` (every task on it is lost) and is back ``repair`` s later."""
+
+    node: str
+    at: float
+    repair: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Workload:
     """Jobs sorted by (submit time, name), with the queues they need.
 
@@ -55,3 +67,4 @@ class Workload:
     queues: tuple[Queue, ...] = ()
     source: str = ""
     notes: tuple[str, ...] = field(default=())  # what the loader assumed, for the report
+    node_failures: tuple[NodeFailure, ...] = ()  # besides SimOptions' random ones

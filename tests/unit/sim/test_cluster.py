@@ -1,4 +1,4 @@
-"""SimCluster: progress while the gang runs, checkpoints on eviction, walltime kills."""
+"""SimCluster: progress while the gang runs, checkpoints on eviction, failing runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from phalanx.domain.job import Job, Role
 from phalanx.domain.resources import Resources
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import TaskEventKind
-from phalanx.sim.cluster import KILLED, SimCluster
+from phalanx.sim.cluster import FAILED_CODE, SimCluster
 from phalanx.sim.workload import WorkloadJob
 
 
@@ -16,13 +16,14 @@ def _job(
     replicas: int = 2,
     duration: float = 100.0,
     checkpoint: float | None = None,
-    walltime: float | None = None,
+    fail_after: tuple[float, ...] = (),
 ) -> WorkloadJob:
     role = Role(name="w", replicas=replicas, resources=Resources.of({"gpu": 1}))
     return WorkloadJob(
-        job=Job(name=name, queue="q", roles=(role,), walltime=walltime),
+        job=Job(name=name, queue="q", roles=(role,)),
         duration=duration,
         checkpoint_interval=checkpoint,
+        fail_after=fail_after,
     )
 
 
@@ -73,12 +74,21 @@ def test_without_checkpoints_an_evicted_job_restarts_from_zero() -> None:
     assert cluster.next_event_time() == 200.0
 
 
-def test_a_run_reaching_its_walltime_is_killed() -> None:
-    cluster = SimCluster({"j": _job(replicas=1, walltime=50.0)})
-    cluster.start([_bind("j", 0)], now=0.0)
+def test_a_failing_run_fails_its_first_task_and_the_next_run_completes() -> None:
+    cluster = SimCluster({"j": _job(replicas=2, duration=100.0, fail_after=(30.0,))})
+    cluster.start([_bind("j", 0), _bind("j", 1)], now=0.0)
     cluster.poll(now=0.0)
-    ends = cluster.poll(now=50.0)
-    assert [(e.exit_code, e.stopped) for e in ends] == [(KILLED, True)]
+    assert cluster.next_event_time() == 30.0
+    ends = cluster.poll(now=30.0)
+    assert [(e.task, e.exit_code, e.stopped) for e in ends] == [("j-w-0", FAILED_CODE, False)]
+    # the other task runs on, making no progress, until the scheduler stops it
+    assert cluster.next_event_time() is None
+    cluster.stop([_evict("j", 1)], now=40.0, grace=0.0)
+    assert [(e.task, e.stopped) for e in cluster.poll(now=40.0)] == [("j-w-1", True)]
+    cluster.start([_bind("j", 0), _bind("j", 1)], now=60.0)
+    cluster.poll(now=60.0)
+    assert cluster.next_event_time() == 160.0  # no checkpoint: the whole run again
+    assert {e.exit_code for e in cluster.poll(now=160.0)} == {0}
 
 
 def test_a_lost_node_stops_its_tasks_at_once() -> None:

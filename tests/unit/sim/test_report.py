@@ -38,7 +38,7 @@ def _summary(*, policy: str, avg_jct: float, alloc: float, **extra: Any) -> dict
 def _start(t: float, job: str, queue: str, *tasks: tuple[str, float]) -> dict[str, Any]:
     rows = [{"task": name, "node": "n-0", "gpus": list(range(int(gpus))),
              "resources": {"cpu": 4000, "memory": 2**30, "gpu": gpus}} for name, gpus in tasks]  # fmt: skip
-    return {"t": t, "ev": "start", "job": job, "queue": queue, "user": "u", "tasks": rows}
+    return {"t": t, "ev": "Placed", "job": job, "queue": queue, "user": "u", "tasks": rows}
 
 
 def _ev(t: float, ev: str, job: str, queue: str, **extra: Any) -> dict[str, Any]:
@@ -49,15 +49,15 @@ def _events(shift: float = 0.0) -> list[dict[str, Any]]:
     """Two jobs: ``a`` (nlp, 2 x 4 GPUs) and a hostile one (8 GPUs, evicted once)."""
     bad = f"job-{HOSTILE}"
     return [
-        _ev(0.0, "submit", "a", "nlp"),
-        _ev(10.0, "submit", bad, HOSTILE),
+        _ev(0.0, "Submitted", "a", "nlp"),
+        _ev(10.0, "Submitted", bad, HOSTILE),
         _start(30.0, "a", "nlp", ("a-w-0", 4), ("a-w-1", 4)),
         _start(60.0, bad, HOSTILE, (f"{bad}-w-0", 8)),
         _ev(600.0, "reserve", bad, HOSTILE, nodes=["n-0"], start=900.0),
-        _ev(1200.0, "evict", bad, HOSTILE, tasks=[f"{bad}-w-0"], by="a", action="preempt"),
+        _ev(1200.0, "Evicted", bad, HOSTILE, tasks=[f"{bad}-w-0"], by="a", action="preempt"),
         _start(1500.0, bad, HOSTILE, (f"{bad}-w-0", 8)),
-        _ev(5400.0 + shift, "finish", "a", "nlp", tasks=["a-w-0", "a-w-1"]),
-        _ev(9000.0, "finish", bad, HOSTILE, tasks=[f"{bad}-w-0"]),
+        _ev(5400.0 + shift, "Succeeded", "a", "nlp", tasks=["a-w-0", "a-w-1"]),
+        _ev(9000.0, "Succeeded", bad, HOSTILE, tasks=[f"{bad}-w-0"]),
     ]
 
 
@@ -140,10 +140,10 @@ def test_a_long_series_is_down_sampled(tmp_path: Path) -> None:
     events: list[dict[str, Any]] = []
     for i in range(6000):  # 12,000 allocation changes
         events += [
-            _ev(10.0 * i, "submit", f"j{i}", "nlp"),
+            _ev(10.0 * i, "Submitted", f"j{i}", "nlp"),
             _start(10.0 * i, f"j{i}", "nlp", (f"j{i}-0", 1 + i % 7)),
         ]
-        events.append(_ev(10.0 * i + 5 + i % 3, "finish", f"j{i}", "nlp", tasks=[f"j{i}-0"]))  # fmt: skip
+        events.append(_ev(10.0 * i + 5 + i % 3, "Succeeded", f"j{i}", "nlp", tasks=[f"j{i}-0"]))  # fmt: skip
     run = _write_run(tmp_path / "long", _summary(policy="fifo", avg_jct=6.0, alloc=0.3), events)
     page = _render([run], tmp_path)
     counts = [int(n) for n in re.findall(r'data-n="(\d+)"', page)]
@@ -189,7 +189,7 @@ def test_bad_inputs_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(DocumentError, match=r"summary\.json"):
         render_report([tmp_path / "missing"], tmp_path / "r.html", title="x")
     events = [json.dumps(e) for e in _events()]
-    events.insert(2, '{"t": 1, "ev": "start", "job": "a"')  # cut short
+    events.insert(2, '{"t": 1, "ev": "Placed", "job": "a"')  # cut short
     run = _write_run(tmp_path / "broken", _summary(policy="x", avg_jct=1.0, alloc=0.1), [])
     (run / "events.jsonl").write_text("\n".join(events) + "\n")
     with pytest.raises(DocumentError, match=r"events\.jsonl, line 3"):

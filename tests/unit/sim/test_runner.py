@@ -48,27 +48,33 @@ def test_same_seed_gives_byte_identical_events() -> None:
     first, _ = _run(_workload())
     second, _ = _run(_workload())
     assert first == second
-    assert first.count('"ev":"start"') > 10
+    assert first.count('"ev":"Placed"') > 10
 
 
 def test_no_node_is_over_committed_at_any_instant() -> None:
     events, _ = _run(_workload())
     capacity = {n.name: n.capacity for n in NODES}
-    held: dict[str, tuple[str, dict[str, float]]] = {}
+    held: dict[str, tuple[str, str, dict[str, float]]] = {}
     used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    def release(names: list[str]) -> None:
+        for name in names:
+            _, node, resources = held.pop(name)
+            for key, amount in resources.items():
+                used[node][key] -= amount
+
     for line in events.splitlines():
         row = json.loads(line)
-        if row["ev"] == "start":
+        if row["ev"] == "Placed":
             for task in row["tasks"]:
-                held[task["task"]] = (task["node"], task["resources"])
+                held[task["task"]] = (row["job"], task["node"], task["resources"])
                 for name, amount in task["resources"].items():
                     used[task["node"]][name] += amount
                     assert used[task["node"]][name] <= capacity[task["node"]].get(name) + 1e-6, row
-        elif row["ev"] in ("finish", "fail", "evict", "kill"):  # each lists the tasks it ends
-            for name in row.get("tasks", []):
-                node, resources = held.pop(name)
-                for key, amount in resources.items():
-                    used[node][key] -= amount
+        elif row["ev"] in ("Evicted", "TaskFailed"):  # each lists the tasks that leave
+            release(row["tasks"])
+        elif row["ev"] in ("Pending", "Succeeded", "Failed", "Cancelled"):  # none stays
+            release([name for name, (job, _, _) in held.items() if job == row["job"]])
     assert not held  # every started task ended
 
 

@@ -1,0 +1,353 @@
+"""The controller on a real SQLite store, with a fake executor and an injected clock.
+
+Each test submits jobs as the API does (``store_jobs``), ticks the controller by hand
+at clock times it chooses, reports executor events itself, and reads the job's stored
+row: what a restarted server and ``phalanx get jobs`` would see. No test sleeps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import select, update
+
+from phalanx.control.controllers.controller import Controller, Intent
+from phalanx.control.controllers.core import Timing
+from phalanx.control.store.database import Database, sqlite_url
+from phalanx.control.store.models import JobRow, QueueRow, TaskRow
+from phalanx.control.submit import store_jobs
+from phalanx.domain.node import Node
+from phalanx.domain.resources import Resources
+from phalanx.engine import default_config
+from phalanx.engine.decisions import Bind, Evict
+from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.records import ProcessRecord
+from phalanx.spec.job import JobDocument
+from phalanx.spec.loader import build_document
+
+TIMING = Timing(period=1.0, grace=1.0, backoff=10.0, max_backoff=300.0)
+NODES = tuple(
+    Node(name=f"n{i}", capacity=Resources.of({"cpu": 8000, "memory": 32 * 2**30, "gpu": 4}))
+    for i in range(2)
+)
+
+
+@dataclass
+class FakeExecutor:
+    """Remembers what it was asked; reports only what the test tells it to."""
+
+    started: list[Bind] = field(default_factory=list)
+    stopped: list[Evict] = field(default_factory=list)
+    reports: list[TaskEvent] = field(default_factory=list)
+    refuse: set[str] = field(default_factory=set)  # jobs whose start raises
+    known: dict[tuple[str, str], ProcessRecord] = field(default_factory=dict)
+    adopted: list[ProcessRecord] = field(default_factory=list)
+
+    def start(self, binds: Sequence[Bind], *, now: float) -> None:
+        if any(b.job in self.refuse for b in binds):
+            raise ValueError("no such image")
+        self.started.extend(binds)
+
+    def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
+        self.stopped.extend(evictions)
+
+    def poll(self, *, now: float) -> list[TaskEvent]:
+        due, self.reports = self.reports, []
+        return due
+
+    def records(self) -> list[ProcessRecord]:
+        return []
+
+    def recorded(self, job: str, task: str) -> ProcessRecord | None:
+        return self.known.get((job, task))
+
+    def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
+        self.adopted.extend(records)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()  # jobs are stored with the wall time; ticks move from there
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Plane:
+    """A controller, its store, its fake executor and its clock."""
+
+    db: Database
+    controller: Controller
+    executor: FakeExecutor
+    clock: Clock
+
+    def submit(self, name: str, **spec: Any) -> None:
+        spec.setdefault("queue", "q")
+        spec.setdefault(
+            "roles", [{"name": "w", "replicas": 1, "resources": {"gpu": 1}, "command": "true"}]
+        )
+        raw = {"apiVersion": "phalanx/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+        document = build_document(raw)
+        assert isinstance(document, JobDocument)
+        with self.db.write() as session:
+            store_jobs(session, [document])
+        self.controller.wake(Intent.JOBS)
+
+    def tick(self, after: float = 1.0) -> None:
+        self.clock.now += after
+        self.controller.tick()
+
+    def report(self, kind: TaskEventKind, task: str, **fields: Any) -> None:
+        job = task.rsplit("-", 2)[0]
+        self.executor.reports.append(
+            TaskEvent(kind=kind, time=self.clock.now, job=job, task=task, node="n0", **fields)
+        )
+
+    def job(self, name: str) -> JobRow:
+        with self.db.session() as session:
+            row = session.scalar(select(JobRow).where(JobRow.name == name))
+            assert row is not None
+            return row
+
+    def task(self, name: str) -> TaskRow:
+        with self.db.session() as session:
+            row = session.scalar(select(TaskRow).where(TaskRow.name == name))
+            assert row is not None
+            return row
+
+    def events(self, name: str) -> list[str]:
+        from phalanx.control.store.models import EventRow
+
+        with self.db.session() as session:
+            job_id = self.job(name).id
+            rows = session.scalars(
+                select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
+            )
+            return [row.kind for row in rows]
+
+    def restart(self, executor: FakeExecutor | None = None) -> Plane:
+        """A new controller on the same store, as after a crash of the server."""
+        fresh = executor or FakeExecutor()
+        return Plane(self.db, _controller(self.db, fresh, self.clock), fresh, self.clock)
+
+
+def _controller(db: Database, executor: FakeExecutor, clock: Clock) -> Controller:
+    controller = Controller(
+        db, NODES, default_config(), lambda resolve: executor, timing=TIMING, clock=clock
+    )
+    controller.recover()
+    return controller
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[Plane]:
+    db = Database.open(sqlite_url(tmp_path))
+    queue = build_document(
+        yaml.safe_load("{apiVersion: phalanx/v1, kind: Queue, metadata: {name: q}, spec: {}}")
+    )
+    with db.write() as session:
+        now = time.time()
+        session.add(
+            QueueRow(
+                name="q",
+                parent="",
+                document=queue.model_dump(mode="json", by_alias=True, exclude_none=True),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    executor, clock = FakeExecutor(), Clock()
+    yield Plane(db, _controller(db, executor, clock), executor, clock)
+    db.close()
+
+
+def _placed(plane: Plane, name: str) -> None:
+    plane.submit(name)
+    plane.tick()
+    assert plane.job(name).phase == "Running"
+    assert [b.task for b in plane.executor.started] == [f"{name}-w-0"]
+
+
+# -- lost and unstartable tasks (these bricked a data dir: Bound -> Pending is illegal) -----
+
+
+def test_a_bound_task_lost_with_its_node_fails_the_attempt_and_the_job_retries(
+    plane: Plane,
+) -> None:
+    _placed(plane, "a")
+    plane.report(TaskEventKind.LOST, "a-w-0")
+    plane.tick()
+    job = plane.job("a")
+    assert (job.phase, job.reason, job.attempts) == ("Pending", "Retrying", 1)
+    assert "task a-w-0 was lost with its node n0; retry 1 of 3" in job.message
+    assert plane.task("a-w-0").phase == "Pending"
+    assert plane.events("a")[-2:] == ["TaskFailed", "Pending"]
+    plane.tick(10.0)  # the backoff has passed
+    assert plane.job("a").phase == "Running" and len(plane.executor.started) == 2
+
+
+def test_a_running_task_lost_with_its_node_fails_the_attempt(plane: Plane) -> None:
+    _placed(plane, "a")
+    plane.report(TaskEventKind.STARTED, "a-w-0")
+    plane.tick()
+    assert plane.task("a-w-0").phase == "Running"
+    plane.report(TaskEventKind.LOST, "a-w-0")
+    plane.tick()
+    assert (plane.job("a").phase, plane.job("a").attempts) == ("Pending", 1)
+    assert plane.task("a-w-0").phase == "Pending"
+
+
+def test_a_task_that_cannot_start_fails_with_the_reason_and_the_job_fails_out_of_retries(
+    plane: Plane,
+) -> None:
+    plane.submit("a", maxRetry=0)
+    plane.tick()
+    why = "the environment is over the kernel's limit: pass large values in a file"
+    plane.report(TaskEventKind.FAILED_TO_START, "a-w-0", message=why)
+    plane.tick()
+    job = plane.job("a")
+    assert (job.phase, job.reason) == ("Failed", "RetriesExhausted")
+    assert f"task a-w-0 could not start on n0: {why}" in job.message
+    assert "no retries left (maxRetry 0)" in job.message
+    assert plane.task("a-w-0").phase == "Failed"
+
+
+def test_an_executor_that_refuses_one_job_fails_that_job_and_starts_the_others(
+    plane: Plane,
+) -> None:
+    plane.executor.refuse.add("bad")
+    plane.submit("bad", maxRetry=0)
+    plane.submit("good")
+    plane.tick()
+    assert [b.job for b in plane.executor.started] == ["good"]
+    plane.tick()  # the refusal is heard as the bad job's tasks failing to start
+    bad = plane.job("bad")
+    assert bad.phase == "Failed" and "the executor refused it: no such image" in bad.message
+    assert plane.job("good").phase == "Running"
+
+
+# -- crashes -------------------------------------------------------------------------------
+
+
+def test_an_exit_whose_started_report_was_lost_in_a_crash_still_ends_the_job(
+    plane: Plane,
+) -> None:
+    _placed(plane, "a")
+    record = ProcessRecord(
+        job="a", task="a-w-0", node="n0", pid=4242, start_time=plane.clock.now, workdir="/nowhere"
+    )
+    after = plane.restart(FakeExecutor(known={("a", "a-w-0"): record}))
+    assert after.executor.adopted == [record]  # the executor's own record was adopted ...
+    assert after.task("a-w-0").phase == "Running"  # ... so the task did start
+    after.report(TaskEventKind.EXITED, "a-w-0", exit_code=0)
+    after.tick()
+    assert after.job("a").phase == "Succeeded"
+
+
+def test_an_exit_reported_before_its_start_counts_as_a_run(plane: Plane) -> None:
+    _placed(plane, "a")
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=0)  # STARTED never came
+    plane.tick()
+    assert plane.job("a").phase == "Succeeded"
+    assert plane.task("a-w-0").started_at is not None
+
+
+def test_a_bound_task_with_no_process_after_a_restart_is_lost_and_retried(plane: Plane) -> None:
+    _placed(plane, "a")
+    after = plane.restart()  # the crash came before any process record was written
+    job = after.job("a")
+    assert (job.phase, job.attempts) == ("Pending", 1)
+    assert "lost with its node n0" in job.message
+    after.tick(10.0)
+    assert after.job("a").phase == "Running"
+
+
+def test_a_task_on_a_node_the_cluster_no_longer_has_fails_its_job_and_the_server_starts(
+    plane: Plane,
+) -> None:
+    _placed(plane, "a")
+    plane.submit("b")
+    plane.tick()
+    with plane.db.write() as session:  # as if n0 had left the Cluster document
+        session.execute(update(TaskRow).where(TaskRow.name == "a-w-0").values(node="gone"))
+    b = ProcessRecord(
+        job="b", task="b-w-0", node="n0", pid=7, start_time=plane.clock.now, workdir="/nowhere"
+    )
+    after = plane.restart(FakeExecutor(known={("b", "b-w-0"): b}))
+    job = after.job("a")
+    assert (job.phase, job.reason) == ("Failed", "Aborted")
+    assert "was on node gone, which the cluster no longer has" in job.message
+    after.report(TaskEventKind.EXITED, "b-w-0", exit_code=0)
+    after.tick()
+    assert after.job("b").phase == "Succeeded"
+
+
+# -- retries, walltime, cancel -----------------------------------------------------------
+
+
+def test_a_failed_job_waits_out_a_doubling_backoff_before_each_retry(plane: Plane) -> None:
+    _placed(plane, "a")
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=3)
+    plane.tick()
+    assert plane.job("a").not_before == pytest.approx(plane.clock.now + 10.0)
+    plane.tick(5.0)
+    assert plane.job("a").phase == "Pending" and len(plane.executor.started) == 1
+    plane.tick(5.0)
+    assert plane.job("a").phase == "Running" and len(plane.executor.started) == 2
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=3)
+    plane.tick()
+    job = plane.job("a")
+    assert (job.attempts, job.not_before) == (2, pytest.approx(plane.clock.now + 20.0))
+    assert "exited with code 3; retry 2 of 3" in job.message
+
+
+def test_walltime_counts_from_each_attempt_and_not_during_its_backoff(plane: Plane) -> None:
+    plane.submit("a", walltime="30s")
+    plane.tick()
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=1)
+    plane.tick(5.0)  # failed 5 s into its first attempt
+    plane.tick(10.0)  # the backoff ended: placed again, 15 s after the first placement
+    assert plane.job("a").phase == "Running"
+    plane.tick(20.0)  # 35 s after the first placement, 20 s into this attempt
+    assert plane.job("a").phase == "Running" and plane.executor.stopped == []
+    plane.tick(10.0)  # 30 s into this attempt
+    assert [e.action for e in plane.executor.stopped] == ["walltime"]
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=143, stopped=True)
+    plane.tick()
+    job = plane.job("a")
+    assert (job.phase, job.reason) == ("Failed", "WalltimeExceeded")
+
+
+def test_cancel_during_a_depends_on_wait_ends_the_held_task_without_the_executor(
+    plane: Plane,
+) -> None:
+    roles = [
+        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
+        {
+            "name": "worker",
+            "replicas": 1,
+            "resources": {"gpu": 1},
+            "command": "true",
+            "dependsOn": [{"role": "master", "phase": "Running"}],
+        },
+    ]
+    plane.submit("a", roles=roles)
+    plane.tick()
+    assert [b.task for b in plane.executor.started] == ["a-master-0"]  # the worker waits
+    with plane.db.write() as session:
+        session.execute(update(JobRow).where(JobRow.name == "a").values(cancel_requested=True))
+    plane.controller.wake(Intent.CANCELS)
+    plane.tick()
+    assert [e.task for e in plane.executor.stopped] == ["a-master-0"]
+    assert plane.task("a-worker-0").phase == "Failed"  # stopped before it ever started
+    plane.report(TaskEventKind.EXITED, "a-master-0", exit_code=143, stopped=True)
+    plane.tick()
+    assert plane.job("a").phase == "Cancelled"
+    assert [b.task for b in plane.executor.started] == ["a-master-0"]
