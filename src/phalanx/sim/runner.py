@@ -85,6 +85,7 @@ class _Session:
 class _NodeChange:
     node: str
     up: bool
+    planned: bool = False  # the workload's: its repair is planned too, and no random failure follows
 
 
 _Event = _Arrival | _Wake | _Session | _NodeChange
@@ -161,10 +162,10 @@ class Simulation:
             for node in self._node_names:
                 self._schedule_failure(node, self.loop.now)
         for failure in self._node_failures:
-            self.loop.schedule(failure.at, Priority.RELEASE, _NodeChange(failure.node, up=False))
-            self.loop.schedule(
-                failure.at + failure.repair, Priority.RELEASE, _NodeChange(failure.node, up=True)
-            )
+            down = _NodeChange(failure.node, up=False, planned=True)
+            self.loop.schedule(failure.at, Priority.RELEASE, down)
+            up = _NodeChange(failure.node, up=True, planned=True)
+            self.loop.schedule(failure.at + failure.repair, Priority.RELEASE, up)
         until = self.options.until
         handled = 0
         while self.loop and (self._arrivals_left or self.life.jobs):
@@ -374,10 +375,11 @@ class Simulation:
 
     def _node_change(self, event: _NodeChange, now: float) -> None:
         self.state.snapshot.set_schedulable(self.state.snapshot.node_index[event.node], event.up)
-        if event.up:
-            self._schedule_failure(event.node, now)
-        else:
+        if not event.up:
             self.cluster.lose_node(event.node, now=now)
+        if not event.planned and event.up:
+            self._schedule_failure(event.node, now)
+        elif not event.planned:
             self.loop.schedule(
                 now + float(self._rng.exponential(self.options.node_mttr)),
                 Priority.RELEASE,
