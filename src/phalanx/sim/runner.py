@@ -85,7 +85,9 @@ class _Session:
 class _NodeChange:
     node: str
     up: bool
-    planned: bool = False  # the workload's: its repair is planned too, and no random failure follows
+    planned: bool = (
+        False  # the workload's: its repair is planned too, and no random failure follows
+    )
 
 
 _Event = _Arrival | _Wake | _Session | _NodeChange

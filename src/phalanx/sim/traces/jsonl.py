@@ -4,7 +4,9 @@ A line is the ``spec`` of a Job document (``queue``, ``user``, ``priority``,
 ``minAvailable``, ``roles``, ``walltime``, ``runtimeEstimate``, ``maxRetry``,
 ``starvationThreshold``, ``preemptible``, placement fields) plus ``name``,
 ``submitTime`` (seconds from the workload's start), ``duration`` (seconds of run time
-on the requested resources) and an optional ``checkpointInterval`` (seconds)::
+on the requested resources), an optional ``checkpointInterval`` (seconds) and an
+optional ``failAfter`` (seconds into each failing run: ``[30]`` makes the first run fail
+30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``)::
 
     {"name": "bert-1", "submitTime": 0, "duration": 3600, "queue": "nlp", "user": "ann",
      "priority": 0, "minAvailable": 2, "roles": [{"name": "worker", "replicas": 2,
@@ -50,6 +52,7 @@ class Timing(SpecModel):
     submit_time: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     duration: Duration
     checkpoint_interval: Duration | None = None
+    fail_after: list[Duration] = Field(default_factory=list, max_length=100)
 
 
 class WorkloadRow(JobSpec, Timing):
@@ -84,7 +87,10 @@ class _Shapes:
 def _workload_job(timing: Timing, spec: JobSpec, roles: tuple[Role, ...]) -> WorkloadJob:
     job = spec.to_job(timing.name, timing.submit_time, roles)
     return WorkloadJob(
-        job=job, duration=timing.duration, checkpoint_interval=timing.checkpoint_interval
+        job=job,
+        duration=timing.duration,
+        checkpoint_interval=timing.checkpoint_interval,
+        fail_after=tuple(timing.fail_after),
     )
 
 
@@ -183,6 +189,8 @@ def row_of(item: WorkloadJob) -> dict[str, Any]:
         "starvationThreshold": job.starvation_threshold,
     }
     row.update({key: value for key, value in optional.items() if value is not None})
+    if item.fail_after:
+        row["failAfter"] = list(item.fail_after)
     if job.max_retry != _DEFAULT_MAX_RETRY:
         row["maxRetry"] = job.max_retry
     if not job.preemptible:

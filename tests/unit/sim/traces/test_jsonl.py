@@ -65,7 +65,9 @@ def _rich_workload() -> Workload:
     return Workload(
         jobs=(
             WorkloadJob(job=plain, duration=0.2),
-            WorkloadJob(job=rich, duration=3600.0, checkpoint_interval=900.0),
+            WorkloadJob(
+                job=rich, duration=3600.0, checkpoint_interval=900.0, fail_after=(30.0, 600.0)
+            ),
         )
     )
 
@@ -157,6 +159,7 @@ def _write(tmp_path: Path, bad: str) -> Path:
         ),
         ({"name": "Not_A_Name"}, "name: 'Not_A_Name' is not a valid name"),
         ({"walltime": "soon"}, "walltime: 'soon' is not a duration"),
+        ({"failAfter": ["later"]}, "failAfter[0]: 'later' is not a duration"),
     ],
 )
 def test_a_bad_line_names_the_file_the_line_the_field_and_the_fix(
