@@ -15,7 +15,8 @@ from phalanx.engine.lifecycle.effects import (
     Waiting,
 )
 from phalanx.engine.lifecycle.jobs import Ending, JobLife, RetryPolicy
-from phalanx.engine.lifecycle.reducer import PHASE_OF_STATUS, TERMINAL, Lifecycle
+from phalanx.engine.lifecycle.ledger import PHASE_OF_STATUS, TERMINAL
+from phalanx.engine.lifecycle.reducer import Lifecycle
 
 __all__ = [
     "OOM_KILLED",

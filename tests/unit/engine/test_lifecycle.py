@@ -1,0 +1,97 @@
+"""The one lifecycle on its own: rules the drivers' tests do not reach directly."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.domain.job import JobPhase
+from phalanx.engine import default_config
+from phalanx.engine.lifecycle import (
+    Event,
+    EventKind,
+    JobChanged,
+    Lifecycle,
+    RetryPolicy,
+    Start,
+    Stop,
+    TaskEvent,
+    TaskEventKind,
+)
+from phalanx.engine.lifecycle.effects import Effect
+from phalanx.engine.state import ClusterState
+from tests.builders import make_job, make_nodes, make_queue
+
+
+def _running(*, replicas: int = 2) -> tuple[Lifecycle, list[str]]:
+    """A lifecycle with job ``j`` placed and every task started; its task names."""
+    life = Lifecycle(ClusterState(make_nodes(2), [make_queue()]))
+    life.submit(make_job("j", replicas=replicas, phase=JobPhase.PENDING), now=0.0)
+    effects = life.apply(life.state.cycle(default_config(), now=1.0), now=1.0)
+    (start,) = [e for e in effects if isinstance(e, Start)]
+    for bind in start.binds:
+        life.on_event(_event(TaskEventKind.STARTED, bind.task), now=1.0)
+    return life, [b.task for b in start.binds]
+
+
+def _event(kind: TaskEventKind, task: str, **fields: object) -> TaskEvent:
+    return TaskEvent(kind=kind, time=1.0, job="j", task=task, node="n0", **fields)  # type: ignore[arg-type]
+
+
+def _phases(effects: list[Effect]) -> list[JobPhase]:
+    return [e.phase for e in effects if isinstance(e, JobChanged)]
+
+
+def test_the_backoff_doubles_from_its_first_value_up_to_its_cap() -> None:
+    policy = RetryPolicy(backoff=10.0, max_backoff=300.0)
+    assert [policy.delay(n) for n in (1, 2, 3, 5, 6, 1000)] == [10, 20, 40, 160, 300, 300]
+
+
+def test_a_task_lost_while_it_was_being_stopped_costs_no_retry() -> None:
+    life, tasks = _running()
+    effects = life.drain("n0", now=2.0) + life.drain("n1", now=2.0)
+    assert {e.action for s in effects if isinstance(s, Stop) for e in s.evictions} == {"drain"}
+    life.on_event(_event(TaskEventKind.LOST, tasks[0]), now=3.0)
+    effects = life.on_event(
+        _event(TaskEventKind.EXITED, tasks[1], exit_code=143, stopped=True), now=3.0
+    )
+    assert _phases(effects) == [JobPhase.PENDING]
+    assert life.jobs["j"].attempts == 0 and life.jobs["j"].not_before is None
+
+
+def test_a_drain_that_breaks_a_gang_stops_the_rest_of_it() -> None:
+    life, tasks = _running()
+    nodes = {t.name: life.state.snapshot.nodes[t.node].name for t in life.tasks(life.jobs["j"])}
+    effects = life.drain(nodes[tasks[0]], now=2.0)
+    stopped = sorted(e.task for s in effects if isinstance(s, Stop) for e in s.evictions)
+    assert stopped == sorted(tasks)  # one on the drained node, the other for the gang
+    assert [e.kind for e in effects if isinstance(e, Event)] == [EventKind.EVICTED] * (
+        1 if len(set(nodes.values())) == 1 else 2
+    )
+
+
+def test_abort_fails_a_job_that_never_got_into_the_engine() -> None:
+    life = Lifecycle(ClusterState(make_nodes(1), [make_queue()]))
+    life.submit(make_job("j", queue="missing", phase=JobPhase.PENDING), now=0.0)
+    effects = life.abort("j", "something broke", now=1.0)
+    assert [(e.phase, e.reason) for e in effects if isinstance(e, JobChanged)] == [
+        (JobPhase.FAILED, "Aborted")
+    ]
+    assert "j" not in life.jobs
+
+
+def test_drop_forgets_a_job_and_stops_what_it_runs() -> None:
+    life, tasks = _running()
+    effects = life.drop("j", "the books are broken")
+    assert [type(e) for e in effects] == [Stop, JobChanged, Event]
+    assert sorted(e.task for e in effects[0].evictions) == sorted(tasks)  # type: ignore[union-attr]
+    assert "j" not in life.jobs and "j" not in life.state.snapshot.jobs
+
+
+@pytest.mark.parametrize("kind", [TaskEventKind.LOST, TaskEventKind.FAILED_TO_START])
+def test_a_lost_or_unstartable_task_fails_the_attempt_with_its_reason(kind: TaskEventKind) -> None:
+    life, tasks = _running()
+    effects = life.on_event(_event(kind, tasks[0], message="no such file"), now=2.0)
+    (failed,) = [e for e in effects if isinstance(e, Event) and e.kind is EventKind.TASK_FAILED]
+    assert failed.tasks == (tasks[0],)
+    expected = "was lost with its node n0" if kind is TaskEventKind.LOST else "could not start"
+    assert expected in failed.message and "retry 1 of 3" in failed.message
