@@ -35,6 +35,7 @@ from phalanx.engine.lifecycle import (
     Start,
     Stop,
     TaskChanged,
+    TaskEventKind,
     Waiting,
 )
 from phalanx.engine.state import ClusterState
@@ -195,10 +196,14 @@ class Simulation:
             if event.at != self._wake_at:
                 return
             self._wake_at = None
+            released = False  # a task ended or a job's time ran out: room may have changed
             for task_event in self.cluster.poll(now=now):
                 self._carry_out(self.life.on_event(task_event, now=now))
-            self._carry_out(self.life.advance(now=now))
-            self._triggered(now)
+                released = released or task_event.kind is not TaskEventKind.STARTED
+            advanced = self.life.advance(now=now)
+            self._carry_out(advanced)
+            if released or advanced:
+                self._triggered(now)
         elif isinstance(event, _Session):
             if event.at != self._session_at:
                 return
