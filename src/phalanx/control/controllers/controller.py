@@ -269,7 +269,8 @@ class Controller:
                 events.setdefault(event.job, []).append(event)
             for job, mine in events.items():
                 self._guarded(job, self._hear, mine)
-            core.record(core.life.advance(now=core.now))
+            for job in core.life.due(core.now):
+                self._guarded(job, self._advance, job)
             self._next_deadline = core.life.next_deadline()
             decisions = None
             if core.state.snapshot.waiting:
@@ -284,6 +285,9 @@ class Controller:
             self._record_processes()
             self.view = cluster_view(core)
             return decisions
+
+    def _advance(self, job: str) -> None:
+        self.core.record(self.core.life.advance_job(job, now=self.core.now))
 
     def _hear(self, events: Sequence[TaskEvent]) -> None:
         for event in events:

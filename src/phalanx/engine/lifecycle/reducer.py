@@ -159,24 +159,36 @@ class Lifecycle(Ledger):
 
     def advance(self, *, now: float) -> list[Effect]:
         """Let time pass to ``now``: retried jobs whose backoff ended go back to the engine,
-        jobs past their walltime are stopped."""
-        self.now = now
+        jobs past their walltime are stopped (``due`` jobs, each by ``advance_job``)."""
+        effects = []
+        for name in self.due(now):
+            effects += self.advance_job(name, now=now)
+        return effects
+
+    def due(self, now: float) -> list[str]:
+        """The jobs whose backoff or walltime ends by ``now``, earliest first (each once)."""
+        names: dict[str, None] = {}
         while self._deadlines and self._deadlines[0][0] <= now:
-            _, _, name = heapq.heappop(self._deadlines)
-            life = self.jobs.get(name)
-            if life is None:
-                continue
-            if life.not_before is not None and life.not_before <= now:
-                life.not_before = None
-                self._counters(life)
-                self._track(life, life.job)
-            deadline = self._walltime_deadline(life)
-            if deadline is not None and deadline <= now:
-                assert life.job.walltime is not None
-                life.ending = Ending.WALLTIME
-                life.ending_message = f"ran past its walltime of {life.job.walltime:g} s"
-                self._stop(life, self.tasks(life), "walltime", life.ending_message)
-                self._settle(life)
+            names[heapq.heappop(self._deadlines)[2]] = None
+        return list(names)
+
+    def advance_job(self, name: str, *, now: float) -> list[Effect]:
+        """Let time pass to ``now`` for job ``name`` alone (see ``advance``)."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None:
+            return []
+        if life.not_before is not None and life.not_before <= now:
+            life.not_before = None
+            self._counters(life)
+            self._track(life, life.job)
+        deadline = self._walltime_deadline(life)
+        if deadline is not None and deadline <= now:
+            assert life.job.walltime is not None
+            life.ending = Ending.WALLTIME
+            life.ending_message = f"ran past its walltime of {life.job.walltime:g} s"
+            self._stop(life, self.tasks(life), "walltime", life.ending_message)
+            self._settle(life)
         return self._flush()
 
     def cancel(self, name: str, message: str, *, now: float) -> list[Effect]:
