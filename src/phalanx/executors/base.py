@@ -3,8 +3,9 @@
 An executor starts the tasks a session binds and stops the ones it evicts, and reports
 events back (started, exited with a code, lost with its node, failed to start). It never
 writes job state: the one lifecycle (``phalanx.engine.lifecycle``), driven by the
-controller or the simulator, reads the events and decides; the event types live there. The simulator's
-cluster, the local process executor and the Ray executor all implement it.
+controller or the simulator, reads the events and decides; the event types live there.
+The simulator's cluster and the local process executor implement it (an executor for
+many machines is not built yet).
 """
 
 from __future__ import annotations
