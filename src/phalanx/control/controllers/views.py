@@ -22,6 +22,7 @@ class NodeUsage:
     """One node: capacity, allocated, and each card's used share and tasks."""
 
     name: str
+    address: str | None  # as declared (Node.address); None: the executor's host
     capacity: Mapping[str, float]
     allocated: Mapping[str, float]
     labels: Mapping[str, str]
@@ -66,6 +67,7 @@ def cluster_view(core: Core) -> ClusterView:
         nodes.append(
             NodeUsage(
                 name=node.name,
+                address=node.address,
                 capacity=_named(snapshot, snapshot.capacity[i]),
                 allocated=_named(snapshot, snapshot.used[i]),
                 labels=dict(node.labels),
