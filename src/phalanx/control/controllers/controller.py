@@ -41,7 +41,7 @@ from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.executors.base import Executor, Recoverable
-from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
 
@@ -410,13 +410,20 @@ class Controller:
 
     def _launch(self, bind: Bind) -> TaskLaunch:
         tracked = self.core.jobs[bind.job]
-        nodes = self.core.state.snapshot.nodes
+        snapshot = self.core.state.snapshot
+        nodes = snapshot.nodes
         gang = tuple(
-            (task.role.name, task.index, nodes[task.node].name)
+            GangMember(
+                role=task.role.name,
+                index=task.index,
+                node=nodes[task.node].name,
+                address=nodes[task.node].address,
+            )
             for task in self.core.tasks(tracked)
             if task.status in ON_NODE
         )
-        return launch_of(tracked.job, bind, gang)
+        address = nodes[snapshot.node_index[bind.node]].address
+        return launch_of(tracked.job, bind, gang, address=address)
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""
