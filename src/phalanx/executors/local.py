@@ -28,10 +28,20 @@ from typing import TYPE_CHECKING
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import OOM_KILLED, Executor, TaskEvent, TaskEventKind
+from phalanx.executors.base import (
+    OOM_KILLED,
+    Executor,
+    LogSource,
+    LogStream,
+    TaskEvent,
+    TaskEventKind,
+)
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
-from phalanx.executors.launch import GangMember, TaskLaunch
+from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
+from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
+    STDERR_LOG,
+    STDOUT_LOG,
     Exit,
     TaskProcess,
     attach,
@@ -98,7 +108,7 @@ class LocalExecutor:
     spec). Every task runs on this host, whatever node it was bound to, so every node's
     address is ``host`` (``address_of``): the rendezvous, ports included, stays on it.
     Not thread-safe: call it from one thread (the controller's loop), the colocation
-    throttle included; ``address_of`` excepted, which touches no state.
+    throttle included; ``logs`` and ``address_of`` excepted, which touch no state.
     ``clock`` only measures paused time and must tell the same time as the ``now`` the
     controller passes; events and stop deadlines use ``now``.
     ``environ`` is where the allow-listed inherited variables come from. ``isolation``
@@ -310,6 +320,14 @@ class LocalExecutor:
         used: it may name another machine, where no port of ours can be opened."""
         return self._host
 
+    def logs(self, job: str, task: str, stream: LogStream) -> FileLog:
+        """The task's ``stdout.log`` or ``stderr.log`` in its working directory (every run
+        appends there). Only computes a path, so any thread may call it. Raises
+        ``InvalidInput`` for a name that cannot name a task directory."""
+        check_directory_names(job, task)
+        file = STDOUT_LOG if stream is LogStream.STDOUT else STDERR_LOG
+        return FileLog(path=self.workdir(job, task) / file)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _resolved(self, bind: Bind) -> TaskLaunch:
@@ -464,3 +482,4 @@ def _record_of(live: _Live) -> ProcessRecord:
 if TYPE_CHECKING:
     # mypy proves here that LocalExecutor satisfies the Executor protocol, signatures and all.
     _CONFORMS: type[Executor] = LocalExecutor
+    _SERVES_LOGS: type[LogSource] = LocalExecutor

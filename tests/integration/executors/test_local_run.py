@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.base import TaskEventKind
+from phalanx.executors.base import LogStream, TaskEventKind
 from phalanx.executors.cgroups import Isolation
 from phalanx.executors.launch import GangMember, GpuShareHint
 from phalanx.executors.process import EXIT_FILE
@@ -94,6 +94,21 @@ def test_stdout_and_stderr_are_appended_to_log_files(harness: Harness) -> None:
     workdir = harness.workdir(launch)
     assert (workdir / "stdout.log").read_text() == "out-0\nout-0\n"
     assert (workdir / "stderr.log").read_text() == "err\nerr\n"
+    # the same streams through the executor's log seam, which the API reads
+    stdout = harness.executor.logs("job", "t0", LogStream.STDOUT)
+    assert (stdout.size(), stdout.read(6, 100)) == (12, b"out-0\n")
+    assert harness.executor.logs("job", "t0", LogStream.STDERR).read(0, 100) == b"err\nerr\n"
+    never_ran = harness.executor.logs("job", "t9", LogStream.STDOUT)
+    assert (never_ran.size(), never_ran.read(0, 10)) == (0, b"")
+
+
+def test_the_log_seam_refuses_names_that_could_leave_the_data_dir(harness: Harness) -> None:
+    with pytest.raises(InvalidInput) as error:
+        harness.executor.logs("..", "t0", LogStream.STDOUT)
+    assert error.value.field == "job"
+    with pytest.raises(InvalidInput) as error:
+        harness.executor.logs("job", "a/b", LogStream.STDERR)
+    assert error.value.field == "task"
 
 
 def test_the_bound_nics_reach_the_task_as_nccl_ib_hca_and_phalanx_nics(harness: Harness) -> None:

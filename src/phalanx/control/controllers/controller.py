@@ -40,7 +40,7 @@ from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
-from phalanx.executors.base import Executor, Recoverable
+from phalanx.executors.base import Executor, LogSource, LogStream, Recoverable, TaskLog
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
@@ -407,6 +407,12 @@ class Controller:
                 lifecycle.restart_if_broken(core, tracked, reason)
 
     # -- the executor's side ---------------------------------------------------------------
+
+    def logs(self, job: str, task: str, stream: LogStream) -> TaskLog | None:
+        """``stream`` of ``task`` of ``job``, read through the executor wherever the task
+        ran; None when the executor keeps no logs. Any thread may call it (no lock)."""
+        executor = self.core.executor
+        return executor.logs(job, task, stream) if isinstance(executor, LogSource) else None
 
     def _launch(self, bind: Bind) -> TaskLaunch:
         tracked = self.core.jobs[bind.job]
