@@ -163,3 +163,19 @@ def test_the_checker_sees_imports() -> None:
         *(_imports(p, m) for m, p in MODULES if _within(m, "phalanx.engine"))
     )
     assert "numpy" in engine_imports and "phalanx.domain.resources" in engine_imports
+
+
+def _attributes(path: Path) -> set[str]:
+    """Every attribute name the module reads or writes (``x.core`` gives ``core``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+
+
+def test_the_api_reads_the_controllers_published_view_never_its_core() -> None:
+    """The controller's ``core`` is its working state, changed under its lock each tick;
+    the API reads the published ``view`` (and the executor through ``Controller.logs``)."""
+    api = [(module, path) for module, path in MODULES if _within(module, "phalanx.control.api")]
+    violations = [module for module, path in api if "core" in _attributes(path)]
+    assert not violations, "these API modules reach into controller.core:\n" + "\n".join(violations)
+    # the check sees attribute reads: the API does read the view
+    assert any("view" in _attributes(path) for _, path in api)

@@ -79,7 +79,14 @@ def describe_node(ctx: typer.Context, name: str = typer.Argument(..., help="The 
     out = console()
     labels = ", ".join(f"{k}={v}" for k, v in sorted(node.labels.items())) or "none"
     out.print(
-        _fields({"Name": node.name, "Status": render.node_status(node), "Tasks": str(node.tasks)})
+        _fields(
+            {
+                "Name": node.name,
+                "Address": node.address or "the executor's host",
+                "Status": render.node_status(node),
+                "Tasks": str(node.tasks),
+            }
+        )
     )
     out.print(_fields({"Labels": labels}))
     out.print(Text("\nResources", style="bold"))

@@ -1,4 +1,9 @@
-"""``phalanx logs JOB [TASK] [-f] [--stderr]``: a task's output, as it was written."""
+"""``phalanx logs JOB [TASK | --all] [-f] [--stderr]``: task output, as it was written.
+
+One task's output is printed as it is. ``--all`` prints every task's output, each line
+as ``TASK | line`` (as ``kubectl logs --prefix`` does); with ``-f`` the lines of
+different tasks interleave as they come, and a line is never printed half.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import sys
 
 import typer
 
-from phalanx.cli.remote import connect
+from phalanx.cli.remote import connect, fail
 
 
 def logs(
@@ -15,10 +20,25 @@ def logs(
     task: str | None = typer.Argument(None, help="The task (default: the job's first)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until it ends."),
     stderr: bool = typer.Option(False, "--stderr", help="The task's stderr instead of stdout."),
+    all_tasks: bool = typer.Option(
+        False, "--all", help="Every task's output, each line prefixed with 'TASK | '."
+    ),
 ) -> None:
-    """Print a task's stdout (or stderr); with -f, follow it until the task ends."""
+    """Print a task's stdout (or stderr), or with --all every task's; with -f, follow it
+    until the job ends."""
+    if all_tasks and task is not None:
+        fail(
+            f"--all prints every task of {job}, but task {task!r} was named too; "
+            "fix: leave out TASK to print every task, or --all to print one"
+        )
     with connect(ctx) as client:
-        chunks = client.logs(job, task, stream="stderr" if stderr else "stdout", follow=follow)
+        chunks = client.logs(
+            job,
+            task,
+            stream="stderr" if stderr else "stdout",
+            follow=follow,
+            all_tasks=all_tasks,
+        )
         try:
             for chunk in chunks:
                 sys.stdout.write(chunk)

@@ -152,11 +152,13 @@ def queues_table(queues: Sequence[QueueView], *, wide: bool = False) -> Table:
 
 
 def nodes_table(nodes: Sequence[NodeView], *, wide: bool = False) -> Table:
-    """One row per node: status, GPUs (one block per card), CPU and memory in use, tasks."""
+    """One row per node: status, GPUs (one block per card), CPU and memory in use, tasks;
+    wide adds its address, GPU models and labels."""
     table = Table(box=None, pad_edge=False)
     for title in ("NAME", "STATUS", "GPUS", "GPU USE", "CPU", "MEMORY", "TASKS"):
         table.add_column(title, overflow="fold")
     if wide:
+        table.add_column("ADDRESS", overflow="fold")
         table.add_column("GPU MODEL", overflow="fold")
         table.add_column("LABELS", overflow="fold")
     for node in nodes:
@@ -174,7 +176,7 @@ def nodes_table(nodes: Sequence[NodeView], *, wide: bool = False) -> Table:
         if wide:
             models = sorted({gpu.model for gpu in node.gpus if gpu.model})
             labels = ",".join(f"{k}={v}" for k, v in sorted(node.labels.items()))
-            row += [",".join(models) or "-", labels or "-"]
+            row += [node.address or "-", ",".join(models) or "-", labels or "-"]
         table.add_row(*row)
     return table
 

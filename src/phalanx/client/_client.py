@@ -220,14 +220,27 @@ class Client:
         task: str | None = None,
         stream: Literal["stdout", "stderr"] = "stdout",
         follow: bool = False,
+        *,
+        all_tasks: bool = False,
     ) -> LogChunks:
-        """A task's output (the job's first task by default) as text chunks. The request
-        is made now (errors raise here); with ``follow`` the chunks keep coming until the
-        task has ended. Iterate to the end, or ``close()`` the answer, to free the
-        connection."""
+        """A task's output (the job's first task by default) as text chunks; with
+        ``all_tasks``, every task's output as whole lines ``TASK | line`` (lines of
+        different tasks interleave as they come, never mixed). The request is made now
+        (errors raise here); with ``follow`` the chunks keep coming until the job has
+        ended. Iterate to the end, or ``close()`` the answer, to free the connection.
+        Naming a ``task`` together with ``all_tasks`` raises ``ClientError`` (field
+        ``all``) before anything is sent."""
+        if all_tasks and task is not None:
+            raise ClientError(
+                f"task {task!r} and all_tasks ask for one task and for every task",
+                field="all",
+                fix="leave out task to get every task's output, or all_tasks to get one task's",
+            )
         params: dict[str, Any] = {"stream": stream, "follow": follow}
         if task is not None:
             params["task"] = task
+        if all_tasks:
+            params["all"] = True
         path = f"{_API}/jobs/{_segment(name)}/logs"
         timeout = httpx.Timeout(self._timeout, read=None) if follow else None
         request = self._http.build_request("GET", path, params=params, timeout=timeout)

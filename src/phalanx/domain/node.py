@@ -1,7 +1,9 @@
-"""Nodes: capacity, labels, taints, GPUs and their place in the network."""
+"""Nodes: capacity, labels, taints, GPUs, their place in the network and their address."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -15,6 +17,31 @@ from phalanx.domain.topology import GpuTopology
 #: The label naming a node's GPU model; a task asks for GPU models through it
 #: (a node selector, or a node affinity term ``In`` the models it accepts).
 GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
+
+#: One label of a DNS host name (RFC 1123): letters, digits and inner hyphens.
+_HOST_LABEL: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def check_address(address: str, *, field: str = "address", owner: str = "") -> None:
+    """Accept an IPv4 or IPv6 address or a DNS host name (at most 253 characters; labels
+    of letters, digits and inner hyphens, the last not all digits). Else raise
+    ``InvalidInput`` naming ``field``, its message headed by ``owner`` (``node gpu-3``)."""
+    try:
+        ipaddress.ip_address(address)
+        return
+    except ValueError:
+        pass
+    name = address.removesuffix(".")
+    labels = name.split(".")
+    # An all-digit last label is never a host name (RFC 3696): 10.0.0.256 is a bad address.
+    valid = 0 < len(name) <= 253 and all(map(_HOST_LABEL.fullmatch, labels))
+    if valid and not labels[-1].isdigit():
+        return
+    raise InvalidInput(
+        f"{owner + ': ' if owner else ''}{address[:80]!r} is neither an IP address nor a host name",
+        field=field,
+        fix="give the address the node's peers reach it at, such as 10.0.0.7 or gpu-7.lab",
+    )
 
 
 class TaintEffect(StrEnum):
@@ -66,7 +93,13 @@ class Gpu:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Node:
-    """A machine. ``capacity`` is what tasks may use (Kubernetes' allocatable)."""
+    """A machine. ``capacity`` is what tasks may use (Kubernetes' allocatable).
+
+    ``address`` is where the node's tasks are reached by their peers (an IP address or a
+    host name): the rendezvous of a job (``MASTER_ADDR``, the host lists) is built from
+    it, as the executor resolves it. None: the executor knows the node's address (the
+    local executor runs every task on its own host, so its tasks' address is the host's).
+    """
 
     name: str
     capacity: Resources
@@ -75,11 +108,14 @@ class Node:
     gpus: tuple[Gpu, ...] = ()
     gpu_topology: GpuTopology | None = None  # links between the GPUs and NICs, when known
     network: Mapping[str, str] = field(default_factory=dict)  # tier -> switch, e.g. tor -> tor-3
+    address: str | None = None
     max_tasks: int | None = None
     schedulable: bool = True  # False once cordoned
     cells: NodeCells | None = None  # its place in the cell hierarchy (the hived plugin's)
 
     def __post_init__(self) -> None:
+        if self.address is not None:
+            check_address(self.address, owner=f"node {self.name}")
         if self.gpu_topology is not None and self.gpu_topology.count != len(self.gpus):
             raise InvalidInput(
                 f"node {self.name}: the GPU topology describes {self.gpu_topology.count} GPUs "

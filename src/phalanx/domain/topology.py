@@ -33,6 +33,20 @@ from phalanx.domain.errors import InvalidInput
 MAX_GPUS: Final = 64
 #: Most NICs one topology may describe.
 MAX_NICS: Final = 64
+#: A NIC's device name (``mlx5_0``, ``ib0``, ``mlx5_0:1`` for one port): it reaches the task
+#: in comma-separated lists (``NCCL_IB_HCA``), so it holds no comma, space or ``=``/``^``.
+NIC_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
+def check_nic_name(name: str, *, field: str = "nics") -> None:
+    """Raise ``InvalidInput`` naming ``field`` unless ``name`` matches ``NIC_NAME``."""
+    if not NIC_NAME.fullmatch(name):
+        raise InvalidInput(
+            f"{name[:70]!r} cannot name a NIC",
+            field=field,
+            fix="use the device's name as the system shows it: letters, digits, _ . : - "
+            "(such as mlx5_0)",
+        )
 
 
 class LinkLevel(IntEnum):
@@ -202,6 +216,7 @@ class GpuTopology:
                     field="nics",
                     fix="give every NIC its own name",
                 )
+            check_nic_name(nic.name)
             names.add(nic.name)
             if len(nic.links) != count:
                 raise InvalidInput(

@@ -6,18 +6,32 @@ writes job state: the one lifecycle (``phalanx.engine.lifecycle``), driven by th
 controller or the simulator, reads the events and decides; the event types live there.
 The simulator's cluster and the local process executor implement it (an executor for
 many machines is not built yet).
+
+Two capabilities are optional, each its own protocol: ``Recoverable`` (tasks that
+outlive the server) and ``LogSource`` (each task's stdout and stderr, read wherever the
+task ran: the local executor reads its files, a multi-machine one fetches from the node).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.engine.lifecycle import OOM_KILLED, TaskEvent, TaskEventKind
 from phalanx.executors.records import ProcessRecord
 
-__all__ = ["OOM_KILLED", "Executor", "Recoverable", "TaskEvent", "TaskEventKind"]
+__all__ = [
+    "OOM_KILLED",
+    "Executor",
+    "LogSource",
+    "LogStream",
+    "Recoverable",
+    "TaskEvent",
+    "TaskEventKind",
+    "TaskLog",
+]
 
 
 class Executor(Protocol):
@@ -51,4 +65,43 @@ class Recoverable(Protocol):
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks still alive; report the others as EXITED or LOST."""
+        ...
+
+
+class LogStream(StrEnum):
+    """Which output of a task."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+
+
+class TaskLog(Protocol):
+    """One output stream of one task: bytes that only grow, read by offset.
+
+    Offsets count bytes from the stream's start; every run of the task (a retry, a
+    restart of its gang) appends to the same stream. A task that never wrote anything,
+    or never ran, has an empty stream: ``size()`` is 0 and every read is ``b""``.
+    Neither call waits for output that is not written yet.
+    """
+
+    def size(self) -> int:
+        """How many bytes the stream holds now."""
+        ...
+
+    def read(self, offset: int, limit: int) -> bytes:
+        """Up to ``limit`` bytes from ``offset`` (fewer at the end, ``b""`` past it).
+        Raises ``InvalidInput`` for a negative offset or limit."""
+        ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """An executor that keeps its tasks' output and serves it wherever the task ran.
+
+    ``logs`` is called from the API's threads while the controller drives the executor
+    on its own: it must not touch state that the controller's calls change unguarded.
+    """
+
+    def logs(self, job: str, task: str, stream: LogStream) -> TaskLog:
+        """The ``stream`` of ``task`` of ``job`` (empty if it never wrote or never ran here)."""
         ...

@@ -1,8 +1,18 @@
 """What an executor needs to start one task: a ``TaskLaunch`` value.
 
 The controller turns each ``Bind`` into a ``TaskLaunch`` (it knows the job's spec: the
-command, the user's environment, the resource limits). The executor adds what only it
-knows (the rendezvous: ranks, peers, ports) and starts the process.
+command, the user's environment, the resource limits, the NICs the engine bound). The
+executor adds what only it knows (the rendezvous: ranks, peers, ports) and starts the
+process.
+
+Addresses: the controller passes each node's declared address (``Node.address``; None
+when the Cluster document declares none) with the task (``TaskLaunch.address``) and with
+every member of its gang (``GangMember.address``). The executor resolves each member's
+node to the address its peers reach it at, and builds the rendezvous from those
+(``rendezvous.gang_placements``): ``MASTER_ADDR`` is the rank-0 task's node's address. A
+multi-machine executor uses the declared address, or its own record of the node when
+there is none; the local executor runs every task on its own host, so for it every
+node's address is that host's, whatever was declared.
 """
 
 from __future__ import annotations
@@ -12,10 +22,24 @@ from dataclasses import dataclass, field
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+from phalanx.domain.node import check_address
+from phalanx.domain.topology import check_nic_name
 
 #: Environment variables of NVIDIA MPS that a fractional-GPU task is started with.
 MPS_THREAD_PERCENTAGE = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
 MPS_MEMORY_LIMIT = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+
+
+def check_directory_names(job: str, task: str) -> None:
+    """Refuse a job or task name that cannot name a task's directory under the data dir
+    (empty, ``.``, ``..``, or holding ``/`` or NUL): ``InvalidInput`` naming the field."""
+    for name, value in (("job", job), ("task", task)):
+        if not value or value in {".", ".."} or "/" in value or "\0" in value:
+            raise InvalidInput(
+                f"{value!r} cannot name a task directory",
+                field=name,
+                fix="use a non-empty name without '/' (like the job's metadata.name)",
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +83,23 @@ class GpuShareHint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GangMember:
+    """One placed task of a job, as its peers need to know it: ``role[index]`` runs on
+    ``node``, whose declared address is ``address`` (None: the executor knows the node)."""
+
+    role: str
+    index: int
+    node: str
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.index < 0:
+            raise InvalidInput(f"{self.index} is negative", field="gang.index", fix="count from 0")
+        if self.address is not None:
+            check_address(self.address, field="gang.address")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskLaunch:
     """Everything needed to start one task of one job on one node.
 
@@ -68,10 +109,14 @@ class TaskLaunch:
     ``job_roles`` lists the job's roles in spec order; ranks follow it (empty: the
     order in which roles first appear among the tasks started together).
     ``cpu_millicores`` and ``memory_bytes`` are limits, enforced where the host allows.
-    ``gang`` names every task of the job placed with this one, as ``(role, index, node)``,
-    whether started now or later (a role that ``dependsOn`` another starts once it runs):
-    ranks, ``WORLD_SIZE`` and the host lists count them all. Empty: the tasks started
-    together plus the job's tasks already live.
+    ``address`` is ``node``'s declared address (None: none declared; see the module
+    docstring for how an executor resolves it). ``nics`` are the NICs the engine bound to
+    the task (``Bind.nics``: a task of a multi-node job on a node whose GPU topology
+    names NICs); the task sees them as ``NCCL_IB_HCA`` and ``PHALANX_NICS``.
+    ``gang`` lists every task of the job placed with this one, whether started now or
+    later (a role that ``dependsOn`` another starts once it runs): ranks, ``WORLD_SIZE``
+    and the host lists count them all. Empty: the tasks started together plus the job's
+    tasks already live. When it lists this task, it lists it on ``node`` at ``address``.
     """
 
     job: str
@@ -88,17 +133,12 @@ class TaskLaunch:
     # Online by default: pausing is opt-in, a task is never stopped for a class it did not ask for.
     workload: ServiceClass = ServiceClass.ONLINE
     job_roles: tuple[str, ...] = ()
-    gang: tuple[tuple[str, int, str], ...] = ()
+    address: str | None = None
+    nics: tuple[str, ...] = ()
+    gang: tuple[GangMember, ...] = ()
 
     def __post_init__(self) -> None:
-        for name, value in (("job", self.job), ("task", self.task)):
-            # Both name a directory under data_dir: refuse anything that could escape it.
-            if not value or value in {".", ".."} or "/" in value or "\0" in value:
-                raise InvalidInput(
-                    f"{value!r} cannot name a task directory",
-                    field=name,
-                    fix="use a non-empty name without '/' (like the job's metadata.name)",
-                )
+        check_directory_names(self.job, self.task)
         if self.index < 0:
             raise InvalidInput(f"{self.index} is negative", field="index", fix="count from 0")
         if not self.command or (isinstance(self.command, str) and not self.command.strip()):
@@ -120,6 +160,31 @@ class TaskLaunch:
             if limit is not None and limit <= 0:
                 raise InvalidInput(
                     f"{limit} is not positive", field=name, fix="omit it for no limit"
+                )
+        if self.address is not None:
+            check_address(self.address, field="address")
+        self._check_nics()
+        self._check_gang()
+
+    def _check_nics(self) -> None:
+        for nic in self.nics:
+            check_nic_name(nic)  # the names are joined with commas into NCCL_IB_HCA
+        if len(set(self.nics)) != len(self.nics):
+            raise InvalidInput(
+                f"{list(self.nics)} names a NIC twice", field="nics", fix="name each NIC once"
+            )
+
+    def _check_gang(self) -> None:
+        for member in self.gang:
+            if (member.role, member.index) != (self.role, self.index):
+                continue
+            if (member.node, member.address) != (self.node, self.address):
+                raise InvalidInput(
+                    f"the gang places {self.role}[{self.index}] on {member.node} "
+                    f"(address {member.address}) but the launch is for {self.node} "
+                    f"(address {self.address})",
+                    field="gang",
+                    fix="build the gang from the same placement as the launch",
                 )
 
     def argv(self) -> tuple[str, ...]:

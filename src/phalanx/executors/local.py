@@ -28,10 +28,20 @@ from typing import TYPE_CHECKING
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import OOM_KILLED, Executor, TaskEvent, TaskEventKind
+from phalanx.executors.base import (
+    OOM_KILLED,
+    Executor,
+    LogSource,
+    LogStream,
+    TaskEvent,
+    TaskEventKind,
+)
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
-from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
+from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
+    STDERR_LOG,
+    STDOUT_LOG,
     Exit,
     TaskProcess,
     attach,
@@ -41,7 +51,12 @@ from phalanx.executors.process import (
     task_workdir,
 )
 from phalanx.executors.records import ProcessRecord, read_record, write_record
-from phalanx.executors.rendezvous import Placement, free_ports, rendezvous_env
+from phalanx.executors.rendezvous import (
+    Placement,
+    free_ports,
+    gang_placements,
+    rendezvous_env,
+)
 from phalanx.executors.taskgroups import TaskGroups
 
 log = logging.getLogger(__name__)
@@ -90,9 +105,12 @@ class LocalExecutor:
     """Runs bound tasks as local subprocesses and reports their events.
 
     ``resolve`` turns a ``Bind`` into a ``TaskLaunch`` (the controller knows the job's
-    spec). Not thread-safe: call it from one thread (the controller's loop), the
-    colocation throttle included. ``clock`` only measures paused time and must tell the same time as the
-    ``now`` the controller passes; events and stop deadlines use ``now``.
+    spec). Every task runs on this host, whatever node it was bound to, so every node's
+    address is ``host`` (``address_of``): the rendezvous, ports included, stays on it.
+    Not thread-safe: call it from one thread (the controller's loop), the colocation
+    throttle included; ``logs`` and ``address_of`` excepted, which touch no state.
+    ``clock`` only measures paused time and must tell the same time as the ``now`` the
+    controller passes; events and stop deadlines use ``now``.
     ``environ`` is where the allow-listed inherited variables come from. ``isolation``
     defaults to the host's (``cgroups.host_isolation``, detected once per process).
     """
@@ -296,6 +314,20 @@ class LocalExecutor:
         """Where the task runs and writes ``stdout.log`` and ``stderr.log``."""
         return task_workdir(self.data_dir, job, task)
 
+    def address_of(self, node: str, declared: str | None) -> str:
+        """The address peers reach a task on ``node`` at: always this executor's ``host``,
+        since every task runs on this host. A declared address (``Node.address``) is not
+        used: it may name another machine, where no port of ours can be opened."""
+        return self._host
+
+    def logs(self, job: str, task: str, stream: LogStream) -> FileLog:
+        """The task's ``stdout.log`` or ``stderr.log`` in its working directory (every run
+        appends there). Only computes a path, so any thread may call it. Raises
+        ``InvalidInput`` for a name that cannot name a task directory."""
+        check_directory_names(job, task)
+        file = STDOUT_LOG if stream is LogStream.STDOUT else STDERR_LOG
+        return FileLog(path=self.workdir(job, task) / file)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _resolved(self, bind: Bind) -> TaskLaunch:
@@ -318,30 +350,29 @@ class LocalExecutor:
         }
         # Every task of the gang gets its port now, those that start later (dependsOn)
         # too: the tasks started first already name them in their host lists.
+        members = {
+            (launch.role, launch.index): GangMember(
+                role=launch.role, index=launch.index, node=launch.node, address=launch.address
+            )
+            for launch in launches
+        }
+        for member in launches[0].gang:
+            members.setdefault((member.role, member.index), member)
         reserved = self._ports.setdefault(job, {})
-        slots = [(launch.role, launch.index, launch.node) for launch in launches]
-        for role, index, node in launches[0].gang:
-            if (role, index) not in {(r, i) for r, i, _ in slots}:
-                slots.append((role, index, node))
-        wanted = [(r, i) for r, i, _ in slots if (r, i) not in live and (r, i) not in reserved]
+        wanted = [slot for slot in members if slot not in live and slot not in reserved]
         need_master = job not in self._master_ports
         ports = free_ports(len(wanted) + need_master, self._host)
         reserved.update(zip(wanted, ports, strict=False))
         if need_master:
             self._master_ports[job] = ports[-1]
         gpus = {(launch.role, launch.index): launch.gpus for launch in launches}
-        placements = {
-            (role, index): Placement(
-                role=role,
-                index=index,
-                node=node,
-                host=self._host,
-                port=reserved[(role, index)],
-                gpus=gpus.get((role, index), ()),
-            )
-            for role, index, node in slots
-            if (role, index) not in live or (role, index) in gpus
-        }
+        placed = gang_placements(
+            [m for slot, m in members.items() if slot not in live or slot in gpus],
+            resolve=lambda member: self.address_of(member.node, member.address),
+            ports=reserved,
+            gpus=gpus,
+        )
+        placements = {(p.role, p.index): p for p in placed}
         peers = [p for slot, p in live.items() if slot not in placements]
         envs = rendezvous_env(
             job,
@@ -451,3 +482,4 @@ def _record_of(live: _Live) -> ProcessRecord:
 if TYPE_CHECKING:
     # mypy proves here that LocalExecutor satisfies the Executor protocol, signatures and all.
     _CONFORMS: type[Executor] = LocalExecutor
+    _SERVES_LOGS: type[LogSource] = LocalExecutor

@@ -64,6 +64,11 @@ INHERITED_ENV: Final = (
 )  # fmt: skip
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
+#: The NICs (RDMA devices) NCCL may use, set to exactly those the engine bound to the task.
+NCCL_IB_HCA: Final = "NCCL_IB_HCA"
+#: The NICs the engine bound to the task, comma-separated (empty: none bound).
+PHALANX_NICS: Final = "PHALANX_NICS"
+
 #: The status recorded for a task whose wrapper could not join its cgroup (nothing ran).
 JOIN_FAILED: Final = 125
 
@@ -124,9 +129,14 @@ def task_environment(
     """The task's whole environment, later layers winning.
 
     Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's own ``env``,
-    the ``injected`` rendezvous variables, phalanx's task identity, and the GPU share
-    limits. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``) therefore
-    cannot be overridden by user environment.
+    the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits
+    and the bound NICs. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``,
+    the NICs) therefore cannot be overridden by user environment.
+
+    NICs: ``PHALANX_NICS`` lists the launch's ``nics`` comma-separated (empty when none
+    were bound). With NICs, ``NCCL_IB_HCA`` is ``=`` and the same list: the ``=`` makes
+    NCCL take the names as exact device names, not as prefixes (``mlx5_1`` alone would
+    also select ``mlx5_10`` and ``mlx5_11``). Without NICs, a user's ``NCCL_IB_HCA`` stays.
     """
     env = {name: inherited[name] for name in INHERITED_ENV if name in inherited}
     env.setdefault("PATH", DEFAULT_PATH)
@@ -135,6 +145,9 @@ def task_environment(
     env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
     if launch.gpu_share is not None:
         env.update(launch.gpu_share.env(len(launch.gpus)))
+    env[PHALANX_NICS] = ",".join(launch.nics)
+    if launch.nics:
+        env[NCCL_IB_HCA] = "=" + ",".join(launch.nics)
     return env
 
 

@@ -5,18 +5,25 @@ conventions frameworks already read: ``torch.distributed`` (``RANK``, ``WORLD_SI
 ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), TensorFlow's parameter-server
 training (``TF_CONFIG``, as KubeDL's and Kubeflow's TFJob set it) and CUDA
 (``CUDA_VISIBLE_DEVICES``), plus phalanx's own ``PHALANX_*`` names.
+
+Every address in it is the address of the node that runs the task, as the executor
+resolved it (``gang_placements``): ``MASTER_ADDR`` is the rank-0 task's node's; the host
+lists and ``TF_CONFIG`` name each task's node's. An IPv6 address is written in brackets
+where a port follows it (``[fd00::7]:2222``), as gRPC and ``torch.distributed`` read it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.executors.launch import GangMember
 
 #: The role whose presence marks a TensorFlow parameter-server job (TF_CONFIG is set).
 PS_ROLE = "ps"
@@ -26,7 +33,8 @@ _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
-    """Where one task of a job runs: its node, the host address and port peers reach it on."""
+    """Where one task of a job runs: its node, and the address (``host``: its node's, as
+    the executor resolved it) and port its peers reach it on."""
 
     role: str
     index: int
@@ -34,6 +42,49 @@ class Placement:
     host: str
     port: int
     gpus: tuple[int, ...] = ()
+
+
+def gang_placements(
+    members: Sequence[GangMember],
+    *,
+    resolve: Callable[[GangMember], str],
+    ports: Mapping[tuple[str, int], int],
+    gpus: Mapping[tuple[str, int], tuple[int, ...]] | None = None,
+) -> list[Placement]:
+    """One ``Placement`` per member, in the given order: its host is ``resolve(member)``
+    (the executor's answer to "where do peers reach this member's node"), its port
+    ``ports[(role, index)]``, its GPUs ``gpus[(role, index)]`` (none when not given).
+    Raises ``InvalidInput`` for a member without a port."""
+    found = []
+    for member in members:
+        slot = (member.role, member.index)
+        if slot not in ports:
+            raise InvalidInput(
+                f"no port for {member.role}[{member.index}]",
+                field="ports",
+                fix="reserve a port for every member of the gang",
+            )
+        found.append(
+            Placement(
+                role=member.role,
+                index=member.index,
+                node=member.node,
+                host=resolve(member),
+                port=ports[slot],
+                gpus=(gpus or {}).get(slot, ()),
+            )
+        )
+    return found
+
+
+def endpoint(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 address in brackets (``[fd00::7]:2222``)."""
+    try:
+        if isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address):
+            return f"[{host}]:{port}"
+    except ValueError:
+        pass  # a host name
+    return f"{host}:{port}"
 
 
 def hosts_variable(role: str) -> str:
@@ -56,7 +107,7 @@ def rendezvous_env(
 
     Ranks are global over ``placements``, ordered by role (``roles`` gives the job's
     role order; roles not listed follow in order of first appearance) then index.
-    ``MASTER_ADDR`` is rank 0's host; ``LOCAL_RANK`` counts this job's tasks on the same
+    ``MASTER_ADDR`` is rank 0's host (its node's address); ``LOCAL_RANK`` counts this job's tasks on the same
     node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps``.
     Raises ``InvalidInput`` for a task placed twice, a bad port, or two role names that
     map to the same ``PHALANX_HOSTS_*`` variable.
@@ -65,7 +116,7 @@ def rendezvous_env(
     _check(ranked, master_port)
     by_role: dict[str, list[str]] = {}
     for p in ranked:
-        by_role.setdefault(p.role, []).append(f"{p.host}:{p.port}")
+        by_role.setdefault(p.role, []).append(endpoint(p.host, p.port))
     shared = {
         "PHALANX_JOB": job,
         "WORLD_SIZE": str(len(ranked)),

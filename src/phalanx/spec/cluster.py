@@ -1,7 +1,9 @@
 """The ``Cluster`` document: groups of identical nodes, expanded into domain ``Node`` values.
 
 Guarantees: node ``i`` of group ``g`` is named ``g-i`` (from 0) and names are unique
-across the cluster; every network template renders for every node; capacity
+across the cluster; every network template renders for every node; an ``address``
+template (such as ``10.0.0.{index + 10}``, the same arithmetic as ``network``) renders
+to an IP address or host name for every node, which becomes ``Node.address``; capacity
 includes ``gpu`` (and ``gpu-memory`` when the GPU memory is given) from ``gpus``;
 labels carry ``phalanx.io/node-group`` and, when known, the GPU model and topology.
 ``gpus.topology`` is a preset name (``dgx-a100``, ``dgx-h100``, ``dgx1-v100``,
@@ -22,7 +24,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
 from phalanx.domain.cells import NodeCells, derive_levels
 from phalanx.domain.errors import DocumentError, InvalidInput
-from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
+from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node, check_address
 from phalanx.domain.resources import GPU, GPU_MEMORY, Resources, canonical_amount
 from phalanx.domain.topology import GpuTopology, preset
 from phalanx.spec.cells import CellTypeSpec, check_cell_types, group_cells
@@ -137,6 +139,8 @@ class NodeGroupSpec(SpecModel):
     network: dict[DnsLabel, Annotated[str, AfterValidator(_check_template)]] = Field(
         default_factory=dict
     )
+    # where each node's tasks are reached, e.g. "10.0.0.{index}"; omitted: the executor knows
+    address: Annotated[str, AfterValidator(_check_template)] | None = None
     max_tasks: Annotated[int, Field(ge=1)] | None = None
     # the top cell type of the group's nodes (spec.cellTypes); default: derived from gpus
     cell_type: Name | None = None
@@ -164,7 +168,23 @@ class NodeGroupSpec(SpecModel):
                     template.render(index)
             except DocumentError as error:
                 raise from_invalid(error, at=("network", tier)) from None
+        self._addresses()
         return self
+
+    def _addresses(self) -> list[str | None]:
+        """Each node's address, in index order (None without an ``address`` template)."""
+        if self.address is None:
+            return [None] * self.count
+        template = IndexTemplate.parse(self.address)
+        found: list[str | None] = []
+        for index in range(self.count):
+            try:
+                address = template.render(index)
+                check_address(address, owner=f"node {self.name}-{index}")
+            except InvalidInput as error:
+                raise from_invalid(error, at=("address",)) from None
+            found.append(address)
+        return found
 
     def cells(self, cell_types: Mapping[str, CellTypeSpec]) -> list[NodeCells] | None:
         """Each node's cells (see ``phalanx.spec.cells``); None without gpus."""
@@ -197,6 +217,7 @@ class NodeGroupSpec(SpecModel):
         shared_labels = MappingProxyType(labels)  # one read-only mapping for every node
         found = self.cells(cell_types or {})
         cells: list[NodeCells | None] = [None] * self.count if found is None else list(found)
+        addresses = self._addresses()
         return tuple(
             Node(
                 name=f"{self.name}-{index}",
@@ -206,6 +227,7 @@ class NodeGroupSpec(SpecModel):
                 gpus=gpus,
                 gpu_topology=topology,
                 network={tier: t.render(index) for tier, t in templates.items()},
+                address=addresses[index],
                 max_tasks=self.max_tasks,
                 cells=cells[index],
             )

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.base import TaskEventKind
+from phalanx.executors.base import LogStream, TaskEventKind
 from phalanx.executors.cgroups import Isolation
-from phalanx.executors.launch import GpuShareHint
+from phalanx.executors.launch import GangMember, GpuShareHint
 from phalanx.executors.process import EXIT_FILE
 from tests.integration.executors.harness import DUMP_ENV, Harness, is_gone, wait_for
 
@@ -94,6 +94,55 @@ def test_stdout_and_stderr_are_appended_to_log_files(harness: Harness) -> None:
     workdir = harness.workdir(launch)
     assert (workdir / "stdout.log").read_text() == "out-0\nout-0\n"
     assert (workdir / "stderr.log").read_text() == "err\nerr\n"
+    # the same streams through the executor's log seam, which the API reads
+    stdout = harness.executor.logs("job", "t0", LogStream.STDOUT)
+    assert (stdout.size(), stdout.read(6, 100)) == (12, b"out-0\n")
+    assert harness.executor.logs("job", "t0", LogStream.STDERR).read(0, 100) == b"err\nerr\n"
+    never_ran = harness.executor.logs("job", "t9", LogStream.STDOUT)
+    assert (never_ran.size(), never_ran.read(0, 10)) == (0, b"")
+
+
+def test_the_log_seam_refuses_names_that_could_leave_the_data_dir(harness: Harness) -> None:
+    with pytest.raises(InvalidInput) as error:
+        harness.executor.logs("..", "t0", LogStream.STDOUT)
+    assert error.value.field == "job"
+    with pytest.raises(InvalidInput) as error:
+        harness.executor.logs("job", "a/b", LogStream.STDERR)
+    assert error.value.field == "task"
+
+
+def test_the_bound_nics_reach_the_task_as_nccl_ib_hca_and_phalanx_nics(harness: Harness) -> None:
+    launch = harness.launch(
+        command=DUMP_ENV, gpus=(0, 1), nics=("mlx5_0", "mlx5_1"), env={"NCCL_IB_HCA": "mlx5"}
+    )
+    harness.start(launch)
+    env = harness.env_of(launch)
+    assert env["PHALANX_NICS"] == "mlx5_0,mlx5_1"
+    assert env["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1"  # the scheduler's choice wins
+
+
+def test_declared_addresses_of_other_machines_are_not_used_by_the_local_executor(
+    harness: Harness,
+) -> None:
+    roles = ("master", "worker")
+    gang = (
+        GangMember(role="master", index=0, node="n0", address="10.255.0.1"),
+        GangMember(role="worker", index=0, node="n1", address="10.255.0.2"),
+    )
+    master = harness.launch(
+        "m0", command=DUMP_ENV, role="master", address="10.255.0.1", gang=gang, job_roles=roles
+    )
+    worker = harness.launch(
+        "w0", command=DUMP_ENV, node="n1", address="10.255.0.2", gang=gang, job_roles=roles
+    )
+    harness.start(master, worker)
+    envs = [harness.env_of(master), harness.env_of(worker)]
+    # Every task runs on this host, so every node's address is the executor's host: the
+    # ports were opened there, not on 10.255.0.x (which is not this machine).
+    assert harness.executor.address_of("n1", "10.255.0.2") == "127.0.0.1"
+    assert {env["MASTER_ADDR"] for env in envs} == {"127.0.0.1"}
+    assert envs[0]["PHALANX_HOSTS_WORKER"].startswith("127.0.0.1:")
+    assert envs[1]["PHALANX_HOSTS_MASTER"].startswith("127.0.0.1:")
 
 
 @pytest.mark.parametrize("code", [0, 3])

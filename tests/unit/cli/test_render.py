@@ -70,6 +70,15 @@ def test_the_nodes_table_shows_status_and_cards() -> None:
     )
     text = text_of(render.nodes_table([node]))
     assert "Cordoned" in text and "1/2" in text and "█·" in text and "1/8" in text
+    assert "ADDRESS" not in text
+
+
+def test_the_wide_nodes_table_shows_each_nodes_address() -> None:
+    declared = NodeView(name="n0", address="10.0.0.7", capacity={}, allocated={})
+    undeclared = NodeView(name="n1", capacity={}, allocated={})
+    lines = text_of(render.nodes_table([declared, undeclared], wide=True)).splitlines()
+    assert "ADDRESS" in lines[0]
+    assert "10.0.0.7" in lines[1] and "10.0.0.7" not in lines[2]
 
 
 def test_the_error_line_adds_field_and_fix_once(capsys: pytest.CaptureFixture[str]) -> None:

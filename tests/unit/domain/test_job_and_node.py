@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, NodeSelectorRequirement, Role, SelectorOperator
-from phalanx.domain.node import Taint, TaintEffect, Toleration
+from phalanx.domain.node import Node, Taint, TaintEffect, Toleration, check_address
 from phalanx.domain.resources import Resources
 
 
@@ -57,3 +58,24 @@ def test_tolerations() -> None:
     assert not Toleration(
         key="dedicated", operator="Exists", effect=TaintEffect.NO_EXECUTE
     ).tolerates(taint)
+
+
+@pytest.mark.parametrize(
+    "address", ["10.0.0.7", "fd00::7", "gpu-7", "gpu-7.lab.example.com", "gpu-7.lab."]
+)
+def test_a_node_address_is_an_ip_address_or_a_host_name(address: str) -> None:
+    check_address(address)
+    assert Node(name="n", capacity=Resources(), address=address).address == address
+    assert Node(name="n", capacity=Resources()).address is None  # the executor knows it
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["", " 10.0.0.7", "10.0.0.256", "10.0.0.7:22", "gpu_7", "-gpu", "gpu..lab", "a" * 64, "x/y"],
+)
+def test_anything_else_is_refused_naming_the_node_and_the_fix(address: str) -> None:
+    with pytest.raises(InvalidInput) as error:
+        Node(name="gpu-7", capacity=Resources(), address=address)
+    assert error.value.field == "address"
+    assert str(error.value).startswith("address: node gpu-7: ")
+    assert error.value.fix and "10.0.0.7" in error.value.fix

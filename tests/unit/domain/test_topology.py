@@ -185,6 +185,10 @@ def test_unknown_preset_names_the_closest_and_every_known_one() -> None:
             "nics[ib0][GPU0]: NV2 found; fix: a NIC reaches a GPU over PCIe",
         ),
         ([["X"]], [0], {"": ["PIX"]}, "nics: NIC name '' is empty or repeated"),
+        # NIC names reach the task comma-separated (NCCL_IB_HCA): no comma, space, = or ^
+        ([["X"]], [0], {"mlx5_0,mlx5_1": ["PIX"]}, "nics: 'mlx5_0,mlx5_1' cannot name a NIC"),
+        ([["X"]], [0], {"^mlx5": ["PIX"]}, "nics: '^mlx5' cannot name a NIC"),
+        ([["X"]], [0], {"ib 0": ["PIX"]}, "nics: 'ib 0' cannot name a NIC"),
         ([["X", "PXX"], ["PXB", "X"]], [0, 0], {}, "matrix[GPU0][GPU1]: 'PXX' is not a link"),
     ],
 )

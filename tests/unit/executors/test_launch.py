@@ -10,6 +10,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.executors.launch import (
     MPS_MEMORY_LIMIT,
     MPS_THREAD_PERCENTAGE,
+    GangMember,
     GpuShareHint,
     ServiceClass,
     TaskLaunch,
@@ -54,6 +55,19 @@ def test_tasks_are_online_unless_they_say_otherwise() -> None:
         ({"job_roles": ("master",)}, "job_roles"),
         ({"memory_bytes": 0}, "memory_bytes"),
         ({"cpu_millicores": -5}, "cpu_millicores"),
+        ({"address": "not an address"}, "address"),
+        ({"address": ""}, "address"),
+        ({"nics": ("mlx5_0,mlx5_1",)}, "nics"),
+        ({"nics": ("",)}, "nics"),
+        ({"nics": (" mlx5_0",)}, "nics"),
+        ({"nics": ("^mlx5_0",)}, "nics"),
+        ({"nics": ("mlx5_0", "mlx5_0")}, "nics"),
+        # the gang places this very task elsewhere than the launch does
+        ({"gang": (GangMember(role="worker", index=0, node="n1"),)}, "gang"),
+        (
+            {"address": "10.0.0.1", "gang": (GangMember(role="worker", index=0, node="n0"),)},
+            "gang",
+        ),
     ],
 )
 def test_bad_launches_are_refused_naming_the_field(overrides: dict[str, Any], field: str) -> None:
@@ -85,3 +99,29 @@ def test_bad_gpu_share_hints_are_refused(kwargs: dict[str, int], field: str) -> 
     with pytest.raises(InvalidInput) as error:
         GpuShareHint(**kwargs)
     assert error.value.field == field
+
+
+def test_a_launch_carries_its_address_nics_and_gang() -> None:
+    gang = (
+        GangMember(role="worker", index=0, node="n0", address="10.0.0.1"),
+        GangMember(role="worker", index=1, node="n1", address="fd00::2"),
+        GangMember(role="worker", index=2, node="n2"),  # no declared address
+    )
+    launch = make_launch(address="10.0.0.1", nics=("mlx5_0", "mlx5_1"), gang=gang)
+    assert (launch.address, launch.nics, launch.gang) == ("10.0.0.1", ("mlx5_0", "mlx5_1"), gang)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"index": -1}, "gang.index"),
+        ({"address": "10.0.0.1/24"}, "gang.address"),
+        ({"address": "-bad-.lab"}, "gang.address"),
+    ],
+)
+def test_bad_gang_members_are_refused_naming_the_field(fields: dict[str, Any], field: str) -> None:
+    values: dict[str, Any] = {"role": "worker", "index": 0, "node": "n0", **fields}
+    with pytest.raises(InvalidInput) as error:
+        GangMember(**values)
+    assert error.value.field == field
+    assert "fix:" in str(error.value)

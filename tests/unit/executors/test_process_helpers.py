@@ -9,6 +9,8 @@ from phalanx.executors.launch import GpuShareHint, TaskLaunch
 from phalanx.executors.process import (
     DEFAULT_PATH,
     EXIT_FILE,
+    NCCL_IB_HCA,
+    PHALANX_NICS,
     address_space_kib,
     read_exit_code,
     shell_code,
@@ -69,6 +71,31 @@ def test_environment_layers_later_ones_winning(tmp_path: Path) -> None:
         str(tmp_path),
     )
     assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "40"
+
+
+def test_the_bound_nics_reach_the_task_and_win_over_the_users_choice(tmp_path: Path) -> None:
+    env = task_environment(
+        launch(nics=("mlx5_0", "mlx5_1"), env={NCCL_IB_HCA: "mlx5", PHALANX_NICS: "fake"}),
+        {},
+        workdir=tmp_path,
+        inherited={},
+    )
+    assert env[PHALANX_NICS] == "mlx5_0,mlx5_1"
+    # '=': exact device names for NCCL, so mlx5_1 does not also select mlx5_10 and mlx5_11
+    assert env[NCCL_IB_HCA] == "=mlx5_0,mlx5_1"
+
+
+def test_without_nics_the_users_nccl_choice_stays_and_the_list_is_empty(tmp_path: Path) -> None:
+    env = task_environment(
+        launch(env={NCCL_IB_HCA: "mlx5_3", PHALANX_NICS: "fake"}),
+        {},
+        workdir=tmp_path,
+        inherited={NCCL_IB_HCA: "from-the-server"},
+    )
+    assert env[NCCL_IB_HCA] == "mlx5_3"  # the user's own, since phalanx bound none
+    assert env[PHALANX_NICS] == ""  # empty, not the user's: phalanx bound none
+    bare = task_environment(launch(), {}, workdir=tmp_path, inherited={NCCL_IB_HCA: "x"})
+    assert NCCL_IB_HCA not in bare  # never inherited from the server
 
 
 def test_address_space_limit_only_for_cpu_tasks_with_a_memory_limit() -> None:

@@ -8,9 +8,12 @@ import socket
 import pytest
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.executors.launch import GangMember
 from phalanx.executors.rendezvous import (
     Placement,
+    endpoint,
     free_ports,
+    gang_placements,
     hosts_variable,
     rank_order,
     rendezvous_env,
@@ -163,6 +166,81 @@ def test_bad_placements_are_refused_naming_the_field(
     with pytest.raises(InvalidInput) as error:
         rendezvous_env("j", placements, master_port=port)
     assert error.value.field == field
+
+
+def spread_gang() -> list[GangMember]:
+    """master-0 on n0, worker-0 on n1, worker-1 on n2 (which declares no address)."""
+    return [
+        GangMember(role="worker", index=0, node="n1", address="10.0.0.2"),
+        GangMember(role="worker", index=1, node="n2"),
+        GangMember(role="master", index=0, node="n0", address="10.0.0.1"),
+    ]
+
+
+GANG_PORTS = {("master", 0): 3000, ("worker", 0): 3001, ("worker", 1): 3002}
+
+
+def declared_or_known(member: GangMember) -> str:
+    """A multi-machine executor: the declared address, else its own record of the node."""
+    return member.address or {"n2": "gpu-2.lab"}[member.node]
+
+
+def test_gang_placements_put_each_member_at_the_address_the_executor_resolves() -> None:
+    placed = gang_placements(
+        spread_gang(), resolve=declared_or_known, ports=GANG_PORTS, gpus={("worker", 0): (1, 2)}
+    )
+    assert [(p.role, p.index, p.node, p.host, p.port, p.gpus) for p in placed] == [
+        ("worker", 0, "n1", "10.0.0.2", 3001, (1, 2)),
+        ("worker", 1, "n2", "gpu-2.lab", 3002, ()),
+        ("master", 0, "n0", "10.0.0.1", 3000, ()),
+    ]
+
+
+def test_master_addr_is_the_rank_zero_tasks_node_address() -> None:
+    placed = gang_placements(spread_gang(), resolve=declared_or_known, ports=GANG_PORTS)
+    envs = rendezvous_env("bert", placed, master_port=29500, roles=("master", "worker"))
+    assert {env["MASTER_ADDR"] for env in envs.values()} == {"10.0.0.1"}  # master-0 on n0
+    assert envs[("worker", 1)]["PHALANX_HOSTS_WORKER"] == "10.0.0.2:3001,gpu-2.lab:3002"
+    assert envs[("worker", 1)]["PHALANX_HOSTS_MASTER"] == "10.0.0.1:3000"
+    # Another role order makes worker-0 rank 0: the address follows it to n1.
+    envs = rendezvous_env("bert", placed, master_port=29500, roles=("worker", "master"))
+    assert {env["MASTER_ADDR"] for env in envs.values()} == {"10.0.0.2"}
+
+
+def test_an_executor_on_one_host_puts_every_node_at_its_host() -> None:
+    placed = gang_placements(spread_gang(), resolve=lambda _: "127.0.0.1", ports=GANG_PORTS)
+    envs = rendezvous_env("bert", placed, master_port=29500, roles=("master", "worker"))
+    assert {env["MASTER_ADDR"] for env in envs.values()} == {"127.0.0.1"}
+    assert envs[("master", 0)]["PHALANX_HOSTS_WORKER"] == "127.0.0.1:3001,127.0.0.1:3002"
+
+
+def test_tf_config_names_each_tasks_node_address_ipv6_in_brackets() -> None:
+    members = [
+        GangMember(role="ps", index=0, node="n0", address="fd00::1"),
+        GangMember(role="worker", index=0, node="n1", address="10.0.0.2"),
+    ]
+    placed = gang_placements(
+        members, resolve=declared_or_known, ports={("ps", 0): 2222, ("worker", 0): 2223}
+    )
+    env = rendezvous_env("tf", placed, master_port=1234, roles=("ps", "worker"))[("worker", 0)]
+    assert json.loads(env["TF_CONFIG"])["cluster"] == {
+        "ps": ["[fd00::1]:2222"],
+        "worker": ["10.0.0.2:2223"],
+    }
+    assert env["PHALANX_HOSTS_PS"] == "[fd00::1]:2222"
+    assert env["MASTER_ADDR"] == "fd00::1"  # an address alone is not bracketed
+
+
+def test_endpoint_brackets_ipv6_addresses_only() -> None:
+    assert endpoint("fd00::7", 80) == "[fd00::7]:80"
+    assert endpoint("10.0.0.7", 80) == "10.0.0.7:80"
+    assert endpoint("gpu-7.lab", 80) == "gpu-7.lab:80"
+
+
+def test_a_gang_member_without_a_port_is_refused() -> None:
+    with pytest.raises(InvalidInput) as error:
+        gang_placements(spread_gang(), resolve=declared_or_known, ports={("master", 0): 1})
+    assert error.value.field == "ports" and "worker[0]" in str(error.value)
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:

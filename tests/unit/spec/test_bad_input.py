@@ -165,6 +165,19 @@ CASES = [
         edit(CLUSTER, "tor-{index // 16}", "tor-{index // (index - 5)}"),
         "spec.nodeGroups[0].network.tor: {index // (index - 5)} divides by zero for index 5",
     ),
+    (
+        edit(CLUSTER, GROUP, GROUP + '    address: "10.0.0.{index.real}"\n'),
+        "spec.nodeGroups[0].address: {index.real} uses 'index.real', which is not allowed",
+    ),
+    (
+        edit(CLUSTER, GROUP, GROUP + '    address: "10.0.0.{index + 240}"\n'),
+        "spec.nodeGroups[0].address: node dgx-16: '10.0.0.256' is neither an IP address "
+        "nor a host name; fix: give the address the node's peers reach it at",
+    ),
+    (
+        edit(CLUSTER, GROUP, GROUP + '    address: "gpu_{index}.lab"\n'),
+        "spec.nodeGroups[0].address: node dgx-0: 'gpu_0.lab' is neither an IP address",
+    ),
     (edit(CLUSTER, GROUP, "count: 0\n"), "spec.nodeGroups[0].count: must be >= 1"),
     (edit(CLUSTER, GROUP, "count: 10000000\n"), "spec.nodeGroups[0].count: must be <= 100000"),
     (

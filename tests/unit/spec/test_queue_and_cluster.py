@@ -75,3 +75,33 @@ def test_cluster_groups_taints_and_templates() -> None:
     )
     gpu0 = nodes[3]
     assert gpu0.capacity == Resources.of({"cpu": 8000, "gpu": 2}) and gpu0.gpus == ()
+
+
+def test_node_addresses_render_from_a_template_like_the_network() -> None:
+    text = """\
+        apiVersion: phalanx/v1
+        kind: Cluster
+        metadata: {name: lab}
+        spec:
+          nodeGroups:
+          - name: gpu
+            count: 3
+            resources: {cpu: 8}
+            address: "10.0.{index // 2}.{index % 2 + 10}"
+          - name: login
+            count: 1
+            resources: {cpu: 8}
+            address: login.lab
+          - name: cpu
+            count: 1
+            resources: {cpu: 8}
+        """
+    (document,) = load_documents(textwrap.dedent(text))
+    assert isinstance(document, ClusterDocument)
+    assert [(n.name, n.address) for n in document.nodes()] == [
+        ("gpu-0", "10.0.0.10"),
+        ("gpu-1", "10.0.0.11"),
+        ("gpu-2", "10.0.1.10"),
+        ("login-0", "login.lab"),
+        ("cpu-0", None),  # none declared: the executor knows the node's address
+    ]

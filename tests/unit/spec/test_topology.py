@@ -200,6 +200,11 @@ def test_nvidia_smi_text_form() -> None:
             "gpus.topology.matrix[1]: NV2 but GPU0 -> GPU1 is NV1",
         ),
         ("{matrix: ['X PIX', 'PIX X'], nics: {ib0: PIX}}", 2, "gpus.topology.nics.ib0: 1 links"),
+        (
+            "{matrix: ['X PIX', 'PIX X'], nics: {'ib0,ib1': PIX PIX}}",
+            2,
+            "gpus.topology.nics: 'ib0,ib1' cannot name a NIC",
+        ),
         ("{matrix: ['X PIX', 'PIX X'], numa: [0]}", 2, "gpus.topology.numa: 1 NUMA nodes"),
         ("{matrix: ['X PIX', 'PIX X'], numa: [0, -1]}", 2, "gpus.topology.numa[1]: must be >= 0"),
         ("{matrix: ['X QPI', 'QPI X']}", 2, "gpus.topology.matrix[0]: 'QPI' is not a link"),

@@ -10,7 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
-from phalanx.control.api.logs import LogStream, log_path
+from phalanx.control.api.logs import JobLiveness, prefixed_follow, prefixed_tail
+from phalanx.control.api.logs import follow as follow_log
+from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
@@ -19,6 +21,7 @@ from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView,
 from phalanx.control.store.models import EventRow, JobRow
 from phalanx.control.submit import parse_job, requested
 from phalanx.domain.job import JobPhase
+from phalanx.executors.base import LogStream, TaskLog
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -132,32 +135,55 @@ def job_logs(
     caller: Caller,
     session: DbSession,
     controller: TheController,
-    task: str | None = None,
-    stream: Annotated[str, Query(pattern="^(stdout|stderr)$")] = "stdout",
-    follow: bool = False,
-    tail: Annotated[int, Query(ge=0, le=2**30)] = 2**20,
+    task: Annotated[str | None, Query(description="one task (default: the job's first)")] = None,
+    stream: LogStream = LogStream.STDOUT,
+    follow: Annotated[
+        bool, Query(description="keep sending new output until the job ends")
+    ] = False,
+    tail: Annotated[
+        int, Query(ge=0, le=2**30, description="bytes from the end (of each task's log)")
+    ] = 2**20,
+    all_tasks: Annotated[
+        bool, Query(alias="all", description="every task's lines, each as 'TASK | line'")
+    ] = False,
 ) -> Any:
-    """A task's output (the first task by default); ``follow`` streams until it ends."""
+    """A task's output (the first task by default), read through the executor wherever
+    the task ran; ``all`` gives every task's lines, prefixed with the task's name.
+    ``follow`` streams new output until the job has ended and all of it was sent."""
     row = _visible(session, name, caller)
     names = [t.name for t in row.tasks]
-    chosen = task or (names[0] if names else None)
-    if chosen not in names:
+    if all_tasks and task is not None:
+        raise ApiError(
+            422,
+            f"task {task!r} and all=true ask for one task and for every task",
+            field="all",
+            fix="leave out task to get every task's output, or all to get one task's",
+        )
+    chosen = names if all_tasks else [task or (names[0] if names else "")]
+    if not all_tasks and chosen[0] not in names:
         raise ApiError(
             404,
             f"job {name} has no task {task!r}",
             field="task",
             fix=f"one of: {', '.join(names[:20])}",
         )
-    path = log_path(controller, row.name, chosen, stream)
+    logs = [(each, _task_log(controller, row.name, each, stream)) for each in chosen]
+    live = JobLiveness(lambda: controller.view, row.name, stored_live=row.phase not in _TERMINAL)
+    if all_tasks:
+        lines = prefixed_follow(logs, tail, live) if follow else prefixed_tail(logs, tail)
+        return StreamingResponse(lines, media_type="text/plain")
     if not follow:
-        return PlainTextResponse(LogStream.tail(path, tail))
-    live = LogStream(path, lambda: _is_live(controller, row.name, chosen))
-    return StreamingResponse(live.follow(tail), media_type="text/plain")
+        return PlainTextResponse(read_tail(logs[0][1], tail).decode(errors="replace"))
+    return StreamingResponse(follow_log(logs[0][1], tail, live), media_type="text/plain")
 
 
-def _is_live(controller: Any, job: str, task: str) -> bool:
-    rows = controller.core.rows.get(job)
-    return rows is not None and task in rows.tasks
+def _task_log(controller: TheController, job: str, task: str, stream: LogStream) -> TaskLog:
+    log = controller.logs(job, task, stream)
+    if log is None:
+        raise ApiError(
+            501, "this server's executor keeps no task logs", fix="read the output where it ran"
+        )
+    return log
 
 
 def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:

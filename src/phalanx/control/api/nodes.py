@@ -74,6 +74,7 @@ def _node(controller: TheController, name: str) -> NodeUsage:
 def _view(node: NodeUsage, row: NodeRow | None) -> NodeView:
     return NodeView(
         name=node.name,
+        address=node.address,
         capacity=dict(node.capacity),
         allocated=dict(node.allocated),
         labels=dict(node.labels),

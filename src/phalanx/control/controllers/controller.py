@@ -41,8 +41,8 @@ from phalanx.engine.lifecycle import (
 )
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
-from phalanx.executors.base import Executor, Recoverable
-from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.base import Executor, LogSource, LogStream, Recoverable, TaskLog
+from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
 
@@ -458,15 +458,28 @@ class Controller:
 
     # -- the executor's side ---------------------------------------------------------------
 
+    def logs(self, job: str, task: str, stream: LogStream) -> TaskLog | None:
+        """``stream`` of ``task`` of ``job``, read through the executor wherever the task
+        ran; None when the executor keeps no logs. Any thread may call it (no lock)."""
+        executor = self.core.executor
+        return executor.logs(job, task, stream) if isinstance(executor, LogSource) else None
+
     def _launch(self, bind: Bind) -> TaskLaunch:
         life = self.core.life.jobs[bind.job]
-        nodes = self.core.state.snapshot.nodes
+        snapshot = self.core.state.snapshot
+        nodes = snapshot.nodes
         gang = tuple(
-            (task.role.name, task.index, nodes[task.node].name)
+            GangMember(
+                role=task.role.name,
+                index=task.index,
+                node=nodes[task.node].name,
+                address=nodes[task.node].address,
+            )
             for task in self.core.life.tasks(life)
             if task.status in ON_NODE
         )
-        return launch_of(life.job, bind, gang)
+        address = nodes[snapshot.node_index[bind.node]].address
+        return launch_of(life.job, bind, gang, address=address)
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from phalanx.domain.job import Job, ServiceClass
 from phalanx.engine.decisions import Bind
-from phalanx.executors.launch import GpuShareHint, TaskLaunch
+from phalanx.executors.launch import GangMember, GpuShareHint, TaskLaunch
 
 
-def launch_of(job: Job, bind: Bind, gang: tuple[tuple[str, int, str], ...] = ()) -> TaskLaunch:
+def launch_of(
+    job: Job, bind: Bind, gang: tuple[GangMember, ...] = (), *, address: str | None = None
+) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
-    The role's command and environment, its CPU and memory as limits, the bound GPU ids,
-    and for a share of one card the MPS limits the engine chose (compute percentage and
-    memory). Offline jobs run as the colocation throttle's ``offline`` class. ``gang``
-    is every placed task of the job as ``(role, index, node)``, for the rendezvous.
+    The role's command and environment, its CPU and memory as limits, the bound GPU ids
+    and NICs, and for a share of one card the MPS limits the engine chose (compute
+    percentage and memory). Offline jobs run as the colocation throttle's ``offline``
+    class. ``gang`` is every placed task of the job with its node's declared address,
+    for the rendezvous; ``address`` is the declared address of ``bind.node``.
     """
     role = next(r for r in job.roles if r.name == bind.role)
     share = None
@@ -40,5 +43,7 @@ def launch_of(job: Job, bind: Bind, gang: tuple[tuple[str, int, str], ...] = ())
         if job.service_class is ServiceClass.OFFLINE
         else ServiceClass.ONLINE,
         job_roles=tuple(r.name for r in job.roles),
+        address=address,
+        nics=bind.nics,
         gang=gang,
     )

@@ -22,6 +22,7 @@ class NodeUsage:
     """One node: capacity, allocated, and each card's used share and tasks."""
 
     name: str
+    address: str | None  # as declared (Node.address); None: the executor's host
     capacity: Mapping[str, float]
     allocated: Mapping[str, float]
     labels: Mapping[str, str]
@@ -45,13 +46,20 @@ class QueueUsage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterView:
-    """Nodes and queues as of ``time``."""
+    """Nodes, queues and the jobs still in play, as of ``time``.
+
+    ``live_jobs`` names every job the controller has taken in and not yet ended (not
+    Succeeded, Failed or Cancelled): the tasks of such a job may still write output (a
+    retry or a restarted gang appends to the same logs). A job submitted since the last
+    tick is not in it yet.
+    """
 
     time: float = 0.0
     nodes: tuple[NodeUsage, ...] = ()
     queues: Mapping[str, QueueUsage] = field(default_factory=dict)
     gpu_total: float = 0.0
     gpu_allocated: float = 0.0
+    live_jobs: frozenset[str] = frozenset()
 
 
 def cluster_view(core: Core) -> ClusterView:
@@ -66,6 +74,7 @@ def cluster_view(core: Core) -> ClusterView:
         nodes.append(
             NodeUsage(
                 name=node.name,
+                address=node.address,
                 capacity=_named(snapshot, snapshot.capacity[i]),
                 allocated=_named(snapshot, snapshot.used[i]),
                 labels=dict(node.labels),
@@ -95,6 +104,7 @@ def cluster_view(core: Core) -> ClusterView:
         queues=queues,
         gpu_total=total,
         gpu_allocated=used,
+        live_jobs=frozenset(core.life.jobs),  # C-speed copy of the keys: cheap next to a tick
     )
 
 

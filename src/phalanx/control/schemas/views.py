@@ -101,6 +101,8 @@ class NodeView(View):
     """A node: capacity, what is allocated, its GPUs, and whether it takes new work."""
 
     name: str
+    # where its tasks are reached, as declared in the Cluster document (None: the executor's host)
+    address: str | None = None
     capacity: dict[str, float]
     allocated: dict[str, float]
     labels: dict[str, str] = {}

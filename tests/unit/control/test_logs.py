@@ -1,0 +1,224 @@
+"""Serving logs from TaskLog readers: tails, follows, and every task's whole lines prefixed.
+
+The logs are in memory and "time" is a script: each time a follow would sleep, the next
+step of the script writes output or ends the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from phalanx.control.api.logs import (
+    MAX_LINE,
+    JobLiveness,
+    follow,
+    prefixed_follow,
+    prefixed_tail,
+    tail,
+)
+from phalanx.control.controllers.views import ClusterView
+from phalanx.executors.base import TaskLog
+
+
+class MemoryLog:
+    """A TaskLog held in memory; ``reads`` counts read calls."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        self.data = bytearray(data)
+        self.reads = 0
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, offset: int, limit: int) -> bytes:
+        self.reads += 1
+        return bytes(self.data[offset : offset + limit])
+
+
+class Script:
+    """``live`` and ``sleep`` for a follow: each sleep runs the next step; after the last
+    step the job has ended."""
+
+    def __init__(self, *steps: Callable[[], None]) -> None:
+        self.steps = list(steps)
+        self.alive = True
+        self.sleeps = 0
+
+    def live(self) -> bool:
+        return self.alive
+
+    def sleep(self, _: float) -> None:
+        self.sleeps += 1
+        if self.steps:
+            self.steps.pop(0)()
+        if not self.steps:
+            self.alive = False
+
+
+def text(chunks: Iterator[bytes]) -> str:
+    return b"".join(chunks).decode()
+
+
+def test_a_tail_is_the_last_bytes_as_written() -> None:
+    log = MemoryLog(b"one\ntwo\nthree")
+    assert tail(log, 9) == b"two\nthree"
+    assert tail(log, 1000) == b"one\ntwo\nthree"
+    assert tail(log, 0) == b"" and tail(MemoryLog(), 10) == b""
+
+
+def test_follow_sends_new_output_until_the_job_ended_and_all_was_sent() -> None:
+    log = MemoryLog(b"old\nnew ")
+    script = Script(lambda: log.write(b"half"), lambda: None, lambda: log.write(b" line\n"))
+    assert text(follow(log, 4, script.live, sleep=script.sleep)) == "new half line\n"
+    assert script.sleeps == 3  # it waited for output between the writes
+
+
+def test_follow_of_an_ended_job_sends_what_is_there_and_stops() -> None:
+    log = MemoryLog(b"done\n")
+    script = Script()
+    script.alive = False
+    assert text(follow(log, 100, script.live, sleep=script.sleep)) == "done\n"
+    assert script.sleeps == 0
+
+
+def test_output_written_just_before_the_end_is_still_sent() -> None:
+    log = MemoryLog()
+
+    def end_right_after_writing() -> None:
+        log.write(b"last words\n")
+        script.alive = False
+
+    script = Script(end_right_after_writing)
+    assert text(follow(log, 100, script.live, sleep=script.sleep)) == "last words\n"
+
+
+def test_every_tasks_tail_comes_as_prefixed_whole_lines_task_after_task() -> None:
+    logs: list[tuple[str, TaskLog]] = [
+        ("j-worker-0", MemoryLog(b"a\nb\n")),
+        ("j-worker-1", MemoryLog(b"c\nno newline at the end")),
+        ("j-worker-2", MemoryLog()),
+    ]
+    assert text(prefixed_tail(logs, 1000)) == (
+        "j-worker-0 | a\nj-worker-0 | b\nj-worker-1 | c\nj-worker-1 | no newline at the end\n"
+    )
+
+
+def test_a_tail_that_starts_inside_a_line_leaves_the_cut_line_out() -> None:
+    log = MemoryLog(b"first line\nsecond\nthird\n")
+    assert text(prefixed_tail([("t", log)], 10)) == "t | third\n"  # 10 bytes: "ond\nthird\n"
+    assert text(prefixed_tail([("t", log)], 13)) == "t | second\nt | third\n"  # starts on a line
+    one_line = MemoryLog(b"x" * 30)
+    assert text(prefixed_tail([("t", one_line)], 5)) == "t | xxxxx\n"  # nothing whole to keep
+
+
+def test_followed_lines_of_tasks_interleave_but_never_mix() -> None:
+    zero, one = MemoryLog(b"0: start\n0: half"), MemoryLog(b"1: start\n")
+    sent: list[str] = []
+
+    def check_nothing_half_was_sent() -> None:
+        # "0: half" waits for its newline
+        assert "".join(sent) == "a | 0: start\nb | 1: start\n"
+        one.write(b"1: some")
+
+    def finish_both_lines() -> None:
+        zero.write(b" done\n0: bye\n")
+        one.write(b"thing\n")
+
+    script = Script(check_nothing_half_was_sent, finish_both_lines)
+    logs: list[tuple[str, TaskLog]] = [("a", zero), ("b", one)]
+    for chunk in prefixed_follow(logs, 1000, script.live, sleep=script.sleep):
+        sent.append(chunk.decode())
+    assert "".join(sent).splitlines() == [
+        "a | 0: start",
+        "b | 1: start",
+        "a | 0: half done",
+        "a | 0: bye",
+        "b | 1: something",
+    ]
+
+
+def test_a_last_line_without_newline_is_ended_once_the_job_ended() -> None:
+    log = MemoryLog(b"progress 10%")
+    script = Script(lambda: log.write(b" 50%"))
+    lines = text(prefixed_follow([("t", log)], 1000, script.live, sleep=script.sleep))
+    assert lines == "t | progress 10% 50%\n"
+
+
+def test_a_followed_tail_starting_inside_a_line_leaves_the_cut_line_out() -> None:
+    log = MemoryLog(b"a long first line\nlast\n")
+    script = Script()
+    script.alive = False
+    assert text(prefixed_follow([("t", log)], 8, script.live, sleep=script.sleep)) == "t | last\n"
+
+
+@pytest.mark.parametrize("follows", [False, True])
+def test_an_overlong_line_is_cut_between_characters(follows: bool) -> None:
+    # "é" is two bytes; placed so that a cut at exactly MAX_LINE bytes would split it.
+    line = b"x" * (MAX_LINE - 1) + "é".encode() + b"tail"
+    log = MemoryLog(line + b"\n")
+    script = Script()
+    script.alive = False
+    chunks = (
+        prefixed_follow([("t", log)], 2 * MAX_LINE, script.live, sleep=script.sleep)
+        if follows
+        else prefixed_tail([("t", log)], 2 * MAX_LINE)
+    )
+    pieces = text(chunks).splitlines()
+    assert pieces == ["t | " + "x" * (MAX_LINE - 1), "t | étail"]
+
+
+def test_many_tasks_are_each_read_once_a_round() -> None:
+    logs = [MemoryLog(b"line\n") for _ in range(5)]
+    script = Script()
+    script.alive = False
+    named: list[tuple[str, TaskLog]] = [(f"t{i}", log) for i, log in enumerate(logs)]
+    out = text(prefixed_follow(named, 100, script.live, sleep=script.sleep))
+    assert out.splitlines() == [f"t{i} | line" for i in range(5)]
+    # the first round reads everything, the second finds nothing new and ends
+    assert all(log.reads == 2 for log in logs)
+
+
+class Views:
+    """The controller's published view, replaced by ``publish`` as a tick would."""
+
+    def __init__(self, *live: str) -> None:
+        self.current = ClusterView(live_jobs=frozenset(live))
+
+    def publish(self, *live: str) -> None:
+        self.current = ClusterView(live_jobs=frozenset(live))
+
+    def __call__(self) -> ClusterView:
+        return self.current
+
+
+def test_a_job_is_live_while_the_published_view_holds_it() -> None:
+    views = Views("j")
+    live = JobLiveness(views, "j", stored_live=True)
+    assert live()
+    views.publish("j")
+    views.publish("j")
+    assert live()
+    views.publish("other")  # the tick that saw its last task end
+    assert not live()
+
+
+def test_a_job_the_view_does_not_know_yet_is_live_until_a_later_tick_could_have_taken_it_in() -> (
+    None
+):
+    views = Views()  # published by a tick that began before the job was stored
+    live = JobLiveness(views, "j", stored_live=True)
+    assert live() and live()  # the same view, asked again: still waiting for a newer one
+    views.publish()  # that tick ends: it may have read the store before the job was there
+    assert live()
+    views.publish()  # a tick begun after the store was read: it would have taken the job in
+    assert not live()
+
+
+def test_a_job_the_store_called_ended_is_live_only_if_the_view_says_so() -> None:
+    assert not JobLiveness(Views(), "j", stored_live=False)()
+    assert JobLiveness(Views("j"), "j", stored_live=False)()
