@@ -1,9 +1,9 @@
 """The Executor protocol: the seam between the scheduler and whatever runs tasks.
 
 An executor starts the tasks a session binds and stops the ones it evicts, and reports
-events back (started, exited with a code, lost with its node). It never writes job
-state: the controller that owns the jobs reads the events and decides. The simulator's
-cluster, the local process executor and the Ray executor all implement it.
+events back (started, exited with a code, lost with its node, failed to start). It
+never writes job state: the controller that owns the jobs reads the events and
+decides. The simulator's cluster and the local process executor implement it.
 """
 
 from __future__ import annotations
@@ -27,11 +27,19 @@ class TaskEventKind(StrEnum):
     STARTED = "started"  # its process (or simulated run) began
     EXITED = "exited"  # it ended by itself (code 0: success) or after a stop request
     LOST = "lost"  # its node failed or vanished; nothing more is known
+    # it never ran: its process could not be made (the node is fine; the task is not)
+    FAILED_TO_START = "failed-to-start"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskEvent:
-    """One report from an executor."""
+    """One report from an executor.
+
+    ``message`` is a sentence a person can act on, naming the cause and the fix: always
+    set for FAILED_TO_START ("the task's command line and environment are over the
+    kernel's limit ... pass large values in a file"), and for LOST when the reporter
+    knows more than "the node is gone".
+    """
 
     kind: TaskEventKind
     time: float
@@ -41,13 +49,16 @@ class TaskEvent:
     exit_code: int | None = None  # for EXITED
     stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
     reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED
+    message: str = ""
 
 
 class Executor(Protocol):
     """Runs tasks on nodes. Implementations must be idempotent for repeated requests."""
 
     def start(self, binds: Sequence[Bind], *, now: float) -> None:
-        """Start every bound task; each produces STARTED, then EXITED or LOST."""
+        """Start every bound task; each produces STARTED, then EXITED or LOST, or else
+        FAILED_TO_START. One task's or one job's trouble never raises: it is that task's
+        (or that job's tasks') FAILED_TO_START."""
         ...
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:

@@ -12,10 +12,17 @@ from phalanx.domain.job import TaskPhase
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.executors.base import Recoverable, TaskEvent, TaskEventKind
 
+#: The message of a task lost because no record of its process was found at start-up.
+UNRECORDED = (
+    "the server stopped before it recorded the task's process, which may never have started"
+)
+
 
 def lose_unrecorded(core: Core, recorded: set[tuple[str, str]]) -> None:
     """Tasks on a node with no process record in the store: adopted from the record the
-    executor left (the server died before storing it), or else lost (and retried)."""
+    executor left (the server died before storing it), or else lost: the task fails and
+    its job retries or fails by its rules (``lifecycle.on_event``), with ``UNRECORDED``
+    in the job's message."""
     executor = core.executor
     for tracked in list(core.jobs.values()):
         for task in core.tasks(tracked):
@@ -32,7 +39,12 @@ def lose_unrecorded(core: Core, recorded: set[tuple[str, str]]) -> None:
                 continue
             node = core.state.snapshot.nodes[task.node].name
             lost = TaskEvent(
-                kind=TaskEventKind.LOST, time=core.now, job=tracked.name, task=task.name, node=node
+                kind=TaskEventKind.LOST,
+                time=core.now,
+                job=tracked.name,
+                task=task.name,
+                node=node,
+                message=UNRECORDED,
             )
             lifecycle.on_event(core, lost)
 

@@ -27,7 +27,12 @@ _SETTLED = {
 
 
 def on_event(core: Core, event: TaskEvent) -> None:
-    """Apply one executor report. Reports about jobs or tasks no longer live are ignored."""
+    """Apply one executor report. Reports about jobs or tasks no longer live are ignored.
+
+    A task that is lost or could not start fails, and its job goes through ``fail``
+    with the event's message (retried, or Failed once out of retries); one that was
+    being stopped already ends as a stopped task does. Every edge is in the table.
+    """
     job = core.jobs.get(event.job)
     task = None if job is None else _task(core, job, event.task)
     if job is None or task is None or task.status not in ON_NODE:
@@ -40,10 +45,13 @@ def on_event(core: Core, event: TaskEvent) -> None:
     if event.kind is TaskEventKind.EXITED and task.status is TaskStatus.BOUND:
         # It ran: its STARTED was not seen (reported before a crash of the server).
         core.set_task(task, TaskPhase.RUNNING)
-    if event.kind is TaskEventKind.LOST:
-        core.set_task(task, TaskPhase.PENDING)
+    without_exit = event.kind in (TaskEventKind.LOST, TaskEventKind.FAILED_TO_START)
+    if without_exit and task.status is not TaskStatus.RELEASING:
+        # Bound or Running: the task failed (no edge leads back to Pending from there),
+        # and its job retries or fails by its own rules.
+        core.set_task(task, TaskPhase.FAILED)
         if job.ending is None:
-            fail(core, job, f"task {task.name} was lost with its node {event.node}")
+            fail(core, job, _why_not_running(task.name, event))
     elif task.status is TaskStatus.RELEASING or event.stopped:
         stopped_for_good = job.ending in (Ending.CANCEL, Ending.WALLTIME, Ending.FAIL)
         core.set_task(
@@ -61,6 +69,13 @@ def on_event(core: Core, event: TaskEvent) -> None:
                 why = f" ({OOM_KILLED}: the kernel killed it for going over its memory limit)"
             fail(core, job, f"task {task.name} exited with code {event.exit_code}{why}")
     settle(core, job)
+
+
+def _why_not_running(task: str, event: TaskEvent) -> str:
+    if event.kind is TaskEventKind.FAILED_TO_START:
+        return f"task {task} could not start: {event.message}"
+    detail = f": {event.message}" if event.message else ""
+    return f"task {task} was lost with its node {event.node}{detail}"
 
 
 def fail(core: Core, job: Tracked, message: str) -> None:
