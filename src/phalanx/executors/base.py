@@ -20,6 +20,11 @@ from phalanx.executors.records import ProcessRecord
 #: of its processes for exceeding the task's memory limit (Kubernetes' name for it).
 OOM_KILLED: Final = "OOMKilled"
 
+#: ``TaskEvent.reason`` of a task that exited with 127 or 126: the codes a POSIX shell
+#: gives when a command it was to run is not found, or is found but cannot be executed.
+COMMAND_NOT_FOUND: Final = "command not found: see the task's stderr.log"
+COMMAND_NOT_EXECUTABLE: Final = "command not executable: see the task's stderr.log"
+
 
 class TaskEventKind(StrEnum):
     """What happened to a task."""
@@ -48,7 +53,8 @@ class TaskEvent:
     node: str
     exit_code: int | None = None  # for EXITED
     stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
-    reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED
+    # for EXITED, when the executor knows why: OOM_KILLED, COMMAND_NOT_FOUND, ...
+    reason: str | None = None
     message: str = ""
 
 
