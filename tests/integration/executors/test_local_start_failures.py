@@ -3,10 +3,13 @@ never an exception out of ``start``, and never a hold on another job's tasks."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from phalanx.executors.base import COMMAND_NOT_FOUND, TaskEvent, TaskEventKind
 from phalanx.executors.failures import TOO_BIG
+from phalanx.executors.local import RECORD_FILE
+from phalanx.executors.process import NAME_MAX
 from tests.integration.executors.harness import Harness, wait_for
 
 
@@ -98,3 +101,30 @@ def test_a_launch_that_cannot_be_made_fails_its_job_only(harness: Harness) -> No
         assert failed.message.startswith("resolve: resolve gave bad/elsewhere")
     assert _outcome(harness, "f0").exit_code == 0
     assert not harness.executor.workdir("bad", "b0").exists()  # none of the gang started
+
+
+def test_names_as_long_as_a_job_can_have_run_and_their_record_is_found(
+    harness: Harness,
+) -> None:
+    job = "j" * 253
+    task = f"{job}-{'r' * 63}-99999"
+    launch = harness.launch(task, job=job, command="echo ok > out", index=99999)
+    harness.start(launch)
+    assert _outcome(harness, task).exit_code == 0
+    workdir = harness.executor.workdir(job, task)
+    assert (workdir / "out").read_text() == "ok\n"
+    assert all(len(part.encode()) <= NAME_MAX for part in workdir.parts)
+    record = harness.executor.recorded(job, task)  # what a restarted server looks up
+    assert record is not None and record.workdir == str(workdir)
+    assert json.loads((workdir / RECORD_FILE).read_text())["task"] == task
+
+
+def test_long_names_with_the_same_start_get_directories_of_their_own(harness: Harness) -> None:
+    first = harness.launch("a" * 300 + "-0", command="echo one > out")
+    second = harness.launch("a" * 300 + "-1", command="echo two > out", index=1)
+    harness.start(first, second)
+    assert _outcome(harness, first.task).exit_code == 0
+    assert _outcome(harness, second.task).exit_code == 0
+    assert (harness.workdir(first) / "out").read_text() == "one\n"
+    assert (harness.workdir(second) / "out").read_text() == "two\n"
+    assert harness.workdir(first) != harness.workdir(second)
