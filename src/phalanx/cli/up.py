@@ -5,7 +5,8 @@ not validate, a port in use, a bad database URL) end with one ``error:`` line na
 the option and the fix, and no admin is created; all but the database are checked
 before the data dir is touched. On a fresh data dir it prints the
 ``export`` lines that point the CLI at the server with the new admin token (also saved
-in ``DATA_DIR/admin.token``); later starts say where that file is.
+in ``DATA_DIR/admin.token``); later starts say where that file is. SIGINT (Ctrl-C) and
+SIGTERM stop it in order (``Server.serve``); it then says so on stderr and exits 0.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def up(
         )
         server = _server(settings)
     announce(server, directory)
-    server.serve()
+    stopped = server.serve()
+    # A stop by SIGINT or SIGTERM is the ordinary end of a service: exit code 0.
+    typer.echo(stopped.describe(), err=True)
 
 
 def _server(settings: ServerSettings) -> Server:

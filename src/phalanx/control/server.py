@@ -3,15 +3,24 @@
 The data dir holds the SQLite database (unless ``db`` names another), the admin token,
 and every task's working directory and logs. Starting again on the same data dir
 resumes: accepted jobs are all there, live tasks are re-adopted.
+
+SIGINT and SIGTERM both stop the server in order (``Server.serve``): the API stops
+taking requests and finishes those in flight, queued submissions are written, the
+controller finishes its tick (a launch under way completes and is recorded), and the
+database is closed. Running tasks are left alone; the next start adopts them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -44,6 +53,63 @@ class ServerSettings:
     timing: Timing = field(default_factory=Timing)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopped:
+    """How ``Server.serve`` ended: ``by`` the signal that stopped it (None: uvicorn
+    stopped by itself), and whether the controller's thread ended before the database
+    was closed."""
+
+    by: signal.Signals | None
+    controller_stopped: bool
+
+    def describe(self) -> str:
+        """One line for the person who stopped the server."""
+        how = "phalanx stopped" + (f" on {self.by.name}" if self.by is not None else "")
+        if not self.controller_stopped:
+            return (
+                f"{how}, but its controller was still busy and was cut off; database "
+                "closed; the next start reconciles what it left"
+            )
+        return (
+            f"{how}: API, submissions and controller stopped, database closed; running "
+            "tasks keep running and the next start adopts them"
+        )
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, minus the re-raise of the signal that stopped it.
+
+    uvicorn (0.54) catches SIGINT and SIGTERM while it serves, shuts itself down, puts
+    the previous handlers back and raises the caught signal again. SIGTERM's default
+    action then ends the process on the spot, so nothing after ``run()`` would ever
+    run. Here the handlers are the same, but the signals are only recorded in
+    ``signals``: ``Server.serve`` shuts everything down, then returns.
+    """
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.signals: list[signal.Signals] = []
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Catch SIGINT and SIGTERM while serving (main thread only, as signals are);
+        a second SIGINT still forces uvicorn out of its graceful wait."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        caught = (signal.SIGINT, signal.SIGTERM)
+        previous = {signum: signal.signal(signum, self._caught) for signum in caught}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _caught(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signal.Signals(signum))
+        self.handle_exit(signum, frame)
+
+
 class Server:
     """The assembled control plane. ``serve`` blocks; ``start``/``stop`` run it on a thread."""
 
@@ -73,7 +139,7 @@ class Server:
             access_log=False,
             timeout_graceful_shutdown=2,
         )
-        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn = _Uvicorn(config)
         self._thread: threading.Thread | None = None
 
     @property
@@ -81,8 +147,11 @@ class Server:
         """The API's base URL."""
         return f"http://{self.settings.host}:{self._bound_port()}"
 
-    def serve(self) -> None:
-        """Run until interrupted (Ctrl-C / SIGTERM)."""
+    def serve(self) -> Stopped:
+        """Serve until SIGINT or SIGTERM (or uvicorn stops), then shut down in order and
+        return how it ended. The shutdown runs whatever ended the serving, an exception
+        included: queued submissions are written, the controller's tick completes
+        (up to ``Controller.shutdown``'s timeout), then the database is closed."""
         # Request threads hand the GIL to each other around every database call; the
         # default 5 ms switch interval turns that into a convoy under load.
         sys.setswitchinterval(0.0005)
@@ -90,9 +159,9 @@ class Server:
         try:
             self._uvicorn.run()
         finally:
-            self.app.state.submissions.close()
-            self.controller.shutdown()
-            self.db.close()
+            controller_stopped = self._close()
+        signals = self._uvicorn.signals
+        return Stopped(by=signals[0] if signals else None, controller_stopped=controller_stopped)
 
     def start(self, timeout: float = 30.0) -> None:
         """Serve on a background thread; returns once the API accepts connections."""
@@ -119,9 +188,15 @@ class Server:
         self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(10)
+        self._close()
+
+    def _close(self) -> bool:
+        """Write queued submissions, stop the controller, close the database; True when
+        the controller's thread ended in time."""
         self.app.state.submissions.close()
-        self.controller.shutdown()
+        stopped = self.controller.shutdown()
         self.db.close()
+        return stopped
 
     def _bound_port(self) -> int:
         servers = getattr(self._uvicorn, "servers", [])

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.engine.lifecycle import OOM_KILLED, TaskEvent, TaskEventKind
 from phalanx.executors.records import ProcessRecord
 
 __all__ = [
+    "COMMAND_NOT_EXECUTABLE",
+    "COMMAND_NOT_FOUND",
     "OOM_KILLED",
     "Executor",
     "LogSource",
@@ -33,12 +35,19 @@ __all__ = [
     "TaskLog",
 ]
 
+#: ``TaskEvent.reason`` of a task that exited with 127 or 126: the codes a POSIX shell
+#: gives when a command it was to run is not found, or is found but cannot be executed.
+COMMAND_NOT_FOUND: Final = "command not found: see the task's stderr.log"
+COMMAND_NOT_EXECUTABLE: Final = "command not executable: see the task's stderr.log"
+
 
 class Executor(Protocol):
     """Runs tasks on nodes. Implementations must be idempotent for repeated requests."""
 
     def start(self, binds: Sequence[Bind], *, now: float) -> None:
-        """Start every bound task; each produces STARTED, then EXITED or LOST."""
+        """Start every bound task; each produces STARTED, then EXITED or LOST, or else
+        FAILED_TO_START. One task's or one job's trouble never raises: it is that task's
+        (or that job's tasks') FAILED_TO_START."""
         ...
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:

@@ -1,7 +1,8 @@
 """The local executor: every task is a process group on this host.
 
 It implements ``phalanx.executors.base.Executor``. It starts processes, signals them and
-reports what happened (STARTED, EXITED, LOST); it never decides what a job's state is.
+reports what happened (STARTED, EXITED, LOST, FAILED_TO_START with a reason a person can
+act on: ``phalanx.executors.failures``); it never decides what a job's state is.
 Nothing here blocks: ``poll`` reaps without waiting, and a stop only records when to
 escalate to SIGKILL, which a later ``poll`` does.
 
@@ -29,6 +30,8 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import (
+    COMMAND_NOT_EXECUTABLE,
+    COMMAND_NOT_FOUND,
     OOM_KILLED,
     Executor,
     LogSource,
@@ -37,6 +40,7 @@ from phalanx.executors.base import (
     TaskEventKind,
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
+from phalanx.executors.failures import missing_command, start_failure
 from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
 from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
@@ -66,6 +70,12 @@ RECORD_FILE = "process.json"
 
 #: The code reported for a task this executor killed when nothing else recorded one.
 KILLED_CODE = 128 + 9
+
+#: The message of the LOST that ``adopt`` reports for a task that ended unrecorded.
+UNWATCHED_END = (
+    "its process ended while no server watched it and left no exit code "
+    "(killed by SIGKILL, or the host restarted)"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,22 +149,35 @@ class LocalExecutor:
     # -- the Executor protocol ---------------------------------------------------------
 
     def start(self, binds: Sequence[Bind], *, now: float) -> None:
-        """Start every bound task not already live; each queues STARTED (or LOST).
+        """Start every bound task not already live; each queues STARTED or FAILED_TO_START.
 
-        Every bind is resolved before any process starts, so a bad launch raises
-        without leaving half a gang running. The rendezvous of a job covers its launches'
-        ``gang`` (when given), the tasks started in this call and its tasks live here.
+        Never raises for a bad task or job: its trouble is its FAILED_TO_START, with the
+        cause in the event's message, and the other jobs of the call start as if it
+        were not there. A job's binds are all resolved before any of its processes
+        starts, so a launch that cannot be made fails all of that job's tasks in this
+        call and starts none. The rendezvous of a job covers its launches' ``gang``
+        (when given), the tasks started in this call and its tasks live here.
         """
-        launches: dict[tuple[str, str], TaskLaunch] = {}
+        by_job: dict[str, dict[str, Bind]] = {}
         for bind in binds:
-            key = (bind.job, bind.task)
-            if key not in self._live and key not in launches:
-                launches[key] = self._resolved(bind)
-        by_job: dict[str, list[TaskLaunch]] = {}
-        for launch in launches.values():
-            by_job.setdefault(launch.job, []).append(launch)
+            if (bind.job, bind.task) not in self._live:
+                by_job.setdefault(bind.job, {}).setdefault(bind.task, bind)
         for job, group in by_job.items():
-            self._start_job(job, group, now)
+            try:
+                launches = [self._resolved(bind) for bind in group.values()]
+                self._start_job(job, launches, now)
+            except Exception as error:  # resolve or rendezvous: _spawn itself never raises
+                if not any(live.job == job for live in self._live.values()):
+                    self._master_ports.pop(job, None)
+                    self._ports.pop(job, None)
+                for bind in group.values():
+                    if (bind.job, bind.task) in self._live:
+                        continue
+                    message = start_failure(error, workdir=self.workdir(job, bind.task))
+                    log.warning("cannot start %s of %s: %s", bind.task, job, message)
+                    self._events.append(
+                        _failed_to_start(bind.job, bind.task, bind.node, now, message)
+                    )
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
         """Send SIGTERM to each task's group; ``poll`` sends SIGKILL ``grace`` seconds later.
@@ -232,7 +255,8 @@ class LocalExecutor:
                         task=record.task,
                         node=record.node,
                         exit_code=code,
-                        reason=_oom_reason(oom, code),
+                        reason=_exit_reason(oom, code),
+                        message="" if code is not None else UNWATCHED_END,
                     )
                 )
                 continue
@@ -387,13 +411,17 @@ class LocalExecutor:
     def _spawn(
         self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
     ) -> None:
+        """Start one task; anything that goes wrong is its FAILED_TO_START, never raised."""
         workdir = self.workdir(launch.job, launch.task)
-        env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
-        event = TaskEvent(
-            kind=TaskEventKind.STARTED, time=now, job=launch.job, task=launch.task, node=launch.node
-        )
         group = None
         try:
+            env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+            missing = missing_command(launch.argv(), env=env, cwd=workdir)
+            if missing is not None:
+                self._events.append(
+                    _failed_to_start(launch.job, launch.task, launch.node, now, missing)
+                )
+                return
             group = self._groups.create(
                 launch.job,
                 launch.task,
@@ -401,20 +429,15 @@ class LocalExecutor:
                 memory_bytes=launch.memory_bytes,
             )
             process = spawn(launch, workdir=workdir, env=env, cgroup=group)
-        except OSError as error:
+        except Exception as error:
             if group is not None:
                 self._groups.close(group)
-            # This host cannot run the task (disk full, directory not writable, its
-            # cgroup in use): the controller sees a lost node and retries it elsewhere.
-            log.warning("cannot start %s of %s in %s: %s", launch.task, launch.job, workdir, error)
+            # The task cannot run (its environment is too big, the disk is full, ...);
+            # the node is fine, so this is no LOST: the job retries or fails by its rules.
+            message = start_failure(error, workdir=workdir)
+            log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
             self._events.append(
-                TaskEvent(
-                    kind=TaskEventKind.LOST,
-                    time=now,
-                    job=launch.job,
-                    task=launch.task,
-                    node=launch.node,
-                )
+                _failed_to_start(launch.job, launch.task, launch.node, now, message)
             )
             return
         live = _Live(
@@ -430,7 +453,15 @@ class LocalExecutor:
         )
         self._live[(launch.job, launch.task)] = live
         write_record(workdir / RECORD_FILE, _record_of(live))
-        self._events.append(event)
+        self._events.append(
+            TaskEvent(
+                kind=TaskEventKind.STARTED,
+                time=now,
+                job=launch.job,
+                task=launch.task,
+                node=launch.node,
+            )
+        )
 
     def _unpause(self, live: _Live) -> None:
         live.process.resume()
@@ -455,13 +486,22 @@ class LocalExecutor:
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
-            reason=_oom_reason(oom, code),
+            reason=_exit_reason(oom, code),
         )
 
 
-def _oom_reason(oom: bool, code: int | None) -> str | None:
-    # A task that succeeded although one of its processes was OOM-killed still succeeded.
-    return OOM_KILLED if oom and code != 0 else None
+def _exit_reason(oom: bool, code: int | None) -> str | None:
+    """OOM_KILLED for a failure after an OOM kill (a task that succeeded although one of
+    its processes was OOM-killed still succeeded), else what a shell's 127 or 126 says."""
+    if oom and code != 0:
+        return OOM_KILLED
+    return {127: COMMAND_NOT_FOUND, 126: COMMAND_NOT_EXECUTABLE}.get(code or 0)
+
+
+def _failed_to_start(job: str, task: str, node: str, now: float, message: str) -> TaskEvent:
+    return TaskEvent(
+        kind=TaskEventKind.FAILED_TO_START, time=now, job=job, task=task, node=node, message=message
+    )
 
 
 def _record_of(live: _Live) -> ProcessRecord:

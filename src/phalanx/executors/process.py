@@ -1,7 +1,8 @@
 """One task's process group on this host: start it, signal it, see it end, find it again.
 
 Every task runs under a tiny ``/bin/sh`` wrapper (``WRAPPER_SCRIPT``), started as the
-leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/``:
+leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/`` (each
+name made a safe directory name by ``dir_name``):
 
 - the wrapper installs a no-op trap for HUP, INT, QUIT and TERM, then runs the real
   command as a *foreground child*. Signals go to the whole process group, so the real
@@ -36,6 +37,7 @@ different start time and is never mistaken for the task.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -72,6 +74,13 @@ PHALANX_NICS: Final = "PHALANX_NICS"
 #: The status recorded for a task whose wrapper could not join its cgroup (nothing ran).
 JOIN_FAILED: Final = 125
 
+#: Longest file name the common Linux file systems accept, in bytes.
+NAME_MAX: Final = 255
+#: What ``dir_name`` puts before the hash of a name it shortened; never in a name it keeps.
+HASH_MARK: Final = "~"
+#: The bytes of a long name's end that ``dir_name`` keeps (a task name ends in role-index).
+_KEPT_END: Final = 48
+
 WRAPPER_SCRIPT: Final = """\
 trap : HUP INT QUIT TERM
 exit_file=$1 memory_kib=$2 cgroup=$3
@@ -99,8 +108,35 @@ class Exit:
 
 
 def task_workdir(data_dir: Path, job: str, task: str) -> Path:
-    """The task's working directory, which also holds its logs and ``exit_code``."""
-    return data_dir / "tasks" / job / task
+    """The task's working directory, which also holds its logs and ``exit_code``:
+    ``data_dir/tasks/<dir_name(job)>/<dir_name(task)>``, the same for the same names in
+    every process and every release (a restarted server finds it again)."""
+    return data_dir / "tasks" / dir_name(job) / dir_name(task)
+
+
+def dir_name(name: str) -> str:
+    """``name`` as one directory name of at most ``NAME_MAX`` bytes, readable and unique.
+
+    A name that fits and holds no ``HASH_MARK`` is kept as it is (so is every job and
+    task name the spec accepts, up to 255 bytes). Any other ends in ``~`` and 16 hex
+    digits of its SHA-256, after the whole name when that fits, else after its start,
+    ``..`` and its last 48 bytes (cut only between characters: the role and index at
+    the end of a task's name stay readable). Distinct names therefore get distinct
+    directory names: a kept name has no ``~`` where the others end in one followed by
+    their hash, and two hashes differ unless 64 bits of SHA-256 collide. ``name`` must
+    be a valid part of a path (no ``/`` or NUL, not ``.`` or ``..``: ``TaskLaunch``
+    checks that).
+    """
+    encoded = name.encode()
+    if len(encoded) <= NAME_MAX and HASH_MARK not in name:
+        return name
+    suffix = HASH_MARK + hashlib.sha256(encoded).hexdigest()[:16]
+    if len(encoded) + len(suffix) <= NAME_MAX:
+        return name + suffix
+    room = NAME_MAX - len(suffix) - len("..") - _KEPT_END
+    start = encoded[:room].decode(errors="ignore")
+    end = encoded[-_KEPT_END:].decode(errors="ignore")
+    return f"{start}..{end}{suffix}"
 
 
 def shell_code(returncode: int) -> int:

@@ -3,58 +3,21 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
-import httpx
-
 from phalanx.executors.local import LocalExecutor
-from phalanx.executors.rendezvous import free_ports
+from tests.integration.control import processes
 from tests.integration.control.serving import CLUSTER, Api, database_url, role, wait_for
-
-SERVE = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from phalanx.control.controllers.core import Timing
-    from phalanx.control.server import Server, ServerSettings
-    data, port, cluster, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] or None
-    timing = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
-    settings = ServerSettings(data_dir=Path(data), port=port, cluster=Path(cluster), db_url=db, timing=timing)
-    Server(settings).serve()
-    """
-)
-
-
-def _serve(tmp_path: Path, port: int, db: str | None) -> subprocess.Popen[bytes]:
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(CLUSTER)
-    args = [str(tmp_path / "data"), str(port), str(cluster), db or ""]
-    process = subprocess.Popen([sys.executable, "-c", SERVE, *args])
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, "the server to answer")
-    return process
 
 
 def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None:
-    (port,) = free_ports(1)
     starts = tmp_path / "starts.log"
     db = database_url(tmp_path)  # the restarted server opens the same one
-    server = _serve(tmp_path, port, db)
+    server = processes.start(tmp_path, db=db)
     try:
         token = (tmp_path / "data" / "admin.token").read_text().strip()
-        api = Api(f"http://127.0.0.1:{port}", token)
+        api = Api(server.url, token)
         api.queue("team-a")
         # Runs across the crash: it must be adopted, not started again.
         long = f'echo "$PHALANX_TASK $$" >> {starts}; sleep 3; echo done'
@@ -67,12 +30,11 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
         wait_for(lambda: starts.exists() and starts.read_text().count("survivor") == 2, "survivor")
         survivor_pid = int(starts.read_text().split()[1])
         api.http.close()
-        server.send_signal(signal.SIGKILL)
-        server.wait(10)
+        server.kill()
         os.kill(survivor_pid, 0)  # the task outlived its server
 
-        server = _serve(tmp_path, port, db)
-        api = Api(f"http://127.0.0.1:{port}", token)
+        server = processes.start(tmp_path, db=db)
+        api = Api(server.url, token)
         names = sorted(j["name"] for j in api.get("/api/v1/jobs")["items"])
         assert names == ["queued-0", "queued-1", "queued-2", "survivor"]
         job = api.wait_phase("survivor", "Succeeded")
@@ -92,8 +54,7 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
         assert logs.strip() == "done"
         api.http.close()
     finally:
-        server.send_signal(signal.SIGKILL)
-        server.wait(10)
+        server.kill()
 
 
 def test_a_task_whose_record_was_never_stored_is_adopted_from_its_workdir(tmp_path: Path) -> None:

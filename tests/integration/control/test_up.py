@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from phalanx.cli import up
 from phalanx.cli.main import app
 from phalanx.control import auth
-from phalanx.control.server import Server
+from phalanx.control.server import Server, Stopped
 from tests.integration.control.serving import CLUSTER
 
 
@@ -24,9 +24,10 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Server]:
     """Every server ``up`` would have served."""
     seen: list[Server] = []
 
-    def serve(self: Server) -> None:
+    def serve(self: Server) -> Stopped:
         seen.append(self)
         self.db.close()
+        return Stopped(by=None, controller_stopped=True)
 
     monkeypatch.setattr(Server, "serve", serve)
     return seen

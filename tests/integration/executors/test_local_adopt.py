@@ -12,6 +12,7 @@ import psutil
 
 from phalanx.domain.job import ServiceClass
 from phalanx.executors.base import TaskEventKind
+from phalanx.executors.local import UNWATCHED_END
 from phalanx.executors.records import ProcessRecord
 from tests.integration.executors.harness import Harness, is_gone, wait_for
 
@@ -131,7 +132,9 @@ def test_a_record_with_a_dead_pid_and_no_code_is_lost(tmp_path: Path) -> None:
     )
     harness = Harness(tmp_path / "data")
     harness.executor.adopt([record], now=harness.now)
-    assert [e.kind for e in harness.poll()] == [TaskEventKind.LOST]
+    events = harness.poll()
+    assert [e.kind for e in events] == [TaskEventKind.LOST]
+    assert events[0].message == UNWATCHED_END and "left no exit code" in UNWATCHED_END
 
 
 def test_a_task_that_ended_while_the_server_was_down_reports_its_code(

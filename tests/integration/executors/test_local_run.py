@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -176,11 +175,6 @@ def test_a_group_killed_from_outside_reports_sigkill(harness: Harness) -> None:
     assert (event.exit_code, event.stopped) == (128 + signal.SIGKILL, False)
 
 
-def test_a_missing_program_exits_127(harness: Harness) -> None:
-    harness.start(harness.launch(command=("/nonexistent/program",)))
-    assert harness.wait_event("t0").exit_code == 127
-
-
 def test_start_is_idempotent(harness: Harness) -> None:
     launch = harness.launch(command="touch ready; exec sleep 60")
     harness.start(launch, launch)
@@ -218,20 +212,3 @@ def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(tmp_path: Path) -
     harness.wait_event("gpu")
     assert harness.wait_file(cpu, "limit").strip() == str(512 * 1024)
     assert harness.wait_file(gpu, "limit").strip() == "unlimited"
-
-
-def test_a_task_that_cannot_get_a_directory_is_lost(harness: Harness) -> None:
-    harness.executor.data_dir.mkdir(parents=True)
-    (harness.executor.data_dir / "tasks").write_text("not a directory")
-    harness.start(harness.launch(command=("true",)))
-    event = harness.wait_event("t0", TaskEventKind.LOST)
-    assert [e.kind for e in harness.events] == [TaskEventKind.LOST] and event.node == "n0"
-
-
-def test_a_launch_for_another_task_than_the_bind_is_refused(harness: Harness) -> None:
-    launch = harness.launch(command=("true",))
-    harness.launches[("job", "t0")] = replace(launch, task="t1")
-    with pytest.raises(InvalidInput) as error:
-        harness.start(launch)
-    assert error.value.field == "resolve"
-    assert harness.executor.running() == [] and harness.poll() == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
+from phalanx.control.controllers.adoption import UNRECORDED
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.executors.base import TaskEventKind
@@ -113,7 +114,7 @@ def test_a_bound_task_with_no_process_after_a_restart_is_lost_and_retried(plane:
     after = plane.restart()  # the crash came before any process record was written
     job = after.job("a")
     assert (job.phase, job.attempts) == ("Pending", 1)
-    assert "lost with its node n0" in job.message
+    assert f"lost with its node n0: {UNRECORDED}; retry 1 of 3" in job.message
     after.tick(10.0)
     assert after.job("a").phase == "Running"
 

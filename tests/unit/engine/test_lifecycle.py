@@ -95,3 +95,12 @@ def test_a_lost_or_unstartable_task_fails_the_attempt_with_its_reason(kind: Task
     assert failed.tasks == (tasks[0],)
     expected = "was lost with its node n0" if kind is TaskEventKind.LOST else "could not start"
     assert expected in failed.message and "retry 1 of 3" in failed.message
+
+
+def test_a_task_lost_or_unstartable_while_it_is_stopped_ends_as_a_stopped_task() -> None:
+    life, tasks = _running()
+    life.cancel("j", "cancelled by request", now=2.0)
+    life.on_event(_event(TaskEventKind.LOST, tasks[0]), now=3.0)
+    effects = life.on_event(_event(TaskEventKind.FAILED_TO_START, tasks[1], message="x"), now=3.0)
+    assert _phases(effects) == [JobPhase.CANCELLED]
+    assert not [e for e in effects if isinstance(e, Event) and e.kind is EventKind.TASK_FAILED]

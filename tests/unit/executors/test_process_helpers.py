@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from phalanx.executors.launch import GpuShareHint, TaskLaunch
 from phalanx.executors.process import (
     DEFAULT_PATH,
     EXIT_FILE,
+    HASH_MARK,
+    NAME_MAX,
     NCCL_IB_HCA,
     PHALANX_NICS,
     address_space_kib,
+    dir_name,
     read_exit_code,
     shell_code,
     task_environment,
@@ -38,6 +44,62 @@ def test_shell_codes_are_128_plus_the_signal() -> None:
 
 def test_task_workdir_is_per_job_and_task() -> None:
     assert task_workdir(Path("/d"), "j", "t") == Path("/d/tasks/j/t")
+
+
+def test_names_that_fit_are_directory_names_as_they_are() -> None:
+    # Every name the spec accepts up to 255 bytes: data dirs written before stay valid.
+    for name in ("j", "bert-pretrain-worker-12", "a.b-c", "x" * NAME_MAX, "é" * 127):
+        assert dir_name(name) == name
+
+
+def test_a_long_name_is_shortened_readably_and_stably() -> None:
+    job = "long-" + "n" * 240 + "-name"  # 250 characters, as long as a job name gets
+    task = f"{job}-worker-1"
+    assert task_workdir(Path("/d"), job, task) == Path("/d/tasks", job, dir_name(task))
+    short = dir_name(task)
+    assert len(short.encode()) == NAME_MAX
+    assert short.startswith("long-nnn") and "..nnn" in short
+    assert short.endswith("-name-worker-1~c7f38c30a44b8687")  # the same in every release
+    assert dir_name(task) == short
+
+
+def test_a_name_holding_the_mark_is_never_taken_for_a_shortened_one() -> None:
+    shortened = dir_name("y" * 300)
+    assert dir_name(shortened) != shortened  # a name that looks shortened is hashed too
+    assert dir_name("a~b").startswith("a~b~") and dir_name("a~b") != "a~b"
+
+
+def test_names_differing_only_where_they_are_cut_get_distinct_directories() -> None:
+    names = [f"{'x' * 200}{middle}{'y' * 100}" for middle in ("a", "b", "ab", "")]
+    names += [f"{'é' * 200}{tail}" for tail in ("-worker-0", "-worker-1")]
+    shortened = [dir_name(name) for name in names]
+    assert len(set(shortened)) == len(names)
+    for directory in shortened:
+        assert len(directory.encode()) <= NAME_MAX and HASH_MARK in directory
+        directory.encode().decode()  # cut between characters, never inside one
+
+
+# Names as a task's path part may be (no "/" or NUL, not "." or ".."); some share a
+# long start, so that only their hashes can tell them apart.
+_PATH_PART = (
+    st.tuples(
+        st.sampled_from(["", "p" * 300, "é" * 150]),
+        st.text(
+            alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="/\x00"),
+            min_size=1,
+            max_size=300,
+        ),
+    )
+    .map("".join)
+    .filter(lambda name: name not in {".", ".."})
+)
+
+
+@given(st.lists(_PATH_PART, min_size=2, max_size=8, unique=True))
+def test_distinct_names_never_share_a_directory_and_every_one_fits(names: list[str]) -> None:
+    directories = [dir_name(name) for name in names]
+    assert len(set(directories)) == len(names)
+    assert all(0 < len(d.encode()) <= NAME_MAX and "/" not in d for d in directories)
 
 
 def test_the_exit_code_is_read_only_for_its_own_wrapper(tmp_path: Path) -> None:

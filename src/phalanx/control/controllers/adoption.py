@@ -12,6 +12,11 @@ from phalanx.engine.lifecycle import TaskEvent, TaskEventKind
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.executors.base import Recoverable
 
+#: The message of a task lost because no record of its process was found at start-up.
+UNRECORDED = (
+    "the server stopped before it recorded the task's process, which may never have started"
+)
+
 
 def reconcile(core: Core, recorded: set[tuple[str, str]]) -> dict[str, list[TaskEvent]]:
     """What the lifecycle must hear, per job, about its tasks on nodes after a restart.
@@ -34,9 +39,13 @@ def reconcile(core: Core, recorded: set[tuple[str, str]]) -> dict[str, list[Task
                 found = executor.recorded(*key) if isinstance(executor, Recoverable) else None
                 # A record older than this attempt's placement is a previous attempt's.
                 if found is None or found.start_time < (life.started_at or 0.0) - 1.0:
-                    kind = TaskEventKind.LOST
                     lost = TaskEvent(
-                        kind=kind, time=core.now, job=life.name, task=task.name, node=node
+                        kind=TaskEventKind.LOST,
+                        time=core.now,
+                        job=life.name,
+                        task=task.name,
+                        node=node,
+                        message=UNRECORDED,
                     )
                     events.setdefault(life.name, []).append(lost)
                     continue

@@ -134,12 +134,15 @@ class Controller:
             self._wakes += 1
         self._wake.set()
 
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop ticking (running tasks are left alone: a restart re-adopts them)."""
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        """Stop ticking once the tick under way is done (running tasks are left alone: a
+        restart re-adopts them). False when the tick was still running after ``timeout``."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     def _run(self) -> None:
         while not self._stop.is_set():

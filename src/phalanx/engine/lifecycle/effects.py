@@ -32,12 +32,19 @@ class TaskEventKind(StrEnum):
     STARTED = "started"  # its process (or simulated run) began
     EXITED = "exited"  # it ended by itself (code 0: success) or after a stop request
     LOST = "lost"  # its node failed or vanished; nothing more is known
-    FAILED_TO_START = "failed-to-start"  # the executor could not start it (``message`` says why)
+    # it never ran: its process could not be made (the node is fine; the task is not)
+    FAILED_TO_START = "failed-to-start"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskEvent:
-    """One report from an executor."""
+    """One report from an executor.
+
+    ``message`` is a sentence a person can act on, naming the cause and the fix: always
+    set for FAILED_TO_START ("the task's command line and environment are over the
+    kernel's limit ... pass large values in a file"), and for LOST when the reporter
+    knows more than "the node is gone".
+    """
 
     kind: TaskEventKind
     time: float
@@ -46,8 +53,8 @@ class TaskEvent:
     node: str
     exit_code: int | None = None  # for EXITED
     stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
-    reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED
-    message: str = ""  # for FAILED_TO_START: why, in words a person can act on
+    reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED, ...
+    message: str = ""
 
 
 class EventKind(StrEnum):

@@ -403,7 +403,8 @@ def _failure(event: TaskEvent) -> str:
     """Why a task's failure failed its attempt, for the job's message."""
     task = event.task
     if event.kind is TaskEventKind.LOST:
-        return f"task {task} was lost with its node {event.node}"
+        why = f": {event.message}" if event.message else ""
+        return f"task {task} was lost with its node {event.node}{why}"
     if event.kind is TaskEventKind.FAILED_TO_START:
         return f"task {task} could not start on {event.node}: {event.message}"
     why = ""

@@ -1,0 +1,95 @@
+"""Why a task could not start, as a sentence a person can act on.
+
+The local executor reports a task it could not start as ``FAILED_TO_START`` with one of
+these sentences in ``TaskEvent.message``, never as LOST (which says its node failed).
+Each names the cause and the fix. Two sources:
+
+- ``missing_command``, checked before the spawn: a task runs under a shell wrapper
+  (``process.WRAPPER_SCRIPT``), so a program that is not there would otherwise show
+  only as the shell's exit code 127. An argv's program is looked up as that shell
+  will look it up: in the task's ``PATH``, a relative path from the task's directory.
+  A shell builtin is not a program (``[":"]`` is refused): a shell line runs those;
+- ``start_failure``, for what a start raised: an ``OSError`` from the kernel (E2BIG,
+  ENAMETOOLONG, ENOENT, EACCES, ENOSPC, ...), a ``ValueError`` from ``subprocess`` (a
+  NUL character), an ``InvalidInput`` from making the launch, or anything else, which
+  is a bug and says so.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from phalanx.domain.errors import InvalidInput
+
+#: The sentence for E2BIG: one argument or variable over MAX_ARG_STRLEN (32 pages,
+#: 128 KiB), or all of them over ARG_MAX.
+TOO_BIG = (
+    "the task's command line and environment are over the kernel's limit "
+    "(ARG_MAX, about 128 KiB for one variable): pass large values in a file"
+)
+
+
+def missing_command(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> str | None:
+    """Why the program of ``argv`` cannot be run with ``env``'s PATH from ``cwd``, or
+    None when it can: it is an executable regular file."""
+    program = argv[0]
+    if "/" in program:
+        candidates = [cwd / program]
+    else:
+        # An empty PATH entry is the working directory, as for the shell.
+        candidates = [cwd / (entry or ".") / program for entry in env.get("PATH", "").split(":")]
+    found = [path for path in candidates if path.is_file()]
+    if any(os.access(path, os.X_OK) for path in found):
+        return None
+    if found:
+        return (
+            f"permission denied: {found[0]} is not executable: make it executable "
+            "(chmod +x), or start the command with its interpreter (sh, python, ...)"
+        )
+    if "/" in program and candidates[0].is_dir():
+        return f"{program!r} is a directory, not a program: give the path of the program"
+    if "/" in program:
+        where = "" if program.startswith("/") else f" (a relative path starts in {cwd})"
+        return f"command not found: {program!r} does not exist{where}: give the program's path"
+    return (
+        f"command not found: {program!r} is in no directory of the task's PATH "
+        f"({env.get('PATH', '')}): install it there, give its full path, "
+        "or set PATH in the role's env"
+    )
+
+
+def start_failure(error: BaseException, *, workdir: Path) -> str:
+    """The sentence for ``error``, raised while starting the task in ``workdir``."""
+    if isinstance(error, OSError):
+        where = error.filename if error.filename is not None else workdir
+        text = error.strerror or str(error)
+        match error.errno:
+            case errno.E2BIG:
+                return TOO_BIG
+            case errno.ENAMETOOLONG:
+                return (
+                    f"{text}: {where}: a file name or path is longer than the file "
+                    "system allows: use a data dir with a shorter path"
+                )
+            case errno.ENOENT:
+                return f"{text}: {where}: it must exist on this host"
+            case errno.EACCES | errno.EPERM:
+                return (
+                    f"{text}: {where}: the server's user must be able to write the task's "
+                    f"directory {workdir} and to run its command"
+                )
+            case errno.ENOSPC | errno.EDQUOT:
+                return f"{text}: {where}: free space on that file system, then retry the job"
+            case _:
+                return f"{text}: {where}"
+    if isinstance(error, InvalidInput):
+        return str(error)
+    if isinstance(error, ValueError):
+        return (
+            f"the command or environment cannot be given to a process ({error}): remove "
+            "NUL characters from them, and '=' from variable names"
+        )
+    return f"phalanx could not start it ({type(error).__name__}: {error}): a bug, please report it"
