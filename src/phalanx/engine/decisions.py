@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 from phalanx.domain.resources import Resources
 
@@ -122,3 +124,19 @@ class Decisions:
             if item.job == job:
                 return item.reason
         return None
+
+
+class _OfAJob(Protocol):
+    @property
+    def job(self) -> str: ...
+
+
+_Item = TypeVar("_Item", bound=_OfAJob)
+
+
+def by_job(items: Iterable[_Item]) -> dict[str, list[_Item]]:
+    """``items`` grouped by their job, jobs in first-seen order, items in their order."""
+    grouped: dict[str, list[_Item]] = {}
+    for item in items:
+        grouped.setdefault(item.job, []).append(item)
+    return grouped

@@ -127,7 +127,7 @@ class RunLog:
         listed = [str(task) for task in row.get("tasks") or []]
         for task in listed if ev in ("Evicted", "TaskFailed") else list(job.held):
             self._release(job, task, t)
-        if ev == "Evicted":
+        if ev == "Evicted" and row.get("action") not in _ENDING_STOPS:
             job.evictions.append(t)
         elif ev in _ENDS:
             job.end = t
@@ -176,6 +176,8 @@ class RunLog:
 #: Rows that place or release tasks: ``Placed`` lists tasks placed, ``Evicted`` and
 #: ``TaskFailed`` the tasks that left their nodes; a job Pending again or ended holds none.
 _ENDS = frozenset({"Succeeded", "Failed", "Cancelled"})
+#: ``Evicted`` rows that stop a job for good, which the report does not count as evictions.
+_ENDING_STOPS = frozenset({"cancel", "walltime", "abort"})
 _TASK_EVENTS = frozenset({"Placed", "Evicted", "TaskFailed", "Pending", *_ENDS})
 
 

@@ -18,13 +18,15 @@ from typing import TextIO
 
 import numpy as np
 
-from phalanx.domain.job import JobPhase, TaskPhase
+from phalanx.domain.job import HOLDS_RESOURCES, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.lifecycle import (
+    BACKOFF,
+    MAX_BACKOFF,
     Effect,
     Event,
     EventKind,
@@ -54,8 +56,8 @@ class SimOptions:
     max_period: float = 3600.0  # the longest wait between periodic sessions when nothing changes
     trigger_delay: float = 1.0  # and this long after an arrival or a release
     grace: float = 0.0  # seconds an evicted task takes to stop
-    backoff: float = 10.0  # a failed job's first retry waits this long, each further twice
-    max_backoff: float = 300.0  # as the control plane's defaults
+    backoff: float = BACKOFF  # a failed job's first retry waits this long, each further twice
+    max_backoff: float = MAX_BACKOFF
     until: float | None = None  # stop the clock here (jobs still running stay unfinished)
     seed: int = 0
     node_mtbf: float | None = None  # mean seconds between failures of one node; None: none fail
@@ -337,7 +339,7 @@ class Simulation:
                     pass
 
     def _task_changed(self, change: TaskChanged) -> None:
-        held, was = change.phase in _ON_NODE, change.previous in _ON_NODE
+        held, was = change.phase in HOLDS_RESOURCES, change.previous in HOLDS_RESOURCES
         if change.phase is TaskPhase.RUNNING and change.previous is TaskPhase.BOUND:
             info = self.state.snapshot.jobs.get(change.job)
             if info is not None and info.ready_count >= info.min_available:  # the gang runs
@@ -423,7 +425,6 @@ class Simulation:
             self._on_event(row)
 
 
-_ON_NODE = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
 #: The outcome a job's metrics record for each terminal phase (Failed past its walltime
 #: is ``killed``).
 _OUTCOMES = {

@@ -97,9 +97,11 @@ class Plane:
         self.controller.tick()
 
     def report(self, kind: TaskEventKind, task: str, **fields: Any) -> None:
-        job = task.rsplit("-", 2)[0]
+        """Report ``kind`` for ``task`` from the node the store says it is on."""
+        job, node = task.rsplit("-", 2)[0], self.task(task).node
+        assert node is not None, f"{task} is on no node"
         self.executor.reports.append(
-            TaskEvent(kind=kind, time=self.clock.now, job=job, task=task, node="n0", **fields)
+            TaskEvent(kind=kind, time=self.clock.now, job=job, task=task, node=node, **fields)
         )
 
     def job(self, name: str) -> JobRow:

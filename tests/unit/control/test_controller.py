@@ -201,3 +201,80 @@ def test_cancel_during_a_depends_on_wait_ends_the_held_task_without_the_executor
     plane.tick()
     assert plane.job("a").phase == "Cancelled"
     assert [b.task for b in plane.executor.started] == ["a-master-0"]
+
+
+def _gang(replicas: int = 2) -> list[dict[str, object]]:
+    return [{"name": "w", "replicas": replicas, "resources": {"gpu": 1}, "command": "true"}]
+
+
+def _record(plane: Plane, task: str) -> ProcessRecord:
+    node = plane.task(task).node
+    assert node is not None
+    job = task.rsplit("-", 2)[0]
+    return ProcessRecord(
+        job=job, task=task, node=node, pid=99, start_time=plane.clock.now, workdir="/nowhere"
+    )
+
+
+def test_a_restart_while_a_failed_gang_stops_keeps_why_it_stops(plane: Plane) -> None:
+    plane.submit("a", maxRetry=0, roles=_gang())
+    plane.tick()
+    for task in ("a-w-0", "a-w-1"):
+        plane.report(TaskEventKind.STARTED, task)
+    plane.tick()
+    plane.report(TaskEventKind.EXITED, "a-w-0", exit_code=1)
+    plane.tick()
+    assert [e.task for e in plane.executor.stopped] == ["a-w-1"]  # out of retries: stopping
+    after = plane.restart(FakeExecutor(known={("a", "a-w-1"): _record(plane, "a-w-1")}))
+    assert [e.task for e in after.executor.stopped] == ["a-w-1"]  # the stop is asked again
+    after.report(TaskEventKind.EXITED, "a-w-1", exit_code=143, stopped=True)
+    after.tick()
+    job = after.job("a")
+    assert (job.phase, job.reason) == ("Failed", "RetriesExhausted")  # not run again
+
+
+def test_a_restart_keeps_a_depends_on_role_waiting_instead_of_losing_it(plane: Plane) -> None:
+    roles = [
+        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
+        {
+            "name": "worker",
+            "replicas": 1,
+            "resources": {"gpu": 1},
+            "command": "true",
+            "dependsOn": [{"role": "master", "phase": "Running"}],
+        },
+    ]
+    plane.submit("a", roles=roles, maxRetry=0)
+    plane.tick()
+    master = _record(plane, "a-master-0")
+    after = plane.restart(FakeExecutor(known={("a", "a-master-0"): master}))
+    assert after.job("a").phase == "Running" and after.job("a").attempts == 0
+    after.tick()  # the master was adopted, so it runs: the worker may start now
+    assert [b.task for b in after.executor.started] == ["a-worker-0"]
+
+
+def test_a_role_released_and_stopped_in_one_tick_is_started_then_stopped(plane: Plane) -> None:
+    roles = [
+        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
+        {
+            "name": "worker",
+            "replicas": 1,
+            "resources": {"gpu": 1},
+            "command": "true",
+            "dependsOn": [{"role": "master", "phase": "Running"}],
+        },
+    ]
+    plane.submit("a", roles=roles)
+    plane.tick()
+    order: list[str] = []
+    start, stop = plane.executor.start, plane.executor.stop
+    plane.executor.start = lambda binds, now: (order.append("start"), start(binds, now=now))  # type: ignore[method-assign]
+    plane.executor.stop = lambda evictions, now, grace: (  # type: ignore[method-assign]
+        order.append("stop"),
+        stop(evictions, now=now, grace=grace),
+    )
+    plane.report(TaskEventKind.STARTED, "a-master-0")  # the worker is released ...
+    plane.report(TaskEventKind.EXITED, "a-master-0", exit_code=1)  # ... and the gang fails
+    plane.tick()
+    assert order == ["start", "stop"]
+    assert [e.task for e in plane.executor.stopped] == ["a-worker-0"]

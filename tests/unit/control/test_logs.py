@@ -156,6 +156,13 @@ def test_a_followed_tail_starting_inside_a_line_leaves_the_cut_line_out() -> Non
     assert text(prefixed_follow([("t", log)], 8, script.live, sleep=script.sleep)) == "t | last\n"
 
 
+def test_a_cut_line_still_unfinished_when_followed_is_left_out_to_its_end() -> None:
+    log = MemoryLog(b"a long first")  # the tail starts inside this line
+    script = Script(lambda: log.write(b" line, still going"), lambda: log.write(b" done\nnext\n"))
+    lines = text(prefixed_follow([("t", log)], 5, script.live, sleep=script.sleep))
+    assert lines == "t | next\n"
+
+
 @pytest.mark.parametrize("follows", [False, True])
 def test_an_overlong_line_is_cut_between_characters(follows: bool) -> None:
     # "é" is two bytes; placed so that a cut at exactly MAX_LINE bytes would split it.

@@ -156,11 +156,13 @@ class _Lines:
 
     def feed(self, data: bytes) -> bytes:
         """The lines ``data`` completes, prefixed; the unfinished rest is kept."""
-        if self._cut:
-            self._cut = False
+        if self._cut:  # the cut line is left out once it ends, however many chunks later
             newline = data.find(b"\n")
-            if newline >= 0:
-                data = data[newline + 1 :]
+            if newline < 0:  # kept (its end at most) only for a ``flush`` with nothing else
+                self._partial = (self._partial + data)[-MAX_LINE:]
+                return b""
+            self._cut, self._partial = False, b""
+            data = data[newline + 1 :]
         *lines, partial = (self._partial + data).split(b"\n")
         out: list[bytes] = []
         for line in lines:

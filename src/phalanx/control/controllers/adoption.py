@@ -32,8 +32,8 @@ def reconcile(core: Core, recorded: set[tuple[str, str]]) -> dict[str, list[Task
     for life in list(core.life.jobs.values()):
         for task in core.life.tasks(life):
             key = (life.name, task.name)
-            if task.status not in ON_NODE:
-                continue
+            if task.status not in ON_NODE or task.name in life.held:
+                continue  # off its node, or held for ``dependsOn``: it has no process
             node = nodes[task.node].name
             if key not in recorded:
                 found = executor.recorded(*key) if isinstance(executor, Recoverable) else None

@@ -31,7 +31,7 @@ from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
-from phalanx.engine.decisions import Bind, Decisions
+from phalanx.engine.decisions import Bind, Decisions, by_job
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.lifecycle import (
     Lifecycle,
@@ -115,6 +115,8 @@ class Controller:
         )
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
+        self._broken = False  # a tick failed and memory is not rebuilt yet
+        self._draining: set[str] = set()
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
 
     # -- running -------------------------------------------------------------------------
@@ -147,11 +149,15 @@ class Controller:
     def _run(self) -> None:
         while not self._stop.is_set():
             began = time.monotonic()
-            try:
-                self.tick()
-            except Exception:  # a bug in one tick must not stop the service
-                log.exception("controller tick failed; rebuilding from the store")
+            if self._broken:  # memory was dropped and not rebuilt yet: no tick without it
                 self._recover_after_failure()
+            else:
+                try:
+                    self.tick()
+                except Exception:  # a bug in one tick must not stop the service
+                    log.exception("controller tick failed; rebuilding from the store")
+                    self._broken = True
+                    self._recover_after_failure()
             busy = time.monotonic() - began
             wait = self.core.timing.period
             if self._next_deadline is not None:
@@ -177,8 +183,9 @@ class Controller:
         try:
             with self.lock:
                 self.recover()
+            self._broken = False
         except Exception:
-            log.exception("rebuilding from the store failed; retrying next tick")
+            log.exception("rebuilding from the store failed; retrying after a period")
 
     def recover(self) -> None:
         """Rebuild memory from the store and re-adopt the executor's surviving tasks.
@@ -220,6 +227,8 @@ class Controller:
                 executor.adopt(records, now=core.now)
             for job, events in adoption.reconcile(core, self._recorded).items():
                 self._guarded(job, self._hear, events)
+            for node in sorted(self._draining):  # read before the jobs were back
+                self._drain(node)
             core.journal.flush(session)
         self._dispatch()
         self.view = cluster_view(core)
@@ -299,17 +308,14 @@ class Controller:
     def _apply(self, decisions: Decisions) -> None:
         """Hand a session's Decisions to the lifecycle a job at a time (admissions, then
         evictions, then binds, then reasons, as one ``apply`` would)."""
-        stages = (
+        stages: tuple[tuple[str, Sequence[Any]], ...] = (
             ("admitted", decisions.admitted),
             ("evictions", decisions.evictions),
             ("binds", decisions.binds),
             ("unschedulable", decisions.unschedulable),
         )
         for field_name, items in stages:
-            per_job: dict[str, list[Any]] = {}
-            for item in items:
-                per_job.setdefault(item.job, []).append(item)
-            for job, mine in per_job.items():
+            for job, mine in by_job(items).items():
                 self._guarded(job, self._decided, Decisions(**{field_name: tuple(mine)}))
 
     def _decided(self, part: Decisions) -> None:
@@ -330,24 +336,21 @@ class Controller:
                 core.record(core.life.drop(job, message))
 
     def _dispatch(self) -> None:
-        """Send the executor its requests; a job whose start raised fails to start."""
-        for job, error in self.core.dispatch():
-            life = self.core.life.jobs.get(job)
-            if life is None:
-                continue
-            events = [
+        """Send the executor its requests; the tasks of a start that raised failed to start
+        (the executor's protocol says ``start`` reports such failures as events, so this
+        guards against an executor's bug, not an expected outcome)."""
+        for binds, error in self.core.dispatch():
+            self._failed_starts.extend(
                 TaskEvent(
                     kind=TaskEventKind.FAILED_TO_START,
                     time=self.core.now,
-                    job=job,
-                    task=task.name,
-                    node=self.core.state.snapshot.nodes[task.node].name,
+                    job=bind.job,
+                    task=bind.task,
+                    node=bind.node,
                     message=f"the executor refused it: {error}",
                 )
-                for task in self.core.life.tasks(life)
-                if task.status in ON_NODE
-            ]
-            self._failed_starts.extend(events)
+                for bind in binds
+            )
             self._wake.set()
 
     def _observe(self, decisions: Decisions, seconds: float) -> None:
@@ -451,9 +454,9 @@ class Controller:
         for node in self.nodes:
             index = snapshot.node_index[node.name]
             snapshot.set_schedulable(index, self._schedulable.get(node.name, node.schedulable))
-        for row in rows:
-            if row.draining:
-                self._drain(row.name)
+        self._draining = {row.name for row in rows if row.draining}
+        for name in sorted(self._draining):
+            self._drain(name)
 
     def _drain(self, node: str) -> None:
         core = self.core

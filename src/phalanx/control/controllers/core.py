@@ -16,8 +16,10 @@ from typing import Any, assert_never
 
 from phalanx.control.controllers.journal import Journal
 from phalanx.domain.job import TaskPhase
-from phalanx.engine.decisions import Bind, Evict
+from phalanx.engine.decisions import Bind, Evict, by_job
 from phalanx.engine.lifecycle import (
+    BACKOFF,
+    MAX_BACKOFF,
     TERMINAL,
     Effect,
     Event,
@@ -41,8 +43,8 @@ class Timing:
 
     period: float = 1.0  # a session at least this often while work waits
     grace: float = 10.0  # SIGTERM to SIGKILL
-    backoff: float = 10.0  # first retry waits this long; each further retry twice as long
-    max_backoff: float = 300.0
+    backoff: float = BACKOFF  # first retry waits this long; each further retry twice as long
+    max_backoff: float = MAX_BACKOFF
     coalesce: float = 0.05  # ticks at most this often: a burst of wake-ups makes one tick
 
 
@@ -107,6 +109,8 @@ class Core:
                         preemptions=effect.preemptions,
                         not_before=effect.not_before,
                         started_at=effect.started_at,
+                        ending=None if effect.ending is None else effect.ending.value,
+                        ending_message=effect.ending_message,
                     )
                 case Waiting():
                     self.journal.job(
@@ -125,22 +129,22 @@ class Core:
         for name in ended:
             self.rows.pop(name, None)
 
-    def dispatch(self) -> list[tuple[str, Exception]]:
-        """Send the tick's stop and start requests to the executor (after the commit).
-        Starts go a job at a time: a job whose start raises is returned with the error,
-        and the others still start."""
+    def dispatch(self) -> list[tuple[list[Bind], Exception]]:
+        """Send the tick's start and stop requests to the executor (after the commit).
+
+        Starts go first: a task started and stopped within one tick (a ``dependsOn`` role
+        released and then stopped with its gang) is then stopped, not left running. They
+        go a job at a time: a start that raises is returned with its error, and the other
+        jobs still start."""
         stops, starts, self.stops, self.starts = self.stops, self.starts, [], []
-        if stops:
-            self.executor.stop(stops, now=self.now, grace=self.timing.grace)
-        by_job: dict[str, list[Bind]] = {}
-        for bind in starts:
-            by_job.setdefault(bind.job, []).append(bind)
         failed = []
-        for job, binds in by_job.items():
+        for binds in by_job(starts).values():
             try:
                 self.executor.start(binds, now=self.now)
             except Exception as error:  # one job's bad launch must not stop the others
-                failed.append((job, error))
+                failed.append((binds, error))
+        if stops:
+            self.executor.stop(stops, now=self.now, grace=self.timing.grace)
         return failed
 
 

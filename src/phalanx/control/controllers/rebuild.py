@@ -14,7 +14,7 @@ from phalanx.control.store.models import JobRow, QueueRow
 from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
-from phalanx.engine.lifecycle import JobLife
+from phalanx.engine.lifecycle import Ending, JobLife
 from phalanx.engine.state import ClusterState
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
@@ -42,6 +42,8 @@ def life_of(row: JobRow) -> tuple[JobLife, Rows]:
         preemptions=row.preemptions,
         not_before=row.not_before,
         started_at=row.started_at,
+        ending=None if row.ending is None else Ending(row.ending),
+        ending_message=row.ending_message or "",
     )
     return life, Rows(id=row.id, tasks={task.name: task.id for task in row.tasks})
 

@@ -76,13 +76,13 @@ class Database:
             database.migrate()
         return database
 
-    def migrate(self) -> None:
-        """Apply every Alembic migration not yet applied."""
+    def migrate(self, revision: str = "head") -> None:
+        """Apply every Alembic migration not yet applied, up to ``revision``."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -79,6 +79,9 @@ class JobRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     preemptions: Mapped[int] = mapped_column(Integer, default=0)
     not_before: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: why its tasks are being stopped (``phalanx.engine.lifecycle.Ending``), None: they are not
+    ending: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    ending_message: Mapped[str] = mapped_column(Text, default="", server_default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     #: False until the controller has taken the job in (the API only inserts rows)
     ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)

@@ -14,11 +14,13 @@ from phalanx.engine.lifecycle.effects import (
     TaskEventKind,
     Waiting,
 )
-from phalanx.engine.lifecycle.jobs import Ending, JobLife, RetryPolicy
+from phalanx.engine.lifecycle.jobs import BACKOFF, MAX_BACKOFF, Ending, JobLife, RetryPolicy
 from phalanx.engine.lifecycle.ledger import PHASE_OF_STATUS, TERMINAL
 from phalanx.engine.lifecycle.reducer import Lifecycle
 
 __all__ = [
+    "BACKOFF",
+    "MAX_BACKOFF",
     "OOM_KILLED",
     "PHASE_OF_STATUS",
     "TERMINAL",

@@ -20,6 +20,7 @@ from typing import Final
 
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.engine.decisions import Bind, Evict
+from phalanx.engine.lifecycle.jobs import Ending
 
 #: ``TaskEvent.reason`` of a task that failed (non-zero code) after the kernel killed one
 #: of its processes for exceeding the task's memory limit (Kubernetes' name for it).
@@ -103,14 +104,17 @@ class TaskChanged:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobCounters:
-    """The job's retry bookkeeping after a change: attempts spent, preemptions suffered,
-    when a retry may be placed (None: now), when this attempt was first placed."""
+    """The job's bookkeeping after a change: attempts spent, preemptions suffered, when a
+    retry may be placed (None: now), when this attempt was first placed, and why its
+    tasks are being stopped (None: they are not), all of which a restart needs back."""
 
     job: str
     attempts: int
     preemptions: int
     not_before: float | None
     started_at: float | None
+    ending: Ending | None = None
+    ending_message: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine.decisions import Bind
+
+#: A failed job's first retry waits this long (seconds), each further one twice as long,
+#: up to ``MAX_BACKOFF``: the defaults of the control plane and the simulator alike.
+BACKOFF: Final = 10.0
+MAX_BACKOFF: Final = 300.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -14,8 +20,8 @@ class RetryPolicy:
     """How long a failed job waits before its next attempt: ``backoff`` seconds after
     the first failure, twice as long after each further one, at most ``max_backoff``."""
 
-    backoff: float = 10.0
-    max_backoff: float = 300.0
+    backoff: float = BACKOFF
+    max_backoff: float = MAX_BACKOFF
 
     def delay(self, attempts: int) -> float:
         """Seconds to wait before attempt ``attempts + 1`` (``attempts`` >= 1 spent)."""

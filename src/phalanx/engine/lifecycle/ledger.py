@@ -207,6 +207,8 @@ class Ledger:
                 preemptions=life.preemptions,
                 not_before=life.not_before,
                 started_at=life.started_at,
+                ending=life.ending,
+                ending_message=life.ending_message,
             )
         )
 

@@ -28,10 +28,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TypeVar
 
-from phalanx.domain.job import Job, JobPhase, TaskPhase
-from phalanx.engine.decisions import Bind, Decisions, Evict
+from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
+from phalanx.engine.decisions import Bind, Decisions, Evict, by_job
 from phalanx.engine.lifecycle.effects import (
     OOM_KILLED,
     Effect,
@@ -88,7 +87,7 @@ class Lifecycle(Ledger):
         vanished = [
             t
             for t in current.tasks
-            if t.phase in _HOLDING and (t.node is None or t.node not in known)
+            if t.phase in HOLDS_RESOURCES and (t.node is None or t.node not in known)
         ]
         stored = current
         if vanished:
@@ -103,6 +102,7 @@ class Lifecycle(Ledger):
         self._track(life, stored)
         if life.started_at is not None and life.job.walltime is not None:
             self._deadline(life.started_at + life.job.walltime, life.name)
+        self._hold_waiting(life)
         if vanished and life.in_state:
             self._give_up(
                 life,
@@ -119,9 +119,9 @@ class Lifecycle(Ledger):
         for admit in decisions.admitted:
             life = self.jobs[admit.job]
             self._phase(life, JobPhase.QUEUED, "Admitted", f"admitted to queue {life.job.queue}")
-        for name, evictions in _by_job(decisions.evictions).items():
+        for name, evictions in by_job(decisions.evictions).items():
             self._evicted(self.jobs[name], evictions)
-        for name, binds in _by_job(decisions.binds).items():
+        for name, binds in by_job(decisions.binds).items():
             self._place(self.jobs[name], binds)
         for item in decisions.unschedulable:
             waiting = self.jobs.get(item.job)
@@ -132,11 +132,15 @@ class Lifecycle(Ledger):
         return self._flush()
 
     def on_event(self, event: TaskEvent, *, now: float) -> list[Effect]:
-        """Apply one executor report. Reports of jobs or tasks no longer live are ignored."""
+        """Apply one executor report. A report is ignored unless its task holds a node, and
+        that node is the one it names (a report from before the task was placed again is
+        stale), and the executor was asked to start it (it is not held for ``dependsOn``)."""
         self.now = now
         life = self.jobs.get(event.job)
         task = None if life is None else self._tasks.get(event.job, {}).get(event.task)
-        if life is None or task is None or task.status not in ON_NODE:
+        if life is None or task is None or task.status not in ON_NODE or task.name in life.held:
+            return []
+        if self.state.snapshot.nodes[task.node].name != event.node:
             return []
         if event.kind is TaskEventKind.STARTED:
             if task.status is TaskStatus.BOUND:
@@ -185,8 +189,7 @@ class Lifecycle(Ledger):
         deadline = self._walltime_deadline(life)
         if deadline is not None and deadline <= now:
             assert life.job.walltime is not None
-            life.ending = Ending.WALLTIME
-            life.ending_message = f"ran past its walltime of {life.job.walltime:g} s"
+            self._end(life, Ending.WALLTIME, f"ran past its walltime of {life.job.walltime:g} s")
             self._stop(life, self.tasks(life), "walltime", life.ending_message)
             self._settle(life)
         return self._flush()
@@ -197,7 +200,7 @@ class Lifecycle(Ledger):
         life = self.jobs.get(name)
         if life is None or life.phase in TERMINAL or life.ending is Ending.CANCEL:
             return []
-        life.ending, life.ending_message = Ending.CANCEL, message
+        self._end(life, Ending.CANCEL, message)
         if not life.in_state:  # waiting out a backoff, or never placeable
             self._phase(life, JobPhase.CANCELLED, "Cancelled", message)
             self._forget(life)
@@ -272,40 +275,61 @@ class Lifecycle(Ledger):
         """Start every held task whose ``dependsOn`` roles are all Running."""
         if not life.held:
             return
-        roles = {role.name: role for role in life.job.roles}
-        running: dict[str, bool] = {}
-        for task in self.tasks(life):
-            running[task.role.name] = running.get(task.role.name, True) and (
-                task.status is TaskStatus.RUNNING
-            )
-        ready = tuple(
-            bind
-            for bind in life.held.values()
-            if all(running.get(dep, False) for dep in roles[bind.role].depends_on)
-        )
+        waiting = self._waiting_roles(life)
+        ready = tuple(bind for bind in life.held.values() if bind.role not in waiting)
         for bind in ready:
             del life.held[bind.task]
         if ready:
             self._out.append(Start(binds=ready))
 
+    def _hold_waiting(self, life: JobLife) -> None:
+        """After a restart: Bound tasks whose ``dependsOn`` roles are not all Running were
+        held, never started; hold them again (their binds rebuilt from the stored node and
+        GPUs: a GPU share's MPS limits are not stored, so such a task starts without them)."""
+        waiting = self._waiting_roles(life)
+        nodes = self.state.snapshot.nodes
+        for task in self.tasks(life):
+            if task.status is TaskStatus.BOUND and task.role.name in waiting:
+                life.held[task.name] = Bind(
+                    job=life.name,
+                    task=task.name,
+                    role=task.role.name,
+                    index=task.index,
+                    node=nodes[task.node].name,
+                    gpus=task.gpus,
+                )
+
+    def _waiting_roles(self, life: JobLife) -> set[str]:
+        """Roles that may not start yet: some role they depend on is not all Running."""
+        running: dict[str, bool] = {}
+        for task in self.tasks(life):
+            running[task.role.name] = running.get(task.role.name, True) and (
+                task.status is TaskStatus.RUNNING
+            )
+        return {
+            role.name
+            for role in life.job.roles
+            if not all(running.get(dep, False) for dep in role.depends_on)
+        }
+
     def _fail(self, life: JobLife, task: str, message: str) -> None:
         """A task failed: restart the whole gang after a backoff, or fail the job when no
         retries are left."""
         life.attempts += 1
-        retry = life.attempts <= life.job.max_retry
-        life.ending = Ending.RETRY if retry else Ending.FAIL
-        life.ending_message = (
-            f"{message}; retry {life.attempts} of {life.job.max_retry}"
-            if retry
-            else f"{message}; no retries left (maxRetry {life.job.max_retry})"
-        )
-        self._counters(life)
+        if life.attempts <= life.job.max_retry:
+            self._end(
+                life, Ending.RETRY, f"{message}; retry {life.attempts} of {life.job.max_retry}"
+            )
+        else:
+            self._end(
+                life, Ending.FAIL, f"{message}; no retries left (maxRetry {life.job.max_retry})"
+            )
         self._event(life, EventKind.TASK_FAILED, life.ending_message, tasks=(task,))
         self._stop(life, self.tasks(life), "restart", message)
 
     def _give_up(self, life: JobLife, message: str) -> None:
         """Stop the job for good: Failed (``Aborted``) once its tasks have stopped."""
-        life.ending, life.ending_message = Ending.ABORT, message
+        self._end(life, Ending.ABORT, message)
         self._stop(life, self.tasks(life), "abort", message)
         self._settle(life)
 
@@ -313,7 +337,7 @@ class Lifecycle(Ledger):
         """A gang left below its minimum restarts whole (no retry spent)."""
         alive = [t for t in self.tasks(life) if t.status in _ALIVE]
         if life.ending is None and alive and len(alive) < self.state.job(life.name).min_available:
-            life.ending, life.ending_message = Ending.RESTART, reason
+            self._end(life, Ending.RESTART, reason)
             self._stop(life, alive, "restart", f"gang restart: {reason}")
 
     def _stop(
@@ -377,6 +401,9 @@ class Lifecycle(Ledger):
                 self._forget(life)
             elif life.phase is JobPhase.RUNNING:
                 self._phase(life, JobPhase.PENDING, "Preempted", "every task was evicted")
+                life.started_at = None  # its next placement starts a new attempt's walltime
+                life.held.clear()
+                self._counters(life)
             return
         phase, reason = _SETTLED[ending]
         if phase is JobPhase.PENDING:
@@ -384,19 +411,22 @@ class Lifecycle(Ledger):
                 if task.status is not TaskStatus.PENDING:
                     self._task(task, TaskPhase.PENDING)
             life.started_at = None
+            life.held.clear()
         self._phase(life, phase, reason, life.ending_message)
         life.ending, life.ending_message = None, ""
         if phase in TERMINAL:
             self._forget(life)
-        elif ending is Ending.RETRY:
+            return
+        if ending is Ending.RETRY:
             life.not_before = self.now + self.policy.delay(life.attempts)
             self._deadline(life.not_before, life.name)
             self._untrack(life)
-        if phase is JobPhase.PENDING:
-            self._counters(life)
+        self._counters(life)
 
-
-_HOLDING = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
+    def _end(self, life: JobLife, ending: Ending, message: str) -> None:
+        """Say why the job's tasks are being stopped (kept across a restart of the server)."""
+        life.ending, life.ending_message = ending, message
+        self._counters(life)
 
 
 def _failure(event: TaskEvent) -> str:
@@ -413,13 +443,3 @@ def _failure(event: TaskEvent) -> str:
     elif event.reason:
         why = f" ({event.reason})"
     return f"task {task} exited with code {event.exit_code}{why}"
-
-
-_Item = TypeVar("_Item", Bind, Evict)
-
-
-def _by_job(items: Iterable[_Item]) -> dict[str, list[_Item]]:
-    grouped: dict[str, list[_Item]] = {}
-    for item in items:
-        grouped.setdefault(item.job, []).append(item)
-    return grouped

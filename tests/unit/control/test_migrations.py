@@ -1,0 +1,38 @@
+"""The migrations build exactly the schema the models describe, and upgrade old stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from phalanx.control.store.database import Database, sqlite_url
+from phalanx.control.store.models import Base, JobRow
+
+
+def test_the_migrated_schema_is_the_models_schema(tmp_path: Path) -> None:
+    db = Database.open(sqlite_url(tmp_path))
+    with db.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    db.close()
+    assert differences == []
+
+
+def test_a_store_made_before_jobs_kept_their_ending_upgrades_in_place(tmp_path: Path) -> None:
+    db = Database.open(sqlite_url(tmp_path), migrate=False)
+    db.migrate("0001")
+    with db.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO jobs (name, queue, user, document, phase, reason, message, "
+                "phase_time, created_at, attempts, preemptions, cancel_requested, ingested) "
+                "VALUES ('old', 'q', 'u', '{}', 'Running', '', '', 0, 0, 1, 0, 0, 1)"
+            )
+        )
+    db.migrate()
+    with db.session() as session:
+        row = session.query(JobRow).one()
+        assert (row.name, row.attempts, row.ending, row.ending_message) == ("old", 1, None, "")
+    db.close()
