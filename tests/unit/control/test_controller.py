@@ -134,6 +134,7 @@ def test_a_task_on_a_node_the_cluster_no_longer_has_fails_its_job_and_the_server
     job = after.job("a")
     assert (job.phase, job.reason) == ("Failed", "Aborted")
     assert "was on node gone, which the cluster no longer has" in job.message
+    assert [(e.task, e.node) for e in after.executor.stopped] == [("a-w-0", "gone")]
     after.report(TaskEventKind.EXITED, "b-w-0", exit_code=0)
     after.tick()
     assert after.job("b").phase == "Succeeded"

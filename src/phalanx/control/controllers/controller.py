@@ -234,12 +234,18 @@ class Controller:
         self.view = cluster_view(core)
 
     def _unrecoverable(self, row: JobRow, error: Exception) -> None:
-        """Mark a stored job Failed when it cannot be taken back at start-up."""
+        """Mark a stored job Failed when it cannot be taken back at start-up, asking the
+        executor to stop whatever of it the engine had taken in."""
         core = self.core
-        core.rows.pop(row.name, None)
-        if row.name in core.life.jobs:
-            core.life.jobs.pop(row.name)
         message = f"the server could not take this job back at start-up: {error!r}"[:2000]
+        if row.name in core.life.jobs and row.name in core.rows:
+            try:
+                core.record(core.life.drop(row.name, message))
+                return
+            except Exception:
+                log.exception("dropping job %s failed too; failing its row alone", row.name)
+        core.life.jobs.pop(row.name, None)
+        core.rows.pop(row.name, None)
         core.journal.job(
             row.id,
             phase=JobPhase.FAILED.value,

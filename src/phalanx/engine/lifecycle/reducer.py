@@ -76,7 +76,8 @@ class Lifecycle(Ledger):
         """Track a job read back after a restart; ``current`` holds its tasks as stored.
 
         A task stored on a node the cluster no longer has cannot be reconciled: the job
-        is Failed with that reason (its other tasks are stopped), and the rest goes on.
+        is Failed with that reason (every task of it is asked to stop, that one too), and
+        the rest goes on.
         """
         self.now = now
         self.jobs[life.name] = life
@@ -103,6 +104,19 @@ class Lifecycle(Ledger):
         if life.started_at is not None and life.job.walltime is not None:
             self._deadline(life.started_at + life.job.walltime, life.name)
         self._hold_waiting(life)
+        if vanished:  # its process may still run where it was: ask whoever runs it to stop
+            stops = tuple(
+                Evict(
+                    job=life.name,
+                    task=t.name(life.name),
+                    node=t.node or "",
+                    action="abort",
+                    by=life.name,
+                    reason=f"node {t.node} is not in the cluster",
+                )
+                for t in vanished
+            )
+            self._out.append(Stop(evictions=stops))
         if vanished and life.in_state:
             self._give_up(
                 life,
