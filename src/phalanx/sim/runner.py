@@ -18,9 +18,10 @@ from typing import TextIO
 
 import numpy as np
 
-from phalanx.domain.job import HOLDS_RESOURCES, JobPhase, TaskPhase
+from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
+from phalanx.domain.resources import Resources
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
@@ -139,6 +140,7 @@ class Simulation:
         self._out = events_out
         self._on_event = on_event
         self._on_session = on_session
+        self._resources: dict[str, dict[str, Resources]] = {}  # per live job: per role
         self._session_at: float | None = None
         self._idle_sessions = 0
         self._wake_at: float | None = None
@@ -325,6 +327,7 @@ class Simulation:
                         if effect.reason == "WalltimeExceeded":
                             outcome = "killed"
                         self.metrics.ended(effect.time, effect.job, outcome)
+                        self._resources.pop(effect.job, None)
                 case JobCounters():
                     record = self.metrics.jobs[effect.job]
                     self.metrics.preemptions += effect.preemptions - record.preemptions
@@ -347,9 +350,16 @@ class Simulation:
         if held == was:
             return
         job = self.jobs[change.job].job
-        role = next(r for r in job.roles if r.name == change.role)
+        resources = self._role_resources(job)[change.role]
         sign = 1.0 if held else -1.0
-        self.metrics.allocation(change.time, job.queue, job.user, role.resources, sign)
+        self.metrics.allocation(change.time, job.queue, job.user, resources, sign)
+
+    def _role_resources(self, job: Job) -> dict[str, Resources]:
+        """Each role's resources by name, kept while the job lives."""
+        found = self._resources.get(job.name)
+        if found is None:
+            found = self._resources[job.name] = {r.name: r.resources for r in job.roles}
+        return found
 
     def _emit_event(self, event: Event) -> None:
         if self._out is None and self._on_event is None:

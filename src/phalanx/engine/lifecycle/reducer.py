@@ -67,7 +67,7 @@ class Lifecycle(Ledger):
         """Track a new job, Pending. One the engine cannot take gets a ``Waiting`` with
         reason ``Invalid`` and waits outside the state (a later ``rebuild`` retries it)."""
         self.now = now
-        life = JobLife(job=replace(job, tasks=()), phase=JobPhase.PENDING)
+        life = JobLife(job=replace(job, tasks=()) if job.tasks else job, phase=JobPhase.PENDING)
         self.jobs[job.name] = life
         self._track(life, job)
         return self._flush()
