@@ -29,7 +29,7 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import replace
 
-from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
+from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, Task, TaskPhase
 from phalanx.engine.decisions import Bind, Decisions, Evict, by_job
 from phalanx.engine.lifecycle.effects import (
     OOM_KILLED,
@@ -90,40 +90,39 @@ class Lifecycle(Ledger):
             for t in current.tasks
             if t.phase in HOLDS_RESOURCES and (t.node is None or t.node not in known)
         ]
-        stored = current
-        if vanished:
-            gone = vanished[0]
-            stored = replace(
-                current,
-                tasks=tuple(
-                    replace(t, phase=TaskPhase.FAILED, node=None) if t in vanished else t
-                    for t in current.tasks
-                ),
-            )
-        self._track(life, stored)
+        if vanished:  # tracked as failed: the engine cannot hold a task on no node
+            failed = [replace(t, phase=TaskPhase.FAILED, node=None) for t in vanished]
+            tasks = {id(t): f for t, f in zip(vanished, failed, strict=True)}
+            current = replace(current, tasks=tuple(tasks.get(id(t), t) for t in current.tasks))
+        self._track(life, current)
         if life.started_at is not None and life.job.walltime is not None:
             self._deadline(life.started_at + life.job.walltime, life.name)
         self._hold_waiting(life)
-        if vanished:  # its process may still run where it was: ask whoever runs it to stop
-            stops = tuple(
-                Evict(
-                    job=life.name,
-                    task=t.name(life.name),
-                    node=t.node or "",
-                    action="abort",
-                    by=life.name,
-                    reason=f"node {t.node} is not in the cluster",
-                )
-                for t in vanished
-            )
-            self._out.append(Stop(evictions=stops))
-        if vanished and life.in_state:
-            self._give_up(
-                life,
-                f"task {gone.name(life.name)} was on node {gone.node}, which the cluster no "
-                "longer has; fix: resubmit the job",
-            )
+        if vanished:
+            self._abandon(life, vanished)
         return self._flush()
+
+    def _abandon(self, life: JobLife, vanished: list[Task]) -> None:
+        """Tasks stored on nodes the cluster no longer has: each is asked to stop wherever
+        it may still run, and the job is given up."""
+        stops = tuple(
+            Evict(
+                job=life.name,
+                task=t.name(life.name),
+                node=t.node or "",
+                action="abort",
+                by=life.name,
+                reason=f"node {t.node} is not in the cluster",
+            )
+            for t in vanished
+        )
+        self._out.append(Stop(evictions=stops))
+        gone = vanished[0]
+        message = (
+            f"task {gone.name(life.name)} was on node {gone.node}, which the cluster no "
+            "longer has; fix: resubmit the job"
+        )
+        self._abort(life, message)
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -242,13 +241,8 @@ class Lifecycle(Ledger):
         handle (a bug met while handling it); its tasks are stopped first."""
         self.now = now
         life = self.jobs.get(name)
-        if life is None or life.phase in TERMINAL:
-            return []
-        if not life.in_state:
-            self._phase(life, JobPhase.FAILED, _SETTLED[Ending.ABORT][1], message)
-            self._forget(life)
-        else:
-            self._give_up(life, message)
+        if life is not None and life.phase not in TERMINAL:
+            self._abort(life, message)
         return self._flush()
 
     # -- rules ------------------------------------------------------------------------------
@@ -341,8 +335,13 @@ class Lifecycle(Ledger):
         self._event(life, EventKind.TASK_FAILED, life.ending_message, tasks=(task,))
         self._stop(life, self.tasks(life), "restart", message)
 
-    def _give_up(self, life: JobLife, message: str) -> None:
-        """Stop the job for good: Failed (``Aborted``) once its tasks have stopped."""
+    def _abort(self, life: JobLife, message: str) -> None:
+        """Stop the job for good: Failed (``Aborted``) once its tasks have stopped, at once
+        when it is outside the engine (waiting out a backoff, or never taken in)."""
+        if not life.in_state:
+            self._phase(life, JobPhase.FAILED, _SETTLED[Ending.ABORT][1], message)
+            self._forget(life)
+            return
         self._end(life, Ending.ABORT, message)
         self._stop(life, self.tasks(life), "abort", message)
         self._settle(life)
