@@ -65,6 +65,12 @@ def _queues(path: Path | None, workload: Workload) -> tuple[Queue, ...]:
     return queues
 
 
+NODE_MTBF_HELP = (
+    "Mean time between failures of each node, e.g. 30d: failed nodes lose their tasks, whose "
+    "jobs retry by their maxRetry (default: no node fails)."
+)
+
+
 def _play(
     policy: Policy,
     workload: Workload,
@@ -132,9 +138,11 @@ def _run_all(
     period: float,
     traces_dir: Path | None,
     nested: bool,
+    failures: tuple[str | None, str] = (None, "1h"),
 ) -> list[tuple[Path, dict[str, object]]]:
     traces = _traces_dir(traces_dir)
     horizon = parse_duration(until) if until else None
+    mtbf, mttr = (parse_duration(failures[0]) if failures[0] else None), parse_duration(failures[1])
     registry = installed_registry()
     policies = [load_policy(s) for s in schedulers]
     for policy in policies:
@@ -142,7 +150,7 @@ def _run_all(
     workload = load_workload(workload_spec, traces_dir=traces, seed=seed, until=horizon)
     nodes = load_cluster(cluster, traces_dir=traces)
     queues = _queues(queues_file, workload)
-    options = SimOptions(seed=seed, until=horizon, period=period)
+    options = SimOptions(seed=seed, until=horizon, period=period, node_mtbf=mtbf, node_mttr=mttr)
     console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
     results = []
     for policy in policies:
@@ -194,12 +202,24 @@ def run(
         None, help="Public traces folder (default ../shared/traces)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
+    node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
+    node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
 ) -> None:
     """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
 
     def go() -> None:
         results = _run_all(
-            [scheduler], cluster, workload, out, queues, seed, until, period, traces_dir, False
+            [scheduler],
+            cluster,
+            workload,
+            out,
+            queues,
+            seed,
+            until,
+            period,
+            traces_dir,
+            False,
+            (node_mtbf, node_mttr),
         )
         _render(results, out, f"phalanx sim: {scheduler} on {workload}")
         if as_json:
@@ -226,12 +246,24 @@ def compare(
         None, help="Public traces folder (default ../shared/traces)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summaries as a JSON list."),
+    node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
+    node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
 ) -> None:
     """Replay WORKLOAD under several schedulers side by side; one report compares them."""
 
     def go() -> None:
         results = _run_all(
-            scheduler, cluster, workload, out, queues, seed, until, period, traces_dir, True
+            scheduler,
+            cluster,
+            workload,
+            out,
+            queues,
+            seed,
+            until,
+            period,
+            traces_dir,
+            True,
+            (node_mtbf, node_mttr),
         )
         _render(results, out, f"phalanx sim compare on {workload}")
         if as_json:

@@ -101,9 +101,37 @@ def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
     assert {j["outcome"] for j in jobs} == {"finished"}
 
 
+def test_failing_runs_and_failing_nodes_retry_as_the_control_plane_does(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "apiVersion: phalanx/v1\nkind: Cluster\nmetadata: {name: lab}\n"
+        "spec:\n  nodeGroups:\n  - {name: gpu, count: 2, resources: {cpu: 32, memory: 128Gi}, gpus: {count: 4}}\n"
+    )
+    role = {"name": "w", "replicas": 1, "resources": {"cpu": 1, "memory": "1Gi", "gpu": 1}}
+    rows = [
+        {"name": "flaky", "submitTime": 0, "duration": 100, "failAfter": [30], "roles": [role]},
+        {"name": "long", "submitTime": 0, "duration": 20000, "maxRetry": 100, "roles": [role]},
+    ]
+    workload = tmp_path / "jobs.jsonl"
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    args = ["sim", "run", "--cluster", str(cluster), "--workload", str(workload), "--out", str(out)]
+    result = runner.invoke(app, [*args, "--node-mtbf", "2h", "--node-mttr", "10m", "--json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    failed = [e for e in events if e["ev"] == "TaskFailed"]
+    assert "flaky-w-0 exited with code 1; retry 1 of 3" in failed[0]["message"]
+    assert any("was lost with its node" in e["message"] for e in failed if e["job"] == "long")
+    assert {e["ev"] for e in events} >= {"NodeDown", "NodeUp", "Pending", "Succeeded"}
+    with (out / "jobs.csv").open(encoding="utf-8") as file:
+        jobs = {j["job"]: j for j in csv.DictReader(file)}
+    assert jobs["flaky"]["outcome"] == "finished" and int(jobs["flaky"]["restarts"]) >= 1
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["--cluster", "kueue", "--workload", "synthetic:", "--node-mtbf", "soon"], "soon"),
         (["--cluster", "nowhere", "--workload", "synthetic:"], "nowhere"),
         (["--cluster", "kueue", "--workload", "bogus:x"], "bogus"),
         (
