@@ -3,6 +3,7 @@
     .venv/bin/python bench/control.py submit [N]        # submissions per second through the API
     .venv/bin/python bench/control.py latency [N]       # p50 / p99 submit -> running, local executor
     .venv/bin/python bench/control.py kueue [FRACTION]  # Kueue's benchmark run for real, sleep tasks
+    .venv/bin/python bench/control.py burst [N]         # N one-task jobs at once from 14 clients
 
 Each starts ``phalanx up``'s server as a separate process on a loopback port, over a
 fresh data dir (SQLite unless $PHALANX_BENCH_DB names a database), and drives it over
@@ -198,6 +199,48 @@ def latency(count: int) -> None:
         )
 
 
+def burst(count: int) -> None:
+    """A burst: ``count`` one-task jobs posted as fast as 14 clients can, each ``sleep 30``
+    (still running when the burst is measured) on a cluster with room for all of them.
+    Submissions per second, submit -> Running percentiles, and task starts per second
+    from the first start to the last."""
+    with server(cluster(4, 64)) as client:
+        client.post("/api/v1/queues", json=queue("bench")).raise_for_status()
+        documents = [job(f"burst-{i}", "bench", "sleep 30", cpu="100m") for i in range(count)]
+        submitted: dict[str, float] = {}
+
+        def post(document: dict[str, Any]) -> int:
+            name = document["metadata"]["name"]
+            submitted[name] = time.time()
+            return client.post("/api/v1/jobs", json=document).status_code
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(14) as pool:
+            codes = list(pool.map(post, documents))
+        accepting = time.perf_counter() - began
+        assert codes.count(201) == count, {c: codes.count(c) for c in set(codes)}
+        started = _wait_all(client, count, "Running")
+        delays = sorted(started[name] - submitted[name] for name in submitted)
+        starts = sorted(started.values())
+        span = max(starts[-1] - starts[0], 1e-3)
+        print(
+            json.dumps(
+                {
+                    "bench": "control-burst",
+                    "jobs": count,
+                    "clients": 14,
+                    "submits_per_s": round(count / accepting, 1),
+                    "task_starts_per_s": round(count / span, 1),
+                    "p50_s": round(_pct(delays, 50), 3),
+                    "p99_s": round(_pct(delays, 99), 3),
+                    "max_s": round(delays[-1], 3),
+                    "target": {"task_starts_per_s": 500, "p99_s": 2.0},
+                }
+            ),
+            flush=True,
+        )
+
+
 def kueue(fraction: float) -> None:
     """Kueue's baseline benchmark executed for real: 30 queues x 500 workloads (or
     ``fraction`` of each stream), each a ``sleep`` of the class's runtime, submitted on
@@ -302,5 +345,7 @@ if __name__ == "__main__":
         latency(int(rest[0]) if rest else 200)
     elif command == "kueue":
         kueue(float(rest[0]) if rest else 1.0)
+    elif command == "burst":
+        burst(int(rest[0]) if rest else 2000)
     else:
-        raise SystemExit(f"unknown bench {command!r}: submit, latency or kueue")
+        raise SystemExit(f"unknown bench {command!r}: submit, latency, kueue or burst")
