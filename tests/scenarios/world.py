@@ -8,8 +8,7 @@ session and hands its Decisions to the lifecycle. So evictions, gang restarts,
 re-admission and success follow the production rules, not a test's own copy of them.
 
 A task runs for ``runtimes[job]``, else the job's walltime, else its runtime estimate,
-else forever. With ``requeue_evicted`` False, a job that loses tasks to a session's
-eviction is cancelled instead of waiting again. No clock is read.
+else forever. No clock is read.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from phalanx.domain.queue import Queue
 from phalanx.engine import Decisions, SchedulerConfig
 from phalanx.engine.lifecycle import (
     Effect,
-    JobChanged,
     Lifecycle,
     Start,
     Stop,
@@ -46,9 +44,7 @@ class World:
     queues: Sequence[Queue]
     config: SchedulerConfig
     runtimes: dict[str, float] = field(default_factory=dict)
-    requeue_evicted: bool = True
     history: list[tuple[float, Decisions]] = field(default_factory=list)
-    finished: dict[str, float] = field(default_factory=dict)  # job -> time it succeeded
     life: Lifecycle = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,9 +72,6 @@ class World:
         self._carry_out(self.life.advance(now=now))
         decisions = self.life.state.cycle(self.config, now=now)
         self._carry_out(self.life.apply(decisions, now=now))
-        if not self.requeue_evicted:
-            for name in dict.fromkeys(e.job for e in decisions.evictions):
-                self._carry_out(self.life.cancel(name, "evicted", now=now))
         self.history.append((now, decisions))
         return decisions
 
@@ -172,5 +165,3 @@ class World:
                         stopped=True,
                     )
                     pending.extend(self.life.on_event(stopped, now=now))
-            elif isinstance(effect, JobChanged) and effect.phase.value == "Succeeded":
-                self.finished[effect.job] = effect.time
