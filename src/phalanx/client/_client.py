@@ -25,6 +25,7 @@ from phalanx.control.schemas.views import (
     JobView,
     NodeView,
     QueueView,
+    TokenInfoView,
     TokenView,
     UserView,
     WhyView,
@@ -296,10 +297,29 @@ class Client:
         answer = self._call("POST", "/users", json={"name": name, "role": role})
         return _parse(TokenView, answer)
 
-    def create_token(self, user: str, label: str = "") -> TokenView:
-        """A new token for ``user`` (admins for anyone, users for themselves)."""
-        answer = self._call("POST", f"/users/{_segment(user)}/tokens", json={"label": label})
+    def create_token(
+        self, user: str, label: str = "", *, expires: float | str | None = None
+    ) -> TokenView:
+        """A new token for ``user`` (admins for anyone, users for themselves); its secret
+        is in this answer only. ``expires``: how long it stays valid, in seconds or as
+        ``"30d"``, ``"12h"``, ``"1h30m"`` (None: until revoked)."""
+        body: dict[str, Any] = {"label": label}
+        if expires is not None:
+            body["expires"] = expires
+        answer = self._call("POST", f"/users/{_segment(user)}/tokens", json=body)
         return _parse(TokenView, answer)
+
+    def tokens(self, user: str | None = None) -> list[TokenInfoView]:
+        """``user``'s tokens (default: the caller's), oldest first, without secrets
+        (admins for anyone, users for themselves)."""
+        name = self.whoami().name if user is None else user
+        answer = self._call("GET", f"/users/{_segment(name)}/tokens")
+        return _parse_list(TokenInfoView, answer)
+
+    def revoke_token(self, token_id: int) -> None:
+        """Revoke one token by id (your own; admins: anyone's). Revoking the token this
+        client uses makes its next request fail with 401."""
+        self._call("DELETE", f"/tokens/{token_id}")
 
     def whoami(self) -> UserView:
         """The user the token belongs to."""

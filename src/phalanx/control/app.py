@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 
 from phalanx import __version__
-from phalanx.control.api import jobs, nodes, queues, system, users
+from phalanx.control.api import jobs, nodes, queues, system, tokens, users
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -32,7 +32,7 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.metrics = metrics
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
-    for module in (jobs, queues, nodes, users, system):
+    for module in (jobs, queues, nodes, users, tokens, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -164,6 +164,33 @@ def test_users_and_tokens(server: Server) -> None:
     }
 
 
+def test_token_create_list_and_revoke(server: Server) -> None:
+    alice = ok(phalanx(server, "users", "create", "alice")).strip()
+    made = phalanx(server, "token", "create", "alice", "--label", "ci", "--expires", "30d")
+    second = ok(made).strip()
+    assert second.startswith("phx_") and "valid until" in made.stderr
+    listed = json.loads(ok(phalanx(server, "token", "list", "-o", "json", token=alice)))
+    assert [(t["user"], t["label"], t["current"]) for t in listed] == [
+        ("alice", "created", True),
+        ("alice", "ci", False),
+    ]
+    assert listed[1]["expires_at"] is not None and "phx_" not in json.dumps(listed)
+    table = ok(phalanx(server, "token", "list", "alice"))
+    assert "LABEL" in table and "ci" in table and "never" in table and "phx_" not in table
+
+    assert ok(phalanx(server, "token", "revoke", str(listed[1]["id"]), token=alice)) == (
+        f"token {listed[1]['id']} revoked\n"
+    )
+    assert "unknown or revoked token" in refused(phalanx(server, "get", "jobs", token=second))
+    assert "no token with id 999" in refused(phalanx(server, "token", "revoke", "999"))
+    assert "not a duration" in refused(
+        phalanx(server, "token", "create", "alice", "--expires", "x")
+    )
+    assert "may not list the tokens of admin" in refused(
+        phalanx(server, "token", "list", "admin", token=alice)
+    )
+
+
 def test_environment_and_config_file_choose_the_server(server: Server, tmp_path: Path) -> None:
     runner = CliRunner()
     env = {**CLEAN, "PHALANX_SERVER": server.url, "PHALANX_TOKEN": server.admin_token}

@@ -177,6 +177,24 @@ def test_nodes_users_and_the_server(server: Server) -> None:
         assert refused.value.status == 403
 
 
+def test_tokens_through_the_sdk(server: Server) -> None:
+    with Client(server.url, server.admin_token) as client:
+        alice_token = client.create_user("alice").token
+        made = client.create_token("alice", "ci", expires="12h")
+        assert made.user == "alice" and made.expires_at is not None
+        assert 11.9 * 3600 < made.expires_at - made.created_at <= 12 * 3600
+        assert [t.label for t in client.tokens("alice")] == ["created", "ci"]
+        assert [t.label for t in client.tokens()] == ["bootstrap"]
+    with Client(server.url, alice_token) as alice:
+        mine = {t.label: t for t in alice.tokens()}
+        assert mine["created"].current and not mine["ci"].current
+        alice.revoke_token(mine["ci"].id)
+        alice.revoke_token(mine["created"].id)  # the token this client uses
+        with pytest.raises(ClientError) as revoked:
+            alice.whoami()
+        assert revoked.value.status == 401 and revoked.value.field == "Authorization"
+
+
 def test_errors_name_the_server_and_the_fix(server: Server) -> None:
     with Client(server.url) as anonymous, pytest.raises(ClientError) as no_token:
         anonymous.jobs()

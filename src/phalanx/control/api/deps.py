@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
@@ -10,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from phalanx.control.auth import Principal, TokenCache
+from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.store.database import Database
 
@@ -52,7 +53,8 @@ async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token."""
+    """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token (one
+    that is unknown, revoked, or past its expiry, which the answer says)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(
             401,
@@ -62,7 +64,16 @@ async def principal(
         )
     tokens: TokenCache = request.app.state.tokens
     token = credentials.credentials
-    found = tokens.remembered(token) or await run_in_threadpool(tokens.principal, token)
+    found = tokens.remembered(token) or await run_in_threadpool(tokens.check, token)
+    if isinstance(found, Expired):
+        when = datetime.fromtimestamp(found.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        raise ApiError(
+            401,
+            f"this token of {found.user} expired at {when}",
+            field="Authorization",
+            fix=f"use a new token: 'phalanx token create {found.user}' with a token that is "
+            "still valid, or ask an admin for one",
+        )
     if found is None:
         raise ApiError(
             401, "unknown or revoked token", field="Authorization", fix="ask an admin for a token"

@@ -120,7 +120,27 @@ class UserView(View):
 
 
 class TokenView(View):
-    """A new token: shown once."""
+    """A new token with its secret, which is shown only in this answer."""
 
     user: str
     token: str
+    id: int
+    label: str = ""
+    created_at: float
+    #: when it stops working (epoch seconds); None: when it is revoked
+    expires_at: float | None = None
+
+
+class TokenInfoView(View):
+    """A token as listed: never its secret, which the server does not keep."""
+
+    id: int
+    user: str
+    label: str = ""
+    created_at: float
+    #: when it stops working (epoch seconds); None: when it is revoked
+    expires_at: float | None = None
+    #: past its expiry: refused, kept listed until revoked
+    expired: bool = False
+    #: the token that made this request
+    current: bool = False
