@@ -31,6 +31,7 @@ from phalanx.client._errors import ClientError
 from phalanx.control.schemas.views import (
     EventView,
     GpuView,
+    JobSummaryView,
     JobView,
     NodeView,
     QueueView,
@@ -54,6 +55,7 @@ __all__ = [
     "EventView",
     "GpuView",
     "Health",
+    "JobSummaryView",
     "JobView",
     "LogChunks",
     "NodeView",

@@ -22,9 +22,12 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.control.schemas.views import (
     EventView,
     JobPage,
+    JobSummaryView,
     JobView,
     NodeView,
     QueueView,
+    TaskPage,
+    TaskView,
     TokenInfoView,
     TokenView,
     UserView,
@@ -166,8 +169,10 @@ class Client:
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
         page_size: int = 100,
-    ) -> Iterator[JobView]:
-        """Every visible job matching the filters, oldest first, fetching page by page."""
+    ) -> Iterator[JobSummaryView]:
+        """Every visible job matching the filters, oldest first, fetching page by page;
+        each with its task counts by phase, not its tasks (``job`` and ``iter_tasks``
+        read those)."""
         params: dict[str, Any] = {"limit": page_size}
         if queue is not None:
             params["queue"] = queue
@@ -190,13 +195,35 @@ class Client:
         queue: str | None = None,
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
-    ) -> list[JobView]:
-        """Every visible job matching the filters (all pages), oldest first."""
+    ) -> list[JobSummaryView]:
+        """Every visible job matching the filters (all pages), oldest first, each with
+        its task counts by phase."""
         return list(self.iter_jobs(queue=queue, phase=phase, user=user))
 
     def job(self, name: str) -> JobView:
-        """One job with its tasks and document."""
+        """One job with its document and its first 1,000 tasks (``tasks_omitted`` says
+        how many follow; ``iter_tasks`` reads them all)."""
         return _parse(JobView, self._call("GET", f"/jobs/{_segment(name)}"))
+
+    def iter_tasks(
+        self, name: str, *, phase: str | Sequence[str] | None = None, page_size: int = 1000
+    ) -> Iterator[TaskView]:
+        """Every task of job ``name`` (only those in ``phase`` when given), in order,
+        fetching page by page."""
+        params: dict[str, Any] = {"limit": page_size}
+        if phase is not None:
+            params["phase"] = [phase] if isinstance(phase, str) else list(phase)
+        path = f"/jobs/{_segment(name)}/tasks"
+        while True:
+            page = _parse(TaskPage, self._call("GET", path, params=params))
+            yield from page.items
+            if page.next is None:
+                return
+            params = {**params, "after": page.next}
+
+    def tasks(self, name: str, *, phase: str | Sequence[str] | None = None) -> list[TaskView]:
+        """Every task of job ``name`` (only those in ``phase`` when given), in order."""
+        return list(self.iter_tasks(name, phase=phase))
 
     def cancel(self, name: str) -> JobView:
         """Ask for the job to be cancelled (its tasks are stopped first)."""
