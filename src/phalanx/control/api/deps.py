@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -13,9 +13,27 @@ from sqlalchemy.orm import Session
 
 from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.schemas.views import ErrorView
 from phalanx.control.store.database import Database
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
+
+
+#: What each error status a route documents means, in general (the body says exactly).
+_MEANINGS: Final = {
+    400: "The body is not JSON text in UTF-8.",
+    401: "No bearer token, or one that is unknown, revoked or expired.",
+    403: "The caller may not do this.",
+    404: "No such object, or not one the caller may see.",
+    409: "It conflicts with what is stored.",
+    422: "A parameter or the body is invalid.",
+    501: "This server cannot do this.",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of error answers a route gives: each an ``ErrorView``."""
+    return {status: {"model": ErrorView, "description": _MEANINGS[status]} for status in statuses}
 
 
 class ApiError(HTTPException):

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from sqlalchemy import select
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
+from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.api.job_views import job_summaries, job_view, task_view
 from phalanx.control.api.logs import JobLiveness, prefixed_follow, prefixed_tail
 from phalanx.control.api.logs import follow as follow_log
@@ -23,12 +23,12 @@ from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.executors.base import LogStream, TaskLog
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 422))
 
 _TERMINAL = [p.value for p in TERMINAL]
 
 
-@router.post("", status_code=201, response_model=JobView)
+@router.post("", status_code=201, response_model=JobView, responses=errors(400, 403, 409))
 async def submit(
     document: Annotated[
         dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
@@ -78,14 +78,14 @@ def list_jobs(
     return JobPage(items=job_summaries(session, rows), next=rows[-1].id if more and rows else None)
 
 
-@router.get("/{name}", response_model=JobView)
+@router.get("/{name}", response_model=JobView, responses=errors(404))
 def get_job(name: str, caller: Caller, session: DbSession) -> JobView:
     """One job with its document, its task counts and its first 1,000 tasks (the rest:
     ``/tasks``)."""
     return job_view(session, _visible(session, name, caller), with_document=True)
 
 
-@router.get("/{name}/tasks", response_model=TaskPage)
+@router.get("/{name}/tasks", response_model=TaskPage, responses=errors(404))
 def list_tasks(
     name: str,
     caller: Caller,
@@ -111,7 +111,7 @@ def list_tasks(
     )
 
 
-@router.post("/{name}/cancel", response_model=JobView)
+@router.post("/{name}/cancel", response_model=JobView, responses=errors(404))
 def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Ask for the job to be cancelled: its tasks are stopped, then it is Cancelled."""
     row = _visible(session, name, caller)
@@ -125,7 +125,7 @@ def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheCon
     return view
 
 
-@router.delete("/{name}", response_model=JobView)
+@router.delete("/{name}", response_model=JobView, responses=errors(404))
 def delete_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Cancel a live job; remove a finished one (with its tasks and events)."""
     row = _visible(session, name, caller)
@@ -140,7 +140,7 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
     return view
 
 
-@router.get("/{name}/events", response_model=list[EventView])
+@router.get("/{name}/events", response_model=list[EventView], responses=errors(404))
 def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]:
     """What happened to the job, oldest first."""
     row = _visible(session, name, caller)
@@ -150,14 +150,24 @@ def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]
     return [EventView(time=e.time, kind=e.kind, message=e.message) for e in events]
 
 
-@router.get("/{name}/why", response_model=WhyView)
+@router.get("/{name}/why", response_model=WhyView, responses=errors(404))
 def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
     """The engine's latest reason for where the job is (for a pending job: what to change)."""
     row = _visible(session, name, caller)
     return WhyView(name=row.name, phase=row.phase, reason=row.reason, message=row.message)
 
 
-@router.get("/{name}/logs", response_class=PlainTextResponse)
+@router.get(
+    "/{name}/logs",
+    response_class=Response,  # the answers are text; errors keep the JSON error shape
+    responses={
+        200: {
+            "description": "The output, as text.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        **errors(404, 501),
+    },
+)
 def job_logs(
     name: str,
     caller: Caller,

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from sqlalchemy import func, select
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession
+from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal, TokenCache, UserRole, issue_token
 from phalanx.control.schemas.bodies import TokenRequest
 from phalanx.control.schemas.views import TokenInfoView, TokenView
@@ -24,10 +24,10 @@ TokenId = Annotated[
     int, Path(ge=1, le=2**31 - 1, description="the token's id (phalanx token list)")
 ]
 
-router = APIRouter(prefix="/api/v1", tags=["tokens"])
+router = APIRouter(prefix="/api/v1", tags=["tokens"], responses=errors(401, 422))
 
 
-@router.get("/users/{name}/tokens", response_model=list[TokenInfoView])
+@router.get("/users/{name}/tokens", response_model=list[TokenInfoView], responses=errors(403, 404))
 def list_tokens(name: str, caller: Caller, session: DbSession) -> list[TokenInfoView]:
     """``name``'s tokens, oldest first, without their secrets (users: their own)."""
     user = _owner(session, name, caller, "list the tokens of")
@@ -38,7 +38,12 @@ def list_tokens(name: str, caller: Caller, session: DbSession) -> list[TokenInfo
     return [_info(row, caller, now) for row in rows]
 
 
-@router.post("/users/{name}/tokens", status_code=201, response_model=TokenView)
+@router.post(
+    "/users/{name}/tokens",
+    status_code=201,
+    response_model=TokenView,
+    responses=errors(400, 403, 404),
+)
 def create_token(name: str, body: TokenRequest, caller: Caller, session: DbSession) -> TokenView:
     """A new token for ``name`` (admins for anyone, users for themselves), valid for
     ``expires`` when given; its secret is in this answer only."""
@@ -48,7 +53,7 @@ def create_token(name: str, body: TokenRequest, caller: Caller, session: DbSessi
     return token_view(issued.row, issued.secret)
 
 
-@router.delete("/tokens/{token_id}", status_code=204)
+@router.delete("/tokens/{token_id}", status_code=204, responses=errors(404, 409))
 def revoke_token(token_id: TokenId, caller: Caller, session: DbSession, request: Request) -> None:
     """Revoke one token (users: their own; admins: anyone's), the one in use included:
     it is refused from the next request on. Refused with 409 when no admin would be

@@ -9,14 +9,14 @@ from fastapi import APIRouter, Request
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession
+from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, errors
 from phalanx.control.api.tokens import token_view
 from phalanx.control.auth import TokenCache, issue_token
 from phalanx.control.schemas.bodies import NewUser
 from phalanx.control.schemas.views import TokenView, UserView
 from phalanx.control.store.models import UserRow
 
-router = APIRouter(prefix="/api/v1/users", tags=["users"])
+router = APIRouter(prefix="/api/v1/users", tags=["users"], responses=errors(401, 422))
 
 
 @router.get("/me", response_model=UserView)
@@ -25,7 +25,7 @@ def whoami(caller: Caller) -> UserView:
     return UserView(name=caller.name, role=caller.role.value)
 
 
-@router.get("", response_model=list[UserView])
+@router.get("", response_model=list[UserView], responses=errors(403))
 def list_users(_: Admin, session: DbSession) -> list[UserView]:
     """Every user, by name."""
     return [
@@ -34,7 +34,7 @@ def list_users(_: Admin, session: DbSession) -> list[UserView]:
     ]
 
 
-@router.post("", status_code=201, response_model=TokenView)
+@router.post("", status_code=201, response_model=TokenView, responses=errors(400, 403, 409))
 def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
     """Create a user; the answer holds their first token (shown only now)."""
     user = UserRow(name=body.name, role=body.role, created_at=time.time())
@@ -49,7 +49,7 @@ def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
     return token_view(issued.row, issued.secret)
 
 
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
 def delete_user(name: str, caller: Admin, session: DbSession, request: Request) -> None:
     """Delete a user and revoke their tokens (their jobs stay)."""
     if name == caller.name:

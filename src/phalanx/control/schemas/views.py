@@ -168,3 +168,21 @@ class TokenInfoView(View):
     expired: bool = False
     #: the token that made this request
     current: bool = False
+
+
+class ProblemView(View):
+    """One thing wrong with a request: where and what."""
+
+    field: str
+    detail: str
+
+
+class ErrorView(View):
+    """Every error answer: what is wrong (``detail``), where (``field``: a parameter, a
+    header or a document path), and what to do (``fix``); a request that fails
+    validation lists each problem in ``problems``."""
+
+    detail: str
+    field: str | None = None
+    fix: str | None = None
+    problems: list[ProblemView] | None = None
