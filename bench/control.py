@@ -282,7 +282,8 @@ def kueue(fraction: float) -> None:
         while client.get("/api/v1/jobs", params=live).json()["items"]:  # one light query
             time.sleep(1)
         rows = _all_jobs(client)
-        tasks = [t for r in rows for t in r["tasks"] if t["started_at"] and t["finished_at"]]
+        every = [t for tasks in _tasks_of(client, rows) for t in tasks]
+        tasks = [t for t in every if t["started_at"] and t["finished_at"]]
         cpu = {f"{r['name']}": _cpu_of(r["name"]) for r in rows}
         end = max(t["finished_at"] for t in tasks)
         busy = sum(
@@ -323,12 +324,30 @@ def _all_jobs(client: httpx.Client) -> list[dict[str, Any]]:
             return rows
 
 
+def _tasks_of(client: httpx.Client, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Every task of each job of ``rows`` (a listing carries task counts, not tasks)."""
+
+    def tasks(name: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": 1000}
+        while True:
+            page = client.get(f"/api/v1/jobs/{name}/tasks", params=params).json()
+            found.extend(page["items"])
+            if page["next"] is None:
+                return found
+            params["after"] = page["next"]
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(tasks, [r["name"] for r in rows]))
+
+
 def _wait_all(client: httpx.Client, count: int, phase: str) -> dict[str, float]:
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         rows = _all_jobs(client)
         if len(rows) == count and all(r["phase"] == phase for r in rows):
-            return {r["name"]: r["tasks"][0]["started_at"] for r in rows}
+            tasks = _tasks_of(client, rows)
+            return {r["name"]: t[0]["started_at"] for r, t in zip(rows, tasks, strict=True)}
         time.sleep(0.5)
     raise RuntimeError(f"not every job reached {phase}")
 

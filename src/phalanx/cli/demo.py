@@ -174,10 +174,8 @@ def _table(jobs: list[dict[str, Any]]) -> Table:
     for column in ("job", "queue", "phase", "tasks", "retries", "why"):
         table.add_column(column)
     for job in jobs:
-        tasks = ", ".join(
-            f"{t['phase']}@{t['node'] or '-'}{':' + ','.join(map(str, t['gpus'])) if t['gpus'] else ''}"
-            for t in job["tasks"]
-        )
+        counts = ", ".join(f"{n} {phase}" for phase, n in sorted(job["task_counts"].items()))
+        tasks = counts + (f" @ {','.join(job['nodes'])}" if job["nodes"] else "")
         why = job["message"] if job["phase"] in ("Pending", "Queued") else ""
         table.add_row(
             job["name"], job["queue"], job["phase"], tasks, str(job["attempts"]), why[:70]

@@ -40,7 +40,14 @@ def describe_job(ctx: typer.Context, name: str = typer.Argument(..., help="The j
         out.print(Text("\nRoles", style="bold"))
         out.print(roles)
     out.print(Text("\nTasks", style="bold"))
-    out.print(_tasks(job))
+    out.print(render.tasks_table(job.tasks))
+    if job.tasks_omitted:
+        out.print(
+            Text(
+                f"... and {job.tasks_omitted:,} more; every task: phalanx get tasks {job.name}",
+                style="dim",
+            )
+        )
     if why is not None:
         out.print(Text("\nWhy pending", style="bold"))
         out.print(_why(why))
@@ -115,7 +122,9 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
         "Queue": job.queue,
         "User": job.user,
         "Phase": state,
+        "Tasks": render.task_counts(job),
         "Requests": Resources.of(job.requests).describe(),
+        "Allocated": Resources.of(job.allocated).describe() if job.allocated else "-",
         "Created": f"{_clock(job.created_at)} ({render.age(job.created_at, now)} ago)",
         "Started": _clock(job.started_at),
         "Finished": _clock(job.finished_at),
@@ -147,22 +156,6 @@ def _roles(document: dict[str, Any] | None) -> Table | None:
             str(role.get("replicas", 1)),
             ", ".join(f"{k}={v}" for k, v in asked.items()) if isinstance(asked, dict) else "-",
             shown,
-        )
-    return table
-
-
-def _tasks(job: JobView) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for title in ("TASK", "ROLE", "PHASE", "NODE", "GPUS", "EXIT"):
-        table.add_column(title, overflow="fold")
-    for task in job.tasks:
-        table.add_row(
-            task.name,
-            task.role,
-            render.phase(task.phase),
-            task.node or "-",
-            ",".join(map(str, task.gpus)) or "-",
-            "-" if task.exit_code is None else str(task.exit_code),
         )
     return table
 

@@ -1,4 +1,5 @@
-"""``phalanx get jobs|queues|nodes [NAME]``: list what the server holds.
+"""``phalanx get jobs|queues|nodes [NAME]`` and ``phalanx get tasks JOB``: list what the
+server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
 API's objects (a list, or one object when NAME is given) and nothing else on stdout.
@@ -12,9 +13,10 @@ import typer
 
 from phalanx.cli import render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
-from phalanx.domain.job import JobPhase
+from phalanx.client import JobSummaryView
+from phalanx.domain.job import JobPhase, TaskPhase
 
-app = typer.Typer(help="List jobs, queues or nodes.", no_args_is_help=True)
+app = typer.Typer(help="List jobs, tasks, queues or nodes.", no_args_is_help=True)
 
 
 @app.command("jobs")
@@ -33,6 +35,7 @@ def get_jobs(
 ) -> None:
     """Jobs, oldest first: your own unless --all-users or --user."""
     phases = [_phase(p) for p in phase or ()]
+    jobs: list[JobSummaryView]
     with connect(ctx) as client:
         if name is not None:
             jobs = [client.job(name)]
@@ -47,6 +50,30 @@ def get_jobs(
         typer.echo("no jobs", err=True)
     else:
         print_table(render.jobs_table(jobs, time.time(), wide=output is Output.WIDE))
+
+
+@app.command("tasks")
+def get_tasks(
+    ctx: typer.Context,
+    job: str = typer.Argument(..., help="The job."),
+    output: Output | None = OUTPUT_OPTION,
+    phase: list[str] | None = typer.Option(
+        None, "--phase", help="Only tasks in this phase (repeatable), e.g. Failed."
+    ),
+) -> None:
+    """Every task of a job, in order (however many: they are read page by page)."""
+    phases = [_task_phase(p) for p in phase or ()]
+    with connect(ctx) as client:
+        tasks = client.tasks(job, phase=phases or None)
+    if machine(output):
+        assert output is not None
+        emit(tasks, output)
+    elif not tasks:
+        typer.echo(
+            f"job {job} has no tasks{' in ' + ', '.join(phases) if phases else ''}", err=True
+        )
+    else:
+        print_table(render.tasks_table(tasks))
 
 
 @app.command("queues")
@@ -81,6 +108,13 @@ def get_nodes(
         emit(nodes[0] if name is not None else nodes, output)
     else:
         print_table(render.nodes_table(nodes, wide=output is Output.WIDE))
+
+
+def _task_phase(text: str) -> str:
+    found = {p.value.lower(): p.value for p in TaskPhase}.get(text.strip().lower())
+    if found is None:
+        fail(f"--phase: {text!r} is not a task phase; fix: use one of {', '.join(TaskPhase)}")
+    return found
 
 
 def _phase(text: str) -> str:

@@ -13,11 +13,8 @@ from collections.abc import Mapping, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.client import JobView, NodeView, QueueView
+from phalanx.client import JobSummaryView, NodeView, QueueView, TaskView
 from phalanx.domain.resources import Resources, format_amount
-
-#: Task phases that hold resources.
-HOLDING = frozenset({"Bound", "Running", "Releasing"})
 
 _PHASE_STYLE = {
     "Pending": "yellow",
@@ -73,9 +70,10 @@ def cards(used: Sequence[float]) -> Text:
     return text
 
 
-def held_gpus(job: JobView) -> int:
-    """GPU cards the job's tasks hold now."""
-    return sum(len(task.gpus) for task in job.tasks if task.phase in HOLDING)
+def task_counts(job: JobSummaryView) -> str:
+    """``2 Running, 1 Pending``: the job's tasks by phase, most first; ``none`` without any."""
+    ranked = sorted(job.task_counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {phase}" for phase, count in ranked if count) or "none"
 
 
 def node_status(node: NodeView) -> Text:
@@ -87,7 +85,7 @@ def node_status(node: NodeView) -> Text:
     return Text("Ready", style="green")
 
 
-def jobs_table(jobs: Sequence[JobView], now: float, *, wide: bool = False) -> Table:
+def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False) -> Table:
     """One row per job: name, queue, user, phase, running/total tasks, GPUs held, age;
     wide adds what it requests, its nodes, attempts, preemptions and why it is where it is."""
     table = Table(box=None, pad_edge=False)
@@ -97,27 +95,43 @@ def jobs_table(jobs: Sequence[JobView], now: float, *, wide: bool = False) -> Ta
         for title in ("REQUESTS", "NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
             table.add_column(title, overflow="fold")
     for job in jobs:
-        running = sum(1 for t in job.tasks if t.phase == "Running")
+        running = job.task_counts.get("Running", 0)
         row: list[str | Text] = [
             job.name,
             job.queue,
             job.user,
             phase(job.phase),
-            f"{running}/{len(job.tasks)}",
-            str(held_gpus(job)),
+            f"{running}/{sum(job.task_counts.values())}",
+            amount("gpu", job.allocated.get("gpu", 0.0)),
             age(job.created_at, now),
         ]
         if wide:
-            nodes = sorted({t.node for t in job.tasks if t.node and t.phase in HOLDING})
             row += [
                 Resources.of(job.requests).describe(),
-                ",".join(nodes) or "-",
+                ",".join(job.nodes) or "-",
                 str(job.attempts),
                 str(job.preemptions),
                 job.reason,
                 job.message,
             ]
         table.add_row(*row)
+    return table
+
+
+def tasks_table(tasks: Sequence[TaskView]) -> Table:
+    """One row per task: name, role, phase, node, GPU cards, exit code."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("TASK", "ROLE", "PHASE", "NODE", "GPUS", "EXIT"):
+        table.add_column(title, overflow="fold")
+    for task in tasks:
+        table.add_row(
+            task.name,
+            task.role,
+            phase(task.phase),
+            task.node or "-",
+            ",".join(map(str, task.gpus)) or "-",
+            "-" if task.exit_code is None else str(task.exit_code),
+        )
     return table
 
 

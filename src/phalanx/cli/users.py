@@ -1,10 +1,13 @@
-"""``phalanx users create|list`` and ``phalanx token create USER``.
+"""``phalanx users create|list`` and ``phalanx token create|list|revoke``.
 
 A new token is printed alone on stdout (``TOKEN=$(phalanx token create alice)``), the
-note that it is shown only once on stderr.
+note that it is shown only once on stderr. A listing never shows a token's secret (the
+server does not keep it): a token is named by its id.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 import typer
 from rich.table import Table
@@ -50,9 +53,62 @@ def create_token(
     ctx: typer.Context,
     user: str = typer.Argument(..., help="Whose token (yourself, or anyone for admins)."),
     label: str = typer.Option("", "--label", help="A note kept with the token."),
+    expires: str | None = typer.Option(
+        None, "--expires", help="How long it stays valid: 30d, 12h, 1h30m (default: until revoked)."
+    ),
 ) -> None:
     """Make a new token for a user and print it."""
     with connect(ctx) as client:
-        made = client.create_token(user, label)
-    typer.echo(f"new token for {made.user} (shown only now):", err=True)
+        made = client.create_token(user, label, expires=expires)
+    until = f", valid until {_clock(made.expires_at)}" if made.expires_at is not None else ""
+    typer.echo(f"new token {made.id} for {made.user}{until} (shown only now):", err=True)
     typer.echo(made.token)
+
+
+@tokens.command("list")
+def list_tokens(
+    ctx: typer.Context,
+    user: str | None = typer.Argument(
+        None, help="Whose tokens (default: yours; admins: anyone's)."
+    ),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """A user's tokens: id, label, when made and when they expire (never the secret)."""
+    with connect(ctx) as client:
+        found = client.tokens(user)
+    if machine(output):
+        assert output is not None
+        emit(found, output)
+        return
+    if not found:
+        typer.echo(f"{user or 'you'} have no tokens", err=True)
+        return
+    table = Table(box=None, pad_edge=False)
+    for title in ("ID", "USER", "LABEL", "CREATED", "EXPIRES", "STATUS"):
+        table.add_column(title, overflow="fold")
+    for token in found:
+        status = "expired" if token.expired else "in use" if token.current else "valid"
+        table.add_row(
+            str(token.id),
+            token.user,
+            token.label or "-",
+            _clock(token.created_at),
+            "never" if token.expires_at is None else _clock(token.expires_at),
+            status,
+        )
+    print_table(table)
+
+
+@tokens.command("revoke")
+def revoke_token(
+    ctx: typer.Context,
+    token_id: int = typer.Argument(..., metavar="ID", help="The token's id (phalanx token list)."),
+) -> None:
+    """Revoke one token: it is refused from now on (the one in use too)."""
+    with connect(ctx) as client:
+        client.revoke_token(token_id)
+    typer.echo(f"token {token_id} revoked")
+
+
+def _clock(when: float | None) -> str:
+    return "-" if when is None else datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")

@@ -22,9 +22,13 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.control.schemas.views import (
     EventView,
     JobPage,
+    JobSummaryView,
     JobView,
     NodeView,
     QueueView,
+    TaskPage,
+    TaskView,
+    TokenInfoView,
     TokenView,
     UserView,
     WhyView,
@@ -165,8 +169,10 @@ class Client:
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
         page_size: int = 100,
-    ) -> Iterator[JobView]:
-        """Every visible job matching the filters, oldest first, fetching page by page."""
+    ) -> Iterator[JobSummaryView]:
+        """Every visible job matching the filters, oldest first, fetching page by page;
+        each with its task counts by phase, not its tasks (``job`` and ``iter_tasks``
+        read those)."""
         params: dict[str, Any] = {"limit": page_size}
         if queue is not None:
             params["queue"] = queue
@@ -189,13 +195,35 @@ class Client:
         queue: str | None = None,
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
-    ) -> list[JobView]:
-        """Every visible job matching the filters (all pages), oldest first."""
+    ) -> list[JobSummaryView]:
+        """Every visible job matching the filters (all pages), oldest first, each with
+        its task counts by phase."""
         return list(self.iter_jobs(queue=queue, phase=phase, user=user))
 
     def job(self, name: str) -> JobView:
-        """One job with its tasks and document."""
+        """One job with its document and its first 1,000 tasks (``tasks_omitted`` says
+        how many follow; ``iter_tasks`` reads them all)."""
         return _parse(JobView, self._call("GET", f"/jobs/{_segment(name)}"))
+
+    def iter_tasks(
+        self, name: str, *, phase: str | Sequence[str] | None = None, page_size: int = 1000
+    ) -> Iterator[TaskView]:
+        """Every task of job ``name`` (only those in ``phase`` when given), in order,
+        fetching page by page."""
+        params: dict[str, Any] = {"limit": page_size}
+        if phase is not None:
+            params["phase"] = [phase] if isinstance(phase, str) else list(phase)
+        path = f"/jobs/{_segment(name)}/tasks"
+        while True:
+            page = _parse(TaskPage, self._call("GET", path, params=params))
+            yield from page.items
+            if page.next is None:
+                return
+            params = {**params, "after": page.next}
+
+    def tasks(self, name: str, *, phase: str | Sequence[str] | None = None) -> list[TaskView]:
+        """Every task of job ``name`` (only those in ``phase`` when given), in order."""
+        return list(self.iter_tasks(name, phase=phase))
 
     def cancel(self, name: str) -> JobView:
         """Ask for the job to be cancelled (its tasks are stopped first)."""
@@ -296,10 +324,29 @@ class Client:
         answer = self._call("POST", "/users", json={"name": name, "role": role})
         return _parse(TokenView, answer)
 
-    def create_token(self, user: str, label: str = "") -> TokenView:
-        """A new token for ``user`` (admins for anyone, users for themselves)."""
-        answer = self._call("POST", f"/users/{_segment(user)}/tokens", json={"label": label})
+    def create_token(
+        self, user: str, label: str = "", *, expires: float | str | None = None
+    ) -> TokenView:
+        """A new token for ``user`` (admins for anyone, users for themselves); its secret
+        is in this answer only. ``expires``: how long it stays valid, in seconds or as
+        ``"30d"``, ``"12h"``, ``"1h30m"`` (None: until revoked)."""
+        body: dict[str, Any] = {"label": label}
+        if expires is not None:
+            body["expires"] = expires
+        answer = self._call("POST", f"/users/{_segment(user)}/tokens", json=body)
         return _parse(TokenView, answer)
+
+    def tokens(self, user: str | None = None) -> list[TokenInfoView]:
+        """``user``'s tokens (default: the caller's), oldest first, without secrets
+        (admins for anyone, users for themselves)."""
+        name = self.whoami().name if user is None else user
+        answer = self._call("GET", f"/users/{_segment(name)}/tokens")
+        return _parse_list(TokenInfoView, answer)
+
+    def revoke_token(self, token_id: int) -> None:
+        """Revoke one token by id (your own; admins: anyone's). Revoking the token this
+        client uses makes its next request fail with 401."""
+        self._call("DELETE", f"/tokens/{token_id}")
 
     def whoami(self) -> UserView:
         """The user the token belongs to."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
-from phalanx.control.api import jobs, nodes, queues, system, users
+from phalanx.control.api import jobs, nodes, queues, system, tokens, users
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -32,9 +34,10 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.metrics = metrics
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
-    for module in (jobs, queues, nodes, users, system):
+    for module in (jobs, queues, nodes, users, tokens, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(DataError, _unstorable)
     return app
@@ -43,6 +46,24 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
 async def _api_error(_: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ApiError)
     return JSONResponse(error.detail, status_code=error.status_code, headers=error.headers)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Starlette's and FastAPI's own refusals (a body that is not JSON text, an unknown
+    path or method) in the API's error shape, with a fix."""
+    assert isinstance(error, StarletteHTTPException)
+    fixes = {
+        400: ("body", "send the body as JSON text in UTF-8 (Content-Type: application/json)"),
+        404: (None, f"check the path {request.url.path!r}: see /docs for the API's routes"),
+        405: (None, f"see /docs for the methods {request.url.path!r} takes"),
+    }
+    if error.status_code not in fixes:
+        return await http_exception_handler(request, error)
+    field, fix = fixes[error.status_code]
+    body: dict[str, Any] = {"detail": str(error.detail), "fix": fix}
+    if field is not None:
+        body["field"] = field
+    return JSONResponse(body, status_code=error.status_code, headers=error.headers)
 
 
 async def _invalid_request(_: Request, error: Exception) -> JSONResponse:

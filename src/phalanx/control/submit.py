@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Select, bindparam, insert, select
 from sqlalchemy.orm import Session
@@ -25,6 +25,10 @@ from phalanx.domain.resources import Resources
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
 from phalanx.spec.quantity import resources_of
+
+#: Tasks a job's own view carries (the submitter's answer included); the rest are read a
+#: page at a time from ``/api/v1/jobs/{name}/tasks``.
+TASKS_INLINE: Final = 1000
 
 
 def parse_job(raw: Any, caller: Principal) -> JobDocument:
@@ -176,11 +180,16 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
     ]
     connection.execute(insert(task_table), tasks)
     by_job: dict[int, list[TaskView]] = {}
+    counts: dict[int, int] = {}
     for task in tasks:
-        view = TaskView(
-            name=task["name"], role=task["role"], index=task["index"], phase=task["phase"]
-        )
-        by_job.setdefault(task["job_id"], []).append(view)
+        counts[task["job_id"]] = counts.get(task["job_id"], 0) + 1
+        shown = by_job.setdefault(task["job_id"], [])
+        if len(shown) < TASKS_INLINE:
+            shown.append(
+                TaskView(
+                    name=task["name"], role=task["role"], index=task["index"], phase=task["phase"]
+                )
+            )
     return [
         Stored(
             job_id,
@@ -193,7 +202,9 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
                 reason="Submitted",
                 created_at=now,
                 requests=requested(row["document"]),
+                task_counts={TaskPhase.PENDING.value: counts[job_id]},
                 tasks=by_job[job_id],
+                tasks_omitted=counts[job_id] - len(by_job[job_id]),
             ),
         )
         for job, job_id, row in zip(jobs, ids, rows, strict=True)

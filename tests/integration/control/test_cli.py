@@ -164,6 +164,54 @@ def test_users_and_tokens(server: Server) -> None:
     }
 
 
+def test_token_create_list_and_revoke(server: Server) -> None:
+    alice = ok(phalanx(server, "users", "create", "alice")).strip()
+    made = phalanx(server, "token", "create", "alice", "--label", "ci", "--expires", "30d")
+    second = ok(made).strip()
+    assert second.startswith("phx_") and "valid until" in made.stderr
+    listed = json.loads(ok(phalanx(server, "token", "list", "-o", "json", token=alice)))
+    assert [(t["user"], t["label"], t["current"]) for t in listed] == [
+        ("alice", "created", True),
+        ("alice", "ci", False),
+    ]
+    assert listed[1]["expires_at"] is not None and "phx_" not in json.dumps(listed)
+    table = ok(phalanx(server, "token", "list", "alice"))
+    assert "LABEL" in table and "ci" in table and "never" in table and "phx_" not in table
+
+    assert ok(phalanx(server, "token", "revoke", str(listed[1]["id"]), token=alice)) == (
+        f"token {listed[1]['id']} revoked\n"
+    )
+    assert "unknown or revoked token" in refused(phalanx(server, "get", "jobs", token=second))
+    assert "no token with id 999" in refused(phalanx(server, "token", "revoke", "999"))
+    assert "not a duration" in refused(
+        phalanx(server, "token", "create", "alice", "--expires", "x")
+    )
+    assert "may not list the tokens of admin" in refused(
+        phalanx(server, "token", "list", "admin", token=alice)
+    )
+
+
+def test_get_tasks_pages_through_a_jobs_tasks(server: Server) -> None:
+    many = QUEUE_AND_JOB.replace("replicas: 2", "replicas: 3").replace("gpu: 1}", "gpu: 9}")
+    ok(phalanx(server, "apply", "-f", "-", stdin=many))  # 9 GPUs each: never placed
+    table = ok(phalanx(server, "get", "tasks", "hello"))
+    assert [line.split()[:3] for line in table.splitlines()[1:]] == [
+        [f"hello-worker-{i}", "worker", "Pending"] for i in range(3)
+    ]
+    tasks = json.loads(
+        ok(phalanx(server, "get", "tasks", "hello", "--phase", "pending", "-o", "json"))
+    )
+    assert [t["index"] for t in tasks] == [0, 1, 2]
+    assert (
+        "no tasks in Running"
+        in phalanx(server, "get", "tasks", "hello", "--phase", "running").stderr
+    )
+    assert "not a task phase" in refused(phalanx(server, "get", "tasks", "hello", "--phase", "x"))
+    listed = json.loads(ok(phalanx(server, "get", "jobs", "-o", "json")))
+    assert listed[0]["task_counts"] == {"Pending": 3} and "tasks" not in listed[0]
+    assert "3 Pending" in ok(phalanx(server, "describe", "job", "hello"))
+
+
 def test_environment_and_config_file_choose_the_server(server: Server, tmp_path: Path) -> None:
     runner = CliRunner()
     env = {**CLEAN, "PHALANX_SERVER": server.url, "PHALANX_TOKEN": server.admin_token}

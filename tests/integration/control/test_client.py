@@ -8,7 +8,14 @@ from typing import TypeVar
 
 import pytest
 
-from phalanx.client import Client, ClientError, DocumentError, JobView, QueueView
+from phalanx.client import (
+    Client,
+    ClientError,
+    DocumentError,
+    JobSummaryView,
+    JobView,
+    QueueView,
+)
 from phalanx.control.server import Server
 from tests.integration.control.serving import wait_for
 
@@ -175,6 +182,35 @@ def test_nodes_users_and_the_server(server: Server) -> None:
         with pytest.raises(ClientError) as refused:
             alice.cordon("node-0")
         assert refused.value.status == 403
+
+
+def test_tokens_through_the_sdk(server: Server) -> None:
+    with Client(server.url, server.admin_token) as client:
+        alice_token = client.create_user("alice").token
+        made = client.create_token("alice", "ci", expires="12h")
+        assert made.user == "alice" and made.expires_at is not None
+        assert 11.9 * 3600 < made.expires_at - made.created_at <= 12 * 3600
+        assert [t.label for t in client.tokens("alice")] == ["created", "ci"]
+        assert [t.label for t in client.tokens()] == ["bootstrap"]
+    with Client(server.url, alice_token) as alice:
+        mine = {t.label: t for t in alice.tokens()}
+        assert mine["created"].current and not mine["ci"].current
+        alice.revoke_token(mine["ci"].id)
+        alice.revoke_token(mine["created"].id)  # the token this client uses
+        with pytest.raises(ClientError) as revoked:
+            alice.whoami()
+        assert revoked.value.status == 401 and revoked.value.field == "Authorization"
+
+
+def test_a_listing_counts_tasks_and_the_sdk_pages_through_them(server: Server) -> None:
+    with Client(server.url, server.admin_token) as client:
+        client.apply(QUEUE_AND_JOB.replace("replicas: 2", "replicas: 3"))
+        summary = client.jobs()[0]
+        assert isinstance(summary, JobSummaryView) and not isinstance(summary, JobView)
+        assert sum(summary.task_counts.values()) == 3
+        assert [t.name for t in client.tasks("hello")] == [f"hello-worker-{i}" for i in range(3)]
+        assert [t.index for t in client.iter_tasks("hello", page_size=2)] == [0, 1, 2]
+        assert len(client.job("hello").tasks) == 3 and client.job("hello").tasks_omitted == 0
 
 
 def test_errors_name_the_server_and_the_fix(server: Server) -> None:

@@ -7,7 +7,7 @@ import typer
 from rich.console import Console
 
 from phalanx.cli import remote, render
-from phalanx.client import ClientError, GpuView, JobView, NodeView, TaskView
+from phalanx.client import ClientError, GpuView, JobSummaryView, NodeView, TaskView
 from phalanx.domain.errors import DocumentError, InvalidInput
 
 
@@ -41,23 +41,33 @@ def test_bars_fill_by_share_and_never_overflow() -> None:
 
 
 def test_the_jobs_table_counts_running_tasks_and_held_gpus() -> None:
-    tasks = [
-        TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
-        TaskView(name="j-w-1", role="w", index=1, phase="Pending"),
-    ]
     requests = {"cpu": 4000.0, "memory": 2.0 * 2**30, "gpu": 2.0}
-    job = JobView(
+    job = JobSummaryView(
         name="j",
         queue="q",
         user="u",
         phase="Running",
         created_at=0.0,
         requests=requests,
-        tasks=tasks,
+        task_counts={"Running": 1, "Pending": 1},
+        allocated={"cpu": 2000.0, "gpu": 1.0},
+        nodes=["n0"],
     )
     text = text_of(render.jobs_table([job], now=90.0, wide=True))
-    assert "1/2" in text and " 2 " in text and "1m" in text and "n0" in text
+    assert "1/2" in text and " 1 " in text and "1m" in text and "n0" in text
     assert "cpu=4, gpu=2, memory=2Gi" in text
+    assert render.task_counts(job) == "1 Pending, 1 Running"
+
+
+def test_the_tasks_table_shows_each_task() -> None:
+    tasks = [
+        TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
+        TaskView(name="j-w-1", role="w", index=1, phase="Failed", exit_code=3),
+    ]
+    lines = text_of(render.tasks_table(tasks)).splitlines()
+    assert lines[0].split() == ["TASK", "ROLE", "PHASE", "NODE", "GPUS", "EXIT"]
+    assert lines[1].split() == ["j-w-0", "w", "Running", "n0", "0,1", "-"]
+    assert lines[2].split() == ["j-w-1", "w", "Failed", "-", "-", "3"]
 
 
 def test_the_nodes_table_shows_status_and_cards() -> None:

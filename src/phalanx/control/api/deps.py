@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from phalanx.control.auth import Principal, TokenCache
+from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.schemas.views import ErrorView
 from phalanx.control.store.database import Database
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
+
+
+#: What each error status a route documents means, in general (the body says exactly).
+_MEANINGS: Final = {
+    400: "The body is not JSON text in UTF-8.",
+    401: "No bearer token, or one that is unknown, revoked or expired.",
+    403: "The caller may not do this.",
+    404: "No such object, or not one the caller may see.",
+    409: "It conflicts with what is stored.",
+    422: "A parameter or the body is invalid.",
+    501: "This server cannot do this.",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of error answers a route gives: each an ``ErrorView``."""
+    return {status: {"model": ErrorView, "description": _MEANINGS[status]} for status in statuses}
 
 
 class ApiError(HTTPException):
@@ -52,7 +71,8 @@ async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token."""
+    """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token (one
+    that is unknown, revoked, or past its expiry, which the answer says)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(
             401,
@@ -62,7 +82,16 @@ async def principal(
         )
     tokens: TokenCache = request.app.state.tokens
     token = credentials.credentials
-    found = tokens.remembered(token) or await run_in_threadpool(tokens.principal, token)
+    found = tokens.remembered(token) or await run_in_threadpool(tokens.check, token)
+    if isinstance(found, Expired):
+        when = datetime.fromtimestamp(found.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        raise ApiError(
+            401,
+            f"this token of {found.user} expired at {when}",
+            field="Authorization",
+            fix=f"use a new token: 'phalanx token create {found.user}' with a token that is "
+            "still valid, or ask an admin for one",
+        )
     if found is None:
         raise ApiError(
             401, "unknown or revoked token", field="Authorization", fix="ask an admin for a token"

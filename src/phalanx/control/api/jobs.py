@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController
+from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController, errors
+from phalanx.control.api.job_views import job_summaries, job_view, task_view
 from phalanx.control.api.logs import JobLiveness, prefixed_follow, prefixed_tail
 from phalanx.control.api.logs import follow as follow_log
 from phalanx.control.api.logs import tail as read_tail
@@ -17,18 +17,18 @@ from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
-from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskView, WhyView
-from phalanx.control.store.models import EventRow, JobRow
-from phalanx.control.submit import parse_job, requested
-from phalanx.domain.job import JobPhase
+from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskPage, WhyView
+from phalanx.control.store.models import EventRow, JobRow, TaskRow
+from phalanx.control.submit import parse_job
+from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.executors.base import LogStream, TaskLog
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 422))
 
 _TERMINAL = [p.value for p in TERMINAL]
 
 
-@router.post("", status_code=201, response_model=JobView)
+@router.post("", status_code=201, response_model=JobView, responses=errors(400, 403, 409))
 async def submit(
     document: Annotated[
         dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
@@ -59,7 +59,8 @@ def list_jobs(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobPage:
-    """Jobs, oldest first, a page at a time. Users see their own jobs; admins see all."""
+    """Jobs, oldest first, a page at a time, each with its task counts by phase (not its
+    tasks). Users see their own jobs; admins see all."""
     query = select(JobRow).order_by(JobRow.id).limit(limit + 1)
     if not caller.is_admin:
         query = query.where(JobRow.user == caller.name)
@@ -71,37 +72,64 @@ def list_jobs(
         query = query.where(JobRow.phase.in_([p.value for p in phase]))
     if after is not None:
         query = query.where(JobRow.id > after)
-    rows = session.scalars(query.options(selectinload(JobRow.tasks))).all()
+    rows = session.scalars(query).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    return JobPage(
-        items=[job_view(row, with_tasks=True) for row in rows],
-        next=rows[-1].id if more and rows else None,
+    return JobPage(items=job_summaries(session, rows), next=rows[-1].id if more and rows else None)
+
+
+@router.get("/{name}", response_model=JobView, responses=errors(404))
+def get_job(name: str, caller: Caller, session: DbSession) -> JobView:
+    """One job with its document, its task counts and its first 1,000 tasks (the rest:
+    ``/tasks``)."""
+    return job_view(session, _visible(session, name, caller), with_document=True)
+
+
+@router.get("/{name}/tasks", response_model=TaskPage, responses=errors(404))
+def list_tasks(
+    name: str,
+    caller: Caller,
+    session: DbSession,
+    phase: Annotated[list[TaskPhase] | None, Query()] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=2**31 - 1, description="the 'next' of the previous page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
+) -> TaskPage:
+    """A job's tasks in order (role by role, replica by replica), a page at a time."""
+    row = _visible(session, name, caller)
+    query = select(TaskRow).where(TaskRow.job_id == row.id).order_by(TaskRow.id).limit(limit + 1)
+    if phase:
+        query = query.where(TaskRow.phase.in_([p.value for p in phase]))
+    if after is not None:
+        query = query.where(TaskRow.id > after)
+    tasks = session.scalars(query).all()
+    more = len(tasks) > limit
+    tasks = tasks[:limit]
+    return TaskPage(
+        items=[task_view(task) for task in tasks], next=tasks[-1].id if more and tasks else None
     )
 
 
-@router.get("/{name}", response_model=JobView)
-def get_job(name: str, caller: Caller, session: DbSession) -> JobView:
-    """One job with its tasks and its document."""
-    return job_view(_visible(session, name, caller), with_tasks=True, with_document=True)
-
-
-@router.post("/{name}/cancel", response_model=JobView)
+@router.post("/{name}/cancel", response_model=JobView, responses=errors(404))
 def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Ask for the job to be cancelled: its tasks are stopped, then it is Cancelled."""
     row = _visible(session, name, caller)
-    if row.phase not in _TERMINAL:
+    live = row.phase not in _TERMINAL
+    if live:
         row.cancel_requested = True
+    view = job_view(session, row)
+    if live:
         session.commit()
         controller.wake(Intent.CANCELS)
-    return job_view(row, with_tasks=True)
+    return view
 
 
-@router.delete("/{name}", response_model=JobView)
+@router.delete("/{name}", response_model=JobView, responses=errors(404))
 def delete_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Cancel a live job; remove a finished one (with its tasks and events)."""
     row = _visible(session, name, caller)
-    view = job_view(row, with_tasks=True)
+    view = job_view(session, row)
     if row.phase in _TERMINAL:
         session.delete(row)
     else:
@@ -112,7 +140,7 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
     return view
 
 
-@router.get("/{name}/events", response_model=list[EventView])
+@router.get("/{name}/events", response_model=list[EventView], responses=errors(404))
 def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]:
     """What happened to the job, oldest first."""
     row = _visible(session, name, caller)
@@ -122,14 +150,24 @@ def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]
     return [EventView(time=e.time, kind=e.kind, message=e.message) for e in events]
 
 
-@router.get("/{name}/why", response_model=WhyView)
+@router.get("/{name}/why", response_model=WhyView, responses=errors(404))
 def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
     """The engine's latest reason for where the job is (for a pending job: what to change)."""
     row = _visible(session, name, caller)
     return WhyView(name=row.name, phase=row.phase, reason=row.reason, message=row.message)
 
 
-@router.get("/{name}/logs", response_class=PlainTextResponse)
+@router.get(
+    "/{name}/logs",
+    response_class=Response,  # the answers are text; errors keep the JSON error shape
+    responses={
+        200: {
+            "description": "The output, as text.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        **errors(404, 501),
+    },
+)
 def job_logs(
     name: str,
     caller: Caller,
@@ -151,7 +189,6 @@ def job_logs(
     the task ran; ``all`` gives every task's lines, prefixed with the task's name.
     ``follow`` streams new output until the job has ended and all of it was sent."""
     row = _visible(session, name, caller)
-    names = [t.name for t in row.tasks]
     if all_tasks and task is not None:
         raise ApiError(
             422,
@@ -159,14 +196,7 @@ def job_logs(
             field="all",
             fix="leave out task to get every task's output, or all to get one task's",
         )
-    chosen = names if all_tasks else [task or (names[0] if names else "")]
-    if not all_tasks and chosen[0] not in names:
-        raise ApiError(
-            404,
-            f"job {name} has no task {task!r}",
-            field="task",
-            fix=f"one of: {', '.join(names[:20])}",
-        )
+    chosen = _task_names(session, row, None if all_tasks else task or "")
     logs = [(each, _task_log(controller, row.name, each, stream)) for each in chosen]
     live = JobLiveness(lambda: controller.view, row.name, stored_live=row.phase not in _TERMINAL)
     if all_tasks:
@@ -186,52 +216,28 @@ def _task_log(controller: TheController, job: str, task: str, stream: LogStream)
     return log
 
 
+def _task_names(session: DbSession, row: JobRow, task: str | None) -> list[str]:
+    """Every task of the job (``task`` None), or the one named ``task`` ("": its first)."""
+    names = select(TaskRow.name).where(TaskRow.job_id == row.id).order_by(TaskRow.id)
+    if task is None:
+        return list(session.scalars(names))
+    found = session.scalar(names.where(TaskRow.name == task) if task else names.limit(1))
+    if found is None:
+        some = session.scalars(names.limit(20)).all()
+        raise ApiError(
+            404,
+            f"job {row.name} has no task {task!r}",
+            field="task",
+            fix=f"one of: {', '.join(some)}",
+        )
+    return [found]
+
+
 def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:
-    row = session.scalar(
-        select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))
-    )
+    row = session.scalar(select(JobRow).where(JobRow.name == name))
     # Another user's job is reported as missing: its existence is not theirs to know.
     if row is None or (not caller.is_admin and row.user != caller.name):
         raise ApiError(
             404, f"no job named {name!r}", field="name", fix="list your jobs: phalanx get jobs"
         )
     return row
-
-
-def job_view(row: JobRow, *, with_tasks: bool = False, with_document: bool = False) -> JobView:
-    """The API's picture of a stored job."""
-    tasks = (
-        [
-            TaskView(
-                name=t.name,
-                role=t.role,
-                index=t.index,
-                phase=t.phase,
-                node=t.node,
-                gpus=list(t.gpus or []),
-                exit_code=t.exit_code,
-                started_at=t.started_at,
-                finished_at=t.finished_at,
-            )
-            for t in row.tasks
-        ]
-        if with_tasks
-        else []
-    )
-    return JobView(
-        name=row.name,
-        queue=row.queue,
-        user=row.user,
-        phase=row.phase,
-        reason=row.reason,
-        message=row.message,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        attempts=row.attempts,
-        preemptions=row.preemptions,
-        cancel_requested=row.cancel_requested,
-        requests=requested(row.document),
-        tasks=tasks,
-        document=row.document if with_document else None,
-    )

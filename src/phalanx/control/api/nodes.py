@@ -7,13 +7,13 @@ import time
 from fastapi import APIRouter
 from sqlalchemy import select
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController
+from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.schemas.views import GpuView, NodeView
 from phalanx.control.store.models import NodeRow
 
-router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"])
+router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401, 422))
 
 
 @router.get("", response_model=list[NodeView])
@@ -23,25 +23,25 @@ def list_nodes(_: Caller, session: DbSession, controller: TheController) -> list
     return [_view(node, flags.get(node.name)) for node in controller.view.nodes]
 
 
-@router.get("/{name}", response_model=NodeView)
+@router.get("/{name}", response_model=NodeView, responses=errors(404))
 def get_node(name: str, _: Caller, session: DbSession, controller: TheController) -> NodeView:
     """One node."""
     return _view(_node(controller, name), session.get(NodeRow, name))
 
 
-@router.post("/{name}/cordon", response_model=NodeView)
+@router.post("/{name}/cordon", response_model=NodeView, responses=errors(403, 404))
 def cordon(name: str, _: Admin, session: DbSession, controller: TheController) -> NodeView:
     """No new tasks go to the node; running ones stay."""
     return _set(name, session, controller, cordoned=True, draining=False)
 
 
-@router.post("/{name}/uncordon", response_model=NodeView)
+@router.post("/{name}/uncordon", response_model=NodeView, responses=errors(403, 404))
 def uncordon(name: str, _: Admin, session: DbSession, controller: TheController) -> NodeView:
     """The node takes new tasks again (ends a drain too)."""
     return _set(name, session, controller, cordoned=False, draining=False)
 
 
-@router.post("/{name}/drain", response_model=NodeView)
+@router.post("/{name}/drain", response_model=NodeView, responses=errors(403, 404))
 def drain(name: str, _: Admin, session: DbSession, controller: TheController) -> NodeView:
     """Cordon the node and stop its tasks; their jobs are placed again elsewhere."""
     return _set(name, session, controller, cordoned=True, draining=True)

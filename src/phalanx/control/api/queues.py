@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from sqlalchemy import func, select
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController
+from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import QueueUsage
@@ -19,7 +19,7 @@ from phalanx.domain.queue import ROOT_QUEUE
 from phalanx.spec.loader import build_document
 from phalanx.spec.queue import QueueDocument
 
-router = APIRouter(prefix="/api/v1/queues", tags=["queues"])
+router = APIRouter(prefix="/api/v1/queues", tags=["queues"], responses=errors(401, 422))
 
 QueueBody = Annotated[
     dict[str, Any], Body(description="a Queue document (phalanx or Volcano form)")
@@ -39,7 +39,7 @@ def list_queues(_: Caller, session: DbSession, controller: TheController) -> lis
     return [_view(row, usage.get(row.name), counts.get(row.name, {})) for row in rows]
 
 
-@router.get("/{name}", response_model=QueueView)
+@router.get("/{name}", response_model=QueueView, responses=errors(404))
 def get_queue(name: str, _: Caller, session: DbSession, controller: TheController) -> QueueView:
     """One queue."""
     row = _existing(session, name)
@@ -48,7 +48,7 @@ def get_queue(name: str, _: Caller, session: DbSession, controller: TheControlle
     return _view(row, controller.view.queues.get(name), counts)
 
 
-@router.post("", status_code=201, response_model=QueueView)
+@router.post("", status_code=201, response_model=QueueView, responses=errors(400, 403, 409))
 def create_queue(
     body: QueueBody, _: Admin, session: DbSession, controller: TheController
 ) -> QueueView:
@@ -76,7 +76,7 @@ def create_queue(
     return _view(row, None, {})
 
 
-@router.put("/{name}", response_model=QueueView)
+@router.put("/{name}", response_model=QueueView, responses=errors(400, 403, 404, 409))
 def update_queue(
     name: str, body: QueueBody, _: Admin, session: DbSession, controller: TheController
 ) -> QueueView:
@@ -97,7 +97,7 @@ def update_queue(
     return _view(row, controller.view.queues.get(name), {})
 
 
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
 def delete_queue(name: str, _: Admin, session: DbSession, controller: TheController) -> None:
     """Delete a queue that has no child queues and no live jobs."""
     row = _existing(session, name)

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from phalanx.control.api.deps import DbSession
+from phalanx.control.api.deps import DbSession, errors
 from phalanx.control.metrics import Metrics
 
-router = APIRouter(tags=["system"])
+router = APIRouter(tags=["system"], responses=errors(422))
 
 
 @router.get("/healthz")
@@ -19,7 +19,11 @@ def healthz(session: DbSession, request: Request) -> dict[str, str]:
     return {"status": "ok", "version": request.app.version}
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+)
 def metrics(request: Request) -> Response:
     """Prometheus text exposition."""
     registry: Metrics = request.app.state.metrics

@@ -1,4 +1,5 @@
-"""``/api/v1/users``: users and their tokens. Admins manage users; anyone sees themselves."""
+"""``/api/v1/users``: users. Admins manage users; anyone sees themselves. (Their tokens:
+``phalanx.control.api.tokens``.)"""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from fastapi import APIRouter, Request
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession
+from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, errors
+from phalanx.control.api.tokens import token_view
 from phalanx.control.auth import TokenCache, issue_token
-from phalanx.control.schemas.bodies import NewUser, TokenRequest
+from phalanx.control.schemas.bodies import NewUser
 from phalanx.control.schemas.views import TokenView, UserView
 from phalanx.control.store.models import UserRow
 
-router = APIRouter(prefix="/api/v1/users", tags=["users"])
+router = APIRouter(prefix="/api/v1/users", tags=["users"], responses=errors(401, 422))
 
 
 @router.get("/me", response_model=UserView)
@@ -23,7 +25,7 @@ def whoami(caller: Caller) -> UserView:
     return UserView(name=caller.name, role=caller.role.value)
 
 
-@router.get("", response_model=list[UserView])
+@router.get("", response_model=list[UserView], responses=errors(403))
 def list_users(_: Admin, session: DbSession) -> list[UserView]:
     """Every user, by name."""
     return [
@@ -32,7 +34,7 @@ def list_users(_: Admin, session: DbSession) -> list[UserView]:
     ]
 
 
-@router.post("", status_code=201, response_model=TokenView)
+@router.post("", status_code=201, response_model=TokenView, responses=errors(400, 403, 409))
 def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
     """Create a user; the answer holds their first token (shown only now)."""
     user = UserRow(name=body.name, role=body.role, created_at=time.time())
@@ -43,24 +45,11 @@ def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
         raise ApiError(
             409, f"user {body.name!r} exists", field="name", fix="choose another name"
         ) from None
-    token = issue_token(session, user, "created")
-    return TokenView(user=user.name, token=token)
+    issued = issue_token(session, user, "created")
+    return token_view(issued.row, issued.secret)
 
 
-@router.post("/{name}/tokens", status_code=201, response_model=TokenView)
-def create_token(name: str, body: TokenRequest, caller: Caller, session: DbSession) -> TokenView:
-    """A new token for ``name`` (admins for anyone, users for themselves)."""
-    if not caller.is_admin and caller.name != name:
-        raise ApiError(
-            403, f"user {caller.name} may not make tokens for {name}", fix="ask an admin"
-        )
-    user = session.scalar(select(UserRow).where(UserRow.name == name))
-    if user is None:
-        raise ApiError(404, f"no user named {name!r}", field="name", fix="create the user first")
-    return TokenView(user=name, token=issue_token(session, user, body.label[:63]))
-
-
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
 def delete_user(name: str, caller: Admin, session: DbSession, request: Request) -> None:
     """Delete a user and revoke their tokens (their jobs stay)."""
     if name == caller.name:

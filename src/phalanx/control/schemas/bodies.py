@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from phalanx.spec.common import UserName
+from phalanx.spec.common import Duration, UserName, located
+
+#: The longest a token may be made to last (ten years); without an expiry it lasts until
+#: it is revoked.
+MAX_TOKEN_LIFETIME: Final = 3650 * 86400.0
 
 
 class Body(BaseModel):
@@ -23,6 +27,22 @@ class NewUser(Body):
 
 
 class TokenRequest(Body):
-    """``{label}``: a new token for a user."""
+    """``{label, expires}``: a new token for a user, valid for ``expires`` from now
+    (omitted: until it is revoked)."""
 
-    label: str = ""
+    label: str = Field("", description="a note kept with the token (its first 63 characters)")
+    expires: Duration | None = Field(
+        None,
+        description="how long the token stays valid: seconds, or 30d, 12h, 1h30m; "
+        "at most 3650d; omitted: until revoked",
+    )
+
+    @field_validator("expires")
+    @classmethod
+    def _not_forever(cls, value: float | None) -> float | None:
+        if value is not None and value > MAX_TOKEN_LIFETIME:
+            raise located(
+                f"{value:g} seconds is longer than a token may last",
+                "give at most 3650d, or leave expires out for a token that lasts until revoked",
+            )
+        return value

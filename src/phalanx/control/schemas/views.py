@@ -27,8 +27,9 @@ class TaskView(View):
     finished_at: float | None = None
 
 
-class JobView(View):
-    """A job with its phase, why it is there, and its tasks."""
+class JobSummaryView(View):
+    """A job as a listing shows it: its phase, why it is there, and how many of its
+    tasks are in each phase (never the tasks themselves)."""
 
     name: str
     queue: str
@@ -44,14 +45,37 @@ class JobView(View):
     cancel_requested: bool = False
     #: what all its replicas ask for together: cpu in millicores, memory in bytes, gpu
     requests: dict[str, float] = {}
+    #: how many of its tasks are in each task phase (every task of the job)
+    task_counts: dict[str, int] = {}
+    #: what its tasks in Bound, Running or Releasing hold now (their requests), same units
+    allocated: dict[str, float] = {}
+    #: the nodes its tasks in Bound, Running or Releasing are on, by name
+    nodes: list[str] = []
+
+
+class JobView(JobSummaryView):
+    """A job with its document and its first tasks (at most 1,000, in order); when it
+    has more, ``tasks_omitted`` says how many, and ``GET /api/v1/jobs/{name}/tasks``
+    pages through them all."""
+
     tasks: list[TaskView] = []
+    #: how many tasks follow those in ``tasks``
+    tasks_omitted: int = 0
     document: dict[str, Any] | None = None
 
 
 class JobPage(View):
     """One page of jobs; pass ``next`` as ``after`` for the following page."""
 
-    items: list[JobView]
+    items: list[JobSummaryView]
+    next: int | None = None
+
+
+class TaskPage(View):
+    """One page of a job's tasks, in order; pass ``next`` as ``after`` for the following
+    page (None: this is the last)."""
+
+    items: list[TaskView]
     next: int | None = None
 
 
@@ -120,7 +144,45 @@ class UserView(View):
 
 
 class TokenView(View):
-    """A new token: shown once."""
+    """A new token with its secret, which is shown only in this answer."""
 
     user: str
     token: str
+    id: int
+    label: str = ""
+    created_at: float
+    #: when it stops working (epoch seconds); None: when it is revoked
+    expires_at: float | None = None
+
+
+class TokenInfoView(View):
+    """A token as listed: never its secret, which the server does not keep."""
+
+    id: int
+    user: str
+    label: str = ""
+    created_at: float
+    #: when it stops working (epoch seconds); None: when it is revoked
+    expires_at: float | None = None
+    #: past its expiry: refused, kept listed until revoked
+    expired: bool = False
+    #: the token that made this request
+    current: bool = False
+
+
+class ProblemView(View):
+    """One thing wrong with a request: where and what."""
+
+    field: str
+    detail: str
+
+
+class ErrorView(View):
+    """Every error answer: what is wrong (``detail``), where (``field``: a parameter, a
+    header or a document path), and what to do (``fix``); a request that fails
+    validation lists each problem in ``problems``."""
+
+    detail: str
+    field: str | None = None
+    fix: str | None = None
+    problems: list[ProblemView] | None = None

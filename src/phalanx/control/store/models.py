@@ -29,7 +29,8 @@ class UserRow(Base):
 
 
 class TokenRow(Base):
-    """A bearer token, kept only as its SHA-256 digest."""
+    """A bearer token, kept only as its SHA-256 digest; refused from ``expires_at`` on
+    (None: it never expires). Revoking a token deletes its row."""
 
     __tablename__ = "tokens"
 
@@ -38,6 +39,7 @@ class TokenRow(Base):
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     label: Mapped[str] = mapped_column(String(63), default="")
     created_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     user: Mapped[UserRow] = relationship(lazy="joined")
 

@@ -1,0 +1,130 @@
+"""How the API pictures stored jobs without reading every task of a large one.
+
+Guarantees: a page of job summaries costs two grouped queries over its tasks, whatever
+their number (task counts by role and phase; distinct nodes of the tasks that hold
+resources); no task row is loaded for a summary. A job's own view loads its first
+``TASKS_INLINE`` tasks and says how many more there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from phalanx.control.schemas.views import JobSummaryView, JobView, TaskView
+from phalanx.control.store.models import JobRow, TaskRow
+from phalanx.control.submit import TASKS_INLINE, requested
+from phalanx.domain.job import HOLDS_RESOURCES
+from phalanx.domain.resources import Resources
+from phalanx.spec.quantity import resources_of
+
+_HOLDING: Final = sorted(phase.value for phase in HOLDS_RESOURCES)
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one job's tasks add up to."""
+
+    counts: dict[str, int] = field(default_factory=dict)  # task phase -> tasks
+    held: dict[str, int] = field(default_factory=dict)  # role -> tasks holding resources
+    nodes: set[str] = field(default_factory=set)
+
+
+def tallies(session: Session, job_ids: Sequence[int]) -> dict[int, Tally]:
+    """Each job's tally, by job id: two grouped queries for all of ``job_ids``."""
+    found: dict[int, Tally] = {job_id: Tally() for job_id in job_ids}
+    if not job_ids:
+        return found
+    counted = (
+        select(TaskRow.job_id, TaskRow.role, TaskRow.phase, func.count())
+        .where(TaskRow.job_id.in_(job_ids))
+        .group_by(TaskRow.job_id, TaskRow.role, TaskRow.phase)
+    )
+    for job_id, role, phase, count in session.execute(counted):
+        tally = found[job_id]
+        tally.counts[phase] = tally.counts.get(phase, 0) + count
+        if phase in _HOLDING:
+            tally.held[role] = tally.held.get(role, 0) + count
+    placed = (
+        select(TaskRow.job_id, TaskRow.node)
+        .where(
+            TaskRow.job_id.in_(job_ids),
+            TaskRow.phase.in_(_HOLDING),
+            TaskRow.node.is_not(None),
+        )
+        .distinct()
+    )
+    for job_id, node in session.execute(placed):
+        if node is not None:  # never, by the query; for the type checker
+            found[job_id].nodes.add(node)
+    return found
+
+
+def job_summaries(session: Session, rows: Sequence[JobRow]) -> list[JobSummaryView]:
+    """The summaries of ``rows``, in order."""
+    counted = tallies(session, [row.id for row in rows])
+    return [JobSummaryView(**_summary_fields(row, counted[row.id])) for row in rows]
+
+
+def job_view(session: Session, row: JobRow, *, with_document: bool = False) -> JobView:
+    """One job with its first ``TASKS_INLINE`` tasks."""
+    tally = tallies(session, [row.id])[row.id]
+    tasks = session.scalars(
+        select(TaskRow).where(TaskRow.job_id == row.id).order_by(TaskRow.id).limit(TASKS_INLINE)
+    ).all()
+    return JobView(
+        **_summary_fields(row, tally),
+        tasks=[task_view(task) for task in tasks],
+        tasks_omitted=max(0, sum(tally.counts.values()) - len(tasks)),
+        document=row.document if with_document else None,
+    )
+
+
+def task_view(row: TaskRow) -> TaskView:
+    """The API's picture of a stored task."""
+    return TaskView(
+        name=row.name,
+        role=row.role,
+        index=row.index,
+        phase=row.phase,
+        node=row.node,
+        gpus=list(row.gpus or []),
+        exit_code=row.exit_code,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def _summary_fields(row: JobRow, tally: Tally) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "queue": row.queue,
+        "user": row.user,
+        "phase": row.phase,
+        "reason": row.reason,
+        "message": row.message,
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "attempts": row.attempts,
+        "preemptions": row.preemptions,
+        "cancel_requested": row.cancel_requested,
+        "requests": requested(row.document),
+        "task_counts": tally.counts,
+        "allocated": _allocated(row.document, tally.held),
+        "nodes": sorted(tally.nodes),
+    }
+
+
+def _allocated(document: dict[str, Any], held: dict[str, int]) -> dict[str, float]:
+    """What ``held[role]`` replicas of each role ask for together (the stored document
+    is the validated canonical form: its roles are read directly)."""
+    total = Resources()
+    for role in document["spec"]["roles"]:
+        if held.get(role["name"]):
+            total = total + resources_of(role["resources"]).scaled(held[role["name"]])
+    return dict(total.items())
