@@ -14,6 +14,7 @@ from phalanx.control.api import jobs, nodes, queues, system, users
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
+from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
@@ -21,7 +22,8 @@ from phalanx.spec.diagnostics import format_path
 
 
 def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAPI:
-    """The API over ``db``, recording intent for ``controller``."""
+    """The API over ``db``, recording intent for ``controller``. Request bodies over
+    ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they are read."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -34,6 +36,7 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
+    app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(DataError, _unstorable)

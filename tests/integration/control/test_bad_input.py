@@ -241,7 +241,7 @@ def test_there_are_a_hundred_cases() -> None:
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def api(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
     with running_server(tmp_path_factory.mktemp("bad")) as server:
         api = Api(server.url, server.admin_token or "")
         api.queue("team-a")

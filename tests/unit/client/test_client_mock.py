@@ -188,3 +188,27 @@ def test_a_document_past_a_limit_is_refused_before_anything_is_sent() -> None:
     assert refused.value.field == "spec.priority" and refused.value.fix
     assert "spec.roles[0].replicas: must be <= 10000" in str(refused.value)
     assert sent == []
+
+
+def test_a_document_whose_body_is_over_the_apis_limit_is_refused_before_sending() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(201, json=job("big"))
+
+    argument = "x" * (60 * 2**10)  # 8 of them per role, 24 roles: within every other limit
+    roles = [
+        {"name": f"r{i}", "replicas": 1, "resources": {}, "command": [argument] * 8}
+        for i in range(24)
+    ]
+    document = {
+        "apiVersion": "phalanx/v1",
+        "kind": "Job",
+        "metadata": {"name": "big"},
+        "spec": {"roles": roles},
+    }
+    with pytest.raises(DocumentError) as refused:
+        client(handler).apply(document)
+    assert "over the API's limit of 10485760 bytes (10 MiB)" in str(refused.value)
+    assert refused.value.fix and sent == []
