@@ -72,3 +72,34 @@ def test_only_admins_manage_queues_nodes_and_users(tmp_path: Path) -> None:
         revoked = admin.user("erin")
         assert admin.http.delete("/api/v1/users/erin").status_code == 204
         assert revoked.http.get("/api/v1/jobs").status_code == 401
+
+
+def test_a_job_name_taken_by_another_user_is_not_revealed_as_theirs(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("shared")
+        alice, bob = admin.user("alice"), admin.user("bob")
+        alice.submit("acquisition-x", "shared", role())
+        refused = bob.submit("acquisition-x", "shared", role(), expect=409)
+        assert refused["detail"] == "the job name 'acquisition-x' is not available"
+        assert refused["field"] == "metadata.name"
+        assert "unique across all users" in refused["fix"] and "bob-" in refused["fix"]
+        assert "alice" not in str(refused) and "exists" not in str(refused)
+        own = alice.submit("acquisition-x", "shared", role(), expect=409)
+        assert own["detail"] == "you already have a job named 'acquisition-x'"
+        assert "delete the old job" in own["fix"]
+
+
+def test_two_users_jobs_may_make_the_same_task_name(tmp_path: Path) -> None:
+    """Job a-b's role c and job a's role b-c both make task a-b-c-0."""
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("shared")
+        alice, bob = admin.user("alice"), admin.user("bob")
+        alice.submit("a-b", "shared", role("c", command="echo alice"))
+        bob.submit("a", "shared", role("b-c", command="echo bob"))
+        for user, job in ((alice, "a-b"), (bob, "a")):
+            finished = user.wait_phase(job, "Succeeded")
+            assert [t["name"] for t in finished["tasks"]] == ["a-b-c-0"]
+            log = user.http.get(f"/api/v1/jobs/{job}/logs").text
+            assert log == f"{user.get('/api/v1/users/me')['name']}\n"
