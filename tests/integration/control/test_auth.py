@@ -6,7 +6,9 @@ import stat
 from pathlib import Path
 
 import httpx
+from typer.testing import CliRunner
 
+from phalanx.cli.main import app
 from tests.integration.control.serving import Api, role, running_server
 
 
@@ -103,3 +105,49 @@ def test_two_users_jobs_may_make_the_same_task_name(tmp_path: Path) -> None:
             assert [t["name"] for t in finished["tasks"]] == ["a-b-c-0"]
             log = user.http.get(f"/api/v1/jobs/{job}/logs").text
             assert log == f"{user.get('/api/v1/users/me')['name']}\n"
+
+
+def test_node_views_name_only_the_callers_own_tasks(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("shared")
+        alice, bob = admin.user("alice"), admin.user("bob")
+        alice.submit("alices-secret", "shared", role(command="sleep 30", gpu=1))
+        bob.submit("bobs-job", "shared", role(command="sleep 30", gpu=1))
+        alice.wait_phase("alices-secret", "Running")
+        bob.wait_phase("bobs-job", "Running")
+
+        def cards(api: Api) -> list[tuple[str, list[str], int]]:
+            return [
+                (node["name"], gpu["tasks"], gpu["other_tasks"])
+                for node in api.get("/api/v1/nodes")
+                for gpu in node["gpus"]
+                if gpu["tasks"] or gpu["other_tasks"]
+            ]
+
+        everyone = cards(admin)
+        assert sorted(t for _, tasks, _ in everyone for t in tasks) == [
+            "alices-secret-worker-0",
+            "bobs-job-worker-0",
+        ]
+        assert all(others == 0 for _, _, others in everyone)
+        seen_by_bob = cards(bob)
+        assert sorted((tasks, others) for _, tasks, others in seen_by_bob) == [
+            ([], 1),
+            (["bobs-job-worker-0"], 0),
+        ]
+        assert "alices" not in str(bob.get("/api/v1/nodes"))
+        (alices_node,) = [
+            node for node, tasks, _ in everyone if tasks == ["alices-secret-worker-0"]
+        ]
+        one = bob.get(f"/api/v1/nodes/{alices_node}")
+        assert "alices" not in str(one)
+        assert sum(gpu["other_tasks"] for gpu in one["gpus"]) == 1
+        assert one["tasks"] >= 1  # how many tasks a node holds is no secret
+
+        token = bob.http.headers["Authorization"].removeprefix("Bearer ")
+        described = CliRunner().invoke(
+            app, ["--server", server.url, "--token", token, "describe", "node", alices_node]
+        )
+        assert described.exit_code == 0, described.output
+        assert "1 of other users" in described.stdout and "alices" not in described.stdout
