@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -21,9 +22,12 @@ from phalanx.control.store.database import Database
 from phalanx.spec.diagnostics import format_path
 
 
-def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAPI:
+def create_app(
+    db: Database, controller: Controller, metrics: Metrics, *, metrics_token: str | None = None
+) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``. Request bodies over
-    ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they are read."""
+    ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they are read.
+    ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -32,6 +36,9 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.db = db
     app.state.controller = controller
     app.state.metrics = metrics
+    app.state.metrics_digest = (
+        None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
+    )
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, system):

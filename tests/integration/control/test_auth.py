@@ -151,3 +151,36 @@ def test_node_views_name_only_the_callers_own_tasks(tmp_path: Path) -> None:
         )
         assert described.exit_code == 0, described.output
         assert "1 of other users" in described.stdout and "alices" not in described.stdout
+
+
+def test_metrics_need_the_metrics_token_or_an_admins(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    (data / "metrics.token").write_text("phm_kept-from-an-earlier-start\n")
+    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+        admin = Api(server.url, server.admin_token or "")
+        carol = admin.user("carol")
+        refused = anonymous.get("/metrics")
+        assert refused.status_code == 401
+        assert "metrics.token" in refused.json()["fix"]
+        assert "credentials_file" in refused.json()["fix"]
+        assert carol.http.get("/metrics").status_code == 403
+        assert "phalanx_jobs" in admin.http.get("/metrics").text
+        token_file = data / "metrics.token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        scraper = {"Authorization": "Bearer phm_kept-from-an-earlier-start"}
+        scraped = anonymous.get("/metrics", headers=scraper)
+        assert scraped.status_code == 200 and "phalanx_jobs" in scraped.text
+        assert scraped.headers["content-type"].startswith("text/plain")
+        # the metrics token grants nothing else
+        assert anonymous.get("/api/v1/jobs", headers=scraper).status_code == 401
+        assert anonymous.get("/api/v1/nodes", headers=scraper).status_code == 401
+        assert anonymous.get("/healthz").status_code == 200
+
+
+def test_a_fresh_data_dir_gets_a_private_metrics_token(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+        token = (tmp_path / "data" / "metrics.token").read_text().strip()
+        assert token.startswith("phm_") and token == server.metrics_token
+        scraped = anonymous.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+        assert scraped.status_code == 200

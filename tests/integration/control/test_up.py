@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from phalanx.cli import up
 from phalanx.cli.main import app
-from phalanx.control import auth
+from phalanx.control import auth, metrics
 from phalanx.control.server import Server, Stopped
 from tests.integration.control.serving import CLUSTER
 
@@ -53,6 +53,7 @@ def test_first_start_prints_the_exports_then_later_starts_name_the_token_file(
     assert f"export PHALANX_SERVER=http://127.0.0.1:{port}\n" in first.stdout
     assert f"export PHALANX_TOKEN={token}\n" in first.stdout
     assert str(data / "admin.token") in first.stdout
+    assert f"/metrics takes the token in {data / 'metrics.token'}" in first.stdout
     assert len(served) == 1 and served[0].settings.port == port
 
     again = CliRunner().invoke(app, args)
@@ -70,6 +71,7 @@ def test_the_data_dir_defaults_to_the_environment(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert up.default_data_dir() == tmp_path / "xdg" / "phalanx"
     assert up.ADMIN_TOKEN_FILE == auth.ADMIN_TOKEN_FILE
+    assert up.METRICS_TOKEN_FILE == metrics.METRICS_TOKEN_FILE
 
 
 @pytest.mark.parametrize(
