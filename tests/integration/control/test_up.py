@@ -7,6 +7,7 @@ see everything ``up`` does except blocking on the API.
 from __future__ import annotations
 
 import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,35 @@ def test_a_port_in_use_is_refused(served: list[Server], tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not served
+
+
+def test_a_loose_data_dir_from_an_earlier_start_is_made_private(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    args = ["up", "--data-dir", str(data), "--port", str(free_port())]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700  # fresh: private
+    token = (data / "admin.token").read_text()
+    data.chmod(0o755)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert (data / "admin.token").read_text() == token and len(served) == 2
+
+
+def test_a_data_dir_others_could_write_is_refused_at_start(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "admin.token").write_text("phx_planted\n")
+    data.chmod(0o777)
+    result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
+    assert result.exit_code == 1, result.output
+    assert (
+        result.stderr.startswith("error: ") and "could be written by other users" in result.stderr
+    )
+    assert "fix: check what is in it, then chmod 700" in result.stderr
+    assert "Traceback" not in result.output
+    assert not served and not (data / "phalanx.db").exists()
