@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -261,3 +262,28 @@ def test_byte_limits_are_shown_in_binary_units() -> None:
         "100 bytes",
         "3073 bytes",
     ]
+
+
+def test_the_readme_states_the_limits_as_they_are() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    section = readme[readme.index("### Limits") : readme.index("### What tenants see")]
+    assert "src/phalanx/spec/limits.py" in section
+    for shown in (
+        limits.size(limits.MAX_INPUT_SIZE),
+        f"{limits.MAX_REPLICAS:,}",
+        f"| {limits.MAX_ROLES} |",
+        f"{limits.MAX_RETRY:,}",
+        f"{limits.MAX_DURATION / 86_400:g} days",
+        f"{limits.MIN_WEIGHT:g} to {limits.MAX_WEIGHT:,.0f}",
+        f"{limits.MAX_ENV_VARS:,} variables",
+        f"one `NAME=value` {limits.size(limits.MAX_ENV_ENTRY)}",
+        f"{limits.size(limits.MAX_ENV_BYTES)} in all",
+        f"{limits.MAX_COMMAND_ARGS:,} arguments",
+        f"one {limits.size(limits.MAX_COMMAND_ARG)}",
+        f"{limits.size(limits.MAX_COMMAND_BYTES)} in all",
+        f"{limits.MAX_NAME} characters",
+        f"{limits.MAX_LABEL} (DNS-1123 label)",
+        limits.size(limits.MAX_ANNOTATIONS_BYTES),
+    ):
+        assert shown in section, shown
+    assert limits.MAX_QUANTITY == 2**63 and limits.MAX_PRIORITY == 2**31 - 1
