@@ -9,7 +9,7 @@ import httpx
 from typer.testing import CliRunner
 
 from phalanx.cli.main import app
-from tests.integration.control.serving import Api, role, running_server
+from tests.integration.control.serving import Api, role, running_server, wait_for
 
 
 def test_first_start_writes_a_private_admin_token(tmp_path: Path) -> None:
@@ -125,7 +125,8 @@ def test_node_views_name_only_the_callers_own_tasks(tmp_path: Path) -> None:
                 if gpu["tasks"] or gpu["other_tasks"]
             ]
 
-        everyone = cards(admin)
+        # the nodes' view is published by the controller's tick: wait for both tasks in it
+        everyone = wait_for(lambda: len(cards(admin)) == 2 and cards(admin), "both tasks placed")
         assert sorted(t for _, tasks, _ in everyone for t in tasks) == [
             "alices-secret-worker-0",
             "bobs-job-worker-0",
