@@ -5,7 +5,9 @@ names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn`
 names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
-``networkTopology.groupSize``, when given, is at most the job's replicas.
+``networkTopology.groupSize``, when given, is at most the job's replicas. Every bound
+of ``phalanx.spec.limits`` holds: replicas and roles, priority, ``maxRetry``, the
+durations, and each role's command and environment fit what ``execve`` accepts.
 """
 
 from __future__ import annotations

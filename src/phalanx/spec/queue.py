@@ -2,7 +2,8 @@
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
 and deserved share never exceed its capability on any resource, and each cell type
-appears once in its ``cells``.
+appears once in its ``cells``. Its weight, priority, starvation threshold and quantities
+are within the bounds of ``phalanx.spec.limits``.
 """
 
 from __future__ import annotations
