@@ -152,7 +152,10 @@ def _run(console: Console, server: Server, scratch: Path) -> None:
             console.print(f"submitted [bold]{document['metadata']['name']}[/]")
         jobs = _follow(console, api)
         _summary(console, api, jobs)
-    console.print(f"API: {server.url}/docs   metrics: {server.url}/metrics")
+    console.print(
+        f"API: {server.url}/docs   metrics: {server.url}/metrics "
+        f"(token: {server.settings.data_dir / 'metrics.token'})"
+    )
     console.print(f"export PHALANX_SERVER={server.url}\nexport PHALANX_TOKEN={token}")
 
 

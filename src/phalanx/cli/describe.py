@@ -17,7 +17,7 @@ from rich.text import Text
 
 from phalanx.cli import render
 from phalanx.cli.remote import connect, console
-from phalanx.client import EventView, JobView, NodeView, QueueView, WhyView
+from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(help="Show one job, queue or node in detail.", no_args_is_help=True)
@@ -217,6 +217,12 @@ def _capacity(node: NodeView) -> Table:
     return table
 
 
+def _card_tasks(gpu: GpuView) -> str:
+    """The card's tasks the caller may see by name, then how many of other users'."""
+    others = f"{gpu.other_tasks} of other users" if gpu.other_tasks else ""
+    return ", ".join([*gpu.tasks, others] if others else gpu.tasks) or "-"
+
+
 def _gpus(node: NodeView) -> Table | Text:
     if not node.gpus:
         return Text("none", style="dim")
@@ -229,6 +235,6 @@ def _gpus(node: NodeView) -> Table | Text:
             gpu.model or "-",
             render.bar(gpu.used, 1.0),
             f"{gpu.used:.0%}",
-            ", ".join(gpu.tasks) or "-",
+            _card_tasks(gpu),
         )
     return table

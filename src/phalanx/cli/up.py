@@ -5,7 +5,8 @@ not validate, a port in use, a bad database URL) end with one ``error:`` line na
 the option and the fix, and no admin is created; all but the database are checked
 before the data dir is touched. On a fresh data dir it prints the
 ``export`` lines that point the CLI at the server with the new admin token (also saved
-in ``DATA_DIR/admin.token``); later starts say where that file is. SIGINT (Ctrl-C) and
+in ``DATA_DIR/admin.token``); later starts say where that file is. Every start says
+where the token that reads ``/metrics`` is (``DATA_DIR/metrics.token``). SIGINT (Ctrl-C) and
 SIGTERM stop it in order (``Server.serve``); it then says so on stderr and exits 0.
 """
 
@@ -28,6 +29,8 @@ EXECUTORS: Final = ("local",)
 DATA_DIR_ENV: Final = "PHALANX_DATA_DIR"
 #: The file in the data dir that holds the first admin's token (``control.auth`` writes it).
 ADMIN_TOKEN_FILE: Final = "admin.token"
+#: The file in the data dir that holds the token for ``/metrics`` (``control.metrics``).
+METRICS_TOKEN_FILE: Final = "metrics.token"
 
 
 def default_data_dir() -> Path:
@@ -136,6 +139,10 @@ def announce(server: Server, data_dir: Path) -> None:
         typer.echo(f"# the admin token is in {token_file}")
     else:
         typer.echo(f"# {token_file} is gone; ask an admin for a token (phalanx token create)")
+    typer.echo(
+        f"# /metrics takes the token in {data_dir / METRICS_TOKEN_FILE} "
+        "(Prometheus: authorization.credentials_file) or an admin's token"
+    )
 
 
 def _client_url(host: str, port: int) -> str:

@@ -361,7 +361,8 @@ class Client:
         return Health(status=body["status"], version=str(body.get("version", "")))
 
     def metrics_text(self) -> str:
-        """The Prometheus text exposition of ``/metrics``."""
+        """The Prometheus text exposition of ``/metrics`` (needs an admin's token or the
+        metrics token)."""
         return self._send(self._http.build_request("GET", "/metrics")).text
 
     # -- plumbing ------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """What ``Client.apply`` sends: documents checked here first, then sent as written.
 
 Guarantees: every document is validated locally (``phalanx.spec``) before anything is
-sent, so a bad file changes nothing on the server. A bad document raises
+sent, so a bad file changes nothing on the server; that includes the size of the body
+each becomes, which the API caps at ``MAX_INPUT_SIZE`` (10 MiB) as the loader does. A bad document raises
 ``DocumentError`` naming the source, the document, its line (when it came from text)
 and the field, with the fix. Queues come before jobs, each in input order, so a file
 can hold a queue and the jobs that go to it. Each document is sent as the user wrote
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 
 from phalanx.domain.errors import DocumentError
 from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
+from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
 from phalanx.spec.scheduler import SchedulerConfigDocument
 
@@ -144,6 +146,12 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
     kind: Literal["Queue", "Job"] = "Queue" if isinstance(document, QueueDocument) else "Job"
     assert isinstance(document, QueueDocument | JobDocument)
     body = json.dumps(raw, default=_jsonable).encode()
+    if len(body) > MAX_INPUT_SIZE:
+        raise DocumentError(
+            f"{where} is {len(body)} bytes as JSON, over the API's limit of "
+            f"{MAX_INPUT_SIZE} bytes ({size(MAX_INPUT_SIZE)})",
+            fix="split it into several documents, and keep large data in files the job reads",
+        )
     return PreparedDocument(kind=kind, name=document.metadata.name, body=body, where=where)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -13,29 +14,39 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
 from phalanx.control.api import jobs, nodes, queues, system, tokens, users
-from phalanx.control.api.deps import ApiError
+from phalanx.control.api.deps import ApiError, errors
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
+from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.spec.diagnostics import format_path
 
 
-def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAPI:
-    """The API over ``db``, recording intent for ``controller``."""
+def create_app(
+    db: Database, controller: Controller, metrics: Metrics, *, metrics_token: str | None = None
+) -> FastAPI:
+    """The API over ``db``, recording intent for ``controller``. Request bodies over
+    ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they are read.
+    ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
         description="A scheduler for AI jobs on shared GPU clusters.",
+        responses=errors(413),  # any request with a body over the limit (``BodyLimit``)
     )
     app.state.db = db
     app.state.controller = controller
     app.state.metrics = metrics
+    app.state.metrics_digest = (
+        None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
+    )
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, tokens, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
+    app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

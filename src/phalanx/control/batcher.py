@@ -23,7 +23,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView
 from phalanx.control.store.database import Database
-from phalanx.control.submit import check_queues, name_taken, store_jobs
+from phalanx.control.submit import check_queues, name_taken, owner_of, store_jobs
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 
@@ -95,7 +95,9 @@ class SubmissionWriter:
                 for item in batch:
                     self._write([item])
             elif isinstance(error, IntegrityError):
-                batch[0][2].set_exception(name_taken(batch[0][0].metadata.name))
+                document, submitter, future = batch[0]
+                name = document.metadata.name
+                future.set_exception(name_taken(name, submitter, self._owner_of(name)))
             else:  # the database refused one of its values: the submitter hears why
                 batch[0][2].set_exception(error)
             return
@@ -114,3 +116,13 @@ class SubmissionWriter:
                 log.exception("handing %d stored jobs over failed", len(stored))
         for (_, _, future), job in zip(accepted, stored, strict=True):
             future.set_result(job.view)
+
+    def _owner_of(self, name: str) -> str | None:
+        """Whose job is named ``name``; None when that cannot be read (the answer then
+        does not name the submitter's own job as such)."""
+        try:
+            with self._db.session() as session:
+                return owner_of(session, name)
+        except Exception:
+            log.exception("reading the owner of job %s failed", name)
+            return None

@@ -4,13 +4,21 @@ Counters and the session-latency histogram are updated by the controller as thin
 happen; everything else (jobs by phase, pending reasons, queue quotas and allocation,
 starvation, GPU allocation ratio) is computed from the store and the controller's
 published view when scraped, so it is never stale and costs nothing between scrapes.
+
+Reading ``/metrics`` takes a bearer token: an admin's, or the server's metrics token,
+which grants nothing else. That token is kept in ``DATA_DIR/metrics.token`` (mode
+0600), made on the first start and read on every later one, so a scrape configuration
+that points at the file keeps working; deleting the file and restarting replaces it.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -24,6 +32,28 @@ if TYPE_CHECKING:
     from phalanx.control.controllers.views import ClusterView
 
 _WAITING = ("Pending", "Queued")
+
+#: The file in the data dir that holds the metrics token.
+METRICS_TOKEN_FILE: Final = "metrics.token"
+#: How a metrics token starts (an API token starts with ``phx_``).
+METRICS_TOKEN_PREFIX: Final = "phm_"
+
+
+def metrics_token(data_dir: Path) -> str:
+    """The token that reads ``/metrics``: the one in ``data_dir/metrics.token``, or a new
+    random one (256 bits) written there with mode 0600. The file's mode is made 0600."""
+    path = data_dir / METRICS_TOKEN_FILE
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        token = METRICS_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(token + "\n")
+    path.chmod(0o600)
+    return token
 
 
 class Metrics:

@@ -1,7 +1,9 @@
 """``phalanx up`` in one process: the API, the controller and the local executor.
 
 The data dir holds the SQLite database (unless ``db`` names another), the admin token,
-and every task's working directory and logs. Starting again on the same data dir
+the metrics token (``/metrics`` needs it, or an admin's token), and every task's
+working directory and logs; it is private to the server's user (mode 0700: see
+``control.datadir``). Starting again on the same data dir
 resumes: accepted jobs are all there, live tasks are re-adopted.
 
 SIGINT and SIGTERM both stop the server in order (``Server.serve``): the API stops
@@ -28,8 +30,9 @@ from phalanx.control.app import create_app
 from phalanx.control.auth import bootstrap_admin
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.datadir import prepare_data_dir
 from phalanx.control.localhost import local_node
-from phalanx.control.metrics import Metrics
+from phalanx.control.metrics import Metrics, metrics_token
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Node
@@ -116,9 +119,10 @@ class Server:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         data_dir = settings.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        prepare_data_dir(data_dir)  # private (0700) before anything is read or written
         self.db = Database.open(settings.db_url or sqlite_url(data_dir))
         self.admin_token = bootstrap_admin(self.db, data_dir)
+        self.metrics_token = metrics_token(data_dir)
         self.metrics = Metrics()
         nodes = cluster_nodes(settings.cluster)
         self.controller = Controller(
@@ -130,7 +134,9 @@ class Server:
             metrics=self.metrics,
         )
         self.metrics.watch(self.db, lambda: self.controller.view)
-        self.app = create_app(self.db, self.controller, self.metrics)
+        self.app = create_app(
+            self.db, self.controller, self.metrics, metrics_token=self.metrics_token
+        )
         config = uvicorn.Config(
             self.app,
             host=settings.host,

@@ -220,11 +220,32 @@ def requested(document: dict[str, Any]) -> dict[str, float]:
     return dict(total.items())
 
 
-def name_taken(name: str) -> ApiError:
-    """The answer to a job whose name is already used."""
+def owner_of(session: Session, name: str) -> str | None:
+    """The user whose job is named ``name``, or None."""
+    return session.scalar(select(JobRow.user).where(JobRow.name == name))
+
+
+def name_taken(name: str, caller: Principal, owner: str | None) -> ApiError:
+    """The answer to a job whose name is already used.
+
+    Job names are unique across every user of the server (the scheduler, the executor's
+    directories and the API all know a job by its name alone). So a name taken by
+    another user's job cannot be given out, but the answer does not say whose it is, nor
+    that it names a job: only that the name is not available. The caller's own job is
+    named as such, with what to do (``owner``: the user whose job has the name, None
+    when unknown).
+    """
+    if owner == caller.name:
+        return ApiError(
+            409,
+            f"you already have a job named {name!r}",
+            field="metadata.name",
+            fix="choose another name, or delete the old job first (phalanx delete job NAME)",
+        )
     return ApiError(
         409,
-        f"a job named {name!r} already exists",
+        f"the job name {name!r} is not available",
         field="metadata.name",
-        fix="choose another name, or delete the old job first (phalanx delete job NAME)",
+        fix="choose another name: job names are unique across all users of this server "
+        f"(starting yours with your user name, {caller.name}-..., avoids clashes)",
     )

@@ -11,7 +11,8 @@ from phalanx.spec.cluster import ClusterDocument, GpuSpec, NodeGroupSpec
 from phalanx.spec.common import API_VERSION, Metadata, parse_duration
 from phalanx.spec.importers import import_openpai_job, import_volcano_job, import_volcano_queue
 from phalanx.spec.job import JobDocument, RoleSpec
-from phalanx.spec.loader import KNOWN_KINDS, MAX_INPUT_SIZE, Document, load_documents, load_file
+from phalanx.spec.limits import MAX_INPUT_SIZE
+from phalanx.spec.loader import KNOWN_KINDS, Document, load_documents, load_file
 from phalanx.spec.quantity import ResourceMap, resources_of
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument

@@ -23,6 +23,15 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from phalanx.domain.errors import DocumentError, InvalidInput
+from phalanx.spec.limits import (
+    MAX_ANNOTATIONS_BYTES,
+    MAX_DURATION,
+    MAX_LABEL,
+    MAX_NAME,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    size,
+)
 
 #: The apiVersion of phalanx's own documents.
 API_VERSION: Final = "phalanx/v1"
@@ -100,7 +109,7 @@ Name = Annotated[
     AfterValidator(
         _pattern(
             rf"{_DNS_LABEL}(\.{_DNS_LABEL})*",
-            253,
+            MAX_NAME,
             "name (DNS-1123)",
             "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
         )
@@ -113,7 +122,7 @@ DnsLabel = Annotated[
     AfterValidator(
         _pattern(
             _DNS_LABEL,
-            63,
+            MAX_LABEL,
             "name (DNS-1123 label)",
             "lowercase letters, digits and '-', starting and ending with a letter or digit",
         )
@@ -126,7 +135,7 @@ UserName = Annotated[
     AfterValidator(
         _pattern(
             r"[A-Za-z0-9]([-A-Za-z0-9_.@+]*[A-Za-z0-9])?",
-            253,
+            MAX_NAME,
             "user name",
             "letters, digits, '-', '_', '.', '@' and '+', starting and ending alphanumeric",
         )
@@ -175,12 +184,29 @@ PluginName = Annotated[
 ]
 
 
+def _annotations_size(annotations: dict[str, str]) -> dict[str, str]:
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if total > MAX_ANNOTATIONS_BYTES:
+        raise located(
+            f"{total} bytes of annotations is more than the limit of {size(MAX_ANNOTATIONS_BYTES)}",
+            "keep large data out of annotations (store it in a file the job reads)",
+        )
+    return annotations
+
+
+#: A job's or queue's priority: a 32-bit signed integer, as a Kubernetes PriorityClass value.
+Priority = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY)]
+
+
 class Metadata(SpecModel):
-    """``metadata``: the document's name, labels and annotations."""
+    """``metadata``: the document's name, labels and annotations (at most
+    ``MAX_ANNOTATIONS_BYTES`` of annotation keys and values)."""
 
     name: Name
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    annotations: dict[LabelKey, str] = Field(default_factory=dict)
+    annotations: Annotated[dict[LabelKey, str], AfterValidator(_annotations_size)] = Field(
+        default_factory=dict
+    )
 
 
 _DURATION: Final = re.compile(
@@ -224,3 +250,18 @@ def _duration(value: object) -> float:
 
 #: A duration field: validated and stored as seconds.
 Duration = Annotated[float, PlainValidator(_duration, json_schema_input_type=str | float)]
+
+
+def _within_max_duration(seconds: float) -> float:
+    if seconds > MAX_DURATION:
+        limit = f"{MAX_DURATION / 86400:g}d"
+        raise located(
+            f"{seconds:.4g} seconds is more than the limit of {limit} ({MAX_DURATION:.0f} s)",
+            f"give at most {limit}",
+        )
+    return seconds
+
+
+#: A duration a job or queue asks for (walltime, estimates, thresholds): at most
+#: ``MAX_DURATION``.
+JobDuration = Annotated[Duration, AfterValidator(_within_max_duration)]

@@ -99,6 +99,10 @@ def _describe(kind: str, ctx: dict[str, Any], value: Any, msg: str) -> tuple[str
         return f"{_shown(value)} is not allowed", f"use one of {ctx['expected']}"
     if kind == "too_short":
         return "must not be empty", f"give at least {ctx.get('min_length', 1)} item(s)"
+    if kind == "too_long" and "max_length" in ctx:
+        most = ctx["max_length"]
+        found = f"{ctx['actual_length']} items" if "actual_length" in ctx else "more items"
+        return f"{found} is more than the limit of {most}", f"give at most {most}"
     if kind == "finite_number":
         return f"{_shown(value)} is not finite", "write a finite number"
     return msg, "correct the value"

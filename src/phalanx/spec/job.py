@@ -5,7 +5,9 @@ names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn`
 names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
-``networkTopology.groupSize``, when given, is at most the job's replicas.
+``networkTopology.groupSize``, when given, is at most the job's replicas. Every bound
+of ``phalanx.spec.limits`` holds: replicas and roles, priority, ``maxRetry``, the
+durations, and each role's command and environment fit what ``execve`` accepts.
 """
 
 from __future__ import annotations
@@ -19,23 +21,33 @@ from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
     DnsLabel,
-    Duration,
     EnvName,
+    JobDuration,
     LabelKey,
     LabelValue,
     Metadata,
     Name,
+    Priority,
     SpecModel,
     UserName,
     located,
+)
+from phalanx.spec.limits import (
+    MAX_COMMAND_ARG,
+    MAX_COMMAND_ARGS,
+    MAX_COMMAND_BYTES,
+    MAX_ENV_BYTES,
+    MAX_ENV_ENTRY,
+    MAX_ENV_VARS,
+    MAX_REPLICAS,
+    MAX_RETRY,
+    MAX_ROLES,
+    size,
 )
 from phalanx.spec.placement import AffinityTerm, TolerationSpec
 from phalanx.spec.quantity import ResourceMap, resources_of
 
 SHELL: Final = ("/bin/sh", "-c")
-
-#: Most tasks one job may have; a guard against hostile input.
-MAX_REPLICAS: Final = 100_000
 
 
 def _shell_string(value: Any) -> Any:
@@ -54,13 +66,72 @@ def _no_nul(argv: list[str]) -> list[str]:
     return argv
 
 
+_TOO_BIG_FIX: Final = "put large data in a file the task reads (or a script it runs)"
+
+
+def _fits_execve(argv: list[str]) -> list[str]:
+    """The command fits what the kernel passes to a program (see ``phalanx.spec.limits``)."""
+    if len(argv) > MAX_COMMAND_ARGS:
+        raise located(
+            f"{len(argv)} arguments is more than the limit of {MAX_COMMAND_ARGS}", _TOO_BIG_FIX
+        )
+    total = 0
+    for i, arg in enumerate(argv):
+        length = len(arg.encode())
+        if length > MAX_COMMAND_ARG:
+            raise located(
+                f"{length} bytes is more than the limit of {size(MAX_COMMAND_ARG)} "
+                "for one argument",
+                _TOO_BIG_FIX,
+                at=(i,),
+            )
+        total += length
+    if total > MAX_COMMAND_BYTES:
+        raise located(
+            f"{total} bytes in all is more than the limit of {size(MAX_COMMAND_BYTES)}",
+            _TOO_BIG_FIX,
+        )
+    return argv
+
+
+def _env_fits_execve(env: dict[str, str]) -> dict[str, str]:
+    """The environment fits what the kernel passes to a program, as ``NAME=value``
+    strings (see ``phalanx.spec.limits``)."""
+    if len(env) > MAX_ENV_VARS:
+        raise located(
+            f"{len(env)} variables is more than the limit of {MAX_ENV_VARS}", _TOO_BIG_FIX
+        )
+    total = 0
+    for name, value in env.items():
+        length = len(name.encode()) + 1 + len(value.encode())
+        if length > MAX_ENV_ENTRY:
+            raise located(
+                f"{name}=... is {length} bytes, more than the limit of {size(MAX_ENV_ENTRY)} "
+                "for one variable",
+                _TOO_BIG_FIX,
+                at=(name,),
+            )
+        total += length
+    if total > MAX_ENV_BYTES:
+        raise located(
+            f"{total} bytes of NAME=value in all is more than the limit of {size(MAX_ENV_BYTES)}",
+            _TOO_BIG_FIX,
+        )
+    return env
+
+
 def _no_nul_text(value: str) -> str:
     if "\0" in value:
         raise located("contains a NUL character", "remove it")
     return value
 
 
-Command = Annotated[list[str], BeforeValidator(_shell_string), AfterValidator(_no_nul)]
+Command = Annotated[
+    list[str],
+    BeforeValidator(_shell_string),
+    AfterValidator(_no_nul),
+    AfterValidator(_fits_execve),
+]
 
 
 class Dependency(SpecModel):
@@ -99,7 +170,10 @@ class RoleSpec(Placement):
     replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
     resources: ResourceMap
     command: Command = Field(default_factory=list)
-    env: dict[EnvName, Annotated[str, AfterValidator(_no_nul_text)]] = Field(default_factory=dict)
+    env: Annotated[
+        dict[EnvName, Annotated[str, AfterValidator(_no_nul_text)]],
+        AfterValidator(_env_fits_execve),
+    ] = Field(default_factory=dict)
     depends_on: list[Dependency] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -133,16 +207,16 @@ class JobSpec(Placement):
 
     queue: Name = "default"
     user: UserName = "default"
-    priority: int = 0
+    priority: Priority = 0
     min_available: Annotated[int, Field(ge=1)] | None = None
-    max_retry: Annotated[int, Field(ge=0)] = 3
-    walltime: Duration | None = None
-    runtime_estimate: Duration | None = None
-    starvation_threshold: Duration | None = None
+    max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
+    walltime: JobDuration | None = None
+    runtime_estimate: JobDuration | None = None
+    starvation_threshold: JobDuration | None = None
     preemptible: bool = True
     service_class: Literal["online", "offline"] | None = None
     network_topology: NetworkTopologySpec | None = None
-    roles: Annotated[list[RoleSpec], Field(min_length=1)]
+    roles: Annotated[list[RoleSpec], Field(min_length=1, max_length=MAX_ROLES)]
 
     def to_job(self, name: str, creation_time: float, roles: tuple[Role, ...] | None = None) -> Job:
         """The domain ``Job`` ``name`` of this spec (phase Pending, every task pending);
@@ -170,8 +244,8 @@ class JobSpec(Placement):
         total = sum(role.replicas for role in self.roles)
         if total > MAX_REPLICAS:
             raise located(
-                f"{total} replicas in all is more than the limit of {MAX_REPLICAS}",
-                "split the job or lower the replicas",
+                f"{total} replicas in all is more than the limit of {MAX_REPLICAS} per job",
+                "lower the replicas, or split the work into several jobs",
                 at=("roles",),
             )
         if self.min_available is not None and self.min_available > total:

@@ -32,11 +32,10 @@ from phalanx.spec.importers.volcano import (
     import_volcano_queue,
 )
 from phalanx.spec.job import JobDocument
+from phalanx.spec.limits import MAX_INPUT_SIZE
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 
-#: Largest input accepted: characters of text, or bytes of a file.
-MAX_INPUT_SIZE: Final = 10 * 2**20
 #: Deepest nesting of mappings and lists accepted.
 MAX_DEPTH: Final = 64
 

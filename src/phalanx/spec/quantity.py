@@ -3,7 +3,8 @@
 A ``ResourceMap`` keeps what the person wrote (so a document renders back as
 written) and is guaranteed to convert with ``resources_of`` into a domain
 ``Resources`` in canonical units: every name and quantity was checked by the same
-rules as ``phalanx.domain.resources.canonical_amount``.
+rules as ``phalanx.domain.resources.canonical_amount``, and no quantity is over
+``MAX_QUANTITY`` of its base unit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import AfterValidator, PlainValidator
 from phalanx.domain.errors import QuantityError
 from phalanx.domain.resources import Resources, canonical_amount, parse_quantity
 from phalanx.spec.common import from_invalid, located
+from phalanx.spec.limits import MAX_QUANTITY
 
 QuantityValue: TypeAlias = str | int | float
 
@@ -34,9 +36,14 @@ def _check_quantity(value: object) -> QuantityValue:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise located(f"expected a quantity, got {type(value).__name__}", _QUANTITY_FIX)
     try:
-        parse_quantity(value)
+        amount = parse_quantity(value)
     except QuantityError as error:
         raise from_invalid(error) from None
+    if amount > MAX_QUANTITY:
+        raise located(
+            f"{str(value)[:40]!r} is more than the largest quantity, 2^63 ({MAX_QUANTITY:.3g})",
+            "write at most 2^63 of the base unit (8Ei of memory)",
+        )
     return value
 
 

@@ -2,7 +2,8 @@
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
 and deserved share never exceed its capability on any resource, and each cell type
-appears once in its ``cells``.
+appears once in its ``cells``. Its weight, priority, starvation threshold and quantities
+are within the bounds of ``phalanx.spec.limits``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import Resources
 from phalanx.spec.common import (
     API_VERSION,
-    Duration,
+    JobDuration,
     Metadata,
     Name,
+    Priority,
     SpecModel,
     UserName,
     located,
 )
+from phalanx.spec.limits import MAX_WEIGHT, MIN_WEIGHT
 from phalanx.spec.quantity import ResourceMap, resources_of
 
 
@@ -45,14 +48,14 @@ class QueueSpec(SpecModel):
     """
 
     parent: Name = ROOT_QUEUE
-    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    weight: Annotated[float, Field(ge=MIN_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)] = 1.0
     guarantee: ResourceMap = Field(default_factory=dict)
     deserved: ResourceMap | None = None
     capability: ResourceMap | None = None
     reclaimable: bool = True
     overcommit: bool = False
-    priority: int = 0
-    starvation_threshold: Duration | None = None
+    priority: Priority = 0
+    starvation_threshold: JobDuration | None = None
     #: who may submit here (the control plane's ACL); omitted: every user. Admins always may.
     submitters: list[UserName] | None = None
     cells: list[CellGuaranteeSpec] = Field(default_factory=list)

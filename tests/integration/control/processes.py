@@ -13,6 +13,7 @@ A server that exits before it answers fails the test at once with its stderr.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -28,8 +29,11 @@ from tests.integration.control.serving import CLUSTER, DEADLINE, Api
 
 SERVE = textwrap.dedent(
     """
-    import sys
+    import os, resource, sys
     from pathlib import Path
+    if os.environ.get("PHALANX_TEST_STACK"):  # ARG_MAX is a quarter of the stack limit
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+        resource.setrlimit(resource.RLIMIT_STACK, (int(os.environ["PHALANX_TEST_STACK"]), hard))
     from phalanx.control.controllers.core import Timing
     from phalanx.control.server import Server, ServerSettings
     data, port, cluster, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] or None
@@ -76,9 +80,12 @@ def start(
     cluster: str = CLUSTER,
     port: int | None = None,
     cli: bool = False,
+    stack_limit: int | None = None,
 ) -> ServerProcess:
     """A server on ``tmp_path/data`` answering ``/healthz`` (the same data dir, cluster
-    file and database on every call: a restart)."""
+    file and database on every call: a restart). ``stack_limit`` (bytes; not with
+    ``cli``) lowers the server's stack limit once it runs, and so the ``ARG_MAX`` of the
+    tasks it starts (a quarter of it)."""
     (port_,) = (port,) if port is not None else free_ports(1)
     cluster_file = tmp_path / "cluster.yaml"
     cluster_file.write_text(cluster)
@@ -92,8 +99,9 @@ def start(
         args += ["--db", db] if db else []
     else:
         args = [sys.executable, "-c", SERVE, str(data), str(port_), str(cluster_file), db or ""]
+    env = {**os.environ, "PHALANX_TEST_STACK": str(stack_limit or "")}
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(args, stdout=stdout, stderr=stderr)
+        process = subprocess.Popen(args, stdout=stdout, stderr=stderr, env=env)
     served = ServerProcess(process=process, url=f"http://127.0.0.1:{port_}", data=data, stderr=err)
     deadline = time.monotonic() + DEADLINE
     while True:

@@ -71,6 +71,20 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("replicas as text", _set(f"{_ROLE}.replicas", "two"), "replicas"),
     ("huge replicas", _set(f"{_ROLE}.replicas", 10**12), "replicas"),
     ("replicas as float", _set(f"{_ROLE}.replicas", 1.5), "replicas"),
+    # past the limits of phalanx.spec.limits (each was stored before they existed)
+    ("100,000 replicas", _set(f"{_ROLE}.replicas", 100_000), "replicas"),
+    (
+        "10,000 roles",
+        _set(
+            "spec.roles",
+            [{**VALID["spec"]["roles"][0], "name": f"r{i}", "replicas": 1} for i in range(10_000)],
+        ),
+        "spec.roles",
+    ),
+    ("priority 2**70", _set("spec.priority", 2**70), "spec.priority"),
+    ("maxRetry 2**64", _set("spec.maxRetry", 2**64), "spec.maxRetry"),
+    ("walltime 99999999999999h", _set("spec.walltime", "99999999999999h"), "spec.walltime"),
+    ("env value of 1 MiB", _set(f"{_ROLE}.env", {"BIG": "x" * 2**20}), "env.BIG"),
     ("no resources", _set(f"{_ROLE}.resources", _DELETE), "resources"),
     ("gpu as text", _set(f"{_ROLE}.resources.gpu", "two"), "resources.gpu"),
     ("gpu 1.5", _set(f"{_ROLE}.resources.gpu", 1.5), "resources.gpu"),
@@ -227,7 +241,7 @@ def test_there_are_a_hundred_cases() -> None:
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def api(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
     with running_server(tmp_path_factory.mktemp("bad")) as server:
         api = Api(server.url, server.admin_token or "")
         api.queue("team-a")
@@ -273,6 +287,19 @@ def test_a_nul_byte_in_a_parameter_is_refused_naming_it(
     response = api.http.get(path, params=params)  # PostgreSQL would refuse it: a 500
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field and response.json()["fix"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [({"weight": 1e308}, "spec.weight"), ({"priority": 2**70}, "spec.priority")],
+)
+def test_a_queue_past_a_limit_is_refused_naming_the_field(
+    api: Api, spec: dict[str, Any], field: str
+) -> None:
+    document = {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": "absurd"}}
+    answer = api.post("/api/v1/queues", {**document, "spec": spec}, expect=422)
+    assert answer["field"] == field and answer["fix"]
+    assert api.get("/api/v1/queues/absurd", expect=404)
 
 
 def test_nothing_malformed_was_stored(api: Api) -> None:

@@ -7,6 +7,7 @@ see everything ``up`` does except blocking on the API.
 from __future__ import annotations
 
 import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from phalanx.cli import up
 from phalanx.cli.main import app
-from phalanx.control import auth
+from phalanx.control import auth, metrics
 from phalanx.control.server import Server, Stopped
 from tests.integration.control.serving import CLUSTER
 
@@ -53,6 +54,7 @@ def test_first_start_prints_the_exports_then_later_starts_name_the_token_file(
     assert f"export PHALANX_SERVER=http://127.0.0.1:{port}\n" in first.stdout
     assert f"export PHALANX_TOKEN={token}\n" in first.stdout
     assert str(data / "admin.token") in first.stdout
+    assert f"/metrics takes the token in {data / 'metrics.token'}" in first.stdout
     assert len(served) == 1 and served[0].settings.port == port
 
     again = CliRunner().invoke(app, args)
@@ -70,6 +72,7 @@ def test_the_data_dir_defaults_to_the_environment(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert up.default_data_dir() == tmp_path / "xdg" / "phalanx"
     assert up.ADMIN_TOKEN_FILE == auth.ADMIN_TOKEN_FILE
+    assert up.METRICS_TOKEN_FILE == metrics.METRICS_TOKEN_FILE
 
 
 @pytest.mark.parametrize(
@@ -106,3 +109,35 @@ def test_a_port_in_use_is_refused(served: list[Server], tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not served
+
+
+def test_a_loose_data_dir_from_an_earlier_start_is_made_private(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    args = ["up", "--data-dir", str(data), "--port", str(free_port())]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700  # fresh: private
+    token = (data / "admin.token").read_text()
+    data.chmod(0o755)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert (data / "admin.token").read_text() == token and len(served) == 2
+
+
+def test_a_data_dir_others_could_write_is_refused_at_start(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "admin.token").write_text("phx_planted\n")
+    data.chmod(0o777)
+    result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
+    assert result.exit_code == 1, result.output
+    assert (
+        result.stderr.startswith("error: ") and "could be written by other users" in result.stderr
+    )
+    assert "fix: check what is in it, then chmod 700" in result.stderr
+    assert "Traceback" not in result.output
+    assert not served and not (data / "phalanx.db").exists()

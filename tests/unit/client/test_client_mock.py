@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from phalanx.client import Client, ClientError
+from phalanx.domain.errors import DocumentError
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -164,3 +165,50 @@ def test_closing_an_unread_log_frees_the_connection() -> None:
     with client(handler).logs("j", follow=True):
         pass
     assert body.closed
+
+
+def test_a_document_past_a_limit_is_refused_before_anything_is_sent() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(201, json=job("big"))
+
+    document = {
+        "apiVersion": "phalanx/v1",
+        "kind": "Job",
+        "metadata": {"name": "big"},
+        "spec": {
+            "priority": 2**70,
+            "roles": [{"name": "w", "replicas": 100_000, "resources": {}, "command": "true"}],
+        },
+    }
+    with pytest.raises(DocumentError) as refused:
+        client(handler).apply(document)
+    assert refused.value.field == "spec.priority" and refused.value.fix
+    assert "spec.roles[0].replicas: must be <= 10000" in str(refused.value)
+    assert sent == []
+
+
+def test_a_document_whose_body_is_over_the_apis_limit_is_refused_before_sending() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(201, json=job("big"))
+
+    argument = "x" * (60 * 2**10)  # 8 of them per role, 24 roles: within every other limit
+    roles = [
+        {"name": f"r{i}", "replicas": 1, "resources": {}, "command": [argument] * 8}
+        for i in range(24)
+    ]
+    document = {
+        "apiVersion": "phalanx/v1",
+        "kind": "Job",
+        "metadata": {"name": "big"},
+        "spec": {"roles": roles},
+    }
+    with pytest.raises(DocumentError) as refused:
+        client(handler).apply(document)
+    assert "over the API's limit of 10485760 bytes (10 MiB)" in str(refused.value)
+    assert refused.value.fix and sent == []

@@ -59,13 +59,13 @@ CASES = [
         "spec.roles[0].replicas: expected an integer",
     ),
     (
-        edit(MINIMAL_JOB, "replicas: 1", "replicas: 100001"),
-        "spec.roles[0].replicas: must be <= 100000",
+        edit(MINIMAL_JOB, "replicas: 1", "replicas: 10001"),
+        "spec.roles[0].replicas: must be <= 10000",
     ),
     (
-        MINIMAL_JOB.replace("replicas: 1", "replicas: 60000")
-        + "  - {name: worker, replicas: 60000, resources: {}}\n",
-        "spec.roles: 120000 replicas in all is more than the limit of 100000",
+        MINIMAL_JOB.replace("replicas: 1", "replicas: 6000")
+        + "  - {name: worker, replicas: 6000, resources: {}}\n",
+        "spec.roles: 12000 replicas in all is more than the limit of 10000 per job",
     ),
     (
         with_spec(MINIMAL_JOB, "minAvailable: 2"),
@@ -75,7 +75,7 @@ CASES = [
     (with_spec(MINIMAL_JOB, "maxRetry: -1"), "spec.maxRetry: must be >= 0"),
     (with_spec(MINIMAL_JOB, "preemptible: maybe"), "spec.preemptible: expected true or false"),
     (with_spec(QUEUE, "priority: high"), "spec.priority: expected an integer"),
-    (edit(QUEUE, "weight: 2", "weight: 0"), "spec.weight: must be > 0"),
+    (edit(QUEUE, "weight: 2", "weight: 0"), "spec.weight: must be >= 0.001"),
     (
         edit(QUEUE, "guarantee: {gpu: 16}", "guarantee: {gpu: 128}"),
         "spec.guarantee.gpu: 128 exceeds capability 64",

@@ -26,6 +26,7 @@ _MEANINGS: Final = {
     403: "The caller may not do this.",
     404: "No such object, or not one the caller may see.",
     409: "It conflicts with what is stored.",
+    413: "The request body is over the API's 10 MiB limit.",
     422: "A parameter or the body is invalid.",
     501: "This server cannot do this.",
 }

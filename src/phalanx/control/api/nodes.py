@@ -1,4 +1,9 @@
-"""``/api/v1/nodes``: nodes with per-GPU allocation; cordon, uncordon and drain (admins)."""
+"""``/api/v1/nodes``: nodes with per-GPU allocation; cordon, uncordon and drain (admins).
+
+Guarantee: a user sees the names of their own tasks on a card and only a count of the
+others (``other_tasks``); admins see every name. What is allocated, and how many tasks
+a node holds, everyone sees.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +13,29 @@ from fastapi import APIRouter
 from sqlalchemy import select
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
+from phalanx.control.auth import Principal
 from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.schemas.views import GpuView, NodeView
-from phalanx.control.store.models import NodeRow
+from phalanx.control.store.models import JobRow, NodeRow, TaskRow
 
 router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401, 422))
 
 
 @router.get("", response_model=list[NodeView])
-def list_nodes(_: Caller, session: DbSession, controller: TheController) -> list[NodeView]:
-    """Every node, in the cluster's order."""
+def list_nodes(caller: Caller, session: DbSession, controller: TheController) -> list[NodeView]:
+    """Every node, in the cluster's order (task names: the caller's own, or all for admins)."""
     flags = {row.name: row for row in session.scalars(select(NodeRow))}
-    return [_view(node, flags.get(node.name)) for node in controller.view.nodes]
+    own = _own_tasks(session, caller)
+    return [_view(node, flags.get(node.name), own) for node in controller.view.nodes]
 
 
 @router.get("/{name}", response_model=NodeView, responses=errors(404))
-def get_node(name: str, _: Caller, session: DbSession, controller: TheController) -> NodeView:
-    """One node."""
-    return _view(_node(controller, name), session.get(NodeRow, name))
+def get_node(name: str, caller: Caller, session: DbSession, controller: TheController) -> NodeView:
+    """One node (task names: the caller's own, or all for admins)."""
+    node = _node(controller, name)
+    return _view(node, session.get(NodeRow, name), _own_tasks(session, caller, node=name))
 
 
 @router.post("/{name}/cordon", response_model=NodeView, responses=errors(403, 404))
@@ -71,19 +80,44 @@ def _node(controller: TheController, name: str) -> NodeUsage:
     )
 
 
-def _view(node: NodeUsage, row: NodeRow | None) -> NodeView:
+_Own = frozenset[tuple[str, str]] | None
+
+
+def _own_tasks(session: DbSession, caller: Principal, *, node: str | None = None) -> _Own:
+    """(node, task name) of the caller's tasks placed on nodes (on ``node`` alone when
+    given); None for an admin, who may see every task."""
+    if caller.is_admin:
+        return None
+    query = (
+        select(TaskRow.node, TaskRow.name)
+        .join(JobRow, TaskRow.job_id == JobRow.id)
+        .where(
+            JobRow.user == caller.name,
+            JobRow.phase.not_in([p.value for p in TERMINAL]),
+            TaskRow.node.is_not(None) if node is None else TaskRow.node == node,
+        )
+    )
+    return frozenset((str(on), name) for on, name in session.execute(query))
+
+
+def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
+    gpus = []
+    for i, (model, used, tasks) in enumerate(
+        zip(node.gpu_models, node.gpu_used, node.gpu_tasks, strict=True)
+    ):
+        shown = [t for t in tasks if own is None or (node.name, t) in own]
+        gpus.append(
+            GpuView(
+                index=i, model=model, used=used, tasks=shown, other_tasks=len(tasks) - len(shown)
+            )
+        )
     return NodeView(
         name=node.name,
         address=node.address,
         capacity=dict(node.capacity),
         allocated=dict(node.allocated),
         labels=dict(node.labels),
-        gpus=[
-            GpuView(index=i, model=model, used=used, tasks=list(tasks))
-            for i, (model, used, tasks) in enumerate(
-                zip(node.gpu_models, node.gpu_used, node.gpu_tasks, strict=True)
-            )
-        ],
+        gpus=gpus,
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),
         tasks=node.tasks,

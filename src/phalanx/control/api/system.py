@@ -1,15 +1,28 @@
-"""``/healthz`` and ``/metrics``."""
+"""``/healthz`` (open to all) and ``/metrics`` (for an admin's token or the metrics token)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+import hashlib
+import hmac
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from phalanx.control.api.deps import DbSession, errors
-from phalanx.control.metrics import Metrics
+from phalanx.control.api.deps import ApiError, DbSession, errors, principal
+from phalanx.control.metrics import METRICS_TOKEN_FILE, Metrics
 
 router = APIRouter(tags=["system"], responses=errors(422))
+
+_bearer = HTTPBearer(
+    auto_error=False, description=f"the metrics token (DATA_DIR/{METRICS_TOKEN_FILE}) or an admin's"
+)
+_SCRAPE_FIX = (
+    f"send 'Authorization: Bearer' with the token in DATA_DIR/{METRICS_TOKEN_FILE} (Prometheus: "
+    "authorization.credentials_file in the scrape config) or an admin's token"
+)
 
 
 @router.get("/healthz")
@@ -19,12 +32,41 @@ def healthz(session: DbSession, request: Request) -> dict[str, str]:
     return {"status": "ok", "version": request.app.version}
 
 
+async def scraper(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Lets through the metrics token and admins' tokens; 401 without a valid token, 403
+    for a user who is not an admin."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(401, "no bearer token", field="Authorization", fix=_SCRAPE_FIX)
+    token = credentials.credentials
+    expected: bytes | None = request.app.state.metrics_digest
+    if expected is not None and hmac.compare_digest(
+        hashlib.sha256(token.encode()).digest(), expected
+    ):
+        return
+    try:
+        caller = await principal(request, credentials)
+    except ApiError as refused:
+        detail = refused.detail["detail"] if isinstance(refused.detail, dict) else "refused"
+        raise ApiError(
+            refused.status_code, str(detail), field="Authorization", fix=_SCRAPE_FIX
+        ) from None
+    if not caller.is_admin:
+        raise ApiError(403, f"user {caller.name} may not read the metrics", fix=_SCRAPE_FIX)
+
+
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+    dependencies=[Depends(scraper)],
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}},
+        **errors(401, 403),
+    },
 )
 def metrics(request: Request) -> Response:
-    """Prometheus text exposition."""
+    """Prometheus text exposition; needs the metrics token or an admin's token."""
     registry: Metrics = request.app.state.metrics
     return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)

@@ -113,12 +113,15 @@ class QueueView(View):
 
 
 class GpuView(View):
-    """One GPU card of a node: how much of it is taken, and by which tasks."""
+    """One GPU card of a node: how much of it is taken, and by which tasks: the names of
+    those the caller may see (their own; every one for an admin) and how many others."""
 
     index: int
     model: str = ""
     used: float  # 0..1 of the card
     tasks: list[str] = []
+    #: tasks of other users on the card, whose names are not shown to this caller
+    other_tasks: int = 0
 
 
 class NodeView(View):

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -94,13 +104,18 @@ class JobRow(Base):
 
 
 class TaskRow(Base):
-    """One replica of one role: phase, node, GPUs, exit code, and the executor's record."""
+    """One replica of one role: phase, node, GPUs, exit code, and the executor's record.
+
+    ``name`` (``<job>-<role>-<index>``) is unique within its job only: two jobs may
+    make the same name (job ``a-b`` role ``c``, job ``a`` role ``b-c``).
+    """
 
     __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("job_id", "name", name="uq_tasks_job_id_name"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(330), unique=True)
+    name: Mapped[str] = mapped_column(String(330))
     role: Mapped[str] = mapped_column(String(63))
     index: Mapped[int] = mapped_column(Integer)
     phase: Mapped[str] = mapped_column(String(16))

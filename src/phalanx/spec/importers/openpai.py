@@ -42,6 +42,9 @@ a deployment's task role; prerequisites, deployments, ``extras`` and
 ``prerequisites`` must name a prerequisite of the right type, ``defaults.deployment``
 a deployment; a prerequisite a task role lists must not carry runtime-plugin
 ``callbacks`` (their commands would be lost).
+
+The limits of ``phalanx.spec.limits`` hold for imported jobs too; ``instances``,
+``jobRetryCount`` and the number of task roles are reported at the OpenPAI field.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from phalanx.spec.common import API_VERSION, Loc, SpecModel, located
 from phalanx.spec.importers import openpai_commands
-from phalanx.spec.job import MAX_REPLICAS, JobDocument
+from phalanx.spec.job import JobDocument
+from phalanx.spec.limits import MAX_LABEL, MAX_NAME, MAX_REPLICAS, MAX_RETRY, MAX_ROLES
 
 #: The key that marks a mapping as an OpenPAI document (it has no apiVersion or kind).
 PROTOCOL_KEY: Final = "protocolVersion"
@@ -65,8 +69,8 @@ PROTOCOL_KEY: Final = "protocolVersion"
 OPENPAI_NAME_ANNOTATION: Final = "phalanx.io/openpai-name"
 
 _OPENPAI_NAME: Final = re.compile(r"[A-Za-z0-9_-]+")
-_MAX_JOB_NAME: Final = 253
-_MAX_ROLE_NAME: Final = 63
+_MAX_JOB_NAME: Final = MAX_NAME
+_MAX_ROLE_NAME: Final = MAX_LABEL
 
 _ProtocolVersion = Literal[2, "2"]
 _Count = Annotated[int, Field(ge=0)]
@@ -145,8 +149,8 @@ class _OpenPaiJob(SpecModel):
     prerequisites: list[_Prerequisite] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
     secrets: dict[str, Any] = Field(default_factory=dict)
-    job_retry_count: _Count = 0
-    task_roles: Annotated[dict[str, _TaskRole], Field(min_length=1)]
+    job_retry_count: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 0
+    task_roles: Annotated[dict[str, _TaskRole], Field(min_length=1, max_length=MAX_ROLES)]
     deployments: list[_Deployment] = Field(default_factory=list)
     defaults: _Defaults = _Defaults()
     extras: _Extras = _Extras()

@@ -16,6 +16,10 @@ Mapping:
   else the digits it ends with (``prio-500`` -> 500), else 0; the class name is kept
   in the ``phalanx.io/priority-class`` annotation;
 - ``minAvailable: 0`` (no gang in Volcano) becomes 1.
+
+The limits of ``phalanx.spec.limits`` hold for imported documents too; those on
+fields read from Volcano (replicas, tasks, ``maxRetry``, ``weight``, ``priority``) are
+reported at the Volcano field.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from phalanx.domain.resources import parse_quantity
-from phalanx.spec.common import API_VERSION, DnsLabel, Name
+from phalanx.spec.common import API_VERSION, DnsLabel, Name, Priority
 from phalanx.spec.job import JobDocument
+from phalanx.spec.limits import MAX_REPLICAS, MAX_RETRY, MAX_ROLES, MAX_WEIGHT, MIN_WEIGHT
 from phalanx.spec.quantity import Quantity, QuantityValue
 from phalanx.spec.queue import QueueDocument
 
@@ -93,17 +98,17 @@ class _DependsOn(_ReadModel):
 
 class _Task(_ReadModel):
     name: DnsLabel
-    replicas: Annotated[int, Field(ge=1)]
+    replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
     template: _PodTemplate
     depends_on: _DependsOn = _DependsOn()
 
 
 class _JobSpec(_ReadModel):
-    tasks: Annotated[list[_Task], Field(min_length=1)]
+    tasks: Annotated[list[_Task], Field(min_length=1, max_length=MAX_ROLES)]
     min_available: Annotated[int, Field(ge=0)] | None = None
     queue: Name = "default"
     priority_class_name: str | None = None
-    max_retry: Annotated[int, Field(ge=0)] = 3
+    max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
 
 
 class _VolcanoJob(_ReadModel):
@@ -116,13 +121,13 @@ class _Guarantee(_ReadModel):
 
 
 class _QueueSpec(_ReadModel):
-    weight: Annotated[float, Field(gt=0)] = 1.0
+    weight: Annotated[float, Field(ge=MIN_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)] = 1.0
     capability: dict[str, Quantity] | None = None
     deserved: dict[str, Quantity] | None = None
     guarantee: _Guarantee = _Guarantee()
     reclaimable: bool = True
     parent: Name | None = None
-    priority: int = 0
+    priority: Priority = 0
 
 
 class _VolcanoQueue(_ReadModel):
