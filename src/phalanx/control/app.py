@@ -17,11 +17,15 @@ from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
+from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.spec.diagnostics import format_path
 
 
-def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAPI:
-    """The API over ``db``, recording intent for ``controller``."""
+def create_app(
+    db: Database, controller: Controller, metrics: Metrics, tenancy: Tenancy | None = None
+) -> FastAPI:
+    """The API over ``db``, recording intent for ``controller``; users get what
+    ``tenancy`` gives them (default: every task as the server, as with a shared identity)."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -30,6 +34,7 @@ def create_app(db: Database, controller: Controller, metrics: Metrics) -> FastAP
     app.state.db = db
     app.state.controller = controller
     app.state.metrics = metrics
+    app.state.tenancy = tenancy or Tenancy(IdentityMode.SHARED, db)
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, system):

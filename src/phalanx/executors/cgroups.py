@@ -4,7 +4,7 @@
 once. The answer is an ``Isolation`` value saying which limits are in force and why, so
 that users can see it (the executor exposes it, every task record names it). ``full``
 says whether CPU, memory and the number of processes are all limited for a task's whole
-process tree; anything less is logged at WARNING.
+process tree.
 
 cgroup v2 is used only when all of this holds, else cgroup v1 is tried
 (``phalanx.executors.cgroup1``: a host whose v1 ``cpu`` and ``memory`` hierarchies are
@@ -177,7 +177,9 @@ def detect(
 @functools.cache
 def _host_isolation(configured: str | None) -> Isolation:
     isolation = detect(Path(configured) if configured else None)
-    level = logging.INFO if isolation.full else logging.WARNING
+    level = (
+        logging.WARNING if configured and isolation.kind is IsolationKind.RLIMIT else logging.INFO
+    )
     log.log(level, "task isolation: %s", isolation.describe())
     return isolation
 
@@ -185,7 +187,8 @@ def _host_isolation(configured: str | None) -> Isolation:
 def host_isolation() -> Isolation:
     """This host's isolation for ``$PHALANX_CGROUP_ROOT``, detected and logged once per process.
 
-    The log line is INFO when the isolation is ``full``, else WARNING.
+    The log line is INFO, or WARNING when an explicitly configured parent is unusable (a
+    server says at WARNING when its isolation is not ``full``: ``control.server``).
     """
     return _host_isolation(os.environ.get(CGROUP_ROOT_ENV) or None)
 

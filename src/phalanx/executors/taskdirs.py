@@ -78,10 +78,10 @@ class TaskDirs:
         if identity is None:
             workdir.mkdir(parents=True, exist_ok=True)
             return
-        for passage in (self.tasks_root, workdir.parent):
-            if passage not in self._passages:
-                _passage(passage)
-                self._passages.add(passage)
+        for path in (self.tasks_root, workdir.parent):
+            if path not in self._passages:
+                passage(path)
+                self._passages.add(path)
         try:
             os.mkdir(workdir, TASK_DIR_MODE)
         except FileExistsError:
@@ -98,8 +98,9 @@ class TaskDirs:
             os.chmod(workdir, TASK_DIR_MODE, follow_symlinks=False)
 
 
-def _passage(directory: Path) -> None:
-    """``directory`` exists, is a real directory of this user, mode 0711."""
+def passage(directory: Path) -> None:
+    """Make ``directory`` a passage: it exists, is a real directory of this user (not a
+    link), mode 0711. Raises ``OSError`` when it cannot be made so."""
     try:
         os.mkdir(directory, PASSAGE_MODE)
     except FileExistsError:

@@ -58,6 +58,12 @@ class LimitDefaults:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 
+    def describe(self) -> str:
+        """For people: ``1 CPU, 1 GiB, 4096 processes``."""
+        cpus = f"{self.cpu_millicores / 1000:g} CPU"
+        memory = f"{self.memory_bytes / 2**30:g} GiB"
+        return f"{cpus}, {memory}, {self.pids} processes"
+
 
 @dataclass(frozen=True, slots=True)
 class TaskGroup:

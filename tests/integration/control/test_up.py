@@ -6,6 +6,7 @@ see everything ``up`` does except blocking on the API.
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def test_first_start_prints_the_exports_then_later_starts_name_the_token_file(
     data = tmp_path / "data"
     port = free_port()
     args = ["up", "--data-dir", str(data), "--port", str(port), "--cluster", str(cluster)]
+    args += ["--shared-identity"]  # as root, tasks beside a data dir only root may reach
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     token = (data / "admin.token").read_text().strip()
@@ -79,6 +81,8 @@ def test_the_data_dir_defaults_to_the_environment(
         (["--cluster", "missing.yaml"], "missing.yaml: cannot read"),
         (["--scheduler", "nope"], "'nope' is neither a shipped policy nor a file"),
         (["--db", "not a url"], "'not a url' is not a database URL"),
+        (["--task-uids", "70000"], "--task-uids: '70000' is not FIRST-LAST"),
+        (["--task-uids", "0-999"], "--task-uids: 0-999 is not a range of regular uids"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(
@@ -86,7 +90,8 @@ def test_bad_options_are_one_line_and_write_nothing(
 ) -> None:
     data = tmp_path / "data"
     result = CliRunner().invoke(
-        app, ["up", "--data-dir", str(data), "--port", str(free_port()), *extra]
+        app,
+        ["up", "--data-dir", str(data), "--port", str(free_port()), "--shared-identity", *extra],
     )
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith("error: ") and expected in result.stderr
@@ -101,8 +106,40 @@ def test_a_port_in_use_is_refused(served: list[Server], tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = CliRunner().invoke(
-            app, ["up", "--data-dir", str(tmp_path / "data"), "--port", str(port)]
+            app,
+            ["up", "--data-dir", str(tmp_path / "data"), "--port", str(port), "--shared-identity"],
         )
     assert result.exit_code == 1, result.output
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not served
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tasks run as other uids only under root")
+def test_as_root_a_tasks_dir_other_uids_cannot_reach_is_refused_before_anything_is_written(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"  # pytest's temporary root is root's alone (0700)
+    result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(
+        f"error: --tasks-dir: tasks run as their users' own uids and must reach {tmp_path}/data-tasks"
+    )
+    assert "does not let other users pass (mode 0700)" in result.stderr
+    assert "fix: give a tasks dir whose parent directories every user may pass" in result.stderr
+    assert not served and not data.exists()
+    inside = CliRunner().invoke(
+        app,
+        ["up", "--data-dir", str(data), "--port", str(free_port()), "--tasks-dir", str(data / "t")],
+    )
+    assert inside.exit_code == 1 and "are one inside the other" in inside.stderr
+
+
+def test_a_shared_identity_is_said_at_start_as_a_warning(
+    served: list[Server], tmp_path: Path
+) -> None:
+    args = ["up", "--data-dir", str(tmp_path / "data"), "--port", str(free_port())]
+    result = CliRunner().invoke(app, [*args, "--shared-identity"])
+    assert result.exit_code == 0, result.output
+    warning = next(line for line in result.stderr.splitlines() if "shared identity" in line)
+    assert warning.startswith("WARNING: shared identity (--shared-identity): every user's tasks")
+    assert "Fix: start phalanx up as root without --shared-identity" in warning

@@ -87,4 +87,6 @@ def _view(node: NodeUsage, row: NodeRow | None) -> NodeView:
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),
         tasks=node.tasks,
+        limits=node.limits,
+        identity=node.identity,
     )

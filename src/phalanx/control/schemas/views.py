@@ -110,17 +110,26 @@ class NodeView(View):
     cordoned: bool = False
     draining: bool = False
     tasks: int = 0
+    #: how its tasks' CPU, memory and processes are limited, and the defaults
+    limits: str = ""
+    #: which Unix identity its tasks run as
+    identity: str = ""
 
 
 class UserView(View):
-    """A user."""
+    """A user, and the Unix identity their tasks run as (None: the server's own)."""
 
     name: str
     role: str
+    uid: int | None = None
+    #: the existing account that identity is; None for an allocated uid
+    account: str | None = None
 
 
 class TokenView(View):
-    """A new token: shown once."""
+    """A new token: shown once. For a new user, the uid their tasks run as too."""
 
     user: str
     token: str
+    uid: int | None = None
+    account: str | None = None
