@@ -23,7 +23,6 @@ carry one: a launch without is FAILED_TO_START, never run as the server's own us
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
@@ -67,7 +66,7 @@ from phalanx.executors.rendezvous import (
     rendezvous_env,
 )
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
-from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups
+from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +167,7 @@ class LocalExecutor:
         self._events: list[TaskEvent] = []
         self._groups = TaskGroups(
             host_isolation() if isolation is None else isolation,
-            scope=_scope(self.data_dir),
+            scope=scope_of(self.data_dir),
             defaults=limits,
         )
 
@@ -567,11 +566,6 @@ def _failed_to_start(job: str, task: str, node: str, now: float, message: str) -
     return TaskEvent(
         kind=TaskEventKind.FAILED_TO_START, time=now, job=job, task=task, node=node, message=message
     )
-
-
-def _scope(data_dir: Path) -> str:
-    """A name for this executor's cgroup v1 parents: its data dir's, so one per server."""
-    return hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:16]
 
 
 if TYPE_CHECKING:

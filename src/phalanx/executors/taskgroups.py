@@ -78,6 +78,11 @@ class TaskGroup:
         return self.dirs[0]
 
 
+def scope_of(data_dir: Path) -> str:
+    """The ``scope`` of a server's task groups: named by its data dir, so one per server."""
+    return hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:16]
+
+
 def group_name(job: str, task: str) -> str:
     """``<job>:<task>``, with ``%`` and ``:`` in either escaped (``%25``, ``%3A``).
 

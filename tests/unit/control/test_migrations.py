@@ -9,7 +9,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from phalanx.control.store.database import Database, sqlite_url
-from phalanx.control.store.models import Base, JobRow
+from phalanx.control.store.models import Base, JobRow, TaskUidRow, UserRow
 
 
 def test_the_migrated_schema_is_the_models_schema(tmp_path: Path) -> None:
@@ -35,4 +35,19 @@ def test_a_store_made_before_jobs_kept_their_ending_upgrades_in_place(tmp_path: 
     with db.session() as session:
         row = session.query(JobRow).one()
         assert (row.name, row.attempts, row.ending, row.ending_message) == ("old", 1, None, "")
+    db.close()
+
+
+def test_a_store_made_before_users_had_identities_upgrades_in_place(tmp_path: Path) -> None:
+    db = Database.open(sqlite_url(tmp_path), migrate=False)
+    db.migrate("0002")
+    with db.engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO users (name, role, created_at) VALUES ('old', 'user', 0)")
+        )
+    db.migrate()
+    with db.session() as session:
+        row = session.query(UserRow).one()
+        assert (row.name, row.uid, row.gid, row.account) == ("old", None, None, None)
+        session.add(TaskUidRow(uid=70000, user="old", created_at=0.0))
     db.close()
