@@ -33,6 +33,14 @@ TOO_BIG = (
 )
 
 
+#: Why a task without an identity does not start on a server that runs tasks per user.
+NO_IDENTITY = (
+    "phalanx runs every task as its user's own Unix identity here, and this task has "
+    "none: give its user one (phalanx users create), or start the server with "
+    "--shared-identity"
+)
+
+
 def missing_command(
     argv: Sequence[str],
     *,

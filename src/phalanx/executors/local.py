@@ -45,7 +45,7 @@ from phalanx.executors.base import (
     TaskEventKind,
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
-from phalanx.executors.failures import missing_command, start_failure
+from phalanx.executors.failures import NO_IDENTITY, missing_command, start_failure
 from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
 from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
@@ -56,7 +56,6 @@ from phalanx.executors.process import (
     attach,
     read_exit_code,
     spawn,
-    task_environment,
 )
 from phalanx.executors.records import ProcessRecord, read_record, write_record
 from phalanx.executors.rendezvous import (
@@ -66,16 +65,10 @@ from phalanx.executors.rendezvous import (
     rendezvous_env,
 )
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
+from phalanx.executors.taskenv import task_environment
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
-
-#: Why a task without an identity does not start on a server that runs tasks per user.
-NO_IDENTITY = (
-    "phalanx runs every task as its user's own Unix identity here, and this task has "
-    "none: give its user one (phalanx users create), or start the server with "
-    "--shared-identity"
-)
 
 #: The code reported for a task this executor killed when nothing else recorded one.
 KILLED_CODE = 128 + 9

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.failures import NO_IDENTITY
 from phalanx.executors.identity import TaskIdentity, unreachable_by_others
-from phalanx.executors.local import NO_IDENTITY
 from phalanx.executors.process import EXIT_FILE
 from tests.integration.executors.harness import Harness, wait_for
 

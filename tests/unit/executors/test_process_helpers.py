@@ -10,19 +10,16 @@ from hypothesis import strategies as st
 
 from phalanx.executors.launch import GpuShareHint, TaskLaunch
 from phalanx.executors.process import (
-    DEFAULT_PATH,
     EXIT_FILE,
     HASH_MARK,
     NAME_MAX,
-    NCCL_IB_HCA,
-    PHALANX_NICS,
     address_space_kib,
     dir_name,
     read_exit_code,
     shell_code,
-    task_environment,
 )
 from phalanx.executors.taskdirs import TaskDirs
+from phalanx.executors.taskenv import DEFAULT_PATH, NCCL_IB_HCA, PHALANX_NICS, task_environment
 
 
 def launch(**fields: Any) -> TaskLaunch:
