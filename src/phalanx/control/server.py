@@ -42,14 +42,18 @@ from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.tenancy import DEFAULT_TASK_UIDS, IdentityMode, Tenancy, UidRange
 from phalanx.control.tenancy.modes import decide
-from phalanx.control.tenancy.places import check_tasks_dir, close_data_dir, default_tasks_dir
+from phalanx.control.tenancy.places import (
+    check_tasks_dir,
+    close_data_dir,
+    default_tasks_dir,
+    open_tasks_dir,
+)
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
-from phalanx.executors.taskdirs import passage
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
@@ -145,7 +149,7 @@ class Server:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if per_user:
             close_data_dir(data_dir)
-            passage(self.tasks_dir)
+            open_tasks_dir(self.tasks_dir)
         self.db = Database.open(settings.db_url or sqlite_url(data_dir))
         self.admin_token = bootstrap_admin(self.db, data_dir)
         self.tenancy = Tenancy.for_server(

@@ -7,7 +7,9 @@ see everything ``up`` does except blocking on the API.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,20 @@ def test_a_shared_identity_is_said_at_start_as_a_warning(
     warning = next(line for line in result.stderr.splitlines() if "shared identity" in line)
     assert warning.startswith("WARNING: shared identity (--shared-identity): every user's tasks")
     assert "Fix: start phalanx up as root without --shared-identity" in warning
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tasks run as other uids only under root")
+def test_as_root_a_tasks_dir_that_is_a_link_is_refused(
+    served: list[Server], tmp_path: Path
+) -> None:
+    world = Path(tempfile.mkdtemp(prefix="phalanx-up-", dir="/tmp"))
+    try:
+        world.chmod(0o711)
+        (world / "tasks").symlink_to(tmp_path)  # tasks would land where the link points
+        args = ["up", "--data-dir", str(world / "data"), "--port", str(free_port())]
+        result = CliRunner().invoke(app, [*args, "--tasks-dir", str(world / "tasks")])
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(f"error: --tasks-dir: {world / 'tasks'} cannot be made")
+        assert "not a link" in result.stderr and not served
+    finally:
+        shutil.rmtree(world)

@@ -21,6 +21,7 @@ from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.identity import unreachable_by_others
+from phalanx.executors.taskdirs import passage
 
 log = logging.getLogger(__name__)
 
@@ -67,3 +68,17 @@ def close_data_dir(data_dir: Path) -> None:
             data_dir,
             mode,
         )
+
+
+def open_tasks_dir(tasks_dir: Path) -> None:
+    """Make the tasks dir a passage (root's, 0711: see ``executors.taskdirs``), or
+    ``InvalidInput`` naming ``--tasks-dir`` when it cannot be (a link, another owner)."""
+    try:
+        passage(tasks_dir)
+    except OSError as error:
+        raise InvalidInput(
+            f"{tasks_dir} cannot be made the tasks dir: {error.strerror or error}",
+            field=TASKS_FLAG,
+            fix="give a directory of the server's own (not a link), or a path that does "
+            "not exist yet",
+        ) from None
