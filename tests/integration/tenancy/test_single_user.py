@@ -52,6 +52,10 @@ def test_without_root_the_server_says_single_user_and_refuses_a_second_user(
         )
         assert warning.startswith(f"WARNING: single-user mode: phalanx runs as uid {uid}, not root")
         assert "Fix: run phalanx up as root" in warning and "--shared-identity" in warning
+        # Not root, so no cgroup of this host is its to use: the limits are weaker, and said so.
+        limits = next(line for line in up.log().splitlines() if "task limits" in line)
+        assert limits.startswith("WARNING: task limits weaker than full: rlimit: RLIMIT_AS")
+        assert "Fix: run phalanx up as root" in limits
         refused = up.cli("users", "create", "bob")
         assert refused.returncode == 1 and refused.stdout == ""
         assert refused.stderr.startswith(
