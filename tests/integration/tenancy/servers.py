@@ -51,13 +51,18 @@ def unused_uid(start: int) -> int:
         uid += 1
 
 
-def python_for_others() -> str:
-    """An interpreter of this Python's version that any uid can run; skips without one."""
+def python_for_others(*, same_version: bool = False) -> str:
+    """A Python any uid can run (for a task's standard-library script), of this Python's
+    own version with ``same_version`` (to run phalanx itself); skips without one (the
+    system's python3 is one: .ci/run installs it where it is missing)."""
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    for candidate in (os.path.realpath(sys.executable), f"/usr/bin/python{version}"):
+    candidates = [os.path.realpath(sys.executable), f"/usr/bin/python{version}"]
+    if not same_version:
+        candidates.append("/usr/bin/python3")
+    for candidate in candidates:
         if os.path.exists(candidate) and unreachable_by_others(Path(candidate)) is None:
             return candidate
-    pytest.skip(f"no Python {version} here that other users can run")
+    pytest.skip(f"no Python {version if same_version else 3} here that other users can run")
 
 
 def phalanx_path_for_others() -> str:

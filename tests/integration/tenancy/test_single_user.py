@@ -37,7 +37,7 @@ def start_as(uid: int, data: Path, logs: Path, *args: str) -> Up:
         "HOME": str(data),
         "PYTHONPATH": servers.phalanx_path_for_others(),
     }
-    python = (servers.python_for_others(),)
+    python = (servers.python_for_others(same_version=True),)
     return servers.start(data, logs, *args, uid=uid, env=env, python=python)
 
 
