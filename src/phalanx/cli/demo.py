@@ -7,11 +7,18 @@ the injected rendezvous variables, GPU-sharing sweeps, a job that fails once and
 retried, and one that cannot fit, whose pending reason is shown. It follows them live,
 prints a summary and the API and metrics addresses, then exits (``--keep`` keeps
 serving until Ctrl-C).
+
+Run as root, the demo's server runs tasks as their users' own uids (the admin who
+submits them gets one) when this Python, phalanx and its packages are reachable by
+other users; when they are not (a Python under /root, say), it says so and runs with a
+shared identity (``--shared-identity``) instead, since no task could start otherwise.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -58,9 +65,8 @@ def _role(name: str, replicas: int, command: list[str] | str, **resources: Any) 
     return {"name": name, "replicas": replicas, "resources": resources, "command": command}
 
 
-def _jobs(scratch: Path) -> list[dict[str, Any]]:
+def _jobs() -> list[dict[str, Any]]:
     python = sys.executable
-    flaky = scratch / "flaky-attempts"
     return [
         _job(
             "ddp-train",
@@ -95,7 +101,8 @@ def _jobs(scratch: Path) -> list[dict[str, Any]]:
             _role(
                 "main",
                 1,
-                f"echo attempt >> {flaky}; test $(wc -l < {flaky}) -ge 2 || exit 7; echo done",
+                # Its directory outlives an attempt: the second one finds the first's line.
+                "echo attempt >> attempts; test $(wc -l < attempts) -ge 2 || exit 7; echo done",
                 cpu=1,
             ),
             maxRetry=2,
@@ -115,9 +122,14 @@ def demo(
     console = Console()
     with tempfile.TemporaryDirectory(prefix="phalanx-demo-") as scratch:
         root = Path(scratch)
+        root.chmod(0o711)  # the tasks dir beside the data dir must be reachable by task uids
         (root / "cluster.yaml").write_text(CLUSTER)
+        shared = _shared_identity(console)
         settings = ServerSettings(
-            data_dir=data_dir or root / "data", port=port, cluster=root / "cluster.yaml"
+            data_dir=data_dir or root / "data",
+            port=port,
+            cluster=root / "cluster.yaml",
+            shared_identity=shared,
         )
         server = Server(settings)
         try:
@@ -126,7 +138,7 @@ def demo(
             console.print(f"[red]error:[/] cannot serve on port {port}: {error}; fix: --port 0")
             raise typer.Exit(1) from None
         try:
-            _run(console, server, root)
+            _run(console, server)
             if keep:
                 console.print("Serving; Ctrl-C stops.")
                 while True:
@@ -137,7 +149,31 @@ def demo(
             server.stop()
 
 
-def _run(console: Console, server: Server, scratch: Path) -> None:
+def _shared_identity(console: Console) -> bool:
+    """True when the demo must run every task as the server: it runs as root, and what
+    its tasks run (this Python, phalanx, the packages) is out of other users' reach."""
+    from phalanx.executors.identity import unreachable_by_others  # noqa: PLC0415
+
+    if os.geteuid() != 0:
+        return False
+    import phalanx  # noqa: PLC0415
+
+    needed = (
+        Path(sys.executable),
+        Path(phalanx.__file__).parent,
+        Path(sysconfig.get_paths()["purelib"]),
+    )
+    why = next((w for w in map(unreachable_by_others, needed) if w), None)
+    if why is None:
+        return False
+    console.print(
+        f"[yellow]note:[/] tasks would run as their users' own uids, but {why}: the demo "
+        "runs them as the server instead (--shared-identity)"
+    )
+    return True
+
+
+def _run(console: Console, server: Server) -> None:
     token = (server.settings.data_dir / "admin.token").read_text().strip()
     console.rule(f"[bold]phalanx demo: control plane at {server.url}")
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}) as api:
@@ -147,7 +183,7 @@ def _run(console: Console, server: Server, scratch: Path) -> None:
         ):
             _check(api.post("/api/v1/queues", json=queue))
             console.print(f"applied queue [bold]{queue['metadata']['name']}[/]")
-        for document in _jobs(scratch):
+        for document in _jobs():
             _check(api.post("/api/v1/jobs", json=document))
             console.print(f"submitted [bold]{document['metadata']['name']}[/]")
         jobs = _follow(console, api)

@@ -80,7 +80,8 @@ def describe_queue(ctx: typer.Context, name: str = typer.Argument(..., help="The
 
 @app.command("node")
 def describe_node(ctx: typer.Context, name: str = typer.Argument(..., help="The node.")) -> None:
-    """A node: capacity against allocation, and every GPU with its tasks."""
+    """A node: capacity against allocation, every GPU with its tasks, and how its tasks
+    are limited and whose uid they run as."""
     with connect(ctx) as client:
         node = client.node(name)
     out = console()
@@ -96,6 +97,8 @@ def describe_node(ctx: typer.Context, name: str = typer.Argument(..., help="The 
         )
     )
     out.print(_fields({"Labels": labels}))
+    if node.limits or node.identity:
+        out.print(_fields({"Limits": node.limits or "-", "Identity": node.identity or "-"}))
     out.print(Text("\nResources", style="bold"))
     out.print(_capacity(node))
     out.print(Text("\nGPUs", style="bold"))

@@ -1,9 +1,13 @@
 """``phalanx up``: run the control plane in this process (API, controller, executor).
 
 Guarantees: bad options (an unknown executor, a Cluster or scheduler file that does
-not validate, a port in use, a bad database URL) end with one ``error:`` line naming
+not validate, a port in use, a bad database URL, a bad ``--task-uids`` range, a
+``--tasks-dir`` tasks of other uids could not reach) end with one ``error:`` line naming
 the option and the fix, and no admin is created; all but the database are checked
-before the data dir is touched. On a fresh data dir it prints the
+before the data dir is touched. The server's warnings go to stderr as ``WARNING: ...``
+lines: at start, who tasks run as when it is not each user's own uid (single-user mode
+without root, or ``--shared-identity``), and how tasks are limited when it is less than
+CPU, memory and processes for each task's whole tree. On a fresh data dir it prints the
 ``export`` lines that point the CLI at the server with the new admin token (also saved
 in ``DATA_DIR/admin.token``); later starts say where that file is. Every start says
 where the token that reads ``/metrics`` is (``DATA_DIR/metrics.token``). SIGINT (Ctrl-C) and
@@ -12,8 +16,10 @@ SIGTERM stop it in order (``Server.serve``); it then says so on stderr and exits
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -60,11 +66,37 @@ def up(
     scheduler: str = typer.Option(
         "phalanx-default", "--scheduler", help="A shipped policy or a SchedulerConfig file."
     ),
+    tasks_dir: Path | None = typer.Option(
+        None,
+        "--tasks-dir",
+        help="Where tasks run and keep their logs. Default: DATA_DIR/tasks, or DATA_DIR-tasks "
+        "beside it when the server runs as root (tasks then run as their users' own uids and "
+        "must not enter the data dir).",
+    ),
+    task_uids: str = typer.Option(
+        "70000-79999",
+        "--task-uids",
+        help="FIRST-LAST: the uids (and equal gids) allocated to users without an account, "
+        "when the server runs as root.",
+    ),
+    shared_identity: bool = typer.Option(
+        False,
+        "--shared-identity",
+        help="Run every user's tasks as the server's own uid, accepting that users are not "
+        "isolated from each other or from the data dir (without root, this is what allows "
+        "more than one user).",
+    ),
 ) -> None:
     """Run the control plane here until Ctrl-C: the API, the scheduler and the executor."""
     # The server's stack (FastAPI, uvicorn, SQLAlchemy) loads only for this command, so
     # every other command starts quickly.
     from phalanx.control.server import ServerSettings, cluster_nodes  # noqa: PLC0415
+    from phalanx.control.tenancy import UidRange  # noqa: PLC0415
+    from phalanx.control.tenancy.modes import IdentityMode, decide  # noqa: PLC0415
+    from phalanx.control.tenancy.places import (  # noqa: PLC0415
+        check_tasks_dir,
+        default_tasks_dir,
+    )
     from phalanx.policies import load_policy  # noqa: PLC0415
 
     directory = (data_dir or default_data_dir()).absolute()
@@ -77,6 +109,13 @@ def up(
         cluster_nodes(cluster)  # checked before anything is written
         load_policy(scheduler)
         _check_port(host, port)
+        uids = UidRange.parse(task_uids)
+        per_user = decide(root=os.geteuid() == 0, shared=shared_identity)
+        tasks = (
+            tasks_dir or default_tasks_dir(directory, per_user=per_user is IdentityMode.PER_USER)
+        ).absolute()
+        if per_user is IdentityMode.PER_USER:
+            check_tasks_dir(tasks, directory)
         settings = ServerSettings(
             data_dir=directory,
             db_url=db,
@@ -84,7 +123,11 @@ def up(
             port=port,
             cluster=cluster,
             scheduler=scheduler,
+            tasks_dir=tasks,
+            task_uids=uids,
+            shared_identity=shared_identity,
         )
+        _log_to_stderr()
         server = _server(settings)
     announce(server, directory)
     stopped = server.serve()
@@ -106,6 +149,18 @@ def _server(settings: ServerSettings) -> Server:
             f"--data-dir: cannot use {settings.data_dir}: {error.strerror or error}; "
             "fix: choose a directory you can write"
         )
+
+
+#: Where ``up`` sends the server's warnings: one handler, pointed at the current stderr.
+_STDERR = logging.StreamHandler()
+_STDERR.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+_STDERR.setLevel(logging.WARNING)
+
+
+def _log_to_stderr() -> None:
+    """The server's warnings (and worse) as ``WARNING: ...`` lines on stderr."""
+    _STDERR.stream = sys.stderr  # not setStream: that flushes the previous one, maybe closed
+    logging.getLogger("phalanx").addHandler(_STDERR)  # once: a handler is added only once
 
 
 def _check_port(host: str, port: int) -> None:

@@ -23,11 +23,22 @@ def create_user(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The user's name."),
     admin: bool = typer.Option(False, "--admin", help="An admin rather than a user."),
+    account: str | None = typer.Option(
+        None,
+        "--account",
+        help="An existing Unix account on the server's host that the user's tasks run as "
+        "(default: a uid of their own, allocated by a server that runs as root).",
+    ),
 ) -> None:
     """Create a user and print their first token."""
     with connect(ctx) as client:
-        made = client.create_user(name, "admin" if admin else "user")
-    typer.echo(f"user {made.user} created; their token (shown only now):", err=True)
+        made = client.create_user(name, "admin" if admin else "user", account=account)
+    runs_as = ""
+    if made.account is not None:
+        runs_as = f" (tasks run as account {made.account}, uid {made.uid})"
+    elif made.uid is not None:
+        runs_as = f" (tasks run as uid {made.uid})"
+    typer.echo(f"user {made.user} created{runs_as}; their token (shown only now):", err=True)
     typer.echo(made.token)
 
 
@@ -43,8 +54,11 @@ def list_users(ctx: typer.Context, output: Output | None = OUTPUT_OPTION) -> Non
     table = Table(box=None, pad_edge=False)
     table.add_column("NAME")
     table.add_column("ROLE")
+    table.add_column("UID")
+    table.add_column("ACCOUNT")
     for user in found:
-        table.add_row(user.name, user.role)
+        uid = "-" if user.uid is None else str(user.uid)
+        table.add_row(user.name, user.role, uid, user.account or "-")
     print_table(table)
 
 

@@ -319,10 +319,15 @@ class Client:
         """Every user (admins)."""
         return _parse_list(UserView, self._call("GET", "/users"))
 
-    def create_user(self, name: str, role: Literal["admin", "user"] = "user") -> TokenView:
-        """Create a user; the answer holds their first token, shown only now (admins)."""
-        answer = self._call("POST", "/users", json={"name": name, "role": role})
-        return _parse(TokenView, answer)
+    def create_user(
+        self, name: str, role: Literal["admin", "user"] = "user", *, account: str | None = None
+    ) -> TokenView:
+        """Create a user; the answer holds their first token, shown only now, and the uid
+        their tasks run as (admins). ``account`` maps them to an existing Unix account."""
+        body: dict[str, str] = {"name": name, "role": role}
+        if account is not None:
+            body["account"] = account
+        return _parse(TokenView, self._call("POST", "/users", json=body))
 
     def create_token(
         self, user: str, label: str = "", *, expires: float | str | None = None

@@ -21,15 +21,22 @@ from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
+from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.spec.diagnostics import format_path
 
 
 def create_app(
-    db: Database, controller: Controller, metrics: Metrics, *, metrics_token: str | None = None
+    db: Database,
+    controller: Controller,
+    metrics: Metrics,
+    tenancy: Tenancy | None = None,
+    *,
+    metrics_token: str | None = None,
 ) -> FastAPI:
-    """The API over ``db``, recording intent for ``controller``. Request bodies over
-    ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they are read.
-    ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens."""
+    """The API over ``db``, recording intent for ``controller``; users get what
+    ``tenancy`` gives them (default: every task as the server, as with a shared identity).
+    Request bodies over ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they
+    are read. ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -42,6 +49,7 @@ def create_app(
     app.state.metrics_digest = (
         None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
     )
+    app.state.tenancy = tenancy or Tenancy(IdentityMode.SHARED, db)
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     for module in (jobs, queues, nodes, users, tokens, system):

@@ -1,10 +1,17 @@
 """``phalanx up`` in one process: the API, the controller and the local executor.
 
 The data dir holds the SQLite database (unless ``db`` names another), the admin token,
-the metrics token (``/metrics`` needs it, or an admin's token), and every task's
-working directory and logs; it is private to the server's user (mode 0700: see
-``control.datadir``). Starting again on the same data dir
-resumes: accepted jobs are all there, live tasks are re-adopted.
+the metrics token (``/metrics`` needs it, or an admin's token) and the records of the
+tasks' processes; it is private to the server's user (mode 0700: see
+``control.datadir``). The tasks dir holds every task's working directory and logs
+(``control.tenancy.places``: inside the data dir, or beside it when tasks run as their
+users' own uids). Starting again on the same data dir resumes: accepted jobs are all
+there, live tasks are re-adopted.
+
+At start the server says, at WARNING when it is less than full isolation, who tasks
+run as (``control.tenancy``: per-user identities as root, else single-user mode or an
+accepted shared identity) and how their CPU, memory and processes are limited
+(``executors.cgroups``); ``describe node`` shows the same.
 
 SIGINT and SIGTERM both stop the server in order (``Server.serve``): the API stops
 taking requests and finishes those in flight, queued submissions are written, the
@@ -16,10 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -30,13 +38,25 @@ from phalanx.control.app import create_app
 from phalanx.control.auth import bootstrap_admin
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.views import HostFacts
 from phalanx.control.datadir import prepare_data_dir
 from phalanx.control.localhost import local_node
 from phalanx.control.metrics import Metrics, metrics_token
 from phalanx.control.store.database import Database, sqlite_url
+from phalanx.control.tenancy import DEFAULT_TASK_UIDS, IdentityMode, Tenancy, UidRange
+from phalanx.control.tenancy.modes import decide
+from phalanx.control.tenancy.places import (
+    check_tasks_dir,
+    default_tasks_dir,
+    open_tasks_dir,
+)
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Node
+from phalanx.engine.decisions import Bind
+from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
+from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
+from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
 
@@ -54,6 +74,10 @@ class ServerSettings:
     cluster: Path | None = None  # declared (virtual) nodes; default: this host
     scheduler: str = "phalanx-default"  # a shipped policy or a SchedulerConfig file
     timing: Timing = field(default_factory=Timing)
+    tasks_dir: Path | None = None  # default: tenancy.places.default_tasks_dir
+    shared_identity: bool = False  # every user's tasks run as the server (accepted)
+    task_uids: UidRange = DEFAULT_TASK_UIDS  # uids allocated to users, with per-user identities
+    root: bool | None = None  # act as a root server or not (None: whether this process is)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,23 +143,56 @@ class Server:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         data_dir = settings.data_dir
+        root = os.geteuid() == 0 if settings.root is None else settings.root
+        per_user = decide(root=root, shared=settings.shared_identity) is IdentityMode.PER_USER
+        self.tasks_dir = settings.tasks_dir or default_tasks_dir(data_dir, per_user=per_user)
+        if per_user:
+            check_tasks_dir(self.tasks_dir, data_dir)
         prepare_data_dir(data_dir)  # private (0700) before anything is read or written
+        if per_user:
+            open_tasks_dir(self.tasks_dir)
         self.db = Database.open(settings.db_url or sqlite_url(data_dir))
         self.admin_token = bootstrap_admin(self.db, data_dir)
         self.metrics_token = metrics_token(data_dir)
+        self.tenancy = Tenancy.for_server(
+            self.db, shared=settings.shared_identity, uids=settings.task_uids, root=root
+        )
+        given = self.tenancy.ensure_identities(self.db)
         self.metrics = Metrics()
         nodes = cluster_nodes(settings.cluster)
+        isolation, defaults = host_isolation(), LimitDefaults()
+        executors: list[LocalExecutor] = []
+
+        def executor(resolve: Callable[[Bind], TaskLaunch]) -> LocalExecutor:
+            made = LocalExecutor(
+                data_dir,
+                resolve,
+                host="127.0.0.1",
+                isolation=isolation,
+                tasks_dir=self.tasks_dir,
+                per_user=per_user,
+                limits=defaults,
+            )
+            executors.append(made)
+            return made
+
         self.controller = Controller(
             self.db,
             nodes,
             load_policy(settings.scheduler).config,
-            lambda resolve: LocalExecutor(data_dir, resolve, host="127.0.0.1"),
+            executor,
             timing=settings.timing,
             metrics=self.metrics,
+            identity_of=self.tenancy.identities if per_user else None,
+            host=HostFacts(
+                limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
+            ),
         )
+        self._executors = executors
+        self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
-            self.db, self.controller, self.metrics, metrics_token=self.metrics_token
+            self.db, self.controller, self.metrics, self.tenancy, metrics_token=self.metrics_token
         )
         config = uvicorn.Config(
             self.app,
@@ -201,8 +258,26 @@ class Server:
         the controller's thread ended in time."""
         self.app.state.submissions.close()
         stopped = self.controller.shutdown()
+        if stopped:
+            for executor in self._executors:
+                executor.close()
         self.db.close()
         return stopped
+
+    def _announce(self, given: list[str], isolation: Isolation) -> None:
+        """Say who tasks run as and how they are limited: WARNING when less than full."""
+        level, line = self.tenancy.announcement(self.tenancy.count_users(self.db))
+        log.log(level, "%s", line)
+        if given:
+            log.info("gave %d user(s) a uid of their own: %s", len(given), ", ".join(given))
+        if not isolation.full:
+            log.warning(
+                "task limits weaker than full: %s. Fix: run phalanx up as root on a host "
+                "with the cgroup cpu, memory and pids controllers (v2, or v1 as on hybrid "
+                "hosts), or delegate it a cgroup v2 subtree (%s)",
+                isolation.describe(),
+                CGROUP_ROOT_ENV,
+            )
 
     def _bound_port(self) -> int:
         servers = getattr(self._uvicorn, "servers", [])
@@ -224,3 +299,10 @@ def cluster_nodes(path: Path | None) -> tuple[Node, ...]:
             fix="give a file with kind: Cluster (see DESIGN.md section 6)",
         )
     return tuple(node for document in documents for node in document.nodes())
+
+
+def limits_line(isolation: Isolation, defaults: LimitDefaults) -> str:
+    """What ``isolation`` enforces on CPU, memory and processes, and its defaults."""
+    if isolation.kind not in GROUPED:
+        return isolation.describe()
+    return f"{isolation.describe()}; a task that requests none gets {defaults.describe()}"

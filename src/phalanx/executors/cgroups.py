@@ -1,11 +1,15 @@
-"""Which isolation this host gives tasks: cgroup v2 where a usable hierarchy exists, else rlimits.
+"""Which isolation this host gives tasks: cgroup v2, else cgroup v1, else rlimits.
 
 ``detect`` decides; ``host_isolation`` runs it once per process and logs the verdict
 once. The answer is an ``Isolation`` value saying which limits are in force and why, so
-that users can see it (the executor exposes it, every task record names it).
+that users can see it (the executor exposes it, every task record names it). ``full``
+says whether CPU, memory and the number of processes are all limited for a task's whole
+process tree.
 
-cgroup v2 is used only when all of this holds, else the answer is ``RLIMIT`` with the
-first reason that failed:
+cgroup v2 is used only when all of this holds, else cgroup v1 is tried
+(``phalanx.executors.cgroup1``: a host whose v1 ``cpu`` and ``memory`` hierarchies are
+mounted read-write and writable by this user, as root on a hybrid host), else the
+answer is ``RLIMIT`` with the first v2 reason that failed and the v1 one:
 
 - a ``cgroup2`` filesystem is mounted read-write (``/proc/self/mountinfo``);
 - a *base* group offers the ``cpu`` and ``memory`` controllers (``cgroup.controllers``)
@@ -23,10 +27,11 @@ first reason that failed:
 
 These checks only read, so a host failing them (no v2, a v1 or hybrid layout, a
 read-only mount, no delegation, a shared group) is never written to. Then ``+cpu
-+memory`` is written to the ``cgroup.subtree_control`` of the base and of the parent
-where not already enabled; a failure there (reported as the reason) leaves what was
-done, at worst the server in its leaf. A hybrid host (controllers bound to cgroup v1,
-an empty v2 at ``/sys/fs/cgroup/unified``) fails at ``cgroup.controllers``.
++memory`` (and ``+pids`` where the base offers it) is written to the
+``cgroup.subtree_control`` of the base and of the parent where not already enabled; a
+failure there (reported as the reason) leaves what was done, at worst the server in its
+leaf. A hybrid host (controllers bound to cgroup v1, an empty v2 at
+``/sys/fs/cgroup/unified``) fails at ``cgroup.controllers`` and goes on to v1.
 
 One server owns one parent: two servers given the same parent could remove each
 other's fresh groups.
@@ -38,11 +43,13 @@ import errno
 import functools
 import logging
 import os
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
+
+from phalanx.executors.cgroup1 import detect_v1
+from phalanx.executors.cgroupfs import Mount, parse_mountinfo, read_pids, write_value
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +57,25 @@ log = logging.getLogger(__name__)
 CGROUP_ROOT_ENV: Final = "PHALANX_CGROUP_ROOT"
 #: Controllers a task group needs, enabled in the parent's ``cgroup.subtree_control``.
 CONTROLLERS: Final = ("cpu", "memory")
+#: Enabled beside them where the base group offers it: it bounds the task's processes.
+OPTIONAL_CONTROLLERS: Final = ("pids",)
 #: The leaf the server moves itself into, and the parent of the task groups beside it.
 SERVER_LEAF: Final = "phalanx-server"
 TASKS_PARENT: Final = "phalanx-tasks"
 
 PROC_SELF: Final = Path("/proc/self")
-_OCTAL: Final = re.compile(r"\\([0-7]{3})")
 
 
 class IsolationKind(StrEnum):
     """The limits a task runs under."""
 
-    CGROUP2 = "cgroup2"  # cpu.max and memory.max (swap off) on the task's own group
+    CGROUP2 = "cgroup2"  # cpu.max, memory.max (swap off) and pids.max on the task's own group
+    CGROUP1 = "cgroup1"  # a group per task in each v1 hierarchy: cpu, memory (swap off), pids
     RLIMIT = "rlimit"  # RLIMIT_AS from the memory request (CPU tasks only); CPU not enforced
+
+
+#: The isolations that put every task in a group of its own.
+GROUPED: Final = frozenset({IsolationKind.CGROUP2, IsolationKind.CGROUP1})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,60 +83,56 @@ class Isolation:
     """The isolation in force for this server's tasks, and why.
 
     ``parent`` is the group under which task groups are created, for ``CGROUP2`` only.
+    ``hierarchies`` are the mount points of the v1 controllers, for ``CGROUP1`` only:
+    ``(controller, mount point)`` for ``cpu`` and ``memory``, and ``pids`` where there
+    is one (each server makes its parent groups below them: ``cgroup1.parents``).
+    ``pids`` is True when every task group also gets a ``pids.max``.
     """
 
     kind: IsolationKind
     reason: str
     parent: Path | None = None
+    hierarchies: tuple[tuple[str, Path], ...] = ()
+    pids: bool = False
 
     def __post_init__(self) -> None:
         if (self.kind is IsolationKind.CGROUP2) != (self.parent is not None):
             raise ValueError("a parent group is given exactly for cgroup2 isolation")
+        names = {name for name, _ in self.hierarchies}
+        if (self.kind is IsolationKind.CGROUP1) != bool(names):
+            raise ValueError("v1 hierarchies are given exactly for cgroup1 isolation")
+        if names and not {"cpu", "memory"} <= names:
+            raise ValueError("cgroup1 isolation needs the cpu and memory hierarchies")
+        if self.pids and self.kind not in GROUPED:
+            raise ValueError("only cgroup isolation limits the number of processes")
 
     @classmethod
     def rlimit(cls, reason: str) -> Isolation:
         """Fall back to rlimits because of ``reason``."""
         return cls(kind=IsolationKind.RLIMIT, reason=reason)
 
+    @property
+    def full(self) -> bool:
+        """True when CPU, memory and processes are all limited for a task's whole tree."""
+        return self.kind in GROUPED and self.pids
+
     def describe(self) -> str:
         """One line for people: what is enforced, and why."""
+        pids = " and pids.max" if self.pids else " (processes not limited)"
         if self.kind is IsolationKind.CGROUP2:
-            return f"cgroup2: cpu.max and memory.max per task under {self.parent} ({self.reason})"
-        return f"rlimit: RLIMIT_AS from the memory request, CPU not enforced ({self.reason})"
-
-
-@dataclass(frozen=True, slots=True)
-class Mount:
-    """One cgroup filesystem from mountinfo: where it is, which group it shows, how."""
-
-    point: Path
-    root: str
-    read_only: bool
-    fstype: str
-    options: frozenset[str]
-
-
-def parse_mountinfo(text: str) -> list[Mount]:
-    """The cgroup (v1) and cgroup2 mounts listed in a ``/proc/<pid>/mountinfo`` text."""
-    mounts = []
-    for line in text.splitlines():
-        fields = line.split()
-        if " - " not in line or len(fields) < 6:
-            continue
-        tail = line.split(" - ", 1)[1].split()
-        if len(tail) < 3 or tail[0] not in {"cgroup", "cgroup2"}:
-            continue
-        options = frozenset(fields[5].split(",")) | frozenset(tail[2].split(","))
-        mounts.append(
-            Mount(
-                point=Path(_unescape(fields[4])),
-                root=_unescape(fields[3]),
-                read_only="ro" in options,
-                fstype=tail[0],
-                options=options,
+            return (
+                f"cgroup2: cpu.max, memory.max{pids} per task under {self.parent} ({self.reason})"
             )
+        if self.kind is IsolationKind.CGROUP1:
+            where = ", ".join(str(point) for _, point in self.hierarchies)
+            return (
+                f"cgroup1: cpu.cfs_quota_us, memory.limit_in_bytes{pids} per task, "
+                f"in {where} ({self.reason})"
+            )
+        return (
+            "rlimit: RLIMIT_AS from the memory request, CPU and processes not limited "
+            f"({self.reason})"
         )
-    return mounts
 
 
 def own_group(proc_cgroup: str) -> str | None:
@@ -150,7 +159,19 @@ def detect(
     pid = os.getpid() if pid is None else pid
     if configured is not None:
         return _configured(configured, mounts)
-    return _delegated(own, mounts, pid)
+    isolation = _delegated(own, mounts, pid)
+    if isolation.kind is not IsolationKind.RLIMIT:
+        return isolation
+    v1 = detect_v1(mounts)
+    if isinstance(v1, str):
+        return Isolation.rlimit(f"{isolation.reason}; cgroup v1: {v1}")
+    hierarchies, pids = v1
+    return Isolation(
+        kind=IsolationKind.CGROUP1,
+        hierarchies=hierarchies,
+        pids=pids,
+        reason=f"{isolation.reason}; the v1 hierarchies are writable",
+    )
 
 
 @functools.cache
@@ -166,7 +187,8 @@ def _host_isolation(configured: str | None) -> Isolation:
 def host_isolation() -> Isolation:
     """This host's isolation for ``$PHALANX_CGROUP_ROOT``, detected and logged once per process.
 
-    The log line is INFO, or WARNING when an explicitly configured parent is unusable.
+    The log line is INFO, or WARNING when an explicitly configured parent is unusable (a
+    server says at WARNING when its isolation is not ``full``: ``control.server``).
     """
     return _host_isolation(os.environ.get(CGROUP_ROOT_ENV) or None)
 
@@ -192,7 +214,7 @@ def _configured(root: Path, mounts: list[Mount]) -> Isolation:
     why = _unusable(root, mounts) or _not_empty(root, allowed=None) or _enable(root)
     if why:
         return Isolation.rlimit(f"{where}: {why}")
-    return Isolation(kind=IsolationKind.CGROUP2, parent=root, reason=where)
+    return Isolation(kind=IsolationKind.CGROUP2, parent=root, reason=where, pids=_has_pids(root))
 
 
 def _delegated(own: str | None, mounts: list[Mount], pid: int) -> Isolation:
@@ -220,6 +242,7 @@ def _delegated(own: str | None, mounts: list[Mount], pid: int) -> Isolation:
         kind=IsolationKind.CGROUP2,
         parent=tasks,
         reason=f"delegated in the server's group {group}, server in {SERVER_LEAF}",
+        pids=_has_pids(tasks),
     )
 
 
@@ -259,11 +282,34 @@ def _not_empty(group: Path, *, allowed: int | None) -> str | None:
 
 
 def _enabled(group: Path) -> bool:
+    """True when the group gives its children every controller it should (see ``_wanted``)."""
     try:
-        enabled = (group / "cgroup.subtree_control").read_text().split()
+        enabled = _words(group / "cgroup.subtree_control")
     except OSError:
         return False
-    return all(name in enabled for name in CONTROLLERS)
+    return all(name.lstrip("+") in enabled for name in _wanted(group))
+
+
+def _wanted(group: Path) -> list[str]:
+    """``CONTROLLERS``, and the ``OPTIONAL_CONTROLLERS`` the group offers."""
+    try:
+        offered = _words(group / "cgroup.controllers")
+    except OSError:
+        offered = set()
+    return [*CONTROLLERS, *(name for name in OPTIONAL_CONTROLLERS if name in offered)]
+
+
+def _has_pids(parent: Path) -> bool:
+    """True when the task groups made in ``parent`` get ``pids.max``."""
+    try:
+        return "pids" in _words(parent / "cgroup.subtree_control")
+    except OSError:
+        return False
+
+
+def _words(path: Path) -> set[str]:
+    # The kernel shows "cpu memory"; a file written by hand may hold "+cpu +memory".
+    return {word.lstrip("+") for word in path.read_text().split()}
 
 
 def _move_into_leaf(group: Path, pid: int) -> str | None:
@@ -284,7 +330,7 @@ def _make_group(group: Path) -> str | None:
 def _enable(group: Path) -> str | None:
     if _enabled(group):
         return None
-    wanted = " ".join(f"+{name}" for name in CONTROLLERS)
+    wanted = " ".join(f"+{name}" for name in _wanted(group))
     return _write_or_reason(group / "cgroup.subtree_control", wanted)
 
 
@@ -299,27 +345,5 @@ def _write_or_reason(path: Path, value: str) -> str | None:
     return None
 
 
-def read_pids(group: Path) -> list[int]:
-    """The processes in ``group`` (its ``cgroup.procs``); none when it cannot be read."""
-    try:
-        return [int(word) for word in (group / "cgroup.procs").read_text().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def write_value(path: Path, value: str) -> None:
-    """Write ``value`` to a cgroup interface file in one ``write``; the kernel's error is raised."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
 def _under(path: str, root: str) -> bool:
     return root in {"/", path} or path.startswith(root.rstrip("/") + "/")
-
-
-def _unescape(field: str) -> str:
-    # mountinfo writes space, tab, newline and backslash as octal escapes (\040 ...).
-    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.executors.identity import TaskIdentity, unreachable
 
 #: The sentence for E2BIG: one argument or variable over MAX_ARG_STRLEN (32 pages,
 #: 128 KiB), or all of them over ARG_MAX.
@@ -32,9 +33,24 @@ TOO_BIG = (
 )
 
 
-def missing_command(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> str | None:
+#: Why a task without an identity does not start on a server that runs tasks per user.
+NO_IDENTITY = (
+    "phalanx runs every task as its user's own Unix identity here, and this task has "
+    "none: give its user one (phalanx users create), or start the server with "
+    "--shared-identity"
+)
+
+
+def missing_command(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    identity: TaskIdentity | None = None,
+) -> str | None:
     """Why the program of ``argv`` cannot be run with ``env``'s PATH from ``cwd``, or
-    None when it can: it is an executable regular file."""
+    None when it can: it is an executable regular file, which ``identity`` (when the
+    task has one) can reach and run by the mode bits on its way."""
     program = argv[0]
     if "/" in program:
         candidates = [cwd / program]
@@ -42,7 +58,16 @@ def missing_command(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -
         # An empty PATH entry is the working directory, as for the shell.
         candidates = [cwd / (entry or ".") / program for entry in env.get("PATH", "").split(":")]
     found = [path for path in candidates if path.is_file()]
-    if any(os.access(path, os.X_OK) for path in found):
+    runnable = [path for path in found if os.access(path, os.X_OK)]
+    if runnable and identity is not None:
+        why = unreachable(runnable[0], identity)
+        if why is not None:
+            return (
+                f"permission denied: the task runs as uid {identity.uid}, and {why}: let "
+                "it through (chmod o+x on the directories, o+rx on the program), or put "
+                "the program where every user can run it"
+            )
+    if runnable:
         return None
     if found:
         return (
@@ -61,8 +86,11 @@ def missing_command(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -
     )
 
 
-def start_failure(error: BaseException, *, workdir: Path) -> str:
-    """The sentence for ``error``, raised while starting the task in ``workdir``."""
+def start_failure(
+    error: BaseException, *, workdir: Path, identity: TaskIdentity | None = None
+) -> str:
+    """The sentence for ``error``, raised while starting the task in ``workdir`` (as
+    ``identity``, when it has one)."""
     if isinstance(error, OSError):
         where = error.filename if error.filename is not None else workdir
         text = error.strerror or str(error)
@@ -76,6 +104,13 @@ def start_failure(error: BaseException, *, workdir: Path) -> str:
                 )
             case errno.ENOENT:
                 return f"{text}: {where}: it must exist on this host"
+            case errno.EACCES | errno.EPERM if identity is not None:
+                return (
+                    f"{text}: {where}: the task runs as uid {identity.uid}, which must be "
+                    "able to run its command: every directory on the way to it must let "
+                    "other users pass (chmod o+x), and the program must be executable by "
+                    "them (chmod o+rx)"
+                )
             case errno.EACCES | errno.EPERM:
                 return (
                     f"{text}: {where}: the server's user must be able to write the task's "

@@ -24,6 +24,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.domain.node import check_address
 from phalanx.domain.topology import check_nic_name
+from phalanx.executors.identity import TaskIdentity
 
 #: Environment variables of NVIDIA MPS that a fractional-GPU task is started with.
 MPS_THREAD_PERCENTAGE = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
@@ -113,6 +114,8 @@ class TaskLaunch:
     docstring for how an executor resolves it). ``nics`` are the NICs the engine bound to
     the task (``Bind.nics``: a task of a multi-node job on a node whose GPU topology
     names NICs); the task sees them as ``NCCL_IB_HCA`` and ``PHALANX_NICS``.
+    ``identity`` is the Unix identity the task runs as (None: the server's own, in
+    single-user mode or with a shared identity).
     ``gang`` lists every task of the job placed with this one, whether started now or
     later (a role that ``dependsOn`` another starts once it runs): ranks, ``WORLD_SIZE``
     and the host lists count them all. Empty: the tasks started together plus the job's
@@ -136,6 +139,7 @@ class TaskLaunch:
     address: str | None = None
     nics: tuple[str, ...] = ()
     gang: tuple[GangMember, ...] = ()
+    identity: TaskIdentity | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

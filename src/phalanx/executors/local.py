@@ -10,10 +10,15 @@ Crash safety: ``records()`` is what a controller persists; after a restart a new
 executor ``adopt``s them. See ``phalanx.executors.process`` for the exit-code wrapper
 that makes an adopted task's exit code known although it is not our child.
 
-Limits: ``isolation`` says what is enforced on this host (cgroup v2 groups per task, or
-rlimits; ``phalanx.executors.cgroups``), and each task's record repeats it. Under cgroup
-v2 an adopted task keeps its group, every ended task's group is removed, and a task that
-fails after the kernel OOM-killed a process in its group ends with reason ``OOM_KILLED``.
+Limits: ``isolation`` says what is enforced on this host (cgroup v2 or v1 groups per
+task, or rlimits; ``phalanx.executors.cgroups``), and each task's record repeats it.
+Under cgroups a task that requests no CPU or memory gets ``LimitDefaults``', an adopted
+task keeps its group, every ended task's group is removed, and a task that fails after
+the kernel OOM-killed a process in its group ends with reason ``OOM_KILLED``.
+
+Identity: a launch's ``identity`` is the uid its task runs as; its directory and logs
+are that uid's (``phalanx.executors.taskdirs``). With ``per_user`` every launch must
+carry one: a launch without is FAILED_TO_START, never run as the server's own user.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from phalanx.executors.base import (
     TaskEventKind,
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
-from phalanx.executors.failures import missing_command, start_failure
+from phalanx.executors.failures import NO_IDENTITY, missing_command, start_failure
 from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
 from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
@@ -51,8 +56,6 @@ from phalanx.executors.process import (
     attach,
     read_exit_code,
     spawn,
-    task_environment,
-    task_workdir,
 )
 from phalanx.executors.records import ProcessRecord, read_record, write_record
 from phalanx.executors.rendezvous import (
@@ -61,12 +64,11 @@ from phalanx.executors.rendezvous import (
     gang_placements,
     rendezvous_env,
 )
-from phalanx.executors.taskgroups import TaskGroups
+from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
+from phalanx.executors.taskenv import task_environment
+from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
-
-#: Each started task's ``ProcessRecord`` as JSON, in its working directory.
-RECORD_FILE = "process.json"
 
 #: The code reported for a task this executor killed when nothing else recorded one.
 KILLED_CODE = 128 + 9
@@ -104,7 +106,7 @@ class _Live:
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess
     since: float  # when it started (or was adopted): no later event of it is earlier
-    group: Path | None = None  # its cgroup v2 group, under cgroup isolation
+    group: TaskGroup | None = None  # its cgroup, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
     paused_since: float | None = None
@@ -123,6 +125,10 @@ class LocalExecutor:
     controller passes; events and stop deadlines use ``now``.
     ``environ`` is where the allow-listed inherited variables come from. ``isolation``
     defaults to the host's (``cgroups.host_isolation``, detected once per process).
+    Tasks run in ``tasks_dir`` (default ``data_dir/tasks``; ``taskdirs`` for the layout),
+    and the records of their processes are kept in ``data_dir/records``. ``per_user``
+    refuses to start a launch without an identity; ``limits`` are the limits of a task
+    that requests none (under cgroups).
     """
 
     def __init__(
@@ -134,8 +140,16 @@ class LocalExecutor:
         host: str = "127.0.0.1",
         environ: Mapping[str, str] | None = None,
         isolation: Isolation | None = None,
+        tasks_dir: Path | str | None = None,
+        per_user: bool = False,
+        limits: LimitDefaults | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.per_user = per_user
+        self._dirs = TaskDirs(
+            tasks_root=Path(tasks_dir) if tasks_dir is not None else self.data_dir / "tasks",
+            records_root=self.data_dir / RECORDS_DIR,
+        )
         self._resolve = resolve
         self._clock = clock
         self._host = host
@@ -144,7 +158,11 @@ class LocalExecutor:
         self._master_ports: dict[str, int] = {}
         self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
         self._events: list[TaskEvent] = []
-        self._groups = TaskGroups(host_isolation() if isolation is None else isolation)
+        self._groups = TaskGroups(
+            host_isolation() if isolation is None else isolation,
+            scope=scope_of(self.data_dir),
+            defaults=limits,
+        )
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -216,13 +234,13 @@ class LocalExecutor:
 
     def records(self) -> list[ProcessRecord]:
         """One record per live task, for the controller to persist (see ``adopt``)."""
-        return [_record_of(live) for live in self._live.values()]
+        return [self._record_of(live) for live in self._live.values()]
 
     def recorded(self, job: str, task: str) -> ProcessRecord | None:
-        """The record the last start of ``task`` left in its working directory (written
-        before ``start`` returns), for a controller that crashed before persisting it.
-        None when there is none or it cannot be read."""
-        return read_record(self.workdir(job, task) / RECORD_FILE)
+        """The record the last start of ``task`` left in the data dir (written before
+        ``start`` returns, never where the task can write), for a controller that crashed
+        before persisting it. None when there is none or it cannot be read."""
+        return read_record(self._dirs.record(job, task))
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Re-attach the recorded tasks that still run; report the others.
@@ -334,9 +352,25 @@ class LocalExecutor:
         """The limits this executor enforces on its tasks, and why (``describe()`` for people)."""
         return self._groups.isolation
 
+    @property
+    def limits(self) -> LimitDefaults:
+        """The limits of a task that requests none, where cgroups enforce limits."""
+        return self._groups.defaults
+
+    @property
+    def tasks_dir(self) -> Path:
+        """The directory every task's working directory is in."""
+        return self._dirs.tasks_root
+
     def workdir(self, job: str, task: str) -> Path:
         """Where the task runs and writes ``stdout.log`` and ``stderr.log``."""
-        return task_workdir(self.data_dir, job, task)
+        return self._dirs.workdir(job, task)
+
+    def close(self) -> None:
+        """Let go of what this executor holds on the host that nothing needs any more
+        (its cgroup parents, when no task group is left in them). Tasks keep running."""
+        self._groups.collect(keep={live.group for live in self._live.values() if live.group})
+        self._groups.release()
 
     def address_of(self, node: str, declared: str | None) -> str:
         """The address peers reach a task on ``node`` at: always this executor's ``host``,
@@ -416,25 +450,34 @@ class LocalExecutor:
         group = None
         try:
             env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
-            missing = missing_command(launch.argv(), env=env, cwd=workdir)
+            missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
+            if self.per_user and launch.identity is None:
+                missing = NO_IDENTITY
             if missing is not None:
                 self._events.append(
                     _failed_to_start(launch.job, launch.task, launch.node, now, missing)
                 )
                 return
+            self._dirs.prepare(workdir, launch.identity)
             group = self._groups.create(
                 launch.job,
                 launch.task,
                 cpu_millicores=launch.cpu_millicores,
                 memory_bytes=launch.memory_bytes,
             )
-            process = spawn(launch, workdir=workdir, env=env, cgroup=group)
+            process = spawn(
+                launch,
+                workdir=workdir,
+                env=env,
+                cgroups=group.dirs if group is not None else (),
+                identity=launch.identity,
+            )
         except Exception as error:
             if group is not None:
                 self._groups.close(group)
             # The task cannot run (its environment is too big, the disk is full, ...);
             # the node is fine, so this is no LOST: the job retries or fails by its rules.
-            message = start_failure(error, workdir=workdir)
+            message = start_failure(error, workdir=workdir, identity=launch.identity)
             log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
             self._events.append(
                 _failed_to_start(launch.job, launch.task, launch.node, now, message)
@@ -452,7 +495,7 @@ class LocalExecutor:
             group=group,
         )
         self._live[(launch.job, launch.task)] = live
-        write_record(workdir / RECORD_FILE, _record_of(live))
+        write_record(self._dirs.record(launch.job, launch.task), self._record_of(live))
         self._events.append(
             TaskEvent(
                 kind=TaskEventKind.STARTED,
@@ -461,6 +504,20 @@ class LocalExecutor:
                 task=launch.task,
                 node=launch.node,
             )
+        )
+
+    def _record_of(self, live: _Live) -> ProcessRecord:
+        return ProcessRecord(
+            job=live.job,
+            task=live.task,
+            node=live.node,
+            pid=live.process.pid,
+            start_time=live.process.start_time,
+            workdir=str(live.process.workdir),
+            workload=live.workload,
+            gpus=live.gpus,
+            isolation=IsolationKind.RLIMIT if live.group is None else self.isolation.kind,
+            cgroup="" if live.group is None else str(live.group.path),
         )
 
     def _unpause(self, live: _Live) -> None:
@@ -501,21 +558,6 @@ def _exit_reason(oom: bool, code: int | None) -> str | None:
 def _failed_to_start(job: str, task: str, node: str, now: float, message: str) -> TaskEvent:
     return TaskEvent(
         kind=TaskEventKind.FAILED_TO_START, time=now, job=job, task=task, node=node, message=message
-    )
-
-
-def _record_of(live: _Live) -> ProcessRecord:
-    return ProcessRecord(
-        job=live.job,
-        task=live.task,
-        node=live.node,
-        pid=live.process.pid,
-        start_time=live.process.start_time,
-        workdir=str(live.process.workdir),
-        workload=live.workload,
-        gpus=live.gpus,
-        isolation=IsolationKind.RLIMIT if live.group is None else IsolationKind.CGROUP2,
-        cgroup="" if live.group is None else str(live.group),
     )
 
 

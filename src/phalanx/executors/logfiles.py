@@ -1,23 +1,31 @@
-"""A task's output as a file on this host: the local executor's ``TaskLog``.
+"""A task's output as a file on this host: the local executor's ``TaskLog``, and the
+descriptor a task writes it through.
 
 Guarantees: ``FileLog`` reads only a regular file at its path. A symbolic link there
 (a task may replace its own ``stdout.log``) is never followed: the stream reads as
 empty, so the API cannot be made to serve a file the task pointed it at. A missing
 file (the task has not started, or its directory was removed) reads as empty too.
+``open_log`` never writes through a link either, nor blocks on a FIFO, nor appends to
+a file that has another name elsewhere: the server, root or not, writes only the
+task's own log.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.executors.identity import TaskIdentity
 
 # Errors that mean "no log file here", as opposed to a broken disk.
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
+#: The mode of a log that belongs to a task's own uid.
+LOG_MODE = 0o600
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,3 +65,47 @@ class FileLog:
             return os.pread(fd, limit, offset)
         finally:
             os.close(fd)
+
+
+def open_log(path: Path, identity: TaskIdentity | None = None) -> int:
+    """A descriptor appending to the log at ``path``, for a task's stdout or stderr.
+
+    With an ``identity`` the file belongs to it, mode 0600. Whatever is at ``path`` that
+    is not a regular file with one name (a link, a FIFO, a hard link to another file, an
+    empty directory) is replaced by a fresh file; a log's earlier output stays. Raises
+    ``OSError`` when it cannot be opened.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, LOG_MODE)
+    except OSError as error:
+        if error.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise
+        fd = _fresh(path, flags)
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
+        os.close(fd)
+        fd = _fresh(path, flags)
+        status = os.fstat(fd)
+    try:
+        if identity is not None:
+            if (status.st_uid, status.st_gid) != (identity.uid, identity.gid):
+                os.fchown(fd, identity.uid, identity.gid)
+            if stat.S_IMODE(status.st_mode) != LOG_MODE:
+                os.fchmod(fd, LOG_MODE)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fresh(path: Path, flags: int) -> int:
+    """A new regular file at ``path`` in place of whatever is there."""
+    try:
+        os.unlink(path)
+    except IsADirectoryError:
+        os.rmdir(path)  # an empty one; one with files in it raises, and the start fails
+    except FileNotFoundError:
+        pass
+    return os.open(path, flags | os.O_EXCL, LOG_MODE)

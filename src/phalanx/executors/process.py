@@ -1,8 +1,9 @@
 """One task's process group on this host: start it, signal it, see it end, find it again.
 
 Every task runs under a tiny ``/bin/sh`` wrapper (``WRAPPER_SCRIPT``), started as the
-leader of a new session and process group, in ``data_dir/tasks/<job>/<task>/`` (each
-name made a safe directory name by ``dir_name``):
+leader of a new session and process group, in its working directory
+(``taskdirs.TaskDirs``: ``<tasks root>/<job>/<task>/``, each name made a safe
+directory name by ``dir_name``):
 
 - the wrapper installs a no-op trap for HUP, INT, QUIT and TERM, then runs the real
   command as a *foreground child*. Signals go to the whole process group, so the real
@@ -20,13 +21,24 @@ name made a safe directory name by ``dir_name``):
 
 Limits, by the host's isolation (``phalanx.executors.cgroups``):
 
-- cgroup v2: the task's group (``phalanx.executors.taskgroups``) carries ``cpu.max`` and
-  ``memory.max``, written before the wrapper starts; the wrapper writes its own pid to
-  the group's ``cgroup.procs`` before it runs the command, so the command and all it
-  forks are inside. If it cannot join, it runs nothing and records ``JOIN_FAILED``.
-  No RLIMIT_AS then: ``memory.max`` limits what is used, not what is reserved;
+- cgroup v2 or v1: the task's group (``phalanx.executors.taskgroups``) carries its CPU,
+  memory and process limits, written before the wrapper starts. The wrapper is started
+  *held*: it waits on its stdin (a pipe from the server) until the server has written
+  its pid to the group's ``cgroup.procs`` (every hierarchy's, under v1) and then sends
+  ``go``; only then does it run the command, so the command and all it forks are
+  inside. This works whatever uid the task runs as (a task's uid could not move itself
+  there). If the server cannot put it in, the start fails and nothing runs; a wrapper
+  whose pipe closes without ``go`` runs nothing and records ``JOIN_FAILED``. No
+  RLIMIT_AS then: the group limits what is used, not what is reserved;
 - otherwise: ``memory_bytes`` becomes the wrapper's ``ulimit -v`` (RLIMIT_AS, inherited
   by the command) for tasks without GPUs, and ``cpu_millicores`` is not enforced.
+
+Identity: with a ``TaskIdentity`` the wrapper, and so the command, runs as that uid and
+gid with exactly its supplementary groups (``subprocess``'s ``user``, ``group`` and
+``extra_groups``, applied in the child before ``exec``), so ``exit_code`` is written by
+the task's own uid in its own directory: the code it holds is the task's word about
+itself, bound to the wrapper's pid, and it is read without following links and at most
+64 bytes of it (``read_exit_code``).
 
 Neither needs a ``preexec_fn``, which is unsafe in a threaded server.
 
@@ -37,18 +49,23 @@ different start time and is never mistaken for the task.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
+import stat
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import psutil
 
+from phalanx.executors.cgroupfs import write_value
+from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.logfiles import open_log
 
 EXIT_FILE: Final = "exit_code"
 STDOUT_LOG: Final = "stdout.log"
@@ -58,20 +75,7 @@ STDERR_LOG: Final = "stderr.log"
 #: the kernel's clock tick, 10 ms at most; a reused pid starts at least a tick later).
 START_TIME_TOLERANCE: Final = 0.005
 
-#: Variables a task inherits from the server. Everything else is left out on purpose:
-#: the server's credentials (database URL, API tokens) must not reach user code.
-INHERITED_ENV: Final = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-    "TZ", "TMPDIR", "TERM",
-)  # fmt: skip
-DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
-
-#: The NICs (RDMA devices) NCCL may use, set to exactly those the engine bound to the task.
-NCCL_IB_HCA: Final = "NCCL_IB_HCA"
-#: The NICs the engine bound to the task, comma-separated (empty: none bound).
-PHALANX_NICS: Final = "PHALANX_NICS"
-
-#: The status recorded for a task whose wrapper could not join its cgroup (nothing ran).
+#: The status recorded by a held wrapper that was never let go (nothing ran).
 JOIN_FAILED: Final = 125
 
 #: Longest file name the common Linux file systems accept, in bytes.
@@ -81,16 +85,23 @@ HASH_MARK: Final = "~"
 #: The bytes of a long name's end that ``dir_name`` keeps (a task name ends in role-index).
 _KEPT_END: Final = 48
 
+#: What the server sends a held wrapper once it is in its cgroup.
+GO: Final = b"go\n"
+#: The most of ``exit_code`` ever read: a status and a pid.
+EXIT_FILE_MAX: Final = 64
+
 WRAPPER_SCRIPT: Final = """\
 trap : HUP INT QUIT TERM
-exit_file=$1 memory_kib=$2 cgroup=$3
+exit_file=$1 memory_kib=$2 held=$3
 shift 3
 finish() {
   printf '%s %s\\n' "$1" "$$" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
   exit "$1"
 }
-if [ "$cgroup" != - ]; then
-  echo "$$" > "$cgroup/cgroup.procs" || { echo "phalanx: cannot join cgroup $cgroup" >&2; finish 125; }
+if [ "$held" != - ]; then
+  IFS= read -r go || go=
+  [ "$go" = go ] || { echo "phalanx: the server did not put the task in its cgroup" >&2; finish 125; }
+  exec </dev/null
 fi
 if [ "$memory_kib" != - ]; then
   ulimit -v "$memory_kib" 2>/dev/null || echo "phalanx: cannot limit memory to ${memory_kib} KiB" >&2
@@ -105,13 +116,6 @@ class Exit:
     """A task's end. ``code`` is None when nothing recorded it (see the module docstring)."""
 
     code: int | None
-
-
-def task_workdir(data_dir: Path, job: str, task: str) -> Path:
-    """The task's working directory, which also holds its logs and ``exit_code``:
-    ``data_dir/tasks/<dir_name(job)>/<dir_name(task)>``, the same for the same names in
-    every process and every release (a restarted server finds it again)."""
-    return data_dir / "tasks" / dir_name(job) / dir_name(task)
 
 
 def dir_name(name: str) -> str:
@@ -145,46 +149,25 @@ def shell_code(returncode: int) -> int:
 
 
 def read_exit_code(workdir: Path, pid: int) -> int | None:
-    """The status the wrapper with ``pid`` recorded in ``workdir``, if it recorded one."""
+    """The status the wrapper with ``pid`` recorded in ``workdir``, if it recorded one.
+
+    Only a regular file is read, never through a link, never blocking, at most
+    ``EXIT_FILE_MAX`` bytes: the task's uid may have put anything there."""
     try:
-        fields = (workdir / EXIT_FILE).read_text().split()
-    except (FileNotFoundError, NotADirectoryError):
+        fd = os.open(workdir / EXIT_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None  # none, a link, or a directory of someone else's: no code recorded
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        fields = os.read(fd, EXIT_FILE_MAX).decode(errors="replace").split()
+    except OSError:
         return None
+    finally:
+        os.close(fd)
     if len(fields) != 2 or not all(f.isdigit() for f in fields) or int(fields[1]) != pid:
         return None  # another run's file, or not ours at all
     return int(fields[0])
-
-
-def task_environment(
-    launch: TaskLaunch,
-    injected: Mapping[str, str],
-    *,
-    workdir: Path,
-    inherited: Mapping[str, str],
-) -> dict[str, str]:
-    """The task's whole environment, later layers winning.
-
-    Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's own ``env``,
-    the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits
-    and the bound NICs. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``,
-    the NICs) therefore cannot be overridden by user environment.
-
-    NICs: ``PHALANX_NICS`` lists the launch's ``nics`` comma-separated (empty when none
-    were bound). With NICs, ``NCCL_IB_HCA`` is ``=`` and the same list: the ``=`` makes
-    NCCL take the names as exact device names, not as prefixes (``mlx5_1`` alone would
-    also select ``mlx5_10`` and ``mlx5_11``). Without NICs, a user's ``NCCL_IB_HCA`` stays.
-    """
-    env = {name: inherited[name] for name in INHERITED_ENV if name in inherited}
-    env.setdefault("PATH", DEFAULT_PATH)
-    env.update(launch.env)
-    env.update(injected)
-    env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
-    if launch.gpu_share is not None:
-        env.update(launch.gpu_share.env(len(launch.gpus)))
-    env[PHALANX_NICS] = ",".join(launch.nics)
-    if launch.nics:
-        env[NCCL_IB_HCA] = "=" + ",".join(launch.nics)
-    return env
 
 
 def address_space_kib(launch: TaskLaunch) -> int | None:
@@ -296,40 +279,87 @@ class TaskProcess:
 
 
 def spawn(
-    launch: TaskLaunch, *, workdir: Path, env: Mapping[str, str], cgroup: Path | None = None
+    launch: TaskLaunch,
+    *,
+    workdir: Path,
+    env: Mapping[str, str],
+    cgroups: Sequence[Path] = (),
+    identity: TaskIdentity | None = None,
 ) -> TaskProcess:
     """Start ``launch`` under the wrapper in ``workdir``, with exactly ``env``.
 
-    With a ``cgroup`` (made by ``taskgroups.create_group``) the task runs inside it and
-    gets no RLIMIT_AS; without, it gets ``address_space_kib``. Output is appended to
-    ``stdout.log`` and ``stderr.log``; a previous run's ``exit_code`` is removed first so
-    that it can never be read as this run's. Raises ``OSError`` when the directory or
-    the logs cannot be created.
+    With ``cgroups`` (a task group's directories, made by ``taskgroups``) the wrapper is
+    held until this function has put it into each of them, and gets no RLIMIT_AS;
+    without, it gets ``address_space_kib``. With an ``identity`` the task runs as it, and
+    its logs belong to it. Output is appended to ``stdout.log`` and ``stderr.log``
+    (``logfiles.open_log``); a previous run's ``exit_code`` is removed first so that it
+    can never be read as this run's. ``workdir`` must exist (``TaskDirs.prepare``).
+    Raises ``OSError`` when the logs cannot be opened, the process cannot be started, or
+    the task cannot be put into its group (then the wrapper is killed: nothing ran).
     """
-    workdir.mkdir(parents=True, exist_ok=True)
     for stale in (EXIT_FILE, f"{EXIT_FILE}.tmp"):
         (workdir / stale).unlink(missing_ok=True)
-    limit = None if cgroup is not None else address_space_kib(launch)
+    limit = None if cgroups else address_space_kib(launch)
     argv = [
         "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
         str(workdir / EXIT_FILE), "-" if limit is None else str(limit),
-        "-" if cgroup is None else str(cgroup), *launch.argv(),
+        "held" if cgroups else "-", *launch.argv(),
     ]  # fmt: skip
-    with open(workdir / STDOUT_LOG, "ab") as out, open(workdir / STDERR_LOG, "ab") as err:
+    options: dict[str, Any] = {} if identity is None else dict(identity.popen_options())
+    held, release = os.pipe() if cgroups else (subprocess.DEVNULL, -1)
+    descriptors = [held] if cgroups else []
+    try:
+        out = open_log(workdir / STDOUT_LOG, identity)
+        descriptors.append(out)
+        err = open_log(workdir / STDERR_LOG, identity)
+        descriptors.append(err)
         popen = subprocess.Popen(
             argv,
             cwd=workdir,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=held,
             stdout=out,
             stderr=err,
             start_new_session=True,  # own session and group: signals reach all of it, only it
             close_fds=True,
+            **options,
         )
+    except BaseException:
+        if release >= 0:
+            os.close(release)
+        raise
+    finally:
+        for fd in descriptors:
+            os.close(fd)
     # The wrapper cannot be reaped before we wait for it, so its start time is readable.
-    return TaskProcess(
+    process = TaskProcess(
         pid=popen.pid, start_time=process_start_time(popen.pid), workdir=workdir, popen=popen
     )
+    if cgroups:
+        _release_into(process, popen, cgroups, release)
+    return process
+
+
+def _release_into(
+    process: TaskProcess, popen: subprocess.Popen[bytes], cgroups: Sequence[Path], release: int
+) -> None:
+    """Put the held wrapper into each group, then let it go; on failure kill it and raise."""
+    try:
+        for group in cgroups:
+            try:
+                write_value(group / "cgroup.procs", str(popen.pid))
+            except OSError as error:
+                process.kill()
+                popen.wait()
+                raise OSError(
+                    error.errno,
+                    f"cannot put the task into its cgroup: {error.strerror}",
+                    str(group / "cgroup.procs"),
+                ) from error
+        with contextlib.suppress(BrokenPipeError):  # ended already: poll reports how
+            os.write(release, GO)
+    finally:
+        os.close(release)
 
 
 def attach(*, pid: int, start_time: float, workdir: Path) -> TaskProcess | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
-from phalanx.executors.cgroups import IsolationKind
+from phalanx.executors.cgroups import GROUPED, IsolationKind
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,9 @@ class ProcessRecord:
     process's start in seconds since the epoch: together they name one process, never a
     later one that reused the pid. ``workdir`` holds the task's logs and ``exit_code``.
     ``isolation`` is how the task's limits were enforced, and ``cgroup`` its group under
-    cgroup v2 (kept by a server that re-adopts the task, removed when the task ends).
-    Records written before these fields existed read as rlimit isolation.
+    cgroup v2, or its memory group under cgroup v1 (kept by a server that re-adopts the
+    task, removed when the task ends). Records written before these fields existed read
+    as rlimit isolation.
     """
 
     job: str
@@ -39,14 +40,14 @@ class ProcessRecord:
     workload: ServiceClass = ServiceClass.ONLINE
     gpus: tuple[int, ...] = ()
     isolation: IsolationKind = IsolationKind.RLIMIT
-    cgroup: str = ""  # the task's cgroup v2 group, for CGROUP2 isolation
+    cgroup: str = ""  # the task's group (its memory one under v1), for cgroup isolation
 
     def __post_init__(self) -> None:
-        if (self.isolation is IsolationKind.CGROUP2) != bool(self.cgroup):
+        if (self.isolation in GROUPED) != bool(self.cgroup):
             raise InvalidInput(
                 f"isolation {self.isolation} with cgroup {self.cgroup!r}",
                 field="cgroup",
-                fix="a group path exactly for cgroup2 isolation",
+                fix="a group path exactly for cgroup2 or cgroup1 isolation",
             )
 
     def to_dict(self) -> RecordDict:
@@ -75,7 +76,9 @@ class ProcessRecord:
         isolation = data.get("isolation", IsolationKind.RLIMIT.value)
         if isolation not in set(IsolationKind):
             raise InvalidInput(
-                f"{isolation!r} is not an isolation", field="isolation", fix="cgroup2 or rlimit"
+                f"{isolation!r} is not an isolation",
+                field="isolation",
+                fix="cgroup2, cgroup1 or rlimit",
             )
         cgroup = data.get("cgroup", "")
         if not isinstance(cgroup, str) or (cgroup and not cgroup.startswith("/")):
@@ -100,12 +103,14 @@ class ProcessRecord:
 
 
 def write_record(path: Path, record: ProcessRecord) -> None:
-    """Write ``record`` as JSON whole or not at all (a reader never sees half of it).
+    """Write ``record`` as JSON whole or not at all (a reader never sees half of it),
+    making its directory if needed.
 
     A failure is logged, not raised: the controller's own copy of the record covers it.
     """
     partial = path.with_suffix(".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         partial.write_text(json.dumps(record.to_dict()))
         partial.replace(path)
     except OSError as error:

@@ -1,14 +1,17 @@
-"""One cgroup v2 group per task: its limits, its end, its removal.
+"""One cgroup per task (v2, or one per hierarchy under v1): its limits, its end, its removal.
 
-Guarantees, under ``cgroups.IsolationKind.CGROUP2``:
+Guarantees, under ``cgroups.IsolationKind.CGROUP2`` or ``CGROUP1``:
 
-- a task's group is ``<parent>/<job>:<task>`` (see ``group_name``), created fresh for
-  each run with ``cpu.max`` from the CPU request, ``memory.max`` from the memory request
-  and ``memory.swap.max`` 0 (where swap is accounted), all written before the task's
-  wrapper starts. Unrequested limits are written as ``max``. ``pids.max`` is left alone:
-  a task asks for no process count, and threads count against it;
-- the wrapper joins the group before it runs the command (``process.WRAPPER_SCRIPT``),
-  so everything the command forks is inside, whatever session or process group it makes;
+- a task's group is named ``<job>:<task>`` (see ``group_name``): under v2 one group in
+  the executor's parent, under v1 one in each hierarchy's parent (``cgroup1``). It is
+  created fresh for each run, all its limits written before the task's wrapper runs the
+  command: CPU from the CPU limit, memory from the memory limit with swap off where swap
+  is accounted, and the number of processes (threads count too) where the ``pids``
+  controller is there. A limit the task does not request is ``LimitDefaults``' (1 CPU,
+  1 GiB, 4096 processes): no task runs unlimited;
+- the server puts the task's wrapper into the group before the wrapper runs the command
+  (``process.spawn``), so the command and all it forks are inside, whatever session or
+  process group it makes, and whatever uid it runs as;
 - when the task ends, what is left in the group is killed, the kernel's count of OOM
   kills in it tells whether memory ran out, and the group is removed: at once, or by a
   later ``collect`` once the killed processes are gone. A group this executor did not
@@ -24,10 +27,13 @@ import logging
 import os
 import signal
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from phalanx.executors.cgroups import Isolation, read_pids, write_value
+from phalanx.executors import cgroup1
+from phalanx.executors.cgroupfs import read_pids, write_value
+from phalanx.executors.cgroups import Isolation, IsolationKind
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +42,45 @@ CPU_PERIOD_US: Final = 100_000
 CPU_MIN_QUOTA_US: Final = 1_000
 #: Longest directory name the kernel accepts, in bytes.
 NAME_MAX: Final = 255
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitDefaults:
+    """The limits of a task that requests none, under cgroup isolation: small, never
+    unlimited. ``pids`` bounds every task (no request asks for a process count)."""
+
+    cpu_millicores: int = 1000
+    memory_bytes: int = 2**30
+    pids: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_millicores", "memory_bytes", "pids"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+
+    def describe(self) -> str:
+        """For people: ``1 CPU, 1 GiB, 4096 processes``."""
+        cpus = f"{self.cpu_millicores / 1000:g} CPU"
+        memory = f"{self.memory_bytes / 2**30:g} GiB"
+        return f"{cpus}, {memory}, {self.pids} processes"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGroup:
+    """One task's group: its directory in every hierarchy (one under v2). The first is
+    the one that counts memory and names the group in the task's record."""
+
+    dirs: tuple[Path, ...]
+
+    @property
+    def path(self) -> Path:
+        """The group's directory that counts memory (and OOM kills)."""
+        return self.dirs[0]
+
+
+def scope_of(data_dir: Path) -> str:
+    """The ``scope`` of a server's task groups: named by its data dir, so one per server."""
+    return hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:16]
 
 
 def group_name(job: str, task: str) -> str:
@@ -60,13 +105,19 @@ def cpu_max(millicores: int | None) -> str:
 
 
 def create_group(
-    parent: Path, name: str, *, cpu_millicores: int | None, memory_bytes: int | None
+    parent: Path,
+    name: str,
+    *,
+    cpu_millicores: int | None,
+    memory_bytes: int | None,
+    pids: int | None = None,
 ) -> Path:
-    """A fresh group ``parent/name`` with the task's limits written; returns its path.
+    """A fresh cgroup v2 group ``parent/name`` with the task's limits written; its path.
 
-    An empty group left from an earlier run is replaced (its OOM count must not be read
-    as this run's). Raises ``OSError`` when the group cannot be made or is still in use;
-    nothing is left behind then.
+    ``None`` writes no limit (``max``). ``pids`` is written where the group has a
+    ``pids.max`` (the parent enables ``pids``). An empty group left from an earlier run
+    is replaced (its OOM count must not be read as this run's). Raises ``OSError`` when
+    the group cannot be made or is still in use; nothing is left behind then.
     """
     group = parent / name
     try:
@@ -83,6 +134,8 @@ def create_group(
         # A sibling has memory.swap.max exactly when the parent has: swap is accounted.
         if (parent / "memory.swap.max").exists():
             write_value(group / "memory.swap.max", "max" if memory_bytes is None else "0")
+        if pids is not None and (group / "pids.max").exists():
+            write_value(group / "pids.max", str(pids))
     except OSError:
         remove_group(group)
         raise
@@ -133,70 +186,129 @@ def remove_group(group: Path) -> bool:
 
 
 class TaskGroups:
-    """The task groups of one executor (a mutable holder: it remembers removals to retry)."""
+    """The task groups of one executor (a mutable holder: it remembers removals to retry).
 
-    __slots__ = ("_retired", "_swept", "isolation")
+    ``scope`` names the executor's v1 parents (``cgroup1.parents``); ``defaults`` are
+    the limits of a task that requests none.
+    """
 
-    def __init__(self, isolation: Isolation) -> None:
+    __slots__ = ("_parents", "_retired", "_swept", "defaults", "isolation")
+
+    def __init__(
+        self,
+        isolation: Isolation,
+        *,
+        scope: str = "default",
+        defaults: LimitDefaults | None = None,
+    ) -> None:
         self.isolation = isolation
+        self.defaults = defaults or LimitDefaults()
+        self._parents: tuple[Path, ...] = ()
+        if isolation.parent is not None:
+            self._parents = (isolation.parent,)
+        elif isolation.kind is IsolationKind.CGROUP1:
+            self._parents = cgroup1.parents(isolation.hierarchies, scope)
         self._retired: set[Path] = set()
         self._swept = False
 
+    @property
+    def parents(self) -> tuple[Path, ...]:
+        """Where this executor's task groups are made: one per hierarchy; none without cgroups."""
+        return self._parents
+
     def create(
         self, job: str, task: str, *, cpu_millicores: int | None, memory_bytes: int | None
-    ) -> Path | None:
-        """The task's fresh group with its limits, or None without cgroup isolation."""
-        parent = self.isolation.parent
-        if parent is None:
+    ) -> TaskGroup | None:
+        """The task's fresh group with its limits (or the defaults), or None without
+        cgroup isolation."""
+        if not self._parents:
             return None
-        return create_group(
-            parent,
-            group_name(job, task),
-            cpu_millicores=cpu_millicores,
-            memory_bytes=memory_bytes,
+        name = group_name(job, task)
+        cpu = cpu_millicores or self.defaults.cpu_millicores
+        memory = memory_bytes or self.defaults.memory_bytes
+        if self.isolation.kind is IsolationKind.CGROUP1:
+            dirs = cgroup1.create_v1(
+                self._parents,
+                name,
+                cpu_millicores=cpu,
+                memory_bytes=memory,
+                pids=self.defaults.pids,
+            )
+            return TaskGroup(dirs)
+        made = create_group(
+            self._parents[0],
+            name,
+            cpu_millicores=cpu,
+            memory_bytes=memory,
+            pids=self.defaults.pids,
         )
+        return TaskGroup((made,))
 
-    def recorded(self, cgroup: str) -> Path | None:
-        """The group a task record names, if this executor manages it: one under its
-        parent. Any other is left alone (a changed setting, or a record not ours)."""
+    def recorded(self, cgroup: str) -> TaskGroup | None:
+        """The group a task record names (its ``path``), if this executor manages it:
+        one under its parent. Any other is left alone (a changed setting, or a record
+        not ours)."""
         if not cgroup:
             return None
-        group = Path(cgroup)
-        if self.isolation.parent is None or group.parent != self.isolation.parent:
-            log.warning("leaving cgroup %s alone: it is not under this server's parent", group)
+        path = Path(cgroup)
+        if not self._parents or path.parent != self._parents[0]:
+            log.warning("leaving cgroup %s alone: it is not under this server's parent", path)
             return None
-        return group
+        return TaskGroup(tuple(parent / path.name for parent in self._parents))
 
-    def close(self, group: Path) -> bool:
+    def close(self, group: TaskGroup) -> bool:
         """End a task's group: True when memory ran out in it (an OOM kill).
 
         Leftover processes are killed; the group is removed now or by a later ``collect``.
         """
-        oom = oom_kills(group) > 0
+        oom = self.oom_kills(group) > 0
         with contextlib.suppress(OSError):  # gone already: the removal below tells
-            kill_members(group)
-        if not remove_group(group):
-            self._retired.add(group)
+            self._kill(group)
+        for directory in group.dirs:
+            if not remove_group(directory):
+                self._retired.add(directory)
         return oom
 
-    def collect(self, keep: Collection[Path]) -> None:
+    def oom_kills(self, group: TaskGroup) -> int:
+        """How many processes the kernel OOM-killed in ``group``; 0 if unknown."""
+        if self.isolation.kind is IsolationKind.CGROUP1:
+            return cgroup1.oom_kills_v1(group.path)
+        return oom_kills(group.path)
+
+    def collect(self, keep: Collection[TaskGroup]) -> None:
         """Retry the removals ``close`` could not finish.
 
-        The first call also sweeps the parent: every empty group in it that is not in
+        The first call also sweeps the parents: every empty group in them that is not in
         ``keep`` (the live tasks' groups) is removed, left by a server that stopped.
         """
-        parent = self.isolation.parent
-        if not self._swept and parent is not None:
+        if not self._swept and self._parents:
             self._swept = True
-            try:
-                stale = [p for p in parent.iterdir() if p.is_dir() and p not in keep]
-            except OSError:
-                stale = []
-            for group in stale:
-                remove_group(group)
-        for group in sorted(self._retired):
-            if remove_group(group):
-                self._retired.discard(group)
+            kept = {directory for group in keep for directory in group.dirs}
+            for parent in self._parents:
+                try:
+                    stale = [p for p in parent.iterdir() if p.is_dir() and p not in kept]
+                except OSError:
+                    stale = []
+                for group in stale:
+                    remove_group(group)
+        for directory in sorted(self._retired):
+            if remove_group(directory):
+                self._retired.discard(directory)
+
+    def release(self) -> None:
+        """Remove this executor's v1 parents where nothing is left in them (at shutdown:
+        a parent that still holds a running task's group stays for the next start)."""
+        if self.isolation.kind is IsolationKind.CGROUP1:
+            cgroup1.remove_parents(self._parents)
+
+    def _kill(self, group: TaskGroup) -> None:
+        if self.isolation.kind is not IsolationKind.CGROUP1:
+            kill_members(group.path)
+            return
+        for directory in group.dirs:
+            for pid in read_pids(directory):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _escape(part: str) -> str:

@@ -17,6 +17,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from phalanx.control.server import Server
+from phalanx.executors.cgroups import host_isolation
+from phalanx.executors.taskgroups import TaskGroups, scope_of
 from tests.integration.control import serving
 
 
@@ -45,6 +47,16 @@ def create_database(base: str) -> str:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
     return make_url(base).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(autouse=True)
+def cgroups_left(tmp_path: Path) -> Iterator[None]:
+    """After each test, the empty task groups its servers left on the host go (a server
+    stopped or killed while its tasks ran cannot remove them when they end)."""
+    yield
+    groups = TaskGroups(host_isolation(), scope=scope_of(tmp_path / "data"))
+    groups.collect(keep=())
+    groups.release()
 
 
 @pytest.fixture

@@ -4,6 +4,9 @@
 
 - ``cli=True``: ``phalanx up`` itself (``python -m phalanx.cli.main up ...``), with its
   default timing: what a service manager runs, exit code included;
+
+In both every task runs as the server (``--shared-identity``): these tests' tasks write
+into the test's own directory, which only root may enter.
 - otherwise the same ``Server.serve`` with ``serving.FAST`` timing (backoff 0.2 s), so a
   test can watch a retry without waiting out the default ten seconds.
 
@@ -38,7 +41,10 @@ SERVE = textwrap.dedent(
     from phalanx.control.server import Server, ServerSettings
     data, port, cluster, db = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] or None
     timing = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
-    settings = ServerSettings(data_dir=Path(data), port=port, cluster=Path(cluster), db_url=db, timing=timing)
+    settings = ServerSettings(
+        data_dir=Path(data), port=port, cluster=Path(cluster), db_url=db, timing=timing,
+        shared_identity=True,
+    )
     Server(settings).serve()
     """
 )
@@ -95,7 +101,7 @@ def start(
     err = tmp_path / f"server-{runs}.err"
     if cli:
         args = [sys.executable, "-m", "phalanx.cli.main", "up", "--data-dir", str(data)]
-        args += ["--port", str(port_), "--cluster", str(cluster_file)]
+        args += ["--port", str(port_), "--cluster", str(cluster_file), "--shared-identity"]
         args += ["--db", db] if db else []
     else:
         args = [sys.executable, "-c", SERVE, str(data), str(port_), str(cluster_file), db or ""]

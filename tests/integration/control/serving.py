@@ -68,6 +68,10 @@ def running_server(
         port=0,
         cluster=cluster_file,
         timing=timing,
+        # These tests are about scheduling and lifecycles, and their tasks write into the
+        # test's own directory: every task runs as the test (tests/integration/tenancy
+        # covers tasks under their users' own uids).
+        shared_identity=True,
     )
     server = Server(settings)
     server.start()
@@ -88,6 +92,7 @@ def running_server(
                 return not executor.running()
 
             wait_for(reaped, "every task reaped")
+            executor.close()  # its cgroup parents go, now that no task is left in them
 
 
 class Api:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import yaml
@@ -135,6 +136,11 @@ def test_top_describe_node_and_cordon(server: Server) -> None:
     assert "node/node-1 uncordoned" in ok(phalanx(server, "uncordon", "node-1"))
     described = ok(phalanx(server, "describe", "node", "node-0"))
     assert "GPUs" in described and "virtual" in described and "[░" in described
+    # How its tasks are limited, and whose uid they run as (this server: a shared identity).
+    flat = " ".join(described.split())
+    limits = server.controller.view.nodes[0].limits
+    assert limits and f"Limits: {' '.join(limits.split()[:3])}" in flat
+    assert f"Identity: shared: every task as uid {os.geteuid()} (--shared-identity)" in flat
     assert "no node named 'node-9'" in refused(phalanx(server, "cordon", "node-9"))
 
 

@@ -57,10 +57,11 @@ def test_kill_nine_and_restart_loses_and_doubles_nothing(tmp_path: Path) -> None
         server.kill()
 
 
-def test_a_task_whose_record_was_never_stored_is_adopted_from_its_workdir(tmp_path: Path) -> None:
+def test_a_task_whose_record_was_never_stored_is_adopted_from_the_executors_record(
+    tmp_path: Path,
+) -> None:
     """The server died between starting a task and storing its record: the executor's own
-    record in the task's directory lets the next server adopt it instead of starting it
-    again."""
+    record in the data dir lets the next server adopt it instead of starting it again."""
     from sqlalchemy import update
 
     from phalanx.control.server import Server, ServerSettings
@@ -75,6 +76,7 @@ def test_a_task_whose_record_was_never_stored_is_adopted_from_its_workdir(tmp_pa
         port=0,
         cluster=tmp_path / "cluster.yaml",
         timing=FAST,
+        shared_identity=True,  # the task writes into the test's directory
     )
     first = Server(settings)
     first.start()

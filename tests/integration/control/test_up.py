@@ -6,8 +6,11 @@ see everything ``up`` does except blocking on the API.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,7 @@ def test_first_start_prints_the_exports_then_later_starts_name_the_token_file(
     data = tmp_path / "data"
     port = free_port()
     args = ["up", "--data-dir", str(data), "--port", str(port), "--cluster", str(cluster)]
+    args += ["--shared-identity"]  # as root, tasks beside a data dir only root may reach
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     token = (data / "admin.token").read_text().strip()
@@ -82,6 +86,8 @@ def test_the_data_dir_defaults_to_the_environment(
         (["--cluster", "missing.yaml"], "missing.yaml: cannot read"),
         (["--scheduler", "nope"], "'nope' is neither a shipped policy nor a file"),
         (["--db", "not a url"], "'not a url' is not a database URL"),
+        (["--task-uids", "70000"], "--task-uids: '70000' is not FIRST-LAST"),
+        (["--task-uids", "0-999"], "--task-uids: 0-999 is not a range of regular uids"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(
@@ -89,7 +95,8 @@ def test_bad_options_are_one_line_and_write_nothing(
 ) -> None:
     data = tmp_path / "data"
     result = CliRunner().invoke(
-        app, ["up", "--data-dir", str(data), "--port", str(free_port()), *extra]
+        app,
+        ["up", "--data-dir", str(data), "--port", str(free_port()), "--shared-identity", *extra],
     )
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith("error: ") and expected in result.stderr
@@ -104,7 +111,8 @@ def test_a_port_in_use_is_refused(served: list[Server], tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = CliRunner().invoke(
-            app, ["up", "--data-dir", str(tmp_path / "data"), "--port", str(port)]
+            app,
+            ["up", "--data-dir", str(tmp_path / "data"), "--port", str(port), "--shared-identity"],
         )
     assert result.exit_code == 1, result.output
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
@@ -115,7 +123,7 @@ def test_a_loose_data_dir_from_an_earlier_start_is_made_private(
     served: list[Server], tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
-    args = ["up", "--data-dir", str(data), "--port", str(free_port())]
+    args = ["up", "--data-dir", str(data), "--port", str(free_port()), "--shared-identity"]
     assert CliRunner().invoke(app, args).exit_code == 0
     assert stat.S_IMODE(data.stat().st_mode) == 0o700  # fresh: private
     token = (data / "admin.token").read_text()
@@ -133,7 +141,8 @@ def test_a_data_dir_others_could_write_is_refused_at_start(
     data.mkdir()
     (data / "admin.token").write_text("phx_planted\n")
     data.chmod(0o777)
-    result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
+    args = ["up", "--data-dir", str(data), "--port", str(free_port()), "--shared-identity"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
     assert (
         result.stderr.startswith("error: ") and "could be written by other users" in result.stderr
@@ -141,3 +150,51 @@ def test_a_data_dir_others_could_write_is_refused_at_start(
     assert "fix: check what is in it, then chmod 700" in result.stderr
     assert "Traceback" not in result.output
     assert not served and not (data / "phalanx.db").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tasks run as other uids only under root")
+def test_as_root_a_tasks_dir_other_uids_cannot_reach_is_refused_before_anything_is_written(
+    served: list[Server], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"  # pytest's temporary root is root's alone (0700)
+    result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(
+        f"error: --tasks-dir: tasks run as their users' own uids and must reach {tmp_path}/data-tasks"
+    )
+    assert "does not let other users pass (mode 0700)" in result.stderr
+    assert "fix: give a tasks dir whose parent directories every user may pass" in result.stderr
+    assert not served and not data.exists()
+    inside = CliRunner().invoke(
+        app,
+        ["up", "--data-dir", str(data), "--port", str(free_port()), "--tasks-dir", str(data / "t")],
+    )
+    assert inside.exit_code == 1 and "are one inside the other" in inside.stderr
+
+
+def test_a_shared_identity_is_said_at_start_as_a_warning(
+    served: list[Server], tmp_path: Path
+) -> None:
+    args = ["up", "--data-dir", str(tmp_path / "data"), "--port", str(free_port())]
+    result = CliRunner().invoke(app, [*args, "--shared-identity"])
+    assert result.exit_code == 0, result.output
+    warning = next(line for line in result.stderr.splitlines() if "shared identity" in line)
+    assert warning.startswith("WARNING: shared identity (--shared-identity): every user's tasks")
+    assert "Fix: start phalanx up as root without --shared-identity" in warning
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tasks run as other uids only under root")
+def test_as_root_a_tasks_dir_that_is_a_link_is_refused(
+    served: list[Server], tmp_path: Path
+) -> None:
+    world = Path(tempfile.mkdtemp(prefix="phalanx-up-", dir="/tmp"))
+    try:
+        world.chmod(0o711)
+        (world / "tasks").symlink_to(tmp_path)  # tasks would land where the link points
+        args = ["up", "--data-dir", str(world / "data"), "--port", str(free_port())]
+        result = CliRunner().invoke(app, [*args, "--tasks-dir", str(world / "tasks")])
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(f"error: --tasks-dir: {world / 'tasks'} cannot be made")
+        assert "not a link" in result.stderr and not served
+    finally:
+        shutil.rmtree(world)

@@ -69,12 +69,18 @@ class Harness:
         *,
         environ: dict[str, str] | None = None,
         isolation: Isolation | None = None,
+        **options: Any,
     ) -> None:
         self.now = 1000.0
         self.launches: dict[tuple[str, str], TaskLaunch] = {}
         self.events: list[TaskEvent] = []
         self.executor = LocalExecutor(
-            data_dir, self._resolve, clock=lambda: self.now, environ=environ, isolation=isolation
+            data_dir,
+            self._resolve,
+            clock=lambda: self.now,
+            environ=environ,
+            isolation=isolation,
+            **options,
         )
 
     def _resolve(self, bind: Bind) -> TaskLaunch:
@@ -170,3 +176,4 @@ class Harness:
                 grace=0.0,
             )
         wait_for(lambda: not self.poll() and not self.executor.running(), "every task to end")
+        self.executor.close()  # its cgroup parents go too, when nothing is left in them

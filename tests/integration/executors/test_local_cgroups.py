@@ -9,6 +9,7 @@ clears a group's files where the kernel would let an emptied group go.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +17,9 @@ import pytest
 
 from phalanx.executors.base import OOM_KILLED, TaskEventKind
 from phalanx.executors.cgroups import Isolation, IsolationKind
-from phalanx.executors.process import EXIT_FILE, JOIN_FAILED, STDERR_LOG, spawn
+from phalanx.executors.process import EXIT_FILE, JOIN_FAILED, WRAPPER_SCRIPT, spawn
 from phalanx.executors.records import ProcessRecord
-from tests.integration.executors.harness import Harness, is_gone, read_file, wait_for
+from tests.integration.executors.harness import Harness, is_gone, wait_for
 
 #: Runs until a file named "go" appears, then exits 5.
 WAITS_FOR_GO = "ulimit -v > limit; touch ready; while [ ! -e go ]; do sleep 0.01; done; exit 5"
@@ -69,7 +70,7 @@ def test_a_task_runs_inside_its_group_with_its_limits_and_no_rlimit(
     group = parent / "job:t0"
     wrapper = cg.pid_of(launch)
     assert {p.name: p.read_text() for p in sorted(group.iterdir())} == {
-        "cgroup.procs": f"{wrapper}\n",  # the wrapper joined before the command ran
+        "cgroup.procs": str(wrapper),  # the server put it in before the command ran
         "cpu.max": "150000 100000",
         "memory.max": str(256 * 2**20),
     }
@@ -77,7 +78,7 @@ def test_a_task_runs_inside_its_group_with_its_limits_and_no_rlimit(
     [record] = cg.executor.records()
     assert (record.isolation, record.cgroup) == (IsolationKind.CGROUP2, str(group))
     assert cg.executor.isolation.describe().startswith(
-        f"cgroup2: cpu.max and memory.max per task under {parent}"
+        f"cgroup2: cpu.max, memory.max (processes not limited) per task under {parent}"
     )
     (cg.workdir(launch) / "go").touch()
     event = cg.wait_event("t0")
@@ -149,14 +150,33 @@ def test_a_task_oom_killed_while_the_server_was_down_is_exited_with_the_oom_reas
     assert (event.kind, event.exit_code, event.reason) == (TaskEventKind.EXITED, 137, OOM_KILLED)
 
 
-def test_a_wrapper_that_cannot_join_its_group_runs_nothing(tmp_path: Path) -> None:
+def test_a_task_that_cannot_be_put_in_its_group_fails_to_start_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
     workdir = tmp_path / "task"
+    workdir.mkdir()
     launch = Harness(tmp_path / "data", isolation=Isolation.rlimit("unused")).launch(
         command="touch ran"
     )
-    process = spawn(launch, workdir=workdir, env={}, cgroup=tmp_path / "no-such-group")
-    ended = wait_for(process.poll, "the wrapper to end")
-    assert ended.code == JOIN_FAILED
-    assert read_file(workdir / EXIT_FILE) == f"{JOIN_FAILED} {process.pid}\n"
-    assert "phalanx: cannot join cgroup" in (workdir / STDERR_LOG).read_text()
-    assert not (workdir / "ran").exists()
+    with pytest.raises(OSError, match="cannot put the task into its cgroup") as raised:
+        spawn(launch, workdir=workdir, env={}, cgroups=[tmp_path / "no-such-group"])
+    assert raised.value.filename == str(tmp_path / "no-such-group" / "cgroup.procs")
+    assert not (workdir / "ran").exists()  # killed while it waited: nothing ran
+
+
+def test_a_held_wrapper_that_is_never_let_go_records_join_failed_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    # As when the server died between starting the wrapper and putting it in its group.
+    argv = ["/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task", str(tmp_path / EXIT_FILE), "-"]
+    ended = subprocess.run(
+        [*argv, "held", "touch", "ran"],
+        check=False,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    assert ended.returncode == JOIN_FAILED
+    assert (tmp_path / EXIT_FILE).read_text().split()[0] == str(JOIN_FAILED)
+    assert b"did not put the task in its cgroup" in ended.stderr
+    assert not (tmp_path / "ran").exists()

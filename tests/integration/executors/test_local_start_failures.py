@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from phalanx.executors.base import COMMAND_NOT_FOUND, TaskEvent, TaskEventKind
 from phalanx.executors.failures import TOO_BIG
-from phalanx.executors.local import RECORD_FILE
 from phalanx.executors.process import NAME_MAX
+from phalanx.executors.taskdirs import RECORD_FILE
 from tests.integration.executors.harness import Harness, wait_for
 
 
@@ -116,7 +116,9 @@ def test_names_as_long_as_a_job_can_have_run_and_their_record_is_found(
     assert all(len(part.encode()) <= NAME_MAX for part in workdir.parts)
     record = harness.executor.recorded(job, task)  # what a restarted server looks up
     assert record is not None and record.workdir == str(workdir)
-    assert json.loads((workdir / RECORD_FILE).read_text())["task"] == task
+    kept = harness.executor.data_dir / "records" / workdir.parent.name / workdir.name
+    assert json.loads((kept / RECORD_FILE).read_text())["task"] == task
+    assert not (workdir / RECORD_FILE).exists()  # never where the task could write it
 
 
 def test_long_names_with_the_same_start_get_directories_of_their_own(harness: Harness) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy import select, text
 
 from phalanx.control.auth import Principal, TokenCache, digest, new_token
 from phalanx.control.store.database import Database, sqlite_url
-from phalanx.control.store.models import Base, JobRow, TokenRow
+from phalanx.control.store.models import Base, JobRow, TaskUidRow, TokenRow, UserRow
 
 
 def test_the_migrated_schema_is_the_models_schema(tmp_path: Path) -> None:
@@ -59,4 +59,18 @@ def test_tokens_made_before_expiries_existed_stay_valid(tmp_path: Path) -> None:
         assert session.scalars(select(TokenRow.expires_at)).all() == [None]
     found = TokenCache(db).check(token)
     assert isinstance(found, Principal) and found.name == "admin" and found.is_admin
+
+
+def test_a_store_made_before_users_had_identities_upgrades_in_place(tmp_path: Path) -> None:
+    db = Database.open(sqlite_url(tmp_path), migrate=False)
+    db.migrate("0002")
+    with db.engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO users (name, role, created_at) VALUES ('old', 'user', 0)")
+        )
+    db.migrate()
+    with db.session() as session:
+        row = session.query(UserRow).one()
+        assert (row.name, row.uid, row.gid, row.account) == ("old", None, None, None)
+        session.add(TaskUidRow(uid=70000, user="old", created_at=0.0))
     db.close()

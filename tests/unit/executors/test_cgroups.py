@@ -9,12 +9,13 @@ code writes keep exactly what was written (the kernel would show ``+cpu +memory`
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from phalanx.executors import cgroups
+from phalanx.executors import cgroup1, cgroups
 from phalanx.executors.cgroups import (
     CGROUP_ROOT_ENV,
     Isolation,
@@ -26,10 +27,15 @@ from phalanx.executors.cgroups import (
 )
 
 SERVER = 4242
+#: Why a fake host with no v1 mounts has no cgroup v1 either.
+NO_V1 = "no memory hierarchy is mounted"
 V1_LINES = (
     "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
     "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
 )
+
+#: A v1 host whose hierarchies are not there (the real ones would be usable as root).
+V1_NOWHERE = V1_LINES.replace("/sys/fs/cgroup", "/nonexistent")
 
 
 def group(path: Path, *, controllers: str, procs: str = "", enabled: str = "") -> Path:
@@ -82,17 +88,29 @@ def test_the_server_moves_into_a_leaf_and_tasks_get_a_parent_with_cpu_and_memory
     written = {k: v for k, v in tree(host.mount).items() if before.get(k) != v}
     assert written == {
         "svc/phalanx-server/cgroup.procs": str(SERVER),
-        "svc/cgroup.subtree_control": "+cpu +memory",
+        "svc/cgroup.subtree_control": "+cpu +memory +pids",  # pids too: svc offers it
+        # A plain directory lists no controllers; the kernel would offer pids here too.
         "svc/phalanx-tasks/cgroup.subtree_control": "+cpu +memory",
     }
     assert "svc" in isolation.reason and isolation.describe().startswith("cgroup2:")
+    assert not isolation.pids and not isolation.full  # phalanx-tasks gives no pids
+
+
+def test_pids_are_limited_where_the_task_parent_offers_the_controller(host: Host) -> None:
+    group(host.svc / "phalanx-tasks", controllers="cpu memory pids")
+    isolation = host.detect()
+    assert (isolation.pids, isolation.full) == (True, True)
+    assert (host.svc / "phalanx-tasks" / "cgroup.subtree_control").read_text() == (
+        "+cpu +memory +pids"
+    )
+    assert "memory.max and pids.max per task" in isolation.describe()
 
 
 def test_detecting_again_from_the_leaf_reuses_the_same_parent(host: Host) -> None:
     first = host.detect()
     # What the kernel shows once the server moved and the controllers are on.
     (host.svc / "cgroup.procs").write_text("")
-    (host.svc / "cgroup.subtree_control").write_text("cpu memory\n")
+    (host.svc / "cgroup.subtree_control").write_text("cpu memory pids\n")
     (host.svc / "phalanx-tasks" / "cgroup.subtree_control").write_text("cpu memory\n")
     host.in_group("/svc/phalanx-server")
     before = tree(host.mount)
@@ -109,31 +127,92 @@ def test_a_group_shared_with_other_processes_is_left_untouched(host: Host) -> No
     assert tree(host.mount) == before and not (host.svc / "phalanx-server").exists()
 
 
-def test_a_hybrid_host_has_no_usable_cgroup_v2(tmp_path: Path) -> None:
-    host = Host(tmp_path, extra_mounts=V1_LINES)
+def v1_tree(tmp: Path, *controllers: str) -> str:
+    """v1 hierarchies under ``tmp`` for ``controllers`` (their probe files in place);
+    the mountinfo lines naming them."""
+    probes = {"cpu": "cpu.cfs_quota_us", "memory": "memory.limit_in_bytes", "pids": "tasks"}
+    lines = []
+    for number, name in enumerate(controllers):
+        point = tmp / "v1" / name
+        point.mkdir(parents=True)
+        (point / probes[name]).write_text("")
+        lines.append(
+            f"{50 + number} 31 0:{60 + number} / {point} rw,relatime - cgroup cgroup rw,{name}\n"
+        )
+    return "".join(lines)
+
+
+def hybrid(tmp_path: Path, *controllers: str) -> Host:
+    host = Host(tmp_path, extra_mounts=v1_tree(tmp_path, *controllers))
     (host.mount / "cgroup.controllers").write_text("hugetlb\n")  # as /sys/fs/cgroup/unified
     host.in_group("/")
-    before = tree(host.mount)
+    return host
+
+
+V2_ON_A_HYBRID = "does not offer cpu, memory (cpu, memory bound to cgroup v1: a hybrid host)"
+
+
+def test_a_hybrid_host_isolates_with_its_v1_hierarchies_and_writes_nothing(tmp_path: Path) -> None:
+    host = hybrid(tmp_path, "cpu", "memory", "pids")
+    before = tree(tmp_path)
+    isolation = host.detect()
+    v1 = tmp_path / "v1"
+    assert isolation.kind is IsolationKind.CGROUP1 and isolation.parent is None
+    assert isolation.hierarchies == (
+        ("memory", v1 / "memory"),
+        ("cpu", v1 / "cpu"),
+        ("pids", v1 / "pids"),
+    )
+    assert (isolation.pids, isolation.full) == (True, True)
+    assert isolation.reason.startswith(f"cgroup v2 group {host.mount} {V2_ON_A_HYBRID}")
+    assert isolation.reason.endswith("; the v1 hierarchies are writable")
+    assert tree(tmp_path) == before  # detection reads; the executor makes its groups
+    assert isolation.describe().startswith(
+        "cgroup1: cpu.cfs_quota_us, memory.limit_in_bytes and pids.max per task"
+    )
+
+
+def test_v1_without_pids_limits_cpu_and_memory_but_is_not_full(tmp_path: Path) -> None:
+    isolation = hybrid(tmp_path, "cpu", "memory").detect()
+    assert isolation.kind is IsolationKind.CGROUP1
+    assert (isolation.pids, isolation.full) == (False, False)
+    assert "(processes not limited)" in isolation.describe()
+
+
+def test_a_hybrid_host_whose_v1_is_not_writable_falls_back_to_rlimits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = hybrid(tmp_path, "cpu", "memory")
+    # Root passes every permission check, so the kernel's answer is stood in for.
+    monkeypatch.setattr(cgroup1.os, "access", lambda path, mode: False)
     isolation = host.detect()
     assert isolation.kind is IsolationKind.RLIMIT
     assert isolation.reason == (
-        f"cgroup v2 group {host.mount} does not offer cpu, memory "
-        "(cpu, memory bound to cgroup v1: a hybrid host)"
+        f"cgroup v2 group {host.mount} {V2_ON_A_HYBRID}; cgroup v1: "
+        f"{tmp_path / 'v1' / 'memory'} is not writable by uid {os.getuid()} (run phalanx up as root)"
     )
-    assert tree(host.mount) == before
     assert isolation.describe().startswith("rlimit: RLIMIT_AS from the memory request")
+    assert not isolation.full
+
+
+def test_v1_needs_both_cpu_and_memory(tmp_path: Path) -> None:
+    isolation = hybrid(tmp_path, "cpu").detect()
+    assert isolation.kind is IsolationKind.RLIMIT
+    assert isolation.reason.endswith("; cgroup v1: no memory hierarchy is mounted")
 
 
 def test_a_group_without_the_memory_controller_is_not_usable(host: Host) -> None:
     (host.svc / "cgroup.controllers").write_text("cpu pids\n")
     isolation = host.detect()
-    assert isolation.reason == f"cgroup v2 group {host.svc} does not offer memory"
+    assert isolation.reason == (
+        f"cgroup v2 group {host.svc} does not offer memory; cgroup v1: {NO_V1}"
+    )
 
 
 @pytest.mark.parametrize(
     ("mountinfo", "cgroup", "reason"),
     [
-        (V1_LINES, "0::/svc", "no cgroup2 filesystem is mounted (a cgroup v1 host)"),
+        (V1_NOWHERE, "0::/svc", "no cgroup2 filesystem is mounted (a cgroup v1 host)"),
         (None, "1:cpu:/\n", "this process is in no cgroup v2 group"),
     ],
 )
@@ -143,13 +222,15 @@ def test_no_mount_or_no_own_group_falls_back(
     if mountinfo is not None:
         host.mountinfo(mountinfo)
     (host.proc / "cgroup").write_text(cgroup)
-    assert host.detect() == Isolation.rlimit(reason)
+    assert host.detect().reason.startswith(reason + "; cgroup v1: ")
 
 
 def test_a_group_outside_the_mounted_subtree_is_not_visible(host: Host) -> None:
     host.mountinfo(f"41 23 0:38 /other {host.mount} rw - cgroup2 cgroup2 rw\n")
     isolation = host.detect()
-    assert isolation.reason == "this process's group /svc is not visible in any cgroup2 mount"
+    assert isolation.reason == (
+        f"this process's group /svc is not visible in any cgroup2 mount; cgroup v1: {NO_V1}"
+    )
 
 
 def test_a_namespaced_mount_maps_the_group_below_its_mount_point(host: Host) -> None:
@@ -162,7 +243,7 @@ def test_a_namespaced_mount_maps_the_group_below_its_mount_point(host: Host) -> 
 def test_a_read_only_mount_is_not_usable(tmp_path: Path) -> None:
     host = Host(tmp_path, mount_options="ro,nosuid")
     isolation = host.detect()
-    assert isolation.reason == f"cgroup2 at {host.mount} is mounted read-only"
+    assert isolation.reason == f"cgroup2 at {host.mount} is mounted read-only; cgroup v1: {NO_V1}"
 
 
 def test_a_group_this_user_cannot_write_is_not_delegated(

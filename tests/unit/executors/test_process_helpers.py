@@ -10,19 +10,16 @@ from hypothesis import strategies as st
 
 from phalanx.executors.launch import GpuShareHint, TaskLaunch
 from phalanx.executors.process import (
-    DEFAULT_PATH,
     EXIT_FILE,
     HASH_MARK,
     NAME_MAX,
-    NCCL_IB_HCA,
-    PHALANX_NICS,
     address_space_kib,
     dir_name,
     read_exit_code,
     shell_code,
-    task_environment,
-    task_workdir,
 )
+from phalanx.executors.taskdirs import TaskDirs
+from phalanx.executors.taskenv import DEFAULT_PATH, NCCL_IB_HCA, PHALANX_NICS, task_environment
 
 
 def launch(**fields: Any) -> TaskLaunch:
@@ -42,8 +39,17 @@ def test_shell_codes_are_128_plus_the_signal() -> None:
     assert [shell_code(0), shell_code(3), shell_code(-9), shell_code(-15)] == [0, 3, 137, 143]
 
 
+def task_workdir(data_dir: Path, job: str, task: str) -> Path:
+    return TaskDirs(tasks_root=data_dir / "tasks", records_root=data_dir / "r").workdir(job, task)
+
+
 def test_task_workdir_is_per_job_and_task() -> None:
     assert task_workdir(Path("/d"), "j", "t") == Path("/d/tasks/j/t")
+
+
+def test_the_record_of_a_task_is_outside_its_workdir() -> None:
+    dirs = TaskDirs(tasks_root=Path("/t"), records_root=Path("/d/records"))
+    assert dirs.record("j", "t") == Path("/d/records/j/t/process.json")
 
 
 def test_names_that_fit_are_directory_names_as_they_are() -> None:

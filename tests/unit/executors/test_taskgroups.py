@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import logging
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,8 @@ from phalanx.executors import taskgroups
 from phalanx.executors.cgroups import Isolation, IsolationKind
 from phalanx.executors.taskgroups import (
     NAME_MAX,
+    LimitDefaults,
+    TaskGroup,
     TaskGroups,
     cpu_max,
     create_group,
@@ -150,10 +154,11 @@ def test_remove_group_is_true_once_gone() -> None:
 
 def test_an_ended_group_reports_its_oom_and_is_removed_once_empty(tmp_path: Path) -> None:
     groups = groups_under(tmp_path)
-    group = groups.create("j", "t", cpu_millicores=1500, memory_bytes=2**30)
-    assert group is not None
+    made = groups.create("j", "t", cpu_millicores=1500, memory_bytes=2**30)
+    assert made is not None
+    group = made.path
     (group / "memory.events").write_text("oom 1\noom_kill 1\n")
-    assert groups.close(group) is True
+    assert groups.close(made) is True
     assert group.exists()  # its files stand for processes still leaving
     groups.collect(keep=())
     assert group.exists()
@@ -166,7 +171,49 @@ def test_an_ended_group_without_oom_kills_says_so_and_goes_at_once(tmp_path: Pat
     groups = groups_under(tmp_path)
     group = tmp_path / "j:t"
     group.mkdir()
-    assert groups.close(group) is False and not group.exists()
+    assert groups.close(TaskGroup((group,))) is False and not group.exists()
+
+
+def kernel_fills(
+    monkeypatch: pytest.MonkeyPatch, files_of: Callable[[Path], tuple[str, ...]]
+) -> None:
+    """A group made under the test's tree gets the interface files ``files_of`` names,
+    as the kernel fills a new group with them."""
+    real_mkdir = Path.mkdir
+
+    def mkdir(path: Path, *args: Any, **kwargs: Any) -> None:
+        real_mkdir(path, *args, **kwargs)
+        for name in files_of(path):
+            (path / name).write_text("")
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+
+
+def test_a_task_that_requests_nothing_gets_the_small_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernel_fills(monkeypatch, lambda group: ("pids.max",) if group.name == "j:t" else ())
+    made = groups_under(tmp_path).create("j", "t", cpu_millicores=None, memory_bytes=None)
+    assert made is not None
+    assert files(made.path) == {
+        "cpu.max": "100000 100000",
+        "memory.max": str(2**30),
+        "pids.max": "4096",
+    }
+
+
+def test_defaults_are_a_setting(tmp_path: Path) -> None:
+    defaults = LimitDefaults(cpu_millicores=250, memory_bytes=2**28, pids=64)
+    groups = TaskGroups(
+        Isolation(kind=IsolationKind.CGROUP2, reason="test", parent=tmp_path), defaults=defaults
+    )
+    made = groups.create("j", "t", cpu_millicores=None, memory_bytes=None)
+    assert made is not None and files(made.path) == {
+        "cpu.max": "25000 100000",
+        "memory.max": str(2**28),
+    }
+    with pytest.raises(ValueError, match="pids must be positive"):
+        LimitDefaults(pids=0)
 
 
 def test_the_first_collect_sweeps_empty_stale_groups_except_the_kept(tmp_path: Path) -> None:
@@ -176,7 +223,7 @@ def test_the_first_collect_sweeps_empty_stale_groups_except_the_kept(tmp_path: P
     (busy / "cgroup.procs").write_text("77\n")
     (tmp_path / "cgroup.procs").write_text("")  # the parent's own files are not groups
     groups = groups_under(tmp_path)
-    groups.collect(keep={live})
+    groups.collect(keep={TaskGroup((live,))})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup.procs", "j:busy", "j:live"]
     later = tmp_path / "later:t"
     later.mkdir()
@@ -195,8 +242,79 @@ def test_only_recorded_groups_under_the_parent_are_managed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     groups = groups_under(tmp_path / "tasks")
-    assert groups.recorded(str(tmp_path / "tasks" / "j:t")) == tmp_path / "tasks" / "j:t"
+    assert groups.recorded(str(tmp_path / "tasks" / "j:t")) == TaskGroup(
+        (tmp_path / "tasks" / "j:t",)
+    )
     assert groups.recorded("") is None
     with caplog.at_level(logging.WARNING):
         assert groups.recorded("/sys/fs/cgroup/system.slice") is None
     assert "leaving cgroup /sys/fs/cgroup/system.slice alone" in caplog.text
+
+
+# -- cgroup v1: one group per hierarchy -------------------------------------------------------
+
+
+def v1_host(tmp_path: Path, *, pids: bool = True) -> TaskGroups:
+    names = ("memory", "cpu", "pids") if pids else ("memory", "cpu")
+    hierarchies = tuple((name, tmp_path / name) for name in names)
+    isolation = Isolation(
+        kind=IsolationKind.CGROUP1, reason="test", hierarchies=hierarchies, pids=pids
+    )
+    return TaskGroups(isolation, scope="s1")
+
+
+def test_a_v1_task_group_is_one_group_per_hierarchy_under_the_servers_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups = v1_host(tmp_path)
+    assert groups.parents == (
+        tmp_path / "memory" / "phalanx" / "s1",
+        tmp_path / "cpu" / "phalanx" / "s1",
+        tmp_path / "pids" / "phalanx" / "s1",
+    )
+    interface = {
+        "memory": ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
+        "cpu": ("cpu.cfs_quota_us", "cpu.cfs_period_us"),
+        "pids": ("pids.max",),
+    }
+    kernel_fills(
+        monkeypatch, lambda group: interface[group.parents[2].name] if group.name == "j:t" else ()
+    )
+    made = groups.create("j", "t", cpu_millicores=500, memory_bytes=256 * 2**20)
+    assert made is not None
+    assert made.dirs == tuple(parent / "j:t" for parent in groups.parents)
+    assert made.path == groups.parents[0] / "j:t"
+    memory, cpu, pids = (files(d) for d in made.dirs)
+    assert memory == {
+        "memory.limit_in_bytes": str(256 * 2**20),
+        "memory.memsw.limit_in_bytes": str(256 * 2**20),  # no swap past the limit
+    }
+    assert cpu == {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}
+    assert pids == {"pids.max": "4096"}
+    assert groups.recorded(str(made.path)) == made  # a restarted server finds all three
+
+
+def test_a_v1_group_reports_oom_kills_from_oom_control_and_goes_from_every_hierarchy(
+    tmp_path: Path,
+) -> None:
+    groups = v1_host(tmp_path, pids=False)
+    made = groups.create("j", "t", cpu_millicores=None, memory_bytes=None)
+    assert made is not None and len(made.dirs) == 2
+    (made.path / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    assert groups.close(made) is True
+    clear(made.path)
+    groups.collect(keep=())
+    assert not any(d.exists() for d in made.dirs)
+    groups.release()  # the server's parents go once empty
+    assert not (tmp_path / "memory" / "phalanx").exists()
+    assert not (tmp_path / "cpu" / "phalanx").exists()
+
+
+def test_a_v1_group_still_in_use_in_one_hierarchy_leaves_nothing_behind(tmp_path: Path) -> None:
+    groups = v1_host(tmp_path)
+    busy = groups.parents[1] / "j:t"  # cpu
+    busy.mkdir(parents=True)
+    (busy / "cgroup.procs").write_text("77\n")
+    with pytest.raises(OSError, match="still in use"):
+        groups.create("j", "t", cpu_millicores=None, memory_bytes=None)
+    assert not (groups.parents[0] / "j:t").exists()  # memory's was made, then removed

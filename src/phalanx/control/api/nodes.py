@@ -121,4 +121,6 @@ def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),
         tasks=node.tasks,
+        limits=node.limits,
+        identity=node.identity,
     )

@@ -1,5 +1,10 @@
 """``/api/v1/users``: users. Admins manage users; anyone sees themselves. (Their tokens:
-``phalanx.control.api.tokens``.)"""
+``phalanx.control.api.tokens``.)
+
+A new user gets what the server's tenancy gives (``phalanx.control.tenancy``): with
+per-user identities a uid of their own, or the existing account named in ``account``;
+in single-user mode no second user at all (409, saying why and what to do).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from phalanx.control.auth import TokenCache, issue_token
 from phalanx.control.schemas.bodies import NewUser
 from phalanx.control.schemas.views import TokenView, UserView
 from phalanx.control.store.models import UserRow
+from phalanx.control.tenancy import IdentityRefused, Tenancy
 
 router = APIRouter(prefix="/api/v1/users", tags=["users"], responses=errors(401, 422))
 
@@ -27,16 +33,17 @@ def whoami(caller: Caller) -> UserView:
 
 @router.get("", response_model=list[UserView], responses=errors(403))
 def list_users(_: Admin, session: DbSession) -> list[UserView]:
-    """Every user, by name."""
+    """Every user, by name, with the uid their tasks run as."""
     return [
-        UserView(name=u.name, role=u.role)
+        UserView(name=u.name, role=u.role, uid=u.uid, account=u.account)
         for u in session.scalars(select(UserRow).order_by(UserRow.name))
     ]
 
 
 @router.post("", status_code=201, response_model=TokenView, responses=errors(400, 403, 409))
-def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
-    """Create a user; the answer holds their first token (shown only now)."""
+def create_user(body: NewUser, _: Admin, session: DbSession, request: Request) -> TokenView:
+    """Create a user with the identity their tasks run as; the answer holds their first
+    token (shown only now)."""
     user = UserRow(name=body.name, role=body.role, created_at=time.time())
     session.add(user)
     try:
@@ -45,8 +52,16 @@ def create_user(body: NewUser, _: Admin, session: DbSession) -> TokenView:
         raise ApiError(
             409, f"user {body.name!r} exists", field="name", fix="choose another name"
         ) from None
+    tenancy: Tenancy = request.app.state.tenancy
+    try:
+        tenancy.admit(session, user, body.account)
+    except IdentityRefused as refused:
+        raise ApiError(
+            refused.status, refused.detail, field=refused.field, fix=refused.fix
+        ) from None
     issued = issue_token(session, user, "created")
-    return token_view(issued.row, issued.secret)
+    view = token_view(issued.row, issued.secret)
+    return view.model_copy(update={"uid": user.uid, "account": user.account})
 
 
 @router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
@@ -61,3 +76,5 @@ def delete_user(name: str, caller: Admin, session: DbSession, request: Request) 
     session.commit()
     tokens: TokenCache = request.app.state.tokens
     tokens.forget()
+    tenancy: Tenancy = request.app.state.tenancy
+    tenancy.identities.forget(name)  # their queued tasks must not start as them any more

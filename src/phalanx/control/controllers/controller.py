@@ -25,7 +25,7 @@ from phalanx.control.controllers import adoption
 from phalanx.control.controllers.core import TERMINAL, Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
-from phalanx.control.controllers.views import ClusterView, cluster_view
+from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
@@ -42,6 +42,7 @@ from phalanx.engine.lifecycle import (
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import Executor, LogSource, LogStream, Recoverable, TaskLog
+from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
 from phalanx.spec.job import JobDocument
@@ -63,6 +64,8 @@ class Intent(StrEnum):
 
 
 ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
+#: The Unix identity a user's tasks run as (raises ``InvalidInput`` for a user without).
+IdentityOf = Callable[[str], TaskIdentity]
 _ACTIVE = [p.value for p in JobPhase if p not in TERMINAL]
 _Arg = TypeVar("_Arg")
 
@@ -88,8 +91,12 @@ class Controller:
         timing: Timing | None = None,
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
+        identity_of: IdentityOf | None = None,
+        host: HostFacts | None = None,
     ) -> None:
         self.db = db
+        self.host = host or HostFacts()
+        self._identity_of = identity_of
         self.metrics = metrics
         self.nodes = tuple(nodes)
         self.config = config
@@ -231,7 +238,7 @@ class Controller:
                 self._drain(node)
             core.journal.flush(session)
         self._dispatch()
-        self.view = cluster_view(core)
+        self.view = cluster_view(core, self.host)
 
     def _unrecoverable(self, row: JobRow, error: Exception) -> None:
         """Mark a stored job Failed when it cannot be taken back at start-up, asking the
@@ -301,7 +308,7 @@ class Controller:
                     core.journal.flush(session)
             self._dispatch()
             self._record_processes()
-            self.view = cluster_view(core)
+            self.view = cluster_view(core, self.host)
             return decisions
 
     def _advance(self, job: str) -> None:
@@ -491,7 +498,8 @@ class Controller:
             if task.status in ON_NODE
         )
         address = nodes[snapshot.node_index[bind.node]].address
-        return launch_of(life.job, bind, gang, address=address)
+        identity = None if self._identity_of is None else self._identity_of(life.job.user)
+        return launch_of(life.job, bind, gang, address=address, identity=identity)
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""

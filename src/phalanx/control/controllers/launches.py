@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from phalanx.domain.job import Job, ServiceClass
 from phalanx.engine.decisions import Bind
+from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, GpuShareHint, TaskLaunch
 
 
 def launch_of(
-    job: Job, bind: Bind, gang: tuple[GangMember, ...] = (), *, address: str | None = None
+    job: Job,
+    bind: Bind,
+    gang: tuple[GangMember, ...] = (),
+    *,
+    address: str | None = None,
+    identity: TaskIdentity | None = None,
 ) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
@@ -16,7 +22,8 @@ def launch_of(
     and NICs, and for a share of one card the MPS limits the engine chose (compute
     percentage and memory). Offline jobs run as the colocation throttle's ``offline``
     class. ``gang`` is every placed task of the job with its node's declared address,
-    for the rendezvous; ``address`` is the declared address of ``bind.node``.
+    for the rendezvous; ``address`` is the declared address of ``bind.node``;
+    ``identity`` is the Unix identity of the job's user (None: the server's own).
     """
     role = next(r for r in job.roles if r.name == bind.role)
     share = None
@@ -46,4 +53,5 @@ def launch_of(
         address=address,
         nics=bind.nics,
         gang=gang,
+        identity=identity,
     )

@@ -18,8 +18,18 @@ from phalanx.engine.state import ClusterState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostFacts:
+    """What the host enforces on the tasks it runs, for people: ``limits`` (CPU, memory,
+    processes: how, and the defaults) and ``identity`` (which uid tasks run as)."""
+
+    limits: str = ""
+    identity: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeUsage:
-    """One node: capacity, allocated, and each card's used share and tasks."""
+    """One node: capacity, allocated, each card's used share and tasks, and what the
+    host its tasks run on enforces (``HostFacts``)."""
 
     name: str
     address: str | None  # as declared (Node.address); None: the executor's host
@@ -31,6 +41,8 @@ class NodeUsage:
     gpu_tasks: tuple[tuple[str, ...], ...]
     schedulable: bool
     tasks: int
+    limits: str = ""
+    identity: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,8 +74,9 @@ class ClusterView:
     live_jobs: frozenset[str] = frozenset()
 
 
-def cluster_view(core: Core) -> ClusterView:
-    """The current picture of ``core``'s engine state."""
+def cluster_view(core: Core, host: HostFacts | None = None) -> ClusterView:
+    """The current picture of ``core``'s engine state, every node on ``host``."""
+    host = host or HostFacts()
     state = core.state
     snapshot = state.snapshot
     held = _card_tasks(state)
@@ -83,6 +96,8 @@ def cluster_view(core: Core) -> ClusterView:
                 gpu_tasks=tuple(tuple(held.get((i, card), ())) for card in range(count)),
                 schedulable=bool(snapshot.schedulable[i]),
                 tasks=int(snapshot.task_count[i]),
+                limits=host.limits,
+                identity=host.identity,
             )
         )
     queues = {

@@ -137,17 +137,25 @@ class NodeView(View):
     cordoned: bool = False
     draining: bool = False
     tasks: int = 0
+    #: how its tasks' CPU, memory and processes are limited, and the defaults
+    limits: str = ""
+    #: which Unix identity its tasks run as
+    identity: str = ""
 
 
 class UserView(View):
-    """A user."""
+    """A user, and the Unix identity their tasks run as (None: the server's own)."""
 
     name: str
     role: str
+    uid: int | None = None
+    #: the existing account that identity is; None for an allocated uid
+    account: str | None = None
 
 
 class TokenView(View):
-    """A new token with its secret, which is shown only in this answer."""
+    """A new token with its secret, which is shown only in this answer; for a new user,
+    the Unix identity their tasks run as too."""
 
     user: str
     token: str
@@ -156,6 +164,8 @@ class TokenView(View):
     created_at: float
     #: when it stops working (epoch seconds); None: when it is revoked
     expires_at: float | None = None
+    uid: int | None = None
+    account: str | None = None
 
 
 class TokenInfoView(View):

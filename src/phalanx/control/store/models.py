@@ -28,13 +28,34 @@ class Base(DeclarativeBase):
 
 
 class UserRow(Base):
-    """A person or robot; ``role`` is ``admin`` or ``user``."""
+    """A person or robot; ``role`` is ``admin`` or ``user``.
+
+    ``uid`` and ``gid`` are the Unix identity the user's tasks run as on a server that
+    runs tasks per user (``phalanx.control.tenancy``); None on one that runs every task
+    as itself. ``account`` names the existing account the identity is, or is None for
+    a uid allocated from the server's range. No two users share a uid.
+    """
 
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(253), unique=True)
     role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[float] = mapped_column(Float)
+    uid: Mapped[int | None] = mapped_column(Integer, nullable=True, unique=True, index=True)
+    gid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    account: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
+class TaskUidRow(Base):
+    """A uid allocated to a user from the server's range, kept after the user is deleted:
+    a uid is never given to a second user, who could otherwise reach what the first one's
+    tasks left on the host (files in /tmp, in their task directories)."""
+
+    __tablename__ = "task_uids"
+
+    uid: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    user: Mapped[str] = mapped_column(String(253))
     created_at: Mapped[float] = mapped_column(Float)
 
 

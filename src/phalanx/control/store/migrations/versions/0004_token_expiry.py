@@ -4,7 +4,7 @@ A token made with an expiry is refused from then on; every token made before thi
 revision (the admin token of the first start among them) has none and stays valid.
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,119 @@
+"""Where a task runs, where the server keeps its record of it, and who owns which.
+
+Layout, for a tasks root ``T`` and the server's data dir ``D``:
+
+- ``T/<job>/<task>/`` (each name made safe by ``process.dir_name``) is the task's
+  working directory: its current directory, ``PHALANX_WORKDIR``, its ``stdout.log`` and
+  ``stderr.log``, the ``exit_code`` its wrapper writes, and whatever the task writes;
+- ``D/records/<job>/<task>/process.json`` is the server's own record of the task's last
+  start (``records.ProcessRecord``), which a restarted server re-attaches from. It is
+  never in a directory the task can write, so a task cannot forge it (a forged pid
+  would have the server signal another process group).
+
+A task without an identity (single-user mode, or a shared identity) runs in
+directories of the server's own, as is everything in them. For a task with an identity
+the guarantees are:
+
+- ``T`` and every ``T/<job>`` belong to the server's user (root) with mode 0711: any
+  uid may pass through them to a directory it knows the name of, none but root may
+  list or change them. A task therefore cannot swap its working directory for a link
+  to somewhere else, and cannot see which other jobs exist by listing;
+- ``T/<job>/<task>`` belongs to the task's uid and gid, mode 0700, checked and set at
+  every start; its logs belong to that uid too, mode 0600. Other tenants' tasks can
+  neither enter it nor read its logs;
+- what the server itself opens in a task's directory, which the task may have
+  replaced, is opened so that a replacement cannot be turned against the server: logs
+  are opened without following links, without blocking on a FIFO, and re-made when they
+  are not a regular file with a single name (``logfiles.open_log``); the exit code is read the
+  same way and at most 64 bytes of it (``process.read_exit_code``); the API reads logs
+  through ``logfiles.FileLog``, which never follows a link either.
+
+``T`` must not be inside ``D``: ``D`` is the server's alone (mode 0700), and a task must
+be able to reach its directory by its path.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Final
+
+from phalanx.executors.identity import TaskIdentity
+from phalanx.executors.process import dir_name
+
+#: The server's records of its tasks' processes, inside its data dir.
+RECORDS_DIR: Final = "records"
+#: A task's record in its record directory.
+RECORD_FILE: Final = "process.json"
+#: The mode of the tasks root and of every job directory in it, with identities.
+PASSAGE_MODE: Final = 0o711
+#: The mode of a task's own directory, with identities.
+TASK_DIR_MODE: Final = 0o700
+
+
+class TaskDirs:
+    """The directories of one executor's tasks (see the module docstring)."""
+
+    __slots__ = ("_passages", "records_root", "tasks_root")
+
+    def __init__(self, *, tasks_root: Path, records_root: Path) -> None:
+        self.tasks_root = tasks_root
+        self.records_root = records_root
+        self._passages: set[Path] = set()  # checked once per executor: one stat less a start
+
+    def workdir(self, job: str, task: str) -> Path:
+        """``T/<job>/<task>``: the same for the same names in every process and release."""
+        return self.tasks_root / dir_name(job) / dir_name(task)
+
+    def record(self, job: str, task: str) -> Path:
+        """Where the server keeps the record of the task's last start."""
+        return self.records_root / dir_name(job) / dir_name(task) / RECORD_FILE
+
+    def prepare(self, workdir: Path, identity: TaskIdentity | None) -> None:
+        """Make ``workdir`` ready for a start: created, and with an ``identity``, owned by
+        it with mode 0700 below passages of mode 0711 (see above). Raises ``OSError``
+        when it cannot be made so."""
+        if identity is None:
+            workdir.mkdir(parents=True, exist_ok=True)
+            return
+        for path in (self.tasks_root, workdir.parent):
+            if path not in self._passages:
+                passage(path)
+                self._passages.add(path)
+        try:
+            os.mkdir(workdir, TASK_DIR_MODE)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            self._passages.clear()  # removed behind our back: make them again
+            raise
+        status = os.lstat(workdir)
+        if not stat.S_ISDIR(status.st_mode):
+            raise OSError(errno.ENOTDIR, "the task's directory is not a directory", str(workdir))
+        if (status.st_uid, status.st_gid) != (identity.uid, identity.gid):
+            os.chown(workdir, identity.uid, identity.gid, follow_symlinks=False)
+        if stat.S_IMODE(status.st_mode) != TASK_DIR_MODE:
+            os.chmod(workdir, TASK_DIR_MODE, follow_symlinks=False)
+
+
+def passage(directory: Path) -> None:
+    """Make ``directory`` a passage: it exists, is a real directory of this user (not a
+    link), mode 0711. Raises ``OSError`` when it cannot be made so."""
+    try:
+        os.mkdir(directory, PASSAGE_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(directory, PASSAGE_MODE)
+    status = os.lstat(directory)
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid():
+        raise OSError(
+            errno.EPERM,
+            "a directory on a task's path is not the server's own (a link, or another owner)",
+            str(directory),
+        )
+    if stat.S_IMODE(status.st_mode) != PASSAGE_MODE:
+        os.chmod(directory, PASSAGE_MODE)

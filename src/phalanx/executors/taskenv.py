@@ -1,0 +1,62 @@
+"""A task's whole environment: what it inherits, who it is, and what the scheduler chose.
+
+Guarantees: a task gets only the allow-listed variables of the server (never its
+credentials), its identity's ``HOME``, ``USER`` and ``LOGNAME`` when it runs as a user's
+own uid, and the scheduler's assignment (ranks, GPUs, NICs) over anything the user set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from phalanx.executors.launch import TaskLaunch
+
+#: Variables a task inherits from the server. Everything else is left out on purpose:
+#: the server's credentials (database URL, API tokens) must not reach user code.
+INHERITED_ENV: Final = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "TZ", "TMPDIR", "TERM",
+)  # fmt: skip
+DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+
+#: The NICs (RDMA devices) NCCL may use, set to exactly those the engine bound to the task.
+NCCL_IB_HCA: Final = "NCCL_IB_HCA"
+#: The NICs the engine bound to the task, comma-separated (empty: none bound).
+PHALANX_NICS: Final = "PHALANX_NICS"
+
+
+def task_environment(
+    launch: TaskLaunch,
+    injected: Mapping[str, str],
+    *,
+    workdir: Path,
+    inherited: Mapping[str, str],
+) -> dict[str, str]:
+    """The task's whole environment, later layers winning.
+
+    Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's identity's
+    ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
+    the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits
+    and the bound NICs. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``,
+    the NICs) therefore cannot be overridden by user environment.
+
+    NICs: ``PHALANX_NICS`` lists the launch's ``nics`` comma-separated (empty when none
+    were bound). With NICs, ``NCCL_IB_HCA`` is ``=`` and the same list: the ``=`` makes
+    NCCL take the names as exact device names, not as prefixes (``mlx5_1`` alone would
+    also select ``mlx5_10`` and ``mlx5_11``). Without NICs, a user's ``NCCL_IB_HCA`` stays.
+    """
+    env = {name: inherited[name] for name in INHERITED_ENV if name in inherited}
+    env.setdefault("PATH", DEFAULT_PATH)
+    if launch.identity is not None:
+        env.update(launch.identity.env(workdir))
+    env.update(launch.env)
+    env.update(injected)
+    env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
+    if launch.gpu_share is not None:
+        env.update(launch.gpu_share.env(len(launch.gpus)))
+    env[PHALANX_NICS] = ",".join(launch.nics)
+    if launch.nics:
+        env[NCCL_IB_HCA] = "=" + ",".join(launch.nics)
+    return env
