@@ -74,6 +74,7 @@ def server(cluster_text: str) -> Any:
     (whose ``server_pid`` names the server process)."""
     with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
         root = Path(tmp)
+        root.chmod(0o711)  # as root, tasks run as their users' uids in a tasks dir beside data
         (root / "cluster.yaml").write_text(cluster_text)
         (port,) = free_ports(1)
         args = [
