@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from phalanx.executors.cgroupfs import Mount, write_value
+from phalanx.executors.cgroupfs import Mount, oom_kill_count, write_value
 
 #: The hierarchies a task group is made in, in this order (memory first: it names the group).
 HIERARCHIES: Final = ("memory", "cpu", "pids")
@@ -128,13 +128,7 @@ def _limit(group: Path, *, cpu_millicores: int, memory_bytes: int, pids: int) ->
 
 def oom_kills_v1(group: Path) -> int:
     """How many processes the kernel OOM-killed in the memory ``group``; 0 if unknown."""
-    try:
-        lines = (group / "memory.oom_control").read_text().splitlines()
-    except OSError:
-        return 0
-    counts = dict(line.split(maxsplit=1) for line in lines if " " in line)
-    value = counts.get("oom_kill", "0").strip()
-    return int(value) if value.isdigit() else 0
+    return oom_kill_count(group / "memory.oom_control")
 
 
 def remove(group: Path) -> bool:

@@ -66,3 +66,15 @@ def write_value(path: Path, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def oom_kill_count(path: Path) -> int:
+    """The ``oom_kill`` count of a cgroup's ``memory.events`` (v2) or ``memory.oom_control``
+    (v1) file at ``path``: processes the kernel OOM-killed there; 0 when unknown."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return 0
+    counts = dict(line.split(maxsplit=1) for line in lines if " " in line)
+    value = counts.get("oom_kill", "0").strip()
+    return int(value) if value.isdigit() else 0

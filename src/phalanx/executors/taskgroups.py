@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.executors import cgroup1
-from phalanx.executors.cgroupfs import read_pids, write_value
+from phalanx.executors.cgroupfs import oom_kill_count, read_pids, write_value
 from phalanx.executors.cgroups import Isolation, IsolationKind
 
 log = logging.getLogger(__name__)
@@ -144,13 +144,7 @@ def create_group(
 
 def oom_kills(group: Path) -> int:
     """How many processes the kernel OOM-killed in ``group`` (``memory.events``); 0 if unknown."""
-    try:
-        lines = (group / "memory.events").read_text().splitlines()
-    except OSError:
-        return 0
-    counts = dict(line.split(maxsplit=1) for line in lines if " " in line)
-    value = counts.get("oom_kill", "0").strip()
-    return int(value) if value.isdigit() else 0
+    return oom_kill_count(group / "memory.events")
 
 
 def populated(group: Path) -> bool:

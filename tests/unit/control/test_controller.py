@@ -18,6 +18,20 @@ from phalanx.executors.records import ProcessRecord
 from tests.unit.control.plane import FakeExecutor, Plane
 
 
+def _master_then_worker() -> list[dict[str, object]]:
+    """Two roles; the worker starts once the master is Running (``dependsOn``)."""
+    return [
+        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
+        {
+            "name": "worker",
+            "replicas": 1,
+            "resources": {"gpu": 1},
+            "command": "true",
+            "dependsOn": [{"role": "master", "phase": "Running"}],
+        },
+    ]
+
+
 def _placed(plane: Plane, name: str) -> None:
     plane.submit(name)
     plane.tick()
@@ -179,16 +193,7 @@ def test_walltime_counts_from_each_attempt_and_not_during_its_backoff(plane: Pla
 def test_cancel_during_a_depends_on_wait_ends_the_held_task_without_the_executor(
     plane: Plane,
 ) -> None:
-    roles = [
-        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
-        {
-            "name": "worker",
-            "replicas": 1,
-            "resources": {"gpu": 1},
-            "command": "true",
-            "dependsOn": [{"role": "master", "phase": "Running"}],
-        },
-    ]
+    roles = _master_then_worker()
     plane.submit("a", roles=roles)
     plane.tick()
     assert [b.task for b in plane.executor.started] == ["a-master-0"]  # the worker waits
@@ -235,16 +240,7 @@ def test_a_restart_while_a_failed_gang_stops_keeps_why_it_stops(plane: Plane) ->
 
 
 def test_a_restart_keeps_a_depends_on_role_waiting_instead_of_losing_it(plane: Plane) -> None:
-    roles = [
-        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
-        {
-            "name": "worker",
-            "replicas": 1,
-            "resources": {"gpu": 1},
-            "command": "true",
-            "dependsOn": [{"role": "master", "phase": "Running"}],
-        },
-    ]
+    roles = _master_then_worker()
     plane.submit("a", roles=roles, maxRetry=0)
     plane.tick()
     master = _record(plane, "a-master-0")
@@ -255,16 +251,7 @@ def test_a_restart_keeps_a_depends_on_role_waiting_instead_of_losing_it(plane: P
 
 
 def test_a_role_released_and_stopped_in_one_tick_is_started_then_stopped(plane: Plane) -> None:
-    roles = [
-        {"name": "master", "replicas": 1, "resources": {"gpu": 1}, "command": "true"},
-        {
-            "name": "worker",
-            "replicas": 1,
-            "resources": {"gpu": 1},
-            "command": "true",
-            "dependsOn": [{"role": "master", "phase": "Running"}],
-        },
-    ]
+    roles = _master_then_worker()
     plane.submit("a", roles=roles)
     plane.tick()
     order: list[str] = []
