@@ -24,13 +24,12 @@ The caller (``taskgroups.TaskGroups``) puts the task in, kills what is left at i
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from phalanx.executors.cgroupfs import Mount, oom_kill_count, write_value
+from phalanx.executors.cgroupfs import Mount, fresh_group, oom_kill_count, write_value
 
 #: The hierarchies a task group is made in, in this order (memory first: it names the group).
 HIERARCHIES: Final = ("memory", "cpu", "pids")
@@ -96,14 +95,7 @@ def create_v1(
         for parent in parents:
             parent.mkdir(parents=True, exist_ok=True)
             group = parent / name
-            try:
-                group.mkdir()
-            except FileExistsError:
-                if not remove(group):
-                    raise OSError(
-                        errno.EBUSY, f"cgroup {group} is still in use by an earlier run"
-                    ) from None
-                group.mkdir()
+            fresh_group(group, remove)
             made.append(group)
             _limit(group, cpu_millicores=cpu_millicores, memory_bytes=memory_bytes, pids=pids)
     except OSError:

@@ -3,8 +3,10 @@ interface files (shared by the v2 and v1 code)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -78,3 +80,16 @@ def oom_kill_count(path: Path) -> int:
     counts = dict(line.split(maxsplit=1) for line in lines if " " in line)
     value = counts.get("oom_kill", "0").strip()
     return int(value) if value.isdigit() else 0
+
+
+def fresh_group(group: Path, remove: Callable[[Path], bool]) -> None:
+    """Make the cgroup ``group``. One an earlier run left is replaced if ``remove`` can
+    remove it (it is empty), else ``OSError`` EBUSY: it is still in use."""
+    try:
+        group.mkdir()
+    except FileExistsError:
+        if not remove(group):
+            raise OSError(
+                errno.EBUSY, f"cgroup {group} is still in use by an earlier run"
+            ) from None
+        group.mkdir()

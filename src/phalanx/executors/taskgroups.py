@@ -21,7 +21,6 @@ Guarantees, under ``cgroups.IsolationKind.CGROUP2`` or ``CGROUP1``:
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import logging
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.executors import cgroup1
-from phalanx.executors.cgroupfs import oom_kill_count, read_pids, write_value
+from phalanx.executors.cgroupfs import fresh_group, oom_kill_count, read_pids, write_value
 from phalanx.executors.cgroups import Isolation, IsolationKind
 
 log = logging.getLogger(__name__)
@@ -120,14 +119,7 @@ def create_group(
     the group cannot be made or is still in use; nothing is left behind then.
     """
     group = parent / name
-    try:
-        group.mkdir()
-    except FileExistsError:
-        if not remove_group(group):
-            raise OSError(
-                errno.EBUSY, f"cgroup {group} is still in use by an earlier run"
-            ) from None
-        group.mkdir()
+    fresh_group(group, remove_group)
     try:
         write_value(group / "cpu.max", cpu_max(cpu_millicores))
         write_value(group / "memory.max", "max" if memory_bytes is None else str(memory_bytes))
