@@ -29,7 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from phalanx.executors.cgroupfs import Mount, fresh_group, oom_kill_count, write_value
+from phalanx.executors.cgroupfs import (
+    Mount,
+    fresh_group,
+    oom_kill_count,
+    remove_group,
+    write_value,
+)
 
 #: The hierarchies a task group is made in, in this order (memory first: it names the group).
 HIERARCHIES: Final = ("memory", "cpu", "pids")
@@ -95,12 +101,12 @@ def create_v1(
         for parent in parents:
             parent.mkdir(parents=True, exist_ok=True)
             group = parent / name
-            fresh_group(group, remove)
+            fresh_group(group)
             made.append(group)
             _limit(group, cpu_millicores=cpu_millicores, memory_bytes=memory_bytes, pids=pids)
     except OSError:
         for group in made:
-            remove(group)
+            remove_group(group)
         raise
     return tuple(made)
 
@@ -121,17 +127,6 @@ def _limit(group: Path, *, cpu_millicores: int, memory_bytes: int, pids: int) ->
 def oom_kills_v1(group: Path) -> int:
     """How many processes the kernel OOM-killed in the memory ``group``; 0 if unknown."""
     return oom_kill_count(group / "memory.oom_control")
-
-
-def remove(group: Path) -> bool:
-    """Remove ``group``; True when it is gone, False while processes or children keep it."""
-    try:
-        os.rmdir(group)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def remove_parents(parents: Sequence[Path]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -82,13 +81,24 @@ def oom_kill_count(path: Path) -> int:
     return int(value) if value.isdigit() else 0
 
 
-def fresh_group(group: Path, remove: Callable[[Path], bool]) -> None:
-    """Make the cgroup ``group``. One an earlier run left is replaced if ``remove`` can
-    remove it (it is empty), else ``OSError`` EBUSY: it is still in use."""
+def remove_group(group: Path) -> bool:
+    """Remove ``group``; True when it is gone, False while processes or children keep it."""
+    try:
+        os.rmdir(group)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def fresh_group(group: Path) -> None:
+    """Make the cgroup ``group``. One an earlier run left is replaced when it is empty,
+    else ``OSError`` EBUSY: it is still in use."""
     try:
         group.mkdir()
     except FileExistsError:
-        if not remove(group):
+        if not remove_group(group):
             raise OSError(
                 errno.EBUSY, f"cgroup {group} is still in use by an earlier run"
             ) from None

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.executors import cgroup1
-from phalanx.executors.cgroupfs import fresh_group, oom_kill_count, read_pids, write_value
+from phalanx.executors.cgroupfs import (
+    fresh_group,
+    oom_kill_count,
+    read_pids,
+    remove_group,
+    write_value,
+)
 from phalanx.executors.cgroups import Isolation, IsolationKind
 
 log = logging.getLogger(__name__)
@@ -119,7 +125,7 @@ def create_group(
     the group cannot be made or is still in use; nothing is left behind then.
     """
     group = parent / name
-    fresh_group(group, remove_group)
+    fresh_group(group)
     try:
         write_value(group / "cpu.max", cpu_max(cpu_millicores))
         write_value(group / "memory.max", "max" if memory_bytes is None else str(memory_bytes))
@@ -158,17 +164,6 @@ def kill_members(group: Path) -> None:
     for pid in read_pids(group):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-def remove_group(group: Path) -> bool:
-    """Remove ``group``; True when it is gone, False while processes or children keep it."""
-    try:
-        os.rmdir(group)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 class TaskGroups:
