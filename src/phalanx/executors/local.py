@@ -47,17 +47,19 @@ from phalanx.executors.base import (
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
 from phalanx.executors.failures import NO_IDENTITY, missing_command, start_failure
 from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
+from phalanx.executors.launcher import Failed, LaunchedTask, Launcher, Start
+from phalanx.executors.launcher.client import LauncherGone
 from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
     STDERR_LOG,
     STDOUT_LOG,
     Exit,
     TaskProcess,
+    address_space_kib,
     attach,
     read_exit_code,
-    spawn,
 )
-from phalanx.executors.records import ProcessRecord, read_record, write_record
+from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import (
     Placement,
     free_ports,
@@ -104,13 +106,22 @@ class _Live:
     workload: ServiceClass
     gpus: tuple[int, ...]
     placement: Placement | None  # None when adopted: its peers' view is unknown
-    process: TaskProcess
+    process: TaskProcess | LaunchedTask
     since: float  # when it started (or was adopted): no later event of it is earlier
     group: TaskGroup | None = None  # its cgroup, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
     paused_since: float | None = None
     paused_total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pending:
+    """A task about to start: its launch, its place in the gang, the launcher's request."""
+
+    launch: TaskLaunch
+    placement: Placement
+    request: Start
 
 
 class LocalExecutor:
@@ -158,6 +169,10 @@ class LocalExecutor:
         self._master_ports: dict[str, int] = {}
         self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
         self._events: list[TaskEvent] = []
+        self._launcher = Launcher(
+            tasks_root=self._dirs.tasks_root, records_root=self._dirs.records_root
+        )
+        self._next_request = 0
         self._groups = TaskGroups(
             host_isolation() if isolation is None else isolation,
             scope=scope_of(self.data_dir),
@@ -180,11 +195,12 @@ class LocalExecutor:
         for bind in binds:
             if (bind.job, bind.task) not in self._live:
                 by_job.setdefault(bind.job, {}).setdefault(bind.task, bind)
+        pending: list[_Pending] = []
         for job, group in by_job.items():
             try:
                 launches = [self._resolved(bind) for bind in group.values()]
-                self._start_job(job, launches, now)
-            except Exception as error:  # resolve or rendezvous: _spawn itself never raises
+                pending.extend(self._plan_job(job, launches, now))
+            except Exception as error:  # resolve or rendezvous: _prepare never raises
                 if not any(live.job == job for live in self._live.values()):
                     self._master_ports.pop(job, None)
                     self._ports.pop(job, None)
@@ -196,6 +212,7 @@ class LocalExecutor:
                     self._events.append(
                         _failed_to_start(bind.job, bind.task, bind.node, now, message)
                     )
+        self._launch(pending, now)
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
         """Send SIGTERM to each task's group; ``poll`` sends SIGKILL ``grace`` seconds later.
@@ -214,6 +231,8 @@ class LocalExecutor:
 
     def poll(self, *, now: float) -> list[TaskEvent]:
         """Reap ended tasks, SIGKILL those past their deadline; events up to ``now``, oldest first."""
+        self._launcher.collect()
+        self._readopt_orphans(now)
         for key, live in list(self._live.items()):
             ended = live.process.poll()
             if ended is not None:
@@ -369,6 +388,7 @@ class LocalExecutor:
     def close(self) -> None:
         """Let go of what this executor holds on the host that nothing needs any more
         (its cgroup parents, when no task group is left in them). Tasks keep running."""
+        self._launcher.close()
         self._groups.collect(keep={live.group for live in self._live.values() if live.group})
         self._groups.release()
 
@@ -400,7 +420,7 @@ class LocalExecutor:
             )
         return launch
 
-    def _start_job(self, job: str, launches: list[TaskLaunch], now: float) -> None:
+    def _plan_job(self, job: str, launches: list[TaskLaunch], now: float) -> list[_Pending]:
         live = {
             (task.placement.role, task.placement.index): task.placement
             for task in self._live.values()
@@ -438,16 +458,20 @@ class LocalExecutor:
             master_port=self._master_ports[job],
             roles=launches[0].job_roles,
         )
+        pending = []
         for launch in launches:
             slot = (launch.role, launch.index)
-            self._spawn(launch, placements[slot], envs[slot], now)
+            prepared = self._prepare(launch, placements[slot], envs[slot], now)
+            if prepared is not None:
+                pending.append(prepared)
+        return pending
 
-    def _spawn(
+    def _prepare(
         self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
-    ) -> None:
-        """Start one task; anything that goes wrong is its FAILED_TO_START, never raised."""
+    ) -> _Pending | None:
+        """The launcher's request for one task, or None (and its FAILED_TO_START queued)
+        when it cannot start; never raises."""
         workdir = self.workdir(launch.job, launch.task)
-        group = None
         try:
             env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
             missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
@@ -457,54 +481,113 @@ class LocalExecutor:
                 self._events.append(
                     _failed_to_start(launch.job, launch.task, launch.node, now, missing)
                 )
-                return
-            self._dirs.prepare(workdir, launch.identity)
-            group = self._groups.create(
+                return None
+            group = self._groups.plan(
                 launch.job,
                 launch.task,
                 cpu_millicores=launch.cpu_millicores,
                 memory_bytes=launch.memory_bytes,
             )
-            process = spawn(
-                launch,
-                workdir=workdir,
-                env=env,
-                cgroups=group.dirs if group is not None else (),
-                identity=launch.identity,
-            )
+            # Any record found after a launcher's death is then this start's.
+            self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
         except Exception as error:
-            if group is not None:
-                self._groups.close(group)
-            # The task cannot run (its environment is too big, the disk is full, ...);
-            # the node is fine, so this is no LOST: the job retries or fails by its rules.
-            message = start_failure(error, workdir=workdir, identity=launch.identity)
-            log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
-            self._events.append(
-                _failed_to_start(launch.job, launch.task, launch.node, now, message)
-            )
-            return
-        live = _Live(
+            self._cannot_start(launch, error, now)
+            return None
+        record = ProcessRecord(
             job=launch.job,
             task=launch.task,
             node=launch.node,
+            pid=0,  # the launcher fills in pid and start time
+            start_time=0.0,
+            workdir=str(workdir),
             workload=launch.workload,
             gpus=launch.gpus,
-            placement=placement,
-            process=process,
-            since=now,
-            group=group,
+            isolation=IsolationKind.RLIMIT if group is None else self.isolation.kind,
+            cgroup="" if group is None else str(group.group.path),
         )
-        self._live[(launch.job, launch.task)] = live
-        write_record(self._dirs.record(launch.job, launch.task), self._record_of(live))
-        self._events.append(
-            TaskEvent(
-                kind=TaskEventKind.STARTED,
-                time=now,
+        self._next_request += 1
+        request = Start(
+            id=self._next_request,
+            argv=launch.argv(),
+            workdir=workdir,
+            env=env,
+            identity=launch.identity,
+            group=group,
+            memory_kib=None if group is not None else address_space_kib(launch),
+            record=record,
+        )
+        return _Pending(launch=launch, placement=placement, request=request)
+
+    def _launch(self, pending: Sequence[_Pending], now: float) -> None:
+        """Have the launcher start ``pending``; each gets its STARTED or FAILED_TO_START."""
+        if not pending:
+            return
+        try:
+            replies = self._launcher.start([item.request for item in pending])
+        except LauncherGone as error:
+            replies = [Failed(id=item.request.id, error=error) for item in pending]
+        orphans = []
+        for item, reply in zip(pending, replies, strict=True):
+            launch = item.launch
+            if isinstance(reply, Failed):
+                self._cannot_start(launch, reply.error, now)
+                continue
+            if reply is None:  # the launcher died before answering: its record tells
+                record = self.recorded(launch.job, launch.task)
+                if record is None:
+                    self._cannot_start(launch, LauncherGone("the task launcher ended"), now)
+                    continue
+                self._events.append(_started(launch, now))
+                orphans.append((record, item.placement))
+                continue
+            process = LaunchedTask(
+                self._launcher,
+                pid=reply.pid,
+                start_time=reply.start_time,
+                workdir=item.request.workdir,
+            )
+            group = item.request.group
+            self._live[(launch.job, launch.task)] = _Live(
                 job=launch.job,
                 task=launch.task,
                 node=launch.node,
+                workload=launch.workload,
+                gpus=launch.gpus,
+                placement=item.placement,
+                process=process,
+                since=now,
+                group=None if group is None else group.group,
             )
-        )
+            self._events.append(_started(launch, now))
+        self._adopt_placed(orphans, now)
+
+    def _readopt_orphans(self, now: float) -> None:
+        """Re-adopt the tasks of a launcher that died (as after a restart: ``adopt``)."""
+        orphans = [
+            (self._record_of(live), live.placement)
+            for live in self._live.values()
+            if isinstance(live.process, LaunchedTask) and live.process.orphaned
+        ]
+        for record, _ in orphans:
+            del self._live[record.job, record.task]
+        self._adopt_placed(orphans, now)
+
+    def _adopt_placed(
+        self, orphans: Sequence[tuple[ProcessRecord, Placement | None]], now: float
+    ) -> None:
+        self.adopt([record for record, _ in orphans], now=now)
+        for record, placement in orphans:
+            live = self._live.get((record.job, record.task))
+            if live is not None:
+                live.placement = placement
+
+    def _cannot_start(self, launch: TaskLaunch, error: BaseException, now: float) -> None:
+        # The task cannot run (its environment is too big, the disk is full, ...);
+        # the node is fine, so this is no LOST: the job retries or fails by its rules.
+        workdir = self.workdir(launch.job, launch.task)
+        message = start_failure(error, workdir=workdir, identity=launch.identity)
+        log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
+        self._events.append(_failed_to_start(launch.job, launch.task, launch.node, now, message))
 
     def _record_of(self, live: _Live) -> ProcessRecord:
         return ProcessRecord(
@@ -553,6 +636,12 @@ def _exit_reason(oom: bool, code: int | None) -> str | None:
     if oom and code != 0:
         return OOM_KILLED
     return {127: COMMAND_NOT_FOUND, 126: COMMAND_NOT_EXECUTABLE}.get(code or 0)
+
+
+def _started(launch: TaskLaunch, now: float) -> TaskEvent:
+    return TaskEvent(
+        kind=TaskEventKind.STARTED, time=now, job=launch.job, task=launch.task, node=launch.node
+    )
 
 
 def _failed_to_start(job: str, task: str, node: str, now: float, message: str) -> TaskEvent:

@@ -279,31 +279,34 @@ class TaskProcess:
 
 
 def spawn(
-    launch: TaskLaunch,
+    argv: Sequence[str],
     *,
     workdir: Path,
     env: Mapping[str, str],
     cgroups: Sequence[Path] = (),
     identity: TaskIdentity | None = None,
+    memory_kib: int | None = None,
 ) -> TaskProcess:
-    """Start ``launch`` under the wrapper in ``workdir``, with exactly ``env``.
+    """Start ``argv`` under the wrapper in ``workdir``, with exactly ``env``.
 
     With ``cgroups`` (a task group's directories, made by ``taskgroups``) the wrapper is
-    held until this function has put it into each of them, and gets no RLIMIT_AS;
-    without, it gets ``address_space_kib``. With an ``identity`` the task runs as it, and
-    its logs belong to it. Output is appended to ``stdout.log`` and ``stderr.log``
-    (``logfiles.open_log``); a previous run's ``exit_code`` is removed first so that it
-    can never be read as this run's. ``workdir`` must exist (``TaskDirs.prepare``).
-    Raises ``OSError`` when the logs cannot be opened, the process cannot be started, or
-    the task cannot be put into its group (then the wrapper is killed: nothing ran).
+    held until this function has put it into each of them; without, ``memory_kib`` (if
+    given: ``address_space_kib``) becomes its RLIMIT_AS. With an ``identity`` the task
+    runs as it, and its logs belong to it. Output is appended to ``stdout.log`` and
+    ``stderr.log`` (``logfiles.open_log``); a previous run's ``exit_code`` is removed
+    first so that it can never be read as this run's. ``workdir`` must exist
+    (``TaskDirs.prepare``). Called by the launcher process (``executors.launcher``),
+    whose children the tasks are. Raises ``OSError`` when the logs cannot be opened, the
+    process cannot be started, or the task cannot be put into its group (then the
+    wrapper is killed: nothing ran).
     """
     for stale in (EXIT_FILE, f"{EXIT_FILE}.tmp"):
         (workdir / stale).unlink(missing_ok=True)
-    limit = None if cgroups else address_space_kib(launch)
-    argv = [
+    limit = None if cgroups else memory_kib
+    wrapped = [
         "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
         str(workdir / EXIT_FILE), "-" if limit is None else str(limit),
-        "held" if cgroups else "-", *launch.argv(),
+        "held" if cgroups else "-", *argv,
     ]  # fmt: skip
     options: dict[str, Any] = {} if identity is None else dict(identity.popen_options())
     held, release = os.pipe() if cgroups else (subprocess.DEVNULL, -1)
@@ -314,7 +317,7 @@ def spawn(
         err = open_log(workdir / STDERR_LOG, identity)
         descriptors.append(err)
         popen = subprocess.Popen(
-            argv,
+            wrapped,
             cwd=workdir,
             env=dict(env),
             stdin=held,

@@ -83,6 +83,47 @@ class TaskGroup:
         return self.dirs[0]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupPlan:
+    """A task's group before it exists: where, under which name, with which limits.
+
+    A plain value (it crosses to the launcher process): ``create`` makes the group."""
+
+    kind: IsolationKind
+    parents: tuple[Path, ...]
+    name: str
+    cpu_millicores: int
+    memory_bytes: int
+    pids: int
+
+    @property
+    def group(self) -> TaskGroup:
+        """The group ``create`` makes: ``name`` in every parent."""
+        return TaskGroup(tuple(parent / self.name for parent in self.parents))
+
+    def create(self) -> TaskGroup:
+        """Make the group fresh, every limit written (see the module docstring). Raises
+        ``OSError`` when it cannot be made or is still in use; nothing is left then."""
+        if self.kind is IsolationKind.CGROUP1:
+            return TaskGroup(
+                cgroup1.create_v1(
+                    self.parents,
+                    self.name,
+                    cpu_millicores=self.cpu_millicores,
+                    memory_bytes=self.memory_bytes,
+                    pids=self.pids,
+                )
+            )
+        made = create_group(
+            self.parents[0],
+            self.name,
+            cpu_millicores=self.cpu_millicores,
+            memory_bytes=self.memory_bytes,
+            pids=self.pids,
+        )
+        return TaskGroup((made,))
+
+
 def scope_of(data_dir: Path) -> str:
     """The ``scope`` of a server's task groups: named by its data dir, so one per server."""
     return hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:16]
@@ -197,33 +238,30 @@ class TaskGroups:
         """Where this executor's task groups are made: one per hierarchy; none without cgroups."""
         return self._parents
 
+    def plan(
+        self, job: str, task: str, *, cpu_millicores: int | None, memory_bytes: int | None
+    ) -> GroupPlan | None:
+        """What the task's group will be, limits (or the defaults) included, or None
+        without cgroup isolation. Nothing is made: ``GroupPlan.create`` does that,
+        wherever the task is started (the launcher process)."""
+        if not self._parents:
+            return None
+        return GroupPlan(
+            kind=self.isolation.kind,
+            parents=self._parents,
+            name=group_name(job, task),
+            cpu_millicores=cpu_millicores or self.defaults.cpu_millicores,
+            memory_bytes=memory_bytes or self.defaults.memory_bytes,
+            pids=self.defaults.pids,
+        )
+
     def create(
         self, job: str, task: str, *, cpu_millicores: int | None, memory_bytes: int | None
     ) -> TaskGroup | None:
         """The task's fresh group with its limits (or the defaults), or None without
         cgroup isolation."""
-        if not self._parents:
-            return None
-        name = group_name(job, task)
-        cpu = cpu_millicores or self.defaults.cpu_millicores
-        memory = memory_bytes or self.defaults.memory_bytes
-        if self.isolation.kind is IsolationKind.CGROUP1:
-            dirs = cgroup1.create_v1(
-                self._parents,
-                name,
-                cpu_millicores=cpu,
-                memory_bytes=memory,
-                pids=self.defaults.pids,
-            )
-            return TaskGroup(dirs)
-        made = create_group(
-            self._parents[0],
-            name,
-            cpu_millicores=cpu,
-            memory_bytes=memory,
-            pids=self.defaults.pids,
-        )
-        return TaskGroup((made,))
+        plan = self.plan(job, task, cpu_millicores=cpu_millicores, memory_bytes=memory_bytes)
+        return None if plan is None else plan.create()
 
     def recorded(self, cgroup: str) -> TaskGroup | None:
         """The group a task record names (its ``path``), if this executor manages it:

@@ -12,6 +12,7 @@ import psutil
 
 from phalanx.domain.job import ServiceClass
 from phalanx.executors.base import TaskEventKind
+from phalanx.executors.cgroups import Isolation
 from phalanx.executors.local import UNWATCHED_END
 from phalanx.executors.records import ProcessRecord
 from tests.integration.executors.harness import Harness, is_gone, wait_for
@@ -102,17 +103,26 @@ print(json.dumps([r.to_dict() for r in executor.records()]))
         wait_for(lambda: is_gone(records[0].pid), "the adopted wrapper to end")
 
 
-def test_a_record_whose_pid_was_reused_is_lost(harness: Harness, tmp_path: Path) -> None:
-    launch = harness.launch(command=WAITS_FOR_GO)
-    harness.start(launch)
-    harness.wait_file(launch, "ready")
-    new, records = restarted(harness, tmp_path)
-    # The same pid with another start time: some other process got the pid.
-    new.executor.adopt([replace(records[0], start_time=records[0].start_time - 60)], now=new.now)
-    event = new.wait_event("t0", TaskEventKind.LOST)
-    assert (event.job, event.node, event.exit_code) == ("job", "n0", None)
-    assert new.executor.running() == []
-    assert psutil.pid_exists(records[0].pid)  # it was left alone, not signalled
+def test_a_record_whose_pid_was_reused_is_lost(tmp_path: Path) -> None:
+    """The pid's new owner is never signalled. (Without cgroups: under them, a recorded
+    task's group is the task's, and whatever is left in it is killed with it.)"""
+    old = Harness(tmp_path / "data", isolation=Isolation.rlimit("test"))
+    launch = old.launch(command=WAITS_FOR_GO)
+    old.start(launch)
+    old.wait_file(launch, "ready")
+    saved = [replace(record, start_time=record.start_time - 60) for record in old.executor.records()]
+    new = Harness(tmp_path / "data", isolation=Isolation.rlimit("test"))
+    new.now = old.now
+    try:
+        # The same pid with another start time: some other process got the pid.
+        new.executor.adopt(saved, now=new.now)
+        event = new.wait_event("t0", TaskEventKind.LOST)
+        assert (event.job, event.node, event.exit_code) == ("job", "n0", None)
+        assert new.executor.running() == []
+        assert psutil.Process(saved[0].pid).status() != psutil.STATUS_ZOMBIE  # left alone
+    finally:
+        new.close()
+        old.close()
 
 
 def test_a_record_with_a_dead_pid_and_no_code_is_lost(tmp_path: Path) -> None:

@@ -155,11 +155,13 @@ def test_a_task_that_cannot_be_put_in_its_group_fails_to_start_and_runs_nothing(
 ) -> None:
     workdir = tmp_path / "task"
     workdir.mkdir()
-    launch = Harness(tmp_path / "data", isolation=Isolation.rlimit("unused")).launch(
-        command="touch ran"
-    )
     with pytest.raises(OSError, match="cannot put the task into its cgroup") as raised:
-        spawn(launch, workdir=workdir, env={}, cgroups=[tmp_path / "no-such-group"])
+        spawn(
+            ["/bin/sh", "-c", "touch ran"],
+            workdir=workdir,
+            env={},
+            cgroups=[tmp_path / "no-such-group"],
+        )
     assert raised.value.filename == str(tmp_path / "no-such-group" / "cgroup.procs")
     assert not (workdir / "ran").exists()  # killed while it waited: nothing ran
 
