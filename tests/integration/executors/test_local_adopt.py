@@ -110,7 +110,9 @@ def test_a_record_whose_pid_was_reused_is_lost(tmp_path: Path) -> None:
     launch = old.launch(command=WAITS_FOR_GO)
     old.start(launch)
     old.wait_file(launch, "ready")
-    saved = [replace(record, start_time=record.start_time - 60) for record in old.executor.records()]
+    saved = [
+        replace(record, start_time=record.start_time - 60) for record in old.executor.records()
+    ]
     new = Harness(tmp_path / "data", isolation=Isolation.rlimit("test"))
     new.now = old.now
     try:
