@@ -56,6 +56,16 @@ class TaskIdentity:
         (``extra_groups`` always given: the server's own groups never reach the task)."""
         return {"user": self.uid, "group": self.gid, "extra_groups": list(self.groups)}
 
+    def setpriv_argv(self, setpriv: str) -> list[str]:
+        """The argv prefix that runs a program as this identity through util-linux's
+        ``setpriv`` (run as root): the same uid, gid and groups as ``popen_options``, the
+        saved ids too, and no inheritable capabilities. It lets the starter ``vfork``,
+        which a uid switch in the child would rule out."""
+        groups = f"--groups={','.join(map(str, self.groups))}" if self.groups else "--clear-groups"
+        return [
+            setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", groups, "--inh-caps=-all", "--",
+        ]  # fmt: skip
+
     def env(self, workdir: Path) -> dict[str, str]:
         """``HOME``, ``USER`` and ``LOGNAME`` for a task in ``workdir``."""
         return {"HOME": self.home or str(workdir), "USER": self.name, "LOGNAME": self.name}

@@ -34,13 +34,16 @@ Limits, by the host's isolation (``phalanx.executors.cgroups``):
   by the command) for tasks without GPUs, and ``cpu_millicores`` is not enforced.
 
 Identity: with a ``TaskIdentity`` the wrapper, and so the command, runs as that uid and
-gid with exactly its supplementary groups (``subprocess``'s ``user``, ``group`` and
-``extra_groups``, applied in the child before ``exec``), so ``exit_code`` is written by
+gid with exactly its supplementary groups, so ``exit_code`` is written by
 the task's own uid in its own directory: the code it holds is the task's word about
 itself, bound to the wrapper's pid, and it is read without following links and at most
 64 bytes of it (``read_exit_code``).
 
-Neither needs a ``preexec_fn``, which is unsafe in a threaded server.
+The switch is made by util-linux's ``setpriv`` (``SETPRIV``), exec'd before the
+wrapper: the starter then ``vfork``s, where a switch in the child (``subprocess``'s
+``user``, ``group`` and ``extra_groups``, the fallback on a host without ``setpriv``)
+makes it ``fork`` and copy its page tables for every task. Neither needs a
+``preexec_fn``, which is unsafe in a threaded process.
 
 A task is identified across a server restart by its pid *and* the pid's start time
 (``psutil.Process.create_time``): a pid that the kernel reused for another process has a
@@ -52,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -84,6 +88,9 @@ NAME_MAX: Final = 255
 HASH_MARK: Final = "~"
 #: The bytes of a long name's end that ``dir_name`` keeps (a task name ends in role-index).
 _KEPT_END: Final = 48
+
+#: util-linux's ``setpriv``, which switches a task's identity (None: not on this host).
+SETPRIV: Final = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 #: What the server sends a held wrapper once it is in its cgroup.
 GO: Final = b"go\n"
@@ -308,7 +315,11 @@ def spawn(
         str(workdir / EXIT_FILE), "-" if limit is None else str(limit),
         "held" if cgroups else "-", *argv,
     ]  # fmt: skip
-    options: dict[str, Any] = {} if identity is None else dict(identity.popen_options())
+    options: dict[str, Any] = {}
+    if identity is not None and SETPRIV is not None:
+        wrapped = [*identity.setpriv_argv(SETPRIV), *wrapped]
+    elif identity is not None:
+        options = dict(identity.popen_options())
     held, release = os.pipe() if cgroups else (subprocess.DEVNULL, -1)
     descriptors = [held] if cgroups else []
     try:

@@ -178,13 +178,13 @@ def kernel_fills(
     monkeypatch: pytest.MonkeyPatch, files_of: Callable[[Path], tuple[str, ...]]
 ) -> None:
     """A group made under the test's tree gets the interface files ``files_of`` names,
-    as the kernel fills a new group with them."""
+    as the kernel fills a new group with them (empty, but for the kernel's CPU period)."""
     real_mkdir = Path.mkdir
 
     def mkdir(path: Path, *args: Any, **kwargs: Any) -> None:
         real_mkdir(path, *args, **kwargs)
         for name in files_of(path):
-            (path / name).write_text("")
+            (path / name).write_text("100000" if name == "cpu.cfs_period_us" else "")
 
     monkeypatch.setattr(Path, "mkdir", mkdir)
 
