@@ -231,6 +231,7 @@ def burst(count: int) -> None:
 
         with ThreadPoolExecutor(8) as pool:
             started = dict(zip(submitted, pool.map(began_at, list(submitted)), strict=True))
+        _cancel_all(client, list(submitted))
         delays = sorted(started[name] - submitted[name] for name in submitted)
         starts = sorted(started.values())
         span = max(starts[-1] - starts[0], 1e-3)
@@ -289,9 +290,7 @@ def kueue(fraction: float) -> None:
                 futures.append(pool.submit(client.post, "/api/v1/jobs", json=document))
             for future in futures:
                 future.result().raise_for_status()
-        live = {"phase": [p.value for p in JobPhase if p not in TERMINAL], "limit": 1}
-        while client.get("/api/v1/jobs", params=live).json()["items"]:  # one light query
-            time.sleep(1)
+        _wait_ended(client)
         rows = _all_jobs(client)
         every = [t for tasks in _tasks_of(client, rows) for t in tasks]
         tasks = [t for t in every if t["started_at"] and t["finished_at"]]
@@ -350,6 +349,21 @@ def _tasks_of(client: httpx.Client, rows: list[dict[str, Any]]) -> list[list[dic
 
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(tasks, [r["name"] for r in rows]))
+
+
+def _wait_ended(client: httpx.Client) -> None:
+    """Until no job is live (one light query a second)."""
+    live = {"phase": [p.value for p in JobPhase if p not in TERMINAL], "limit": 1}
+    while client.get("/api/v1/jobs", params=live).json()["items"]:
+        time.sleep(1)
+
+
+def _cancel_all(client: httpx.Client, names: list[str]) -> None:
+    """Cancel ``names`` and wait for their ends, so that the server removes their
+    cgroups: tasks left running at its shutdown would end with nobody to remove them."""
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: client.post(f"/api/v1/jobs/{name}/cancel"), names))
+    _wait_ended(client)
 
 
 def _wait_started(client: httpx.Client, count: int) -> None:

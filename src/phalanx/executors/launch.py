@@ -104,8 +104,8 @@ class GangMember:
 class TaskLaunch:
     """Everything needed to start one task of one job on one node.
 
-    ``command`` is an argv tuple, or one string run by ``/bin/sh -c``. ``env`` is the
-    user's (and the controller's extra) environment; the executor adds the rendezvous
+    ``command`` is an argv tuple, or one shell script (run as ``/bin/sh -c`` would).
+    ``env`` is the user's (and the controller's extra) environment; the executor adds the rendezvous
     variables on top, so ``RANK`` or ``CUDA_VISIBLE_DEVICES`` set here are overridden.
     ``job_roles`` lists the job's roles in spec order; ranks follow it (empty: the
     order in which roles first appear among the tasks started together).

@@ -67,14 +67,24 @@ class FileLog:
             os.close(fd)
 
 
-def open_log(path: Path, identity: TaskIdentity | None = None) -> int:
+def open_log(path: Path, identity: TaskIdentity | None = None, *, fresh: bool = False) -> int:
     """A descriptor appending to the log at ``path``, for a task's stdout or stderr.
 
     With an ``identity`` the file belongs to it, mode 0600. Whatever is at ``path`` that
     is not a regular file with one name (a link, a FIFO, a hard link to another file, an
-    empty directory) is replaced by a fresh file; a log's earlier output stays. Raises
-    ``OSError`` when it cannot be opened.
+    empty directory) is replaced by a fresh file; a log's earlier output stays. With
+    ``fresh`` (its directory was made just now, so nothing can be there) it is only
+    created. Raises ``OSError`` when it cannot be opened.
     """
+    if fresh:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, LOG_MODE)
+        if identity is not None:
+            try:
+                os.fchown(fd, identity.uid, identity.gid)
+            except OSError:
+                os.close(fd)
+                raise
+        return fd
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
         fd = os.open(path, flags, LOG_MODE)

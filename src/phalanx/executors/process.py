@@ -293,6 +293,7 @@ def spawn(
     cgroups: Sequence[Path] = (),
     identity: TaskIdentity | None = None,
     memory_kib: int | None = None,
+    fresh: bool = False,
 ) -> TaskProcess:
     """Start ``argv`` under the wrapper in ``workdir``, with exactly ``env``.
 
@@ -302,12 +303,12 @@ def spawn(
     runs as it, and its logs belong to it. Output is appended to ``stdout.log`` and
     ``stderr.log`` (``logfiles.open_log``); a previous run's ``exit_code`` is removed
     first so that it can never be read as this run's. ``workdir`` must exist
-    (``TaskDirs.prepare``). Called by the launcher process (``executors.launcher``),
-    whose children the tasks are. Raises ``OSError`` when the logs cannot be opened, the
+    (``TaskDirs.prepare``); ``fresh`` says it was made empty just now. Called by the
+    launcher process (``executors.launcher``), whose children the tasks are. Raises ``OSError`` when the logs cannot be opened, the
     process cannot be started, or the task cannot be put into its group (then the
     wrapper is killed: nothing ran).
     """
-    for stale in (EXIT_FILE, f"{EXIT_FILE}.tmp"):
+    for stale in () if fresh else (EXIT_FILE, f"{EXIT_FILE}.tmp"):
         (workdir / stale).unlink(missing_ok=True)
     limit = None if cgroups else memory_kib
     wrapped = [
@@ -323,9 +324,9 @@ def spawn(
     held, release = os.pipe() if cgroups else (subprocess.DEVNULL, -1)
     descriptors = [held] if cgroups else []
     try:
-        out = open_log(workdir / STDOUT_LOG, identity)
+        out = open_log(workdir / STDOUT_LOG, identity, fresh=fresh)
         descriptors.append(out)
-        err = open_log(workdir / STDERR_LOG, identity)
+        err = open_log(workdir / STDERR_LOG, identity, fresh=fresh)
         descriptors.append(err)
         popen = subprocess.Popen(
             wrapped,

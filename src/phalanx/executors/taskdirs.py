@@ -71,13 +71,19 @@ class TaskDirs:
         """Where the server keeps the record of the task's last start."""
         return self.records_root / dir_name(job) / dir_name(task) / RECORD_FILE
 
-    def prepare(self, workdir: Path, identity: TaskIdentity | None) -> None:
+    def prepare(self, workdir: Path, identity: TaskIdentity | None) -> bool:
         """Make ``workdir`` ready for a start: created, and with an ``identity``, owned by
-        it with mode 0700 below passages of mode 0711 (see above). Raises ``OSError``
+        it with mode 0700 below passages of mode 0711 (see above). True when this call
+        created it (empty then: nothing in it can be a task's trap). Raises ``OSError``
         when it cannot be made so."""
         if identity is None:
-            workdir.mkdir(parents=True, exist_ok=True)
-            return
+            try:
+                os.mkdir(workdir)
+            except FileExistsError:
+                return False
+            except FileNotFoundError:
+                workdir.mkdir(parents=True, exist_ok=True)
+            return True
         for path in (self.tasks_root, workdir.parent):
             if path not in self._passages:
                 passage(path)
@@ -89,6 +95,9 @@ class TaskDirs:
         except FileNotFoundError:
             self._passages.clear()  # removed behind our back: make them again
             raise
+        else:  # made just now by root in a passage only root can change: 0700 already
+            os.chown(workdir, identity.uid, identity.gid, follow_symlinks=False)
+            return True
         status = os.lstat(workdir)
         if not stat.S_ISDIR(status.st_mode):
             raise OSError(errno.ENOTDIR, "the task's directory is not a directory", str(workdir))
@@ -96,6 +105,7 @@ class TaskDirs:
             os.chown(workdir, identity.uid, identity.gid, follow_symlinks=False)
         if stat.S_IMODE(status.st_mode) != TASK_DIR_MODE:
             os.chmod(workdir, TASK_DIR_MODE, follow_symlinks=False)
+        return False
 
 
 def passage(directory: Path) -> None:

@@ -35,7 +35,7 @@ class Agent:
         """Prepare the directory, make the group, start the wrapper, write the record."""
         group = None
         try:
-            self.dirs.prepare(request.workdir, request.identity)
+            fresh = self.dirs.prepare(request.workdir, request.identity)
             group = request.group.create() if request.group is not None else None
             process = spawn(
                 request.argv,
@@ -44,6 +44,7 @@ class Agent:
                 cgroups=group.dirs if group is not None else (),
                 identity=request.identity,
                 memory_kib=request.memory_kib,
+                fresh=fresh,
             )
         except Exception as error:
             if group is not None:

@@ -17,7 +17,8 @@ from phalanx.executors.taskgroups import GroupPlan
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
-    """Start one task: ``argv`` under the wrapper in ``workdir`` with exactly ``env``.
+    """Start one task: ``argv`` under the wrapper in ``workdir`` with exactly ``env``
+    (``process.spawn``).
 
     ``group`` is its cgroup to make (None: no cgroup isolation, then ``memory_kib`` is
     its RLIMIT_AS, if any); ``record`` is what to persist once it runs, its ``pid`` and
