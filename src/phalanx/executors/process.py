@@ -11,8 +11,8 @@ directory name by ``dir_name``):
   signals are reset to their default on exec, so the command inherits nothing). The
   wrapper's trap only keeps the wrapper alive until the command has ended;
 - when the command ends the wrapper writes ``<status> <wrapper pid>`` to ``exit_code``
-  (through a temporary file and ``mv``, so a reader never sees half a file), then exits
-  with that status. ``<status>`` is the shell's ``$?``: the command's exit code, or
+  (the shell's own ``printf``: no program is run for it), then exits with that status;
+  the file is read only once the wrapper has exited, so never half written. ``<status>`` is the shell's ``$?``: the command's exit code, or
   128+N for a death by signal N. Because the code is on disk, a server that restarted
   meanwhile still learns it; the pid in the file ties the code to this run;
 - SIGKILL reaches the wrapper too, so a killed group leaves no ``exit_code``: its parent
@@ -102,7 +102,7 @@ trap : HUP INT QUIT TERM
 exit_file=$1 memory_kib=$2 held=$3
 shift 3
 finish() {
-  printf '%s %s\\n' "$1" "$$" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+  printf '%s %s\\n' "$1" "$$" > "$exit_file"
   exit "$1"
 }
 if [ "$held" != - ]; then
@@ -308,8 +308,8 @@ def spawn(
     process cannot be started, or the task cannot be put into its group (then the
     wrapper is killed: nothing ran).
     """
-    for stale in () if fresh else (EXIT_FILE, f"{EXIT_FILE}.tmp"):
-        (workdir / stale).unlink(missing_ok=True)
+    if not fresh:
+        (workdir / EXIT_FILE).unlink(missing_ok=True)
     limit = None if cgroups else memory_kib
     wrapped = [
         "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
