@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.executors import process
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.executors.failures import NO_IDENTITY
 from phalanx.executors.identity import TaskIdentity, unreachable_by_others
@@ -167,3 +168,34 @@ def test_tasks_of_two_identities_cannot_read_each_others_directories(per_user: H
     assert per_user.wait_event("b0").exit_code == 0
     out = (per_user.workdir(bob_launch) / "stdout.log").read_text().splitlines()
     assert out == [f"denied {target / 'diary'}", f"denied {target / 'stdout.log'}"]
+
+
+@pytest.mark.parametrize("switch", ["setpriv", "fork"])
+def test_either_way_of_switching_leaves_the_task_no_privilege(
+    shared: Path, monkeypatch: pytest.MonkeyPatch, switch: str
+) -> None:
+    """``setpriv`` (so the launcher can vfork) and the fork fallback give the same ids,
+    saved ones included, and no capability at all."""
+    if switch == "setpriv" and process.SETPRIV is None:
+        pytest.skip("util-linux's setpriv is not on this host")
+    if switch == "fork":
+        monkeypatch.setattr(process, "SETPRIV", None)
+    workdir = shared / "task"
+    workdir.mkdir(mode=0o700)
+    os.chown(workdir, ALICE.uid, ALICE.gid)
+    fields = "^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapAmb):"
+    task = process.spawn(
+        ["/bin/grep", "-E", fields, "/proc/self/status"],
+        workdir=workdir,
+        env={"PATH": "/usr/bin:/bin"},
+        identity=ALICE,
+        fresh=True,
+    )
+    assert wait_for(task.poll, "the task to end").code == 0
+    lines = (workdir / process.STDOUT_LOG).read_text().splitlines()
+    status = {name: value.split() for name, value in (line.split(":", 1) for line in lines)}
+    assert status["Uid"] == [str(ALICE.uid)] * 4  # real, effective, saved and file system
+    assert status["Gid"] == [str(ALICE.gid)] * 4
+    assert status["Groups"] == []
+    for capabilities in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(status[capabilities][0], 16) == 0
