@@ -202,7 +202,7 @@ def latency(count: int) -> None:
 
 def burst(count: int) -> None:
     """A burst: ``count`` one-task jobs posted as fast as 14 clients can on a cluster with
-    room for all of them; each task prints the time it began and sleeps 30 s.
+    room for all of them; each task prints the time it began, and ends.
     Submissions per second, submit -> running percentiles, and task starts per second
     from the first start to the last, all from the times the tasks printed (the server
     stamps every start of one tick with the tick's time)."""
