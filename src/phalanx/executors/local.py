@@ -2,12 +2,15 @@
 
 It implements ``phalanx.executors.base.Executor``. It starts processes, signals them and
 reports what happened (STARTED, EXITED, LOST, FAILED_TO_START with a reason a person can
-act on: ``phalanx.executors.failures``); it never decides what a job's state is.
-Nothing here blocks: ``poll`` reaps without waiting, and a stop only records when to
-escalate to SIGKILL, which a later ``poll`` does.
+act on: ``phalanx.executors.failures``); it never decides what a job's state is. The
+host-side work is the launcher's, a small process of its own whose children the tasks
+are (``phalanx.executors.launcher``); this side plans each start (environment,
+rendezvous, limits) and keeps the books. ``start`` waits only for the launcher's
+replies to its requests; ``poll`` never waits, and a stop only records when to escalate
+to SIGKILL, which a later ``poll`` does.
 
 Crash safety: ``records()`` is what a controller persists; after a restart a new
-executor ``adopt``s them. See ``phalanx.executors.process`` for the exit-code wrapper
+executor ``adopt``s them, and so does this one for the tasks of a launcher that died. See ``phalanx.executors.process`` for the exit-code wrapper
 that makes an adopted task's exit code known although it is not our child.
 
 Limits: ``isolation`` says what is enforced on this host (cgroup v2 or v1 groups per
@@ -535,7 +538,8 @@ class LocalExecutor:
             if reply is None:  # the launcher died before answering: its record tells
                 record = self.recorded(launch.job, launch.task)
                 if record is None:
-                    self._cannot_start(launch, LauncherGone("the task launcher ended"), now)
+                    gone = LauncherGone("the server's task launcher ended before it ran")
+                    self._cannot_start(launch, gone, now)
                     continue
                 self._events.append(_started(launch, now))
                 orphans.append((record, item.placement))
@@ -585,7 +589,10 @@ class LocalExecutor:
         # The task cannot run (its environment is too big, the disk is full, ...);
         # the node is fine, so this is no LOST: the job retries or fails by its rules.
         workdir = self.workdir(launch.job, launch.task)
-        message = start_failure(error, workdir=workdir, identity=launch.identity)
+        if isinstance(error, LauncherGone):
+            message = f"{error}: the job starts again by its retry rules"
+        else:
+            message = start_failure(error, workdir=workdir, identity=launch.identity)
         log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
         self._events.append(_failed_to_start(launch.job, launch.task, launch.node, now, message))
 

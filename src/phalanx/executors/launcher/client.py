@@ -1,17 +1,22 @@
 """The server's side of the launcher: ``Launcher`` starts it and talks to it.
 
 Not thread-safe: one thread (the executor's caller) uses a ``Launcher``. Nothing here
-waits except ``start``, which waits for the launcher's replies to its requests.
+waits except ``start``, which waits for the launcher's replies to its requests. What the
+launcher says is read off the socket at once by a thread of each launcher's own
+(``_Inbox``), so the launcher never waits on a full socket, and neither side can stall
+the other however many tasks end at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -45,6 +50,7 @@ class Launcher:
     def __init__(self, *, tasks_root: Path, records_root: Path) -> None:
         self._roots = (tasks_root, records_root)
         self._connection: Connection | None = None
+        self._inbox: _Inbox | None = None
         self._release: Callable[[], object] = lambda: None
         self._generation = 0
         self.exits: dict[tuple[int, float], int | None] = {}
@@ -64,7 +70,7 @@ class Launcher:
         launcher ended before answering: the task may or may not have started (its
         record, written before ``Started``, tells). Raises ``LauncherGone`` when no
         launcher can be started."""
-        connection = self._connected()
+        connection, inbox = self._connected()
         replies: dict[int, Started | Failed] = {}
         sent = 0
         try:
@@ -72,7 +78,9 @@ class Launcher:
                 while sent < len(requests) and sent - len(replies) < WINDOW:
                     connection.send(requests[sent])
                     sent += 1
-                message = connection.recv()
+                message = inbox.messages.get()
+                if message is None:
+                    raise EOFError
                 if isinstance(message, Exited):
                     self.exits[message.pid, message.start_time] = message.code
                 else:
@@ -95,25 +103,27 @@ class Launcher:
 
     def collect(self) -> None:
         """Take in every end the launcher reported so far (into ``exits``); never waits."""
-        connection = self._connection
-        if connection is None:
+        if self._inbox is None:
             return
-        try:
-            while connection.poll(0):
-                message = connection.recv()
-                if isinstance(message, Exited):
-                    self.exits[message.pid, message.start_time] = message.code
-        except (EOFError, OSError):
-            self._lost()
+        while True:
+            try:
+                message = self._inbox.messages.get_nowait()
+            except queue.Empty:
+                return
+            if message is None:
+                self._lost()
+                return
+            if isinstance(message, Exited):
+                self.exits[message.pid, message.start_time] = message.code
 
     def close(self) -> None:
         """Let the launcher go (it exits; the tasks run on) and wait for it to exit."""
         self._release()
-        self._connection = None
+        self._connection = self._inbox = None
 
-    def _connected(self) -> Connection:
-        if self._connection is not None:
-            return self._connection
+    def _connected(self) -> tuple[Connection, _Inbox]:
+        if self._connection is not None and self._inbox is not None:
+            return self._connection, self._inbox
         self.close()  # reap a launcher that died
         ours, theirs = socket.socketpair()
         module = "phalanx.executors.launcher"
@@ -131,11 +141,12 @@ class Launcher:
         finally:
             theirs.close()
         connection = Connection(ours.detach())
+        inbox = _Inbox(connection)
         # Also when the executor is dropped unclosed: the launcher must not outlive it.
-        self._release = weakref.finalize(self, _let_go, process, connection)
-        self._connection = connection
+        self._release = weakref.finalize(self, _let_go, process, connection, inbox)
+        self._connection, self._inbox = connection, inbox
         self._generation += 1
-        return connection
+        return connection, inbox
 
     def _lost(self) -> None:
         if self._connection is not None:
@@ -143,8 +154,35 @@ class Launcher:
             self.close()
 
 
-def _let_go(process: subprocess.Popen[bytes], connection: Connection) -> None:
-    """Close the launcher's socket (it exits on that) and reap it."""
+class _Inbox:
+    """Everything one launcher says, in order, read by a daemon thread as it arrives;
+    None last, once the launcher's end is closed."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.messages: queue.SimpleQueue[Started | Failed | Exited | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(
+            target=self._read, args=(connection,), name="launcher-inbox", daemon=True
+        )
+        self.thread.start()
+
+    def _read(self, connection: Connection) -> None:
+        try:
+            while True:
+                self.messages.put(connection.recv())
+        except (EOFError, OSError):
+            self.messages.put(None)
+
+
+def _let_go(process: subprocess.Popen[bytes], connection: Connection, inbox: _Inbox) -> None:
+    """Shut the launcher's socket down (the launcher exits on that, and the inbox's
+    thread stops reading), close it, and reap the launcher."""
+    with contextlib.suppress(OSError):  # closed already
+        shut = socket.socket(fileno=connection.fileno())
+        try:
+            shut.shutdown(socket.SHUT_RDWR)
+        finally:
+            shut.detach()
+    inbox.thread.join(CLOSE_TIMEOUT)
     with contextlib.suppress(OSError):
         connection.close()
     try:
