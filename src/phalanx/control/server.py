@@ -172,6 +172,7 @@ class Server:
                 tasks_dir=self.tasks_dir,
                 per_user=per_user,
                 limits=defaults,
+                on_events=self._executor_news,
             )
             executors.append(made)
             return made
@@ -263,6 +264,10 @@ class Server:
                 executor.close()
         self.db.close()
         return stopped
+
+    def _executor_news(self) -> None:
+        """A task ended: tick soon (the controller exists by then; it makes the executor)."""
+        self.controller.poke()
 
     def _announce(self, given: list[str], isolation: Isolation) -> None:
         """Say who tasks run as and how they are limited: WARNING when less than full."""

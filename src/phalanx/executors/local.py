@@ -142,7 +142,8 @@ class LocalExecutor:
     Tasks run in ``tasks_dir`` (default ``data_dir/tasks``; ``taskdirs`` for the layout),
     and the records of their processes are kept in ``data_dir/records``. ``per_user``
     refuses to start a launch without an identity; ``limits`` are the limits of a task
-    that requests none (under cgroups).
+    that requests none (under cgroups). ``on_events`` is called, from another thread,
+    when a task has ended (or the launcher has died): ``poll`` has news then.
     """
 
     def __init__(
@@ -157,6 +158,7 @@ class LocalExecutor:
         tasks_dir: Path | str | None = None,
         per_user: bool = False,
         limits: LimitDefaults | None = None,
+        on_events: Callable[[], object] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.per_user = per_user
@@ -173,7 +175,9 @@ class LocalExecutor:
         self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
         self._events: list[TaskEvent] = []
         self._launcher = Launcher(
-            tasks_root=self._dirs.tasks_root, records_root=self._dirs.records_root
+            tasks_root=self._dirs.tasks_root,
+            records_root=self._dirs.records_root,
+            on_exit=on_events,
         )
         self._next_request = 0
         self._groups = TaskGroups(

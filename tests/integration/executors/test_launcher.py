@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Sequence
+from pathlib import Path
 
 import psutil
 import pytest
@@ -108,3 +109,14 @@ def test_a_start_the_launcher_refused_names_the_cause(harness: Harness) -> None:
     harness.start(harness.launch(command="true"))
     event = harness.wait_event("t0", TaskEventKind.FAILED_TO_START)
     assert str(tasks / "job") in event.message
+
+
+def test_an_end_is_announced_so_that_the_controller_ticks_for_it(tmp_path: Path) -> None:
+    news: list[int] = []
+    harness = Harness(tmp_path / "data", on_events=lambda: news.append(1))
+    try:
+        harness.start(harness.launch(command="exit 2"))
+        wait_for(lambda: news, "the end to be announced")
+        assert harness.wait_event("t0").exit_code == 2
+    finally:
+        harness.close()

@@ -134,6 +134,11 @@ class Controller:
         self._thread = threading.Thread(target=self._run, name="phalanx-controller", daemon=True)
         self._thread.start()
 
+    def poke(self) -> None:
+        """Ask for a tick as soon as possible (thread-safe) with nothing changed in the
+        store: the executor has news (a task ended)."""
+        self._wake.set()
+
     def wake(self, *changed: Intent) -> None:
         """Ask for a tick as soon as possible (thread-safe), naming what the caller changed
         in the store; the tick reads just that. Everything is read again every period

@@ -43,12 +43,20 @@ class Launcher:
     """One launcher process for one executor, started on first use (``start``).
 
     ``exits`` holds the ends the launcher reported, by wrapper pid and start time, until
-    the task's handle takes them. ``alive`` is False once the launcher is found gone; a later
+    the task's handle takes them; ``on_exit`` is called (from the inbox's thread) as each
+    end arrives, so that the caller can come and collect it. ``alive`` is False once the launcher is found gone; a later
     ``start`` starts a new one.
     """
 
-    def __init__(self, *, tasks_root: Path, records_root: Path) -> None:
+    def __init__(
+        self,
+        *,
+        tasks_root: Path,
+        records_root: Path,
+        on_exit: Callable[[], object] | None = None,
+    ) -> None:
         self._roots = (tasks_root, records_root)
+        self._on_exit = on_exit
         self._connection: Connection | None = None
         self._inbox: _Inbox | None = None
         self._release: Callable[[], object] = lambda: None
@@ -141,7 +149,7 @@ class Launcher:
         finally:
             theirs.close()
         connection = Connection(ours.detach())
-        inbox = _Inbox(connection)
+        inbox = _Inbox(connection, self._on_exit)
         # Also when the executor is dropped unclosed: the launcher must not outlive it.
         self._release = weakref.finalize(self, _let_go, process, connection, inbox)
         self._connection, self._inbox = connection, inbox
@@ -158,19 +166,24 @@ class _Inbox:
     """Everything one launcher says, in order, read by a daemon thread as it arrives;
     None last, once the launcher's end is closed."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, on_exit: Callable[[], object] | None) -> None:
         self.messages: queue.SimpleQueue[Started | Failed | Exited | None] = queue.SimpleQueue()
         self.thread = threading.Thread(
-            target=self._read, args=(connection,), name="launcher-inbox", daemon=True
+            target=self._read, args=(connection, on_exit), name="launcher-inbox", daemon=True
         )
         self.thread.start()
 
-    def _read(self, connection: Connection) -> None:
+    def _read(self, connection: Connection, on_exit: Callable[[], object] | None) -> None:
         try:
             while True:
-                self.messages.put(connection.recv())
+                message = connection.recv()
+                self.messages.put(message)
+                if on_exit is not None and isinstance(message, Exited):
+                    on_exit()
         except (EOFError, OSError):
             self.messages.put(None)
+            if on_exit is not None:
+                on_exit()  # its tasks are to be re-adopted
 
 
 def _let_go(process: subprocess.Popen[bytes], connection: Connection, inbox: _Inbox) -> None:
