@@ -43,8 +43,7 @@ HIERARCHIES: Final = ("memory", "cpu", "pids")
 _PROBE: Final = {"cpu": "cpu.cfs_quota_us", "memory": "memory.limit_in_bytes", "pids": "tasks"}
 #: The group under each mount point that holds every server's parent.
 TOP: Final = "phalanx"
-#: ``cpu.cfs_period_us`` in microseconds (the kernel's default) and the smallest quota.
-CPU_PERIOD_US: Final = 100_000
+#: The smallest ``cpu.cfs_quota_us`` the kernel takes, in microseconds.
 CPU_MIN_QUOTA_US: Final = 1_000
 
 Hierarchies = tuple[tuple[str, Path], ...]

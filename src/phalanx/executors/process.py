@@ -193,7 +193,33 @@ def process_start_time(pid: int) -> float:
     return float(psutil.Process(pid).create_time())
 
 
-class TaskProcess:
+class GroupSignals:
+    """The signals a task's process group is sent, each through ``send``, which says
+    whether the group could be reached."""
+
+    __slots__ = ()
+
+    def send(self, signum: int) -> bool:
+        raise NotImplementedError
+
+    def terminate(self) -> bool:
+        """Ask the group to stop (SIGTERM)."""
+        return self.send(signal.SIGTERM)
+
+    def kill(self) -> bool:
+        """Kill the group (SIGKILL)."""
+        return self.send(signal.SIGKILL)
+
+    def pause(self) -> bool:
+        """Freeze the group (SIGSTOP); it keeps its memory and its files."""
+        return self.send(signal.SIGSTOP)
+
+    def resume(self) -> bool:
+        """Let a frozen group run again (SIGCONT)."""
+        return self.send(signal.SIGCONT)
+
+
+class TaskProcess(GroupSignals):
     """A task's process group, led by its wrapper; every signal goes to the whole group.
 
     Started by this server (a child, reaped with ``waitid``) or re-attached after a
@@ -231,22 +257,6 @@ class TaskProcess:
         except (ProcessLookupError, PermissionError):
             return False
         return True
-
-    def terminate(self) -> bool:
-        """Ask the group to stop (SIGTERM)."""
-        return self.send(signal.SIGTERM)
-
-    def kill(self) -> bool:
-        """Kill the group (SIGKILL)."""
-        return self.send(signal.SIGKILL)
-
-    def pause(self) -> bool:
-        """Freeze the group (SIGSTOP); it keeps its memory and its files."""
-        return self.send(signal.SIGSTOP)
-
-    def resume(self) -> bool:
-        """Let a frozen group run again (SIGCONT)."""
-        return self.send(signal.SIGCONT)
 
     def poll(self) -> Exit | None:
         """The task's end once its wrapper has exited, else None. Never blocks.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -24,12 +23,12 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.executors.launcher.messages import Exited, Failed, Signal, Start, Started
-from phalanx.executors.process import Exit
+from phalanx.executors.process import Exit, GroupSignals
 
 log = logging.getLogger(__name__)
 
-#: Requests sent ahead of their replies: enough to keep the launcher busy, few enough
-#: that neither side's socket buffer fills while the other writes.
+#: Requests sent ahead of their replies: enough that the launcher never waits for the
+#: next one, few enough that a failed batch leaves few unanswered.
 WINDOW: Final = 64
 #: How long ``close`` waits for the launcher to exit.
 CLOSE_TIMEOUT: Final = 5.0
@@ -44,8 +43,8 @@ class Launcher:
 
     ``exits`` holds the ends the launcher reported, by wrapper pid and start time, until
     the task's handle takes them; ``on_exit`` is called (from the inbox's thread) as each
-    end arrives, so that the caller can come and collect it. ``alive`` is False once the launcher is found gone; a later
-    ``start`` starts a new one.
+    end arrives, so that the caller can come and collect it. ``alive`` is False once the
+    launcher is found gone; a later ``start`` starts a new one.
     """
 
     def __init__(
@@ -205,7 +204,7 @@ def _let_go(process: subprocess.Popen[bytes], connection: Connection, inbox: _In
         process.wait()
 
 
-class LaunchedTask:
+class LaunchedTask(GroupSignals):
     """The server's handle on a task the launcher started: the same calls as a
     ``process.TaskProcess`` (signals go through the launcher, the end comes from it)."""
 
@@ -226,22 +225,6 @@ class LaunchedTask:
     def send(self, signum: int) -> bool:
         """Send ``signum`` to the task's group; False when it is known to be gone."""
         return not self.orphaned and self._launcher.signal(self.pid, self.start_time, signum)
-
-    def terminate(self) -> bool:
-        """Ask the group to stop (SIGTERM)."""
-        return self.send(signal.SIGTERM)
-
-    def kill(self) -> bool:
-        """Kill the group (SIGKILL)."""
-        return self.send(signal.SIGKILL)
-
-    def pause(self) -> bool:
-        """Freeze the group (SIGSTOP)."""
-        return self.send(signal.SIGSTOP)
-
-    def resume(self) -> bool:
-        """Let a frozen group run again (SIGCONT)."""
-        return self.send(signal.SIGCONT)
 
     def poll(self) -> Exit | None:
         """The task's end once the launcher reported it (``Launcher.collect``), else None."""
