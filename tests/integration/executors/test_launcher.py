@@ -26,6 +26,15 @@ def launcher_of(harness: Harness, pid: int) -> psutil.Process:
     return parent
 
 
+def closed(pid: int) -> bool:
+    """True once ``pid`` has ended with all its threads, and so closed its files: a killed
+    process's main thread is a zombie while its other threads still exit."""
+    try:
+        return is_gone(pid) and len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
+
+
 def test_tasks_are_the_launchers_children_and_their_record_is_written_first(
     harness: Harness,
 ) -> None:
@@ -62,7 +71,7 @@ def test_tasks_of_a_launcher_that_died_are_readopted_and_report_their_codes(
     pid = harness.pid_of(first)
     dead = launcher_of(harness, pid)
     dead.send_signal(signal.SIGKILL)
-    wait_for(lambda: is_gone(dead.pid), "the launcher to die")
+    wait_for(lambda: closed(dead.pid), "the launcher to die")
     harness.poll()  # the executor finds its launcher gone and re-adopts the task
     assert [t.pid for t in harness.executor.running()] == [pid]
     second = harness.launch("t1", command=WAITS_FOR_GO)
@@ -120,3 +129,19 @@ def test_an_end_is_announced_so_that_the_controller_ticks_for_it(tmp_path: Path)
         assert harness.wait_event("t0").exit_code == 2
     finally:
         harness.close()
+
+
+def test_a_start_right_after_the_launcher_died_goes_to_a_new_one(harness: Harness) -> None:
+    first = harness.launch("t0", command=WAITS_FOR_GO)
+    harness.start(first)
+    harness.wait_file(first, "ready")
+    dead = launcher_of(harness, harness.pid_of(first))
+    dead.send_signal(signal.SIGKILL)
+    wait_for(lambda: closed(dead.pid), "the launcher to die")
+    second = harness.launch("t1", command=WAITS_FOR_GO)
+    harness.start(second)  # no poll between: nothing has noticed the death yet
+    harness.wait_file(second, "ready")
+    assert not [e for e in harness.poll() if e.kind is TaskEventKind.FAILED_TO_START]
+    for launch in (first, second):
+        (harness.workdir(launch) / "go").touch()
+        assert harness.wait_event(launch.task).exit_code == 5

@@ -1,10 +1,13 @@
 """The launcher process: ``python -m phalanx.executors.launcher FD TASKS_ROOT RECORDS_ROOT``.
 
 ``FD`` is its end of the socket pair the server made; ``TASKS_ROOT`` and ``RECORDS_ROOT``
-are the executor's ``taskdirs.TaskDirs``. One thread, one loop: it waits for a request
-or a child's end (SIGCHLD, through the wakeup fd), answers every request in order, and
-reports every ended task. It runs in a session of its own, so a terminal's Ctrl-C meant
-for the server does not reach it, and it exits when the server's end closes.
+are the executor's ``taskdirs.TaskDirs``. The main thread waits for a request or a
+child's end (SIGCHLD, through the wakeup fd), hands each start to one of ``STARTERS``
+threads, signals, and reports every ended task. A start waits for its wrapper's
+``exec`` (``subprocess`` reports a failed one), which takes a scheduling round trip on a
+busy host; with several starters those waits overlap. Replies go out as starts finish
+(the server matches them by id). It runs in a session of its own, so a terminal's
+Ctrl-C meant for the server does not reach it, and it exits when the server's end closes.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import contextlib
 import os
 import selectors
 import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -23,16 +28,33 @@ from phalanx.executors.process import TaskProcess, spawn
 from phalanx.executors.records import write_record
 from phalanx.executors.taskdirs import TaskDirs
 
+#: Threads that start tasks at once (see the module docstring).
+STARTERS = 3
+
 
 class Agent:
-    """The launcher's state: the tasks it started and has not reaped, by wrapper pid."""
+    """The launcher's state: the tasks it started and has not reaped, by wrapper pid.
+
+    ``start`` runs on the starter threads, the rest on the main thread; ``lock`` guards
+    ``live`` and the count of starts under way."""
 
     def __init__(self, dirs: TaskDirs) -> None:
         self.dirs = dirs
         self.live: dict[int, TaskProcess] = {}
+        self.lock = threading.Lock()
+        self._starting = 0
 
     def start(self, request: Start) -> Started | Failed:
         """Prepare the directory, make the group, start the wrapper, write the record."""
+        with self.lock:
+            self._starting += 1
+        try:
+            return self._start(request)
+        finally:
+            with self.lock:
+                self._starting -= 1
+
+    def _start(self, request: Start) -> Started | Failed:
         group = None
         try:
             fresh = self.dirs.prepare(request.workdir, request.identity)
@@ -51,19 +73,24 @@ class Agent:
                 for directory in group.dirs:
                     remove_group(directory)
             return Failed(id=request.id, error=_portable(error))
-        self.live[process.pid] = process
+        with self.lock:
+            self.live[process.pid] = process
         record = replace(request.record, pid=process.pid, start_time=process.start_time)
         write_record(self.dirs.record(record.job, record.task), record)
         return Started(id=request.id, pid=process.pid, start_time=process.start_time)
 
     def signal(self, request: Signal) -> None:
         """Signal the task's group, unless it was reaped (its pid may be anyone's now)."""
-        process = self.live.get(request.pid)
+        with self.lock:
+            process = self.live.get(request.pid)
         if process is not None:
             process.send(request.signum)
 
     def reap(self) -> list[Exited]:
-        """Every task whose wrapper has ended: leftovers killed, reaped, its code read."""
+        """Every task whose wrapper has ended: leftovers killed, reaped, its code read.
+
+        A child that is no known task while starts are under way is a start's own, not
+        registered yet: it is left for the pass that start asks for once it is."""
         ended: list[Exited] = []
         while True:
             try:
@@ -72,7 +99,11 @@ class Agent:
                 return ended
             if found is None:
                 return ended
-            process = self.live.pop(found.si_pid, None)
+            with self.lock:
+                process = self.live.pop(found.si_pid, None)
+                starting = self._starting
+            if process is None and starting:
+                return ended
             if process is None:  # not a task (cannot happen): reap it all the same
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(found.si_pid, 0)
@@ -108,22 +139,34 @@ def serve(connection: Connection, agent: Agent) -> None:
     selector = selectors.DefaultSelector()
     selector.register(connection.fileno(), selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
-    while True:
-        selector.select()
+    sending = threading.Lock()
+
+    def send(message: object) -> None:
+        with sending, contextlib.suppress(OSError):  # the server is gone: the loop ends
+            connection.send(message)
+
+    def start(request: Start) -> None:
+        send(agent.start(request))
         with contextlib.suppress(BlockingIOError):
-            while os.read(wake_read, 4096):
-                pass
-        try:
-            while connection.poll(0):
-                request = connection.recv()
-                if isinstance(request, Start):
-                    connection.send(agent.start(request))
-                elif isinstance(request, Signal):
-                    agent.signal(request)
+            os.write(wake_write, b".")  # a reap pass: its task may have ended already
+
+    with ThreadPoolExecutor(STARTERS, thread_name_prefix="starter") as starters:
+        while True:
+            selector.select()
+            with contextlib.suppress(BlockingIOError):
+                while os.read(wake_read, 4096):
+                    pass
+            try:
+                while connection.poll(0):
+                    request = connection.recv()
+                    if isinstance(request, Start):
+                        starters.submit(start, request)
+                    elif isinstance(request, Signal):
+                        agent.signal(request)
+            except (EOFError, OSError):
+                return  # the server is gone: the tasks run on, a new server re-adopts them
             for exited in agent.reap():
-                connection.send(exited)
-        except (EOFError, OSError):
-            return  # the server is gone: the tasks run on, a new server re-adopts them
+                send(exited)
 
 
 def main(argv: list[str]) -> None:

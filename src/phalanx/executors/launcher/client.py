@@ -74,9 +74,19 @@ class Launcher:
 
     def start(self, requests: Sequence[Start]) -> list[Started | Failed | None]:
         """Send ``requests`` and wait for their replies, in order. A None reply means the
-        launcher ended before answering: the task may or may not have started (its
-        record, written before ``Started``, tells). Raises ``LauncherGone`` when no
-        launcher can be started."""
+        launcher ended after the request was sent and before it answered: the task may
+        or may not have started (its record, written before ``Started``, tells). A
+        launcher found gone before anything was sent is replaced first. Raises
+        ``LauncherGone`` when no launcher can be started."""
+        self.collect()  # notice a launcher that died since: nothing is sent to it
+        for _ in range(2):
+            sent, replies = self._exchange(requests)
+            if sent or self.alive:
+                break
+        return [replies.get(request.id) for request in requests]
+
+    def _exchange(self, requests: Sequence[Start]) -> tuple[int, dict[int, Started | Failed]]:
+        """How many requests reached a launcher, and the replies it gave."""
         connection, inbox = self._connected()
         replies: dict[int, Started | Failed] = {}
         sent = 0
@@ -94,7 +104,7 @@ class Launcher:
                     replies[message.id] = message
         except (EOFError, OSError):
             self._lost()
-        return [replies.get(request.id) for request in requests]
+        return sent, replies
 
     def signal(self, pid: int, start_time: float, signum: int) -> bool:
         """Ask the launcher to signal the group of the task ``pid`` (if not reaped yet).
