@@ -178,6 +178,7 @@ class LocalExecutor:
             tasks_root=self._dirs.tasks_root,
             records_root=self._dirs.records_root,
             on_exit=on_events,
+            clock=clock,
         )
         self._next_request = 0
         self._groups = TaskGroups(
@@ -532,14 +533,11 @@ class LocalExecutor:
         try:
             replies = self._launcher.start([item.request for item in pending])
         except LauncherGone as error:
-            replies = [Failed(id=item.request.id, error=error) for item in pending]
+            replies = [(Failed(id=item.request.id, error=error), now) for item in pending]
         orphans = []
-        for item, reply in zip(pending, replies, strict=True):
+        for item, answer in zip(pending, replies, strict=True):
             launch = item.launch
-            if isinstance(reply, Failed):
-                self._cannot_start(launch, reply.error, now)
-                continue
-            if reply is None:  # the launcher died before answering: its record tells
+            if answer is None:  # the launcher died before answering: its record tells
                 record = self.recorded(launch.job, launch.task)
                 if record is None:
                     gone = LauncherGone("the server's task launcher ended before it ran")
@@ -547,6 +545,10 @@ class LocalExecutor:
                     continue
                 self._events.append(_started(launch, now))
                 orphans.append((record, item.placement))
+                continue
+            reply, at = answer
+            if isinstance(reply, Failed):
+                self._cannot_start(launch, reply.error, now)
                 continue
             process = LaunchedTask(
                 self._launcher,
@@ -563,10 +565,12 @@ class LocalExecutor:
                 gpus=launch.gpus,
                 placement=item.placement,
                 process=process,
-                since=now,
+                since=max(now, at),
                 group=None if group is None else group.group,
             )
-            self._events.append(_started(launch, now))
+            # When the launcher answered: a batch of starts takes a while, and each
+            # task's start is its own (never earlier than the call's ``now``).
+            self._events.append(_started(launch, max(now, at)))
         self._adopt_placed(orphans, now)
 
     def _readopt_orphans(self, now: float) -> None:

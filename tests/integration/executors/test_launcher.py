@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 from collections.abc import Sequence
@@ -10,8 +11,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from phalanx.executors.base import TaskEventKind
+from phalanx.engine.decisions import Bind
+from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.launcher import Failed, Launcher, Start, Started
+from phalanx.executors.local import LocalExecutor
 from phalanx.executors.records import read_record
 from tests.integration.executors.harness import Harness, is_gone, wait_for
 
@@ -86,7 +90,7 @@ def test_tasks_of_a_launcher_that_died_are_readopted_and_report_their_codes(
 class ForgetfulLauncher(Launcher):
     """Starts tasks for real, then loses every reply (as when it dies just after)."""
 
-    def start(self, requests: Sequence[Start]) -> list[Started | Failed | None]:
+    def start(self, requests: Sequence[Start]) -> list[tuple[Started | Failed, float] | None]:
         super().start(requests)
         return [None] * len(requests)
 
@@ -145,3 +149,31 @@ def test_a_start_right_after_the_launcher_died_goes_to_a_new_one(harness: Harnes
     for launch in (first, second):
         (harness.workdir(launch) / "go").touch()
         assert harness.wait_event(launch.task).exit_code == 5
+
+
+def test_each_start_of_a_batch_is_stamped_when_the_launcher_answered(tmp_path: Path) -> None:
+    ticks = itertools.count(1000.0, 0.5)  # a clock that moves on at every reading
+    launches = {
+        f"t{i}": TaskLaunch(
+            job="job", task=f"t{i}", role="worker", index=i, node="n0", command="true"
+        )
+        for i in range(3)
+    }
+    executor = LocalExecutor(
+        tmp_path / "data", lambda bind: launches[bind.task], clock=lambda: next(ticks)
+    )
+    binds = [
+        Bind(job="job", task=task, role="worker", index=launch.index, node="n0")
+        for task, launch in launches.items()
+    ]
+    executor.start(binds, now=999.0)
+    events: list[TaskEvent] = []
+
+    def ended() -> bool:
+        events.extend(executor.poll(now=5000.0))
+        return sum(e.kind is TaskEventKind.EXITED for e in events) == 3
+
+    wait_for(ended, "the three tasks to end")
+    executor.close()
+    started = [e.time for e in events if e.kind is TaskEventKind.STARTED]
+    assert len(started) == 3 and 999.0 < started[0] < started[1] < started[2] < 5000.0

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -44,7 +45,8 @@ class Launcher:
     ``exits`` holds the ends the launcher reported, by wrapper pid and start time, until
     the task's handle takes them; ``on_exit`` is called (from the inbox's thread) as each
     end arrives, so that the caller can come and collect it. ``alive`` is False once the
-    launcher is found gone; a later ``start`` starts a new one.
+    launcher is found gone; a later ``start`` starts a new one. ``clock`` stamps each
+    reply as it arrives (``start``).
     """
 
     def __init__(
@@ -53,9 +55,11 @@ class Launcher:
         tasks_root: Path,
         records_root: Path,
         on_exit: Callable[[], object] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._roots = (tasks_root, records_root)
         self._on_exit = on_exit
+        self._clock = clock
         self._connection: Connection | None = None
         self._inbox: _Inbox | None = None
         self._release: Callable[[], object] = lambda: None
@@ -72,12 +76,13 @@ class Launcher:
         """True while the current launcher answers (False before the first start)."""
         return self._connection is not None
 
-    def start(self, requests: Sequence[Start]) -> list[Started | Failed | None]:
-        """Send ``requests`` and wait for their replies, in order. A None reply means the
-        launcher ended after the request was sent and before it answered: the task may
-        or may not have started (its record, written before ``Started``, tells). A
-        launcher found gone before anything was sent is replaced first. Raises
-        ``LauncherGone`` when no launcher can be started."""
+    def start(self, requests: Sequence[Start]) -> list[tuple[Started | Failed, float] | None]:
+        """Send ``requests`` and wait for their replies, in order, each with the ``clock``
+        time it arrived at (a task's start, to the precision of that clock). A None
+        reply means the launcher ended after the request was sent and before it
+        answered: the task may or may not have started (its record, written before
+        ``Started``, tells). A launcher found gone before anything was sent is replaced
+        first. Raises ``LauncherGone`` when no launcher can be started."""
         self.collect()  # notice a launcher that died since: nothing is sent to it
         for _ in range(2):
             sent, replies = self._exchange(requests)
@@ -85,10 +90,12 @@ class Launcher:
                 break
         return [replies.get(request.id) for request in requests]
 
-    def _exchange(self, requests: Sequence[Start]) -> tuple[int, dict[int, Started | Failed]]:
-        """How many requests reached a launcher, and the replies it gave."""
+    def _exchange(
+        self, requests: Sequence[Start]
+    ) -> tuple[int, dict[int, tuple[Started | Failed, float]]]:
+        """How many requests reached a launcher, and the replies it gave, stamped."""
         connection, inbox = self._connected()
-        replies: dict[int, Started | Failed] = {}
+        replies: dict[int, tuple[Started | Failed, float]] = {}
         sent = 0
         try:
             while len(replies) < len(requests):
@@ -101,7 +108,7 @@ class Launcher:
                 if isinstance(message, Exited):
                     self.exits[message.pid, message.start_time] = message.code
                 else:
-                    replies[message.id] = message
+                    replies[message.id] = (message, self._clock())
         except (EOFError, OSError):
             self._lost()
         return sent, replies
