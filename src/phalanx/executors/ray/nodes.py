@@ -1,0 +1,140 @@
+"""Ray's nodes as phalanx nodes: every alive Ray node is one ``Node``.
+
+For each alive node of the Ray cluster the driver is connected to:
+
+- its name is ``ray-`` and its address with dots and colons as dashes
+  (``ray-10-0-0-7``): the same for as long as the machine keeps its address, where a Ray
+  node id changes with every start of its raylet;
+- its capacity is what Ray offers: CPUs (in millicores), memory and the GPU count, and
+  ``gpu-memory`` where the GPUs' memory is known;
+- its labels are Ray's (``ray.io/node-id`` among them); its address is Ray's
+  ``NodeManagerAddress``, where its tasks' peers reach them;
+- its GPUs come from a probe that runs *on that node* through Ray (hard node affinity,
+  no CPU or GPU asked, so it runs on a busy node too): NVML there, where nvidia-ml-py
+  and a driver are (``executors.gpus``). A node whose probe finds none takes the GPUs of
+  the declared node of the same name (a Cluster document's), when that declares as
+  many; else its cards are known by count alone. phalanx must be importable on every
+  node (it is installed beside Ray), since the probe is its code.
+
+``discover`` reads the cluster (I/O through Ray); ``ray_node`` is the mapping alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
+from phalanx.domain.resources import CPU, GPU, MEMORY, Resources
+from phalanx.executors.gpus import nvidia_gpus
+
+log = logging.getLogger(__name__)
+
+#: The resource name a node's GPU memory is counted under (bytes, all cards together).
+GPU_MEMORY: Final = "gpu-memory"
+#: How long ``discover`` waits for every node's probe.
+PROBE_TIMEOUT: Final = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    """What the probe saw on a node: the address Ray gave the worker it ran in (the
+    proof that it ran where it was sent) and the node's GPUs through NVML."""
+
+    address: str
+    gpus: tuple[Gpu, ...]
+
+
+def node_name(address: str) -> str:
+    """``ray-`` and ``address`` with ``.`` and ``:`` as ``-`` (a DNS label for IPv4)."""
+    return "ray-" + address.replace(".", "-").replace(":", "-").strip("-")
+
+
+def ray_node(info: Mapping[str, Any], probed: Sequence[Gpu], declared: Node | None) -> Node:
+    """The phalanx node for one entry of ``ray.nodes()`` (see the module docstring)."""
+    offered: Mapping[str, float] = info.get("Resources", {})
+    address = str(info["NodeManagerAddress"])
+    count = int(offered.get("GPU", 0))
+    gpus = _cards(count, probed, declared)
+    amounts = {CPU: float(offered.get("CPU", 0)) * 1000, MEMORY: float(offered.get("memory", 0))}
+    if count:
+        amounts[GPU] = float(count)
+        if all(card.memory for card in gpus):
+            amounts[GPU_MEMORY] = sum(card.memory for card in gpus)
+    labels = {str(k): str(v) for k, v in (info.get("Labels") or {}).items()}
+    models = {card.model for card in gpus if card.model}
+    if len(models) == 1:
+        labels[GPU_MODEL_LABEL] = models.pop()
+    return Node(
+        name=node_name(address),
+        capacity=Resources.of(amounts),
+        labels=labels,
+        gpus=gpus,
+        address=address,
+    )
+
+
+def _cards(count: int, probed: Sequence[Gpu], declared: Node | None) -> tuple[Gpu, ...]:
+    """``count`` cards: the probed ones when the probe saw as many, else the declared
+    node's when it declares as many, else cards by index alone."""
+    if len(probed) == count:
+        return tuple(probed)
+    if declared is not None and len(declared.gpus) == count:
+        return declared.gpus
+    return tuple(Gpu(index=index) for index in range(count))
+
+
+def probe() -> Probe:
+    """Run on a node (``discover`` sends it there): its address and its GPUs."""
+    import ray  # noqa: PLC0415  # the optional extra: only a Ray worker runs this
+
+    address = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+    return Probe(address=address, gpus=nvidia_gpus())
+
+
+def discover(
+    declared: Mapping[str, Node] | None = None, *, timeout: float = PROBE_TIMEOUT
+) -> list[Node]:
+    """Every alive node of the Ray cluster this process is connected to (``ray.init``),
+    in Ray's order, with its GPUs probed on it; a node that dies while it is probed is
+    left out. ``declared`` maps node names to their declaration (a Cluster document's
+    nodes). Raises Ray's ``GetTimeoutError`` when the probes take over ``timeout``
+    seconds, and ``InvalidInput`` when a probe ran on another node than the one it was
+    sent to (then the cluster's addresses are not what its nodes report: set each
+    node's ``--node-ip-address``)."""
+    import ray  # noqa: PLC0415  # the optional extra
+    from ray.util.scheduling_strategies import (  # noqa: PLC0415
+        NodeAffinitySchedulingStrategy,
+    )
+
+    every: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    infos = [info for info in every if info.get("Alive")]  # one may die meanwhile: skipped
+    remote = ray.remote(num_cpus=0)(probe)
+    pending = [
+        remote.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=info["NodeID"], soft=False)
+        ).remote()
+        for info in infos
+    ]
+    deadline = time.monotonic() + timeout
+    nodes = []
+    for info, reference in zip(infos, pending, strict=True):
+        address = str(info["NodeManagerAddress"])
+        try:
+            seen: Probe = ray.get(reference, timeout=max(0.0, deadline - time.monotonic()))
+        except (ray.exceptions.TaskUnschedulableError, ray.exceptions.NodeDiedError):
+            log.info("Ray node %s died while it was probed: not a node now", address)
+            continue
+        if seen.address != address:
+            raise InvalidInput(
+                f"the probe sent to Ray node {address} ran at {seen.address}",
+                field="--ray-address",
+                fix="start every Ray node with --node-ip-address set to its own address",
+            )
+        name = node_name(address)
+        nodes.append(ray_node(info, seen.gpus, (declared or {}).get(name)))
+    return nodes

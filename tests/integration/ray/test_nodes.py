@@ -1,0 +1,37 @@
+"""Every alive Ray node is a phalanx node, its GPUs probed on the node itself."""
+
+from __future__ import annotations
+
+import time
+
+from phalanx.domain.node import Gpu, Node
+from phalanx.domain.resources import Resources
+from phalanx.executors.ray.nodes import discover
+from tests.integration.ray.conftest import DEADLINE, HEAD, WORKERS, RayCluster
+
+
+def test_each_alive_ray_node_is_a_node_with_its_address_and_gpus(ray_cluster: RayCluster) -> None:
+    declared = Node(
+        name="ray-127-0-0-2",
+        capacity=Resources.of({"cpu": 1000, "gpu": 2}),
+        gpus=(Gpu(index=0, model="T4", memory=16e9), Gpu(index=1, model="T4", memory=16e9)),
+    )
+    nodes = {node.name: node for node in discover({declared.name: declared})}
+    assert set(nodes) == {"ray-127-0-0-4", "ray-127-0-0-2", "ray-127-0-0-3"}
+    for address, count in {HEAD: 0, **WORKERS}.items():
+        node = nodes["ray-" + address.replace(".", "-")]
+        assert node.address == address
+        assert node.capacity["cpu"] == 1000 and node.capacity.get("gpu", 0) == count
+        assert len(node.gpus) == count and "ray.io/node-id" in node.labels
+    # No NVML on this machine: the declared cards where they agree with Ray, else by count.
+    assert nodes["ray-127-0-0-2"].gpus == declared.gpus
+    assert nodes["ray-127-0-0-3"].gpus == tuple(Gpu(index=i) for i in range(4))
+
+
+def test_a_lost_node_leaves_within_seconds(ray_cluster: RayCluster) -> None:
+    ray_cluster.kill("127.0.0.3")
+    lost_at = time.monotonic()
+    while "ray-127-0-0-3" in {node.name for node in discover()}:
+        assert time.monotonic() - lost_at < DEADLINE, "the lost node never left"
+        time.sleep(0.1)
+    assert {node.name for node in discover()} == {"ray-127-0-0-4", "ray-127-0-0-2"}
