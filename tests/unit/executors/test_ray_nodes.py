@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
-from phalanx.domain.resources import Resources
-from phalanx.executors.ray.nodes import GPU_MEMORY, node_name, ray_node
+from phalanx.domain.resources import GPU_MEMORY, Resources
+from phalanx.executors.ray.nodes import node_name, ray_node
 
 
 def info(address: str = "10.0.0.7", **resources: float) -> dict[str, Any]:

@@ -29,13 +29,11 @@ from typing import Any, Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
-from phalanx.domain.resources import CPU, GPU, MEMORY, Resources
+from phalanx.domain.resources import CPU, GPU, GPU_MEMORY, MEMORY, Resources
 from phalanx.executors.gpus import nvidia_gpus
 
 log = logging.getLogger(__name__)
 
-#: The resource name a node's GPU memory is counted under (bytes, all cards together).
-GPU_MEMORY: Final = "gpu-memory"
 #: How long ``discover`` waits for every node's probe.
 PROBE_TIMEOUT: Final = 60.0
 
