@@ -7,7 +7,6 @@ single-user refusal is checked here with the server's "am I root" decision given
 
 from __future__ import annotations
 
-import grp
 import os
 import pwd
 import shutil
@@ -21,6 +20,7 @@ import pytest
 
 from phalanx.control.server import Server, ServerSettings
 from phalanx.control.tenancy import UidRange
+from phalanx.control.tenancy.accounts import id_on_host
 from tests.integration.control.serving import FAST, Api, database_url
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="per-user identities need root")
@@ -76,7 +76,7 @@ def test_a_shared_identity_admits_users_without_a_uid_and_no_account(tmp_path: P
 def test_as_root_each_user_gets_a_uid_of_their_own_never_reused(tmp_path: Path) -> None:
     uids = UidRange(first=71000, last=71003)
     with serving(tmp_path, task_uids=uids) as (server, api):
-        free = [uid for uid in range(71000, 71004) if not _known(uid)]
+        free = [uid for uid in range(71000, 71004) if not id_on_host(uid)]
         users = {u["name"]: u["uid"] for u in api.get("/api/v1/users")}
         assert users == {"admin": free[0]}  # the bootstrap admin got one too
         bob = api.post("/api/v1/users", {"name": "bob"})
@@ -119,14 +119,3 @@ def test_as_root_an_existing_account_can_be_named_but_not_root_a_missing_one_or_
         assert bad["field"] == "body.account"
         names = [u["name"] for u in api.get("/api/v1/users")]
         assert names == ["admin", "carl"]  # nothing refused was kept
-
-
-def _known(uid: int) -> bool:
-    """True when an account or a group has this number (an allocation skips it)."""
-    for lookup in (pwd.getpwuid, grp.getgrgid):
-        try:
-            lookup(uid)
-        except KeyError:
-            continue
-        return True
-    return False

@@ -8,7 +8,6 @@ what they own; and at what the server does with the files a task may have replac
 from __future__ import annotations
 
 import os
-import pwd
 import stat
 import sys
 from collections.abc import Iterator
@@ -22,19 +21,9 @@ from phalanx.executors.failures import NO_IDENTITY
 from phalanx.executors.identity import TaskIdentity, unreachable_by_others
 from phalanx.executors.process import EXIT_FILE
 from tests.integration.executors.harness import Harness, wait_for
+from tests.integration.tenancy.servers import unused_uid
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching uids needs root")
-
-
-def unused_uid(start: int) -> int:
-    """The first uid from ``start`` that no account on this host has."""
-    uid = start
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
 
 
 ALICE = TaskIdentity(uid=unused_uid(70900), gid=unused_uid(70900), name="alice")

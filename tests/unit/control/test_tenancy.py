@@ -46,7 +46,7 @@ def host(monkeypatch: pytest.MonkeyPatch) -> dict[str, pwd.struct_passwd]:
     groups = {"svc": [1500, 1700], "rooty": [0], "wheel": [1600, 0]}
     monkeypatch.setattr(accounts.pwd, "getpwnam", getpwnam)
     monkeypatch.setattr(accounts.os, "getgrouplist", lambda name, gid: groups[name])
-    monkeypatch.setattr(accounts, "_known", lambda uid: False)
+    monkeypatch.setattr(accounts, "id_on_host", lambda uid: False)
     return entries
 
 
@@ -94,7 +94,7 @@ def test_uids_are_allocated_lowest_first_skipping_the_hosts_and_never_twice(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tenancy = per_user(db)
-    monkeypatch.setattr(accounts, "_known", lambda uid: uid == 71000)  # an account has it
+    monkeypatch.setattr(accounts, "id_on_host", lambda uid: uid == 71000)  # an account has it
     alice = new_user(tenancy, db, "alice")
     assert (alice.uid, alice.gid, alice.account) == (71001, 71001, None)
     with db.session() as session:

@@ -77,7 +77,7 @@ def allocate(session: Session, user: UserRow, uids: UidRange) -> None:
     given = set(session.scalars(select(TaskUidRow.uid).where(TaskUidRow.uid >= uids.first)))
     taken = given | set(session.scalars(select(UserRow.uid).where(UserRow.uid.is_not(None))))
     for uid in range(uids.first, uids.last + 1):
-        if uid in taken or _known(uid):
+        if uid in taken or id_on_host(uid):
             continue
         session.add(TaskUidRow(uid=uid, user=user.name, created_at=time.time()))
         user.uid, user.gid, user.account = uid, uid, None
@@ -91,8 +91,9 @@ def allocate(session: Session, user: UserRow, uids: UidRange) -> None:
     )
 
 
-def _known(uid: int) -> bool:
-    """True when an account or a group on this host has this number."""
+def id_on_host(uid: int) -> bool:
+    """True when an account or a group on this host has this number (an allocated uid
+    never has one)."""
     for lookup in (pwd.getpwuid, grp.getgrgid):
         try:
             lookup(uid)
