@@ -97,6 +97,7 @@ class Role:
     affinity: tuple[NodeSelectorRequirement, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     depends_on: tuple[str, ...] = ()  # roles that must be Running before this one starts
+    image: str | None = None  # the container image its tasks run in (None: on the host)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -40,6 +40,12 @@ NO_IDENTITY = (
     "--shared-identity"
 )
 
+#: Why a task with a container image does not start on an executor that runs none.
+NO_CONTAINERS = (
+    "this task names a container image, and this executor runs tasks on the host only: "
+    "remove image from its role to run it on the host"
+)
+
 
 def missing_command(
     argv: Sequence[str],

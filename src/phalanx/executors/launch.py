@@ -120,6 +120,7 @@ class TaskLaunch:
     later (a role that ``dependsOn`` another starts once it runs): ranks, ``WORLD_SIZE``
     and the host lists count them all. Empty: the tasks started together plus the job's
     tasks already live. When it lists this task, it lists it on ``node`` at ``address``.
+    ``image`` is the container image the task runs in (None: directly on the host).
     """
 
     job: str
@@ -140,6 +141,7 @@ class TaskLaunch:
     nics: tuple[str, ...] = ()
     gang: tuple[GangMember, ...] = ()
     identity: TaskIdentity | None = None
+    image: str | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

@@ -48,7 +48,12 @@ from phalanx.executors.base import (
     TaskEventKind,
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
-from phalanx.executors.failures import NO_IDENTITY, missing_command, start_failure
+from phalanx.executors.failures import (
+    NO_CONTAINERS,
+    NO_IDENTITY,
+    missing_command,
+    start_failure,
+)
 from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
 from phalanx.executors.launcher import Failed, LaunchedTask, Launcher, Start
 from phalanx.executors.launcher.client import LauncherGone
@@ -485,6 +490,8 @@ class LocalExecutor:
             missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
             if self.per_user and launch.identity is None:
                 missing = NO_IDENTITY
+            if launch.image is not None:
+                missing = NO_CONTAINERS
             if missing is not None:
                 self._events.append(
                     _failed_to_start(launch.job, launch.task, launch.node, now, missing)

@@ -155,6 +155,21 @@ EnvName = Annotated[
     ),
 ]
 
+#: An OCI image reference as podman and docker take it: ``[registry[:port]/]path[:tag][@digest]``.
+ImageRef = Annotated[
+    str,
+    AfterValidator(
+        _pattern(
+            r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
+            r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-f0-9]{32,})?",
+            255,
+            "image reference",
+            "lowercase path parts separated by '/', an optional :tag and @sha256:digest "
+            "(for example localhost/train:1.0)",
+        )
+    ),
+]
+
 check_label_key = _pattern(
     rf"({_DNS_LABEL}(\.{_DNS_LABEL})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?",
     253,

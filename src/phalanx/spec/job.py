@@ -22,6 +22,7 @@ from phalanx.spec.common import (
     API_VERSION,
     DnsLabel,
     EnvName,
+    ImageRef,
     JobDuration,
     LabelKey,
     LabelValue,
@@ -175,6 +176,7 @@ class RoleSpec(Placement):
         AfterValidator(_env_fits_execve),
     ] = Field(default_factory=dict)
     depends_on: list[Dependency] = Field(default_factory=list)
+    image: ImageRef | None = None
 
     @model_validator(mode="after")
     def _gpu_shape(self) -> Self:
@@ -199,6 +201,7 @@ class RoleSpec(Placement):
             affinity=tuple(term.to_domain() for term in [*job.affinity, *self.affinity]),
             tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),
             depends_on=tuple(dict.fromkeys(dep.role for dep in self.depends_on)),
+            image=self.image,
         )
 
 

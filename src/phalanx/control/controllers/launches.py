@@ -54,4 +54,5 @@ def launch_of(
         nics=bind.nics,
         gang=gang,
         identity=identity,
+        image=role.image,
     )
