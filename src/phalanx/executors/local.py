@@ -144,7 +144,9 @@ class LocalExecutor:
     and the records of their processes are kept in ``data_dir/records``. ``per_user``
     refuses to start a launch without an identity; ``limits`` are the limits of a task
     that requests none (under cgroups). ``on_events`` is called, from another thread,
-    when a task has ended (or the launcher has died): ``poll`` has news then.
+    when a task has ended (or the launcher has died): ``poll`` has news then. With
+    ``tasks_die_with_it`` the tasks end when this executor's process does (or ``close``s):
+    a Ray node's agent runs its executor so, and its tasks die with the node's Ray.
     """
 
     def __init__(
@@ -160,6 +162,7 @@ class LocalExecutor:
         per_user: bool = False,
         limits: LimitDefaults | None = None,
         on_events: Callable[[], object] | None = None,
+        tasks_die_with_it: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.per_user = per_user
@@ -181,6 +184,7 @@ class LocalExecutor:
             records_root=self._dirs.records_root,
             on_exit=on_events,
             clock=clock,
+            tasks_die_with_it=tasks_die_with_it,
         )
         self._next_request = 0
         self._groups = TaskGroups(
