@@ -107,6 +107,7 @@ def up(
         check_tasks_dir,
         default_tasks_dir,
     )
+    from phalanx.executors.ray.cluster import check_address  # noqa: PLC0415
     from phalanx.policies import load_policy  # noqa: PLC0415
 
     directory = (data_dir or default_data_dir()).absolute()
@@ -120,6 +121,8 @@ def up(
             fail("--ray-address: the ray executor needs it; fix: give the Ray head's host:port")
         if executor != "ray" and ray_address:
             fail("--ray-address: only the ray executor takes it; fix: add --executor ray")
+        if ray_address:
+            check_address(ray_address)
         cluster_nodes(cluster)  # checked before anything is written
         load_policy(scheduler)
         _check_port(host, port)

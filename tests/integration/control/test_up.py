@@ -82,7 +82,13 @@ def test_the_data_dir_defaults_to_the_environment(
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        (["--executor", "ray"], "--executor: 'ray' is not available; fix: use one of: local"),
+        (["--executor", "k8s"], "--executor: 'k8s' is not available; fix: use one of: local, ray"),
+        (["--executor", "ray"], "--ray-address: the ray executor needs it; fix: give the Ray head"),
+        (["--ray-address", "127.0.0.4:6379"], "--ray-address: only the ray executor takes it"),
+        (
+            ["--executor", "ray", "--ray-address", "local"],
+            "--ray-address: 'local' would start a Ray cluster here or attach one left on this host",
+        ),
         (["--cluster", "missing.yaml"], "missing.yaml: cannot read"),
         (["--scheduler", "nope"], "'nope' is neither a shipped policy nor a file"),
         (["--db", "not a url"], "'not a url' is not a database URL"),

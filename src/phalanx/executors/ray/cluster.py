@@ -60,15 +60,21 @@ class _Agent:
     records: list[ProcessRecord] = field(default_factory=list)
 
 
-def connect(address: str, namespace: str) -> None:
-    """Connect this process to the Ray cluster at ``address`` (once; again is a no-op).
-    Raises ``InvalidInput`` for an address that could start or attach the wrong cluster."""
+def check_address(address: str) -> None:
+    """Raise ``InvalidInput`` for a Ray address that could start or attach the wrong
+    cluster (``AMBIGUOUS_ADDRESSES``)."""
     if address.strip().lower() in AMBIGUOUS_ADDRESSES:
         raise InvalidInput(
             f"{address!r} would start a Ray cluster here or attach one left on this host",
             field="--ray-address",
             fix="give the head's address, host:port (as `ray start --head` printed it)",
         )
+
+
+def connect(address: str, namespace: str) -> None:
+    """Connect this process to the Ray cluster at ``address`` (once; again is a no-op).
+    Raises ``InvalidInput`` for an address that could start or attach the wrong cluster."""
+    check_address(address)
     import ray  # noqa: PLC0415  # the optional extra
 
     if not ray.is_initialized():
