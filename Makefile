@@ -15,6 +15,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $(STAMP)
 
+# The demo's training job and the DDP tests (on the local executor and across Ray
+# nodes) need PyTorch: the CPU build, installed once.
+TORCH := $(VENV)/.torch
+
+$(TORCH): $(STAMP)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet torch==2.13.0
+	touch $(TORCH)
+
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
@@ -22,15 +30,8 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck $(TORCH)
 	$(BIN)/pytest
-
-# The demo's training job needs PyTorch: the CPU build, installed once.
-TORCH := $(VENV)/.torch
-
-$(TORCH): $(STAMP)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet torch==2.13.0
-	touch $(TORCH)
 
 demo: install $(TORCH)
 	$(BIN)/phalanx demo --port 0

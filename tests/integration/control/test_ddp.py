@@ -13,7 +13,7 @@ from tests.integration.control.serving import Api, role, running_server
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None,
-    reason="PyTorch is not installed (make demo installs its CPU build)",
+    reason="PyTorch is not installed (make test and make demo install its CPU build)",
 )
 
 

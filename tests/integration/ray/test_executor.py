@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from phalanx.executors.rendezvous import free_ports
 from tests.integration.control.serving import Api, role, wait_for
-from tests.integration.ray.conftest import DEADLINE, RayCluster
 
 SERVE = textwrap.dedent(
     """
@@ -89,7 +89,9 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    ray_cluster: LoopbackCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     server = Served(tmp_path_factory.mktemp("server"), ray_cluster.address)
     server.start().queue("team")
     yield server
@@ -156,7 +158,7 @@ def test_a_gang_spans_two_nodes_with_their_gpu_ids_ranks_and_master(api: Api) ->
 
 @pytest.mark.skipif(
     importlib.util.find_spec("torch") is None,
-    reason="PyTorch is not installed (make demo installs its CPU build)",
+    reason="PyTorch is not installed (make test and make demo install its CPU build)",
 )
 def test_the_ddp_example_trains_across_two_nodes(api: Api) -> None:
     command = [sys.executable, "-m", "phalanx.examples.ddp_train", "--steps", "30"]
@@ -221,7 +223,7 @@ def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
 
 
 def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
-    api: Api, ray_cluster: RayCluster
+    api: Api, ray_cluster: LoopbackCluster
 ) -> None:
     api.submit(
         "resilient", "team",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 
+from phalanx.benchmarks.raycluster import DEADLINE, HEAD, WORKERS, LoopbackCluster
 from phalanx.domain.node import Gpu, Node
 from phalanx.domain.resources import Resources
 from phalanx.executors.ray.nodes import discover
-from tests.integration.ray.conftest import DEADLINE, HEAD, WORKERS, RayCluster
 
 
-def test_each_alive_ray_node_is_a_node_with_its_address_and_gpus(ray_cluster: RayCluster) -> None:
+def test_each_alive_ray_node_is_a_node_with_its_address_and_gpus(
+    ray_cluster: LoopbackCluster,
+) -> None:
     declared = Node(
         name="ray-127-0-0-2",
         capacity=Resources.of({"cpu": 1000, "gpu": 2}),
@@ -28,7 +30,7 @@ def test_each_alive_ray_node_is_a_node_with_its_address_and_gpus(ray_cluster: Ra
     assert nodes["ray-127-0-0-3"].gpus == tuple(Gpu(index=i) for i in range(4))
 
 
-def test_a_lost_node_leaves_within_seconds(ray_cluster: RayCluster) -> None:
+def test_a_lost_node_leaves_within_seconds(ray_cluster: LoopbackCluster) -> None:
     ray_cluster.kill("127.0.0.3")
     lost_at = time.monotonic()
     while "ray-127-0-0-3" in {node.name for node in discover()}:

@@ -1,0 +1,124 @@
+"""A real Ray cluster on this machine, for tests and benchmarks: a head and workers, each
+its own ``ray start`` on its own loopback address.
+
+Ray 2.60 keeps every node on the address it is given when the head is on 127.0.0.4
+and the workers on 127.0.0.2, 127.0.0.3 (a head on 127.0.0.1 advertises the machine's
+interface address instead), so all traffic stays inside 127.0.0.0/8. Health checks run
+every 500 ms, so a lost node is declared dead in a few seconds. ``stop`` ends only the
+processes started here: each worker's process group, then the head's processes by
+``ray stop`` (the head is started without ``--block``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from phalanx.executors.rendezvous import free_ports
+
+HEAD: Final = "127.0.0.4"
+#: Worker address -> the GPUs it declares (fake: Ray counts them, nothing uses them).
+WORKERS: Final[Mapping[str, int]] = {"127.0.0.2": 2, "127.0.0.3": 4}
+#: Health checks fast enough that a lost node is declared dead in a few seconds.
+HEALTH: Final[Mapping[str, str]] = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_raylet_start_wait_time_s": "60",  # two cores, busy: a raylet may take a while
+}
+#: Far above what a start takes; only there to stop a hang.
+DEADLINE: Final = 60.0
+RAY_CLI: Final = str(Path(sys.executable).parent / "ray")
+#: What every node is started with: one CPU, a small object store.
+COMMON: Final = ("--num-cpus", "1", "--object-store-memory", "80000000")
+
+
+@dataclass
+class LoopbackCluster:
+    """The running cluster: its address and each worker's ``ray start`` process group."""
+
+    address: str
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def kill(self, worker: str) -> None:
+        """Kill a worker's raylet and everything it started (its process group)."""
+        process = self.workers.pop(worker)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def stop(self) -> None:
+        """Kill every worker left, then stop the head."""
+        for worker in list(self.workers):
+            self.kill(worker)
+        subprocess.run([RAY_CLI, "stop", "--force"], capture_output=True, check=False)
+
+
+def _worker(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as errors:
+        return subprocess.Popen(
+            [RAY_CLI, "start", *args, *COMMON, "--block"],
+            env={**os.environ, **HEALTH},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,  # its own group: killing it kills its raylet too
+        )
+
+
+def _alive(ray: Any) -> int:
+    return sum(bool(node["Alive"]) for node in ray.nodes())
+
+
+@contextmanager
+def loopback_cluster(
+    scratch: Path, workers: Mapping[str, int] = WORKERS
+) -> Iterator[LoopbackCluster]:
+    """Start the head, then each worker (one at a time: a busy host is slow), yield the
+    cluster once every node is alive, and stop it at the end. This process is
+    connected to it (``ray.init``) meanwhile. ``scratch`` takes ``ray start``'s errors."""
+    import ray  # noqa: PLC0415  # the optional extra
+
+    (port,) = free_ports(1, HEAD)
+    cluster = LoopbackCluster(address=f"{HEAD}:{port}")
+    log = scratch / "ray-start.log"
+    head = [
+        "--head", "--node-ip-address", HEAD, "--port", str(port), "--num-gpus", "0",
+        "--include-dashboard=false", "--disable-usage-stats",
+    ]  # fmt: skip
+    started = subprocess.run(
+        [RAY_CLI, "start", *head, *COMMON],
+        env={**os.environ, **HEALTH},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    if started.returncode != 0:
+        raise RuntimeError(f"ray start --head failed:\n{started.stderr.decode()[-3000:]}")
+    try:
+        ray.init(address=cluster.address, logging_level=logging.ERROR)
+        for joined, (address, gpus) in enumerate(workers.items(), start=2):
+            cluster.workers[address] = _worker(
+                ["--address", cluster.address, "--node-ip-address", address,
+                 "--num-gpus", str(gpus)],
+                log,
+            )  # fmt: skip
+            deadline = time.monotonic() + DEADLINE
+            while _alive(ray) < joined:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(log.read_text()[-3000:])
+                time.sleep(0.2)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.stop()
