@@ -50,6 +50,14 @@ class LoopbackCluster:
     address: str
     workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
+    def join(self, worker: str, gpus: int, scratch: Path) -> None:
+        """Start one more worker on ``worker`` (a loopback address) declaring ``gpus``;
+        returns at once (Ray lists it once its raylet registers)."""
+        self.workers[worker] = _worker(
+            ["--address", self.address, "--node-ip-address", worker, "--num-gpus", str(gpus)],
+            scratch / "ray-start.log",
+        )
+
     def kill(self, worker: str) -> None:
         """Kill a worker's raylet and everything it started (its process group)."""
         process = self.workers.pop(worker)

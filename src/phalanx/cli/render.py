@@ -77,7 +77,9 @@ def task_counts(job: JobSummaryView) -> str:
 
 
 def node_status(node: NodeView) -> Text:
-    """Ready, Cordoned or Draining."""
+    """Ready, NotReady, Cordoned or Draining."""
+    if not node.ready:
+        return Text("NotReady", style="red")
     if node.draining:
         return Text("Draining", style="red")
     if node.cordoned:

@@ -222,6 +222,21 @@ def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
         assert log_of(api, "survivor", name).split() == ["started", "done"]  # never restarted
 
 
+def test_a_node_that_joins_is_scheduled_on(
+    api: Api, ray_cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    ray_cluster.join("127.0.0.5", 8, tmp_path)
+    wait_for(
+        lambda: "ray-127-0-0-5" in {node["name"] for node in api.get("/api/v1/nodes")},
+        "the new node in the server's nodes",
+        timeout=DEADLINE,
+    )
+    api.submit("eight", "team", role(command="true", cpu="100m", gpu=8, memory="64Mi"))
+    assert api.wait_phase("eight", "Succeeded", "Failed")["phase"] == "Succeeded"
+    assert tasks_of(api, "eight")["eight-worker-0"]["node"] == "ray-127-0-0-5"
+    ray_cluster.kill("127.0.0.5")
+
+
 def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
     api: Api, ray_cluster: LoopbackCluster
 ) -> None:
@@ -242,6 +257,8 @@ def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
 
     wait_for(restarted_elsewhere, "the gang running again on the surviving node", timeout=60)
     took = time.monotonic() - killed_at
+    status = {node["name"]: node["ready"] for node in api.get("/api/v1/nodes")}
+    assert status[victim] is False and status["ray-127-0-0-4"] is True
     job = api.job("resilient")
     assert job["attempts"] >= 1, job
     events = " ".join(event["message"] for event in api.get("/api/v1/jobs/resilient/events"))

@@ -120,6 +120,7 @@ def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
         gpus=gpus,
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),
+        ready=node.ready,
         tasks=node.tasks,
         limits=node.limits,
         identity=node.identity,

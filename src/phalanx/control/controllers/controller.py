@@ -256,7 +256,7 @@ class Controller:
                 self._drain(node)
             core.journal.flush(session)
         self._dispatch()
-        self.view = cluster_view(core, self.host)
+        self.view = cluster_view(core, self.host, self._alive)
 
     def _unrecoverable(self, row: JobRow, error: Exception) -> None:
         """Mark a stored job Failed when it cannot be taken back at start-up, asking the
@@ -327,7 +327,7 @@ class Controller:
                     core.journal.flush(session)
             self._dispatch()
             self._record_processes()
-            self.view = cluster_view(core, self.host)
+            self.view = cluster_view(core, self.host, self._alive)
             return decisions
 
     def _advance(self, job: str) -> None:

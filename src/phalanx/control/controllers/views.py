@@ -41,6 +41,7 @@ class NodeUsage:
     gpu_tasks: tuple[tuple[str, ...], ...]
     schedulable: bool
     tasks: int
+    ready: bool = True  # False: its executor lost it (a Ray node declared dead)
     limits: str = ""
     identity: str = ""
 
@@ -74,8 +75,11 @@ class ClusterView:
     live_jobs: frozenset[str] = frozenset()
 
 
-def cluster_view(core: Core, host: HostFacts | None = None) -> ClusterView:
-    """The current picture of ``core``'s engine state, every node on ``host``."""
+def cluster_view(
+    core: Core, host: HostFacts | None = None, alive: frozenset[str] | None = None
+) -> ClusterView:
+    """The current picture of ``core``'s engine state, every node on ``host``; a node
+    not in ``alive`` is not ready (None: every node is)."""
     host = host or HostFacts()
     state = core.state
     snapshot = state.snapshot
@@ -96,6 +100,7 @@ def cluster_view(core: Core, host: HostFacts | None = None) -> ClusterView:
                 gpu_tasks=tuple(tuple(held.get((i, card), ())) for card in range(count)),
                 schedulable=bool(snapshot.schedulable[i]),
                 tasks=int(snapshot.task_count[i]),
+                ready=alive is None or node.name in alive,
                 limits=host.limits,
                 identity=host.identity,
             )

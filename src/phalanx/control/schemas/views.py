@@ -136,6 +136,8 @@ class NodeView(View):
     gpus: list[GpuView] = []
     cordoned: bool = False
     draining: bool = False
+    #: False when its executor lost it (a Ray node Ray declared dead): it takes no task
+    ready: bool = True
     tasks: int = 0
     #: how its tasks' CPU, memory and processes are limited, and the defaults
     limits: str = ""
