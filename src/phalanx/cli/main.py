@@ -21,6 +21,7 @@ from phalanx.cli import (
     top,
     up,
     users,
+    wait,
 )
 from phalanx.cli.remote import Remote
 
@@ -62,6 +63,7 @@ app.add_typer(users.tokens, name="token")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
+app.add_typer(wait.app, name="wait")
 
 
 if __name__ == "__main__":

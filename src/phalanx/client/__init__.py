@@ -7,6 +7,7 @@ with Client() as phalanx:                   # PHALANX_SERVER / PHALANX_TOKEN, or
     phalanx.apply("jobs.yaml")              # queues, then jobs
     for job in phalanx.jobs(queue="nlp"):
         print(job.name, job.phase)
+    phalanx.wait("bert-pretrain", phase="Succeeded", timeout=3600)
     print("".join(phalanx.logs("bert-pretrain")))
 ```
 
@@ -14,6 +15,9 @@ Errors::
 
     PhalanxError
     ├── ClientError      the server refused, could not be reached, or answered nonsense
+    │   └── WaitError    ``Client.wait`` did not see the phase asked for
+    │       ├── WaitTimeout  ... before its timeout
+    │       └── JobEnded     ... because the job ended in another phase
     └── DocumentError    a document given to ``apply`` does not validate (nothing was sent)
 """
 
@@ -28,6 +32,7 @@ from phalanx.client._documents import (
     queues_first,
 )
 from phalanx.client._errors import ClientError
+from phalanx.client._wait import JobEnded, WaitError, WaitTimeout
 from phalanx.control.schemas.views import (
     EventView,
     GpuView,
@@ -55,6 +60,7 @@ __all__ = [
     "EventView",
     "GpuView",
     "Health",
+    "JobEnded",
     "JobSummaryView",
     "JobView",
     "LogChunks",
@@ -65,6 +71,8 @@ __all__ = [
     "TokenInfoView",
     "TokenView",
     "UserView",
+    "WaitError",
+    "WaitTimeout",
     "WhyView",
     "config_path",
     "prepare_documents",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from phalanx.client._config import resolve_endpoint
 from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
 from phalanx.client._errors import ClientError, from_response, from_transport
+from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
 from phalanx.control.schemas.views import (
     EventView,
     JobPage,
@@ -224,6 +225,22 @@ class Client:
     def tasks(self, name: str, *, phase: str | Sequence[str] | None = None) -> list[TaskView]:
         """Every task of job ``name`` (only those in ``phase`` when given), in order."""
         return list(self.iter_tasks(name, phase=phase))
+
+    def wait(
+        self,
+        name: str,
+        phase: str | Sequence[str] = ("Succeeded",),
+        *,
+        timeout: float = 300.0,
+        interval: float = WAIT_INTERVAL,
+    ) -> JobView:
+        """Wait until job ``name`` is in ``phase`` (a phase's name, or several: any of
+        them will do) and return its view. Raises ``WaitTimeout`` after ``timeout``
+        seconds, ``JobEnded`` at once when the job ended in another phase (both name the
+        job, its phase and the phases waited for), ``ClientError`` for a phase that is not
+        a job phase or a job that does not exist."""
+        wanted = phases_of(phase)
+        return wait_for_phase(lambda: self.job(name), name, wanted, timeout, interval=interval)
 
     def cancel(self, name: str) -> JobView:
         """Ask for the job to be cancelled (its tasks are stopped first)."""

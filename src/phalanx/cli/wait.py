@@ -1,0 +1,56 @@
+"""``phalanx wait job NAME --for phase=Succeeded [--timeout 60s]``: as ``kubectl wait``.
+
+Prints ``job/NAME condition met (PHASE)`` and exits 0 once the job is in a phase asked
+for; exits 1 with one ``error:`` line naming the job, its phase and the phases waited
+for when the timeout passes, or at once when the job ended in another phase.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from phalanx.cli.remote import connect, fail
+from phalanx.domain.errors import DocumentError
+from phalanx.spec.common import parse_duration
+
+app = typer.Typer(help="Wait until a job reaches a phase.", no_args_is_help=True)
+
+_FOR_FIX = "write --for phase=Succeeded (several: phase=Succeeded,Failed, or repeat --for)"
+
+
+def wait_job(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The job."),
+    conditions: list[str] = typer.Option(
+        ["phase=Succeeded"],
+        "--for",
+        help="phase=PHASE[,PHASE...]: any of these phases ends the wait (repeatable).",
+    ),
+    timeout: str = typer.Option("5m", "--timeout", help="How long at most: 90, 30s, 10m, 1h."),
+) -> None:
+    """Wait until job NAME is in one of the phases given with --for."""
+    seconds = duration("--timeout", timeout)
+    phases = [phase for condition in conditions for phase in _phases(condition)]
+    with connect(ctx) as client:
+        job = client.wait(name, phases, timeout=seconds)
+    typer.echo(f"job/{name} condition met ({job.phase})")
+
+
+def duration(option: str, text: str) -> float:
+    """Seconds in ``text`` given to ``option``; a bad one ends the command with an
+    ``error:`` line naming the option."""
+    try:
+        return parse_duration(text)
+    except DocumentError as error:
+        fail(f"{option}: {error}; fix: {error.fix}")
+
+
+def _phases(condition: str) -> list[str]:
+    key, equals, value = condition.partition("=")
+    if key.strip().lower() != "phase" or not equals or not value.strip():
+        fail(f"--for: {condition!r} is not a condition; fix: {_FOR_FIX}")
+    return [phase for phase in value.split(",") if phase.strip()]
+
+
+app.command("job")(wait_job)
+app.command("jobs", hidden=True)(wait_job)
