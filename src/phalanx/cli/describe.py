@@ -20,7 +20,10 @@ from phalanx.cli.remote import connect, console
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
-app = typer.Typer(help="Show one job, queue or node in detail.", no_args_is_help=True)
+app = typer.Typer(
+    help="Show one job, queue or node in detail (each kind singular or plural).",
+    no_args_is_help=True,
+)
 
 _WAITING = ("Pending", "Queued")
 
@@ -241,3 +244,9 @@ def _gpus(node: NodeView) -> Table | Text:
             _card_tasks(gpu),
         )
     return table
+
+
+# kubectl's rule: a kind is named singular or plural alike.
+app.command("jobs", hidden=True)(describe_job)
+app.command("queues", hidden=True)(describe_queue)
+app.command("nodes", hidden=True)(describe_node)

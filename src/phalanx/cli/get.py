@@ -16,7 +16,10 @@ from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machi
 from phalanx.client import JobSummaryView
 from phalanx.domain.job import JobPhase, TaskPhase
 
-app = typer.Typer(help="List jobs, tasks, queues or nodes.", no_args_is_help=True)
+app = typer.Typer(
+    help="List jobs, tasks, queues or nodes (each kind singular or plural: job or jobs).",
+    no_args_is_help=True,
+)
 
 
 @app.command("jobs")
@@ -122,3 +125,10 @@ def _phase(text: str) -> str:
     if found is None:
         fail(f"--phase: {text!r} is not a job phase; fix: use one of {', '.join(JobPhase)}")
     return found
+
+
+# kubectl's rule: a kind is named singular or plural alike.
+app.command("job", hidden=True)(get_jobs)
+app.command("task", hidden=True)(get_tasks)
+app.command("queue", hidden=True)(get_queues)
+app.command("node", hidden=True)(get_nodes)

@@ -110,3 +110,8 @@ def _header(client: Client, summary: str) -> Text:
     text.append(datetime.now().strftime("%H:%M:%S"), style="dim")
     text.append(f"  {summary}")
     return text
+
+
+# kubectl's rule: a kind is named singular or plural alike.
+app.command("node", hidden=True)(top_nodes)
+app.command("queue", hidden=True)(top_queues)

@@ -1,0 +1,71 @@
+"""Issue 23, "the first hour": what a new user meets on the command line, against a
+real server (kinds singular or plural, several names, waits, notes instead of silence)."""
+
+from __future__ import annotations
+
+import json
+
+from phalanx.control.server import Server
+from tests.integration.control.test_cli import QUEUE_AND_JOB, ok, phalanx, refused
+
+SLEEPER = QUEUE_AND_JOB.replace("echo rank=$RANK; echo warn-$RANK >&2", "exec sleep 60")
+
+
+def jobs(name: str, *more: str) -> str:
+    """``QUEUE_AND_JOB``'s job once under each name (the queue once)."""
+    queue, job = QUEUE_AND_JOB.split("---\n")
+    return "---\n".join([queue, *(job.replace("hello", n) for n in (name, *more))])
+
+
+def test_kinds_are_singular_or_plural_and_delete_takes_several_names(server: Server) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=jobs("a", "b", "c")))
+    for name in ("a", "b", "c"):
+        assert ok(phalanx(server, "wait", "job", name, "--for", "phase=Succeeded")) == (
+            f"job/{name} condition met (Succeeded)\n"
+        )
+    assert ok(phalanx(server, "get", "job", "a")) == ok(phalanx(server, "get", "jobs", "a"))
+    assert "a" in ok(phalanx(server, "get", "job"))
+    assert "Events" in ok(phalanx(server, "describe", "jobs", "a"))
+    assert "team-a" in ok(phalanx(server, "get", "queue"))
+    assert "GUARANTEE" in ok(phalanx(server, "describe", "queues", "team-a"))
+    assert "node-0" in ok(phalanx(server, "get", "node"))
+    assert "a-worker-1" in ok(phalanx(server, "get", "task", "a"))
+    assert ok(phalanx(server, "delete", "job", "a", "b", "c")).splitlines() == [
+        "job/a deleted",
+        "job/b deleted",
+        "job/c deleted",
+    ]
+    assert json.loads(ok(phalanx(server, "get", "jobs", "-o", "json"))) == []
+    assert ok(phalanx(server, "delete", "queues", "team-a")) == "queue/team-a deleted\n"
+
+
+def test_deleting_a_running_job_cancels_it_and_says_so_or_waits_and_deletes(
+    server: Server,
+) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=SLEEPER))
+    ok(phalanx(server, "wait", "job", "hello", "--for", "phase=Running", "--timeout", "30s"))
+    said = ok(phalanx(server, "delete", "job", "hello"))
+    assert said.startswith("job/hello is Running: cancel requested;")
+    assert "delete it again" in said and "--wait" in said
+    assert ok(phalanx(server, "delete", "job", "hello", "--wait")) == (
+        "job/hello cancelled (Cancelled) and deleted\n"
+    )
+    assert "no job named 'hello'" in refused(phalanx(server, "get", "job", "hello"))
+
+
+def test_wait_names_the_job_its_phase_and_the_phases_waited_for(server: Server) -> None:
+    never = SLEEPER.replace("gpu: 1}", "gpu: 9}")  # 9 GPUs on 4-GPU nodes: never placed
+    ok(phalanx(server, "apply", "-f", "-", stdin=never))
+    error = refused(
+        phalanx(server, "wait", "job", "hello", "--for", "phase=Running", "--timeout", "1s")
+    )
+    assert error.startswith("error: timed out after 1s waiting for job hello to be Running; ")
+    assert "it is Pending" in error or "it is Queued" in error
+    assert error.count("\n") == 1
+    assert "not a job phase" in refused(phalanx(server, "wait", "job", "hello", "--for", "phase=x"))
+    assert "not a condition" in refused(phalanx(server, "wait", "job", "hello", "--for", "ready"))
+    assert "--timeout" in refused(phalanx(server, "wait", "job", "hello", "--timeout", "soon"))
+    assert "no job named 'nope'" in refused(phalanx(server, "wait", "job", "nope"))
+    ok(phalanx(server, "cancel", "hello"))
+    ended = refused(phalanx(server, "wait", "job", "hello", "--for", "phase=Succeeded"))
+    assert "job hello ended Cancelled" in ended and "waited for to be Succeeded" in ended
