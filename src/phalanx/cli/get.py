@@ -13,7 +13,7 @@ import typer
 
 from phalanx.cli import render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
-from phalanx.client import JobSummaryView
+from phalanx.client import JobSummaryView, UserView
 from phalanx.domain.job import JobPhase, TaskPhase
 
 app = typer.Typer(
@@ -43,8 +43,7 @@ def get_jobs(
         if name is not None:
             jobs = [client.job(name)]
         else:
-            if user is None and not all_users:
-                user = client.whoami().name
+            user = _whose(client.whoami(), user, all_users=all_users)
             jobs = client.jobs(queue=queue, phase=phases or None, user=user)
     if machine(output):
         assert output is not None
@@ -111,6 +110,18 @@ def get_nodes(
         emit(nodes[0] if name is not None else nodes, output)
     else:
         print_table(render.nodes_table(nodes, wide=output is Output.WIDE))
+
+
+def _whose(me: UserView, user: str | None, *, all_users: bool) -> str | None:
+    """The user whose jobs to list (None: everyone's). A user who is not an admin sees
+    their own jobs only, whatever they ask: a note on stderr says so."""
+    if me.role != "admin" and (all_users or (user is not None and user != me.name)):
+        asked = "--all-users" if all_users else f"--user {user}"
+        typer.echo(f"note: {asked} is for admins; you ({me.name}) see your own jobs only", err=True)
+        return me.name
+    if user is None and not all_users:
+        return me.name
+    return user
 
 
 def _task_phase(text: str) -> str:

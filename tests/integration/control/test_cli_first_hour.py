@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from phalanx.control.server import Server
+from tests.integration.control.serving import wait_for
 from tests.integration.control.test_cli import QUEUE_AND_JOB, ok, phalanx, refused
 
 SLEEPER = QUEUE_AND_JOB.replace("echo rank=$RANK; echo warn-$RANK >&2", "exec sleep 60")
@@ -69,3 +70,24 @@ def test_wait_names_the_job_its_phase_and_the_phases_waited_for(server: Server) 
     ok(phalanx(server, "cancel", "hello"))
     ended = refused(phalanx(server, "wait", "job", "hello", "--for", "phase=Succeeded"))
     assert "job hello ended Cancelled" in ended and "waited for to be Succeeded" in ended
+
+
+def test_a_users_all_users_says_it_shows_their_jobs_only(server: Server) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=SLEEPER.replace("gpu: 1}", "gpu: 9}")))
+    alice = ok(phalanx(server, "users", "create", "alice")).strip()
+    wait_for(lambda: phalanx(server, "get", "jobs", token=alice).exit_code == 0, "the token")
+    mine = phalanx(server, "get", "jobs", "--all-users", "-o", "json", token=alice)
+    assert json.loads(ok(mine)) == []  # admin's job "hello" is not hers
+    assert mine.stderr == ("note: --all-users is for admins; you (alice) see your own jobs only\n")
+    other = phalanx(server, "get", "jobs", "--user", "admin", token=alice)
+    assert "--user admin is for admins" in other.stderr
+    everyone = phalanx(server, "get", "jobs", "--all-users", "-o", "json")
+    assert [j["name"] for j in json.loads(ok(everyone))] == ["hello"] and not everyone.stderr
+
+
+def test_top_into_a_pipe_prints_frames(server: Server) -> None:
+    two = ok(phalanx(server, "top", "nodes", "--frames", "2", "--interval", "0.2"))
+    assert two.count("node(s), GPUs 0/8 in use") == 2 and two.count("node-1") == 2
+    once = ok(phalanx(server, "top", "node", "--once"))
+    assert once.count("node(s), GPUs") == 1
+    assert ok(phalanx(server, "top", "queues", "-n", "2", "--interval", "0.2")).count("QUEUE") == 2
