@@ -1,11 +1,15 @@
 """``phalanx top nodes|queues``: a live view that redraws every few seconds.
 
-``--once`` draws one frame and exits (for scripts and tests). Ctrl-C ends the view
+``--once`` draws one frame and exits (for scripts and tests), ``--frames N`` N frames.
+On a terminal the view is redrawn in place; into a file or a pipe every frame is
+printed after the previous one. Ctrl-C ends the view
 quietly; a server that goes away ends it with the usual one-line error.
 """
 
 from __future__ import annotations
 
+import itertools
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -24,30 +28,45 @@ app = typer.Typer(help="Live views of GPU use by node or queue.", no_args_is_hel
 
 ONCE = typer.Option(False, "--once", help="Print one frame and exit.")
 INTERVAL = typer.Option(2.0, "--interval", min=0.2, help="Seconds between frames.")
+FRAMES = typer.Option(
+    None, "--frames", "-n", min=1, help="Print this many frames, then exit (default: until Ctrl-C)."
+)
 
 
 @app.command("nodes")
-def top_nodes(ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL) -> None:
+def top_nodes(
+    ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL, frames: int | None = FRAMES
+) -> None:
     """Every node's GPUs (one bar per node, one block per card), CPU and memory."""
     with connect(ctx) as client:
-        _show(lambda: nodes_frame(client), once=once, interval=interval)
+        _show(lambda: nodes_frame(client), frames=1 if once else frames, interval=interval)
 
 
 @app.command("queues")
-def top_queues(ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL) -> None:
+def top_queues(
+    ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL, frames: int | None = FRAMES
+) -> None:
     """Every queue's GPUs against its deserved share, and its jobs."""
     with connect(ctx) as client:
-        _show(lambda: queues_frame(client), once=once, interval=interval)
+        _show(lambda: queues_frame(client), frames=1 if once else frames, interval=interval)
 
 
-def _show(frame: Callable[[], RenderableType], *, once: bool, interval: float) -> None:
-    if once:
-        print_table(frame())
-        return
+def _show(frame: Callable[[], RenderableType], *, frames: int | None, interval: float) -> None:
+    """Draw ``frames`` frames (None: until Ctrl-C), ``interval`` seconds apart: redrawn in
+    place on a terminal, printed one after the other (a blank line between) elsewhere,
+    as into a file or a pipe, where a live redraw would print nothing."""
     out = console()
     try:
+        if frames == 1 or not out.is_terminal:
+            for shown in itertools.count(1):
+                print_table(frame())
+                sys.stdout.flush()
+                if frames is not None and shown >= frames:
+                    return
+                time.sleep(interval)
+                typer.echo("")
         with Live(frame(), console=out, auto_refresh=False) as live:
-            while True:
+            for _ in itertools.count(1) if frames is None else range(frames - 1):
                 time.sleep(interval)
                 live.update(frame(), refresh=True)
     except KeyboardInterrupt:
