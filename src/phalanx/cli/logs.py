@@ -12,6 +12,9 @@ import sys
 import typer
 
 from phalanx.cli.remote import connect, fail
+from phalanx.client import Client, ClientError
+
+_ENDED = ("Succeeded", "Failed", "Cancelled")
 
 
 def logs(
@@ -45,3 +48,23 @@ def logs(
                 sys.stdout.flush()
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
+        if follow:
+            _check_ended(client, job)
+
+
+def _check_ended(client: Client, job: str) -> None:
+    """A followed log ends when its job has ended, or when the server stops: say which
+    when it is the server (it may be gone, or going)."""
+    stopped = (
+        f"the server stopped sending job {job}'s output before the job ended "
+        "(it is shutting down or restarting)"
+    )
+    fix = f"once the server is back, run phalanx logs -f {job} again"
+    try:
+        phase = client.job(job).phase
+    except ClientError as error:
+        if error.status is not None:
+            raise
+        fail(f"{stopped}; fix: {fix}")
+    if phase not in _ENDED:
+        fail(f"{stopped}; job {job} is {phase}; fix: {fix}")

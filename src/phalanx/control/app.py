@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -52,6 +53,9 @@ def create_app(
     app.state.tenancy = tenancy or Tenancy(IdentityMode.SHARED, db)
     app.state.tokens = TokenCache(db)
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
+    # Set when the server begins to stop: open streams (followed logs) end at once, so
+    # that the shutdown never waits on a job that may run for hours.
+    app.state.stopping = threading.Event()
     for module in (jobs, queues, nodes, users, tokens, system):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_middleware(BodyLimit)

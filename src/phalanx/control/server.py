@@ -121,9 +121,10 @@ class _Uvicorn(uvicorn.Server):
     ``signals``: ``Server.serve`` shuts everything down, then returns.
     """
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: uvicorn.Config, stopping: threading.Event) -> None:
         super().__init__(config)
         self.signals: list[signal.Signals] = []
+        self.stopping = stopping  # set as the serving stops: open streams end
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -143,6 +144,12 @@ class _Uvicorn(uvicorn.Server):
     def _caught(self, signum: int, frame: FrameType | None) -> None:
         self.signals.append(signal.Signals(signum))
         self.handle_exit(signum, frame)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Stop serving; first, tell open streams to end (``stopping``), or uvicorn's
+        graceful wait would wait on a followed log until its job ends."""
+        self.stopping.set()
+        super().handle_exit(sig, frame)
 
 
 class Server:
@@ -219,7 +226,7 @@ class Server:
             access_log=False,
             timeout_graceful_shutdown=2,
         )
-        self._uvicorn = _Uvicorn(config)
+        self._uvicorn = _Uvicorn(config, self.app.state.stopping)
         self._thread: threading.Thread | None = None
 
     @property
@@ -265,6 +272,7 @@ class Server:
 
     def stop(self) -> None:
         """Stop serving and ticking; running tasks keep running (a restart adopts them)."""
+        self.app.state.stopping.set()  # open streams end first (see _Uvicorn.handle_exit)
         self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(10)

@@ -97,6 +97,27 @@ def test_output_written_just_before_the_end_is_still_sent() -> None:
     assert text(follow(log, 100, script.live, sleep=script.sleep)) == "last words\n"
 
 
+def test_a_server_that_stops_ends_its_follows_while_the_job_still_runs() -> None:
+    log = MemoryLog(b"so far\n")
+    stopping = [False]
+
+    def stop() -> None:
+        log.write(b"more\n")
+        stopping[0] = True
+
+    script = Script(stop, lambda: log.write(b"never sent\n"))
+    assert text(
+        follow(log, 100, script.live, sleep=script.sleep, stopping=lambda: stopping[0])
+    ) == ("so far\n")
+    assert script.alive and script.sleeps == 1  # ended at the first check after the stop
+    stopping[0] = False
+    script = Script(stop, lambda: log.write(b"never sent\n"))
+    lines = prefixed_follow(
+        [("t", log)], 100, script.live, sleep=script.sleep, stopping=lambda: stopping[0]
+    )
+    assert text(lines) == "t | so far\nt | more\n" and script.alive
+
+
 def test_every_tasks_tail_comes_as_prefixed_whole_lines_task_after_task() -> None:
     logs: list[tuple[str, TaskLog]] = [
         ("j-worker-0", MemoryLog(b"a\nb\n")),

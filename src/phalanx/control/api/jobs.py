@@ -170,6 +170,7 @@ def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
 )
 def job_logs(
     name: str,
+    request: Request,
     caller: Caller,
     session: DbSession,
     controller: TheController,
@@ -199,12 +200,18 @@ def job_logs(
     chosen = _task_names(session, row, None if all_tasks else task or "")
     logs = [(each, _task_log(controller, row.name, each, stream)) for each in chosen]
     live = JobLiveness(lambda: controller.view, row.name, stored_live=row.phase not in _TERMINAL)
+    stopping = request.app.state.stopping.is_set
     if all_tasks:
-        lines = prefixed_follow(logs, tail, live) if follow else prefixed_tail(logs, tail)
+        lines = (
+            prefixed_follow(logs, tail, live, stopping=stopping)
+            if follow
+            else prefixed_tail(logs, tail)
+        )
         return StreamingResponse(lines, media_type="text/plain")
     if not follow:
         return PlainTextResponse(read_tail(logs[0][1], tail).decode(errors="replace"))
-    return StreamingResponse(follow_log(logs[0][1], tail, live), media_type="text/plain")
+    chunks = follow_log(logs[0][1], tail, live, stopping=stopping)
+    return StreamingResponse(chunks, media_type="text/plain")
 
 
 def _task_log(controller: TheController, job: str, task: str, stream: LogStream) -> TaskLog:

@@ -6,7 +6,9 @@ Nothing here knows a path or a host: one task's log is read by offset through it
 - ``tail`` is the last ``size`` bytes of one stream, as they were written;
 - ``follow`` sends the last ``size`` bytes, then new output as it comes, and ends once
   ``live()`` said False before a read that found nothing new: everything written
-  before the end is sent;
+  before the end is sent. It ends sooner, within ``FOLLOW_INTERVAL``, once
+  ``stopping()`` is True (the server is shutting down): a stream never holds a
+  shutdown up;
 - ``prefixed_tail`` and ``prefixed_follow`` do the same for several tasks (``size``
   bytes of each), sending whole lines only, each as ``TASK | line``. Lines of different
   tasks interleave as they come but never mix: a line is sent once its newline is
@@ -74,11 +76,12 @@ def follow(
     live: Callable[[], bool],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Iterator[bytes]:
     """The last ``size`` bytes, then new output as it comes, until ``live()`` is False
-    and everything written has been sent."""
+    and everything written has been sent, or ``stopping()`` is True."""
     offset = max(0, log.size() - size)
-    while True:
+    while not stopping():
         alive = live()
         chunk = log.read(offset, READ_CHUNK)
         if chunk:
@@ -109,15 +112,17 @@ def prefixed_follow(
     live: Callable[[], bool],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Iterator[bytes]:
     """Every task's last ``size`` bytes, then new lines as they come, as ``TASK | line``,
-    until ``live()`` is False and everything written has been sent."""
+    until ``live()`` is False and everything written has been sent, or ``stopping()`` is
+    True (then the unfinished lines are not sent)."""
     readers = []
     for task, log in logs:
         start = max(0, log.size() - size)
         lines = _Lines(task, cut=_starts_inside_a_line(log, start))
         readers.append(_Reader(log=log, lines=lines, offset=start))
-    while True:
+    while not stopping():
         alive = live()
         progress = False
         for reader in readers:
