@@ -3,7 +3,10 @@
 Guarantees: every file is read and every document validated before the first is sent,
 so a bad document changes nothing; the error names the file, the document, its line
 and field, and the fix. Queues are sent before jobs. Each document sent prints one
-line ``queue/NAME created|configured`` or ``job/NAME created``.
+line ``queue/NAME created|configured|unchanged`` or ``job/NAME created|unchanged``
+(``unchanged``: the server holds this very document already). A job cannot be changed in
+place: applying another document under a job's name is refused with the fields that
+differ and what to do (delete it and apply again, or choose another name).
 """
 
 from __future__ import annotations

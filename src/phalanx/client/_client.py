@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from phalanx.client._config import resolve_endpoint
 from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
 from phalanx.client._errors import ClientError, from_response, from_transport
+from phalanx.client._unchanged import describe, differences
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
 from phalanx.control.schemas.views import (
     EventView,
@@ -46,7 +47,8 @@ class Applied:
 
     kind: Literal["Queue", "Job"]
     name: str
-    action: Literal["created", "configured"]
+    #: ``unchanged``: the server already held this very document (nothing was changed)
+    action: Literal["created", "configured", "unchanged"]
     view: QueueView | JobView
 
 
@@ -146,7 +148,12 @@ class Client:
     def _apply_one(self, document: PreparedDocument) -> Applied:
         headers = {"Content-Type": "application/json"}
         if document.kind == "Job":
-            answer = self._call("POST", "/jobs", content=document.body, headers=headers)
+            try:
+                answer = self._call("POST", "/jobs", content=document.body, headers=headers)
+            except ClientError as error:
+                if error.status != 409:
+                    raise
+                return self._job_again(document, error)
             job = _parse(JobView, answer)
             return Applied(kind="Job", name=document.name, action="created", view=job)
         try:
@@ -155,11 +162,36 @@ class Client:
         except ClientError as error:
             if error.status != 409:
                 raise
+            held = self.queue(document.name)
+            if not differences(document, held.document):
+                return Applied(kind="Queue", name=document.name, action="unchanged", view=held)
             path = f"/queues/{_segment(document.name)}"
             answer = self._call("PUT", path, content=document.body, headers=headers)
             action = "configured"
         queue = _parse(QueueView, answer)
         return Applied(kind="Queue", name=document.name, action=action, view=queue)
+
+    def _job_again(self, document: PreparedDocument, taken: ClientError) -> Applied:
+        """A job whose name is taken: ``unchanged`` when it is the caller's own and the
+        same document; otherwise ``taken``, or why it cannot be changed in place."""
+        try:
+            held = self.job(document.name)
+        except ClientError as error:
+            if error.status == 404:  # another user's job: its name is all that clashes
+                raise taken from None
+            raise
+        changed = differences(document, held.document or {})
+        if not changed:
+            return Applied(kind="Job", name=document.name, action="unchanged", view=held)
+        name = document.name
+        raise ClientError(
+            f"{document.where}: job {name} exists and differs in {describe(changed)}; "
+            "a job cannot be changed in place",
+            status=409,
+            field="metadata.name",
+            fix=f"delete it and apply again (phalanx delete job {name} --wait), "
+            "or give the new job another metadata.name",
+        )
 
     # -- jobs ----------------------------------------------------------------------------
 

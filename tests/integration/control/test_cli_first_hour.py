@@ -4,6 +4,7 @@ real server (kinds singular or plural, several names, waits, notes instead of si
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from phalanx.control.server import Server
 from tests.integration.control.serving import wait_for
@@ -91,3 +92,34 @@ def test_top_into_a_pipe_prints_frames(server: Server) -> None:
     once = ok(phalanx(server, "top", "node", "--once"))
     assert once.count("node(s), GPUs") == 1
     assert ok(phalanx(server, "top", "queues", "-n", "2", "--interval", "0.2")).count("QUEUE") == 2
+
+
+def test_apply_again_is_unchanged_and_a_changed_job_says_what_differs(
+    server: Server, tmp_path: Path
+) -> None:
+    path = tmp_path / "hello.yaml"
+    path.write_text(SLEEPER)
+    ok(phalanx(server, "apply", "-f", str(path)))
+    assert ok(phalanx(server, "apply", "-f", str(path))).splitlines() == [
+        "queue/team-a unchanged",
+        "job/hello unchanged",
+    ]
+    path.write_text(SLEEPER.replace("guarantee: {gpu: 2}", "guarantee: {gpu: 1}"))
+    assert ok(phalanx(server, "apply", "-f", str(path))).splitlines() == [
+        "queue/team-a configured",
+        "job/hello unchanged",
+    ]
+    path.write_text(SLEEPER.replace("replicas: 2", "replicas: 1").replace("gpu: 1}", "gpu: 2}"))
+    error = refused(phalanx(server, "apply", "-f", str(path)))
+    assert error.count("\n") == 1, error
+    assert (
+        f"{path} document 2: job hello exists and differs in spec.roles[0].replicas, "
+        "spec.roles[0].resources.gpu; a job cannot be changed in place"
+    ) in error
+    assert "phalanx delete job hello --wait" in error and "another metadata.name" in error
+    # Another user's job of that name: the name is not available, nothing more is said.
+    alice = ok(phalanx(server, "users", "create", "alice")).strip()
+    wait_for(lambda: phalanx(server, "get", "jobs", token=alice).exit_code == 0, "the token")
+    job_only = SLEEPER.split("---\n")[1]
+    error = refused(phalanx(server, "apply", "-f", "-", stdin=job_only, token=alice))
+    assert "the job name 'hello' is not available" in error and "differs" not in error

@@ -10,6 +10,7 @@ import pytest
 
 from phalanx.client import Client, ClientError
 from phalanx.domain.errors import DocumentError
+from phalanx.spec.loader import build_document
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -126,21 +127,33 @@ def test_an_unusable_url_is_refused_at_once(server: str) -> None:
     assert error.value.field == "server" and "http://127.0.0.1:8080" in str(error.value)
 
 
-def test_apply_puts_a_queue_that_exists() -> None:
+def test_apply_puts_a_queue_that_exists_unless_it_holds_this_very_document() -> None:
     calls: list[tuple[str, str]] = []
+    written = {"apiVersion": "phalanx/v1", "kind": "Queue", "metadata": {"name": "q"}}
+    stored = build_document({**written, "spec": {"weight": 2}}).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )  # as the server stores it: defaults spelled out
     queue = {"name": "q", "parent": "root", "weight": 1, "guarantee": {}, "deserved": {}}
-    queue |= {"capability": {}, "allocated": {}, "document": {}}
+    queue |= {"capability": {}, "allocated": {}, "document": stored}
 
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append((request.method, request.url.path))
-        assert json.loads(request.content)["metadata"]["name"] == "q"
         if request.method == "POST":
+            assert json.loads(request.content)["metadata"]["name"] == "q"
             return httpx.Response(409, json={"detail": "queue 'q' already exists"})
         return httpx.Response(200, json=queue)
 
     applied = client(handler).apply("apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: q}\n")
     assert [a.action for a in applied] == ["configured"]
-    assert calls == [("POST", "/api/v1/queues"), ("PUT", "/api/v1/queues/q")]
+    assert calls == [
+        ("POST", "/api/v1/queues"),
+        ("GET", "/api/v1/queues/q"),
+        ("PUT", "/api/v1/queues/q"),
+    ]
+    calls.clear()
+    again = "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: 2}\n"
+    assert [a.action for a in client(handler).apply(again)] == ["unchanged"]
+    assert calls == [("POST", "/api/v1/queues"), ("GET", "/api/v1/queues/q")]
 
 
 class Recorded(httpx.SyncByteStream):
