@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
+from phalanx.cli.machine import written
 from phalanx.client import Client
 from phalanx.domain.errors import PhalanxError
 
@@ -40,7 +41,15 @@ class Output(StrEnum):
     WIDE = "wide"
 
 
-OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="json, yaml, or wide (more columns).")
+OUTPUT_OPTION = typer.Option(
+    None,
+    "--output",
+    "-o",
+    help="json, yaml, or wide (more columns). json and yaml write quantities as documents "
+    'do (cpu: "32", memory: 256Gi) and times as RFC 3339 UTC (2026-11-25T23:02:00Z); '
+    "each object's 'canonical' holds those fields as the API gives them (millicores, "
+    "bytes, epoch seconds).",
+)
 
 
 def console() -> Console:
@@ -100,8 +109,9 @@ def describe(error: PhalanxError | str) -> str:
 
 
 def emit(data: BaseModel | Sequence[BaseModel], output: Output) -> None:
-    """Print views as JSON or YAML: a list stays a list, one view an object."""
-    plain: Any = (
+    """Print views as JSON or YAML: a list stays a list, one view an object; quantities
+    and times written as ``cli.machine`` says, with each object's ``canonical``."""
+    plain: Any = written(
         data.model_dump(mode="json")
         if isinstance(data, BaseModel)
         else [item.model_dump(mode="json") for item in data]

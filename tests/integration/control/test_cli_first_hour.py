@@ -4,7 +4,10 @@ real server (kinds singular or plural, several names, waits, notes instead of si
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import yaml
 
 from phalanx.control.server import Server
 from tests.integration.control.serving import wait_for
@@ -123,3 +126,25 @@ def test_apply_again_is_unchanged_and_a_changed_job_says_what_differs(
     job_only = SLEEPER.split("---\n")[1]
     error = refused(phalanx(server, "apply", "-f", "-", stdin=job_only, token=alice))
     assert "the job name 'hello' is not available" in error and "differs" not in error
+
+
+def test_machine_output_writes_quantities_and_times_as_people_do(server: Server) -> None:
+    big = SLEEPER.replace("{cpu: 1, memory: 1Gi, gpu: 1}", '{cpu: "2", memory: 3Gi, gpu: 0.5}')
+    ok(phalanx(server, "apply", "-f", "-", stdin=big))
+    ok(phalanx(server, "wait", "job", "hello", "--for", "phase=Running"))
+    job = yaml.safe_load(ok(phalanx(server, "get", "job", "hello", "-o", "yaml")))
+    assert job["requests"] == {"cpu": "4", "memory": "6Gi", "gpu": "1"}
+    assert job["canonical"]["requests"] == {"cpu": 4000.0, "memory": 6 * 2**30, "gpu": 1.0}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", job["created_at"])
+    assert isinstance(job["canonical"]["created_at"], float)
+    assert job["document"]["spec"]["roles"][0]["resources"] == {
+        "cpu": "2",
+        "memory": "3Gi",
+        "gpu": 0.5,
+    }
+    listed = json.loads(ok(phalanx(server, "get", "jobs", "-o", "json")))
+    assert listed[0]["requests"] == job["requests"] and "canonical" in listed[0]
+    node = json.loads(ok(phalanx(server, "get", "node", "node-0", "-o", "json")))
+    assert node["capacity"]["memory"] == "32Gi" and node["capacity"]["cpu"] == "8"
+    assert "cpu=4, gpu=1, memory=6Gi" in ok(phalanx(server, "get", "jobs", "-o", "wide"))
+    ok(phalanx(server, "delete", "job", "hello", "--wait"))

@@ -110,3 +110,29 @@ def test_several_problems_keep_one_error_line(capsys: pytest.CaptureFixture[str]
     with pytest.raises(typer.Exit):
         remote.fail(DocumentError("first problem\nsecond problem"))
     assert capsys.readouterr().err == "error: first problem\n  second problem\n"
+
+
+def test_shared_gpus_count_as_the_share_they_hold_in_every_column() -> None:
+    """Two tasks of ``gpu: 0.5`` on one card hold 1 GPU: GPUS, REQUESTS and the node's
+    GPUS agree (they were once counted as 2 cards)."""
+    job = JobSummaryView(
+        name="half",
+        queue="q",
+        user="u",
+        phase="Running",
+        created_at=0.0,
+        requests={"gpu": 1.0},
+        allocated={"gpu": 1.0},
+        task_counts={"Running": 2},
+    )
+    row = text_of(render.jobs_table([job], 0.0, wide=True)).splitlines()[1].split()
+    assert row[5] == "1" and "gpu=1" in row  # GPUS, REQUESTS
+    node = NodeView(
+        name="n",
+        capacity={"gpu": 4.0},
+        allocated={"gpu": 1.0},
+        gpus=[GpuView(index=0, used=1.0, tasks=["half-w-0", "half-w-1"])]
+        + [GpuView(index=i, used=0.0) for i in (1, 2, 3)],
+        tasks=2,
+    )
+    assert text_of(render.nodes_table([node])).splitlines()[1].split()[2] == "1/4"
