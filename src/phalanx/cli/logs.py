@@ -3,6 +3,11 @@
 One task's output is printed as it is. ``--all`` prints every task's output, each line
 as ``TASK | line`` (as ``kubectl logs --prefix`` does); with ``-f`` the lines of
 different tasks interleave as they come, and a line is never printed half.
+
+A job (or task) that has not started yet has no output: a note on stderr says so, and
+with ``-f`` that the command waits for the start, then follows. When a task ran more
+than once (a retry), each later run's output begins with a line
+``--- attempt N (retry after: ...) ---`` (written by the executor as the run starts).
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import sys
 import typer
 
 from phalanx.cli.remote import connect, fail
-from phalanx.client import Client, ClientError
+from phalanx.client import Client, ClientError, JobView
 
 _ENDED = ("Succeeded", "Failed", "Cancelled")
+_WAITING = ("Pending", "Queued")
+_TASK_WAITING = ("Pending", "Bound")
 
 
 def logs(
@@ -35,6 +42,14 @@ def logs(
             "fix: leave out TASK to print every task, or --all to print one"
         )
     with connect(ctx) as client:
+        waiting = not_started(client.job(job), None if all_tasks else task)
+        if waiting:
+            then = (
+                "waiting for it to start, then following its output (Ctrl-C to stop)"
+                if follow
+                else f"no output yet; phalanx logs -f {job} waits for the start and follows"
+            )
+            typer.echo(f"note: {waiting}: {then}", err=True)
         chunks = client.logs(
             job,
             task,
@@ -50,6 +65,18 @@ def logs(
             raise typer.Exit(130) from None
         if follow:
             _check_ended(client, job)
+
+
+def not_started(job: JobView, task: str | None) -> str | None:
+    """Why ``job`` (its ``task``; None: the job as a whole, or its first task) has no
+    output yet, or None when it has started."""
+    if job.started_at is None and job.phase in _WAITING:
+        why = f" ({job.reason}: {job.message})" if job.reason and job.message else ""
+        return f"job {job.name} has not started yet: it is {job.phase}{why}"
+    shown = next((t for t in job.tasks if t.name == task), None) if task else None
+    if shown is not None and shown.started_at is None and shown.phase in _TASK_WAITING:
+        return f"task {shown.name} has not started yet: it is {shown.phase}"
+    return None
 
 
 def _check_ended(client: Client, job: str) -> None:

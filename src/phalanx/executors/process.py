@@ -66,6 +66,7 @@ from typing import Any, Final
 
 import psutil
 
+from phalanx.executors.attempts import attempt_header, write_header
 from phalanx.executors.cgroupfs import write_value
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
@@ -155,8 +156,8 @@ def shell_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def read_exit_code(workdir: Path, pid: int) -> int | None:
-    """The status the wrapper with ``pid`` recorded in ``workdir``, if it recorded one.
+def read_exit_code(workdir: Path, pid: int | None) -> int | None:
+    """The status the wrapper with ``pid`` (None: any) recorded in ``workdir``, if any.
 
     Only a regular file is read, never through a link, never blocking, at most
     ``EXIT_FILE_MAX`` bytes: the task's uid may have put anything there."""
@@ -172,7 +173,9 @@ def read_exit_code(workdir: Path, pid: int) -> int | None:
         return None
     finally:
         os.close(fd)
-    if len(fields) != 2 or not all(f.isdigit() for f in fields) or int(fields[1]) != pid:
+    if len(fields) != 2 or not all(f.isdigit() for f in fields):
+        return None
+    if pid is not None and int(fields[1]) != pid:
         return None  # another run's file, or not ours at all
     return int(fields[0])
 
@@ -318,6 +321,8 @@ def spawn(
     process cannot be started, or the task cannot be put into its group (then the
     wrapper is killed: nothing ran).
     """
+    previous = None if fresh else read_exit_code(workdir, None)
+    header = attempt_header(workdir, identity, fresh=fresh, previous=previous)
     if not fresh:
         (workdir / EXIT_FILE).unlink(missing_ok=True)
     limit = None if cgroups else memory_kib
@@ -338,6 +343,7 @@ def spawn(
         descriptors.append(out)
         err = open_log(workdir / STDERR_LOG, identity, fresh=fresh)
         descriptors.append(err)
+        write_header(header, (out, err))  # a later run's output begins with its attempt
         popen = subprocess.Popen(
             wrapped,
             cwd=workdir,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -148,3 +150,62 @@ def test_machine_output_writes_quantities_and_times_as_people_do(server: Server)
     assert node["capacity"]["memory"] == "32Gi" and node["capacity"]["cpu"] == "8"
     assert "cpu=4, gpu=1, memory=6Gi" in ok(phalanx(server, "get", "jobs", "-o", "wide"))
     ok(phalanx(server, "delete", "job", "hello", "--wait"))
+
+
+def test_logs_of_a_job_not_started_says_so_and_follow_waits_for_the_start(
+    server: Server,
+) -> None:
+    hog = SLEEPER.replace("hello", "hog").replace("replicas: 2", "replicas: 8")
+    ok(phalanx(server, "apply", "-f", "-", stdin=hog))  # every GPU of both nodes
+    ok(phalanx(server, "wait", "job", "hog", "--for", "phase=Running"))
+    ok(phalanx(server, "apply", "-f", "-", stdin=QUEUE_AND_JOB))
+    shown = phalanx(server, "logs", "hello")
+    assert ok(shown) == ""
+    assert shown.stderr.startswith("note: job hello has not started yet: it is ")
+    assert "phalanx logs -f hello waits for the start" in shown.stderr
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "phalanx.cli.main", "--server", server.url,
+         "--token", server.admin_token or "", "logs", "hello", "-f"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert follower.stderr is not None
+        note = follower.stderr.readline().decode()
+        assert note.startswith("note: job hello has not started yet"), note
+        assert "waiting for it to start, then following its output" in note
+        ok(phalanx(server, "delete", "job", "hog", "--wait"))
+        out, err = follower.communicate(timeout=60)
+        assert (follower.returncode, out, err) == (0, b"rank=0\n", b"")
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()
+
+
+FLAKY = """\
+apiVersion: phalanx/v1
+kind: Job
+metadata: {name: flaky}
+spec:
+  queue: team-a
+  maxRetry: 1
+  roles:
+  - name: worker
+    replicas: 1
+    resources: {cpu: 1, memory: 1Gi}
+    command: >-
+      if [ -e ran-once ]; then echo second; else touch ran-once; echo first; exit 3; fi
+"""
+
+
+def test_each_later_attempt_of_a_task_begins_with_its_header(server: Server) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=QUEUE_AND_JOB.split("---\n")[0]))
+    ok(phalanx(server, "apply", "-f", "-", stdin=FLAKY))
+    ok(phalanx(server, "wait", "job", "flaky", "--for", "phase=Succeeded", "--timeout", "60s"))
+    header = "--- attempt 2 (retry after: exit code 3) ---\n"
+    assert ok(phalanx(server, "logs", "flaky")) == f"first\n{header}second\n"
+    assert ok(phalanx(server, "logs", "flaky", "--stderr")) == header
+    assert ok(phalanx(server, "logs", "flaky", "--all")) == (
+        f"flaky-worker-0 | first\nflaky-worker-0 | {header}flaky-worker-0 | second\n"
+    )

@@ -91,12 +91,14 @@ def test_stdout_and_stderr_are_appended_to_log_files(harness: Harness) -> None:
         "the second run to end",
     )
     workdir = harness.workdir(launch)
-    assert (workdir / "stdout.log").read_text() == "out-0\nout-0\n"
-    assert (workdir / "stderr.log").read_text() == "err\nerr\n"
+    header = "--- attempt 2 (retry after: exit code 0) ---\n"  # the second run's, in both
+    assert (workdir / "stdout.log").read_text() == f"out-0\n{header}out-0\n"
+    assert (workdir / "stderr.log").read_text() == f"err\n{header}err\n"
     # the same streams through the executor's log seam, which the API reads
     stdout = harness.executor.logs("job", "t0", LogStream.STDOUT)
-    assert (stdout.size(), stdout.read(6, 100)) == (12, b"out-0\n")
-    assert harness.executor.logs("job", "t0", LogStream.STDERR).read(0, 100) == b"err\nerr\n"
+    assert (stdout.size(), stdout.read(6, 100)) == (12 + len(header), f"{header}out-0\n".encode())
+    stderr = harness.executor.logs("job", "t0", LogStream.STDERR)
+    assert stderr.read(0, 100) == f"err\n{header}err\n".encode()
     never_ran = harness.executor.logs("job", "t9", LogStream.STDOUT)
     assert (never_ran.size(), never_ran.read(0, 10)) == (0, b"")
 
