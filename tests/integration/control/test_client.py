@@ -99,11 +99,15 @@ def test_apply_a_file_then_follow_the_job_to_its_logs(server: Server, tmp_path: 
         assert queue.name == "team-a" and queue.guarantee["gpu"] == 2
 
         again = client.apply(QUEUE_AND_JOB.split("---")[1])  # the queue alone, as text
-        assert [(a.kind, a.action) for a in again] == [("Queue", "configured")]
+        assert [(a.kind, a.action) for a in again] == [("Queue", "unchanged")]
+        changed = QUEUE_AND_JOB.split("---")[1].replace("gpu: 2", "gpu: 1")
+        assert [(a.kind, a.action) for a in client.apply(changed)] == [("Queue", "configured")]
+        assert [a.action for a in client.apply(QUEUE_AND_JOB)] == ["configured", "unchanged"]
 
         with pytest.raises(ClientError) as taken:
-            client.apply(QUEUE_AND_JOB)
+            client.apply(QUEUE_AND_JOB.replace("replicas: 2", "replicas: 3"))
         assert taken.value.status == 409 and taken.value.field == "metadata.name"
+        assert "differs in spec.roles[0].replicas" in str(taken.value)
 
         assert client.delete_job("hello").phase == "Succeeded"
         with pytest.raises(ClientError) as gone:
