@@ -1,20 +1,21 @@
 """``phalanx delete job|queue NAME...`` and ``phalanx cancel JOB``: ending things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
-live job cancels it (its tasks are stopped) and keeps it until it has ended: ``--wait``
-waits for that end, then deletes it; without ``--wait`` the line says to delete it
-again once it ended. A queue is deleted only when it has no child queues and no live
+live job cancels it (its tasks are stopped) and the server deletes it once it has
+ended; the line says so. ``--wait`` waits until it is gone. A queue is deleted only when it has no child queues and no live
 jobs; the server says which holds it. Names are handled in order; the first that fails
 ends the command with its ``error:`` line (the ones before it are done).
 """
 
 from __future__ import annotations
 
+import time
+
 import typer
 
 from phalanx.cli.remote import connect
 from phalanx.cli.wait import duration
-from phalanx.client import Client
+from phalanx.client import Client, ClientError
 
 app = typer.Typer(
     help="Delete jobs or queues (each kind singular or plural: job or jobs).",
@@ -24,6 +25,8 @@ app = typer.Typer(
 _ENDED = ("Succeeded", "Failed", "Cancelled")
 #: How long ``--wait`` waits for a cancelled job's tasks to stop, at most.
 _WAIT_TIMEOUT = "5m"
+#: Seconds between two looks at a job being deleted.
+_POLL = 0.5
 
 
 @app.command("job")
@@ -31,13 +34,13 @@ def delete_job(
     ctx: typer.Context,
     names: list[str] = typer.Argument(..., help="The jobs."),
     wait: bool = typer.Option(
-        False, "--wait", help="For a live job: wait until the cancel ended it, then delete it."
+        False, "--wait", help="For a live job: wait until it has ended and is deleted."
     ),
     timeout: str = typer.Option(
         _WAIT_TIMEOUT, "--timeout", help="With --wait: how long at most, per job (30s, 5m)."
     ),
 ) -> None:
-    """Remove ended jobs; cancel live ones (with --wait: and remove them once ended)."""
+    """Remove jobs: an ended one at once, a live one is cancelled and removed once ended."""
     seconds = duration("--timeout", timeout)
     with connect(ctx) as client:
         for name in names:
@@ -50,12 +53,30 @@ def _delete_one(client: Client, name: str, *, wait: bool, timeout: float) -> str
         return f"job/{name} deleted"
     if not wait:
         return (
-            f"job/{name} is {job.phase}: cancel requested; it is kept until its tasks have "
-            f"stopped: delete it again then (or use --wait)"
+            f"job/{name} is {job.phase}: cancelled; it is deleted once its tasks have "
+            "stopped (--wait waits for that)"
         )
-    ended = client.wait(name, _ENDED, timeout=timeout)
-    client.delete_job(name)
-    return f"job/{name} cancelled ({ended.phase}) and deleted"
+    gone(client, name, timeout=timeout)
+    return f"job/{name} cancelled and deleted"
+
+
+def gone(client: Client, name: str, *, timeout: float) -> None:
+    """Wait until job ``name`` no longer exists; ``ClientError`` naming it past ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            job = client.job(name)
+        except ClientError as error:
+            if error.status == 404:
+                return
+            raise
+        if time.monotonic() > deadline:
+            raise ClientError(
+                f"job {name} is still {job.phase} after {timeout:g}s; its deletion is "
+                "requested and happens once its tasks have stopped",
+                fix=f"see what holds it: phalanx describe job {name}",
+            )
+        time.sleep(_POLL)
 
 
 @app.command("queue")

@@ -279,7 +279,8 @@ class Client:
         return _parse(JobView, self._call("POST", f"/jobs/{_segment(name)}/cancel"))
 
     def delete_job(self, name: str) -> JobView:
-        """Remove a finished job; a live one is cancelled instead (delete it once it ended)."""
+        """Remove an ended job; a live one is cancelled, and the server removes it once
+        its tasks have stopped (the answer's ``delete_requested``)."""
         return _parse(JobView, self._call("DELETE", f"/jobs/{_segment(name)}"))
 
     def events(self, name: str) -> list[EventView]:

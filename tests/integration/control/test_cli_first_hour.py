@@ -46,18 +46,34 @@ def test_kinds_are_singular_or_plural_and_delete_takes_several_names(server: Ser
     assert ok(phalanx(server, "delete", "queues", "team-a")) == "queue/team-a deleted\n"
 
 
-def test_deleting_a_running_job_cancels_it_and_says_so_or_waits_and_deletes(
-    server: Server,
-) -> None:
+def test_deleting_a_running_job_cancels_it_and_deletes_it_once_ended(server: Server) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=jobs("a", "b")))
+    for name in ("a", "b"):
+        ok(phalanx(server, "wait", "job", name, "--for", "phase=Succeeded"))
     ok(phalanx(server, "apply", "-f", "-", stdin=SLEEPER))
     ok(phalanx(server, "wait", "job", "hello", "--for", "phase=Running", "--timeout", "30s"))
     said = ok(phalanx(server, "delete", "job", "hello"))
-    assert said.startswith("job/hello is Running: cancel requested;")
-    assert "delete it again" in said and "--wait" in said
-    assert ok(phalanx(server, "delete", "job", "hello", "--wait")) == (
-        "job/hello cancelled (Cancelled) and deleted\n"
+    assert said == (
+        "job/hello is Running: cancelled; it is deleted once its tasks have stopped "
+        "(--wait waits for that)\n"
     )
+    assert json.loads(ok(phalanx(server, "get", "job", "hello", "-o", "json")))["delete_requested"]
+    wait_for(
+        lambda: "no job named 'hello'" in phalanx(server, "get", "job", "hello").stderr,
+        "hello to be deleted once cancelled",
+    )
+    assert [j["name"] for j in json.loads(ok(phalanx(server, "get", "jobs", "-o", "json")))] == [
+        "a",
+        "b",
+    ]  # the ended jobs were left alone
+    ok(phalanx(server, "apply", "-f", "-", stdin=SLEEPER))  # the name is free again
+    ok(phalanx(server, "wait", "job", "hello", "--for", "phase=Running", "--timeout", "30s"))
+    assert ok(phalanx(server, "delete", "jobs", "hello", "a", "--wait")).splitlines() == [
+        "job/hello cancelled and deleted",
+        "job/a deleted",
+    ]
     assert "no job named 'hello'" in refused(phalanx(server, "get", "job", "hello"))
+    assert "no job named 'zz'" in refused(phalanx(server, "delete", "job", "zz"))
 
 
 def test_wait_names_the_job_its_phase_and_the_phases_waited_for(server: Server) -> None:

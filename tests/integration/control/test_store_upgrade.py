@@ -37,3 +37,22 @@ def test_task_names_become_unique_per_job_on_upgrade(tmp_path: Path) -> None:
     with pytest.raises(IntegrityError), db.engine.begin() as connection:
         connection.execute(text(_TASK), {"job": 2, "name": "a-b-c-0", "role": "b-c"})
     db.close()
+
+
+def test_jobs_gain_delete_requested_and_keep_their_tasks_on_upgrade(tmp_path: Path) -> None:
+    db = Database.open(serving.database_url(tmp_path) or sqlite_url(tmp_path), migrate=False)
+    db.migrate("0005")
+    with db.engine.begin() as connection:
+        connection.execute(text(_JOB), {"id": 1, "name": "a", "user": "alice"})
+        connection.execute(text(_TASK), {"job": 1, "name": "a-w-0", "role": "w"})
+        connection.execute(
+            text("INSERT INTO events (job_id, time, kind, message) VALUES (1, 0, 'Queued', '')")
+        )
+    db.migrate()
+    with db.engine.begin() as connection:
+        assert connection.execute(text("SELECT id, delete_requested FROM jobs")).all() == [
+            (1, False)
+        ]
+        assert connection.execute(text("SELECT name FROM tasks")).all() == [("a-w-0",)]
+        assert connection.execute(text("SELECT count(*) FROM events")).scalar() == 1
+    db.close()

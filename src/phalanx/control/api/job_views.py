@@ -113,6 +113,7 @@ def _summary_fields(row: JobRow, tally: Tally) -> dict[str, Any]:
         "attempts": row.attempts,
         "preemptions": row.preemptions,
         "cancel_requested": row.cancel_requested,
+        "delete_requested": row.delete_requested,
         "requests": requested(row.document),
         "task_counts": tally.counts,
         "allocated": _allocated(row.document, tally.held),

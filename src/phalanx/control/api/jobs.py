@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.api.job_views import job_summaries, job_view, task_view
@@ -127,16 +127,28 @@ def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheCon
 
 @router.delete("/{name}", response_model=JobView, responses=errors(404))
 def delete_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
-    """Cancel a live job; remove a finished one (with its tasks and events)."""
+    """Remove an ended job (with its tasks and events). A live one is cancelled and
+    removed by the controller once its tasks have stopped (``delete_requested``)."""
     row = _visible(session, name, caller)
     view = job_view(session, row)
-    if row.phase in _TERMINAL:
-        session.delete(row)
-    else:
-        row.cancel_requested = True
-        view.cancel_requested = True
+    if row.phase not in _TERMINAL:
+        # Only while it is live: a job the controller ends meanwhile is deleted here
+        # instead (its ending tick would not see a flag set after it).
+        marked = session.execute(
+            update(JobRow)
+            .where(JobRow.id == row.id, JobRow.phase.not_in(_TERMINAL))
+            .values(cancel_requested=True, delete_requested=True),
+            execution_options={"synchronize_session": False},
+        )
+        if marked.rowcount:  # type: ignore[attr-defined]
+            session.commit()
+            controller.wake(Intent.CANCELS)
+            view.cancel_requested = view.delete_requested = True
+            return view
+        session.expire(row)
+        view = job_view(session, row)
+    session.delete(row)
     session.commit()
-    controller.wake(Intent.CANCELS)
     return view
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.orm import Session
 
 from phalanx.control.store.models import EventRow, JobRow, TaskRow
+from phalanx.domain.job import JobPhase
+
+_ENDED = frozenset({JobPhase.SUCCEEDED.value, JobPhase.FAILED.value, JobPhase.CANCELLED.value})
 
 
 class Journal:
@@ -23,10 +26,14 @@ class Journal:
         self._jobs: dict[int, dict[str, Any]] = defaultdict(dict)
         self._tasks: dict[int, dict[str, Any]] = defaultdict(dict)
         self._events: list[dict[str, Any]] = []
+        self._ended: set[int] = set()
 
     def job(self, job_id: int, **values: Any) -> None:
-        """Set columns of job ``job_id`` (later values of a column win)."""
+        """Set columns of job ``job_id`` (later values of a column win). A job that ends
+        here is deleted by ``flush`` if it was deleted while live (``delete_requested``)."""
         self._jobs[job_id].update(values)
+        if values.get("phase") in _ENDED:
+            self._ended.add(job_id)
 
     def task(self, task_id: int, **values: Any) -> None:
         """Set columns of task ``task_id`` (later values of a column win)."""
@@ -50,6 +57,12 @@ class Journal:
                 session.execute(update(model), batch)
         if self._events:
             session.execute(insert(EventRow), self._events)
+        if self._ended:  # deleted while live: gone with the tick that ends them
+            deleted = JobRow.id.in_(sorted(self._ended)) & JobRow.delete_requested.is_(True)
+            session.execute(
+                delete(JobRow).where(deleted), execution_options={"synchronize_session": False}
+            )
+            self._ended.clear()
         self._jobs.clear()
         self._tasks.clear()
         self._events = []

@@ -43,6 +43,8 @@ class JobSummaryView(View):
     attempts: int = 0
     preemptions: int = 0
     cancel_requested: bool = False
+    #: deleted while live: it is removed once its tasks have stopped
+    delete_requested: bool = False
     #: what all its replicas ask for together: cpu in millicores, memory in bytes, gpu
     requests: dict[str, float] = {}
     #: how many of its tasks are in each task phase (every task of the job)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -93,6 +94,7 @@ class JobRow(Base):
     ``attempts`` counts restarts after failure or node loss (checked against maxRetry);
     ``not_before`` holds a restarted job back until its backoff has passed.
     ``cancel_requested`` is the API's intent; the controller turns it into Cancelled.
+    ``delete_requested``: the job was deleted while live; the tick that ends it deletes it.
     """
 
     __tablename__ = "jobs"
@@ -116,6 +118,7 @@ class JobRow(Base):
     ending: Mapped[str | None] = mapped_column(String(16), nullable=True)
     ending_message: Mapped[str] = mapped_column(Text, default="", server_default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    delete_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: False until the controller has taken the job in (the API only inserts rows)
     ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
 
