@@ -174,6 +174,25 @@ def _check(ranked: Sequence[Placement], master_port: int) -> None:
             )
 
 
+def hostfile_text(injected: Mapping[str, str], role: str, slots: int) -> str:
+    """An MPI hostfile of ``role``'s tasks: one ``host slots=N`` line per task, in rank
+    order, each naming its node's address as the rendezvous gave it (``injected`` is a
+    task's ``rendezvous_env``, whose ``PHALANX_HOSTS_<ROLE>`` lists them). Raises
+    ``InvalidInput`` when the rendezvous has no task of ``role``."""
+    hosts = injected.get(hosts_variable(role))
+    if not hosts:
+        raise InvalidInput(
+            f"the job has no placed task of role {role!r} to list in the hostfile",
+            field="hostfile.role",
+            fix="name a role of the same job in hostfile.role",
+        )
+    lines = []
+    for written in hosts.split(","):
+        host = written.rpartition(":")[0]
+        lines.append(f"{host.removeprefix('[').removesuffix(']')} slots={slots}\n")
+    return "".join(lines)
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:
     """``count`` distinct TCP ports that were free on ``host`` a moment ago.
 
