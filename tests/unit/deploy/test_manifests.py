@@ -48,6 +48,7 @@ def flags(args: list[str]) -> dict[str, str]:
 
 def server_container() -> dict[str, Any]:
     (container,) = one("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert isinstance(container, dict)
     return container
 
 
