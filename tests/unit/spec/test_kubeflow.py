@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Hostfile
@@ -269,3 +270,13 @@ def test_an_imported_job_renders_back_as_a_phalanx_job() -> None:
     )
     assert again == document
     assert warnings == []
+
+
+def test_the_importer_called_directly_refuses_another_kind() -> None:
+    raw = yaml.safe_load(PYTORCH_JOB)
+    raw["kind"] = "Job"
+    with pytest.raises(ValidationError) as caught:
+        import_kubeflow_job(raw)
+    assert "'Job' is not a Kubeflow job kind; fix: use PyTorchJob, TFJob, MPIJob" in str(
+        caught.value
+    )

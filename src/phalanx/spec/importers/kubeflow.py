@@ -35,8 +35,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails
+
 from phalanx.domain.resources import GPU_MEMORY, parse_quantity
-from phalanx.spec.common import API_VERSION
+from phalanx.spec.common import API_VERSION, located
 from phalanx.spec.diagnostics import Notice, format_path
 from phalanx.spec.importers.kubeflow_schema import (
     JOBS,
@@ -75,7 +78,11 @@ def import_kubeflow_job(
     ``ValidationError`` naming the field. ``note`` gets a ``Notice`` for every field read
     but not honoured."""
     kind = raw.get("kind")
-    job = JOBS[kind if isinstance(kind, str) and kind in JOBS else "PyTorchJob"].model_validate(raw)
+    if not isinstance(kind, str) or kind not in JOBS:
+        error = located(f"{str(kind)[:40]!r} is not a Kubeflow job kind", f"use {', '.join(JOBS)}")
+        details = InitErrorDetails(type=error, loc=("kind",), input=kind)
+        raise ValidationError.from_exception_data("Kubeflow job", [details])
+    job = JOBS[kind].model_validate(raw)
     spec = job.spec
     policy = spec.run_policy
     annotations = dict(job.metadata.annotations)
