@@ -119,6 +119,15 @@ def test_an_mpijob_launcher_starts_after_its_workers_and_reads_their_hostfile(
             "Worker": replica(["sh", "-c", "sleep 3"], replicas=2),
         },
     )
-    api.post("/api/v1/jobs", document)
+    answer = api.http.post("/api/v1/jobs", json=document)
+    assert answer.status_code == 201, answer.text
+    # what the importer does not honour comes back as Warning headers, as from Kubernetes
+    assert answer.headers.get_list("Warning") == [
+        '299 - "<request> document 1 (MPIJob mpi): metadata.namespace: not honoured: '
+        'phalanx has no namespaces: job names are unique per server"',
+        '299 - "<request> document 1 (MPIJob mpi): spec.mpiReplicaSpecs.Worker: a phalanx job '
+        "succeeds when every task does, workers included (the MPI operator: when the launcher "
+        'does): workers must end by themselves"',
+    ]
     job = api.wait_phase("mpi", "Succeeded", "Failed")
     assert job["phase"] == "Succeeded", job
