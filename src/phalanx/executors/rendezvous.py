@@ -27,6 +27,9 @@ from phalanx.executors.launch import GangMember
 
 #: The role whose presence marks a TensorFlow parameter-server job (TF_CONFIG is set).
 PS_ROLE = "ps"
+#: The roles whose presence marks a TensorFlow job (TF_CONFIG is set): a parameter
+#: server, or a chief (multi-worker training, as a Kubeflow TFJob's Chief).
+TF_ROLES = frozenset({PS_ROLE, "chief"})
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -108,7 +111,8 @@ def rendezvous_env(
     Ranks are global over ``placements``, ordered by role (``roles`` gives the job's
     role order; roles not listed follow in order of first appearance) then index.
     ``MASTER_ADDR`` is rank 0's host (its node's address); ``LOCAL_RANK`` counts this job's tasks on the same
-    node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps``.
+    node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps`` or
+    ``chief`` (``TF_ROLES``).
     Raises ``InvalidInput`` for a task placed twice, a bad port, or two role names that
     map to the same ``PHALANX_HOSTS_*`` variable.
     """
@@ -138,7 +142,7 @@ def rendezvous_env(
             # Empty, not unset: an unset variable would let CUDA see every device.
             "CUDA_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in p.gpus),
         }
-        if PS_ROLE in by_role:
+        if TF_ROLES & by_role.keys():
             env["TF_CONFIG"] = json.dumps(
                 {"cluster": by_role, "task": {"type": p.role, "index": p.index}},
                 separators=(",", ":"),

@@ -109,8 +109,19 @@ def test_cuda_visible_devices_is_empty_not_missing_without_gpus() -> None:
     assert env_of("worker", 2)["CUDA_VISIBLE_DEVICES"] == ""
 
 
-def test_no_tf_config_without_a_ps_role() -> None:
+def test_no_tf_config_without_a_ps_or_chief_role() -> None:
     assert "TF_CONFIG" not in env_of("worker", 0)
+
+
+def test_tf_config_for_a_multi_worker_job_with_a_chief() -> None:
+    placements = [place("worker", 0, host="h1", port=2223), place("chief", 0, host="h0")]
+    envs = rendezvous_env("tf", placements, master_port=1234, roles=("chief", "worker"))
+    config = json.loads(envs[("worker", 0)]["TF_CONFIG"])
+    assert config == {
+        "cluster": {"chief": ["h0:2000"], "worker": ["h1:2223"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    assert envs[("chief", 0)]["RANK"] == "0"
 
 
 def test_tf_config_for_a_parameter_server_job() -> None:

@@ -97,15 +97,18 @@ def test_a_tfjob_ranks_chief_ps_worker_and_shares_gpu_memory() -> None:
     assert warnings == []
 
 
-def test_a_tfjob_without_ps_is_told_it_gets_no_tf_config() -> None:
+def test_a_tfjob_of_workers_only_is_told_it_gets_no_tf_config() -> None:
     raw = yaml.safe_load(TF_JOB)
     del raw["spec"]["tfReplicaSpecs"]["PS"]
     notes: list[Notice] = []
     import_kubeflow_job(raw, note=notes.append)
+    assert notes == []  # the chief marks it a TensorFlow job
+    del raw["spec"]["tfReplicaSpecs"]["Chief"]
+    import_kubeflow_job(raw, note=notes.append)
     assert notes == [
         Notice(
             path="spec.tfReplicaSpecs",
-            detail="TF_CONFIG is not set: phalanx sets it for a job with a PS role only",
+            detail="TF_CONFIG is not set: phalanx sets it for a job with a PS or Chief role",
         )
     ]
 

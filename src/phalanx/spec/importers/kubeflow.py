@@ -166,8 +166,8 @@ def _semantics(spec: JobSpec) -> Iterator[Notice]:
             detail="a phalanx job succeeds when every task does, workers included "
             "(the MPI operator: when the launcher does): workers must end by themselves",
         )
-    if isinstance(spec, TFSpec) and "ps" not in by_type:
+    if isinstance(spec, TFSpec) and not {"ps", "chief"} & by_type.keys():
         yield Notice(
             path=format_path(("spec", field)),
-            detail="TF_CONFIG is not set: phalanx sets it for a job with a PS role only",
+            detail="TF_CONFIG is not set: phalanx sets it for a job with a PS or Chief role",
         )
