@@ -283,3 +283,21 @@ def test_the_importer_called_directly_refuses_another_kind() -> None:
     assert "'Job' is not a Kubeflow job kind; fix: use PyTorchJob, TFJob, MPIJob" in str(
         caught.value
     )
+
+
+def test_a_container_without_command_or_with_args_alone_is_told_what_runs() -> None:
+    raw = yaml.safe_load(MPI_JOB)
+    specs = raw["spec"]["mpiReplicaSpecs"]
+    specs["Worker"]["template"]["spec"]["containers"][0].pop("command")
+    launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = launcher.pop("command")
+    notes: list[Notice] = []
+    document = import_kubeflow_job(raw, note=notes.append)
+    assert document.spec.roles[0].command[0] == "mpirun"
+    found = {note.path: note.detail for note in notes}
+    assert found["spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].args"].startswith(
+        "run as the command itself"
+    )
+    assert found["spec.mpiReplicaSpecs.Worker.template.spec.containers[0]"].startswith(
+        "has no command"
+    )

@@ -156,6 +156,12 @@ class PodSpec(ReadModel):
                 path=format_path((*path, "containers", 0, "args")),
                 detail="run as the command itself: phalanx does not know the image's entrypoint",
             )
+        elif not first.args and not first.command:
+            yield Notice(
+                path=format_path((*path, "containers", 0)),
+                detail="has no command: phalanx runs a role's command, not an image's "
+                "entrypoint, and refuses a role without one; give its command",
+            )
 
 
 class PodTemplate(ReadModel):
