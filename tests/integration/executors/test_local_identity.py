@@ -12,6 +12,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,7 +203,7 @@ def test_a_hostfile_is_the_tasks_own_and_never_written_through_its_link(
         GangMember(role="launcher", index=0, node="n0"),
         GangMember(role="worker", index=0, node="n1"),
     )
-    fields = {"role": "launcher", "gang": gang, "identity": ALICE}
+    fields: dict[str, Any] = {"role": "launcher", "gang": gang, "identity": ALICE}
     hostfile = Hostfile(role="worker", slots=2)
     # The first run plants a link where its next run's hostfile goes.
     first = per_user.launch(
