@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from phalanx.control.server import Server, ServerSettings
 
 #: The executors ``--executor`` accepts.
-EXECUTORS: Final = ("local",)
+EXECUTORS: Final = ("local", "ray")
 DATA_DIR_ENV: Final = "PHALANX_DATA_DIR"
 #: The file in the data dir that holds the first admin's token (``control.auth`` writes it).
 ADMIN_TOKEN_FILE: Final = "admin.token"
@@ -62,7 +62,17 @@ def up(
     cluster: Path | None = typer.Option(
         None, "--cluster", help="A Cluster document of (virtual) nodes; default: this host."
     ),
-    executor: str = typer.Option("local", "--executor", help=f"One of: {', '.join(EXECUTORS)}."),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help=f"One of: {', '.join(EXECUTORS)} (local: tasks run on this host; ray: on the "
+        "nodes of the Ray cluster at --ray-address).",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="With --executor ray: the Ray head's host:port (as `ray start --head` printed it).",
+    ),
     scheduler: str = typer.Option(
         "phalanx-default", "--scheduler", help="A shipped policy or a SchedulerConfig file."
     ),
@@ -106,6 +116,10 @@ def up(
                 f"--executor: {executor!r} is not available; "
                 f"fix: use one of: {', '.join(EXECUTORS)}"
             )
+        if executor == "ray" and not ray_address:
+            fail("--ray-address: the ray executor needs it; fix: give the Ray head's host:port")
+        if executor != "ray" and ray_address:
+            fail("--ray-address: only the ray executor takes it; fix: add --executor ray")
         cluster_nodes(cluster)  # checked before anything is written
         load_policy(scheduler)
         _check_port(host, port)
@@ -126,6 +140,8 @@ def up(
             tasks_dir=tasks,
             task_uids=uids,
             shared_identity=shared_identity,
+            executor=executor,
+            ray_address=ray_address,
         )
         _log_to_stderr()
         server = _server(settings)

@@ -22,6 +22,7 @@ database is closed. Running tasks are left alone; the next start adopts them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -56,9 +58,13 @@ from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
+from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
+
+if TYPE_CHECKING:
+    from phalanx.executors.ray.cluster import RayCluster
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +84,8 @@ class ServerSettings:
     shared_identity: bool = False  # every user's tasks run as the server (accepted)
     task_uids: UidRange = DEFAULT_TASK_UIDS  # uids allocated to users, with per-user identities
     root: bool | None = None  # act as a root server or not (None: whether this process is)
+    executor: str = "local"  # "local" (this host) or "ray" (the nodes of a Ray cluster)
+    ray_address: str | None = None  # with "ray": the head's host:port
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,11 +167,19 @@ class Server:
         )
         given = self.tenancy.ensure_identities(self.db)
         self.metrics = Metrics()
-        nodes = cluster_nodes(settings.cluster)
         isolation, defaults = host_isolation(), LimitDefaults()
-        executors: list[LocalExecutor] = []
+        executors: list[LocalExecutor | RayExecutor] = []
+        ray = None
+        if settings.executor == "ray":
+            ray = ray_cluster(settings, self.tasks_dir, per_user, defaults, self._executor_news)
+            nodes = ray.state.nodes
+        else:
+            nodes = cluster_nodes(settings.cluster)
 
-        def executor(resolve: Callable[[Bind], TaskLaunch]) -> LocalExecutor:
+        def executor(resolve: Callable[[Bind], TaskLaunch]) -> LocalExecutor | RayExecutor:
+            if ray is not None:
+                executors.append(RayExecutor(ray, resolve))
+                return executors[-1]
             made = LocalExecutor(
                 data_dir,
                 resolve,
@@ -266,8 +282,11 @@ class Server:
         return stopped
 
     def _executor_news(self) -> None:
-        """A task ended: tick soon (the controller exists by then; it makes the executor)."""
-        self.controller.poke()
+        """A task ended, or a node joined or died: tick soon (no controller yet: it
+        starts with the latest news anyway)."""
+        controller: Controller | None = getattr(self, "controller", None)
+        if controller is not None:
+            controller.poke()
 
     def _announce(self, given: list[str], isolation: Isolation) -> None:
         """Say who tasks run as and how they are limited: WARNING when less than full."""
@@ -290,6 +309,55 @@ class Server:
             for sock in server.sockets:
                 return int(sock.getsockname()[1])
         return self.settings.port
+
+
+def ray_cluster(
+    settings: ServerSettings,
+    tasks_dir: Path,
+    per_user: bool,
+    limits: LimitDefaults,
+    on_news: Callable[[], object],
+) -> RayCluster:
+    """Connect to the Ray cluster of ``settings`` and follow it (``executors.ray``).
+
+    Its namespace is the data dir's (one server's agents are never another's); each
+    node's agent keeps its records and tasks under ``TASKS_DIR-ray/<node>`` on its node.
+    A ``--cluster`` document's nodes lend their declared GPUs to the Ray nodes of the
+    same name. Raises ``InvalidInput`` without an address, or when it has no node."""
+    from phalanx.executors.ray.cluster import RayCluster, connect  # noqa: PLC0415
+
+    if not settings.ray_address:
+        raise InvalidInput(
+            "the ray executor needs the Ray cluster's address",
+            field="--ray-address",
+            fix="give the head's host:port, as `ray start --head` printed it",
+        )
+    digest = hashlib.sha256(str(settings.data_dir.absolute()).encode()).hexdigest()[:12]
+    namespace = f"phalanx-{digest}"
+    connect(settings.ray_address, namespace)
+    declared = cluster_nodes(settings.cluster) if settings.cluster is not None else ()
+    cluster = RayCluster(
+        namespace=namespace,
+        agent_root=tasks_dir.with_name(f"{tasks_dir.name}-ray"),
+        per_user=per_user,
+        limits=limits,
+        declared={node.name: node for node in declared},
+        on_change=on_news,
+        on_news=on_news,
+    )
+    cluster.start()
+    if not cluster.state.nodes:
+        raise InvalidInput(
+            f"the Ray cluster at {settings.ray_address} has no alive node",
+            field="--ray-address",
+            fix="start its nodes (ray start --address ...) and try again",
+        )
+    log.info(
+        "tasks run on the Ray cluster at %s: %s",
+        settings.ray_address,
+        ", ".join(node.name for node in cluster.state.nodes),
+    )
+    return cluster
 
 
 def cluster_nodes(path: Path | None) -> tuple[Node, ...]:

@@ -4,20 +4,23 @@ An executor starts the tasks a session binds and stops the ones it evicts, and r
 events back (started, exited with a code, lost with its node, failed to start). It never
 writes job state: the one lifecycle (``phalanx.engine.lifecycle``), driven by the
 controller or the simulator, reads the events and decides; the event types live there.
-The simulator's cluster and the local process executor implement it (an executor for
-many machines is not built yet).
+The simulator's cluster, the local process executor and the Ray executor (many
+machines, ``executors.ray``) implement it.
 
-Two capabilities are optional, each its own protocol: ``Recoverable`` (tasks that
-outlive the server) and ``LogSource`` (each task's stdout and stderr, read wherever the
-task ran: the local executor reads its files, a multi-machine one fetches from the node).
+Three capabilities are optional, each its own protocol: ``Recoverable`` (tasks that
+outlive the server), ``LogSource`` (each task's stdout and stderr, read wherever the
+task ran: the local executor reads its files, the Ray executor fetches from the node)
+and ``NodeSource`` (nodes that come and go: the Ray executor's are its cluster's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Protocol, runtime_checkable
 
+from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.engine.lifecycle import OOM_KILLED, TaskEvent, TaskEventKind
 from phalanx.executors.records import ProcessRecord
@@ -29,6 +32,8 @@ __all__ = [
     "Executor",
     "LogSource",
     "LogStream",
+    "NodeSource",
+    "NodeState",
     "Recoverable",
     "TaskEvent",
     "TaskEventKind",
@@ -113,4 +118,26 @@ class LogSource(Protocol):
 
     def logs(self, job: str, task: str, stream: LogStream) -> TaskLog:
         """The ``stream`` of ``task`` of ``job`` (empty if it never wrote or never ran here)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeState:
+    """The nodes an executor has: every node it has seen (one that died stays, not
+    ``alive``, as Kubernetes keeps a NotReady node) and a ``version`` that grows with
+    every change."""
+
+    nodes: tuple[Node, ...] = ()
+    alive: frozenset[str] = frozenset()
+    version: int = 0
+
+
+@runtime_checkable
+class NodeSource(Protocol):
+    """An executor whose nodes join and die while the server runs: the controller
+    follows ``node_state`` (new nodes join the engine's snapshot; a node not alive takes
+    no new task, and the executor reports its tasks LOST)."""
+
+    def node_state(self) -> NodeState:
+        """The nodes as last seen; any thread may call it."""
         ...

@@ -54,7 +54,8 @@ from phalanx.executors.failures import (
     missing_command,
     start_failure,
 )
-from phalanx.executors.launch import GangMember, TaskLaunch, check_directory_names
+from phalanx.executors.gangs import GangPlanner, PlannedStart
+from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.launcher import Failed, LaunchedTask, Launcher, Start
 from phalanx.executors.launcher.client import LauncherGone
 from phalanx.executors.logfiles import FileLog
@@ -68,12 +69,7 @@ from phalanx.executors.process import (
     read_exit_code,
 )
 from phalanx.executors.records import ProcessRecord, read_record
-from phalanx.executors.rendezvous import (
-    Placement,
-    free_ports,
-    gang_placements,
-    rendezvous_env,
-)
+from phalanx.executors.rendezvous import Placement, free_ports
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
 from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
@@ -148,7 +144,9 @@ class LocalExecutor:
     and the records of their processes are kept in ``data_dir/records``. ``per_user``
     refuses to start a launch without an identity; ``limits`` are the limits of a task
     that requests none (under cgroups). ``on_events`` is called, from another thread,
-    when a task has ended (or the launcher has died): ``poll`` has news then.
+    when a task has ended (or the launcher has died): ``poll`` has news then. With
+    ``tasks_die_with_it`` the tasks end when this executor's process does (or ``close``s):
+    a Ray node's agent runs its executor so, and its tasks die with the node's Ray.
     """
 
     def __init__(
@@ -164,6 +162,7 @@ class LocalExecutor:
         per_user: bool = False,
         limits: LimitDefaults | None = None,
         on_events: Callable[[], object] | None = None,
+        tasks_die_with_it: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.per_user = per_user
@@ -176,14 +175,16 @@ class LocalExecutor:
         self._host = host
         self._environ = dict(os.environ if environ is None else environ)
         self._live: dict[tuple[str, str], _Live] = {}
-        self._master_ports: dict[str, int] = {}
-        self._ports: dict[str, dict[tuple[str, int], int]] = {}  # per job: each task's port
+        self._gangs = GangPlanner(
+            address_of=self.address_of, free_ports=lambda node, count: free_ports(count, host)
+        )
         self._events: list[TaskEvent] = []
         self._launcher = Launcher(
             tasks_root=self._dirs.tasks_root,
             records_root=self._dirs.records_root,
             on_exit=on_events,
             clock=clock,
+            tasks_die_with_it=tasks_die_with_it,
         )
         self._next_request = 0
         self._groups = TaskGroups(
@@ -208,15 +209,14 @@ class LocalExecutor:
         for bind in binds:
             if (bind.job, bind.task) not in self._live:
                 by_job.setdefault(bind.job, {}).setdefault(bind.task, bind)
-        pending: list[_Pending] = []
+        planned: list[PlannedStart] = []
         for job, group in by_job.items():
             try:
                 launches = [self._resolved(bind) for bind in group.values()]
-                pending.extend(self._plan_job(job, launches, now))
-            except Exception as error:  # resolve or rendezvous: _prepare never raises
+                planned.extend(self._gangs.plan(job, launches, self._live_placements(job)))
+            except Exception as error:  # resolve or rendezvous
                 if not any(live.job == job for live in self._live.values()):
-                    self._master_ports.pop(job, None)
-                    self._ports.pop(job, None)
+                    self._gangs.forget(job)
                 for bind in group.values():
                     if (bind.job, bind.task) in self._live:
                         continue
@@ -225,6 +225,19 @@ class LocalExecutor:
                     self._events.append(
                         _failed_to_start(bind.job, bind.task, bind.node, now, message)
                     )
+        self.launch(planned, now=now)
+
+    def launch(self, planned: Sequence[PlannedStart], *, now: float) -> None:
+        """Start tasks whose rendezvous is planned already (``start`` plans its own; an
+        executor for many machines plans a gang across nodes and hands each node its
+        part). Each task not live yet queues STARTED or FAILED_TO_START; never raises."""
+        pending = []
+        for start in planned:
+            if (start.launch.job, start.launch.task) in self._live:
+                continue
+            prepared = self._prepare(start.launch, start.placement, start.env, now)
+            if prepared is not None:
+                pending.append(prepared)
         self._launch(pending, now)
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
@@ -253,8 +266,7 @@ class LocalExecutor:
                 oom = live.group is not None and self._groups.close(live.group)
                 self._events.append(self._exited(live, ended, now, oom=oom))
                 if not any(other.job == live.job for other in self._live.values()):
-                    self._master_ports.pop(live.job, None)
-                    self._ports.pop(live.job, None)
+                    self._gangs.forget(live.job)
             elif live.stop_deadline is not None and now >= live.stop_deadline and not live.killed:
                 live.killed = live.process.kill()
         self._groups.collect(keep={live.group for live in self._live.values() if live.group})
@@ -433,51 +445,12 @@ class LocalExecutor:
             )
         return launch
 
-    def _plan_job(self, job: str, launches: list[TaskLaunch], now: float) -> list[_Pending]:
-        live = {
+    def _live_placements(self, job: str) -> dict[tuple[str, int], Placement]:
+        return {
             (task.placement.role, task.placement.index): task.placement
             for task in self._live.values()
             if task.job == job and task.placement
         }
-        # Every task of the gang gets its port now, those that start later (dependsOn)
-        # too: the tasks started first already name them in their host lists.
-        members = {
-            (launch.role, launch.index): GangMember(
-                role=launch.role, index=launch.index, node=launch.node, address=launch.address
-            )
-            for launch in launches
-        }
-        for member in launches[0].gang:
-            members.setdefault((member.role, member.index), member)
-        reserved = self._ports.setdefault(job, {})
-        wanted = [slot for slot in members if slot not in live and slot not in reserved]
-        need_master = job not in self._master_ports
-        ports = free_ports(len(wanted) + need_master, self._host)
-        reserved.update(zip(wanted, ports, strict=False))
-        if need_master:
-            self._master_ports[job] = ports[-1]
-        gpus = {(launch.role, launch.index): launch.gpus for launch in launches}
-        placed = gang_placements(
-            [m for slot, m in members.items() if slot not in live or slot in gpus],
-            resolve=lambda member: self.address_of(member.node, member.address),
-            ports=reserved,
-            gpus=gpus,
-        )
-        placements = {(p.role, p.index): p for p in placed}
-        peers = [p for slot, p in live.items() if slot not in placements]
-        envs = rendezvous_env(
-            job,
-            [*peers, *placements.values()],
-            master_port=self._master_ports[job],
-            roles=launches[0].job_roles,
-        )
-        pending = []
-        for launch in launches:
-            slot = (launch.role, launch.index)
-            prepared = self._prepare(launch, placements[slot], envs[slot], now)
-            if prepared is not None:
-                pending.append(prepared)
-        return pending
 
     def _prepare(
         self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float

@@ -41,7 +41,14 @@ from phalanx.engine.lifecycle import (
 )
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
-from phalanx.executors.base import Executor, LogSource, LogStream, Recoverable, TaskLog
+from phalanx.executors.base import (
+    Executor,
+    LogSource,
+    LogStream,
+    NodeSource,
+    Recoverable,
+    TaskLog,
+)
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
@@ -113,7 +120,9 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._queues_seen: tuple[int, float | None] = (0, None)
         self._nodes_seen: tuple[int, float | None] = (0, None)
-        self._schedulable: dict[str, bool] = {}
+        self._schedulable: dict[str, bool] = {}  # cordons and drains, by node
+        self._alive: frozenset[str] | None = None  # None: every node (a fixed node set)
+        self._node_version = -1  # of the executor's NodeState, when it has one
         self._recorded: set[tuple[str, str]] = set()
         timing = timing or Timing()
         self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
@@ -208,6 +217,8 @@ class Controller:
         cluster no longer has) is marked Failed with the reason; the others go on.
         """
         core = self.core
+        self._node_version = -1
+        self._follow_nodes(rebuild=False)
         core.reset(self._lifecycle(new_state(self.nodes, [], {})))
         self._recorded.clear()
         self._queues_seen = self._nodes_seen = (0, None)
@@ -285,6 +296,7 @@ class Controller:
                 changed, self._changed = self._changed, set()
             if core.now - self._full_read_at >= core.timing.period:
                 changed, self._full_read_at = set(Intent), core.now
+            self._follow_nodes()
             if changed:
                 with self.db.session() as session:
                     if Intent.NODES in changed:
@@ -457,7 +469,8 @@ class Controller:
         self._queues_seen = version
         queues = queues_of(session.scalars(select(QueueRow)).all())
         core = self.core
-        core.record(core.life.rebuild(new_state(self.nodes, queues, self._schedulable)))
+        ready = {node.name: self._ready(node) for node in self.nodes}
+        core.record(core.life.rebuild(new_state(self.nodes, queues, ready)))
 
     def _lifecycle(self, state: ClusterState) -> Lifecycle:
         return Lifecycle(state, self._policy)
@@ -470,13 +483,41 @@ class Controller:
         self._nodes_seen = version
         rows = session.scalars(select(NodeRow)).all()
         self._schedulable = {row.name: not (row.cordoned or row.draining) for row in rows}
-        snapshot = self.core.state.snapshot
-        for node in self.nodes:
-            index = snapshot.node_index[node.name]
-            snapshot.set_schedulable(index, self._schedulable.get(node.name, node.schedulable))
+        self._apply_schedulable()
         self._draining = {row.name for row in rows if row.draining}
         for name in sorted(self._draining):
             self._drain(name)
+
+    def _ready(self, node: Node) -> bool:
+        """Whether ``node`` takes new tasks: not cordoned or draining, and alive."""
+        ok = self._schedulable.get(node.name, node.schedulable)
+        return ok and (self._alive is None or node.name in self._alive)
+
+    def _apply_schedulable(self) -> None:
+        snapshot = self.core.state.snapshot
+        for node in self.nodes:
+            snapshot.set_schedulable(snapshot.node_index[node.name], self._ready(node))
+
+    def _follow_nodes(self, *, rebuild: bool = True) -> None:
+        """Take in the executor's node changes (``NodeSource``): new or changed nodes
+        join the engine's state (rebuilt from the store's queues), and a node that is
+        not alive takes no new task. Its tasks' LOST come from the executor. Without
+        ``rebuild`` only the node list is taken (the caller builds the state)."""
+        executor = self.core.executor
+        if not isinstance(executor, NodeSource):
+            return
+        state = executor.node_state()
+        if state.version == self._node_version:
+            return
+        self._node_version = state.version
+        self._alive = state.alive
+        if state.nodes and state.nodes != self.nodes:
+            self.nodes = state.nodes
+            if rebuild:
+                with self.db.session() as session:
+                    self._rebuild(session, force=True)
+        if rebuild:
+            self._apply_schedulable()
 
     def _drain(self, node: str) -> None:
         core = self.core

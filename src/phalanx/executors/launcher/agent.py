@@ -30,6 +30,8 @@ from phalanx.executors.taskdirs import TaskDirs, write_task_file
 
 #: Threads that start tasks at once (see the module docstring).
 STARTERS = 3
+#: The option that makes the tasks end with the launcher's server (``main``).
+TASKS_DIE_WITH_IT = "--tasks-die-with-it"
 
 
 class Agent:
@@ -88,6 +90,13 @@ class Agent:
             process = self.live.get(request.pid)
         if process is not None:
             process.send(request.signum)
+
+    def kill_all(self) -> None:
+        """SIGKILL every live task's process group (the launcher is about to exit)."""
+        with self.lock:
+            live = list(self.live.values())
+        for process in live:
+            process.send(signal.SIGKILL)
 
     def reap(self) -> list[Exited]:
         """Every task whose wrapper has ended: leftovers killed, reaped, its code read.
@@ -173,7 +182,12 @@ def serve(connection: Connection, agent: Agent) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """The launcher's entry point (see the module docstring)."""
-    fd, tasks_root, records_root = argv
+    """The launcher's entry point (see the module docstring). With ``--tasks-die-with-it``
+    after the three arguments, the tasks live no longer than their launcher's server:
+    when its end closes, every live task's group is killed (``Agent.kill_all``)."""
+    fd, tasks_root, records_root, *options = argv
     dirs = TaskDirs(tasks_root=Path(tasks_root), records_root=Path(records_root))
-    serve(Connection(int(fd)), Agent(dirs))
+    agent = Agent(dirs)
+    serve(Connection(int(fd)), agent)
+    if TASKS_DIE_WITH_IT in options:
+        agent.kill_all()

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
+from phalanx.executors.launcher.agent import TASKS_DIE_WITH_IT
 from phalanx.executors.launcher.messages import Exited, Failed, Signal, Start, Started
 from phalanx.executors.process import Exit, GroupSignals
 
@@ -46,7 +47,9 @@ class Launcher:
     the task's handle takes them; ``on_exit`` is called (from the inbox's thread) as each
     end arrives, so that the caller can come and collect it. ``alive`` is False once the
     launcher is found gone; a later ``start`` starts a new one. ``clock`` stamps each
-    reply as it arrives (``start``).
+    reply as it arrives (``start``). With ``tasks_die_with_it`` the launcher kills its
+    tasks when this side lets it go or dies (as a Ray node's tasks die with its Ray);
+    otherwise they run on, for a restarted server to re-adopt.
     """
 
     def __init__(
@@ -56,8 +59,10 @@ class Launcher:
         records_root: Path,
         on_exit: Callable[[], object] | None = None,
         clock: Callable[[], float] = time.time,
+        tasks_die_with_it: bool = False,
     ) -> None:
         self._roots = (tasks_root, records_root)
+        self._options = (TASKS_DIE_WITH_IT,) if tasks_die_with_it else ()
         self._on_exit = on_exit
         self._clock = clock
         self._connection: Connection | None = None
@@ -152,6 +157,7 @@ class Launcher:
         ours, theirs = socket.socketpair()
         module = "phalanx.executors.launcher"
         argv = [sys.executable, "-m", module, str(theirs.fileno()), *map(str, self._roots)]
+        argv += self._options
         try:
             process = subprocess.Popen(
                 argv,

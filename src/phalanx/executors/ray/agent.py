@@ -1,0 +1,168 @@
+"""The node agent: one detached Ray actor on each node, which runs that node's tasks.
+
+It holds a ``LocalExecutor`` whose host is its node: the tasks are processes of that
+node, started by its launcher, under the same identities, limits, records and logs as
+on a single host (``executors.local``). What crosses the network is small: planned
+starts, stop requests, events, records, and log chunks read on demand.
+
+Guarantees:
+
+- it runs on its node (hard node affinity) and asks Ray for no CPU and no GPU: phalanx
+  accounts for the node's resources itself, and Ray never sets a task's
+  ``CUDA_VISIBLE_DEVICES`` (the environment the executor builds does);
+- it is detached, named ``agent_name(node)`` in the server's Ray namespace: it outlives
+  the server, and a restarted server finds it, its live tasks and its unreported
+  events by that name (``RayCluster``). Its data dir holds the task records on the
+  node, so a replacement agent re-adopts the tasks of one that died;
+- ``events`` waits at most ``wait`` seconds and returns what happened since the last
+  call, with the node's records; stop deadlines are enforced while someone calls it
+  (the server's pump does, continuously);
+- its tasks die with it (``LocalExecutor``'s ``tasks_die_with_it``): when the node's
+  Ray dies, so do they, as Ray's own workers do, and none runs on unseen after phalanx
+  reported it LOST and started its gang elsewhere;
+- every call is serialised on one lock (the executor is not thread-safe); ``events``
+  waits outside it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.engine.decisions import Bind, Evict
+from phalanx.executors.base import LogStream, TaskEvent
+from phalanx.executors.gangs import PlannedStart
+from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.local import LocalExecutor
+from phalanx.executors.records import ProcessRecord
+from phalanx.executors.rendezvous import free_ports
+from phalanx.executors.taskgroups import LimitDefaults
+
+#: The prefix of every agent's actor name (then the node's name).
+AGENT_PREFIX: Final = "phalanx-agent-"
+#: Concurrent calls an agent takes: a waiting ``events``, starts, stops, log reads.
+AGENT_CONCURRENCY: Final = 16
+
+
+def agent_name(node: str) -> str:
+    """The Ray actor name of ``node``'s agent."""
+    return AGENT_PREFIX + node
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """How an agent runs its node's tasks.
+
+    ``data_dir`` (private: the records) and ``tasks_dir`` (every task's directory) are
+    paths on the node; ``address`` is the node's, where its tasks' peers reach them."""
+
+    node: str
+    address: str
+    data_dir: Path
+    tasks_dir: Path
+    per_user: bool = False
+    limits: LimitDefaults | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    """What ``NodeAgent.events`` returns: the node's events, oldest first, and a record
+    of every task live on it now."""
+
+    events: list[TaskEvent]
+    records: list[ProcessRecord]
+
+
+def _planned_only(bind: Bind) -> TaskLaunch:
+    raise InvalidInput(
+        f"the agent of {bind.node} was asked to plan {bind.task} of {bind.job}",
+        field="bind",
+        fix="plan the rendezvous on the server and send the agent PlannedStarts",
+    )
+
+
+class NodeAgent:
+    """The actor's class (see the module docstring); ``RayCluster`` makes it remote."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(settings.data_dir, 0o700)
+        settings.tasks_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
+        self.settings = settings
+        self._news = threading.Event()
+        self._lock = threading.Lock()
+        self._executor = LocalExecutor(
+            settings.data_dir,
+            _planned_only,
+            host=settings.address,
+            tasks_dir=settings.tasks_dir,
+            per_user=settings.per_user,
+            limits=settings.limits,
+            on_events=self._news.set,
+            tasks_die_with_it=True,
+        )
+
+    def ping(self) -> str:
+        """The node's address (a cheap call that proves the agent answers)."""
+        return self.settings.address
+
+    def free_ports(self, count: int) -> tuple[int, ...]:
+        """``count`` distinct ports free on the node's address a moment ago."""
+        return free_ports(count, self.settings.address)
+
+    def launch(self, planned: Sequence[PlannedStart], now: float) -> None:
+        """Start the planned tasks (``LocalExecutor.launch``); their STARTED or
+        FAILED_TO_START come with the next ``events``."""
+        with self._lock:
+            self._executor.launch(planned, now=now)
+        self._news.set()
+
+    def stop(self, evictions: Sequence[Evict], now: float, grace: float) -> None:
+        """SIGTERM now, SIGKILL ``grace`` seconds after ``now`` (``LocalExecutor.stop``)."""
+        with self._lock:
+            self._executor.stop(evictions, now=now, grace=grace)
+        self._news.set()
+
+    def events(self, wait: float) -> Report:
+        """What happened since the last call, once there is news or ``wait`` seconds
+        have passed; stop deadlines due by then are enforced first."""
+        self._news.wait(wait)
+        self._news.clear()
+        with self._lock:
+            events = self._executor.poll(now=time.time())
+            return Report(events=events, records=self._executor.records())
+
+    def adopt(self, records: Iterable[ProcessRecord], now: float) -> None:
+        """Re-attach the recorded tasks of this node (``LocalExecutor.adopt``); those
+        live here already are left alone, the others are reported by ``events``."""
+        with self._lock:
+            self._executor.adopt(records, now=now)
+        self._news.set()
+
+    def recorded(self, job: str, task: str) -> ProcessRecord | None:
+        """The record the task's last start on this node left, if any."""
+        with self._lock:
+            return self._executor.recorded(job, task)
+
+    def ran(self, job: str, task: str) -> bool:
+        """True when the task has a directory on this node (it ran here)."""
+        return self._executor.workdir(job, task).is_dir()
+
+    def log_size(self, job: str, task: str, stream: LogStream) -> int:
+        """How many bytes the task's ``stream`` holds on this node."""
+        return self._executor.logs(job, task, stream).size()
+
+    def log_read(self, job: str, task: str, stream: LogStream, offset: int, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the task's ``stream`` from ``offset``."""
+        return self._executor.logs(job, task, stream).read(offset, limit)
+
+    def close(self) -> None:
+        """Let go of the launcher and empty cgroup parents; the tasks keep running."""
+        with self._lock:
+            self._executor.close()

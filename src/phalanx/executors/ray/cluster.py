@@ -1,0 +1,287 @@
+"""The Ray cluster as phalanx sees it: its nodes, their agents, and the news from both.
+
+``RayCluster`` connects to a running Ray cluster (``ray.init(address=...)``: never
+``"local"`` or ``"auto"``, which could start a cluster or attach a stale one), reads its
+nodes (``nodes.discover``), makes sure every alive node has its agent (``agent``), and
+keeps watching: every ``refresh`` seconds it reads Ray's node table, probes the nodes
+that joined (or whose raylet restarted), marks those Ray declared dead, and calls
+``on_change``. A second thread, the pump, keeps one ``events`` call outstanding on every
+agent and queues what they report (``take``); it calls ``on_news`` when it queued
+something. An agent that dies on a node Ray still calls alive is replaced, and the
+replacement re-adopts the node's tasks from the records its predecessor last reported.
+
+How fast a lost node is noticed is Ray's health check: ``period x threshold`` plus a
+timeout (``RAY_health_check_period_ms``, ``..._failure_threshold``, ``..._timeout_ms``
+on the head), then at most ``refresh`` seconds here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.node import Node
+from phalanx.executors.base import NodeState
+from phalanx.executors.ray.agent import (
+    AGENT_CONCURRENCY,
+    AgentSettings,
+    NodeAgent,
+    Report,
+    agent_name,
+)
+from phalanx.executors.ray.nodes import discover, node_name
+from phalanx.executors.records import ProcessRecord
+from phalanx.executors.taskgroups import LimitDefaults
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two reads of Ray's node table.
+REFRESH: Final = 1.0
+#: Seconds an agent's ``events`` call waits for news before it returns empty.
+EVENTS_WAIT: Final = 0.5
+#: Ray addresses that could start a cluster or attach to one left over on this host.
+AMBIGUOUS_ADDRESSES: Final = frozenset({"", "local", "auto"})
+#: The label every phalanx node on Ray carries, with the Ray node id.
+NODE_ID_LABEL: Final = "ray.io/node-id"
+
+
+@dataclass(slots=True)
+class _Agent:
+    handle: Any  # the actor handle
+    node: str
+    pending: Any = None  # the outstanding ``events`` call
+    records: list[ProcessRecord] = field(default_factory=list)
+
+
+def connect(address: str, namespace: str) -> None:
+    """Connect this process to the Ray cluster at ``address`` (once; again is a no-op).
+    Raises ``InvalidInput`` for an address that could start or attach the wrong cluster."""
+    if address.strip().lower() in AMBIGUOUS_ADDRESSES:
+        raise InvalidInput(
+            f"{address!r} would start a Ray cluster here or attach one left on this host",
+            field="--ray-address",
+            fix="give the head's address, host:port (as `ray start --head` printed it)",
+        )
+    import ray  # noqa: PLC0415  # the optional extra
+
+    if not ray.is_initialized():
+        ray.init(
+            address=address, namespace=namespace, logging_level=logging.WARNING, log_to_driver=False
+        )
+
+
+class RayCluster:
+    """Nodes and agents of one Ray cluster (see the module docstring).
+
+    ``agent_root`` is where on each node its agent keeps its data dir and tasks dir
+    (``<agent_root>/<node>/data`` and ``.../tasks``). ``declared`` maps node names to a
+    Cluster document's nodes (for GPUs a node's probe cannot see). Call ``start`` once,
+    ``close`` at the end; ``state``, ``take`` and ``agent`` may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        agent_root: Path,
+        per_user: bool = False,
+        limits: LimitDefaults | None = None,
+        declared: Mapping[str, Node] | None = None,
+        refresh: float = REFRESH,
+        on_change: Callable[[], object] | None = None,
+        on_news: Callable[[], object] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.agent_root = agent_root
+        self._per_user = per_user
+        self._limits = limits
+        self._declared = dict(declared or {})
+        self._refresh = refresh
+        self._on_change = on_change
+        self._on_news = on_news
+        self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # one reader of the node table at a time
+        self._state = NodeState()
+        self._ids: dict[str, str] = {}  # node name -> Ray node id it was probed with
+        self._agents: dict[str, _Agent] = {}
+        self._reports: list[tuple[str, Report]] = []
+        self._lost_agents: list[str] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def state(self) -> NodeState:
+        """The nodes as last read (replaced whole on each change: no lock needed)."""
+        return self._state
+
+    def agent(self, node: str) -> Any:
+        """The actor handle of ``node``'s agent. Raises ``KeyError`` for a node without."""
+        with self._lock:
+            return self._agents[node].handle
+
+    def records(self) -> dict[str, list[ProcessRecord]]:
+        """Each node's records as its agent last reported them."""
+        with self._lock:
+            return {node: list(agent.records) for node, agent in self._agents.items()}
+
+    def take(self) -> list[tuple[str, Report]]:
+        """Every report the pump queued since the last call, with its node, in order."""
+        with self._lock:
+            taken, self._reports = self._reports, []
+            return taken
+
+    def take_lost_agents(self) -> list[str]:
+        """The nodes whose agent died since the last call (their node may live on)."""
+        with self._lock:
+            lost, self._lost_agents = self._lost_agents, []
+            return lost
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Read the nodes and make their agents now; then watch and pump on threads."""
+        self._refresh_nodes()
+        for target, name in ((self._watch, "ray-nodes"), (self._pump, "ray-pump")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def close(self) -> None:
+        """Stop watching and pumping. The agents and their tasks run on (detached)."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5 * (EVENTS_WAIT + self._refresh))
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._refresh):
+            try:
+                self._refresh_nodes()
+            except Exception:  # Ray's GCS briefly away: try again next round
+                log.exception("cannot read the Ray cluster's nodes")
+
+    def _refresh_nodes(self) -> None:
+        with self._refreshing:
+            self._read_nodes()
+
+    def _read_nodes(self) -> None:
+        import ray  # noqa: PLC0415
+
+        table: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+        alive_ids = {
+            str(info["NodeManagerAddress"]): str(info["NodeID"])
+            for info in table
+            if info.get("Alive")
+        }
+        alive_names = {node_name(address): node_id for address, node_id in alive_ids.items()}
+        joined = {n for n, node_id in alive_names.items() if self._ids.get(n) != node_id}
+        state = self._state
+        nodes = {node.name: node for node in state.nodes}
+        if joined:
+            for node in discover(self._declared):
+                if node.name in joined:
+                    nodes[node.name] = node
+                    self._ids[node.name] = node.labels.get(NODE_ID_LABEL, "")
+                    self._ensure_agent(node)
+        alive = frozenset(n for n in alive_names if n in nodes and n not in self._dead_agents())
+        if alive == state.alive and not joined:
+            return
+        self._state = NodeState(nodes=tuple(nodes.values()), alive=alive, version=state.version + 1)
+        for name in sorted(state.alive - alive):
+            log.warning("Ray node %s is gone: its tasks are lost", name)
+        if self._on_change is not None:
+            self._on_change()
+
+    def _dead_agents(self) -> set[str]:
+        with self._lock:
+            return {node for node, agent in self._agents.items() if agent.handle is None}
+
+    def _ensure_agent(self, node: Node) -> None:
+        """Find the node's agent by name, or start it there."""
+        import ray  # noqa: PLC0415
+        from ray.util.scheduling_strategies import (  # noqa: PLC0415
+            NodeAffinitySchedulingStrategy,
+        )
+
+        name = agent_name(node.name)
+        handle: Any
+        try:
+            handle = ray.get_actor(name, namespace=self.namespace)
+        except ValueError:  # none yet
+            settings = AgentSettings(
+                node=node.name,
+                address=node.address or "",
+                data_dir=self.agent_root / node.name / "data",
+                tasks_dir=self.agent_root / node.name / "tasks",
+                per_user=self._per_user,
+                limits=self._limits,
+            )
+            remote = ray.remote(NodeAgent)
+            handle = remote.options(
+                name=name,
+                namespace=self.namespace,
+                lifetime="detached",
+                get_if_exists=True,
+                num_cpus=0,
+                num_gpus=0,
+                max_concurrency=AGENT_CONCURRENCY,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node_id=self._ids[node.name], soft=False
+                ),
+            ).remote(settings)
+        ray.get(handle.ping.remote())
+        with self._lock:
+            previous = self._agents.get(node.name)
+            records = previous.records if previous is not None else []
+            self._agents[node.name] = _Agent(handle=handle, node=node.name, records=records)
+        if records:  # a replacement: take over what its predecessor ran
+            handle.adopt.remote(records, time.time())
+
+    def _pump(self) -> None:
+        import ray  # noqa: PLC0415
+
+        while not self._stop.is_set():
+            with self._lock:
+                agents = [a for a in self._agents.values() if a.handle is not None]
+                for agent in agents:
+                    if agent.pending is None:
+                        agent.pending = agent.handle.events.remote(EVENTS_WAIT)
+                pending = {agent.pending: agent for agent in agents}
+            if not pending:
+                self._stop.wait(EVENTS_WAIT)
+                continue
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=2 * EVENTS_WAIT)
+            news = False
+            for reference in ready:
+                agent = pending[reference]
+                try:
+                    report: Report = ray.get(reference)
+                except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
+                    self._agent_died(agent, error)
+                    news = True
+                    continue
+                with self._lock:
+                    agent.pending = None
+                    agent.records = report.records
+                    if report.events:
+                        self._reports.append((agent.node, report))
+                        news = True
+            if news and self._on_news is not None:
+                self._on_news()
+
+    def _agent_died(self, agent: _Agent, error: Exception) -> None:
+        log.warning("the agent of Ray node %s died: %s", agent.node, error)
+        with self._lock:
+            agent.handle = agent.pending = None
+            self._lost_agents.append(agent.node)
+        self._ids.pop(agent.node, None)  # re-probed, and a new agent made, if it lives
+        with contextlib.suppress(Exception):
+            self._refresh_nodes()

@@ -1,0 +1,249 @@
+"""The Ray executor end to end: a server process on a real three-node Ray cluster
+(``conftest``), jobs submitted through the API, processes on the nodes they were bound to.
+
+The tests share one cluster and run in file order; the last one kills a worker node.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from phalanx.executors.rendezvous import free_ports
+from tests.integration.control.serving import Api, role, wait_for
+from tests.integration.ray.conftest import DEADLINE, RayCluster
+
+SERVE = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from phalanx.control.controllers.core import Timing
+    from phalanx.control.server import Server, ServerSettings
+    data, port, address = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    timing = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
+    settings = ServerSettings(
+        data_dir=Path(data), port=port, executor="ray", ray_address=address,
+        timing=timing, shared_identity=True,
+    )
+    Server(settings).serve()
+    """
+)
+#: A worker's two GPU nodes: 127.0.0.2 declares 2 GPUs and 127.0.0.3 declares 4.
+SMALL, LARGE = "ray-127-0-0-2", "ray-127-0-0-3"
+
+
+class Served:
+    """One server process on the Ray cluster, restartable on the same data dir."""
+
+    def __init__(self, tmp_path: Path, address: str) -> None:
+        self.tmp_path = tmp_path
+        self.address = address
+        self.data = tmp_path / "data"
+        (self.port,) = free_ports(1)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.runs = 0
+
+    def start(self) -> Api:
+        self.runs += 1
+        err = self.tmp_path / f"server-{self.runs}.err"
+        with err.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", SERVE, str(self.data), str(self.port), self.address],
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            code = self.process.poll()
+            assert code is None, f"the server exited with {code}:\n{err.read_text()[-3000:]}"
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, err.read_text()[-3000:]
+            time.sleep(0.1)
+        return Api(self.url, (self.data / "admin.token").read_text().strip())
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(DEADLINE)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(DEADLINE)
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    server = Served(tmp_path_factory.mktemp("server"), ray_cluster.address)
+    server.start().queue("team")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(served: Served) -> Api:
+    return Api(served.url, (served.data / "admin.token").read_text().strip())
+
+
+def tasks_of(api: Api, job: str) -> dict[str, Any]:
+    return {task["name"]: task for task in api.job(job)["tasks"]}
+
+
+def log_of(api: Api, job: str, task: str) -> str:
+    response = api.http.get(f"/api/v1/jobs/{job}/logs", params={"task": task})
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of this machine's processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_every_ray_node_is_a_node_of_the_server(api: Api) -> None:
+    nodes = {node["name"]: node for node in api.get("/api/v1/nodes")}
+    assert set(nodes) == {"ray-127-0-0-4", SMALL, LARGE}
+
+
+def test_a_gang_spans_two_nodes_with_their_gpu_ids_ranks_and_master(api: Api) -> None:
+    show = 'echo "rank=$RANK of $WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES local=$LOCAL_RANK"'
+    api.submit("gang", "team", role(replicas=3, command=show, cpu="100m", gpu=2, memory="64Mi"))
+    job = api.wait_phase("gang", "Succeeded", "Failed", timeout=DEADLINE)
+    tasks = tasks_of(api, "gang")
+    assert job["phase"] == "Succeeded", tasks
+    nodes = {name: task["node"] for name, task in tasks.items()}
+    assert sorted(nodes.values()) == sorted([SMALL, LARGE, LARGE])  # 6 GPUs: both nodes full
+    lines = {name: log_of(api, "gang", name).strip() for name in tasks}
+    master = {line.split("master=")[1].split()[0] for line in lines.values()}
+    assert len(master) == 1  # every rank agrees
+    address, port = master.pop().split(":")
+    rank0 = next(name for name, line in lines.items() if line.startswith("rank=0 "))
+    assert address == "127.0.0." + nodes[rank0].rsplit("-", 1)[1] and int(port) > 0
+    assert sorted(line.split()[0] for line in lines.values()) == ["rank=0", "rank=1", "rank=2"]
+    assert all(" of 3 " in line for line in lines.values())
+    on_large = sorted(
+        lines[name].split("gpus=")[1].split()[0] for name in tasks if nodes[name] == LARGE
+    )
+    assert on_large == ["0,1", "2,3"]  # the engine's ids on that node, never shared
+    small = next(name for name in tasks if nodes[name] == SMALL)
+    assert "gpus=0,1 local=0" in lines[small]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="PyTorch is not installed (make demo installs its CPU build)",
+)
+def test_the_ddp_example_trains_across_two_nodes(api: Api) -> None:
+    command = [sys.executable, "-m", "phalanx.examples.ddp_train", "--steps", "30"]
+    api.submit("ddp", "team", role(replicas=3, command=command, cpu="100m", gpu=2, memory="1Gi"))
+    job = api.wait_phase("ddp", "Succeeded", "Failed", timeout=120)
+    tasks = tasks_of(api, "ddp")
+    assert job["phase"] == "Succeeded", {name: log_of(api, "ddp", name) for name in tasks}
+    assert len({task["node"] for task in tasks.values()}) == 2  # 6 GPUs: both nodes
+    log = log_of(api, "ddp", "ddp-worker-0")
+    assert "ranks agree on the weights: True" in log
+    assert "(mean of 3 ranks)" in log
+
+
+def test_logs_follow_streams_from_the_node_as_lines_are_written(api: Api, served: Served) -> None:
+    go = served.tmp_path / "go-follow"
+    script = f"echo first; while [ ! -e {go} ]; do sleep 0.1; done; echo second"
+    api.submit("follow", "team", role(command=script, cpu="100m", gpu=1, memory="64Mi"))
+    api.wait_phase("follow", "Running")
+    seen: list[str] = []
+    with api.http.stream(
+        "GET", "/api/v1/jobs/follow/logs", params={"task": "follow-worker-0", "follow": "true"}
+    ) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            seen.append(line)
+            if line == "first":
+                go.touch()  # written on the node only now: the stream must bring it later
+    assert seen == ["first", "second"]
+    assert api.wait_phase("follow", "Succeeded", "Failed")["phase"] == "Succeeded"
+
+
+def test_cancel_leaves_no_process_on_any_node(api: Api) -> None:
+    marker = "phalanx-ray-cancel-marker"
+    script = f"sleep 300 # {marker}"
+    api.submit(
+        "cancelled",
+        "team",
+        role(replicas=3, command=["sh", "-c", script], cpu="100m", gpu=2, memory="64Mi"),
+    )
+    api.wait_phase("cancelled", "Running")
+    wait_for(lambda: len(processes_with(marker)) >= 3, "the three tasks to run")
+    api.post("/api/v1/jobs/cancelled/cancel", expect=200)
+    api.wait_phase("cancelled", "Cancelled", "Failed", "Succeeded")
+    wait_for(lambda: not processes_with(marker), "no task process left", timeout=10)
+
+
+def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
+    api = Api(served.url, (served.data / "admin.token").read_text().strip())
+    go = served.tmp_path / "go-restart"
+    script = f"echo started; while [ ! -e {go} ]; do sleep 0.1; done; echo done"
+    api.submit(
+        "survivor", "team", role(replicas=2, command=script, cpu="100m", gpu=2, memory="64Mi")
+    )
+    api.wait_phase("survivor", "Running")
+    served.kill()
+    api = served.start()
+    assert api.job("survivor")["phase"] == "Running"
+    go.touch()
+    assert api.wait_phase("survivor", "Succeeded", "Failed")["phase"] == "Succeeded"
+    for name in tasks_of(api, "survivor"):
+        assert log_of(api, "survivor", name).split() == ["started", "done"]  # never restarted
+
+
+def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
+    api: Api, ray_cluster: RayCluster
+) -> None:
+    api.submit(
+        "resilient", "team",
+        role(replicas=2, command="sleep 120", cpu="100m", gpu=1, memory="64Mi"),
+        maxRetry=2,
+    )  # fmt: skip
+    api.wait_phase("resilient", "Running")
+    first = {task["node"] for task in tasks_of(api, "resilient").values()}
+    victim = sorted(first)[0]
+    ray_cluster.kill(victim.removeprefix("ray-").replace("-", "."))
+    killed_at = time.monotonic()
+
+    def restarted_elsewhere() -> bool:
+        tasks = tasks_of(api, "resilient").values()
+        return all(t["phase"] == "Running" and t["node"] != victim for t in tasks)
+
+    wait_for(restarted_elsewhere, "the gang running again on the surviving node", timeout=60)
+    took = time.monotonic() - killed_at
+    job = api.job("resilient")
+    assert job["attempts"] >= 1, job
+    events = " ".join(event["message"] for event in api.get("/api/v1/jobs/resilient/events"))
+    assert f"its Ray node {victim} is gone" in events, events
+    print(f"\nnode lost -> gang running elsewhere: {took:.1f} s")
+    api.post("/api/v1/jobs/resilient/cancel", expect=200)
+    api.wait_phase("resilient", "Cancelled", "Failed")
