@@ -6,6 +6,7 @@ flags are those ``phalanx up`` takes."""
 from __future__ import annotations
 
 import inspect
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,23 @@ def flags(args: list[str]) -> dict[str, str]:
     return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
+def server_script() -> tuple[list[str], list[str]]:
+    """The server container's ``ray start`` and ``phalanx ...`` argv: its shell script is
+    ``ray start ... && exec phalanx ...``."""
+    container = server_container()
+    assert container["command"] == ["sh", "-c"]
+    (script,) = container["args"]
+    join, _, serve = script.partition(" && exec ")
+    return shlex.split(join), shlex.split(serve)
+
+
+def up_flags() -> dict[str, str]:
+    """The flags the server container gives ``phalanx up``."""
+    _, serve = server_script()
+    assert serve[0] == "phalanx"
+    return flags(serve[1:])
+
+
 def server_container() -> dict[str, Any]:
     (container,) = one("Deployment")["spec"]["template"]["spec"]["containers"]
     assert isinstance(container, dict)
@@ -69,9 +87,7 @@ def test_the_kustomization_lists_every_manifest() -> None:
 
 
 def test_the_server_runs_phalanx_up_with_the_ray_executor_at_the_head_service() -> None:
-    container = server_container()
-    assert container["command"] == ["phalanx"]
-    given = flags(container["args"])
+    given = up_flags()
     assert set(given) == {"--executor", "--ray-address", "--host", "--port", "--data-dir"}
     assert given["--executor"] == "ray"
     assert given["--host"] == "0.0.0.0"
@@ -83,6 +99,14 @@ def test_the_server_runs_phalanx_up_with_the_ray_executor_at_the_head_service() 
     assert {"name": "gcs", "containerPort": GCS_PORT} in head["ports"]
 
 
+def test_the_server_pod_joins_the_ray_cluster_it_drives_offering_nothing() -> None:
+    join, _ = server_script()
+    assert join[:2] == ["ray", "start"]
+    options = dict(option.split("=", 1) for option in join[2:] if "=" in option)
+    assert options["--address"] == up_flags()["--ray-address"]
+    assert (options["--num-cpus"], options["--num-gpus"]) == ("0", "0")
+
+
 def test_the_service_selects_the_server_pods_and_targets_its_port() -> None:
     deployment, service = one("Deployment"), one("Service")
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -90,7 +114,7 @@ def test_the_service_selects_the_server_pods_and_targets_its_port() -> None:
     assert selector.items() <= pod_labels.items()
     assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     container = server_container()
-    port = int(flags(container["args"])["--port"])
+    port = int(up_flags()["--port"])
     (exposed,) = container["ports"]
     assert exposed["containerPort"] == port
     (target,) = service["spec"]["ports"]
@@ -103,7 +127,7 @@ def test_the_data_dir_is_the_claimed_volume() -> None:
     spec = one("Deployment")["spec"]
     assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate"
     container = server_container()
-    data_dir = flags(container["args"])["--data-dir"]
+    data_dir = up_flags()["--data-dir"]
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == data_dir]
     volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
     claim = volumes[mount["name"]]["persistentVolumeClaim"]["claimName"]
@@ -138,6 +162,6 @@ def test_up_takes_the_flags_the_deployment_gives_it() -> None:
         for parameter in inspect.signature(up).parameters.values()
         for flag in getattr(parameter.default, "param_decls", ())
     }
-    given = flags(server_container()["args"])
+    given = up_flags()
     assert set(given) <= options, set(given) - options
     assert given["--executor"] in EXECUTORS
