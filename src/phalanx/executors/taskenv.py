@@ -44,8 +44,9 @@ def task_environment(
     Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's identity's
     ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
     the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
-    the bound NICs and, for a launch with a ``hostfile``, ``PHALANX_HOSTFILE``. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``,
-    the NICs) therefore cannot be overridden by user environment.
+    the bound NICs and, for a launch with a ``hostfile``, ``PHALANX_HOSTFILE``. The
+    scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
+    therefore cannot be overridden by user environment.
 
     NICs: ``PHALANX_NICS`` lists the launch's ``nics`` comma-separated (empty when none
     were bound). With NICs, ``NCCL_IB_HCA`` is ``=`` and the same list: the ``=`` makes
