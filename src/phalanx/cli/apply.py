@@ -3,7 +3,10 @@
 Guarantees: every file is read and every document validated before the first is sent,
 so a bad document changes nothing; the error names the file, the document, its line
 and field, and the fix. Queues are sent before jobs. Each document sent prints one
-line ``queue/NAME created|configured`` or ``job/NAME created``.
+line ``queue/NAME created|configured`` or ``job/NAME created``. A field of a foreign
+document (Kubeflow, ...) that phalanx reads but does not honour prints one
+``warning: FILE document N (KIND NAME): FIELD: ...`` line on stderr, and the document is
+sent all the same.
 """
 
 from __future__ import annotations
@@ -31,9 +34,13 @@ def apply(
     with reported():
         for name in files:
             if name == "-":
-                documents += prepare_documents(sys.stdin.read(), source="<stdin>")
+                documents += prepare_documents(sys.stdin.read(), source="<stdin>", warn=_warn)
             else:
-                documents += prepare_documents(Path(name))
+                documents += prepare_documents(Path(name), warn=_warn)
     with connect(ctx) as client:
         for applied in client.apply_prepared(queues_first(documents)):
             typer.echo(f"{applied.kind.lower()}/{applied.name} {applied.action}")
+
+
+def _warn(line: str) -> None:
+    typer.echo(f"warning: {line}", err=True)

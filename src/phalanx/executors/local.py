@@ -71,7 +71,7 @@ from phalanx.executors.process import (
 from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import Placement, free_ports
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
-from phalanx.executors.taskenv import task_environment
+from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
@@ -460,6 +460,7 @@ class LocalExecutor:
         workdir = self.workdir(launch.job, launch.task)
         try:
             env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+            files = task_files(launch, injected)
             missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
             if self.per_user and launch.identity is None:
                 missing = NO_IDENTITY
@@ -503,6 +504,7 @@ class LocalExecutor:
             group=group,
             memory_kib=None if group is not None else address_space_kib(launch),
             record=record,
+            files=files,
         )
         return _Pending(launch=launch, placement=placement, request=request)
 

@@ -5,7 +5,8 @@ names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn`
 names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
-``networkTopology.groupSize``, when given, is at most the job's replicas. Every bound
+``networkTopology.groupSize``, when given, is at most the job's replicas; a role's
+``hostfile`` names a role of the job. Every bound
 of ``phalanx.spec.limits`` holds: replicas and roles, priority, ``maxRetry``, the
 durations, and each role's command and environment fit what ``execve`` accepts.
 """
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.job import Job, NetworkPlacement, Role, ServiceClass
+from phalanx.domain.job import Hostfile, Job, NetworkPlacement, Role, ServiceClass
 from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
@@ -144,6 +145,25 @@ class Dependency(SpecModel):
     """The phase it must reach: Running (all of its tasks run)."""
 
 
+#: Most MPI slots one hostfile line gives a host (``hostfile.slots``).
+MAX_SLOTS: Final = 4096
+
+
+class HostfileSpec(SpecModel):
+    """``{role: worker, slots: 2}``: each task of the role gets a hostfile naming every
+    task of ``role``, one ``host slots=N`` line each in rank order (an MPI launcher's
+    ``mpirun --hostfile $PHALANX_HOSTFILE``)."""
+
+    role: DnsLabel
+    """The role whose tasks the hostfile lists (its addresses as the rendezvous gives them)."""
+    slots: Annotated[int, Field(ge=1, le=MAX_SLOTS)] = 1
+    """The slots of each host (MPI processes per task: an MPIJob's slotsPerWorker)."""
+
+    def to_domain(self) -> Hostfile:
+        """The domain ``Hostfile``."""
+        return Hostfile(role=self.role, slots=self.slots)
+
+
 class Placement(SpecModel):
     """Where tasks may run: shared by the job and each of its roles."""
 
@@ -198,6 +218,9 @@ class RoleSpec(Placement):
     image: ImageRef | None = None
     """A container image the tasks run in (an OCI reference such as localhost/train:1.0);
     omitted: on the host."""
+    hostfile: HostfileSpec | None = None
+    """Give each task a hostfile (PHALANX_HOSTFILE) of the given role's tasks, one `host
+    slots=N` line each, as MPI launchers read it."""
 
     @model_validator(mode="after")
     def _gpu_shape(self) -> Self:
@@ -223,6 +246,7 @@ class RoleSpec(Placement):
             tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),
             depends_on=tuple(dict.fromkeys(dep.role for dep in self.depends_on)),
             image=self.image,
+            hostfile=None if self.hostfile is None else self.hostfile.to_domain(),
         )
 
 
@@ -305,6 +329,7 @@ class JobSpec(Placement):
                 at=("networkTopology", "groupSize"),
             )
         _check_dependencies(self.roles)
+        _check_hostfiles(self.roles)
         return self
 
 
@@ -341,6 +366,17 @@ def _check_dependencies(roles: list[RoleSpec]) -> None:
             "remove one dependsOn entry of the cycle",
             at=("roles", names.index(cycle[0]), "dependsOn"),
         )
+
+
+def _check_hostfiles(roles: list[RoleSpec]) -> None:
+    names = [role.name for role in roles]
+    for i, role in enumerate(roles):
+        if role.hostfile is not None and role.hostfile.role not in names:
+            raise located(
+                f"{role.hostfile.role!r} is not a role of this job",
+                f"name the role whose hosts the file lists (one of {', '.join(names)})",
+                at=("roles", i, "hostfile", "role"),
+            )
 
 
 def _find_cycle(edges: dict[str, list[str]]) -> list[str]:
