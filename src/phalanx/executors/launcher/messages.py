@@ -23,6 +23,11 @@ class Start:
     ``group`` is its cgroup to make (None: no cgroup isolation, then ``memory_kib`` is
     its RLIMIT_AS, if any); ``record`` is what to persist once it runs, its ``pid`` and
     ``start_time`` filled in by the launcher.
+
+    ``client``: ``argv`` is a container runtime's client (``executors.containers``). It
+    runs as the server's own user (it starts the container as ``identity``, who still
+    owns ``workdir`` and the logs), and its wrapper writes ``exit_code`` into
+    ``record.workdir``, a directory of the server's own, never into ``workdir``.
     """
 
     id: int
@@ -33,6 +38,7 @@ class Start:
     group: GroupPlan | None
     memory_kib: int | None
     record: ProcessRecord
+    client: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
