@@ -164,15 +164,10 @@ class ContainerRuntime:
         or None when it can."""
         if self.pull != "never":
             return None
-        argv = (
-            [self.client, "image", "exists", image]
-            if self.kind is RuntimeKind.PODMAN
-            else [self.client, "image", "inspect", "--format", "{{.Id}}", image]
-        )
-        done = self._call(argv)
+        done = self._call([self.client, "image", "inspect", "--format", "{{.Id}}", image])
         if done is not None and done.returncode == 0:
             return None
-        said = "" if done is None else (done.stderr.strip() or "not found")
+        said = "" if done is None else (done.stderr.strip().removeprefix("Error: ") or "not found")
         return (
             f"image {image!r} is not on this node ({self.kind} says: {said or 'no answer'}) "
             f"and images are not pulled here (PHALANX_CONTAINER_PULL=never): "
