@@ -46,8 +46,10 @@ def require_podman() -> ContainerRuntime:
 
 
 def build_busybox_image(runtime: ContainerRuntime, workdir: Path) -> str:
-    """The tag of the busybox image, built in ``workdir`` unless it already exists."""
-    digest = hashlib.sha256(BUSYBOX.read_bytes()).hexdigest()[:12]
+    """The tag of the busybox image, built in ``workdir`` unless it already exists (the
+    tag names a hash of busybox and of the recipe)."""
+    recipe = BUSYBOX.read_bytes() + repr((APPLETS, CONTAINERFILE)).encode()
+    digest = hashlib.sha256(recipe).hexdigest()[:12]
     tag = f"localhost/phalanx-test-busybox:{digest}"
     if runtime.image_problem(tag) is None:
         return tag
