@@ -20,8 +20,10 @@ the container as the task's identity. Guarantees of every container:
   ``phalanx.io/task`` and ``phalanx.io/data-dir`` (the server's scope), by which a
   restarted server finds it; ``--rm``, and a container whose end the client may not
   have seen is removed by the server (``ContainerTask``): no container outlives its task;
-- ``--init``: a signal reaches the command as it would on the host (a command that
-  handles no SIGTERM dies of it, instead of being PID 1, which ignores it).
+- ``--init`` where the runtime has an init (podman's catatonit, docker's own): a signal
+  reaches the command as it would on the host (a command that handles no SIGTERM dies
+  of it, instead of being PID 1, which ignores it). A command missing from the image
+  then ends with code 1 and the init's words in ``stderr.log`` (127 without).
 
 Stopping: SIGTERM goes to the task's group as for any task, and the client passes it
 on to the container; the SIGKILL after the grace goes through the runtime (``podman
@@ -38,7 +40,9 @@ Settings (``detect_runtime`` reads them from the server's environment):
   soft limits, nproc at most 32768). Podman's defaults are above what some hosts let
   a container have, and runc then refuses to start it;
 - ``PHALANX_CONTAINER_PULL``: ``never`` (default: an image must be on the node, else
-  the task fails to start saying how to get it there) or ``missing``.
+  the task fails to start saying how to get it there) or ``missing``;
+- ``PHALANX_CONTAINER_INIT``: ``1`` or ``0`` for ``--init`` (default: 1 with docker, and
+  with podman when its catatonit is installed).
 """
 
 from __future__ import annotations
@@ -149,6 +153,7 @@ class ContainerRuntime:
     oci_runtime: str = ""
     ulimits: tuple[Ulimit, ...] = ()
     pull: str = "never"
+    init: bool = True
     environ: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -230,7 +235,7 @@ def run_argv(
     """The client's argv that runs ``launch`` in its image (see the module docstring)."""
     uid, gid, groups = _user(launch.identity)
     argv = [
-        runtime.client, "run", "--rm", "--init", "--sig-proxy=true", "--name", name,
+        runtime.client, "run", "--rm", "--sig-proxy=true", "--name", name,
         "--label", f"{SCOPE_LABEL}={scope}", "--label", f"{JOB_LABEL}={launch.job}",
         "--label", f"{TASK_LABEL}={launch.task}",
         "--pull", runtime.pull, "--network", "host",
@@ -238,6 +243,8 @@ def run_argv(
         "--volume", f"{workdir}:{workdir}", "--workdir", str(workdir),
         "--env-file", str(env_file),
     ]  # fmt: skip
+    if runtime.init:
+        argv.append("--init")
     if runtime.kind is RuntimeKind.PODMAN:
         # passthrough: the container writes to the logs itself, with or without a client.
         argv += ["--replace", "--log-driver", "passthrough"]
@@ -406,10 +413,16 @@ def detect_runtime(environ: Mapping[str, str] | None = None) -> ContainerRuntime
     oci = env.get("PHALANX_CONTAINER_OCI_RUNTIME")
     if oci is None:
         oci = _default_oci_runtime(path) if kind is RuntimeKind.PODMAN else ""
+    init = env.get("PHALANX_CONTAINER_INIT")
+    if init not in {None, "0", "1"}:
+        raise InvalidInput(
+            f"{init!r} is not 0 or 1", field="PHALANX_CONTAINER_INIT", fix="1 for --init, 0 not"
+        )
     return ContainerRuntime(
         kind=kind,
         client=client,
         oci_runtime=oci,
+        init=init == "1" if init is not None else _has_init(kind),
         ulimits=_ulimits(env.get("PHALANX_CONTAINER_ULIMITS")),
         pull=env.get("PHALANX_CONTAINER_PULL", "never"),
         environ={k: env[k] for k in _CLIENT_ENV if k in env} | {"PATH": path},
@@ -448,6 +461,19 @@ def _default_oci_runtime(path: str) -> str:
     hierarchy), where crun refuses to run; else the runtime's own choice."""
     hybrid = Path("/sys/fs/cgroup/unified").is_dir() and Path("/sys/fs/cgroup/memory").is_dir()
     return "runc" if hybrid and shutil.which("runc", path=path) else ""
+
+
+def _has_init(kind: RuntimeKind) -> bool:
+    """True for docker (its daemon ships docker-init), and for podman with catatonit
+    where Debian, Fedora and the upstream packages put it."""
+    if kind is RuntimeKind.DOCKER:
+        return True
+    places = (
+        "/usr/libexec/podman/catatonit",
+        "/usr/libexec/catatonit/catatonit",
+        "/usr/bin/catatonit",
+    )
+    return any(Path(place).is_file() for place in places)
 
 
 def _ulimits(setting: str | None) -> tuple[Ulimit, ...]:

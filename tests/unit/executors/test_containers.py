@@ -167,6 +167,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
         "PHALANX_CONTAINER_OCI_RUNTIME": "",
         "PHALANX_CONTAINER_ULIMITS": "nofile=1024:2048, nproc=10:10",
         "PHALANX_CONTAINER_PULL": "missing",
+        "PHALANX_CONTAINER_INIT": "0",
         "SECRET_TOKEN": "x",
     }
     runtime = detect_runtime(env)
@@ -178,6 +179,9 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
         "missing",
     )
     assert [u.flag() for u in runtime.ulimits] == ["nofile=1024:2048", "nproc=10:10"]
+    assert not runtime.init and "--init" not in run_argv(
+        runtime, launch(), name="c", scope="s", workdir=WORKDIR, env_file=ENV_FILE
+    )
     assert "SECRET_TOKEN" not in runtime.environ
     assert detect_runtime({**env, "PHALANX_CONTAINER_RUNTIME": "none"}) is None
     assert detect_runtime({"PATH": str(tmp_path / "empty")}) is None
@@ -189,6 +193,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
         ("PHALANX_CONTAINER_ULIMITS", "nofile=10"),
         ("PHALANX_CONTAINER_ULIMITS", "nofile=20:10"),
         ("PHALANX_CONTAINER_PULL", "always"),
+        ("PHALANX_CONTAINER_INIT", "yes"),
         ("PHALANX_CONTAINER_RUNTIME", "/no/such/client"),
     ],
 )
