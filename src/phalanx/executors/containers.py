@@ -18,8 +18,11 @@ the container as the task's identity. Guarantees of every container:
   from 0 inside;
 - a deterministic name (``container_name``) and the labels ``phalanx.io/job``,
   ``phalanx.io/task`` and ``phalanx.io/data-dir`` (the server's scope), by which a
-  restarted server finds it; ``--rm``, and a container whose end the client may not
-  have seen is removed by the server (``ContainerTask``): no container outlives its task;
+  restarted server finds it. No container outlives its task: the client's shell
+  (``CLEANUP``) removes it once the client has its exit code, and the server removes
+  one whose end the client may not have seen (``ContainerTask``). Not ``--rm`` with
+  podman: its cleanup process can remove the container before the client has read the
+  exit code, and the client then says 0 (podman 4.3, under load);
 - ``--init`` where the runtime has an init (podman's catatonit, docker's own): a signal
   reaches the command as it would on the host (a command that handles no SIGTERM dies
   of it, instead of being PID 1, which ignores it). A command missing from the image
@@ -33,7 +36,7 @@ Settings (``detect_runtime`` reads them from the server's environment):
 
 - ``PHALANX_CONTAINER_RUNTIME``: ``podman``, ``docker``, a client's path, or ``none``
   (default: podman when installed, else docker when its daemon answers);
-- ``PHALANX_CONTAINER_OCI_RUNTIME``: the ``--runtime`` given to podman (default:
+- ``PHALANX_CONTAINER_OCI_RUNTIME``: the ``--runtime`` of every container (default:
   ``runc`` on a host with the hybrid cgroup v1/v2 layout, which crun refuses; empty:
   the runtime's own choice);
 - ``PHALANX_CONTAINER_ULIMITS``: ``nofile=N:N,nproc=N:N`` (default: the server's own
@@ -91,6 +94,13 @@ TASK_LABEL: Final = "phalanx.io/task"
 SCOPE_LABEL: Final = "phalanx.io/data-dir"
 #: The task's environment, in the server's own directory of the task.
 ENV_FILE: Final = "container.env"
+
+#: The shell the client runs under: it passes signals to the client (which passes them
+#: on to the container), keeps the client's exit code, and removes the container after.
+#: ``$0`` is the container's name, ``$1`` the client.
+CLEANUP: Final = (
+    'trap : HUP INT QUIT TERM; "$@"; code=$?; "$1" rm -f "$0" >/dev/null 2>&1; exit "$code"'
+)
 
 #: How long a call of the runtime's client (kill, inspect, ...) may take.
 CLIENT_TIMEOUT: Final = 30.0
@@ -235,7 +245,7 @@ def run_argv(
     """The client's argv that runs ``launch`` in its image (see the module docstring)."""
     uid, gid, groups = _user(launch.identity)
     argv = [
-        runtime.client, "run", "--rm", "--sig-proxy=true", "--name", name,
+        runtime.client, "run", "--sig-proxy=true", "--name", name,
         "--label", f"{SCOPE_LABEL}={scope}", "--label", f"{JOB_LABEL}={launch.job}",
         "--label", f"{TASK_LABEL}={launch.task}",
         "--pull", runtime.pull, "--network", "host",
@@ -248,8 +258,10 @@ def run_argv(
     if runtime.kind is RuntimeKind.PODMAN:
         # passthrough: the container writes to the logs itself, with or without a client.
         argv += ["--replace", "--log-driver", "passthrough"]
-        if runtime.oci_runtime:
-            argv += ["--runtime", runtime.oci_runtime]
+    else:
+        argv.append("--rm")  # docker's daemon removes it once the client has its code
+    if runtime.oci_runtime:
+        argv += ["--runtime", runtime.oci_runtime]
     for group in groups:
         argv += ["--group-add", str(group)]
     for ulimit in runtime.ulimits:
@@ -261,7 +273,7 @@ def run_argv(
     for gpu in launch.gpus:
         argv += ["--device", f"nvidia.com/gpu={gpu}"]
     assert launch.image is not None
-    return (*argv, launch.image, *launch.argv())
+    return ("/bin/sh", "-c", CLEANUP, name, *argv, launch.image, *launch.argv())
 
 
 def container_env(launch: TaskLaunch, env: Mapping[str, str], *, workdir: Path) -> dict[str, str]:

@@ -64,6 +64,11 @@ def test_no_value_of_the_environment_is_on_the_command_line() -> None:
     assert "--env" not in args and "-e" not in args
 
 
+def test_the_client_runs_under_a_shell_that_removes_the_container_after_it() -> None:
+    args = argv()
+    assert args[:2] == ("/bin/sh", "-c") and "rm -f" in args[2] and args[3] == "c"
+
+
 def test_the_image_and_command_come_last() -> None:
     args = argv()
     assert args[-3:] == ("registry.example/train:1", "python", "train.py")
@@ -72,7 +77,7 @@ def test_the_image_and_command_come_last() -> None:
 
 def test_podman_gets_this_hosts_oci_runtime_ulimits_and_a_replacing_name() -> None:
     args = argv()
-    assert args[:3] == ("/usr/bin/podman", "run", "--rm")
+    assert args[4:6] == ("/usr/bin/podman", "run") and "--rm" not in args
     assert flag_values(args, "--runtime") == ["runc"]
     assert flag_values(args, "--ulimit") == ["nofile=20000:20000", "nproc=4096:4096"]
     assert flag_values(args, "--name") == ["c"]
@@ -81,7 +86,12 @@ def test_podman_gets_this_hosts_oci_runtime_ulimits_and_a_replacing_name() -> No
 
 def test_docker_gets_neither_podman_only_flags_nor_a_runtime_it_was_not_given() -> None:
     args = argv(DOCKER)
-    assert "--replace" not in args and "--runtime" not in args and "--log-driver" not in args
+    assert (
+        "--rm" in args
+        and "--replace" not in args
+        and "--runtime" not in args
+        and "--log-driver" not in args
+    )
 
 
 def test_the_workdir_is_mounted_at_its_own_path_and_the_network_is_the_hosts() -> None:
