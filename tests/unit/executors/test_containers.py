@@ -13,14 +13,13 @@ from phalanx.executors.containers import (
     ContainerRuntime,
     RuntimeKind,
     Ulimit,
-    _found,
-    _json_items,
     container_env,
     container_name,
     detect_runtime,
     run_argv,
     write_env_file,
 )
+from phalanx.executors.containers.runtime import _found, _json_items
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
 
@@ -237,3 +236,9 @@ def test_listed_containers_are_read_from_podman_and_docker() -> None:
     assert [(f.name, f.running, f.code) for f in map(_found, _json_items(docker))] == [
         ("c", False, 2)
     ]
+
+
+def test_a_workdir_a_volume_cannot_name_is_refused_naming_the_fix() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        run_argv(PODMAN, launch(), name="c", scope="s", workdir=Path("/t/a:b"), env_file=ENV_FILE)
+    assert refused.value.field == "workdir" and "--tasks-dir" in str(refused.value)
