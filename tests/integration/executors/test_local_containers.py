@@ -233,3 +233,48 @@ def test_the_runtime_is_detected_with_this_hosts_settings(busybox_image: str) ->
     runtime = detect_runtime()
     assert runtime is not None and runtime.kind == "podman"
     assert {u.name for u in runtime.ulimits} == {"nofile", "nproc"}
+
+
+def container_state(data_dir: Path) -> str:
+    """The state (running, paused, ...) of the one container of ``data_dir``."""
+    (name,) = containers_of(data_dir)
+    inspected = subprocess.run(
+        ["podman", "inspect", "--format", "{{.State.Status}}", name],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return inspected.stdout.strip()
+
+
+def test_a_paused_container_is_frozen_by_the_runtime_and_resumed(
+    podman: Harness, busybox_image: str, tmp_path: Path
+) -> None:
+    launch = podman.launch(command="touch ready; sleep 100", image=busybox_image)
+    podman.start(launch)
+    podman.wait_file(launch, "ready")
+    assert podman.executor.pause("job", "t0")
+    assert container_state(tmp_path / "data") == "paused"
+    assert podman.executor.resume("job", "t0")
+    assert container_state(tmp_path / "data") == "running"
+    assert podman.executor.pause("job", "t0")
+    podman.stop(launch, grace=5.0)  # a stop resumes it first, or SIGTERM would wait
+    assert podman.wait_event("t0").exit_code == 143
+
+
+def test_a_container_that_ended_while_no_server_watched_reports_its_code(
+    podman: Harness, busybox_image: str, tmp_path: Path
+) -> None:
+    launch = podman.launch(
+        command="touch ready; while [ ! -e go ]; do sleep 0.05; done; exit 6", image=busybox_image
+    )
+    podman.start(launch)
+    podman.wait_file(launch, "ready")
+    new, records = restarted(podman, tmp_path)
+    try:
+        (podman.workdir(launch) / "go").touch()
+        wait_for(lambda: is_gone(records[0].pid), "the task to end unwatched")
+        new.executor.adopt(records, now=new.now)
+        event = new.wait_event("t0")
+        assert (event.kind, event.exit_code) == (TaskEventKind.EXITED, 6)
+        wait_for(lambda: containers_of(tmp_path / "data") == [], "the container to be removed")
+    finally:
+        new.close()
