@@ -16,6 +16,7 @@ from phalanx.executors.containers import (
     container_env,
     container_name,
     detect_runtime,
+    node_labels,
     run_argv,
     write_env_file,
 )
@@ -192,7 +193,9 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
         runtime, launch(), name="c", scope="s", workdir=WORKDIR, env_file=ENV_FILE
     )
     assert "SECRET_TOKEN" not in runtime.environ
+    assert node_labels(env) == {"phalanx.io/container-runtime": "podman"}
     assert detect_runtime({**env, "PHALANX_CONTAINER_RUNTIME": "none"}) is None
+    assert node_labels({**env, "PHALANX_CONTAINER_RUNTIME": "none"}) == {}
     assert detect_runtime({"PATH": str(tmp_path / "empty")}) is None
 
 

@@ -56,7 +56,7 @@ from phalanx.executors.containers.command import (
     run_argv,
     write_env_file,
 )
-from phalanx.executors.containers.detect import detect_runtime
+from phalanx.executors.containers.detect import detect_runtime, node_labels
 from phalanx.executors.containers.runtime import (
     JOB_LABEL,
     SCOPE_LABEL,
@@ -82,6 +82,7 @@ __all__ = [
     "container_env",
     "container_name",
     "detect_runtime",
+    "node_labels",
     "run_argv",
     "write_env_file",
 ]

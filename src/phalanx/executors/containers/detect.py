@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.node import CONTAINER_RUNTIME_LABEL
 from phalanx.executors.containers.runtime import ContainerRuntime, RuntimeKind, Ulimit
 
 #: nproc at most this by default: the limit counts every process of the uid on the host.
@@ -66,6 +67,14 @@ def detect_runtime(environ: Mapping[str, str] | None = None) -> ContainerRuntime
         pull=env.get("PHALANX_CONTAINER_PULL", "never"),
         environ={k: env[k] for k in _CLIENT_ENV if k in env} | {"PATH": path},
     )
+
+
+def node_labels(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The labels of a node on this host: ``phalanx.io/container-runtime`` with the
+    runtime ``detect_runtime`` finds, or none. For whatever builds this host's node (the
+    local node, a Ray node probed on its own host) to agree with the executor on it."""
+    runtime = detect_runtime(environ)
+    return {} if runtime is None else {CONTAINER_RUNTIME_LABEL: runtime.kind.value}
 
 
 def _client(wanted: str, path: str, env: Mapping[str, str]) -> tuple[RuntimeKind, str] | None:
