@@ -30,7 +30,16 @@ the container as the task's identity. Guarantees of every container:
 
 Stopping: SIGTERM goes to the task's group as for any task, and the client passes it
 on to the container; the SIGKILL after the grace goes through the runtime (``podman
-kill``), since a killed client would leave the container running.
+kill``), since a killed client would leave the container running. Pausing freezes the
+container (``podman pause``), not its client.
+
+Ends and restarts: the task's exit code is the container command's (the client's).
+The client's wrapper runs as root, so it writes ``exit_code`` into the server's own
+directory of the task (beside the record and the env file), never into the task's,
+where a link left by the task would have root write through it. A restarted server
+re-attaches a running client by its record, as for any task; a container whose client
+ended unwatched is found by its labels, removed, and reported with its exit code when
+it had one, else as lost.
 
 Settings (``detect_runtime`` reads them from the server's environment):
 
