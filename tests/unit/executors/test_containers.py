@@ -11,6 +11,7 @@ import pytest
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.containers import (
     ContainerRuntime,
+    ContainerTask,
     RuntimeKind,
     Ulimit,
     container_env,
@@ -23,6 +24,7 @@ from phalanx.executors.containers import (
 from phalanx.executors.containers.runtime import _found, _json_items
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.process import Exit
 
 WORKDIR = Path("/srv/tasks/job/job-worker-0")
 ENV_FILE = Path("/srv/data/records/job/job-worker-0/container.env")
@@ -245,3 +247,57 @@ def test_a_workdir_a_volume_cannot_name_is_refused_naming_the_fix() -> None:
     with pytest.raises(InvalidInput) as refused:
         run_argv(PODMAN, launch(), name="c", scope="s", workdir=Path("/t/a:b"), env_file=ENV_FILE)
     assert refused.value.field == "workdir" and "--tasks-dir" in str(refused.value)
+
+
+class Inner:
+    """A task's process as ``ContainerTask`` sees it, ending with ``code`` when told."""
+
+    def __init__(self) -> None:
+        self.pid, self.start_time, self.workdir = 42, 1.0, Path("/srv/data/records/j/t")
+        self.sent: list[int] = []
+        self.ended: Exit | None = None
+
+    def send(self, signum: int) -> bool:
+        self.sent.append(signum)
+        return True
+
+    def kill(self) -> bool:
+        return self.send(9)
+
+    def poll(self) -> Exit | None:
+        return self.ended
+
+
+def recording_client(tmp_path: Path) -> tuple[ContainerRuntime, Path]:
+    """A runtime whose client only appends its arguments to a file (a real program)."""
+    calls = tmp_path / "calls"
+    client = tmp_path / "client"
+    client.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    client.chmod(0o755)
+    return ContainerRuntime(kind=RuntimeKind.PODMAN, client=str(client)), calls
+
+
+def test_a_container_task_kills_pauses_and_resumes_through_the_runtime(tmp_path: Path) -> None:
+    runtime, calls = recording_client(tmp_path)
+    inner = Inner()
+    task = ContainerTask(inner, runtime, "c1")
+    assert task.terminate() and inner.sent == [15]  # SIGTERM: the client passes it on
+    assert task.pause() and task.resume()
+    assert task.kill() and inner.sent == [15, 9]
+    assert calls.read_text().splitlines() == ["pause c1", "unpause c1", "kill c1"]
+    assert (task.pid, task.start_time, task.workdir) == (42, 1.0, inner.workdir)
+
+
+@pytest.mark.parametrize(
+    ("code", "removed"), [(0, False), (3, False), (125, True), (137, True), (None, True)]
+)
+def test_a_container_is_removed_when_its_client_may_not_have_seen_its_end(
+    tmp_path: Path, code: int | None, removed: bool
+) -> None:
+    runtime, calls = recording_client(tmp_path)
+    inner = Inner()
+    task = ContainerTask(inner, runtime, "c1")
+    assert task.poll() is None
+    inner.ended = Exit(code)
+    assert task.poll() == Exit(code)
+    assert (calls.read_text() if calls.exists() else "") == ("rm -f c1\n" if removed else "")
