@@ -52,6 +52,7 @@ from phalanx.executors.containers import (
     ENV_FILE,
     ContainerRuntime,
     ContainerTask,
+    cdi_problem,
     container_env,
     container_name,
     detect_runtime,
@@ -566,6 +567,8 @@ class LocalExecutor:
                 problem = NO_IDENTITY
             if problem is None and runtime is not None:
                 problem = runtime.image_problem(image)
+            if problem is None and launch.gpus:
+                problem = cdi_problem()
             if problem is not None or runtime is None:
                 self._events.append(
                     _failed_to_start(launch.job, launch.task, launch.node, now, problem or "")
@@ -747,7 +750,8 @@ class LocalExecutor:
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
-            reason=_exit_reason(oom, code),
+            reason=_exit_reason(oom, code)
+            or (live.process.reason(code) if isinstance(live.process, ContainerTask) else None),
         )
 
 

@@ -11,13 +11,21 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 import pytest
 
 from phalanx.executors.base import TaskEventKind
-from phalanx.executors.containers import ENV_FILE, SCOPE_LABEL, detect_runtime
+from phalanx.executors.containers import (
+    ENV_FILE,
+    RUNTIME_FAILED,
+    SCOPE_LABEL,
+    Ulimit,
+    cdi_problem,
+    detect_runtime,
+)
 from phalanx.executors.failures import NO_CONTAINERS
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.taskgroups import scope_of
@@ -278,3 +286,32 @@ def test_a_container_that_ended_while_no_server_watched_reports_its_code(
         wait_for(lambda: containers_of(tmp_path / "data") == [], "the container to be removed")
     finally:
         new.close()
+
+
+def test_a_gpu_task_on_a_node_without_a_cdi_spec_fails_to_start_saying_how_to_make_one(
+    podman: Harness, busybox_image: str
+) -> None:
+    if cdi_problem() is None:
+        pytest.skip("this node has a CDI spec for NVIDIA GPUs")
+    podman.start(podman.launch(command="true", image=busybox_image, gpus=(0,)))
+    event = podman.wait_event("t0", TaskEventKind.FAILED_TO_START)
+    assert "nvidia-ctk cdi generate" in event.message
+
+
+def test_a_container_the_runtime_cannot_set_up_ends_with_its_reason(
+    busybox_image: str, tmp_path: Path
+) -> None:
+    runtime = detect_runtime()
+    assert runtime is not None
+    # A ulimit no kernel has: podman refuses to make the container (exit 125).
+    broken = replace(runtime, ulimits=(Ulimit(name="nosuchlimit", soft=1, hard=1),))
+    h = Harness(tmp_path / "data", containers=broken)
+    try:
+        launch = h.launch(command="true", image=busybox_image)
+        h.start(launch)
+        event = h.wait_event("t0")
+        assert (event.exit_code, event.reason) == (125, RUNTIME_FAILED)
+        assert "nosuchlimit" in (h.workdir(launch) / "stderr.log").read_text()
+    finally:
+        h.close()
+    assert containers_of(tmp_path / "data") == []

@@ -10,10 +10,12 @@ import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.containers import (
+    RUNTIME_FAILED,
     ContainerRuntime,
     ContainerTask,
     RuntimeKind,
     Ulimit,
+    cdi_problem,
     container_env,
     container_name,
     detect_runtime,
@@ -301,3 +303,20 @@ def test_a_container_is_removed_when_its_client_may_not_have_seen_its_end(
     inner.ended = Exit(code)
     assert task.poll() == Exit(code)
     assert (calls.read_text() if calls.exists() else "") == ("rm -f c1\n" if removed else "")
+
+
+def test_gpus_need_a_cdi_spec_naming_nvidia_gpus(tmp_path: Path) -> None:
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir()
+    (etc / "other.yaml").write_text("cdiVersion: 0.5.0\nkind: vendor.com/fpga\n")
+    problem = cdi_problem((str(etc), str(run)))
+    assert problem is not None and "nvidia-ctk cdi generate" in problem
+    (etc / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n")
+    assert cdi_problem((str(etc), str(run))) is None
+
+
+def test_a_container_the_runtime_could_not_run_has_a_reason(tmp_path: Path) -> None:
+    runtime, _ = recording_client(tmp_path)
+    task = ContainerTask(Inner(), runtime, "c1")
+    assert task.reason(125) == RUNTIME_FAILED
+    assert task.reason(1) is None and task.reason(None) is None

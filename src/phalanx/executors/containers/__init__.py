@@ -60,6 +60,7 @@ Settings (``detect_runtime`` reads them from the server's environment):
 from phalanx.executors.containers.command import (
     CLEANUP,
     ENV_FILE,
+    cdi_problem,
     container_env,
     container_name,
     run_argv,
@@ -75,12 +76,13 @@ from phalanx.executors.containers.runtime import (
     RuntimeKind,
     Ulimit,
 )
-from phalanx.executors.containers.task import ContainerTask
+from phalanx.executors.containers.task import RUNTIME_FAILED, ContainerTask
 
 __all__ = [
     "CLEANUP",
     "ENV_FILE",
     "JOB_LABEL",
+    "RUNTIME_FAILED",
     "SCOPE_LABEL",
     "TASK_LABEL",
     "ContainerRuntime",
@@ -88,6 +90,7 @@ __all__ = [
     "Found",
     "RuntimeKind",
     "Ulimit",
+    "cdi_problem",
     "container_env",
     "container_name",
     "detect_runtime",

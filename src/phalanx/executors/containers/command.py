@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -20,6 +21,11 @@ from phalanx.executors.containers.runtime import (
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.taskenv import INHERITED_ENV
+
+#: Where podman and docker read CDI specs (the devices ``--device vendor/class=name`` names).
+CDI_DIRS: Final = ("/etc/cdi", "/var/run/cdi")
+#: The CDI kind of NVIDIA's GPUs.
+GPU_KIND: Final = "nvidia.com/gpu"
 
 #: The task's environment, in the server's own directory of the task.
 ENV_FILE: Final = "container.env"
@@ -140,6 +146,21 @@ def container_name(scope: str, job: str, task: str) -> str:
     digest = hashlib.sha256(f"{job}\0{task}".encode()).hexdigest()[:12]
     parts = (_NAME_PART.sub("-", part)[:48].strip("-.") or "x" for part in (job, task))
     return "-".join(("phalanx", scope[:12], *parts, digest))
+
+
+def cdi_problem(dirs: tuple[str, ...] = CDI_DIRS) -> str | None:
+    """Why a container cannot be given GPUs here (no CDI spec in ``dirs`` names
+    ``nvidia.com/gpu`` devices), or None when one does."""
+    for directory in map(Path, dirs):
+        with contextlib.suppress(OSError):
+            for spec in sorted(directory.iterdir()):
+                if spec.suffix in {".yaml", ".yml", ".json"} and GPU_KIND in spec.read_text():
+                    return None
+    return (
+        f"the task asks for GPUs, and no CDI spec on this node names {GPU_KIND} devices "
+        f"(in {' or '.join(dirs)}): generate one with NVIDIA's container toolkit "
+        "(nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml), or run the role on the host"
+    )
 
 
 def _user(identity: TaskIdentity | None) -> tuple[int, int, tuple[int, ...]]:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from phalanx.executors.containers.runtime import ContainerRuntime
 from phalanx.executors.process import Exit, GroupSignals
+
+#: ``TaskEvent.reason`` of a container task that ended with 125: podman and docker say
+#: so when they themselves failed (a device, a mount, a limit they could not set up).
+RUNTIME_FAILED: Final = "the container runtime could not run it: see the task's stderr.log"
 
 
 class _Process(Protocol):
@@ -72,6 +76,10 @@ class ContainerTask(GroupSignals):
 
     def resume(self) -> bool:
         return self.runtime.unpause(self.name)
+
+    def reason(self, code: int | None) -> str | None:
+        """Why a container that ended with ``code`` failed, when the runtime said so."""
+        return RUNTIME_FAILED if code == 125 else None
 
     def poll(self) -> Exit | None:
         ended = self.inner.poll()
