@@ -28,6 +28,10 @@ the container as the task's identity. Guarantees of every container:
   of it, instead of being PID 1, which ignores it). A command missing from the image
   then ends with code 1 and the init's words in ``stderr.log`` (127 without).
 
+Refusals, each a FAILED_TO_START that names the fix: an image that is not on the node
+(unless pulls are allowed), GPUs on a node without a CDI spec for them. A container the
+runtime could not set up ends with 125 and ``RUNTIME_FAILED``.
+
 Stopping: SIGTERM goes to the task's group as for any task, and the client passes it
 on to the container; the SIGKILL after the grace goes through the runtime (``podman
 kill``), since a killed client would leave the container running. Pausing freezes the
