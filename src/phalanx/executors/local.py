@@ -52,6 +52,7 @@ from phalanx.executors.containers import (
     ENV_FILE,
     ContainerRuntime,
     ContainerTask,
+    PresentImages,
     cdi_problem,
     container_env,
     container_name,
@@ -207,6 +208,7 @@ class LocalExecutor:
         )
         self._scope = scope_of(self.data_dir)
         self._containers = detect_runtime(self._environ) if containers == "detect" else containers
+        self._images = None if self._containers is None else PresentImages(self._containers)
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -565,8 +567,8 @@ class LocalExecutor:
             problem = NO_CONTAINERS if runtime is None else None
             if self.per_user and launch.identity is None:
                 problem = NO_IDENTITY
-            if problem is None and runtime is not None:
-                problem = runtime.image_problem(image)
+            if problem is None and self._images is not None:
+                problem = self._images.problem(image, now)
             if problem is None and launch.gpus:
                 problem = cdi_problem()
             if problem is not None or runtime is None:

@@ -13,6 +13,7 @@ from phalanx.executors.containers import (
     RUNTIME_FAILED,
     ContainerRuntime,
     ContainerTask,
+    PresentImages,
     RuntimeKind,
     Ulimit,
     cdi_problem,
@@ -320,3 +321,30 @@ def test_a_container_the_runtime_could_not_run_has_a_reason(tmp_path: Path) -> N
     task = ContainerTask(Inner(), runtime, "c1")
     assert task.reason(125) == RUNTIME_FAILED
     assert task.reason(1) is None and task.reason(None) is None
+
+
+def test_an_image_found_is_trusted_for_a_while_and_a_missing_one_asked_again(
+    tmp_path: Path,
+) -> None:
+    calls = tmp_path / "calls"
+    client = tmp_path / "client"
+    client.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n'
+        'case "$5" in missing*) echo "Error: $5: image not known" >&2; exit 125;; esac\n'
+    )
+    client.chmod(0o755)
+    images = PresentImages(ContainerRuntime(kind=RuntimeKind.PODMAN, client=str(client)), ttl=10)
+    assert images.problem("app:1", 100.0) is None
+    assert images.problem("app:1", 109.0) is None  # remembered
+    assert images.problem("app:1", 111.0) is None  # asked again
+    for now in (100.0, 101.0):
+        problem = images.problem("missing:1", now)
+        assert problem is not None and "missing:1: image not known" in problem
+        assert "podman pull missing:1" in problem
+    asked = calls.read_text().splitlines()
+    assert asked == [
+        "image inspect --format {{.Id}} app:1",
+        "image inspect --format {{.Id}} app:1",
+        "image inspect --format {{.Id}} missing:1",
+        "image inspect --format {{.Id}} missing:1",
+    ]

@@ -77,6 +77,7 @@ from phalanx.executors.containers.runtime import (
     TASK_LABEL,
     ContainerRuntime,
     Found,
+    PresentImages,
     RuntimeKind,
     Ulimit,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "ContainerRuntime",
     "ContainerTask",
     "Found",
+    "PresentImages",
     "RuntimeKind",
     "Ulimit",
     "cdi_problem",

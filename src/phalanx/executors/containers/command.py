@@ -31,11 +31,20 @@ GPU_KIND: Final = "nvidia.com/gpu"
 ENV_FILE: Final = "container.env"
 
 #: The shell the client runs under: it passes signals to the client (which passes them
-#: on to the container), keeps the client's exit code, and removes the container after.
-#: ``$0`` is the container's name, ``$1`` the client.
-CLEANUP: Final = (
-    'trap : HUP INT QUIT TERM; "$@"; code=$?; "$1" rm -f "$0" >/dev/null 2>&1; exit "$code"'
-)
+#: on to the container), exits with the container's exit code, and removes the container
+#: after. The code is the runtime's record of the container (``wait``) when it has one:
+#: podman 4.3's client, signalled or busy, sometimes says 0 for a container that exited
+#: otherwise. Else the client's own (125 when it could not make the container). ``$0``
+#: is the container's name, ``$1`` the client.
+CLEANUP: Final = """\
+trap : HUP INT QUIT TERM
+"$@"
+code=$?
+recorded=$("$1" wait "$0" 2>/dev/null)
+case $recorded in ''|*[!0-9]*) ;; *) code=$recorded ;; esac
+"$1" rm -f "$0" >/dev/null 2>&1
+exit "$code"
+"""
 #: The longest line the runtimes read from an env file (Go's bufio.Scanner: 64 KiB).
 ENV_LINE_MAX: Final = 65536 - 1
 

@@ -136,6 +136,33 @@ class ContainerRuntime:
             return None
 
 
+class PresentImages:
+    """The runtime's answer to "is this image on the node?", a found image trusted for
+    ``ttl`` seconds (of the ``now`` the caller passes), so that the replicas of a job
+    started together cost one question. A missing image is asked about every time. An
+    image removed within ``ttl`` of a check fails its task at the run instead (code 125,
+    the runtime's words in ``stderr.log``)."""
+
+    __slots__ = ("_found", "runtime", "ttl")
+
+    def __init__(self, runtime: ContainerRuntime, *, ttl: float = 10.0) -> None:
+        self.runtime = runtime
+        self.ttl = ttl
+        self._found: dict[str, float] = {}  # image -> when it was last found
+
+    def problem(self, image: str, now: float) -> str | None:
+        """``ContainerRuntime.image_problem``, remembered for ``ttl`` when there is none."""
+        found = self._found.get(image)
+        if found is not None and 0 <= now - found < self.ttl:
+            return None
+        problem = self.runtime.image_problem(image)
+        if problem is None:
+            self._found[image] = now
+        else:
+            self._found.pop(image, None)
+        return problem
+
+
 def _json_items(text: str) -> list[dict[str, object]]:
     """podman prints one JSON array or one object a line; docker one object a line."""
     text = text.strip()
