@@ -19,10 +19,9 @@ the container as the task's identity. Guarantees of every container:
 - a deterministic name (``container_name``) and the labels ``phalanx.io/job``,
   ``phalanx.io/task`` and ``phalanx.io/data-dir`` (the server's scope), by which a
   restarted server finds it. No container outlives its task: the client's shell
-  (``CLEANUP``) removes it once the client has its exit code, and the server removes
-  one whose end the client may not have seen (``ContainerTask``). Not ``--rm`` with
-  podman: its cleanup process can remove the container before the client has read the
-  exit code, and the client then says 0 (podman 4.3, under load);
+  (``CLEANUP``) removes it once it has the exit code, and the server removes one whose
+  end the client may not have seen (``ContainerTask``). Not ``--rm`` with podman: its
+  cleanup process can remove the container before the exit code is read;
 - ``--init`` where the runtime has an init (podman's catatonit, docker's own): a signal
   reaches the command as it would on the host (a command that handles no SIGTERM dies
   of it, instead of being PID 1, which ignores it). A command missing from the image
@@ -37,7 +36,8 @@ on to the container; the SIGKILL after the grace goes through the runtime (``pod
 kill``), since a killed client would leave the container running. Pausing freezes the
 container (``podman pause``), not its client.
 
-Ends and restarts: the task's exit code is the container command's (the client's).
+Ends and restarts: the task's exit code is the container command's, as the runtime
+recorded it (``command.CLEANUP``).
 The client's wrapper runs as root, so it writes ``exit_code`` into the server's own
 directory of the task (beside the record and the env file), never into the task's,
 where a link left by the task would have root write through it. A restarted server
