@@ -72,6 +72,8 @@ class Agent:
                 identity=request.identity,
                 memory_kib=request.memory_kib,
                 fresh=fresh,
+                exit_dir=Path(request.record.workdir) if request.client else None,
+                as_server=request.client,
             )
         except Exception as error:
             if group is not None:

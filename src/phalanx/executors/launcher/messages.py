@@ -25,6 +25,11 @@ class Start:
     its RLIMIT_AS, if any); ``record`` is what to persist once it runs, its ``pid`` and
     ``start_time`` filled in by the launcher. ``files`` are written into ``workdir``
     before the task starts, by name (``taskdirs.write_task_file``): its hostfile, say.
+
+    ``client``: ``argv`` is a container runtime's client (``executors.containers``). It
+    runs as the server's own user (it starts the container as ``identity``, who still
+    owns ``workdir`` and the logs), and its wrapper writes ``exit_code`` into
+    ``record.workdir``, a directory of the server's own, never into ``workdir``.
     """
 
     id: int
@@ -36,6 +41,7 @@ class Start:
     memory_kib: int | None
     record: ProcessRecord
     files: Mapping[str, str] = field(default_factory=dict)
+    client: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
