@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from tests.integration.control.serving import Api
-from tests.integration.ray.conftest import DEADLINE, RayCluster
 from tests.integration.ray.test_executor import Served, log_of, tasks_of
 
 
 @pytest.fixture(scope="module")
-def api(ray_cluster: RayCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def api(ray_cluster: LoopbackCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     server = Served(tmp_path_factory.mktemp("server"), ray_cluster.address)
     started = server.start()
     started.queue("team")
