@@ -5,15 +5,18 @@ Ray 2.60 keeps every node on the address it is given when the head is on 127.0.0
 and the workers on 127.0.0.2, 127.0.0.3 (a head on 127.0.0.1 advertises the machine's
 interface address instead), so all traffic stays inside 127.0.0.0/8. Health checks run
 every 500 ms, so a lost node is declared dead in a few seconds. ``stop`` ends only the
-processes started here: each worker's process group, then the head's processes by
-``ray stop`` (the head is started without ``--block``).
+processes started here, by process group: every ``ray start`` runs with ``--block`` in a
+session of its own, so killing its group ends the node's raylet, its workers and (for the
+head) the GCS. Never ``ray stop``, which would end every Ray process on the machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,29 +52,36 @@ class LoopbackCluster:
 
     address: str
     workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    head: subprocess.Popen[bytes] | None = None
 
     def join(self, worker: str, gpus: int, scratch: Path) -> None:
         """Start one more worker on ``worker`` (a loopback address) declaring ``gpus``;
         returns at once (Ray lists it once its raylet registers)."""
-        self.workers[worker] = _worker(
+        self.workers[worker] = _node(
             ["--address", self.address, "--node-ip-address", worker, "--num-gpus", str(gpus)],
             scratch / "ray-start.log",
         )
 
     def kill(self, worker: str) -> None:
         """Kill a worker's raylet and everything it started (its process group)."""
-        process = self.workers.pop(worker)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        _kill_group(self.workers.pop(worker))
 
     def stop(self) -> None:
-        """Kill every worker left, then stop the head."""
+        """Kill every worker left, then the head (each by its process group)."""
         for worker in list(self.workers):
             self.kill(worker)
-        subprocess.run([RAY_CLI, "stop", "--force"], capture_output=True, check=False)
+        if self.head is not None:
+            _kill_group(self.head)
+            self.head = None
 
 
-def _worker(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _node(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as errors:
         return subprocess.Popen(
             [RAY_CLI, "start", *args, *COMMON, "--block"],
@@ -81,6 +91,12 @@ def _worker(args: list[str], log: Path) -> subprocess.Popen[bytes]:
             stderr=errors,
             start_new_session=True,  # its own group: killing it kills its raylet too
         )
+
+
+def _listening(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((host, port)) == 0
 
 
 def _alive(ray: Any) -> int:
@@ -103,20 +119,17 @@ def loopback_cluster(
         "--head", "--node-ip-address", HEAD, "--port", str(port), "--num-gpus", "0",
         "--include-dashboard=false", "--disable-usage-stats",
     ]  # fmt: skip
-    started = subprocess.run(
-        [RAY_CLI, "start", *head, *COMMON],
-        env={**os.environ, **HEALTH},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=DEADLINE,
-        check=False,
-    )
-    if started.returncode != 0:
-        raise RuntimeError(f"ray start --head failed:\n{started.stderr.decode()[-3000:]}")
+    cluster.head = _node(head, log)
+    deadline = time.monotonic() + DEADLINE
+    while not _listening(HEAD, port):
+        if cluster.head.poll() is not None or time.monotonic() > deadline:
+            cluster.stop()
+            raise RuntimeError(f"ray start --head failed:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
     try:
         ray.init(address=cluster.address, logging_level=logging.ERROR)
         for joined, (address, gpus) in enumerate(workers.items(), start=2):
-            cluster.workers[address] = _worker(
+            cluster.workers[address] = _node(
                 ["--address", cluster.address, "--node-ip-address", address,
                  "--num-gpus", str(gpus)],
                 log,

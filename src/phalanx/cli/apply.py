@@ -6,7 +6,10 @@ and field, and the fix. Queues are sent before jobs. Each document sent prints o
 line ``queue/NAME created|configured|unchanged`` or ``job/NAME created|unchanged``
 (``unchanged``: the server holds this very document already). A job cannot be changed in
 place: applying another document under a job's name is refused with the fields that
-differ and what to do (delete it and apply again, or choose another name).
+differ and what to do (delete it and apply again, or choose another name). A field of a
+foreign document (Kubeflow, ...) that phalanx reads but does not honour prints one
+``warning: FILE document N (KIND NAME): FIELD: ...`` line on stderr, and the document is
+sent all the same.
 """
 
 from __future__ import annotations
@@ -34,9 +37,13 @@ def apply(
     with reported():
         for name in files:
             if name == "-":
-                documents += prepare_documents(sys.stdin.read(), source="<stdin>")
+                documents += prepare_documents(sys.stdin.read(), source="<stdin>", warn=_warn)
             else:
-                documents += prepare_documents(Path(name))
+                documents += prepare_documents(Path(name), warn=_warn)
     with connect(ctx) as client:
         for applied in client.apply_prepared(queues_first(documents)):
             typer.echo(f"{applied.kind.lower()}/{applied.name} {applied.action}")
+
+
+def _warn(line: str) -> None:
+    typer.echo(f"warning: {line}", err=True)

@@ -158,9 +158,12 @@ def _server(settings: ServerSettings) -> Server:
     from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
 
     from phalanx.control.server import Server  # noqa: PLC0415
+    from phalanx.domain.errors import InvalidInput  # noqa: PLC0415
 
     try:
         return Server(settings)
+    except InvalidInput as error:  # a setting of the host's, e.g. PHALANX_CONTAINER_*
+        fail(str(error))
     except SQLAlchemyError as error:
         fail(f"--db: cannot use the database: {str(error).splitlines()[0]}; fix: check the URL")
     except OSError as error:

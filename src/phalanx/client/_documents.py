@@ -6,7 +6,8 @@ each becomes, which the API caps at ``MAX_INPUT_SIZE`` (10 MiB) as the loader do
 ``DocumentError`` naming the source, the document, its line (when it came from text)
 and the field, with the fix. Queues come before jobs, each in input order, so a file
 can hold a queue and the jobs that go to it. Each document is sent as the user wrote
-it (a Volcano Job stays a Volcano Job; the server imports it the same way).
+it (a Volcano Job stays a Volcano Job; the server imports it the same way). A field
+of a foreign document that phalanx reads but does not honour is told to ``warn``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pydantic import BaseModel
 
 from phalanx.domain.errors import DocumentError
 from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
+from phalanx.spec.diagnostics import Warn
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
 from phalanx.spec.scheduler import SchedulerConfigDocument
@@ -50,11 +52,12 @@ class PreparedDocument:
 
 
 def prepare_documents(
-    documents: ApplyInput, *, source: str | None = None
+    documents: ApplyInput, *, source: str | None = None, warn: Warn | None = None
 ) -> list[PreparedDocument]:
     """The documents of ``documents``, validated, queues first; raises ``DocumentError``.
-    Nothing is sent."""
-    pairs = _pairs(documents, source)
+    Nothing is sent. ``warn`` gets one line per field read but not honoured (a Kubeflow
+    job's ``restartPolicy``, say), naming the document and the field."""
+    pairs = _pairs(documents, source, warn)
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
@@ -69,16 +72,18 @@ def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument
     return sorted(documents, key=lambda d: d.kind != "Queue")
 
 
-def _pairs(documents: ApplyInput, source: str | None) -> list[tuple[Any, Document, str]]:
+def _pairs(
+    documents: ApplyInput, source: str | None, warn: Warn | None
+) -> list[tuple[Any, Document, str]]:
     if isinstance(documents, BaseModel | Mapping):
-        return [_one(documents, source or "<argument>")]
+        return [_one(documents, source or "<argument>", warn)]
     if isinstance(documents, os.PathLike) or (
         isinstance(documents, str) and _looks_like_a_path(documents)
     ):
-        return _from_file(Path(documents), source)
+        return _from_file(Path(documents), source, warn)
     if isinstance(documents, str):
-        return _from_text(documents, source or "<text>")
-    return [_one(item, f"{source or '<argument>'}[{i}]") for i, item in enumerate(documents)]
+        return _from_text(documents, source or "<text>", warn)
+    return [_one(item, f"{source or '<argument>'}[{i}]", warn) for i, item in enumerate(documents)]
 
 
 def _looks_like_a_path(text: str) -> bool:
@@ -88,19 +93,21 @@ def _looks_like_a_path(text: str) -> bool:
     )
 
 
-def _one(item: Any, source: str) -> tuple[Any, Document, str]:
+def _one(item: Any, source: str, warn: Warn | None) -> tuple[Any, Document, str]:
     raw = (
         item.model_dump(mode="json", by_alias=True, exclude_none=True)
         if isinstance(item, BaseModel)
         else item
     )
-    return raw, build_document(raw, source=source), f"{source} document 1"
+    return raw, build_document(raw, source=source, warn=warn), f"{source} document 1"
 
 
-def _from_file(path: Path, source: str | None) -> list[tuple[Any, Document, str]]:
+def _from_file(
+    path: Path, source: str | None, warn: Warn | None
+) -> list[tuple[Any, Document, str]]:
     where = source or os.fspath(path)
     try:
-        documents = load_file(path)
+        documents = load_file(path, warn=warn)
     except DocumentError as error:
         if error.field is None:
             raise
@@ -108,9 +115,9 @@ def _from_file(path: Path, source: str | None) -> list[tuple[Any, Document, str]
     return _zip(_read(path), documents, where)
 
 
-def _from_text(text: str, source: str) -> list[tuple[Any, Document, str]]:
+def _from_text(text: str, source: str, warn: Warn | None) -> list[tuple[Any, Document, str]]:
     try:
-        documents = load_documents(text, source=source)
+        documents = load_documents(text, source=source, warn=warn)
     except DocumentError as error:
         if error.field is None:
             raise

@@ -22,6 +22,7 @@ from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.resources import Resources
+from phalanx.spec.diagnostics import Warn
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
 from phalanx.spec.quantity import resources_of
@@ -31,13 +32,14 @@ from phalanx.spec.quantity import resources_of
 TASKS_INLINE: Final = 1000
 
 
-def parse_job(raw: Any, caller: Principal) -> JobDocument:
-    """The Job document in ``raw`` (phalanx, Volcano or OpenPAI form), owned by ``caller``.
+def parse_job(raw: Any, caller: Principal, warn: Warn | None = None) -> JobDocument:
+    """The Job document in ``raw`` (phalanx, Volcano, OpenPAI or Kubeflow form), owned by
+    ``caller``; ``warn`` gets a line for each field read but not honoured.
 
     A user's jobs are always their own; an admin may name another user in ``spec.user``.
     """
     try:
-        document = build_document(raw)
+        document = build_document(raw, warn=warn)
     except DocumentError as error:
         raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
     if not isinstance(document, JobDocument):

@@ -85,6 +85,21 @@ class NodeSelectorRequirement:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Hostfile:
+    """An MPI hostfile for each task of a role: one ``host slots=N`` line per task of
+    ``role`` (its node's address), ``slots`` being N."""
+
+    role: str
+    slots: int = 1
+
+    def __post_init__(self) -> None:
+        if self.slots < 1:
+            raise InvalidInput(
+                f"{self.slots} slots is below 1", field="hostfile.slots", fix="give 1 or more"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Role:
     """One kind of task of a job (master, worker, ps ...); ``replicas`` tasks of it."""
 
@@ -98,6 +113,7 @@ class Role:
     tolerations: tuple[Toleration, ...] = ()
     depends_on: tuple[str, ...] = ()  # roles that must be Running before this one starts
     image: str | None = None  # the container image its tasks run in (None: on the host)
+    hostfile: Hostfile | None = None  # a file listing another role's hosts, for mpirun
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,12 @@ from phalanx.domain.topology import GpuTopology
 #: (a node selector, or a node affinity term ``In`` the models it accepts).
 GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 
+#: The label of a node that can run a role's container ``image``, valued with its
+#: container runtime (``podman``, ``docker``). The local executor sets it on its own node
+#: when the host has a runtime; a Cluster document's nodes declare it themselves. The
+#: predicates plugin keeps a role with an image off every node without it.
+CONTAINER_RUNTIME_LABEL: Final = "phalanx.io/container-runtime"
+
 #: One label of a DNS host name (RFC 1123): letters, digits and inner hyphens.
 _HOST_LABEL: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 

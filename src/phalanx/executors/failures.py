@@ -40,10 +40,11 @@ NO_IDENTITY = (
     "--shared-identity"
 )
 
-#: Why a task with a container image does not start on an executor that runs none.
+#: Why a task with a container image does not start on an executor without a runtime.
 NO_CONTAINERS = (
-    "this task names a container image, and this executor runs tasks on the host only: "
-    "remove image from its role to run it on the host"
+    "this task names a container image, and this node has no container runtime: install "
+    "podman (or docker) on it and restart the server, or remove image from the role to "
+    "run the task on the host"
 )
 
 

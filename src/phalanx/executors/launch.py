@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.domain.job import ServiceClass
+from phalanx.domain.job import Hostfile, ServiceClass
 from phalanx.domain.node import check_address
 from phalanx.domain.topology import check_nic_name
 from phalanx.executors.identity import TaskIdentity
@@ -121,6 +121,8 @@ class TaskLaunch:
     and the host lists count them all. Empty: the tasks started together plus the job's
     tasks already live. When it lists this task, it lists it on ``node`` at ``address``.
     ``image`` is the container image the task runs in (None: directly on the host).
+    ``hostfile`` asks for an MPI hostfile of another role's tasks in the task's working
+    directory, named by ``PHALANX_HOSTFILE`` (``taskenv.task_files``); None: no file.
     """
 
     job: str
@@ -142,6 +144,7 @@ class TaskLaunch:
     gang: tuple[GangMember, ...] = ()
     identity: TaskIdentity | None = None
     image: str | None = None
+    hostfile: Hostfile | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

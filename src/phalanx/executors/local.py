@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
@@ -48,6 +48,18 @@ from phalanx.executors.base import (
     TaskEventKind,
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
+from phalanx.executors.containers import (
+    ENV_FILE,
+    ContainerRuntime,
+    ContainerTask,
+    PresentImages,
+    cdi_problem,
+    container_env,
+    container_name,
+    detect_runtime,
+    run_argv,
+    write_env_file,
+)
 from phalanx.executors.failures import (
     NO_CONTAINERS,
     NO_IDENTITY,
@@ -71,7 +83,7 @@ from phalanx.executors.process import (
 from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import Placement, free_ports
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
-from phalanx.executors.taskenv import task_environment
+from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
@@ -110,7 +122,7 @@ class _Live:
     workload: ServiceClass
     gpus: tuple[int, ...]
     placement: Placement | None  # None when adopted: its peers' view is unknown
-    process: TaskProcess | LaunchedTask
+    process: TaskProcess | LaunchedTask | ContainerTask
     since: float  # when it started (or was adopted): no later event of it is earlier
     group: TaskGroup | None = None  # its cgroup, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
@@ -147,6 +159,8 @@ class LocalExecutor:
     when a task has ended (or the launcher has died): ``poll`` has news then. With
     ``tasks_die_with_it`` the tasks end when this executor's process does (or ``close``s):
     a Ray node's agent runs its executor so, and its tasks die with the node's Ray.
+    ``containers`` runs the tasks of a role with an ``image`` (``containers``; by
+    default the host's, ``containers.detect_runtime``; None: such tasks cannot start).
     """
 
     def __init__(
@@ -163,6 +177,7 @@ class LocalExecutor:
         limits: LimitDefaults | None = None,
         on_events: Callable[[], object] | None = None,
         tasks_die_with_it: bool = False,
+        containers: ContainerRuntime | Literal["detect"] | None = "detect",
     ) -> None:
         self.data_dir = Path(data_dir)
         self.per_user = per_user
@@ -192,6 +207,9 @@ class LocalExecutor:
             scope=scope_of(self.data_dir),
             defaults=limits,
         )
+        self._scope = scope_of(self.data_dir)
+        self._containers = detect_runtime(self._environ) if containers == "detect" else containers
+        self._images = None if self._containers is None else PresentImages(self._containers)
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -303,9 +321,12 @@ class LocalExecutor:
                 continue
             workdir = Path(record.workdir)
             group = self._groups.recorded(record.cgroup)
-            process = attach(pid=record.pid, start_time=record.start_time, workdir=workdir)
+            attached = attach(pid=record.pid, start_time=record.start_time, workdir=workdir)
+            process = None if attached is None else self._watched(attached, record.container)
             if process is None:
                 code = read_exit_code(workdir, record.pid)
+                if code is None and record.container:
+                    code = self._leftover_code(record)
                 oom = group is not None and self._groups.close(group)
                 if oom and code is None:
                     code = KILLED_CODE
@@ -457,14 +478,15 @@ class LocalExecutor:
     ) -> _Pending | None:
         """The launcher's request for one task, or None (and its FAILED_TO_START queued)
         when it cannot start; never raises."""
+        if launch.image is not None:
+            return self._prepare_container(launch, placement, injected, now)
         workdir = self.workdir(launch.job, launch.task)
         try:
             env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+            files = task_files(launch, injected)
             missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
             if self.per_user and launch.identity is None:
                 missing = NO_IDENTITY
-            if launch.image is not None:
-                missing = NO_CONTAINERS
             if missing is not None:
                 self._events.append(
                     _failed_to_start(launch.job, launch.task, launch.node, now, missing)
@@ -503,8 +525,89 @@ class LocalExecutor:
             group=group,
             memory_kib=None if group is not None else address_space_kib(launch),
             record=record,
+            files=files,
         )
         return _Pending(launch=launch, placement=placement, request=request)
+
+    def _prepare_container(
+        self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
+    ) -> _Pending | None:
+        """``_prepare`` for a task that runs in its image (``containers``): the request
+        runs the runtime's client, which holds no value of the task's environment."""
+        workdir = self.workdir(launch.job, launch.task)
+        control = self._dirs.record(launch.job, launch.task).parent
+        runtime, image = self._containers, launch.image
+        assert image is not None
+        try:
+            problem = NO_CONTAINERS if runtime is None else None
+            if self.per_user and launch.identity is None:
+                problem = NO_IDENTITY
+            if problem is None and self._images is not None:
+                problem = self._images.problem(image, now)
+            if problem is None and launch.gpus:
+                problem = cdi_problem()
+            if problem is not None or runtime is None:
+                self._events.append(
+                    _failed_to_start(launch.job, launch.task, launch.node, now, problem or "")
+                )
+                return None
+            env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+            write_env_file(control / ENV_FILE, container_env(launch, env, workdir=workdir))
+            self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
+            name = container_name(self._scope, launch.job, launch.task)
+            argv = run_argv(
+                runtime, launch, name=name, scope=self._scope, workdir=workdir,
+                env_file=control / ENV_FILE,
+            )  # fmt: skip
+        except Exception as error:
+            self._cannot_start(launch, error, now)
+            return None
+        record = ProcessRecord(
+            job=launch.job,
+            task=launch.task,
+            node=launch.node,
+            pid=0,  # the launcher fills in pid and start time
+            start_time=0.0,
+            workdir=str(control),  # where the (root) wrapper writes exit_code
+            workload=launch.workload,
+            gpus=launch.gpus,
+            container=name,
+        )
+        self._next_request += 1
+        request = Start(
+            id=self._next_request,
+            argv=argv,
+            workdir=workdir,
+            env=dict(runtime.environ),
+            identity=launch.identity,
+            group=None,  # the container has its own, made by the runtime
+            memory_kib=None,
+            record=record,
+            files=task_files(launch, injected),  # the workdir is mounted at its own path
+            client=True,
+        )
+        return _Pending(launch=launch, placement=placement, request=request)
+
+    def _watched(
+        self, process: TaskProcess | LaunchedTask, container: str
+    ) -> TaskProcess | LaunchedTask | ContainerTask:
+        """``process``, or for a task in ``container`` a handle that kills it through the
+        runtime (when the runtime is gone, the task's group is all there is to signal)."""
+        if not container or self._containers is None:
+            return process
+        return ContainerTask(process, self._containers, container)
+
+    def _leftover_code(self, record: ProcessRecord) -> int | None:
+        """The exit code of the container of ``record``, whose wrapper ended unrecorded;
+        what is left of it is removed (a running one too: nothing can watch it now)."""
+        runtime = self._containers
+        if runtime is None:
+            return None
+        found = runtime.find(self._scope, record.job, record.task)
+        for container in found:
+            runtime.remove(container.name)
+        ended = [c.code for c in found if not c.running and c.code is not None]
+        return ended[0] if ended else None
 
     def _launch(self, pending: Sequence[_Pending], now: float) -> None:
         """Have the launcher start ``pending``; each gets its STARTED or FAILED_TO_START."""
@@ -530,11 +633,14 @@ class LocalExecutor:
             if isinstance(reply, Failed):
                 self._cannot_start(launch, reply.error, now)
                 continue
-            process = LaunchedTask(
-                self._launcher,
-                pid=reply.pid,
-                start_time=reply.start_time,
-                workdir=item.request.workdir,
+            process = self._watched(
+                LaunchedTask(
+                    self._launcher,
+                    pid=reply.pid,
+                    start_time=reply.start_time,
+                    workdir=Path(item.request.record.workdir),  # where its exit_code is
+                ),
+                item.request.record.container,
             )
             group = item.request.group
             self._live[(launch.job, launch.task)] = _Live(
@@ -558,7 +664,7 @@ class LocalExecutor:
         orphans = [
             (self._record_of(live), live.placement)
             for live in self._live.values()
-            if isinstance(live.process, LaunchedTask) and live.process.orphaned
+            if isinstance(live.process, LaunchedTask | ContainerTask) and live.process.orphaned
         ]
         for record, _ in orphans:
             del self._live[record.job, record.task]
@@ -596,6 +702,7 @@ class LocalExecutor:
             gpus=live.gpus,
             isolation=IsolationKind.RLIMIT if live.group is None else self.isolation.kind,
             cgroup="" if live.group is None else str(live.group.path),
+            container=live.process.name if isinstance(live.process, ContainerTask) else "",
         )
 
     def _unpause(self, live: _Live) -> None:
@@ -621,7 +728,8 @@ class LocalExecutor:
             node=live.node,
             exit_code=code,
             stopped=live.stop_deadline is not None,
-            reason=_exit_reason(oom, code),
+            reason=_exit_reason(oom, code)
+            or (live.process.reason(code) if isinstance(live.process, ContainerTask) else None),
         )
 
 

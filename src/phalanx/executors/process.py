@@ -307,6 +307,8 @@ def spawn(
     identity: TaskIdentity | None = None,
     memory_kib: int | None = None,
     fresh: bool = False,
+    exit_dir: Path | None = None,
+    as_server: bool = False,
 ) -> TaskProcess:
     """Start ``argv`` under the wrapper in ``workdir``, with exactly ``env``.
 
@@ -320,19 +322,28 @@ def spawn(
     launcher process (``executors.launcher``), whose children the tasks are. Raises ``OSError`` when the logs cannot be opened, the
     process cannot be started, or the task cannot be put into its group (then the
     wrapper is killed: nothing ran).
+
+    ``as_server`` runs ``argv`` as the server's own user although ``identity`` owns the
+    directory and the logs: a container runtime's client, which starts the command as
+    ``identity`` itself (``containers``). Its wrapper then writes ``exit_code`` into
+    ``exit_dir``, which must be the server's alone: a root wrapper must never write
+    where the task could have put a link. The returned process reads its code there.
     """
-    previous = None if fresh else read_exit_code(workdir, None)
+    codes = workdir if exit_dir is None else exit_dir
+    previous = None if fresh else read_exit_code(codes, None)
     header = attempt_header(workdir, identity, fresh=fresh, previous=previous)
-    if not fresh:
-        (workdir / EXIT_FILE).unlink(missing_ok=True)
+    if not fresh or exit_dir is not None:
+        (codes / EXIT_FILE).unlink(missing_ok=True)
     limit = None if cgroups else memory_kib
     wrapped = [
         "/bin/sh", "-c", WRAPPER_SCRIPT, "phalanx-task",  # $0 names the wrapper in `ps`
-        str(workdir / EXIT_FILE), "-" if limit is None else str(limit),
+        str(codes / EXIT_FILE), "-" if limit is None else str(limit),
         "held" if cgroups else "-", *argv,
     ]  # fmt: skip
     options: dict[str, Any] = {}
-    if identity is not None and SETPRIV is not None:
+    if as_server:
+        pass  # the runtime's client switches the container to the identity
+    elif identity is not None and SETPRIV is not None:
         wrapped = [*identity.setpriv_argv(SETPRIV), *wrapped]
     elif identity is not None:
         options = dict(identity.popen_options())
@@ -364,7 +375,7 @@ def spawn(
             os.close(fd)
     # The wrapper cannot be reaped before we wait for it, so its start time is readable.
     process = TaskProcess(
-        pid=popen.pid, start_time=process_start_time(popen.pid), workdir=workdir, popen=popen
+        pid=popen.pid, start_time=process_start_time(popen.pid), workdir=codes, popen=popen
     )
     if cgroups:
         _release_into(process, popen, cgroups, release)

@@ -28,7 +28,9 @@ class ProcessRecord:
     ``isolation`` is how the task's limits were enforced, and ``cgroup`` its group under
     cgroup v2, or its memory group under cgroup v1 (kept by a server that re-adopts the
     task, removed when the task ends). Records written before these fields existed read
-    as rlimit isolation.
+    as rlimit isolation. ``container`` names the container of a task that runs in one
+    (``phalanx.executors.containers``); ``workdir`` is then the server's own directory
+    of the task, where its wrapper writes ``exit_code``, not the one the task writes in.
     """
 
     job: str
@@ -41,6 +43,7 @@ class ProcessRecord:
     gpus: tuple[int, ...] = ()
     isolation: IsolationKind = IsolationKind.RLIMIT
     cgroup: str = ""  # the task's group (its memory one under v1), for cgroup isolation
+    container: str = ""  # the name of the task's container, for a role with an image
 
     def __post_init__(self) -> None:
         if (self.isolation in GROUPED) != bool(self.cgroup):
@@ -63,6 +66,7 @@ class ProcessRecord:
             "gpus": list(self.gpus),
             "isolation": self.isolation.value,
             "cgroup": self.cgroup,
+            "container": self.container,
         }
 
     @classmethod
@@ -85,6 +89,13 @@ class ProcessRecord:
             raise InvalidInput(
                 f"{cgroup!r} is not a group path", field="cgroup", fix="as records() gave it"
             )
+        container = data.get("container", "")
+        if not isinstance(container, str):
+            raise InvalidInput(
+                f"{container!r} is not a container name",
+                field="container",
+                fix="as records() gave it",
+            )
         gpus = data.get("gpus", [])
         if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
             raise InvalidInput(f"{gpus!r} is not a list of GPU ids", field="gpus", fix="[0, 1]")
@@ -99,6 +110,7 @@ class ProcessRecord:
             gpus=tuple(int(g) for g in gpus),
             isolation=IsolationKind(str(isolation)),
             cgroup=cgroup,
+            container=container,
         )
 
 

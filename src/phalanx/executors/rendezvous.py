@@ -27,6 +27,9 @@ from phalanx.executors.launch import GangMember
 
 #: The role whose presence marks a TensorFlow parameter-server job (TF_CONFIG is set).
 PS_ROLE = "ps"
+#: The roles whose presence marks a TensorFlow job (TF_CONFIG is set): a parameter
+#: server, or a chief (multi-worker training, as a Kubeflow TFJob's Chief).
+TF_ROLES = frozenset({PS_ROLE, "chief"})
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -108,7 +111,8 @@ def rendezvous_env(
     Ranks are global over ``placements``, ordered by role (``roles`` gives the job's
     role order; roles not listed follow in order of first appearance) then index.
     ``MASTER_ADDR`` is rank 0's host (its node's address); ``LOCAL_RANK`` counts this job's tasks on the same
-    node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps``.
+    node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps`` or
+    ``chief`` (``TF_ROLES``).
     Raises ``InvalidInput`` for a task placed twice, a bad port, or two role names that
     map to the same ``PHALANX_HOSTS_*`` variable.
     """
@@ -138,7 +142,7 @@ def rendezvous_env(
             # Empty, not unset: an unset variable would let CUDA see every device.
             "CUDA_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in p.gpus),
         }
-        if PS_ROLE in by_role:
+        if TF_ROLES & by_role.keys():
             env["TF_CONFIG"] = json.dumps(
                 {"cluster": by_role, "task": {"type": p.role, "index": p.index}},
                 separators=(",", ":"),
@@ -172,6 +176,25 @@ def _check(ranked: Sequence[Placement], master_port: int) -> None:
                 field="roles",
                 fix="rename one so they differ in letters or digits",
             )
+
+
+def hostfile_text(injected: Mapping[str, str], role: str, slots: int) -> str:
+    """An MPI hostfile of ``role``'s tasks: one ``host slots=N`` line per task, in rank
+    order, each naming its node's address as the rendezvous gave it (``injected`` is a
+    task's ``rendezvous_env``, whose ``PHALANX_HOSTS_<ROLE>`` lists them). Raises
+    ``InvalidInput`` when the rendezvous has no task of ``role``."""
+    hosts = injected.get(hosts_variable(role))
+    if not hosts:
+        raise InvalidInput(
+            f"the job has no placed task of role {role!r} to list in the hostfile",
+            field="hostfile.role",
+            fix="name a role of the same job in hostfile.role",
+        )
+    lines = []
+    for written in hosts.split(","):
+        host = written.rpartition(":")[0]
+        lines.append(f"{host.removeprefix('[').removesuffix(']')} slots={slots}\n")
+    return "".join(lines)
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:

@@ -26,7 +26,9 @@ the guarantees are:
   are opened without following links, without blocking on a FIFO, and re-made when they
   are not a regular file with a single name (``logfiles.open_log``); the exit code is read the
   same way and at most 64 bytes of it (``process.read_exit_code``); the API reads logs
-  through ``logfiles.FileLog``, which never follows a link either.
+  through ``logfiles.FileLog``, which never follows a link either; a file the server
+  gives the task (its hostfile: ``write_task_file``) replaces whatever the task left
+  at its name, and is written through no link, into no other file.
 
 ``T`` must not be inside ``D``: ``D`` is the server's alone (mode 0700), and a task must
 be able to reach its directory by its path.
@@ -51,6 +53,8 @@ RECORD_FILE: Final = "process.json"
 PASSAGE_MODE: Final = 0o711
 #: The mode of a task's own directory, with identities.
 TASK_DIR_MODE: Final = 0o700
+#: The mode of a file the server writes for a task into its directory.
+TASK_FILE_MODE: Final = 0o600
 
 
 class TaskDirs:
@@ -127,3 +131,36 @@ def passage(directory: Path) -> None:
         )
     if stat.S_IMODE(status.st_mode) != PASSAGE_MODE:
         os.chmod(directory, PASSAGE_MODE)
+
+
+def write_task_file(workdir: Path, name: str, text: str, identity: TaskIdentity | None) -> None:
+    """Write ``text`` to a new file ``name`` in the prepared ``workdir``, owned by
+    ``identity`` (when given), mode 0600.
+
+    Whatever is at ``name`` (a link the task planted, a hard link to another file, a FIFO,
+    an empty directory) is removed first, and the file is created anew with ``O_EXCL``
+    relative to the directory opened without following a link: nothing outside it is
+    written. Raises ``ValueError`` for a name that is not one plain file name, and
+    ``OSError`` when it cannot be written (a directory with files in it at ``name``)."""
+    if not name or name in {".", ".."} or "/" in name or "\0" in name:
+        raise ValueError(f"{name!r} cannot name a file in a task's directory")
+    directory = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            os.unlink(name, dir_fd=directory)
+        except FileNotFoundError:
+            pass
+        except IsADirectoryError:  # an empty one goes; one with files in it raises
+            os.rmdir(name, dir_fd=directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(name, flags, TASK_FILE_MODE, dir_fd=directory)
+        try:
+            if identity is not None:
+                os.fchown(fd, identity.uid, identity.gid)
+            data = text.encode()
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
+    finally:
+        os.close(directory)

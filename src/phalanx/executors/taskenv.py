@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.rendezvous import hostfile_text
 
 #: Variables a task inherits from the server. Everything else is left out on purpose:
 #: the server's credentials (database URL, API tokens) must not reach user code.
@@ -25,6 +26,10 @@ DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 NCCL_IB_HCA: Final = "NCCL_IB_HCA"
 #: The NICs the engine bound to the task, comma-separated (empty: none bound).
 PHALANX_NICS: Final = "PHALANX_NICS"
+#: The path of the task's hostfile (a launch's ``hostfile``), in its working directory.
+PHALANX_HOSTFILE: Final = "PHALANX_HOSTFILE"
+#: The name of that file in the working directory.
+HOSTFILE_NAME: Final = "hostfile"
 
 
 def task_environment(
@@ -38,9 +43,10 @@ def task_environment(
 
     Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's identity's
     ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
-    the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits
-    and the bound NICs. The scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``,
-    the NICs) therefore cannot be overridden by user environment.
+    the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
+    the bound NICs and, for a launch with a ``hostfile``, ``PHALANX_HOSTFILE``. The
+    scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
+    therefore cannot be overridden by user environment.
 
     NICs: ``PHALANX_NICS`` lists the launch's ``nics`` comma-separated (empty when none
     were bound). With NICs, ``NCCL_IB_HCA`` is ``=`` and the same list: the ``=`` makes
@@ -59,4 +65,17 @@ def task_environment(
     env[PHALANX_NICS] = ",".join(launch.nics)
     if launch.nics:
         env[NCCL_IB_HCA] = "=" + ",".join(launch.nics)
+    if launch.hostfile is not None:
+        env[PHALANX_HOSTFILE] = str(workdir / HOSTFILE_NAME)
     return env
+
+
+def task_files(launch: TaskLaunch, injected: Mapping[str, str]) -> dict[str, str]:
+    """The files the executor writes into the task's working directory before it starts,
+    by name: the hostfile of a launch with one (``rendezvous.hostfile_text`` of the same
+    ``injected`` variables). Raises ``InvalidInput`` when the hostfile's role has no task
+    in the rendezvous."""
+    if launch.hostfile is None:
+        return {}
+    spec = launch.hostfile
+    return {HOSTFILE_NAME: hostfile_text(injected, spec.role, spec.slots)}

@@ -3,8 +3,10 @@
 ``load_documents`` / ``load_file`` read YAML or JSON, validate each document and
 raise ``phalanx.domain.errors.DocumentError`` naming the source, document, field
 and fix. Each document converts to domain values (``to_domain()``, ``nodes()``) or
-to the engine's configuration (``to_engine()``). Volcano documents and OpenPAI jobs
-are accepted through ``phalanx.spec.importers``.
+to the engine's configuration (``to_engine()``). Volcano documents, OpenPAI jobs and
+Kubeflow PyTorchJob, TFJob and MPIJob documents are accepted through
+``phalanx.spec.importers``; what they ask for that phalanx does not honour is told to
+the loaders' ``warn``.
 """
 
 from phalanx.spec.cluster import ClusterDocument, GpuSpec, NodeGroupSpec

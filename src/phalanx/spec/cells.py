@@ -42,9 +42,13 @@ class CellTypeSpec(SpecModel):
     """One entry of ``cellTypes``: a cell made of ``childCellNumber`` child cells."""
 
     name: Name
+    """The cell type's name, used by nodeGroups' cellType and queues' cells."""
     child_cell_type: Name
+    """The type of the cells it is made of (a GPU model at the bottom)."""
     child_cell_number: Annotated[int, Field(ge=2, le=MAX_CHILDREN)]
+    """How many child cells make one of it."""
     is_node_level: bool = False
+    """Whether one cell of this type is exactly one node."""
 
 
 def check_cell_types(types: Sequence[CellTypeSpec]) -> dict[str, CellTypeSpec]:

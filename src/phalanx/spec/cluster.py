@@ -78,10 +78,15 @@ class GpuSpec(SpecModel):
     """``gpus``: how many identical GPUs each node has, their model and memory."""
 
     count: Annotated[int, Field(ge=1)]
+    """How many GPUs each node of the group has."""
     model: LabelValue = ""
+    """The GPU model (also the node label phalanx.io/gpu-model), e.g. A100-SXM4-80GB."""
     memory: Quantity | None = None
-    # a preset name such as dgx-a100, `nvidia-smi topo -m` output, or a matrix
+    """Each GPU's memory (e.g. 80Gi); GPU-memory requests and sharing are measured against
+    it."""
     topology: TopologyValue | None = None
+    """How the GPUs (and NICs) are linked: a preset name such as dgx-a100, the output of
+    nvidia-smi topo -m, or a matrix."""
 
     @model_validator(mode="after")
     def _topology_fits(self) -> Self:
@@ -131,19 +136,31 @@ class NodeGroupSpec(SpecModel):
     """``count`` identical nodes named ``<name>-0`` .. ``<name>-<count-1>``."""
 
     name: DnsLabel
+    """The group's name; its nodes are <name>-0 .. <name>-<count-1>."""
     count: Annotated[int, Field(ge=1, le=MAX_NODES)]
+    """How many identical nodes the group has."""
     resources: ResourceMap
+    """What each node offers: cpu (cores or millicores), memory (e.g. 256Gi) and any extended
+    resource; GPUs go under gpus."""
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Node labels, matched by jobs' nodeSelector and affinity."""
     taints: list[TaintSpec] = Field(default_factory=list)
+    """Node taints; only jobs that tolerate them run here."""
     gpus: GpuSpec | None = None
+    """Each node's GPUs: count, model, memory and topology."""
     network: dict[DnsLabel, Annotated[str, AfterValidator(_check_template)]] = Field(
         default_factory=dict
     )
-    # where each node's tasks are reached, e.g. "10.0.0.{index}"; omitted: the executor knows
+    """The node's switch at each network tier, as a template over index (e.g. tor:
+    "tor-{index // 16}"), for network-topology placement."""
     address: Annotated[str, AfterValidator(_check_template)] | None = None
+    """Where each node's tasks are reached, as a template over index (e.g. 10.0.0.{index});
+    omitted: the executor knows."""
     max_tasks: Annotated[int, Field(ge=1)] | None = None
-    # the top cell type of the group's nodes (spec.cellTypes); default: derived from gpus
+    """At most this many tasks on one node at once; omitted: no limit but the resources."""
     cell_type: Name | None = None
+    """The top cell type of the group's nodes (spec.cellTypes), for the hived plugin;
+    omitted: derived from gpus."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -266,7 +283,9 @@ class ClusterSpec(SpecModel):
     """``spec`` of a Cluster: its node groups and, for the hived plugin, its cell types."""
 
     node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
+    """The cluster's nodes, as groups of identical nodes."""
     cell_types: list[CellTypeSpec] = Field(default_factory=list)
+    """Cell types for the hived plugin: a hierarchy from GPUs up to nodes and beyond."""
 
     @model_validator(mode="after")
     def _unique_and_bounded(self) -> Self:
@@ -309,9 +328,13 @@ class ClusterDocument(SpecModel):
     """``apiVersion: phalanx/v1, kind: Cluster``."""
 
     api_version: Literal["phalanx/v1"] = API_VERSION
+    """Always phalanx/v1."""
     kind: Literal["Cluster"] = "Cluster"
+    """Always Cluster."""
     metadata: Metadata
+    """The cluster's name, labels and annotations."""
     spec: ClusterSpec
+    """The cluster's nodes."""
 
     def nodes(self) -> tuple[Node, ...]:
         """Every node of every group, group by group; names are unique."""

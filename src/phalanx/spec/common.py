@@ -63,7 +63,13 @@ def from_invalid(error: InvalidInput, *, at: Loc = ()) -> PydanticCustomError:
 class SpecModel(BaseModel):
     """A write schema: strict, frozen, camelCase in documents, snake_case in Python."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=to_camel)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        alias_generator=to_camel,
+        use_attribute_docstrings=True,  # each field's docstring is its description
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -218,10 +224,15 @@ class Metadata(SpecModel):
     ``MAX_ANNOTATIONS_BYTES`` of annotation keys and values)."""
 
     name: Name
+    """The document's name (DNS-1123: lowercase letters, digits, '-' and '.'); unique per
+    kind."""
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Key/value labels, as Kubernetes writes them; phalanx keeps them with the document."""
     annotations: Annotated[dict[LabelKey, str], AfterValidator(_annotations_size)] = Field(
         default_factory=dict
     )
+    """Free-form key/value notes (at most 256 KiB in all); importers record what they mapped
+    here."""
 
 
 _DURATION: Final = re.compile(

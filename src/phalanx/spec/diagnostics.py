@@ -4,14 +4,18 @@ Guarantees: every message names where the input came from (source, 1-based
 document number, kind and name when known), the field path in document syntax
 (``spec.roles[1].resources.gpu``), what is wrong and the fix. Offending values are
 shown through ``repr`` and truncated, so control characters never reach a terminal.
+
+Warnings: an importer reports each field of a foreign document that it read but that
+phalanx does not honour as a ``Notice``; the loader words it like an error, under the
+same header (``notice_line``), and hands it to the caller's ``warn``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -44,6 +48,24 @@ class Problem:
     path: str  # empty for the document as a whole
     detail: str  # what is wrong, then "; fix: ..."
     fix: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    """A field of a document that phalanx read but does not honour: where it is (document
+    syntax, as in ``Problem``) and what phalanx does instead."""
+
+    path: str
+    detail: str
+
+
+#: Where the loader sends each warning line (``notice_line``): ``phalanx apply`` prints them.
+Warn: TypeAlias = Callable[[str], None]
+
+
+def notice_line(header: str, notice: Notice) -> str:
+    """``notice`` as one line under ``header``, worded like an error of ``document_error``."""
+    return ": ".join(filter(None, (header, notice.path, notice.detail)))
 
 
 def format_path(loc: Iterable[str | int]) -> str:

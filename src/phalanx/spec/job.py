@@ -5,7 +5,8 @@ names are unique, ``minAvailable`` lies in 1..total replicas, every ``dependsOn`
 names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
-``networkTopology.groupSize``, when given, is at most the job's replicas. Every bound
+``networkTopology.groupSize``, when given, is at most the job's replicas; a role's
+``hostfile`` names a role of the job. Every bound
 of ``phalanx.spec.limits`` holds: replicas and roles, priority, ``maxRetry``, the
 durations, and each role's command and environment fit what ``execve`` accepts.
 """
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.job import Job, NetworkPlacement, Role, ServiceClass
+from phalanx.domain.job import Hostfile, Job, NetworkPlacement, Role, ServiceClass
 from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
@@ -139,15 +140,40 @@ class Dependency(SpecModel):
     """``{role, phase: Running}``: the role waits until ``role`` is Running."""
 
     role: DnsLabel
+    """The role to wait for."""
     phase: Literal["Running"] = "Running"
+    """The phase it must reach: Running (all of its tasks run)."""
+
+
+#: Most MPI slots one hostfile line gives a host (``hostfile.slots``).
+MAX_SLOTS: Final = 4096
+
+
+class HostfileSpec(SpecModel):
+    """``{role: worker, slots: 2}``: each task of the role gets a hostfile naming every
+    task of ``role``, one ``host slots=N`` line each in rank order (an MPI launcher's
+    ``mpirun --hostfile $PHALANX_HOSTFILE``)."""
+
+    role: DnsLabel
+    """The role whose tasks the hostfile lists (its addresses as the rendezvous gives them)."""
+    slots: Annotated[int, Field(ge=1, le=MAX_SLOTS)] = 1
+    """The slots of each host (MPI processes per task: an MPIJob's slotsPerWorker)."""
+
+    def to_domain(self) -> Hostfile:
+        """The domain ``Hostfile``."""
+        return Hostfile(role=self.role, slots=self.slots)
 
 
 class Placement(SpecModel):
     """Where tasks may run: shared by the job and each of its roles."""
 
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Node labels every task's node must carry (a role's entries add to the job's)."""
     tolerations: list[TolerationSpec] = Field(default_factory=list)
+    """Taints the tasks tolerate (a role's add to the job's)."""
     affinity: list[AffinityTerm] = Field(default_factory=list)
+    """Required node-label conditions (Kubernetes' matchExpressions; a role's add to the
+    job's)."""
 
 
 class NetworkTopologySpec(SpecModel):
@@ -156,8 +182,12 @@ class NetworkTopologySpec(SpecModel):
     ``hard`` never spans more, ``soft`` prefers it."""
 
     tier: DnsLabel
+    """The highest network tier (e.g. tor, spine) the gang, or each group, may span."""
     mode: Literal["hard", "soft"] = "hard"
+    """hard: never span more; soft: prefer it and fall back to spanning more."""
     group_size: Annotated[int, Field(ge=1)] | None = None
+    """Keep each run of this many consecutive tasks under one switch of tier instead of the
+    whole gang."""
 
     def to_domain(self) -> NetworkPlacement:
         """The domain ``NetworkPlacement``."""
@@ -168,15 +198,29 @@ class RoleSpec(Placement):
     """One role: ``replicas`` identical tasks with their resources and command."""
 
     name: DnsLabel
+    """The role's name (e.g. master, worker); task names are <job>-<role>-<index>."""
     replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
+    """How many identical tasks the role has."""
     resources: ResourceMap
+    """What each task needs: cpu (2 or 500m), memory (16Gi), gpu (whole GPUs, or a share of
+    one below 1 such as 0.5), gpu-memory, and extended resources."""
     command: Command = Field(default_factory=list)
+    """What each task runs: an argv list, or one shell string (run by /bin/sh -c)."""
     env: Annotated[
         dict[EnvName, Annotated[str, AfterValidator(_no_nul_text)]],
         AfterValidator(_env_fits_execve),
     ] = Field(default_factory=dict)
+    """Extra environment variables of each task; phalanx's own (RANK, WORLD_SIZE,
+    MASTER_ADDR, CUDA_VISIBLE_DEVICES ...) are set on top."""
     depends_on: list[Dependency] = Field(default_factory=list)
+    """Roles that must be Running before this role's tasks start (placed together with them,
+    as one gang)."""
     image: ImageRef | None = None
+    """A container image the tasks run in (an OCI reference such as localhost/train:1.0);
+    omitted: on the host."""
+    hostfile: HostfileSpec | None = None
+    """Give each task a hostfile (PHALANX_HOSTFILE) of the given role's tasks, one `host
+    slots=N` line each, as MPI launchers read it."""
 
     @model_validator(mode="after")
     def _gpu_shape(self) -> Self:
@@ -202,6 +246,7 @@ class RoleSpec(Placement):
             tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),
             depends_on=tuple(dict.fromkeys(dep.role for dep in self.depends_on)),
             image=self.image,
+            hostfile=None if self.hostfile is None else self.hostfile.to_domain(),
         )
 
 
@@ -209,17 +254,35 @@ class JobSpec(Placement):
     """``spec`` of a Job (see DESIGN.md section 6)."""
 
     queue: Name = "default"
+    """The leaf queue the job is submitted to."""
     user: UserName = "default"
+    """The user the job belongs to (the API sets it to the caller)."""
     priority: Priority = 0
+    """Orders jobs within a queue, and lets a job preempt lower-priority jobs of its queue
+    (higher first)."""
     min_available: Annotated[int, Field(ge=1)] | None = None
+    """The gang size: how many tasks must be placed together before any starts; default:
+    every replica of every role."""
     max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
+    """How many times a failed, lost or unstartable gang is restarted (after a backoff of 10
+    s that doubles, at most 300 s) before the job fails."""
     walltime: JobDuration | None = None
+    """The longest an attempt may run (e.g. 8h, 30m, 90), from its first placement; then the
+    job is stopped and fails."""
     runtime_estimate: JobDuration | None = None
+    """How long the job is expected to run, a hint for backfill and shortest-job-first
+    policies."""
     starvation_threshold: JobDuration | None = None
+    """How long the job may wait before it gets a reservation; overrides its queue's."""
     preemptible: bool = True
+    """Whether preemption and reclaim may evict the job's tasks."""
     service_class: Literal["online", "offline"] | None = None
+    """online or offline, for colocation: offline work is throttled, then paused, when online
+    work needs the node."""
     network_topology: NetworkTopologySpec | None = None
+    """Where in the network the gang may sit (keep it under one top-of-rack switch, ...)."""
     roles: Annotated[list[RoleSpec], Field(min_length=1, max_length=MAX_ROLES)]
+    """The job's roles, in rank order: each a set of identical tasks."""
 
     def to_job(self, name: str, creation_time: float, roles: tuple[Role, ...] | None = None) -> Job:
         """The domain ``Job`` ``name`` of this spec (phase Pending, every task pending);
@@ -266,6 +329,7 @@ class JobSpec(Placement):
                 at=("networkTopology", "groupSize"),
             )
         _check_dependencies(self.roles)
+        _check_hostfiles(self.roles)
         return self
 
 
@@ -304,6 +368,17 @@ def _check_dependencies(roles: list[RoleSpec]) -> None:
         )
 
 
+def _check_hostfiles(roles: list[RoleSpec]) -> None:
+    names = [role.name for role in roles]
+    for i, role in enumerate(roles):
+        if role.hostfile is not None and role.hostfile.role not in names:
+            raise located(
+                f"{role.hostfile.role!r} is not a role of this job",
+                f"name the role whose hosts the file lists (one of {', '.join(names)})",
+                at=("roles", i, "hostfile", "role"),
+            )
+
+
 def _find_cycle(edges: dict[str, list[str]]) -> list[str]:
     """A dependency cycle as ``[a, b, ..., a]``, or ``[]``; roles are visited in order."""
     done: set[str] = set()
@@ -332,9 +407,13 @@ class JobDocument(SpecModel):
     """``apiVersion: phalanx/v1, kind: Job``."""
 
     api_version: Literal["phalanx/v1"] = API_VERSION
+    """Always phalanx/v1."""
     kind: Literal["Job"] = "Job"
+    """Always Job."""
     metadata: Metadata
+    """The job's name (unique per user's jobs), labels and annotations."""
     spec: JobSpec
+    """The job: its queue, roles and rules."""
 
     def to_domain(self, creation_time: float = 0.0) -> Job:
         """The domain ``Job`` (phase Pending, every task pending) in canonical units."""

@@ -8,7 +8,12 @@ characters, YAML aliases (the "billion laughs"), nesting deeper than
 
 A document is dispatched on its ``(apiVersion, kind)``; a mapping with
 ``protocolVersion`` and neither of them is an OpenPAI job (see
-``phalanx.spec.importers.openpai``).
+``phalanx.spec.importers.openpai``). Kubeflow's ``kubeflow.org/v1`` PyTorchJob, TFJob
+and MPIJob become Jobs (``phalanx.spec.importers.kubeflow``).
+
+Warnings: every field of a foreign document that is read but not honoured is given to
+``warn`` (when passed) as one line naming the source, the document, the field and what
+phalanx does instead (``diagnostics.notice_line``); nothing is dropped without a word.
 """
 
 from __future__ import annotations
@@ -23,7 +28,19 @@ from pydantic import ValidationError
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.common import API_VERSION
-from phalanx.spec.diagnostics import Problem, document_error, problems_of
+from phalanx.spec.diagnostics import (
+    Notice,
+    Problem,
+    Warn,
+    document_error,
+    notice_line,
+    problems_of,
+)
+from phalanx.spec.importers.kubeflow import (
+    KUBEFLOW_API_VERSION,
+    KUBEFLOW_KINDS,
+    import_kubeflow_job,
+)
 from phalanx.spec.importers.openpai import import_openpai_job, is_openpai
 from phalanx.spec.importers.volcano import (
     BATCH_API_VERSION,
@@ -41,13 +58,27 @@ MAX_DEPTH: Final = 64
 
 Document: TypeAlias = QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument
 
-_BUILDERS: Final[Mapping[tuple[str, str], Callable[[dict[str, Any]], Document]]] = {
-    (API_VERSION, "Queue"): QueueDocument.model_validate,
-    (API_VERSION, "Job"): JobDocument.model_validate,
-    (API_VERSION, "Cluster"): ClusterDocument.model_validate,
-    (API_VERSION, "SchedulerConfig"): SchedulerConfigDocument.model_validate,
-    (BATCH_API_VERSION, "Job"): import_volcano_job,
-    (SCHEDULING_API_VERSION, "Queue"): import_volcano_queue,
+#: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
+Builder: TypeAlias = Callable[[dict[str, Any], Callable[[Notice], None]], Document]
+
+
+def _quiet(build: Callable[[dict[str, Any]], Document]) -> Builder:
+    """A builder for a document of which phalanx honours every field it reads."""
+    return lambda raw, _note: build(raw)
+
+
+def _kubeflow(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
+    return import_kubeflow_job(raw, note=note)
+
+
+_BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
+    (API_VERSION, "Queue"): _quiet(QueueDocument.model_validate),
+    (API_VERSION, "Job"): _quiet(JobDocument.model_validate),
+    (API_VERSION, "Cluster"): _quiet(ClusterDocument.model_validate),
+    (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
+    (BATCH_API_VERSION, "Job"): _quiet(import_volcano_job),
+    (SCHEDULING_API_VERSION, "Queue"): _quiet(import_volcano_queue),
+    **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},
 }
 
 #: Every accepted ``apiVersion kind`` pair.
@@ -103,19 +134,23 @@ class _GuardedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_documents(text: str, *, source: str = "<input>") -> list[Document]:
-    """Every non-empty document of ``text``, validated; raises ``DocumentError``."""
+def load_documents(
+    text: str, *, source: str = "<input>", warn: Warn | None = None
+) -> list[Document]:
+    """Every non-empty document of ``text``, validated; raises ``DocumentError``.
+    ``warn`` gets a line for each field read but not honoured (see the module docstring)."""
     if len(text) > MAX_INPUT_SIZE:
         raise DocumentError(
             f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
             fix="split it into several files",
         )
     raws = _parse(text, source)
-    return [_build(raw, source, n) for n, raw in enumerate(raws, start=1) if raw is not None]
+    return [_build(raw, source, n, warn) for n, raw in enumerate(raws, start=1) if raw is not None]
 
 
-def load_file(path: str | os.PathLike[str]) -> list[Document]:
-    """Every document of the UTF-8 file at ``path``; raises ``DocumentError``."""
+def load_file(path: str | os.PathLike[str], *, warn: Warn | None = None) -> list[Document]:
+    """Every document of the UTF-8 file at ``path``; raises ``DocumentError``; ``warn`` as
+    for ``load_documents``."""
     source = os.fspath(path)
     try:
         with open(path, "rb") as stream:
@@ -135,13 +170,13 @@ def load_file(path: str | os.PathLike[str]) -> list[Document]:
         raise DocumentError(
             f"{source}: byte {error.start} is not UTF-8", fix="save the file as UTF-8"
         ) from None
-    return load_documents(text, source=source)
+    return load_documents(text, source=source, warn=warn)
 
 
-def build_document(raw: Any, *, source: str = "<request>") -> Document:
+def build_document(raw: Any, *, source: str = "<request>", warn: Warn | None = None) -> Document:
     """One already-parsed document (a JSON body, say) validated like ``load_documents``
     validates each document of a stream. Raises ``DocumentError``."""
-    return _build(raw, source, 1)
+    return _build(raw, source, 1, warn)
 
 
 def _parse(text: str, source: str) -> list[Any]:
@@ -180,21 +215,26 @@ def _line_column(text: str, position: int) -> tuple[int, int]:
     return text.count("\n", 0, position) + 1, position - line_start + 1
 
 
-def _build(raw: Any, source: str, number: int) -> Document:
+def _build(raw: Any, source: str, number: int, warn: Warn | None) -> Document:
     header = _header(source, number, raw)
     if not isinstance(raw, dict):
         raise document_error(header, [_not_a_mapping(raw)])
+    notices: list[Notice] = []
     try:
-        return _builder(raw, header)(raw)
+        document = _builder(raw, header)(raw, notices.append)
     except ValidationError as error:
         raise document_error(header, problems_of(error)) from None
+    if warn is not None:
+        for notice in notices:
+            warn(notice_line(header, notice))
+    return document
 
 
-def _builder(raw: dict[str, Any], header: str) -> Callable[[dict[str, Any]], Document]:
+def _builder(raw: dict[str, Any], header: str) -> Builder:
     """What turns ``raw`` into a document: by ``(apiVersion, kind)``, or the OpenPAI
     importer for a mapping with ``protocolVersion`` and neither of them."""
     if is_openpai(raw):
-        return import_openpai_job
+        return _quiet(import_openpai_job)
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     builder = None
     if isinstance(api_version, str) and isinstance(kind, str):

@@ -26,9 +26,14 @@ class TolerationSpec(SpecModel):
     """``{key, operator: Equal|Exists, value, effect}``; an empty key with Exists tolerates all."""
 
     key: Annotated[str, AfterValidator(_empty_or_label_key)] = ""
+    """The taint key tolerated; empty with operator Exists: every taint."""
     operator: Literal["Equal", "Exists"] = "Equal"
+    """Equal (the taint's value must be value) or Exists (any value)."""
     value: LabelValue = ""
+    """The taint value tolerated, with operator Equal."""
     effect: Effect | None = None
+    """The taint effect tolerated (NoSchedule, PreferNoSchedule, NoExecute); omitted: every
+    effect."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -56,8 +61,11 @@ class AffinityTerm(SpecModel):
     """A required node-label condition ``{key, operator, values}`` (Kubernetes matchExpressions)."""
 
     key: LabelKey
+    """The node label the condition is on."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    """In, NotIn, Exists, DoesNotExist, Gt or Lt, as Kubernetes' matchExpressions."""
     values: list[LabelValue] = Field(default_factory=list)
+    """The values In and NotIn compare with (one number for Gt and Lt)."""
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> Self:
@@ -85,8 +93,11 @@ class TaintSpec(SpecModel):
     """A node taint ``{key, value, effect}``; effect defaults to NoSchedule."""
 
     key: LabelKey
+    """The taint's key."""
     value: LabelValue = ""
+    """The taint's value."""
     effect: Effect = "NoSchedule"
+    """NoSchedule (no new task without a toleration), PreferNoSchedule or NoExecute."""
 
     def to_domain(self) -> Taint:
         """The domain ``Taint``."""

@@ -33,7 +33,9 @@ class CellGuaranteeSpec(SpecModel):
     """One entry of ``cells``: ``count`` whole cells of ``type`` (a Cluster cell type)."""
 
     type: Name
+    """A cell type of the Cluster (its cellTypes, or one derived from a GPU topology)."""
     count: Annotated[int, Field(ge=1, le=1_000_000)]
+    """How many whole cells of that type the queue is guaranteed."""
 
 
 class QueueSpec(SpecModel):
@@ -48,17 +50,34 @@ class QueueSpec(SpecModel):
     """
 
     parent: Name = ROOT_QUEUE
+    """The parent queue in the tree; omitted: a child of the root. Jobs go to leaf queues."""
     weight: Annotated[float, Field(ge=MIN_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)] = 1.0
+    """The queue's share, relative to its siblings', of what is left after guarantees (its
+    deserved share when deserved is omitted)."""
     guarantee: ResourceMap = Field(default_factory=dict)
+    """Resources that are never lent away: reclaim gets them back for this queue's jobs
+    whenever they wait."""
     deserved: ResourceMap | None = None
+    """The fair share under contention; omitted: computed from weight. Above it, a queue's
+    jobs run on borrowed capacity that reclaim may take back."""
     capability: ResourceMap | None = None
+    """The hard cap on what the queue's jobs hold at once; omitted: no cap (within the
+    parent's). A capability above the guarantee is how a queue borrows idle capacity."""
     reclaimable: bool = True
+    """Whether other queues may reclaim what this queue holds above its deserved share."""
     overcommit: bool = False
+    """Let the queue's work run beyond its quota on idle capacity; that excess is the first
+    to be reclaimed."""
     priority: Priority = 0
+    """Orders queues for allocation, reclaim and preemption (higher first)."""
     starvation_threshold: JobDuration | None = None
-    #: who may submit here (the control plane's ACL); omitted: every user. Admins always may.
+    """How long a job may wait before it gets a reservation (backfill keeps room for it); a
+    job's own value overrides it."""
     submitters: list[UserName] | None = None
+    """Who may submit here (the control plane's access list); omitted: every user. Admins
+    always may."""
     cells: list[CellGuaranteeSpec] = Field(default_factory=list)
+    """Whole cells the queue is guaranteed, making it a virtual cluster (the hived plugin)."""
 
     @model_validator(mode="after")
     def _cell_types_once(self) -> Self:
@@ -93,9 +112,13 @@ class QueueDocument(SpecModel):
     """``apiVersion: phalanx/v1, kind: Queue``."""
 
     api_version: Literal["phalanx/v1"] = API_VERSION
+    """Always phalanx/v1."""
     kind: Literal["Queue"] = "Queue"
+    """Always Queue."""
     metadata: Metadata
+    """The queue's name (not root), labels and annotations."""
     spec: QueueSpec = QueueSpec()
+    """The queue's place in the tree and its quotas."""
 
     @model_validator(mode="after")
     def _not_root_nor_own_parent(self) -> Self:

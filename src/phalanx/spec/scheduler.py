@@ -27,21 +27,27 @@ class ActionSpec(SpecModel):
     """One action of the session, run in list order: ``enqueue`` or ``{name, args}``."""
 
     name: PluginName
+    """The action: enqueue, allocate, reclaim, preempt, backfill (or a plugin-provided one)."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """The action's arguments."""
 
 
 class PluginSpec(SpecModel):
     """A plugin of a tier, its arguments and the extension points it must not join."""
 
     name: PluginName
+    """The plugin (priority, gang, drf, proportion, capacity, predicates, binpack, fgd ...)."""
     args: dict[str, Any] = Field(default_factory=dict)
+    """The plugin's arguments (e.g. binpack's weights per resource)."""
     disable: list[PluginName] = Field(default_factory=list)
+    """Extension points the plugin must not join (e.g. its job order)."""
 
 
 class TierSpec(SpecModel):
     """Plugins whose answers are combined before the next tier is asked."""
 
     plugins: Annotated[list[PluginSpec], Field(min_length=1)]
+    """The plugins of the tier; their answers are combined before the next tier is asked."""
 
 
 class SchedulerConfigSpec(SpecModel):
@@ -50,7 +56,9 @@ class SchedulerConfigSpec(SpecModel):
     actions: Annotated[
         list[Annotated[ActionSpec, BeforeValidator(_name_only)]], Field(min_length=1)
     ]
+    """The actions of each session, run in this order."""
     tiers: list[TierSpec] = Field(default_factory=list)
+    """The plugins, in tiers."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
@@ -80,9 +88,13 @@ class SchedulerConfigDocument(SpecModel):
     """``apiVersion: phalanx/v1, kind: SchedulerConfig``."""
 
     api_version: Literal["phalanx/v1"] = API_VERSION
+    """Always phalanx/v1."""
     kind: Literal["SchedulerConfig"] = "SchedulerConfig"
+    """Always SchedulerConfig."""
     metadata: Metadata
+    """The policy's name."""
     spec: SchedulerConfigSpec
+    """Its actions and plugin tiers."""
 
     def to_engine(self) -> SchedulerConfig:
         """The engine's ``SchedulerConfig``: same order, arguments copied."""

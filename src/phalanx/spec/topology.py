@@ -224,8 +224,11 @@ class TopologyMatrixSpec(SpecModel):
     """
 
     matrix: Annotated[list[str], Field(min_length=1, max_length=MAX_GPUS)]
+    """One row per GPU, cells as nvidia-smi topo -m writes them (X NV1 NV2 PIX SYS ...)."""
     numa: list[Annotated[int, Field(ge=0)]] | None = None
+    """Each GPU's NUMA node (all 0 when left out)."""
     nics: dict[str, str] = Field(default_factory=dict)
+    """Each NIC's row of links to every GPU (e.g. mlx5_0: PIX PIX SYS SYS)."""
 
     @model_validator(mode="after")
     def _valid(self) -> TopologyMatrixSpec:

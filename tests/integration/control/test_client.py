@@ -144,8 +144,9 @@ def test_cancel_pages_and_volcano(server: Server) -> None:
                             "spec": {
                                 "containers": [
                                     {
+                                        # no image: it would be the role's, and
+                                        # the local executor runs no container
                                         "name": "main",
-                                        "image": "busybox",
                                         "command": ["sh", "-c", "echo volcano"],
                                         "resources": {"requests": {"cpu": "1"}},
                                     }

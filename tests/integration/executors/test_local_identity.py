@@ -12,13 +12,16 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from phalanx.domain.job import Hostfile
 from phalanx.executors import process
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.executors.failures import NO_IDENTITY
 from phalanx.executors.identity import TaskIdentity, unreachable_by_others
+from phalanx.executors.launch import GangMember
 from phalanx.executors.process import EXIT_FILE
 from tests.integration.executors.harness import Harness, wait_for
 from tests.integration.tenancy.servers import unused_uid
@@ -188,3 +191,46 @@ def test_either_way_of_switching_leaves_the_task_no_privilege(
     assert status["Groups"] == []
     for capabilities in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
         assert int(status[capabilities][0], 16) == 0
+
+
+def test_a_hostfile_is_the_tasks_own_and_never_written_through_its_link(
+    per_user: Harness, tmp_path: Path
+) -> None:
+    precious = tmp_path / "precious"
+    precious.write_text("root's own\n")
+    precious.chmod(0o644)
+    gang = (
+        GangMember(role="launcher", index=0, node="n0"),
+        GangMember(role="worker", index=0, node="n1"),
+    )
+    fields: dict[str, Any] = {"role": "launcher", "gang": gang, "identity": ALICE}
+    hostfile = Hostfile(role="worker", slots=2)
+    # The first run plants a link where its next run's hostfile goes.
+    first = per_user.launch(
+        # (relative paths: pytest's own root, on the way to the absolute one, is 0700)
+        command=f'test "$PHALANX_HOSTFILE" = "$PWD/hostfile" && test -r hostfile && '
+        f"rm -f hostfile && ln -s {precious} hostfile",
+        hostfile=hostfile,
+        **fields,
+    )
+    per_user.start(first)
+    assert per_user.wait_event("t0").exit_code == 0
+    assert (per_user.workdir(first) / "hostfile").is_symlink()
+    per_user.start(per_user.launch(command="cat hostfile", hostfile=hostfile, **fields))
+
+    def second_exit() -> TaskEvent | None:
+        per_user.poll()
+        ends = [e for e in per_user.events if e.kind is TaskEventKind.EXITED]
+        return ends[1] if len(ends) > 1 else None
+
+    assert wait_for(second_exit, "the second run's end").exit_code == 0
+    path = per_user.workdir(first) / "hostfile"
+    assert precious.read_text() == "root's own\n" and os.stat(precious).st_uid == 0
+    assert not path.is_symlink() and path.read_text() == "127.0.0.1 slots=2\n"
+    status = os.stat(path)
+    assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (
+        ALICE.uid,
+        ALICE.gid,
+        0o600,
+    )
+    assert (per_user.workdir(first) / "stdout.log").read_text() == "127.0.0.1 slots=2\n"

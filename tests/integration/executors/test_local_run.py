@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import Hostfile
 from phalanx.executors.base import LogStream, TaskEventKind
 from phalanx.executors.cgroups import Isolation
 from phalanx.executors.launch import GangMember, GpuShareHint
@@ -41,6 +42,7 @@ def test_a_distributed_job_sees_its_rendezvous(harness: Harness) -> None:
     assert len(worker_hosts) == 2 and all(h.startswith("127.0.0.1:") for h in worker_hosts)
     assert master_port not in {h.split(":")[1] for h in worker_hosts}
     assert "TF_CONFIG" not in envs["m0"]
+    assert "PHALANX_HOSTFILE" not in envs["m0"]  # no hostfile asked for
     assert (envs["w1"]["PHALANX_JOB"], envs["w1"]["PHALANX_TASK"], envs["w1"]["PHALANX_NODE"]) == (
         "job",
         "w1",
@@ -219,3 +221,39 @@ def test_memory_limit_caps_the_address_space_of_cpu_tasks_only(tmp_path: Path) -
     harness.wait_event("gpu")
     assert harness.wait_file(cpu, "limit").strip() == str(512 * 1024)
     assert harness.wait_file(gpu, "limit").strip() == "unlimited"
+
+
+def test_a_launcher_with_a_hostfile_gets_its_workers_hosts(harness: Harness) -> None:
+    roles = ("launcher", "worker")
+    gang = tuple(
+        GangMember(role=role, index=index, node=node)
+        for role, index, node in (("launcher", 0, "n0"), ("worker", 0, "n1"), ("worker", 1, "n2"))
+    )
+    workers = [
+        harness.launch(
+            f"w{i}", command=("true",), role="worker", index=i, node=f"n{i + 1}", job_roles=roles
+        )
+        for i in range(2)
+    ]
+    launcher = harness.launch(
+        "l0",
+        command=DUMP_ENV,
+        role="launcher",
+        job_roles=roles,
+        gang=gang,
+        hostfile=Hostfile(role="worker", slots=4),
+    )
+    harness.start(*workers, launcher)
+    env = harness.env_of(launcher)
+    path = harness.workdir(launcher) / "hostfile"
+    assert env["PHALANX_HOSTFILE"] == str(path)
+    assert path.read_text() == "127.0.0.1 slots=4\n127.0.0.1 slots=4\n"
+
+
+def test_a_hostfile_of_a_role_without_tasks_fails_the_start(harness: Harness) -> None:
+    launcher = harness.launch(
+        "l0", command=("true",), role="launcher", hostfile=Hostfile(role="worker")
+    )
+    harness.start(launcher)
+    event = harness.wait_event("l0", TaskEventKind.FAILED_TO_START)
+    assert "no placed task of role 'worker'" in event.message

@@ -222,6 +222,23 @@ def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
         assert log_of(api, "survivor", name).split() == ["started", "done"]  # never restarted
 
 
+def test_an_image_job_runs_in_a_container_on_its_ray_node(api: Api, busybox_image: str) -> None:
+    nodes = {node["name"]: node["labels"] for node in api.get("/api/v1/nodes")}
+    assert nodes[SMALL].get("phalanx.io/container-runtime") == "podman"  # probed on the node
+    script = (
+        'if [ -e /usr/bin/python3 ]; then echo host; else echo "contained on $PHALANX_NODE"; fi'
+    )
+    boxed = {
+        **role(command=["sh", "-c", script], cpu="100m", memory="64Mi"),  # no GPU: no CDI here
+        "image": busybox_image,
+    }
+    api.submit("boxed", "team", boxed)
+    job = api.wait_phase("boxed", "Succeeded", "Failed", timeout=DEADLINE)
+    task = tasks_of(api, "boxed")["boxed-worker-0"]
+    assert job["phase"] == "Succeeded", (job["message"], log_of(api, "boxed", "boxed-worker-0"))
+    assert log_of(api, "boxed", "boxed-worker-0").strip() == f"contained on {task['node']}"
+
+
 def test_a_node_that_joins_is_scheduled_on(
     api: Api, ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from phalanx.client import DocumentError, prepare_documents
 from phalanx.spec import QueueDocument
+from tests.unit.spec.kubeflow_examples import MPI_JOB
 
 JOB = """\
 apiVersion: phalanx/v1
@@ -106,3 +107,18 @@ def test_a_missing_file_is_a_document_error(tmp_path: Path) -> None:
     with pytest.raises(DocumentError) as error:
         prepare_documents(tmp_path / "none.yaml")
     assert "cannot read" in str(error.value)
+
+
+def test_a_kubeflow_job_is_sent_as_written_and_its_unhonoured_fields_are_told(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mpi.yaml"
+    path.write_text(MPI_JOB)
+    warnings: list[str] = []
+    (prepared,) = prepare_documents(path, warn=warnings.append)
+    assert (prepared.kind, prepared.name) == ("Job", "tensorflow-benchmarks")
+    assert json.loads(prepared.body)["kind"] == "MPIJob"
+    assert warnings[0] == (
+        f"{path} document 1 (MPIJob tensorflow-benchmarks): spec.runPolicy.cleanPodPolicy: "
+        "not honoured: a phalanx job's tasks all stop when it ends"
+    )

@@ -14,6 +14,7 @@ from phalanx.executors.rendezvous import (
     endpoint,
     free_ports,
     gang_placements,
+    hostfile_text,
     hosts_variable,
     rank_order,
     rendezvous_env,
@@ -108,8 +109,19 @@ def test_cuda_visible_devices_is_empty_not_missing_without_gpus() -> None:
     assert env_of("worker", 2)["CUDA_VISIBLE_DEVICES"] == ""
 
 
-def test_no_tf_config_without_a_ps_role() -> None:
+def test_no_tf_config_without_a_ps_or_chief_role() -> None:
     assert "TF_CONFIG" not in env_of("worker", 0)
+
+
+def test_tf_config_for_a_multi_worker_job_with_a_chief() -> None:
+    placements = [place("worker", 0, host="h1", port=2223), place("chief", 0, host="h0")]
+    envs = rendezvous_env("tf", placements, master_port=1234, roles=("chief", "worker"))
+    config = json.loads(envs[("worker", 0)]["TF_CONFIG"])
+    assert config == {
+        "cluster": {"chief": ["h0:2000"], "worker": ["h1:2223"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    assert envs[("chief", 0)]["RANK"] == "0"
 
 
 def test_tf_config_for_a_parameter_server_job() -> None:
@@ -255,3 +267,21 @@ def test_free_ports_of_none_is_empty_and_negative_is_refused() -> None:
     assert free_ports(0) == ()
     with pytest.raises(InvalidInput):
         free_ports(-1)
+
+
+def test_a_hostfile_lists_the_roles_hosts_in_rank_order_with_their_slots() -> None:
+    placements = [
+        place("launcher", 0, node="n0", host="10.0.0.1", port=3000),
+        place("worker", 1, node="n2", host="fd00::7", port=3001),
+        place("worker", 0, node="n1", host="10.0.0.2", port=3002),
+    ]
+    envs = rendezvous_env("mpi", placements, master_port=2999, roles=("launcher", "worker"))
+    text = hostfile_text(envs[("launcher", 0)], "worker", 2)
+    assert text == "10.0.0.2 slots=2\nfd00::7 slots=2\n"
+
+
+def test_a_hostfile_of_a_role_without_tasks_is_refused() -> None:
+    envs = rendezvous_env("mpi", [place("launcher", 0)], master_port=2999)
+    with pytest.raises(InvalidInput) as caught:
+        hostfile_text(envs[("launcher", 0)], "worker", 1)
+    assert caught.value.field == "hostfile.role"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from phalanx.domain.job import NodeSelectorRequirement, SelectorOperator
+import pytest
+
+from phalanx.domain.errors import DocumentError
+from phalanx.domain.job import Hostfile, NodeSelectorRequirement, SelectorOperator
 from phalanx.domain.node import TaintEffect, Toleration
 from phalanx.domain.resources import Resources
 from phalanx.spec import JobDocument, load_documents
@@ -115,3 +118,25 @@ def test_document_renders_back_in_document_syntax() -> None:
     dumped = document.model_dump(by_alias=True, exclude_defaults=True)
     assert dumped["spec"]["roles"][0]["resources"] == {"cpu": 8, "memory": "32Gi"}
     assert JobDocument.model_validate(dumped) == document
+
+
+def test_a_hostfile_names_a_role_of_the_job() -> None:
+    text = """\
+        apiVersion: phalanx/v1
+        kind: Job
+        metadata: {name: mpi}
+        spec:
+          roles:
+          - {name: launcher, replicas: 1, resources: {cpu: 1}, hostfile: {role: worker, slots: 4}}
+          - {name: worker, replicas: 2, resources: {cpu: 1}}
+        """
+    launcher, worker = load_job(text).to_domain().roles
+    assert (launcher.hostfile, worker.hostfile) == (Hostfile(role="worker", slots=4), None)
+    for bad, message in [
+        ("{role: workers}", "spec.roles[0].hostfile.role: 'workers' is not a role of this job"),
+        ("{role: worker, slots: 0}", "spec.roles[0].hostfile.slots: must be >= 1"),
+        ("{role: worker, slot: 2}", "spec.roles[0].hostfile.slot: unknown field"),
+    ]:
+        with pytest.raises(DocumentError) as caught:
+            load_job(text.replace("{role: worker, slots: 4}", bad))
+        assert message in str(caught.value)

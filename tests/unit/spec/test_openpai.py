@@ -83,6 +83,7 @@ def test_the_tensorflow_example_converts_to_the_expected_job() -> None:
                         "name": "worker",
                         "replicas": 1,
                         "resources": {**resources, "gpu": 4},
+                        "image": "openpai/pai.example.tensorflow",
                         "command": tf_command(
                             "worker",
                             "--data_name=cifar10 --data_dir=$PAI_WORK_DIR/data_cifar10",
@@ -92,6 +93,7 @@ def test_the_tensorflow_example_converts_to_the_expected_job() -> None:
                         "name": "psserver",
                         "replicas": 1,
                         "resources": {**resources, "gpu": 1},
+                        "image": "openpai/pai.example.tensorflow",
                         "command": tf_command(
                             "ps", "--data_dir=$PAI_WORK_DIR/data_cifar10 --data_name=cifar10"
                         )
@@ -268,6 +270,11 @@ def test_task_roles_that_become_one_name_are_refused() -> None:
             "no dockerimage prerequisite is named 'cuda'; fix: name one of: image",
         ),
         (
+            small(prerequisites=[{"type": "dockerimage", "name": "image", "uri": "Ubuntu 22"}]),
+            "prerequisites[0].uri",
+            "'Ubuntu 22' is not an image reference; fix: write the image as",
+        ),
+        (
             small(prerequisites=[{"type": "model", "name": "m", "uri": "x"}]),
             "prerequisites[0].type",
             "'model' is not allowed",
@@ -335,3 +342,9 @@ def test_an_error_in_the_second_document_names_it() -> None:
         "pai.yaml document 2 (OpenPAI job small_job): "
         "taskRoles.worker.resourcePerInstance.gpu: expected an integer"
     )
+
+
+def test_a_task_roles_docker_image_becomes_its_image() -> None:
+    (document,) = load_documents(yaml.safe_dump(small()), source="pai.yaml")
+    assert isinstance(document, JobDocument)
+    assert [role.image for role in document.spec.roles] == ["ubuntu:22.04"]

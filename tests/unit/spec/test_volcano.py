@@ -37,6 +37,8 @@ def test_vcjob_imports_as_a_job() -> None:
     )
     assert worker.resources == Resources.of({"gpu": 1, "cpu": 4000})
     assert (worker.replicas, worker.command, worker.depends_on) == (2, (), ("ps",))
+    # the first container's image; the sidecar's is not run
+    assert (ps.image, worker.image) == ("tf:2", "tf:2")
 
 
 def test_volcano_queue_imports_as_a_queue() -> None:
@@ -105,6 +107,10 @@ def test_structural_errors_raise_validation_errors_from_the_importer() -> None:
         ),
         (lambda t: t.replace("queue: nlp", "queue: [nlp]"), "spec.queue: expected a string"),
         (lambda t: t.replace("minAvailable: 3", "minAvailable: 9"), "spec.minAvailable: 9 is more"),
+        (
+            lambda t: t.replace("image: tf:2", "image: TF 2", 1),
+            "spec.tasks[0].template.spec.containers[0].image: 'TF 2' is not a valid image",
+        ),
     ],
 )
 def test_bad_volcano_fields_name_their_path(edit: object, path: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
@@ -28,23 +28,43 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 4
 _TERMINAL = [p.value for p in TERMINAL]
 
 
+#: Warning headers of one answer, at most (a document has few fields; this bounds it).
+MAX_WARNINGS: Final = 100
+
+
+def warning_header(line: str) -> str:
+    """``line`` as the value of an HTTP ``Warning`` header (RFC 7234, code 299, as
+    Kubernetes sends them): ASCII, quotes and backslashes escaped, no line breaks."""
+    text = line.replace("\\", "\\\\").replace('"', '\\"')
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return f'299 - "{text}"'
+
+
 @router.post("", status_code=201, response_model=JobView, responses=errors(400, 403, 409))
 async def submit(
     document: Annotated[
-        dict[str, Any], Body(description="a Job document: phalanx, Volcano or OpenPAI form")
+        dict[str, Any],
+        Body(description="a Job document: phalanx, Volcano, OpenPAI or Kubeflow form"),
     ],
     caller: Caller,
     request: Request,
     controller: TheController,
 ) -> Response:
     """Submit a job. It starts Pending; the scheduler takes it from there. The answer
-    comes once the job is stored."""
-    job = parse_job(document, caller)  # CPU only: on the event loop, no thread hop
+    comes once the job is stored. Each field of a foreign document that phalanx read
+    but does not honour is one ``Warning: 299 - "..."`` header of the answer, as the
+    Kubernetes API server tells of them."""
+    warnings: list[str] = []
+    job = parse_job(document, caller, warnings.append)  # CPU only: no thread hop
     writer: SubmissionWriter = request.app.state.submissions
     view = await writer.submit(job, caller)
     controller.wake(Intent.JOBS)
     # The view is built here, valid by construction: skip FastAPI's second validation.
-    return Response(view.model_dump_json(), status_code=201, media_type="application/json")
+    answer = Response(view.model_dump_json(), status_code=201, media_type="application/json")
+    for line in warnings[:MAX_WARNINGS]:
+        answer.headers.append("Warning", warning_header(line))
+    return answer
 
 
 @router.get("", response_model=JobPage)

@@ -55,4 +55,5 @@ def launch_of(
         gang=gang,
         identity=identity,
         image=role.image,
+        hostfile=role.hostfile,
     )

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.domain.node import CONTAINER_RUNTIME_LABEL
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.gangs import gang_reason, gang_shape
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
-from phalanx.engine.snapshot import EPSILON, JobInfo, TaskInfo, Vector
+from phalanx.engine.snapshot import EPSILON, JobInfo, RoleInfo, Snapshot, TaskInfo, Vector
 
 NEG = -np.inf
 
@@ -201,6 +202,14 @@ class ClassPlacer:
         role = task.role
         what = f"task {role.name} ({role.resources.describe()})"
         total = len(snap.nodes)
+        if self.candidates.size == 0 and _no_runtime_for(snap, role):
+            return Reason(
+                code=ReasonCode.NO_MATCHING_NODE,
+                message=f"0/{total} nodes can run {what} in its image {role.spec.image}: none "
+                f"has a container runtime (label {CONTAINER_RUNTIME_LABEL}); fix: install "
+                "podman on a node (a Cluster document's nodes declare the label), or remove "
+                "image from the role to run it on the host",
+            )
         if self.candidates.size == 0:
             excluded = (
                 ", ".join(f"{n} by {p}" for p, n in sorted(self.excluded.items()))
@@ -266,6 +275,13 @@ class ClassPlacer:
             node=node,
             shortfall=lacking,
         )
+
+
+def _no_runtime_for(snap: Snapshot, role: RoleInfo) -> bool:
+    """True when ``role`` runs in an image and no node has a container runtime."""
+    if role.spec.image is None:
+        return False
+    return not (snap.label_column(CONTAINER_RUNTIME_LABEL) != None).any()  # noqa: E711
 
 
 def place_tasks(

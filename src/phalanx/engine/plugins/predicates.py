@@ -1,4 +1,6 @@
-"""predicates: node selectors, required node affinity, taints and tolerations, cordons.
+"""predicates: node selectors, required node affinity, taints and tolerations, cordons,
+and container runtimes (a role with an ``image`` goes only to nodes labelled
+``phalanx.io/container-runtime``).
 
 Resource fit and the per-node task limit are checked by the framework for every
 placement and cannot be switched off; this plugin adds the label and taint filters.
@@ -14,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.job import SelectorOperator
-from phalanx.domain.node import Taint, TaintEffect
+from phalanx.domain.node import CONTAINER_RUNTIME_LABEL, Taint, TaintEffect
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import RoleInfo, Snapshot
@@ -36,7 +38,12 @@ class PredicatesPlugin(Plugin):
 
         def predicate(role: RoleInfo) -> NDArray[np.bool_]:
             spec = role.spec
-            signature = (tuple(sorted(spec.node_selector.items())), spec.affinity, spec.tolerations)
+            signature = (
+                tuple(sorted(spec.node_selector.items())),
+                spec.affinity,
+                spec.tolerations,
+                spec.image is not None,
+            )
             mask = masks.get(signature)
             if mask is None:
                 mask = masks[signature] = _mask(snapshot, taints, role)
@@ -85,6 +92,8 @@ def _mask(
 ) -> NDArray[np.bool_]:
     spec = role.spec
     mask = np.ones(len(snapshot.nodes), dtype=np.bool_)
+    if spec.image is not None:  # only a node with a container runtime can run an image
+        mask &= snapshot.label_column(CONTAINER_RUNTIME_LABEL) != None  # noqa: E711
     for key, value in sorted(spec.node_selector.items()):
         mask &= snapshot.label_column(key) == value
     for term in spec.affinity:

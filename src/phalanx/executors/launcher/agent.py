@@ -26,7 +26,7 @@ from phalanx.executors.cgroupfs import remove_group
 from phalanx.executors.launcher.messages import Exited, Failed, Signal, Start, Started
 from phalanx.executors.process import TaskProcess, spawn
 from phalanx.executors.records import write_record
-from phalanx.executors.taskdirs import TaskDirs
+from phalanx.executors.taskdirs import TaskDirs, write_task_file
 
 #: Threads that start tasks at once (see the module docstring).
 STARTERS = 3
@@ -47,7 +47,8 @@ class Agent:
         self._starting = 0
 
     def start(self, request: Start) -> Started | Failed:
-        """Prepare the directory, make the group, start the wrapper, write the record."""
+        """Prepare the directory and its files, make the group, start the wrapper, write
+        the record."""
         with self.lock:
             self._starting += 1
         try:
@@ -60,6 +61,8 @@ class Agent:
         group = None
         try:
             fresh = self.dirs.prepare(request.workdir, request.identity)
+            for name, text in request.files.items():
+                write_task_file(request.workdir, name, text, request.identity)
             group = request.group.create() if request.group is not None else None
             process = spawn(
                 request.argv,
@@ -69,6 +72,8 @@ class Agent:
                 identity=request.identity,
                 memory_kib=request.memory_kib,
                 fresh=fresh,
+                exit_dir=Path(request.record.workdir) if request.client else None,
+                as_server=request.client,
             )
         except Exception as error:
             if group is not None:

@@ -7,7 +7,8 @@ every task's end unasked (``Exited``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from phalanx.executors.identity import TaskIdentity
@@ -22,7 +23,13 @@ class Start:
 
     ``group`` is its cgroup to make (None: no cgroup isolation, then ``memory_kib`` is
     its RLIMIT_AS, if any); ``record`` is what to persist once it runs, its ``pid`` and
-    ``start_time`` filled in by the launcher.
+    ``start_time`` filled in by the launcher. ``files`` are written into ``workdir``
+    before the task starts, by name (``taskdirs.write_task_file``): its hostfile, say.
+
+    ``client``: ``argv`` is a container runtime's client (``executors.containers``). It
+    runs as the server's own user (it starts the container as ``identity``, who still
+    owns ``workdir`` and the logs), and its wrapper writes ``exit_code`` into
+    ``record.workdir``, a directory of the server's own, never into ``workdir``.
     """
 
     id: int
@@ -33,6 +40,8 @@ class Start:
     group: GroupPlan | None
     memory_kib: int | None
     record: ProcessRecord
+    files: Mapping[str, str] = field(default_factory=dict)
+    client: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,7 +7,8 @@ For each alive node of the Ray cluster the driver is connected to:
   node id changes with every start of its raylet;
 - its capacity is what Ray offers: CPUs (in millicores), memory and the GPU count, and
   ``gpu-memory`` where the GPUs' memory is known;
-- its labels are Ray's (``ray.io/node-id`` among them); its address is Ray's
+- its labels are Ray's (``ray.io/node-id`` among them) and the probe's (the node's
+  container runtime, ``containers.node_labels``); its address is Ray's
   ``NodeManagerAddress``, where its tasks' peers reach them;
 - its GPUs come from a probe that runs *on that node* through Ray (hard node affinity,
   no CPU or GPU asked, so it runs on a busy node too): NVML there, where nvidia-ml-py
@@ -30,6 +31,7 @@ from typing import Any, Final
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
 from phalanx.domain.resources import CPU, GPU, GPU_MEMORY, MEMORY, Resources
+from phalanx.executors.containers import node_labels
 from phalanx.executors.gpus import nvidia_gpus
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class Probe:
 
     address: str
     gpus: tuple[Gpu, ...]
+    labels: dict[str, str]
 
 
 def node_name(address: str) -> str:
@@ -52,8 +55,14 @@ def node_name(address: str) -> str:
     return "ray-" + address.replace(".", "-").replace(":", "-").strip("-")
 
 
-def ray_node(info: Mapping[str, Any], probed: Sequence[Gpu], declared: Node | None) -> Node:
-    """The phalanx node for one entry of ``ray.nodes()`` (see the module docstring)."""
+def ray_node(
+    info: Mapping[str, Any],
+    probed: Sequence[Gpu],
+    declared: Node | None,
+    probed_labels: Mapping[str, str] | None = None,
+) -> Node:
+    """The phalanx node for one entry of ``ray.nodes()`` (see the module docstring);
+    ``probed_labels`` are what the probe found on the node (its container runtime)."""
     offered: Mapping[str, float] = info.get("Resources", {})
     address = str(info["NodeManagerAddress"])
     count = int(offered.get("GPU", 0))
@@ -64,6 +73,7 @@ def ray_node(info: Mapping[str, Any], probed: Sequence[Gpu], declared: Node | No
         if all(card.memory for card in gpus):
             amounts[GPU_MEMORY] = sum(card.memory for card in gpus)
     labels = {str(k): str(v) for k, v in (info.get("Labels") or {}).items()}
+    labels.update(probed_labels or {})
     models = {card.model for card in gpus if card.model}
     if len(models) == 1:
         labels[GPU_MODEL_LABEL] = models.pop()
@@ -91,7 +101,7 @@ def probe() -> Probe:
     import ray  # noqa: PLC0415  # the optional extra: only a Ray worker runs this
 
     address = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
-    return Probe(address=address, gpus=nvidia_gpus())
+    return Probe(address=address, gpus=nvidia_gpus(), labels=node_labels())
 
 
 def discover(
@@ -134,5 +144,5 @@ def discover(
                 fix="start every Ray node with --node-ip-address set to its own address",
             )
         name = node_name(address)
-        nodes.append(ray_node(info, seen.gpus, (declared or {}).get(name)))
+        nodes.append(ray_node(info, seen.gpus, (declared or {}).get(name), seen.labels))
     return nodes

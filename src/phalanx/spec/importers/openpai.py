@@ -20,6 +20,8 @@ Mapping:
 - A task role becomes a role: ``instances`` -> ``replicas``; ``resourcePerInstance``
   ``cpu`` (cores), ``memoryMB`` (as ``Mi``, like OpenPAI's launcher) and ``gpu``;
   ``extraContainerOptions.infiniband: true`` adds ``rdma/hca: 1``.
+- a task role's ``dockerImage`` prerequisite's ``uri`` becomes the role's ``image`` (an
+  OCI reference, checked at the prerequisite's ``uri``).
 - ``commands`` become one shell string (run as ``/bin/sh -c``): the selected
   deployment's ``preCommands``, the commands, then its ``postCommands``, each trimmed
   and joined with `` && `` (as OpenPAI's rest-server does), after
@@ -29,8 +31,8 @@ Mapping:
 
 Read but ignored, because phalanx does not model them: ``version``, ``contributor``,
 ``description``, ``secrets`` (never copied; a ``$secrets`` reference in a command
-is refused), the prerequisites themselves (the Docker image included: phalanx
-executors run the command as given), every ``extras`` entry but ``gangAllocation``
+is refused), the other prerequisites themselves (script, data and output: the
+commands fetch them), every ``extras`` entry but ``gangAllocation``
 (``hivedScheduler``, ``com.microsoft.pai.runtimeplugin``, ``storages`` ...), and per
 task role ``completion`` (phalanx ends a job when its tasks end), ``taskRetryCount``
 (phalanx retries whole jobs), ``extraContainerOptions`` other than ``infiniband``
@@ -53,11 +55,11 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from phalanx.spec.common import API_VERSION, Loc, SpecModel, located
+from phalanx.spec.common import API_VERSION, ImageRef, Loc, SpecModel, located
 from phalanx.spec.importers import openpai_commands
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_LABEL, MAX_NAME, MAX_REPLICAS, MAX_RETRY, MAX_ROLES
@@ -85,7 +87,11 @@ class _Lenient(BaseModel):
 class _Prerequisite(_Lenient):
     name: str
     type: Literal["dockerimage", "script", "data", "output"]
+    uri: Any = None
     callbacks: list[Any] | None = None
+
+
+_IMAGE: Final = TypeAdapter(ImageRef)
 
 
 class _Completion(SpecModel):
@@ -223,6 +229,8 @@ def _job_document(job: _OpenPaiJob) -> dict[str, Any]:
                 "command": _command(written, role, selected, scopes),
             }
         )
+        if role.docker_image is not None:
+            roles[-1]["image"] = prerequisites["dockerimage", role.docker_image].uri
     total = sum(role.instances for role in job.task_roles.values())
     queue = job.defaults.virtual_cluster
     return {
@@ -252,8 +260,23 @@ def _prerequisites(items: list[_Prerequisite]) -> dict[tuple[str, str], _Prerequ
                 "keep one of them, or rename one",
                 at=("prerequisites", i, "name"),
             )
+        if item.type == "dockerimage":
+            _check_image(item.uri, at=("prerequisites", i, "uri"))
         found[item.type, item.name] = item
     return found
+
+
+def _check_image(uri: Any, *, at: Loc) -> None:
+    """``uri`` names a container image as ``image`` of a role takes it."""
+    try:
+        _IMAGE.validate_python(uri, strict=True)
+    except ValidationError:
+        shown = repr(uri)[:60] if isinstance(uri, str) else f"a {type(uri).__name__}"
+        raise located(
+            f"{shown} is not an image reference",
+            "write the image as registry/path:tag (for example openpai/standard:python_3.6)",
+            at=at,
+        ) from None
 
 
 def _selected_deployment(job: _OpenPaiJob) -> tuple[int, _Deployment] | None:

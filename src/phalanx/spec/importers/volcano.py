@@ -1,7 +1,7 @@
 """Import Volcano's ``batch.volcano.sh/v1alpha1 Job`` and ``scheduling.volcano.sh/v1beta1 Queue``.
 
 Read-side tolerance: fields phalanx does not model (namespace, plugins, policies,
-volumes, images ...) are ignored; a field it does model must still have the right
+volumes ...) are ignored; a field it does model must still have the right
 shape, or a ``ValidationError`` names its path in the Volcano document. The result
 is a ``JobDocument`` or ``QueueDocument``, validated like a hand-written one.
 
@@ -10,7 +10,7 @@ Mapping:
 - a task becomes a role: ``replicas``, ``dependsOn.name``, the pod template's
   ``nodeSelector`` and ``tolerations``; its resources are the sum over containers of
   each container's requests, falling back per resource to its limits; ``command``
-  is the first container's ``command`` followed by its ``args``;
+  is the first container's ``command`` followed by its ``args``, ``image`` its image;
 - ``nvidia.com/gpu`` becomes ``gpu`` (see ``RESOURCE_NAMES``);
 - ``priorityClassName`` becomes ``priority``: its value in ``priority_classes``,
   else the digits it ends with (``prio-500`` -> 500), else 0; the class name is kept
@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from phalanx.domain.resources import parse_quantity
-from phalanx.spec.common import API_VERSION, DnsLabel, Name, Priority
+from phalanx.spec.common import API_VERSION, DnsLabel, ImageRef, Name, Priority
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_REPLICAS, MAX_RETRY, MAX_ROLES, MAX_WEIGHT, MIN_WEIGHT
 from phalanx.spec.quantity import Quantity, QuantityValue
@@ -70,6 +70,7 @@ class _Requirements(_ReadModel):
 
 
 class _Container(_ReadModel):
+    image: ImageRef | None = None
     command: list[str] = []
     args: list[str] = []
     resources: _Requirements = _Requirements()
@@ -150,7 +151,7 @@ def import_volcano_job(
     if spec.min_available is not None:
         job_spec["minAvailable"] = max(spec.min_available, 1)
     if spec.priority_class_name is not None:
-        job_spec["priority"] = _priority(spec.priority_class_name, priority_classes)
+        job_spec["priority"] = priority_of_class(spec.priority_class_name, priority_classes)
         metadata["annotations"][PRIORITY_CLASS_ANNOTATION] = spec.priority_class_name
     return JobDocument.model_validate(
         {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": job_spec}
@@ -201,6 +202,8 @@ def _role(task: _Task) -> dict[str, Any]:
     }
     if first.command or first.args:
         role["command"] = [*first.command, *first.args]
+    if first.image:
+        role["image"] = first.image
     return role
 
 
@@ -219,7 +222,9 @@ def _summed(maps: Iterable[Mapping[str, QuantityValue]]) -> dict[str, int | floa
     return {name: int(v) if v.is_integer() else v for name, v in total.items()}
 
 
-def _priority(class_name: str, priority_classes: Mapping[str, int]) -> int:
+def priority_of_class(class_name: str, priority_classes: Mapping[str, int]) -> int:
+    """A PriorityClass's value: from ``priority_classes``, else the digits the name ends
+    with (``prio-500`` -> 500), else 0."""
     if class_name in priority_classes:
         return priority_classes[class_name]
     digits = re.search(r"\d{1,9}$", class_name)
