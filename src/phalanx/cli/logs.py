@@ -90,6 +90,8 @@ def _check_ended(client: Client, job: str) -> None:
     try:
         phase = client.job(job).phase
     except ClientError as error:
+        if error.status == 404:  # ended, and deleted since (a delete while it ran)
+            return
         if error.status is not None:
             raise
         fail(f"{stopped}; fix: {fix}")

@@ -225,3 +225,24 @@ def test_each_later_attempt_of_a_task_begins_with_its_header(server: Server) -> 
     assert ok(phalanx(server, "logs", "flaky", "--all")) == (
         f"flaky-worker-0 | first\nflaky-worker-0 | {header}flaky-worker-0 | second\n"
     )
+
+
+def test_a_follower_of_a_job_deleted_while_it_runs_ends_quietly(server: Server) -> None:
+    talker = SLEEPER.replace("exec sleep 60", "echo up; exec sleep 60")
+    ok(phalanx(server, "apply", "-f", "-", stdin=talker))
+    ok(phalanx(server, "wait", "job", "hello", "--for", "phase=Running"))
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "phalanx.cli.main", "--server", server.url,
+         "--token", server.admin_token or "", "logs", "hello", "-f"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert follower.stdout is not None and follower.stdout.readline() == b"up\n"
+        ok(phalanx(server, "delete", "job", "hello"))
+        out, err = follower.communicate(timeout=60)
+        assert (follower.returncode, out, err) == (0, b"", b"")
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()
