@@ -212,7 +212,10 @@ def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
     api.submit(
         "survivor", "team", role(replicas=2, command=script, cpu="100m", gpu=2, memory="64Mi")
     )
-    api.wait_phase("survivor", "Running")
+    wait_for(
+        lambda: all(t["phase"] == "Running" for t in tasks_of(api, "survivor").values()),
+        "both tasks started (a task killed with its server while Bound is restarted instead)",
+    )
     served.kill()
     api = served.start()
     assert api.job("survivor")["phase"] == "Running"
