@@ -40,7 +40,7 @@ def test_cluster_overcommit_factor_bounds_admitted_work_at_1_2_times_capacity() 
     assert len(decisions.admitted) == 9
     reason = decisions.reason_for("j9")
     assert reason is not None and reason.code is ReasonCode.NOT_ADMITTED
-    assert reason.resource == "gpu" and "gpu=" in reason.message
+    assert reason.resource == "gpu" and "needs 1 GPU" in reason.message
 
 
 def test_overcommit_factor_is_configurable() -> None:

@@ -25,6 +25,7 @@ from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.wording import speak
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
 
 
@@ -102,6 +103,9 @@ class QuotaPlugin(Plugin):
                 continue
             over = queue.allocated + request > queue.capability + EPSILON
             if over.any():
+                never = _never_fits(session, task.job, queue)
+                if never is not None:
+                    return never
                 return (
                     f"queue {session.queue_label(queue)} at capability "
                     f"{session.describe(np.where(over, queue.capability, 0))} "
@@ -119,7 +123,14 @@ class QuotaPlugin(Plugin):
         minimum = job.min_request()
         for depth, queue in enumerate(leaf.ancestors[:-1]):
             over = queue.allocated + queue.inqueue + minimum > queue.capability + EPSILON
-            if over.any() and not _evictions_can_fit(job, leaf.ancestors[:depth], minimum):
+            if not over.any():
+                continue
+            never = _never_fits(session, job, queue)
+            if never is not None:
+                reason = Reason(code=ReasonCode.QUEUE_LIMIT, message=never, queue=queue.name)
+                session.record_reason(job, reason)
+                return Vote.REJECT
+            if not _evictions_can_fit(job, leaf.ancestors[:depth], minimum):
                 session.record_reason(
                     job,
                     Reason(
@@ -133,6 +144,23 @@ class QuotaPlugin(Plugin):
                 )
                 return Vote.REJECT
         return Vote.PERMIT
+
+
+def _never_fits(session: Session, job: JobInfo, queue: QueueInfo) -> str | None:
+    """The reason a job can never run under ``queue`` (its minimum is over the queue's
+    capability even with the queue empty), or None when waiting can help."""
+    minimum = job.min_request()
+    over = minimum > queue.capability + EPSILON
+    if not over.any():
+        return None
+    tasks = job.min_available
+    return (
+        f"never fits: the job's minimum of {tasks} task{'' if tasks == 1 else 's'} needs "
+        f"{speak(session.snapshot, minimum, dims=over)} but queue {session.queue_label(queue)} "
+        f"has a capability of {speak(session.snapshot, queue.capability, dims=over)}; "
+        "waiting will not help; fix: submit a smaller job (fewer or smaller tasks, or a "
+        "lower minAvailable) or raise the queue's capability"
+    )
 
 
 def _evictions_can_fit(job: JobInfo, below: tuple[QueueInfo, ...], minimum: Vector) -> bool:
