@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -124,6 +124,10 @@ class GpuView(View):
     other_tasks: int = 0
 
 
+#: A node's state for people: NotReady wins, then Draining/Drained, then Cordoned.
+NodeStatus = Literal["Ready", "NotReady", "Cordoned", "Draining", "Drained"]
+
+
 class NodeView(View):
     """A node: capacity, what is allocated, its GPUs, and whether it takes new work."""
 
@@ -139,6 +143,8 @@ class NodeView(View):
     #: False when its executor lost it (a Ray node Ray declared dead): it takes no task
     ready: bool = True
     tasks: int = 0
+    #: Ready, NotReady, Cordoned, Draining (tasks still stopping) or Drained (none left)
+    status: NodeStatus = "Ready"
     #: how its tasks' CPU, memory and processes are limited, and the defaults
     limits: str = ""
     #: which Unix identity its tasks run as
