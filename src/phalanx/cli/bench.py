@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from phalanx.cli.traces import resolve as resolve_traces
+from phalanx.domain.errors import PhalanxError
 
 app = typer.Typer(help="Benchmarks (in-process; print JSON with --json).", no_args_is_help=True)
 
@@ -47,8 +51,11 @@ def engine_bench(
 
 @app.command("fgd")
 def fgd_bench(
-    traces_dir: Path = typer.Option(
-        Path("../shared/traces"), "--traces-dir", help="Folder holding alibaba-gpu-v2023-openb/."
+    traces_dir: Path | None = typer.Option(
+        None,
+        "--traces-dir",
+        help="Folder holding alibaba-gpu-v2023-openb/ (default: $PHALANX_TRACES, else "
+        "../shared/traces).",
     ),
     workloads: str = typer.Option(
         "default", help="openb pod lists, comma-separated: default,cpu050"
@@ -66,14 +73,16 @@ def fgd_bench(
 ) -> None:
     """The FGD paper's experiment through the engine; prints JSON next to the authors' figures."""
     from phalanx.benchmarks import fgd_report  # noqa: PLC0415  (heavy: the whole engine)
+    from phalanx.benchmarks.fgd import OPENB  # noqa: PLC0415
 
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError as error:
         raise typer.BadParameter(f"--seeds: {error}; fix: give integers like 42,43") from error
     try:
+        traces = resolve_traces(traces_dir).require(OPENB + "/", holding=True)
         summary = fgd_report.bench(
-            traces_dir,
+            traces,
             [w.strip() for w in workloads.split(",") if w.strip()],
             [p.strip() for p in policies.split(",") if p.strip()],
             seed_list,
@@ -81,6 +90,14 @@ def fgd_bench(
             tune=tune,
             limit=limit,
         )
+    except PhalanxError as error:
+        _fail(str(error))
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
     typer.echo(json.dumps(summary, indent=1))
+
+
+def _fail(message: str) -> NoReturn:
+    """One ``error:`` line on stderr, exit status 2 (as ``phalanx sim``)."""
+    Console(stderr=True).print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2)
