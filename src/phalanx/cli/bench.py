@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 import typer
 from rich.console import Console
@@ -69,7 +73,12 @@ def fgd_bench(
     tune: float = typer.Option(
         1.3, min=0.01, help="Arrived GPU request, as a share of the cluster's."
     ),
-    limit: int | None = typer.Option(None, min=1, help="Use only the first N pods of each file."),
+    limit: int | None = typer.Option(
+        None,
+        min=1,
+        help="A subsample: at most N arrivals per run, from the first N pods of each file, "
+        "on a share of the nodes they fill; marked as such, without the authors' figures.",
+    ),
 ) -> None:
     """The FGD paper's experiment through the engine; prints JSON next to the authors' figures."""
     from phalanx.benchmarks import fgd_report  # noqa: PLC0415  (heavy: the whole engine)
@@ -89,12 +98,50 @@ def fgd_bench(
             out,
             tune=tune,
             limit=limit,
+            progress=ProgressLine(),
         )
     except PhalanxError as error:
         _fail(str(error))
     except (ValueError, FileNotFoundError) as error:
         raise typer.BadParameter(str(error)) from error
     typer.echo(json.dumps(summary, indent=1))
+
+
+class ProgressLine:
+    """Progress of long runs on stderr: on a terminal one line redrawn at most twice a
+    second (and its last state kept); elsewhere (a log, a pipe) a line at most every
+    ``every`` seconds. Nothing in the first ``after`` seconds: short benchmarks stay quiet."""
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        every: float = 5.0,
+        after: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = 0.5 if self.tty else every
+        self.clock = clock
+        self.started = clock()
+        self.after = after
+        self.last = -math.inf
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        now = self.clock()
+        end = done >= total
+        if now - self.started < self.after:
+            return
+        if now - self.last < self.every and not (end and self.tty):
+            return
+        self.last = now
+        text = f"{label}: {done:,}/{total:,} pods ({100 * done / max(total, 1):.0f}%)"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text + ("\n" if end else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
 
 
 def _fail(message: str) -> NoReturn:
