@@ -166,6 +166,16 @@ def _run_all(
     return results
 
 
+def _workload_label(spec: str) -> str:
+    """``tiresias (tiresias-sample/60_job.csv)`` for ``tiresias:``, ``synthetic`` for
+    ``synthetic:``; a spec with a path as written."""
+    fmt, colon, text = spec.partition(":")
+    if not colon or text.strip():
+        return spec
+    default = DEFAULT_PATHS.get(fmt)
+    return f"{fmt} ({default})" if default else fmt
+
+
 @contextmanager
 def _option(name: str, value: str) -> Iterator[None]:
     """Errors of loading an option's value start with the option and its value."""
@@ -237,7 +247,7 @@ def run(
             False,
             (node_mtbf, node_mttr),
         )
-        _render(results, out, f"phalanx sim: {scheduler} on {workload}")
+        _render(results, out, f"phalanx sim: {scheduler} on {_workload_label(workload)}")
         if as_json:
             typer.echo(json.dumps(results[0][1]))
         else:
@@ -281,7 +291,7 @@ def compare(
             True,
             (node_mtbf, node_mttr),
         )
-        _render(results, out, f"phalanx sim compare on {workload}")
+        _render(results, out, f"phalanx sim compare on {_workload_label(workload)}")
         if as_json:
             typer.echo(json.dumps([summary for _, summary in results]))
         else:

@@ -195,3 +195,35 @@ def test_bad_inputs_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(DocumentError, match=r"events\.jsonl, line 3"):
         render_report([run], tmp_path / "r.html", title="x")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_identical_runs_are_named_and_their_charts_drawn_once(tmp_path: Path) -> None:
+    names = ("fifo", "sjf-oracle", "drf")
+    runs = [
+        _write_run(tmp_path / n, _summary(policy=n, avg_jct=5400.0, alloc=0.5), _events())
+        for n in names
+    ]
+    for run in runs:
+        (run / "jobs.csv").write_text("job,delay_s\na,0\n", encoding="utf-8")
+
+    page = _render(runs, tmp_path)
+
+    assert "fifo, sjf-oracle and drf gave identical results" in page
+    assert "does not tell these policies apart" in page
+    # one set of run charts (fifo's), the other two point at it
+    assert page.count("<svg") == OVERLAYS + CHARTS_PER_RUN
+    assert page.count("The same events as fifo, byte for byte") == 2
+
+
+def test_runs_that_differ_get_no_identical_note(two_runs: list[Path], tmp_path: Path) -> None:
+    for run, delay in zip(two_runs, ("0", "1800"), strict=True):
+        (run / "jobs.csv").write_text(f"job,delay_s\na,{delay}\n", encoding="utf-8")
+    extra = _write_run(
+        tmp_path / "las", _summary(policy="las", avg_jct=5400.0, alloc=0.5), _events()
+    )
+    (extra / "jobs.csv").write_text("job,delay_s\na,0\n", encoding="utf-8")
+
+    assert "identical" not in _render(two_runs, tmp_path)
+    page = _render([*two_runs, extra], tmp_path)
+    assert "fifo and las gave identical results" in page
+    assert "does not tell these policies apart" not in page  # drf differs
