@@ -311,7 +311,15 @@ def run_one(
     total_gpus = int(sum(len(node.gpus) for node in nodes))
     sequence = arrivals(pods, total_gpus * MILLI, seed=seed, tune=tune)
     if limit is not None:
+        cut = len(sequence) > limit
         sequence = sequence[:limit]
+        assert subsample is not None
+        if (
+            not cut
+            and subsample.pods == subsample.of_pods
+            and subsample.nodes == subsample.of_nodes
+        ):
+            subsample = None  # the limit is above the whole experiment: a full run
     config = policy_config(policy, seed=seed, target=typical_pods(pods))
     started = time.perf_counter()
     arrived, used, evictions = replay(
