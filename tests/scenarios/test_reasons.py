@@ -57,7 +57,7 @@ def test_a_queue_limit_names_the_queue_path_and_the_binding_capability() -> None
     reason = decisions.reason_for("j")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
     assert reason.queue == "nlp"
-    assert "queue team at capability gpu=8" in reason.message
+    assert "queue team is at its capability of 8 GPUs" in reason.message
     assert "fix:" in reason.message
 
 
@@ -192,7 +192,8 @@ def test_a_job_that_fits_its_capability_once_work_ends_is_not_told_never() -> No
     reason = cycle(make_nodes(4), jobs, ADMIT, queues=queues).reason_for("j")
 
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
-    assert "never" not in reason.message and "or wait" in reason.message
+    assert "never fits" not in reason.message
+    assert "(8 GPUs held or admitted); fix: wait for its jobs to finish" in reason.message
 
 
 def test_cordoned_nodes_are_counted_with_the_gpus_they_take_away() -> None:

@@ -107,11 +107,11 @@ class QuotaPlugin(Plugin):
                 if never is not None:
                     return never
                 return (
-                    f"queue {session.queue_label(queue)} at capability "
+                    f"queue {session.queue_label(queue)} is at its capability of "
                     f"{session.describe(np.where(over, queue.capability, 0))} "
-                    f"(allocated {session.describe(np.where(over, queue.allocated, 0))}, "
+                    f"({session.describe(np.where(over, queue.allocated, 0))} allocated; the "
                     f"task needs {session.describe(np.where(over, request, 0))}); "
-                    "fix: raise the queue's capability or wait for its jobs to finish"
+                    "fix: wait for its jobs to finish, or raise the queue's capability"
                 )
         return None
 
@@ -135,10 +135,12 @@ class QuotaPlugin(Plugin):
                     job,
                     Reason(
                         code=ReasonCode.QUEUE_LIMIT,
-                        message=f"queue {session.queue_label(queue)} cannot hold the job's minimum "
-                        f"{session.describe(np.where(over, minimum, 0))} under its capability "
-                        f"{session.describe(np.where(over, queue.capability, 0))}; fix: raise the "
-                        "capability, lower minAvailable, or wait",
+                        message=f"queue {session.queue_label(queue)} cannot hold the job's "
+                        f"minimum of {session.describe(np.where(over, minimum, 0))} under its "
+                        f"capability of {session.describe(np.where(over, queue.capability, 0))} "
+                        f"({session.describe(np.where(over, queue.allocated + queue.inqueue, 0))}"
+                        " held or admitted); fix: wait for its jobs to finish, raise the "
+                        "capability, or lower minAvailable",
                         queue=queue.name,
                     ),
                 )
