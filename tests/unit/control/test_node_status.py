@@ -7,6 +7,7 @@ import pytest
 from phalanx.cli.render import node_status
 from phalanx.control.api.nodes import _view
 from phalanx.control.controllers.views import NodeUsage
+from phalanx.control.schemas.views import NodeView
 from phalanx.control.store.models import NodeRow
 
 
@@ -47,3 +48,12 @@ def test_the_node_view_says_drained_once_a_drained_node_has_no_task(
 
     assert view.status == status
     assert node_status(view).plain == status  # the STATUS column shows the server's word
+
+
+def test_a_view_without_a_status_derives_it_from_its_flags() -> None:
+    # as read from a server older than the field: the column still tells the truth
+    draining = NodeView(name="n", capacity={}, allocated={}, cordoned=True, draining=True, tasks=1)
+    drained = NodeView.model_validate({"name": "n", "capacity": {}, "allocated": {},
+                                       "cordoned": True, "draining": True})  # fmt: skip
+    assert (draining.status, drained.status) == ("Draining", "Drained")
+    assert node_status(drained).plain == "Drained"

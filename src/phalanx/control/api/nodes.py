@@ -17,7 +17,7 @@ from phalanx.control.auth import Principal
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import NodeUsage
-from phalanx.control.schemas.views import GpuView, NodeStatus, NodeView
+from phalanx.control.schemas.views import GpuView, NodeView
 from phalanx.control.store.models import JobRow, NodeRow, TaskRow
 
 router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401, 422))
@@ -100,17 +100,6 @@ def _own_tasks(session: DbSession, caller: Principal, *, node: str | None = None
     return frozenset((str(on), name) for on, name in session.execute(query))
 
 
-def _status(node: NodeUsage, row: NodeRow | None) -> NodeStatus:
-    """NotReady (its executor lost it) first; a drain with no task left is Drained."""
-    if not node.ready:
-        return "NotReady"
-    if row is not None and row.draining:
-        return "Draining" if node.tasks else "Drained"
-    if row is not None and row.cordoned:
-        return "Cordoned"
-    return "Ready"
-
-
 def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
     gpus = []
     for i, (model, used, tasks) in enumerate(
@@ -133,7 +122,6 @@ def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
         draining=bool(row and row.draining),
         ready=node.ready,
         tasks=node.tasks,
-        status=_status(node, row),
         limits=node.limits,
         identity=node.identity,
     )
