@@ -246,6 +246,7 @@ def test_not_admitted_speaks_the_users_units_and_names_the_roomiest_node() -> No
     assert "needs 16 GPUs, 1 CPU and 32Gi memory for its minimum of 2 tasks" in message
     assert "the cluster has 6 GPUs free (of 24 GPUs)" in message
     assert "the most free on one node is 4 GPUs (n0)" in message
+    assert "queue default deserves 24 GPUs and holds 18 GPUs, so reclaim cannot" in message
     assert "gpu=" not in message and "short of" not in message
 
 

@@ -164,11 +164,9 @@ def _record_no_room(
     off = unschedulable_note(snapshot, minimum * only)
     if off is not None:
         said.append(off)
+    said.append(_over_deserved(session, job, minimum))
     fix = "uncordon nodes, or wait: " if off is not None else ""
-    said.append(
-        f"its queue is at its deserved share; {fix}it is admitted when work finishes, "
-        "or once it starves (reservation)"
-    )
+    said.append(f"{fix}it is admitted when work finishes, or once it starves (reservation)")
     session.record_reason(
         job,
         Reason(
@@ -178,6 +176,25 @@ def _record_no_room(
             queue=job.queue.name,
         ),
     )
+
+
+def _over_deserved(session: Session, job: JobInfo, minimum: Vector) -> str:
+    """Why reclaim cannot make room: the first queue up the tree whose deserved share the
+    job's minimum would pass, with that share and what the queue holds."""
+    asked = minimum > 0
+    for queue in job.queue.ancestors[:-1]:
+        held = queue.allocated + queue.inqueue
+        over = (held + minimum > queue.deserved + EPSILON) & asked
+        if over.any():
+            has = (
+                f" and holds {speak(session.snapshot, held, dims=over)}" if held[over].any() else ""
+            )
+            return (
+                f"queue {session.queue_label(queue)} deserves "
+                f"{speak(session.snapshot, queue.deserved, dims=over)}{has}, so reclaim "
+                "cannot make room for it"
+            )
+    return "its queue is at its deserved share"
 
 
 #: Refusals still standing, per job: (starving when refused, the reason given).
