@@ -40,7 +40,7 @@ def test_cluster_overcommit_factor_bounds_admitted_work_at_1_2_times_capacity() 
     assert len(decisions.admitted) == 9
     reason = decisions.reason_for("j9")
     assert reason is not None and reason.code is ReasonCode.NOT_ADMITTED
-    assert reason.resource == "gpu" and "gpu=" in reason.message
+    assert reason.resource == "gpu" and "needs 1 GPU" in reason.message
 
 
 def test_overcommit_factor_is_configurable() -> None:
@@ -85,7 +85,7 @@ def test_queue_capability_refuses_admission_with_the_limit_named() -> None:
     assert [a.job for a in decisions.admitted] == ["fits"]
     reason = decisions.reason_for("over")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
-    assert reason.queue == "small" and "capability gpu=4" in reason.message
+    assert reason.queue == "small" and "capability of 4 GPUs" in reason.message
 
 
 def test_parent_capability_refuses_admission_to_a_child() -> None:
@@ -104,7 +104,7 @@ def test_parent_capability_refuses_admission_to_a_child() -> None:
     assert [a.job for a in decisions.admitted] == ["c0"]  # queues of equal share: by name
     reason = decisions.reason_for("n0")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
-    assert reason.queue == "team" and "gpu=6" in reason.message
+    assert reason.queue == "team" and "capability of 6 GPUs" in reason.message
 
 
 def test_a_pending_job_is_not_placed_before_it_is_admitted() -> None:

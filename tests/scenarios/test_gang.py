@@ -41,7 +41,7 @@ def test_two_gangs_on_an_idle_cluster_one_is_placed_whole_the_other_gets_nothing
     reason = decisions.reason_for("gang-b")
     assert reason is not None
     assert reason.resource == "gpu"
-    assert "gpu=4" in reason.message
+    assert "4 GPUs" in reason.message
 
 
 def test_gang_deadlock_is_prevented_as_gpus_free_up_one_by_one() -> None:

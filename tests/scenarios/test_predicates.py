@@ -179,7 +179,7 @@ def test_a_task_larger_than_any_node_is_told_to_split() -> None:
 
     reason = decisions.reason_for("huge")
     assert reason is not None and reason.code is ReasonCode.NO_MATCHING_NODE
-    assert reason.resource == "gpu" and "gpu=8" in reason.message and "fix:" in reason.message
+    assert reason.resource == "gpu" and "8 GPUs" in reason.message and "fix:" in reason.message
 
 
 def test_a_task_tolerating_a_prefer_no_schedule_taint_is_not_steered_away() -> None:

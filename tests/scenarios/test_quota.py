@@ -105,7 +105,7 @@ def test_a_queue_at_its_proportion_share_is_told_so() -> None:
     reason = decisions.reason_for("a11")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
     assert reason.queue == "a"
-    assert "deserved share (gpu=8; allocated gpu=8)" in reason.message
+    assert "deserved share (8 GPUs; allocated 8 GPUs)" in reason.message
 
 
 # -- capacity -----------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def test_capacity_lets_a_queue_borrow_idle_resources_up_to_its_capability() -> N
     assert len(decisions.binds) == 4  # 16 GPUs: its capability, not its deserved 8
     reason = decisions.reason_for("a4")
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
-    assert "capability gpu=16" in reason.message and "fix:" in reason.message
+    assert "capability of 16 GPUs" in reason.message and "fix:" in reason.message
 
 
 def test_capacity_splits_what_explicit_shares_leave_by_weight() -> None:

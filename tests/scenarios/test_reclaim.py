@@ -50,7 +50,7 @@ def test_three_queues_reclaim_gives_each_exactly_its_deserved_share() -> None:
     # b's jobs beyond its share are told why reclaim does not help them
     reason = world.history[-1][1].reason_for("b7")
     assert reason is not None and reason.queue == "b"
-    assert "queue b already has its deserved share (gpu=8)" in reason.message
+    assert "queue b already has its deserved share (8 GPUs)" in reason.message
 
 
 def test_reclaim_takes_only_from_queues_above_their_deserved_share() -> None:

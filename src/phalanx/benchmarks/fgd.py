@@ -40,7 +40,7 @@ from __future__ import annotations
 import csv
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -83,6 +83,29 @@ class Pod:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Subsample:
+    """What a ``--limit`` run replayed of the full experiment: the first ``pods`` of the
+    file's ``of_pods``, on ``nodes`` of the ``of_nodes`` (evenly spread, so that the
+    arrivals still reach ``tune`` x the GPUs), at most ``pods`` arrivals."""
+
+    pods: int
+    of_pods: int
+    nodes: int
+    of_nodes: int
+
+    def describe(self) -> str:
+        return (
+            f"a subsample: the first {self.pods} of {self.of_pods} pods, on {self.nodes} of "
+            f"{self.of_nodes} nodes; not comparable with the authors' full-trace figures, "
+            "which are left out"
+        )
+
+
+#: Called after each session of a replay with (arrivals placed or dropped, arrivals).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Run:
     """One policy x workload x seed: the per-arrival record and the discrete columns."""
 
@@ -95,6 +118,7 @@ class Run:
     used: np.ndarray  # milli-GPU allocated after each arrival
     seconds: float
     evictions: int = 0
+    subsample: Subsample | None = None
 
     def columns(self) -> dict[int, float]:
         """Column k: mean allocation ratio (%) of the arrivals at k% of the cluster's GPU."""
@@ -199,6 +223,7 @@ def replay(
     config: SchedulerConfig,
     *,
     total_gpus: int,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Arrivals through the engine, one session per 1% step (cut where priority rises);
     per-arrival arrived and used milli-GPU, and how many evictions the policy made."""
@@ -238,6 +263,8 @@ def replay(
         before = used[start - 1] if start else 0
         used[start:end] = before + np.cumsum(gained)
         used[end - 1] = in_use  # evictions and late binds show at the step's end
+        if progress is not None:
+            progress(end, len(sequence))
     return arrived, used, evictions
 
 
@@ -271,18 +298,33 @@ def run_one(
     *,
     tune: float = 1.3,
     limit: int | None = None,
+    progress: Progress | None = None,
 ) -> Run:
-    """One replay; ``limit`` keeps only the first pods of the file (for tests)."""
+    """One replay. ``limit`` makes it a subsample of at most that many arrivals: the first
+    pods of the file, on an evenly spread share of the nodes that they fill to ``tune``."""
     folder = traces_dir / OPENB / "csv"
-    nodes = openb_nodes(folder / "openb_node_list_gpu_node.csv")
+    nodes: Sequence[Node] = openb_nodes(folder / "openb_node_list_gpu_node.csv")
     pods = [w.job for w in load_openb(folder / f"openb_pod_list_{workload}.csv").jobs]
+    subsample = None
     if limit is not None:
-        pods = pods[:limit]
+        subsample, nodes, pods = _subsample(nodes, pods, limit, tune)
     total_gpus = int(sum(len(node.gpus) for node in nodes))
     sequence = arrivals(pods, total_gpus * MILLI, seed=seed, tune=tune)
+    if limit is not None:
+        cut = len(sequence) > limit
+        sequence = sequence[:limit]
+        assert subsample is not None
+        if (
+            not cut
+            and subsample.pods == subsample.of_pods
+            and subsample.nodes == subsample.of_nodes
+        ):
+            subsample = None  # the limit is above the whole experiment: a full run
     config = policy_config(policy, seed=seed, target=typical_pods(pods))
     started = time.perf_counter()
-    arrived, used, evictions = replay(nodes, sequence, config, total_gpus=total_gpus)
+    arrived, used, evictions = replay(
+        nodes, sequence, config, total_gpus=total_gpus, progress=progress
+    )
     return Run(
         workload=workload,
         policy=policy,
@@ -293,6 +335,26 @@ def run_one(
         used=used,
         seconds=time.perf_counter() - started,
         evictions=evictions,
+        subsample=subsample,
+    )
+
+
+def _subsample(
+    nodes: Sequence[Node], pods: Sequence[Job], limit: int, tune: float
+) -> tuple[Subsample, list[Node], list[Job]]:
+    """The first ``limit`` pods, and evenly spread nodes with about the GPUs that ``limit``
+    arrivals of them ask for, divided by ``tune`` (so the load still reaches ``tune``)."""
+    kept = list(pods[:limit])
+    per_pod = float(np.mean([_pod(job).gpu_milli for job in kept])) if kept else 0.0
+    gpus = np.array([len(node.gpus) for node in nodes], dtype=np.float64)
+    share = min(1.0, limit * per_pod / MILLI / tune / max(float(gpus.sum()), 1.0))
+    count = min(len(nodes), max(1, round(share * len(nodes))))
+    chosen = np.unique(np.linspace(0, len(nodes) - 1, count).round().astype(np.intp))
+    picked = [nodes[int(i)] for i in chosen]
+    return (
+        Subsample(pods=len(kept), of_pods=len(pods), nodes=len(picked), of_nodes=len(nodes)),
+        picked,
+        kept,
     )
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from statistics import mean
 
@@ -25,18 +27,26 @@ def bench(
     *,
     tune: float = 1.3,
     limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, object]:
     """Every workload x policy x seed; writes ``OUT/analysis_allo_discrete.{csv,svg}`` and
-    returns the JSON summary."""
+    returns the JSON summary. ``progress`` hears (run label, arrivals done, arrivals)
+    after each session. With ``limit``, every run is a subsample (``Subsample``): the
+    summary says so and leaves the authors' full-trace figures out."""
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; known: {', '.join(POLICIES)}")
-    runs = [
-        run_one(traces_dir, workload, policy, seed, tune=tune, limit=limit)
-        for workload in workloads
-        for policy in policies
-        for seed in seeds
-    ]
+    runs = []
+    for workload in workloads:
+        for policy in policies:
+            for seed in seeds:
+                label = f"{workload} {policy} seed {seed}"
+                hear = None if progress is None else partial(progress, label)
+                runs.append(
+                    run_one(
+                        traces_dir, workload, policy, seed, tune=tune, limit=limit, progress=hear
+                    )
+                )
     write_csv(out / CSV_NAME, [run.row() for run in runs])
     expected = _expected_at(traces_dir)
     (out / SVG_NAME).write_text(_chart(runs, traces_dir, workloads[0]))
@@ -59,7 +69,8 @@ def _summary(
     for run in runs:
         ours = run.columns().get(130)
         row = run.row()
-        theirs_row = expected.get((str(row["workload"]), str(row["sc_policy"]), run.seed))
+        key = (str(row["workload"]), str(row["sc_policy"]), run.seed)
+        theirs_row = None if run.subsample else expected.get(key)  # full-trace figures
         theirs = float(theirs_row["130"]) if theirs_row and theirs_row.get("130") else None
         results.append(
             {
@@ -71,6 +82,7 @@ def _summary(
                 "authors_130": theirs,
                 "seconds": round(run.seconds, 2),
                 "evictions": run.evictions,
+                "subsample": run.subsample is not None,
             }
         )
         groups.setdefault((run.workload, run.policy), []).append((ours, theirs))
@@ -87,7 +99,11 @@ def _summary(
                 "authors_130_mean": round(mean(theirs_all), 2) if theirs_all else None,
             }
         )
-    return {"runs": results, "means": means}
+    summary: dict[str, object] = {"runs": results, "means": means}
+    sub = next((run.subsample for run in runs if run.subsample), None)
+    if sub is not None:
+        summary = {"subsample": asdict(sub), "note": sub.describe(), **summary}
+    return summary
 
 
 def _chart(runs: Sequence[Run], traces_dir: Path, workload: str) -> str:
@@ -102,8 +118,9 @@ def _chart(runs: Sequence[Run], traces_dir: Path, workload: str) -> str:
         xlabel="arrived GPU request (% of cluster GPUs)",
         ylabel="GPU allocation (%)",
     )
+    subsample = next((run.subsample for run in runs if run.subsample), None)
     try:
-        expected = read_expected(traces_dir)
+        expected = [] if subsample else read_expected(traces_dir)
     except FileNotFoundError:
         expected = []
     legend: list[tuple[str, str]] = []
@@ -122,7 +139,10 @@ def _chart(runs: Sequence[Run], traces_dir: Path, workload: str) -> str:
             _line(canvas, x, y, [_mean_curve(theirs)], stroke, dash="5 4")
         legend.append((f"{policy} (dashed: authors)" if theirs else policy, stroke))
     canvas.legend(legend)
-    return canvas.render(f"GPU allocation vs arrived load, openb {esc(workload)}")
+    title = f"GPU allocation vs arrived load, openb {esc(workload)}"
+    if subsample is not None:
+        title += f" ({esc(subsample.describe().split(';')[0])})"
+    return canvas.render(title)
 
 
 def _mean_curve(curves: Sequence[dict[int, float]]) -> dict[int, float]:

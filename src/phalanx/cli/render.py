@@ -76,15 +76,12 @@ def task_counts(job: JobSummaryView) -> str:
     return ", ".join(f"{count} {phase}" for phase, count in ranked if count) or "none"
 
 
+_NODE_STYLES = {"NotReady": "red", "Draining": "red", "Drained": "yellow", "Cordoned": "yellow"}
+
+
 def node_status(node: NodeView) -> Text:
-    """Ready, NotReady, Cordoned or Draining."""
-    if not node.ready:
-        return Text("NotReady", style="red")
-    if node.draining:
-        return Text("Draining", style="red")
-    if node.cordoned:
-        return Text("Cordoned", style="yellow")
-    return Text("Ready", style="green")
+    """Ready, NotReady, Cordoned, Draining or Drained (the server's ``status``)."""
+    return Text(node.status, style=_NODE_STYLES.get(node.status, "green"))
 
 
 def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False) -> Table:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +20,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from phalanx.cli import story
-from phalanx.domain.errors import PhalanxError
+from phalanx.cli.traces import resolve as resolve_traces
+from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.engine.framework.registry import Registry
@@ -29,7 +30,7 @@ from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
 from phalanx.sim.metrics import HEADLINE_FIGURES
 from phalanx.sim.runner import SimOptions, Simulation
-from phalanx.sim.traces import load_workload
+from phalanx.sim.traces import DEFAULT_PATHS, load_workload
 from phalanx.sim.workload import Workload
 from phalanx.spec import QueueDocument, load_file, parse_duration
 
@@ -43,14 +44,13 @@ WORKLOAD_HELP = (
 )
 
 
-def _traces_dir(value: Path | None) -> Path | None:
-    if value is not None:
-        return value
-    env = os.environ.get("PHALANX_TRACES")
-    if env:
-        return Path(env)
-    default = Path("../shared/traces")
-    return default if default.is_dir() else None
+def _needed(workload_spec: str, cluster: str) -> str | None:
+    """What of the traces folder a run reads ("": the folder itself), None: nothing."""
+    fmt, colon, text = workload_spec.partition(":")
+    text = text.strip()
+    if colon and fmt in DEFAULT_PATHS and not Path(text).expanduser().is_absolute():
+        return text or DEFAULT_PATHS[fmt]
+    return "" if cluster in ("philly", "openb", "tiresias") else None
 
 
 def _queues(path: Path | None, workload: Workload) -> tuple[Queue, ...]:
@@ -140,16 +140,23 @@ def _run_all(
     nested: bool,
     failures: tuple[str | None, str] = (None, "1h"),
 ) -> list[tuple[Path, dict[str, object]]]:
-    traces = _traces_dir(traces_dir)
+    traces = resolve_traces(traces_dir)
+    needed = _needed(workload_spec, cluster)
+    if needed is not None:
+        traces.require(needed)
+    folder = traces.path if traces.exists() else None
     horizon = parse_duration(until) if until else None
     mtbf, mttr = (parse_duration(failures[0]) if failures[0] else None), parse_duration(failures[1])
     registry = installed_registry()
     policies = [load_policy(s) for s in schedulers]
     for policy in policies:
         registry.check(policy.config)
-    workload = load_workload(workload_spec, traces_dir=traces, seed=seed, until=horizon)
-    nodes = load_cluster(cluster, traces_dir=traces)
-    queues = _queues(queues_file, workload)
+    with _option("--workload", workload_spec):
+        workload = load_workload(workload_spec, traces_dir=folder, seed=seed, until=horizon)
+    with _option("--cluster", cluster):
+        nodes = load_cluster(cluster, traces_dir=folder)
+    with _option("--queues", str(queues_file)):
+        queues = _queues(queues_file, workload)
     options = SimOptions(seed=seed, until=horizon, period=period, node_mtbf=mtbf, node_mttr=mttr)
     console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
     results = []
@@ -157,6 +164,25 @@ def _run_all(
         folder = out / policy.name if nested else out
         results.append((folder, _play(policy, workload, nodes, queues, options, folder, registry)))
     return results
+
+
+def _workload_label(spec: str) -> str:
+    """``tiresias (tiresias-sample/60_job.csv)`` for ``tiresias:``, ``synthetic`` for
+    ``synthetic:``; a spec with a path as written."""
+    fmt, colon, text = spec.partition(":")
+    if not colon or text.strip():
+        return spec
+    default = DEFAULT_PATHS.get(fmt)
+    return f"{fmt} ({default})" if default else fmt
+
+
+@contextmanager
+def _option(name: str, value: str) -> Iterator[None]:
+    """Errors of loading an option's value start with the option and its value."""
+    try:
+        yield
+    except InvalidInput as error:
+        raise InvalidInput(f"{name} {value}: {error}") from None
 
 
 def _render(results: list[tuple[Path, dict[str, object]]], out: Path, title: str) -> None:
@@ -180,7 +206,7 @@ def _guarded(fn: object) -> None:
     try:
         fn()  # type: ignore[operator]
     except PhalanxError as error:
-        console.print(f"[red]error:[/] {error}")
+        console.print(f"[red]error:[/] {error}", soft_wrap=True, markup=True, highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -221,7 +247,7 @@ def run(
             False,
             (node_mtbf, node_mttr),
         )
-        _render(results, out, f"phalanx sim: {scheduler} on {workload}")
+        _render(results, out, f"phalanx sim: {scheduler} on {_workload_label(workload)}")
         if as_json:
             typer.echo(json.dumps(results[0][1]))
         else:
@@ -265,7 +291,7 @@ def compare(
             True,
             (node_mtbf, node_mttr),
         )
-        _render(results, out, f"phalanx sim compare on {workload}")
+        _render(results, out, f"phalanx sim compare on {_workload_label(workload)}")
         if as_json:
             typer.echo(json.dumps([summary for _, summary in results]))
         else:

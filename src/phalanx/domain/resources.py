@@ -112,6 +112,33 @@ def format_amount(name: str, amount: float) -> str:
     return f"{amount:g}"
 
 
+#: The order names are spoken in: what users ask for first, then the rest by name.
+_SPOKEN_ORDER: Final = {GPU: 0, CPU: 1, MEMORY: 2, GPU_MEMORY: 3}
+
+
+def spoken_amount(name: str, amount: float) -> str:
+    """One amount as a person would say it: ``8 GPUs``, ``500m CPU``, ``2 CPUs``,
+    ``32Gi memory``, ``10Gi GPU memory``, ``1 rdma/hca``."""
+    text = format_amount(name, amount)
+    if name == GPU:
+        return f"{text} GPU" if 0 < amount <= 1 else f"{text} GPUs"
+    if name == CPU:
+        return f"{text} CPU" if 0 < amount <= 1000 else f"{text} CPUs"
+    if name == MEMORY:
+        return f"{text} memory"
+    if name == GPU_MEMORY:
+        return f"{text} GPU memory"
+    return f"{text} {name}"
+
+
+def spoken_list(parts: Iterable[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(parts)
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Resources(Mapping[str, float]):
     """An immutable resource vector in canonical units.
@@ -195,6 +222,11 @@ class Resources(Mapping[str, float]):
     def describe(self) -> str:
         """People's form: ``cpu=8, memory=32Gi, gpu=8``."""
         return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._nonzero()) or "nothing"
+
+    def spoken(self) -> str:
+        """People's words, GPUs first: ``8 GPUs, 2 CPUs and 32Gi memory``."""
+        ranked = sorted(self._nonzero(), key=lambda kv: (_SPOKEN_ORDER.get(kv[0], 9), kv[0]))
+        return spoken_list(spoken_amount(k, v) for k, v in ranked) or "nothing"
 
     def __repr__(self) -> str:
         return f"Resources({self.describe()})"

@@ -21,6 +21,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import os
@@ -340,6 +341,7 @@ figure{margin:12px 0 24px}figcaption{color:#555;font-size:13px;max-width:860px}
 svg{width:100%;max-width:860px;height:auto;font:11px system-ui,sans-serif}
 svg .grid{stroke:#e6e6e6}svg .box{fill:none;stroke:#999}
 .sw{display:inline-block;width:10px;height:10px;margin-right:6px}.meta{color:#555}
+.same{background:#fff4d6;border-left:4px solid #e0a800;padding:6px 10px}
 """
 
 
@@ -385,6 +387,46 @@ def _overlays(runs: Sequence[RunLog], colors: dict[str, str]) -> str:
     ])  # fmt: skip
 
 
+def _digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes, None when it cannot be read."""
+    try:
+        with path.open("rb") as source:
+            return hashlib.file_digest(source, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _identical_note(names: Sequence[str], folders: Sequence[Path]) -> list[str]:
+    """A warning naming each group of runs whose per-job results (``jobs.csv``: every job's
+    delay, JCT, slowdown and preemptions) are the same: they did not tell the policies apart."""
+    groups: dict[str, list[str]] = {}
+    for name, folder in zip(names, folders, strict=True):
+        digest = _digest(folder / "jobs.csv")
+        if digest is not None:
+            groups.setdefault(digest, []).append(name)
+    same = [group for group in groups.values() if len(group) > 1]
+    if not same:
+        return []
+    every = len(same) == 1 and len(same[0]) == len(names)
+    lines = [
+        f"{_spoken([esc(n) for n in group])} gave identical results: every job waited, ran "
+        "and was preempted the same (the same jobs.csv), so their results and charts are the "
+        "same (wall times aside)"
+        for group in same
+    ]
+    hint = (
+        " This workload does not tell these policies apart (too little contention): try one "
+        "that loads the cluster more."
+        if every
+        else ""
+    )
+    return [f'<p class="same"><b>Identical runs.</b> {"; ".join(lines)}.{hint}</p>']
+
+
+def _spoken(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def render_report(runs: Sequence[Path], out: Path, *, title: str) -> None:
     """Write ``out``: one self-contained HTML page showing and comparing the run folders ``runs``.
 
@@ -396,11 +438,21 @@ def render_report(runs: Sequence[Path], out: Path, *, title: str) -> None:
     summaries = [load_summary(folder / "summary.json") for folder in folders]  # fail fast
     queues = sorted({q for summary in summaries for q in _per_queue(summary)})
     colors = _Colors((q, color(i)) for i, q in enumerate(queues))
+    names = _run_names(summaries, folders)
+    events = [_digest(folder / "events.jsonl") for folder in folders]
     data, sections = [], []
-    for i, (folder, name) in enumerate(zip(folders, _run_names(summaries, folders), strict=True)):
+    for i, (folder, name) in enumerate(zip(folders, names, strict=True)):
         run = read_run(folder)
         run.name = name
-        sections.append(_run_section(i, run, colors))
+        same = next((names[k] for k in range(i) if events[k] and events[k] == events[i]), None)
+        if same is None:
+            sections.append(_run_section(i, run, colors))
+        else:
+            sections.append(
+                f'<section id="run-{i}"><h2>{esc(name)}</h2><p class="same">The same events '
+                f"as {esc(same)}, byte for byte: its charts above are this run's too.</p>"
+                "</section>"
+            )
         # past here only the summary and the CDFs are used
         run.jobs, run.changes, run.user_changes = {}, Changes(), Changes()
         data.append(run)
@@ -408,6 +460,7 @@ def render_report(runs: Sequence[Path], out: Path, *, title: str) -> None:
         f"<h1>{esc(title)}</h1>",
         f'<p class="meta">{len(data)} run(s): {esc(", ".join(r.name for r in data))}. '
         "Best value per row in green where lower or higher is clearly better.</p>",
+        *_identical_note(names, folders),
         "<section><h2>Summary</h2>", _summary_table(data), "</section>",
         _overlays(data, colors) if len(data) > 1 else "",
         *sections,

@@ -35,6 +35,21 @@ LOG_TIME_TICKS: Final = (
     (36000.0, "10 h"), (86400.0, "1 d"), (864000.0, "10 d"), (8640000.0, "100 d"),
 )  # fmt: skip
 _UNITS: Final = ((86400.0, "d"), (3600.0, "h"), (60.0, "min"), (1.0, "s"))
+#: Presentation attributes, so that a chart opened on its own (no page CSS) draws as in
+#: the report: a white background, a hollow plot box, light grid lines, dark text.
+FONT: Final = "system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"
+FONT_SIZE: Final = 11
+GRID: Final = "#e6e6e6"
+BOX: Final = "#999"
+#: Legend labels longer than this are cut (whole in their tooltip).
+LEGEND_CHARS: Final = 40
+
+
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """A generous estimate of ``text``'s width in px in a sans-serif font of ``size`` px:
+    0.62 em per character (wide letters and digits), 0.3 em for narrow ones."""
+    narrow = sum(ch in "il.,:;'|!()[] " for ch in text)
+    return size * (0.62 * (len(text) - narrow) + 0.3 * narrow)
 
 
 def esc(text: object) -> str:
@@ -204,18 +219,20 @@ class Canvas:
         for value, label in xticks:
             px = _n(x.at(value))
             self.parts.append(
-                f'<line x1="{px}" x2="{px}" y1="{_n(top)}" y2="{_n(bottom)}" class="grid"/>'
+                f'<line x1="{px}" x2="{px}" y1="{_n(top)}" y2="{_n(bottom)}" class="grid" '
+                f'stroke="{GRID}"/>'
                 f'<text x="{px}" y="{_n(bottom + 16)}" text-anchor="middle">{esc(label)}</text>'
             )
         for value, label in yticks:
             py = _n(y.at(value))
             self.parts.append(
-                f'<line x1="{_n(x.start)}" x2="{_n(x.end)}" y1="{py}" y2="{py}" class="grid"/>'
+                f'<line x1="{_n(x.start)}" x2="{_n(x.end)}" y1="{py}" y2="{py}" class="grid" '
+                f'stroke="{GRID}"/>'
                 f'<text x="{_n(x.start - 6)}" y="{py}" dy="4" text-anchor="end">{esc(label)}</text>'
             )
         self.parts.append(
             f'<rect x="{_n(x.start)}" y="{_n(top)}" width="{_n(x.end - x.start)}" '
-            f'height="{_n(bottom - top)}" class="box"/>'
+            f'height="{_n(bottom - top)}" class="box" fill="none" stroke="{BOX}"/>'
             f'<text x="{_n((x.start + x.end) / 2)}" y="{self.height - 6}" '
             f'text-anchor="middle">{esc(xlabel)}</text>'
             f'<text transform="translate(14 {_n((top + bottom) / 2)}) rotate(-90)" '
@@ -284,11 +301,22 @@ class Canvas:
         self.parts.append(markup)
 
     def legend(self, items: Sequence[tuple[str, str]], *, limit: int = 16) -> None:
-        """(label, colour) swatches in the right margin; past ``limit`` a "+N more" line."""
+        """(label, colour) swatches in the right margin; past ``limit`` a "+N more" line.
+
+        The margin (and the chart with it) widens to the longest label, up to
+        ``LEGEND_CHARS`` characters (longer ones are cut, whole in their tooltip); the
+        plot box keeps its place.
+        """
         x = self.width - self.right + 12
-        for i, (label, fill) in enumerate(items[:limit]):
+        shown = [label if len(label) <= LEGEND_CHARS else label[: LEGEND_CHARS - 1] + "…"
+                 for label, _ in items[:limit]]  # fmt: skip
+        needed = 15 + max((text_width(label) for label in shown), default=0.0) + 20
+        if needed > self.right - 12:
+            grow = math.ceil(needed - (self.right - 12))
+            self.right += grow
+            self.width += grow
+        for i, ((label, fill), short) in enumerate(zip(items[:limit], shown, strict=True)):
             y = self.top + 6 + 16 * i
-            short = label if len(label) <= 20 else label[:19] + "…"
             self.parts.append(
                 f'<rect x="{x}" y="{y}" width="10" height="10" fill="{fill}"/>'
                 f'<text x="{x + 15}" y="{y + 9}">{esc(short)}<title>{esc(label)}</title></text>'
@@ -301,5 +329,7 @@ class Canvas:
         """The ``<svg>`` element, sized by its viewBox so it scales with the page."""
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
-            f'role="img" aria-label="{esc(label)}">{"".join(self.parts)}</svg>'
+            f'width="{self.width}" height="{self.height}" font-family="{FONT}" '
+            f'font-size="{FONT_SIZE}" fill="#222" role="img" aria-label="{esc(label)}">'
+            f'<rect width="100%" height="100%" fill="#fff"/>{"".join(self.parts)}</svg>'
         )

@@ -132,7 +132,7 @@ def test_top_describe_node_and_cordon(server: Server) -> None:
     assert ok(phalanx(server, "cordon", "node-1")) == "node/node-1 cordoned\n"
     assert "Cordoned" in ok(phalanx(server, "get", "nodes"))
     assert ok(phalanx(server, "drain", "node-1")).startswith("node/node-1 draining")
-    assert "Draining" in ok(phalanx(server, "describe", "node", "node-1"))
+    assert "Drained" in ok(phalanx(server, "describe", "node", "node-1"))  # no task on it
     assert "node/node-1 uncordoned" in ok(phalanx(server, "uncordon", "node-1"))
     described = ok(phalanx(server, "describe", "node", "node-0"))
     assert "GPUs" in described and "virtual" in described and "[░" in described

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 from typer.testing import CliRunner
 
-from phalanx.benchmarks.fgd import OPENB, _sessions, arrivals, discrete_columns
+from phalanx.benchmarks.fgd import OPENB, _sessions, arrivals, discrete_columns, run_one
+from phalanx.benchmarks.fgd_report import _expected_at
+from phalanx.cli.bench import ProgressLine
 from phalanx.cli.main import app
 from tests.builders import make_job
 
@@ -95,7 +98,8 @@ def test_bench_writes_the_authors_columns_with_allocation_rising_with_load(
         ("06-FGD", "42", "0.3"),
     ]
     for row in rows:
-        assert row["workload"] == "openb_pod_list_default" and row["total_gpus"] == "6212"
+        # --limit 300 is a subsample: the nodes those pods fill to 30%, not all 6,212 GPUs
+        assert row["workload"] == "openb_pod_list_default" and int(row["total_gpus"]) < 6212
         values = [(k, float(row[str(k)])) for k in range(131) if row[str(k)]]
         assert [k for k, _ in values] == list(range(len(values)))  # 0.. up to the load reached
         assert 29 <= len(values) <= 32
@@ -104,5 +108,45 @@ def test_bench_writes_the_authors_columns_with_allocation_rising_with_load(
         assert all(v <= k + 1 for k, v in values)  # never more than has arrived
     runs = summary["runs"]
     assert isinstance(runs, list)
-    assert [r["authors_130"] for r in runs] == [93.13, 95.29]  # their seed-42 figures
-    assert (tmp_path / "analysis_allo_discrete.svg").read_text().startswith("<svg")
+    assert all(r["pods"] <= 300 and r["subsample"] for r in runs)  # --limit limits
+    # a subsample is not set beside the authors' full-trace figures
+    assert [r["authors_130"] for r in runs] == [None, None]
+    sub = summary["subsample"]
+    assert isinstance(sub, dict) and sub["pods"] == 300 and sub["of_nodes"] == 1213
+    assert "subsample" in str(summary["note"]) and "not comparable" in str(summary["note"])
+    chart = (tmp_path / "analysis_allo_discrete.svg").read_text()
+    assert chart.startswith("<svg") and "subsample" in chart and "authors" not in chart
+    # the full-trace figures the authors published for seed 42, as read for full runs
+    expected = _expected_at(traces_dir)
+    assert [
+        expected[("openb_pod_list_default", p, 42)]["130"] for p in ("05-BestFit", "06-FGD")
+    ] == [
+        "93.13",
+        "95.29",
+    ]
+
+
+def test_a_limit_caps_the_arrivals_and_keeps_the_load_reaching_the_tuned_share(
+    traces_dir: Path,
+) -> None:
+    run = run_one(traces_dir, "default", "random", 42, limit=500)
+
+    assert run.subsample is not None and len(run.arrived) <= 500
+    assert run.subsample.nodes < run.subsample.of_nodes == 1213
+    assert run.columns().get(130) is not None  # the curve still reaches 130%
+
+
+def test_progress_is_quiet_at_first_then_at_most_every_few_seconds_off_a_terminal() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    line = ProgressLine(out, every=5.0, after=2.0, clock=lambda: now[0])
+
+    for t, done in [(1.0, 10), (2.5, 20), (4.0, 30), (7.6, 40), (8.0, 50), (13.0, 60)]:
+        now[0] = t
+        line("default random seed 42", done, 60)
+
+    assert out.getvalue().splitlines() == [
+        "default random seed 42: 20/60 pods (33%)",
+        "default random seed 42: 40/60 pods (67%)",
+        "default random seed 42: 60/60 pods (100%)",
+    ]

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phalanx.cli.main import app
+from phalanx.cli.sim import _workload_label
 
 runner = CliRunner()
 
@@ -145,3 +146,10 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], message: s
     assert result.exit_code == 2
     assert "error:" in result.output and message in result.output
     assert "Traceback" not in result.output
+
+
+def test_report_titles_name_the_trace_file_instead_of_a_stray_colon() -> None:
+    assert _workload_label("tiresias:") == "tiresias (tiresias-sample/60_job.csv)"
+    assert _workload_label("synthetic:") == "synthetic"
+    assert _workload_label("pollux:x.csv") == "pollux:x.csv"
+    assert _workload_label("jobs.jsonl") == "jobs.jsonl"

@@ -81,3 +81,11 @@ def test_people_format() -> None:
 def test_integer_quantities_round_trip_through_their_suffix(number: int, suffix: str) -> None:
     scale = {"": 1, "m": 1e-3, "k": 1e3, "Ki": 1024, "Mi": 2**20, "Gi": 2**30}[suffix]
     assert parse_quantity(f"{number}{suffix}") == pytest.approx(number * scale)
+
+
+def test_spoken_resources_use_the_units_people_write_gpus_first() -> None:
+    asked = Resources.of({"cpu": 2000, "memory": 32 * 2**30, "gpu": 8, "rdma/hca": 1})
+    assert asked.spoken() == "8 GPUs, 2 CPUs, 32Gi memory and 1 rdma/hca"
+    assert Resources.of({"cpu": 500, "gpu": 1}).spoken() == "1 GPU and 500m CPU"
+    assert Resources.of({"gpu": 0.5}).spoken() == "0.5 GPU"
+    assert Resources().spoken() == "nothing"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -13,7 +14,15 @@ import pytest
 from phalanx.domain.errors import DocumentError
 from phalanx.sim.eventlog import read_run
 from phalanx.sim.report import CDF_POINTS, GANTT_JOBS, MAX_POINTS, render_report
-from phalanx.sim.svg import cdf, downsample_steps, esc, fmt_duration, time_ticks
+from phalanx.sim.svg import (
+    Canvas,
+    cdf,
+    downsample_steps,
+    esc,
+    fmt_duration,
+    text_width,
+    time_ticks,
+)
 
 HOSTILE = "<script>alert(1)</script>"
 CHARTS_PER_RUN = 6  # JCT CDF, delay CDF, allocation, queue shares, user shares, Gantt
@@ -195,3 +204,82 @@ def test_bad_inputs_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(DocumentError, match=r"events\.jsonl, line 3"):
         render_report([run], tmp_path / "r.html", title="x")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_identical_runs_are_named_and_their_charts_drawn_once(tmp_path: Path) -> None:
+    names = ("fifo", "sjf-oracle", "drf")
+    runs = [
+        _write_run(tmp_path / n, _summary(policy=n, avg_jct=5400.0, alloc=0.5), _events())
+        for n in names
+    ]
+    for run in runs:
+        (run / "jobs.csv").write_text("job,delay_s\na,0\n", encoding="utf-8")
+
+    page = _render(runs, tmp_path)
+
+    assert "fifo, sjf-oracle and drf gave identical results" in page
+    assert "does not tell these policies apart" in page
+    # one set of run charts (fifo's), the other two point at it
+    assert page.count("<svg") == OVERLAYS + CHARTS_PER_RUN
+    assert page.count("The same events as fifo, byte for byte") == 2
+
+
+def test_runs_that_differ_get_no_identical_note(two_runs: list[Path], tmp_path: Path) -> None:
+    for run, delay in zip(two_runs, ("0", "1800"), strict=True):
+        (run / "jobs.csv").write_text(f"job,delay_s\na,{delay}\n", encoding="utf-8")
+    extra = _write_run(
+        tmp_path / "las", _summary(policy="las", avg_jct=5400.0, alloc=0.5), _events()
+    )
+    (extra / "jobs.csv").write_text("job,delay_s\na,0\n", encoding="utf-8")
+
+    assert "identical" not in _render(two_runs, tmp_path)
+    page = _render([*two_runs, extra], tmp_path)
+    assert "fifo and las gave identical results" in page
+    assert "does not tell these policies apart" not in page  # drf differs
+
+
+def _legend_fits(svg: str) -> list[tuple[str, float, float]]:
+    """(label, its right end by the estimate, the chart's width) for each legend label."""
+    width = float(re.search(r'viewBox="0 0 (\d+) \d+"', svg)[1])  # type: ignore[index]
+    texts = re.findall(r'<text x="([\d.]+)" y="[\d.]+">([^<]*)<title>', svg)
+    return [(html.unescape(t), float(x) + text_width(html.unescape(t)), width) for x, t in texts]
+
+
+def test_a_chart_stands_alone_with_explicit_fills_and_a_white_background() -> None:
+    canvas = Canvas()
+    x, y = canvas.xscale(0, 10), canvas.yscale(0, 1)
+    canvas.axes(x, y, [(5.0, "5")], [(0.5, "50%")], xlabel="t", ylabel="share")
+    svg = canvas.render("alone")
+
+    # no page CSS: the plot box must be hollow (an SVG rect fills black by default)
+    box = re.search(r'<rect [^>]*class="box"[^>]*>', svg)
+    assert box is not None and 'fill="none"' in box[0] and 'stroke="' in box[0]
+    assert all('stroke="' in line for line in re.findall(r'<line [^>]*class="grid"[^>]*>', svg))
+    assert '<rect width="100%" height="100%" fill="#fff"/>' in svg
+    assert 'font-family="' in svg and 'width="860" height="300"' in svg
+
+
+def test_the_legend_widens_to_its_longest_label() -> None:
+    canvas = Canvas(width=900, height=420)
+    canvas.legend(
+        [("random (dashed: authors)", "#000"), ("gpuclustering (dashed: authors)", "#111")]
+    )
+    svg = canvas.render("legend")
+
+    fits = _legend_fits(svg)
+    assert [label for label, _, _ in fits] == [
+        "random (dashed: authors)",
+        "gpuclustering (dashed: authors)",
+    ]  # whole, not cut
+    assert all(end <= width for _, end, width in fits)
+    assert canvas.width > 900 and canvas.width - canvas.right == 900 - 170  # the plot box stays
+
+
+def test_a_very_long_legend_label_is_cut_but_whole_in_its_tooltip() -> None:
+    canvas = Canvas()
+    long = "q" * 100
+    canvas.legend([(long, "#000")])
+    svg = canvas.render("legend")
+
+    assert f"<title>{long}</title>" in svg and "q" * 39 + "…<title>" in svg
+    assert all(end <= width for _, end, width in _legend_fits(svg))

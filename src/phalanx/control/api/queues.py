@@ -194,7 +194,8 @@ def _view(row: QueueRow, usage: QueueUsage | None, counts: dict[str, int]) -> Qu
         parent=row.parent,
         weight=queue.weight,
         guarantee=dict(usage.guarantee) if usage else dict(queue.guarantee.items()),
-        deserved=dict(usage.deserved) if usage else {},
+        # not yet in the controller's view (created since its last tick): its guarantee
+        deserved=dict(usage.deserved) if usage else dict(queue.guarantee.items()),
         capability=dict(usage.capability)
         if usage
         else (dict(queue.capability.items()) if queue.capability else {}),

@@ -48,7 +48,12 @@ class NodeUsage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueUsage:
-    """One queue's quotas and what it holds (canonical units)."""
+    """One queue's quotas and what it holds (canonical units).
+
+    ``deserved`` is what the quota plugin gave it in the last session, never below its
+    guarantee: a queue deserves its guarantee before any session ran (sessions run only
+    while work waits) and whatever its demand.
+    """
 
     name: str
     guarantee: Mapping[str, float]
@@ -109,7 +114,7 @@ def cluster_view(
         name: QueueUsage(
             name=name,
             guarantee=_named(snapshot, info.guarantee),
-            deserved=_named(snapshot, info.deserved),
+            deserved=_named(snapshot, np.maximum(info.deserved, info.guarantee)),
             capability=_named(snapshot, info.capability),
             allocated=_named(snapshot, info.allocated),
         )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class View(BaseModel):
@@ -126,6 +126,22 @@ class GpuView(View):
     other_tasks: int = 0
 
 
+#: A node's state for people: NotReady wins, then Draining/Drained, then Cordoned.
+NodeStatus = Literal["Ready", "NotReady", "Cordoned", "Draining", "Drained"]
+
+
+def node_status(fields: dict[str, Any]) -> NodeStatus:
+    """The status of a node view's fields: NotReady (its executor lost it) first; a drain
+    with no task left is Drained."""
+    if not fields.get("ready", True):
+        return "NotReady"
+    if fields.get("draining", False):
+        return "Draining" if fields.get("tasks", 0) else "Drained"
+    if fields.get("cordoned", False):
+        return "Cordoned"
+    return "Ready"
+
+
 class NodeView(View):
     """A node: capacity, what is allocated, its GPUs, and whether it takes new work."""
 
@@ -141,6 +157,17 @@ class NodeView(View):
     #: False when its executor lost it (a Ray node Ray declared dead): it takes no task
     ready: bool = True
     tasks: int = 0
+    #: Ready, NotReady, Cordoned, Draining (tasks still stopping) or Drained (none left);
+    #: derived from the fields above when not given (``node_status``)
+    status: NodeStatus = "Ready"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_status(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "status" not in data:
+            data = {**data, "status": node_status(data)}
+        return data
+
     #: how its tasks' CPU, memory and processes are limited, and the defaults
     limits: str = ""
     #: which Unix identity its tasks run as

@@ -30,12 +30,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.wording import most_free, speak, unschedulable_note
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, Vector
 
 
@@ -53,7 +55,8 @@ class EnqueueAction(Action):
     def execute(self, session: Session) -> None:
         factor = self.overcommit_factor
         snapshot = session.snapshot
-        budget = snapshot.total * factor - _charge_earlier_admissions(session)
+        promised = _charge_earlier_admissions(session)  # admitted, not started yet
+        budget = snapshot.total * factor - promised
         for leaf in snapshot.leaf_queues():
             if not leaf.spec.overcommit:
                 budget -= leaf.allocated
@@ -85,13 +88,14 @@ class EnqueueAction(Action):
                 continue
             short = minimum > budget + EPSILON
             if short.any() and not _room_can_be_made(session, job, minimum):
-                _record_no_room(session, job, minimum, np.where(short, minimum - budget, 0.0))
+                _record_no_room(session, job, minimum, short, promised)
                 refused[key] = session.reasons[job.name]
                 standing[job.name] = (bool(key[3]), refused[key])
                 continue
             session.admitted.append(job.name)
             if _uses_budget(session, job):
                 budget -= minimum
+                promised = promised + minimum
             for queue in job.queue.ancestors:
                 queue.inqueue += minimum
 
@@ -134,19 +138,63 @@ def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector) -> bool:
     )
 
 
-def _record_no_room(session: Session, job: JobInfo, minimum: Vector, lacking: Vector) -> None:
+def _record_no_room(
+    session: Session, job: JobInfo, minimum: Vector, short: NDArray[np.bool_], promised: Vector
+) -> None:
+    """What the job needs, in the units it was written in, against what is free: on the
+    cluster, on the best node, promised to admitted jobs, and held by unschedulable nodes."""
+    snapshot = session.snapshot
+    dim = int(np.argmax(np.where(short, minimum / np.maximum(snapshot.total, EPSILON), -1.0)))
+    free = np.maximum(snapshot.total - (snapshot.used * snapshot.schedulable[:, None]).sum(0), 0)
+    only = np.where(short, 1.0, 0.0)
+    tasks = job.min_available
+    said = [
+        f"not admitted: needs {speak(snapshot, minimum)} for its minimum of {tasks} "
+        f"task{'' if tasks == 1 else 's'}; the cluster has {speak(snapshot, free, dims=only)} "
+        f"free (of {speak(snapshot, snapshot.total, dims=only)})"
+    ]
+    best = most_free(snapshot, dim)
+    if best is not None and best[1] > EPSILON:
+        row, one = np.zeros(len(snapshot.dims)), np.zeros(len(snapshot.dims))
+        row[dim], one[dim] = best[1], 1.0
+        said.append(f"the most free on one node is {speak(snapshot, row, dims=one)} ({best[0]})")
+    waiting = promised * only
+    if (waiting > EPSILON).any():
+        said.append(f"{speak(snapshot, waiting)} promised to admitted jobs not yet started")
+    off = unschedulable_note(snapshot, minimum * only)
+    if off is not None:
+        said.append(off)
+    said.append(_over_deserved(session, job, minimum))
+    fix = "uncordon nodes, or wait: " if off is not None else ""
+    said.append(f"{fix}it is admitted when work finishes, or once it starves (reservation)")
     session.record_reason(
         job,
         Reason(
             code=ReasonCode.NOT_ADMITTED,
-            message=f"not admitted: the cluster is committed (short of "
-            f"{session.describe(lacking)} for the job's minimum "
-            f"{session.describe(minimum)}) and its queue is at its deserved share; "
-            "it is admitted when work finishes, or once it starves (reservation)",
-            resource=session.snapshot.dims[int(np.argmax(lacking))],
+            message="; ".join(said),
+            resource=snapshot.dims[dim],
             queue=job.queue.name,
         ),
     )
+
+
+def _over_deserved(session: Session, job: JobInfo, minimum: Vector) -> str:
+    """Why reclaim cannot make room: the first queue up the tree whose deserved share the
+    job's minimum would pass, with that share and what the queue holds."""
+    asked = minimum > 0
+    for queue in job.queue.ancestors[:-1]:
+        held = queue.allocated + queue.inqueue
+        over = (held + minimum > queue.deserved + EPSILON) & asked
+        if over.any():
+            has = (
+                f" and holds {speak(session.snapshot, held, dims=over)}" if held[over].any() else ""
+            )
+            return (
+                f"queue {session.queue_label(queue)} deserves "
+                f"{speak(session.snapshot, queue.deserved, dims=over)}{has}, so reclaim "
+                "cannot make room for it"
+            )
+    return "its queue is at its deserved share"
 
 
 #: Refusals still standing, per job: (starving when refused, the reason given).

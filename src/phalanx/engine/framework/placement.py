@@ -20,9 +20,12 @@ from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.gangs import gang_reason, gang_shape
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
+from phalanx.engine.framework.wording import speak, unschedulable_note
 from phalanx.engine.snapshot import EPSILON, JobInfo, RoleInfo, Snapshot, TaskInfo, Vector
 
 NEG = -np.inf
+#: Resource names as counted in reasons (``2 short of GPUs``).
+_WORD = {"gpu": "GPUs", "cpu": "CPUs", "gpu-memory": "GPU memory"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +203,7 @@ class ClassPlacer:
         """Why no candidate node can take ``task``: counts per short resource, the closest node."""
         snap = self.session.snapshot
         role = task.role
-        what = f"task {role.name} ({role.resources.describe()})"
+        what = f"task {role.name} ({role.resources.spoken()})"
         total = len(snap.nodes)
         if self.candidates.size == 0 and _no_runtime_for(snap, role):
             return Reason(
@@ -210,15 +213,15 @@ class ClassPlacer:
                 "podman on a node (a Cluster document's nodes declare the label), or remove "
                 "image from the role to run it on the host",
             )
+        off = unschedulable_note(snap, self.request)
         if self.candidates.size == 0:
-            excluded = (
-                ", ".join(f"{n} by {p}" for p, n in sorted(self.excluded.items()))
-                or "all unschedulable"
-            )
+            excluded = [f"{n} by {p}" for p, n in sorted(self.excluded.items())]
+            if off is not None:
+                excluded.append(off)
             return Reason(
                 code=ReasonCode.NO_MATCHING_NODE,
-                message=f"0/{total} nodes match {what}: {excluded}; fix: relax the role's "
-                "nodeSelector/affinity, add tolerations, or uncordon nodes",
+                message=f"0/{total} nodes match {what}: {'; '.join(excluded) or 'none'}; fix: "
+                "relax the role's nodeSelector/affinity, add tolerations, or uncordon nodes",
             )
         too_big = (self.request > snap.capacity[self.candidates] + EPSILON).any(axis=1)
         if too_big.all():
@@ -227,7 +230,7 @@ class ClassPlacer:
             return Reason(
                 code=ReasonCode.NO_MATCHING_NODE,
                 message=f"no node is big enough for {what}: the largest matching node has "
-                f"{snap.resources(np.where(over, largest, 0)).describe()}; fix: split the task "
+                f"{speak(snap, largest, dims=over)}; fix: split the task "
                 "into more, smaller replicas or add bigger nodes",
                 resource=snap.dims[int(np.argmax(over))],
             )
@@ -251,7 +254,9 @@ class ClassPlacer:
         node = snap.nodes[int(self.candidates[k])].name
         lacking = snap.resources(short[k])
         worst = max(per_dim, key=lambda name: (per_dim[name], name)) if per_dim else None
-        counts = ", ".join(f"{n} short of {name}" for name, n in per_dim.items() if n)
+        counts = ", ".join(
+            f"{n} short of {_WORD.get(name, name)}" for name, n in per_dim.items() if n
+        )
         if full:
             counts += f"{', ' if counts else ''}{full} at max tasks"
         if self.withheld is not None and self._fits(self.future_free + self.withheld).any():
@@ -263,8 +268,10 @@ class ClassPlacer:
             )
         n_excluded = sum(self.excluded.values())
         tail = f"; {n_excluded} more excluded by predicates" if n_excluded else ""
+        if off is not None:
+            tail += f"; {off}"
         closest = (
-            f"closest is {node}, which lacks {lacking.describe()}"
+            f"closest is {node}, which lacks {lacking.spoken()}"
             if lacking
             else f"closest is {node}"
         )

@@ -11,7 +11,6 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
-from phalanx.domain.resources import format_amount
 from phalanx.engine.decisions import Reason
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.domains import DomainRule
@@ -316,7 +315,8 @@ class Session:
             self.reasons[job.name] = reason
 
     def describe(self, row: Vector) -> str:
-        """``cpu=16, gpu=8`` for the non-zero finite entries of an engine-unit ``row``.
+        """The non-zero finite entries of an engine-unit ``row`` in the units people write,
+        GPUs first: ``8 GPUs, 16 CPUs and 64Gi memory``, ``500m CPU``.
 
         Remembered per session: reasons describe the same few rows over and over.
         """
@@ -324,11 +324,8 @@ class Session:
         text = self._described.get(key)
         if text is None:
             snap = self.snapshot
-            parts = [
-                f"{snap.dims[i]}={format_amount(snap.dims[i], float(row[i] / snap.unit[i]))}"
-                for i in np.flatnonzero(np.isfinite(row) & (row != 0))
-            ]
-            text = self._described[key] = ", ".join(sorted(parts)) or "nothing"
+            finite = np.where(np.isfinite(row), row, 0.0)
+            text = self._described[key] = snap.resources(finite).spoken()
         return text
 
     def explain(self, line: str) -> None:

@@ -25,6 +25,7 @@ from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.wording import speak
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
 
 
@@ -102,12 +103,15 @@ class QuotaPlugin(Plugin):
                 continue
             over = queue.allocated + request > queue.capability + EPSILON
             if over.any():
+                never = _never_fits(session, task.job, queue)
+                if never is not None:
+                    return never
                 return (
-                    f"queue {session.queue_label(queue)} at capability "
+                    f"queue {session.queue_label(queue)} is at its capability of "
                     f"{session.describe(np.where(over, queue.capability, 0))} "
-                    f"(allocated {session.describe(np.where(over, queue.allocated, 0))}, "
+                    f"({session.describe(np.where(over, queue.allocated, 0))} allocated; the "
                     f"task needs {session.describe(np.where(over, request, 0))}); "
-                    "fix: raise the queue's capability or wait for its jobs to finish"
+                    "fix: wait for its jobs to finish, or raise the queue's capability"
                 )
         return None
 
@@ -119,20 +123,46 @@ class QuotaPlugin(Plugin):
         minimum = job.min_request()
         for depth, queue in enumerate(leaf.ancestors[:-1]):
             over = queue.allocated + queue.inqueue + minimum > queue.capability + EPSILON
-            if over.any() and not _evictions_can_fit(job, leaf.ancestors[:depth], minimum):
+            if not over.any():
+                continue
+            never = _never_fits(session, job, queue)
+            if never is not None:
+                reason = Reason(code=ReasonCode.QUEUE_LIMIT, message=never, queue=queue.name)
+                session.record_reason(job, reason)
+                return Vote.REJECT
+            if not _evictions_can_fit(job, leaf.ancestors[:depth], minimum):
                 session.record_reason(
                     job,
                     Reason(
                         code=ReasonCode.QUEUE_LIMIT,
-                        message=f"queue {session.queue_label(queue)} cannot hold the job's minimum "
-                        f"{session.describe(np.where(over, minimum, 0))} under its capability "
-                        f"{session.describe(np.where(over, queue.capability, 0))}; fix: raise the "
-                        "capability, lower minAvailable, or wait",
+                        message=f"queue {session.queue_label(queue)} cannot hold the job's "
+                        f"minimum of {session.describe(np.where(over, minimum, 0))} under its "
+                        f"capability of {session.describe(np.where(over, queue.capability, 0))} "
+                        f"({session.describe(np.where(over, queue.allocated + queue.inqueue, 0))}"
+                        " held or admitted); fix: wait for its jobs to finish, raise the "
+                        "capability, or lower minAvailable",
                         queue=queue.name,
                     ),
                 )
                 return Vote.REJECT
         return Vote.PERMIT
+
+
+def _never_fits(session: Session, job: JobInfo, queue: QueueInfo) -> str | None:
+    """The reason a job can never run under ``queue`` (its minimum is over the queue's
+    capability even with the queue empty), or None when waiting can help."""
+    minimum = job.min_request()
+    over = minimum > queue.capability + EPSILON
+    if not over.any():
+        return None
+    tasks = job.min_available
+    return (
+        f"never fits: the job's minimum of {tasks} task{'' if tasks == 1 else 's'} needs "
+        f"{speak(session.snapshot, minimum, dims=over)} but queue {session.queue_label(queue)} "
+        f"has a capability of {speak(session.snapshot, queue.capability, dims=over)}; "
+        "waiting will not help; fix: submit a smaller job (fewer or smaller tasks, or a "
+        "lower minAvailable) or raise the queue's capability"
+    )
 
 
 def _evictions_can_fit(job: JobInfo, below: tuple[QueueInfo, ...], minimum: Vector) -> bool:

@@ -1,0 +1,49 @@
+"""Queue views before any job: a queue deserves its guarantee from the start."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import yaml
+
+from phalanx.control.api.queues import _view
+from phalanx.control.store.database import Database, sqlite_url
+from phalanx.control.store.models import QueueRow
+from phalanx.spec.loader import build_document
+from tests.unit.control.plane import Clock, FakeExecutor, controller_on
+
+
+def _row(name: str, spec: str) -> QueueRow:
+    raw = f"{{apiVersion: phalanx/v1, kind: Queue, metadata: {{name: {name}}}, spec: {spec}}}"
+    document = build_document(yaml.safe_load(raw))
+    now = time.time()
+    return QueueRow(
+        name=name,
+        parent="",
+        document=document.model_dump(mode="json", by_alias=True, exclude_none=True),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def test_a_queue_with_a_guarantee_deserves_it_before_any_job_arrives(tmp_path: Path) -> None:
+    db = Database.open(sqlite_url(tmp_path))
+    with db.write() as session:
+        session.add(_row("g", "{guarantee: {gpu: 4}}"))
+        session.add(_row("plain", "{}"))
+    controller = controller_on(db, FakeExecutor(), Clock())
+    try:
+        controller.tick()  # nothing waits: no session runs
+
+        queues = controller.view.queues
+        assert queues["g"].deserved.get("gpu") == 4
+        assert queues["plain"].deserved.get("gpu", 0) == 0
+    finally:
+        db.close()
+
+
+def test_a_queue_not_yet_in_the_view_shows_its_guarantee_as_deserved() -> None:
+    view = _view(_row("new", "{guarantee: {gpu: 8}}"), None, {})
+
+    assert view.deserved == {"gpu": 8} and view.guarantee == {"gpu": 8}
