@@ -140,9 +140,15 @@ def demo(
         try:
             _run(console, server)
             if keep:
-                console.print("Serving; Ctrl-C stops.")
+                token = (server.settings.data_dir / "admin.token").read_text().strip()
+                console.print("Serving; Ctrl-C stops. In another shell:")
+                console.print(f"export PHALANX_SERVER={server.url}\nexport PHALANX_TOKEN={token}")
                 while True:
                     time.sleep(3600)
+            console.print(
+                "The demo's server stops now (its data was temporary); "
+                "[bold]phalanx demo --keep[/] keeps it serving for the CLI and the API."
+            )
         except KeyboardInterrupt:
             pass
         finally:
@@ -187,12 +193,13 @@ def _run(console: Console, server: Server) -> None:
             _check(api.post("/api/v1/jobs", json=document))
             console.print(f"submitted [bold]{document['metadata']['name']}[/]")
         jobs = _follow(console, api)
+        console.print()  # the live table's border ends here, before the summary
         _summary(console, api, jobs)
+        _placements(console, api)
     console.print(
         f"API: {server.url}/docs   metrics: {server.url}/metrics "
         f"(token: {server.settings.data_dir / 'metrics.token'})"
     )
-    console.print(f"export PHALANX_SERVER={server.url}\nexport PHALANX_TOKEN={token}")
 
 
 def _follow(console: Console, api: httpx.Client) -> list[dict[str, Any]]:
@@ -209,17 +216,38 @@ def _follow(console: Console, api: httpx.Client) -> list[dict[str, Any]]:
 
 
 def _table(jobs: list[dict[str, Any]]) -> Table:
-    table = Table(title="jobs")
-    for column in ("job", "queue", "phase", "tasks", "retries", "why"):
-        table.add_column(column)
+    """The jobs at a glance, within 80 columns: a long reason wraps between words."""
+    table = Table(title="jobs", width=80, caption="tasks: counts by phase @ the nodes they hold")
+    for column in ("job", "queue", "phase", "tasks", "retries"):
+        table.add_column(column, no_wrap=column != "tasks")
+    table.add_column("why", ratio=1, overflow="fold")
     for job in jobs:
         counts = ", ".join(f"{n} {phase}" for phase, n in sorted(job["task_counts"].items()))
-        tasks = counts + (f" @ {','.join(job['nodes'])}" if job["nodes"] else "")
+        tasks = counts + (f" @ {', '.join(job['nodes'])}" if job["nodes"] else "")
         why = job["message"] if job["phase"] in ("Pending", "Queued") else ""
-        table.add_row(
-            job["name"], job["queue"], job["phase"], tasks, str(job["attempts"]), why[:70]
-        )
+        table.add_row(job["name"], job["queue"], job["phase"], tasks, str(job["attempts"]), why)
     return table
+
+
+def _placements(console: Console, api: httpx.Client) -> None:
+    """Point out what the scheduler just did: the gang placed whole, the shared cards."""
+    gang = _check(api.get("/api/v1/jobs/ddp-train"))["tasks"]
+    where = "; ".join(
+        f"{t['name']} on {t['node']} GPU {','.join(map(str, t['gpus']))}" for t in gang
+    )
+    console.print(f"[bold]gang:[/] ddp-train's {len(gang)} workers were placed together: {where}")
+    cards: dict[tuple[str, int], list[str]] = {}
+    for i in range(4):
+        for task in _check(api.get(f"/api/v1/jobs/sweep-{i}"))["tasks"]:
+            for card in task["gpus"]:
+                cards.setdefault((task["node"], card), []).append(f"sweep-{i}")
+    shared = [
+        f"GPU {card} of {node}: {' and '.join(jobs)}"
+        for (node, card), jobs in cards.items()
+        if len(jobs) > 1
+    ]
+    if shared:
+        console.print(f"[bold]sharing:[/] gpu: 0.5 trials share a card: {'; '.join(shared)}")
 
 
 def _summary(console: Console, api: httpx.Client, jobs: list[dict[str, Any]]) -> None:

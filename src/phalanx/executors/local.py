@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
@@ -503,15 +503,9 @@ class LocalExecutor:
         except Exception as error:
             self._cannot_start(launch, error, now)
             return None
-        record = ProcessRecord(
-            job=launch.job,
-            task=launch.task,
-            node=launch.node,
-            pid=0,  # the launcher fills in pid and start time
-            start_time=0.0,
-            workdir=str(workdir),
-            workload=launch.workload,
-            gpus=launch.gpus,
+        record = _unstarted(
+            launch,
+            workdir,
             isolation=IsolationKind.RLIMIT if group is None else self.isolation.kind,
             cgroup="" if group is None else str(group.group.path),
         )
@@ -562,17 +556,7 @@ class LocalExecutor:
         except Exception as error:
             self._cannot_start(launch, error, now)
             return None
-        record = ProcessRecord(
-            job=launch.job,
-            task=launch.task,
-            node=launch.node,
-            pid=0,  # the launcher fills in pid and start time
-            start_time=0.0,
-            workdir=str(control),  # where the (root) wrapper writes exit_code
-            workload=launch.workload,
-            gpus=launch.gpus,
-            container=name,
-        )
+        record = _unstarted(launch, control, container=name)  # control: the wrapper's exit_code
         self._next_request += 1
         request = Start(
             id=self._next_request,
@@ -739,6 +723,22 @@ def _exit_reason(oom: bool, code: int | None) -> str | None:
     if oom and code != 0:
         return OOM_KILLED
     return {127: COMMAND_NOT_FOUND, 126: COMMAND_NOT_EXECUTABLE}.get(code or 0)
+
+
+def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecord:
+    """The record of ``launch`` before it runs, kept in ``workdir``: the launcher fills in
+    its pid and start time once it does."""
+    return ProcessRecord(
+        job=launch.job,
+        task=launch.task,
+        node=launch.node,
+        pid=0,
+        start_time=0.0,
+        workdir=str(workdir),
+        workload=launch.workload,
+        gpus=launch.gpus,
+        **fields,
+    )
 
 
 def _started(launch: TaskLaunch, now: float) -> TaskEvent:
