@@ -161,13 +161,13 @@ class Template:
         literal, position = "", 0
         while (start := text.find("{{", position)) >= 0:
             end = text.find("}}", start + 2)
-            if end < 0:
+            inner = text[start + 2 : max(end, start + 2)].strip()
+            if end < 0 or ("{{" in inner and not _STRING.fullmatch(inner)):
                 raise TemplateError(
                     f"{{{{ at character {start + 1} is never closed",
                     fix='close it with }}, or write {{"{{"}} for literal braces',
                 )
             literal += text[position:start]
-            inner = text[start + 2 : end].strip()
             string = _STRING.fullmatch(inner)
             if string:
                 literal += string[1] if string[1] is not None else string[2]
