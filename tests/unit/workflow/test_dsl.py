@@ -51,7 +51,9 @@ def test_references_are_checked_as_they_are_made() -> None:
     p = tri()
     with pytest.raises(AttributeError, match="params has no 'lrr'; declared: lr"):
         _ = p.params.lrr
-    with pytest.raises(AttributeError, match=r"steps\.prep\.outputs has no 'model'; declared: data"):
+    with pytest.raises(
+        AttributeError, match=r"steps\.prep\.outputs has no 'model'; declared: data"
+    ):
         _ = p.steps["prep"].outputs.model
     assert p.steps["train"].outputs["model"] == "{{steps.train.outputs.model}}"
     assert (ITEM, item_key("k"), RUN_ID) == ("{{item}}", "{{item.k}}", "{{run.id}}")
