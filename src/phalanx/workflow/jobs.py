@@ -1,0 +1,86 @@
+"""The Job a unit of a step runs as: its templates rendered, its defaults applied.
+
+Guarantees of ``job_spec``: the result is a validated ``JobSpec`` (so it converts to a
+domain Job and passes every limit of ``phalanx.spec.limits``) or ``InvalidInput``
+naming the step, the field and the fix (a reference that does not resolve, a rendered
+command over the limits). Templates are rendered by ``phalanx.workflow.templates``
+(values quoted inside shell scripts). A command step becomes one role ``main`` of one
+replica with the step's resources, image and env; a job step keeps its roles, each
+role's command and env rendered, the pipeline's default env under each role's and the
+step's image for roles without one. The queue is the step's (see ``dag``); the step's
+``timeout`` becomes ``walltime`` (a job step's own walltime wins); ``maxRetry`` is 0:
+the workflow controller retries a step by its ``retry`` policy, one job per attempt.
+``PHALANX_RUN_ID`` and ``PHALANX_STEP`` (``train`` or ``train[3]``) are set in every
+task's environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.spec.diagnostics import problems_of
+from phalanx.spec.job import JobSpec
+from phalanx.workflow.dag import StepNode
+from phalanx.workflow.templates import Context, Template, render_argv
+
+#: The role of a command step's job.
+MAIN_ROLE: Final = "main"
+
+
+def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:
+    return {
+        name: Template.parse(value).render(context, field=f"{field}.{name}")
+        for name, value in env.items()
+    }
+
+
+def job_spec(node: StepNode, context: Context, *, unit: str | None = None) -> JobSpec:
+    """The job of ``node`` run in ``context`` (with its inputs, outputs and item);
+    ``unit``: its name in ``PHALANX_STEP`` (default: the step's). Raises ``InvalidInput``
+    (a ``TemplateError`` for a reference that does not resolve)."""
+    ours = {"PHALANX_RUN_ID": context.run_id, "PHALANX_STEP": unit or node.name}
+    data: dict[str, Any]
+    if node.job is None:
+        assert node.command is not None  # the graph guarantees one of them
+        data = {
+            "queue": node.queue,
+            "roles": [
+                {
+                    "name": MAIN_ROLE,
+                    "replicas": 1,
+                    "resources": dict(node.resources or {}),
+                    "command": render_argv(node.command, context, field="command"),
+                    "env": {**_env(dict(node.env), context, "env"), **ours},
+                    **({"image": node.image} if node.image else {}),
+                }
+            ],
+        }
+    else:
+        data = node.job.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        data["queue"] = node.queue
+        defaults = _env(dict(node.env), context, "env")
+        for i, role in enumerate(data["roles"]):
+            field = f"job.roles[{i}]"
+            role["command"] = render_argv(
+                role.get("command", []), context, field=f"{field}.command"
+            )
+            role["env"] = {**defaults, **_env(role.get("env", {}), context, f"{field}.env"), **ours}
+            if node.image and "image" not in role:
+                role["image"] = node.image
+    if node.timeout is not None and "walltime" not in data:
+        data["walltime"] = node.timeout
+    data["maxRetry"] = 0
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as error:
+        problem = problems_of(error)[0]
+        raise InvalidInput(
+            f"step {unit or node.name}: the rendered job: {problem.detail}".removesuffix(
+                f"; fix: {problem.fix}"
+            ),
+            field=problem.path or None,
+            fix=problem.fix or "check the values the templates insert",
+        ) from None
