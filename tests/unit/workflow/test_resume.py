@@ -55,7 +55,9 @@ def test_resume_from_a_step_with_a_new_param_reruns_it_and_its_downstream() -> N
     first = finished(graph, RunState(params={"lr": 0.01}, run_id="r1"), {})
     state, reused = resume_state(graph, first, params={"lr": 0.1}, run_id="r2", from_step="train")
     assert reused == (Unit("prep"),)
-    state, reused = resume_state(graph, first, params={"lr": 0.1}, run_id="r2")
+    assert [str(s.unit) for s in plan(graph, state).start] == ["train"]
+    assert state.params == {"lr": 0.1}
+    _, reused = resume_state(graph, first, params={"lr": 0.1}, run_id="r2")
     assert reused == (Unit("prep"),)  # train reads lr, which changed
     with pytest.raises(
         InvalidInput,
