@@ -16,6 +16,8 @@ task's environment.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -23,8 +25,9 @@ from pydantic import ValidationError
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobSpec
-from phalanx.workflow.dag import StepNode
-from phalanx.workflow.templates import Context, Template, render_argv
+from phalanx.workflow.dag import Graph, StepNode
+from phalanx.workflow.planner import RunState, Start, base_context, render_value
+from phalanx.workflow.templates import Context, Template, Value, render_argv
 
 #: The role of a command step's job.
 MAIN_ROLE: Final = "main"
@@ -35,6 +38,21 @@ def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:
         name: Template.parse(value).render(context, field=f"{field}.{name}")
         for name, value in env.items()
     }
+
+
+def unit_context(
+    graph: Graph, state: RunState, start: Start, *, outputs: Mapping[str, str]
+) -> Context:
+    """The full context of a unit the planner started: params, upstream outputs, its item,
+    its inputs rendered (an input that is one reference keeps the value: a list stays a
+    list) and ``outputs`` (``Workspace.outputs``). Raises ``TemplateError``."""
+    node = graph.node(start.unit.step)
+    base = base_context(graph, state, start.unit, item=start.item, has_item=start.has_item)
+    inputs: dict[str, Value] = {}
+    for kind, table in (("artifacts", node.inputs.artifacts), ("params", node.inputs.params)):
+        for name, text in table.items():
+            inputs[name] = render_value(text, base, field=f"inputs.{kind}.{name}")
+    return replace(base, inputs=inputs, outputs=dict(outputs))
 
 
 def job_spec(node: StepNode, context: Context, *, unit: str | None = None) -> JobSpec:

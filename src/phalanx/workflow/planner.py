@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final, cast
 
+from phalanx.domain.errors import IllegalTransition
 from phalanx.workflow.conditions import ConditionError
 from phalanx.workflow.dag import Graph, StepNode
 from phalanx.workflow.templates import Context, Kind, Template, TemplateError, Value, to_text
@@ -53,8 +54,10 @@ class Phase(StrEnum):
 
 
 class RunPhase(StrEnum):
-    """A run's phase."""
+    """A run's phase (``plan`` answers Running or a final one; Pending is the controller's:
+    a run recorded and not yet planned)."""
 
+    PENDING = "Pending"
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
@@ -65,6 +68,40 @@ ENDED: Final = frozenset(
     {Phase.SUCCEEDED, Phase.FAILED, Phase.SKIPPED, Phase.CACHED, Phase.CANCELLED}
 )
 DONE: Final = frozenset({Phase.SUCCEEDED, Phase.CACHED})
+
+#: Every change of a unit's phase the planner and the controller may make.
+UNIT_TRANSITIONS: Final[Mapping[Phase, frozenset[Phase]]] = {
+    Phase.PENDING: frozenset(
+        {
+            Phase.RUNNING,  # started (a plan's start)
+            Phase.CACHED,  # started, and served from the cache instead of run
+            Phase.SKIPPED,  # when false, upstream not succeeded, or failFast
+            Phase.CANCELLED,  # the run was stopped before the unit started
+            Phase.FAILED,  # when or foreach could not be evaluated
+            Phase.SUCCEEDED,  # a foreach step with no items
+        }
+    ),
+    # Running covers every attempt of the unit and the backoff between them.
+    Phase.RUNNING: frozenset(
+        {
+            Phase.SUCCEEDED,  # its job succeeded (outputs read)
+            Phase.CACHED,  # the cache lookup after the start hit: no job was run
+            Phase.FAILED,  # its last attempt failed, timed out, or its outputs are bad
+            Phase.CANCELLED,  # stopped (Plan.stop) or deleted
+        }
+    ),
+    Phase.SUCCEEDED: frozenset(),
+    Phase.FAILED: frozenset(),
+    Phase.SKIPPED: frozenset(),
+    Phase.CACHED: frozenset(),
+    Phase.CANCELLED: frozenset(),
+}
+
+
+def check_transition(unit: Unit, old: Phase, new: Phase) -> None:
+    """Raise ``IllegalTransition`` unless ``UNIT_TRANSITIONS`` allows ``old -> new``."""
+    if new not in UNIT_TRANSITIONS[old]:
+        raise IllegalTransition(f"unit {unit}: {old.value} -> {new.value} is not a transition")
 
 
 @dataclass(frozen=True, slots=True, order=True)

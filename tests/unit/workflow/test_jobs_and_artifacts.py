@@ -18,9 +18,9 @@ from phalanx.workflow.artifacts import (
     read_outputs,
 )
 from phalanx.workflow.dag import build_graph
-from phalanx.workflow.jobs import MAIN_ROLE, job_spec
+from phalanx.workflow.jobs import MAIN_ROLE, job_spec, unit_context
 from phalanx.workflow.parts import OutputParam
-from phalanx.workflow.planner import Unit
+from phalanx.workflow.planner import Phase, RunState, Unit, apply, plan
 from phalanx.workflow.spec import load_pipelines
 from phalanx.workflow.templates import Context, TemplateError
 from tests.unit.workflow.examples import FULL, TRI
@@ -142,3 +142,30 @@ def test_outputs_are_read_from_the_workspace_through_fsspec(tmp_path: Path) -> N
     with fsspec.open(memory["score"], "w") as stream:
         stream.write("0.75")
     assert read_outputs(graph.steps["best"], memory) == {"score": 0.75}
+
+
+def test_a_started_unit_gets_its_whole_context_and_job() -> None:
+    graph = build_graph(load_pipelines(FULL)[0].spec)
+    params = {"lrs": [0.1, 0.2], "threshold": 0.9, "tag": "v1", "dry": False}
+    state = apply(
+        RunState(params=params, run_id="r1"), plan(graph, RunState(params=params, run_id="r1"))
+    )
+    state = RunState(
+        params=params,
+        phases={**state.phases, Unit("data"): Phase.SUCCEEDED},
+        outputs={Unit("data"): {"shards": ["a", "b"]}},
+        run_id="r1",
+    )
+    start = next(s for s in plan(graph, state).start if s.unit == Unit("train", 1))
+    context = unit_context(
+        graph, state, start, outputs=WS.outputs("r1", start.unit, graph.steps["train"])
+    )
+    assert context.inputs == {"shards": ["a", "b"]}
+    assert context.item == 0.2
+    [role] = job_spec(graph.steps["train"], context, unit=str(start.unit)).roles
+    assert role.command[2] == (
+        "python train.py --lr 0.2 --out /data/wf/runs/r1/train/1/model "
+        "--metrics /data/wf/runs/r1/train/1/metrics"
+    )
+    assert role.env["PHALANX_STEP"] == "train[1]"
+    assert role.resources == {"cpu": 2, "memory": "4Gi", "gpu": 1}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from phalanx.domain.errors import IllegalTransition
 from phalanx.workflow.dag import Graph, build_graph
 from phalanx.workflow.planner import (
     DONE,
     ENDED,
+    UNIT_TRANSITIONS,
     Phase,
     Plan,
     RunPhase,
@@ -18,6 +21,7 @@ from phalanx.workflow.planner import (
     Unit,
     apply,
     base_context,
+    check_transition,
     plan,
     render_value,
     step_outputs,
@@ -248,6 +252,24 @@ def test_full_example_context_renders_inputs_and_items() -> None:
     )
 
 
+def test_every_unit_phase_has_a_row_and_final_phases_have_no_way_out() -> None:
+    assert set(UNIT_TRANSITIONS) == set(Phase)
+    for phase in ENDED:
+        assert UNIT_TRANSITIONS[phase] == frozenset()
+    check_transition(Unit("a"), Phase.PENDING, Phase.RUNNING)
+    with pytest.raises(IllegalTransition, match=r"unit a\[2\]: Succeeded -> Running"):
+        check_transition(Unit("a", 2), Phase.SUCCEEDED, Phase.RUNNING)
+
+
+def legal(before: RunState, after: RunState) -> RunState:
+    """``after``, having checked that every phase change is in the transition table."""
+    for unit, phase in after.phases.items():
+        old = before.phase(unit)
+        if phase is not old:
+            check_transition(unit, old, phase)
+    return after
+
+
 # ---------------------------------------------------------------------------------------
 # Invariants over random pipelines driven by random events.
 
@@ -304,7 +326,7 @@ def test_invariants_of_any_run(graph: Graph, data: st.DataObject) -> None:
         assert normal_all_ended or not any(graph.node(s.unit.step).final for s in p.start)
         for settle in p.settle:
             assert settle.unit not in starts and settle.reason
-        state = apply(state, p)
+        state = legal(state, apply(state, p))
         running = [u for u, ph in state.phases.items() if ph is Phase.RUNNING]
         if graph.concurrency is not None:
             assert len(running) <= graph.concurrency
@@ -326,7 +348,7 @@ def test_invariants_of_any_run(graph: Graph, data: st.DataObject) -> None:
         if state.stopping and unit.step in graph.steps:
             outcome = Phase.CANCELLED
         failed_before = failed_before or (outcome is Phase.FAILED and unit.step in graph.steps)
-        state = end(state, unit, outcome)
+        state = legal(state, end(state, unit, outcome))
     else:
         raise AssertionError("the run never finished")
     # every unit started at most once; every finally step ran (or was settled) exactly once
