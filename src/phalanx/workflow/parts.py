@@ -99,10 +99,18 @@ def _scalar(value: Any, at: Loc = ()) -> Scalar:
             raise located(f"{len(value)} characters is over {MAX_STRING}", "shorten it", at=at)
         return value
     raise located(
-        f"expected a string, number or boolean, got {type(value).__name__}",
+        f"expected a string, number or boolean, got {_yaml_type(value)}",
         "write a scalar (quote text YAML would read otherwise)",
         at=at,
     )
+
+
+def _yaml_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return str(value)  # not finite
+    return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
 
 
 def _param_value(value: Any) -> ParamValue:

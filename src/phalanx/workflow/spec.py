@@ -254,12 +254,12 @@ def build_pipeline(raw: Any, *, source: str = "<request>", number: int = 1) -> P
     header = _header(source, number, raw)
     if not isinstance(raw, dict):
         raise document_error(header, [_not_a_mapping(raw)])
-    if raw.get("kind") != "Pipeline" or raw.get("apiVersion") != API_VERSION:
-        fix = f"write apiVersion: {API_VERSION} and kind: Pipeline"
-        shown = f"{raw.get('apiVersion')!r:.40} {raw.get('kind')!r:.40}"
-        raise document_error(
-            header, [Problem(path="kind", detail=f"{shown} is not a Pipeline; fix: {fix}", fix=fix)]
-        )
+    for key, wanted in (("apiVersion", API_VERSION), ("kind", "Pipeline")):
+        if raw.get(key) != wanted:
+            fix = f"write {key}: {wanted}"
+            got = "is required" if key not in raw else f"{str(raw[key])[:40]!r} is not {wanted}"
+            problem = Problem(path=key, detail=f"{got}; fix: {fix}", fix=fix)
+            raise document_error(header, [problem])
     try:
         return PipelineDocument.model_validate(raw)
     except ValidationError as error:

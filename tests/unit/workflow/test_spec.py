@@ -87,8 +87,28 @@ BAD = [
     ("apiVersion: phalanx/v1\nkind: Pipeline\nmetadata: {name: x\n", "line 4", "check the YAML"),
     ("- a\n- b\n", "expected a mapping, got a list", "write a mapping"),
     (
+        TRI.replace("apiVersion: phalanx/v1\n", ""),
+        "apiVersion: is required",
+        "write apiVersion: phalanx/v1",
+    ),
+    (
+        edit(TRI, "  params: {lr: 0.01}", "  params: {lr: null}"),
+        "spec.params.lr: expected a string, number or boolean, got null",
+        "write a scalar",
+    ),
+    (
+        edit(TRI, "  params: {lr: 0.01}", "  params: {lr: [1, [2]]}"),
+        "spec.params.lr[1]: expected a string, number or boolean, got a list",
+        "write a scalar",
+    ),
+    (
+        edit(TRI, "  params: {lr: 0.01}", "  params: {lr: .nan}"),
+        "spec.params.lr: expected a string, number or boolean, got nan",
+        "write a scalar",
+    ),
+    (
         edit(TRI, "kind: Pipeline", "kind: Job"),
-        "kind: 'phalanx/v1' 'Job' is not a Pipeline",
+        "kind: 'Job' is not Pipeline",
         "kind: Pipeline",
     ),
     (
