@@ -110,7 +110,9 @@ def _yaml_type(value: Any) -> str:
         return "null"
     if isinstance(value, float):
         return str(value)  # not finite
-    return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return type(value).__name__
 
 
 def _param_value(value: Any) -> ParamValue:
