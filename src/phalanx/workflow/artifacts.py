@@ -68,24 +68,25 @@ class Workspace:
         return {name: self.output_url(run_id, unit, name) for name in node.outputs.names}
 
 
-def read_output_param(name: str, spec: OutputParam, text: str) -> Value:
-    """The value of output param ``name`` from the JSON ``text`` (its own file, or the
-    artifact ``spec.from_artifact``); raises ``OutputError``."""
+def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = "") -> Value:
+    """The value of output param ``name`` of ``step`` from the JSON ``text`` (its own file,
+    or the artifact ``spec.from_artifact``); raises ``OutputError`` naming step and output."""
+    where = f"step {step}, outputs.params.{name}" if step else f"output {name}"
     if len(text.encode()) > MAX_PARAM_BYTES:
-        raise OutputError(f"output {name}: more than {MAX_PARAM_BYTES} bytes of JSON")
+        raise OutputError(f"{where}: more than {MAX_PARAM_BYTES} bytes of JSON")
     try:
         value: Any = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise OutputError(f"output {name}: not JSON ({error}); write a JSON value") from None
+        raise OutputError(f"{where}: not JSON ({error}); write a JSON value") from None
     for part in (spec.key or "").split(".") if spec.key else ():
         if not isinstance(value, dict) or part not in value:
-            raise OutputError(f"output {name}: the JSON has no key {spec.key!r}")
+            raise OutputError(f"{where}: the JSON has no key {spec.key!r}")
         value = value[part]
     if spec.type == "json":
         return value  # type: ignore[no-any-return]
     checked = check_value(value, spec.type)
     if checked is None:
-        raise OutputError(f"output {name}: {to_text(value)[:60]} is not a {spec.type}")
+        raise OutputError(f"{where}: {to_text(value)[:60]} is not a {spec.type}")
     return list(checked) if isinstance(checked, list) else checked
 
 
@@ -103,10 +104,14 @@ def read_outputs(node: StepNode, urls: Mapping[str, str], *, fs: Any = None) -> 
                 with fsspec.open(url, "rb") as stream:
                     data = stream.read(MAX_PARAM_BYTES + 1)
         except FileNotFoundError:
-            raise OutputError(f"output {name}: the step did not write {url}") from None
+            raise OutputError(
+                f"step {node.name}, outputs.params.{name}: the step did not write {url}"
+            ) from None
         try:
             text = data.decode()
         except UnicodeDecodeError:
-            raise OutputError(f"output {name}: {url} is not UTF-8 text") from None
-        values[name] = read_output_param(name, spec, text)
+            raise OutputError(
+                f"step {node.name}, outputs.params.{name}: {url} is not UTF-8 text"
+            ) from None
+        values[name] = read_output_param(name, spec, text, step=node.name)
     return values

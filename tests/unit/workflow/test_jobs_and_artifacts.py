@@ -137,7 +137,9 @@ def test_outputs_are_read_from_the_workspace_through_fsspec(tmp_path: Path) -> N
     Path(urls["metrics"]).write_text(json.dumps({"eval": {"accuracy": 0.91}}))
     assert read_outputs(node, urls) == {"accuracy": 0.91}
     memory = Workspace("memory://wf").outputs("r1", Unit("best"), graph.steps["best"])
-    with pytest.raises(OutputError, match="did not write memory://wf/runs/r1/best/score"):
+    with pytest.raises(
+        OutputError, match=r"step best, outputs\.params\.score: the step did not write memory://wf"
+    ):
         read_outputs(graph.steps["best"], memory)
     with fsspec.open(memory["score"], "w") as stream:
         stream.write("0.75")
@@ -169,3 +171,10 @@ def test_a_started_unit_gets_its_whole_context_and_job() -> None:
     )
     assert role.env["PHALANX_STEP"] == "train[1]"
     assert role.resources == {"cpu": 2, "memory": "4Gi", "gpu": 1}
+
+
+def test_output_param_errors_name_the_step_and_the_output() -> None:
+    with pytest.raises(OutputError, match=r"step best, outputs\.params\.score: .* is not a float"):
+        read_output_param(
+            "score", OutputParam.model_validate({"type": "float"}), '"x"', step="best"
+        )
