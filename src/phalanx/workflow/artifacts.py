@@ -26,7 +26,7 @@ import fsspec
 
 from phalanx.domain.errors import PhalanxError
 from phalanx.workflow.dag import StepNode
-from phalanx.workflow.params import check_value
+from phalanx.workflow.params import a, check_value
 from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Unit
 from phalanx.workflow.templates import Value, to_text
@@ -86,7 +86,7 @@ def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = ""
         return value  # type: ignore[no-any-return]
     checked = check_value(value, spec.type)
     if checked is None:
-        raise OutputError(f"{where}: {to_text(value)[:60]} is not a {spec.type}")
+        raise OutputError(f"{where}: {to_text(value)[:60]} is not {a(spec.type)}")
     return list(checked) if isinstance(checked, list) else checked
 
 

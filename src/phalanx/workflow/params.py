@@ -50,6 +50,11 @@ class Param:
     default: ParamValue | None = None
 
 
+def a(kind: str) -> str:
+    """``kind`` with its article, for messages: ``an int``, ``a float``."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
 def type_of(value: ParamValue) -> ParamType:
     """The type a default declares."""
     if isinstance(value, bool):
@@ -132,7 +137,7 @@ def resolve(
         if value is None:
             shown = raw if isinstance(raw, str) else json.dumps(raw)
             raise InvalidInput(
-                f"{shown[:60]!r} is not a {param.type}",
+                f"{shown[:60]!r} is not {a(param.type)}",
                 field=f"params.{name}",
                 fix=f"give {_EXAMPLES[param.type]}",
             )

@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 from phalanx.spec.common import UNION_TAG, Duration, Loc, SpecModel, located
 from phalanx.workflow.conditions import Condition, ConditionError
 from phalanx.workflow.cron import CronError, CronSchedule
-from phalanx.workflow.params import MAX_LIST, MAX_STRING, ParamType, ParamValue, check_value
+from phalanx.workflow.params import MAX_LIST, MAX_STRING, ParamType, ParamValue, a, check_value
 from phalanx.workflow.templates import Template, TemplateError, Value
 
 #: Most items one foreach may fan out to (``maxItems`` is at most this).
@@ -187,7 +187,7 @@ class ParamSpec(SpecModel):
     def _default_has_the_type(self) -> Self:
         if self.default is not None and check_value(_as_value(self.default), self.type) is None:
             raise located(
-                f"{json.dumps(self.default)[:40]} is not a {self.type}",
+                f"{json.dumps(self.default)[:40]} is not {a(self.type)}",
                 f"give a default of type {self.type}, or change the type",
                 at=("default",),
             )

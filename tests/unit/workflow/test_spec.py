@@ -320,7 +320,7 @@ BAD = [
     ),
     (
         edit(TRI, "  params: {lr: 0.01}", "  params: {lr: {type: int, default: 0.01}}"),
-        "spec.params.lr.default: 0.01 is not a int",
+        "spec.params.lr.default: 0.01 is not an int",
         "give a default of type int",
     ),
     (edit(TRI, "  params: {lr: 0.01}", "  params: {lr: {a: 1}}"), "spec.params.lr", "type"),
