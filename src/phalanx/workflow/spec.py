@@ -226,7 +226,11 @@ class PipelineDocument(SpecModel):
 
     def to_yaml(self) -> str:
         """The document as YAML text that ``load_pipelines`` reads back into an equal one."""
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+        data = self.to_dict()
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        if yaml.safe_load(text) != data:  # PyYAML writes a few line breaks (U+0085) raw
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False)
+        return text
 
 
 #: The document's name in Python, as the DSL and the controller call it.

@@ -91,8 +91,10 @@ def test_yaml_documents_become_builders_and_back() -> None:
         assert "extra" in builder.build().spec.steps
 
 
+# Any text but NUL (refused in commands), surrogates (not UTF-8) and braces (templates):
+# control characters and unusual line breaks (U+0085, U+2028) included.
 SAFE_TEXT = st.text(
-    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="{}"), max_size=20
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="{}\x00"), max_size=20
 )
 NAMES = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True)
 
@@ -163,3 +165,13 @@ def test_any_built_pipeline_round_trips_through_yaml_and_back_to_the_dsl(
     document = p.build()
     assert load_pipelines(document.to_yaml())[0] == document
     assert PipelineBuilder.from_document(document).build() == document
+
+
+@pytest.mark.parametrize(
+    "text", ["\x85", "\u2028x", "\x01a", "\ufeff", "a\tb\nc", "yes", "0x10", "~", "- x", "#c", "é"]
+)
+def test_awkward_strings_survive_the_yaml_round_trip(text: str) -> None:
+    p = PipelineBuilder("x", defaults={"resources": {"cpu": 1}}, params={"p": text})
+    p.step("a", command=["echo", text], env={"E": text})
+    document = p.build()
+    assert load_pipelines(document.to_yaml())[0] == document
