@@ -85,7 +85,7 @@ def artifact_references(graph: Graph, node: StepNode) -> tuple[str, ...]:
     ``steps.STEP.outputs.NAME``; the controller hashes each (``hash_content``)."""
     found = [f"inputs.{name}" for name in node.inputs.artifacts]
     for loc, text in node.templates:
-        if loc[2] == "when" or loc[2:4] == ("inputs", "artifacts"):
+        if loc[0] == "when" or loc[:2] == ("inputs", "artifacts"):
             continue  # a condition reads values; an input artifact is inputs.NAME above
         for ref in Template.parse(text).references:
             if ref.kind is Kind.STEPS and ref.name in graph.node(ref.step).outputs.artifacts:
@@ -181,8 +181,8 @@ def key_material(
         for i, text in enumerate(render_argv(node.command, keyed, field="command")):
             templates[f"command[{i}]"] = text
     for loc, text in node.templates:
-        place = ".".join(str(part) for part in loc[2:])
-        if place.startswith("command.") or loc[2] == "when":
+        place = ".".join(str(part) for part in loc)
+        if loc[0] in ("command", "when"):
             continue  # the command is rendered above; when decides whether, not what
         templates[place] = Template.parse(text).render(keyed, field=place)
     params = {

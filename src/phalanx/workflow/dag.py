@@ -74,7 +74,8 @@ class StepNode:
     timeout: float | None
     cache: CacheSpec
     params_used: frozenset[str]  # parameters any of its templates reads
-    templates: tuple[tuple[Loc, str], ...] = field(repr=False)  # every template and its place
+    #: every template and its place in the step (``("command", 2)``, ``("env", "X")``)
+    templates: tuple[tuple[Loc, str], ...] = field(repr=False)
 
     @property
     def items_reference(self) -> Reference | None:
@@ -211,8 +212,8 @@ def _node(
         params_used=frozenset(),
         templates=(),
     )
-    templates = tuple(_templates_of(node, at))
-    implied, used = _check_references(spec, node, templates, outputs, params)
+    node = replace(node, templates=tuple(_templates_of(node)))
+    implied, used = _check_references(spec, step, node, at, outputs, params)
     explicit = _check_depends_on(spec, name, step, final)
     depends = tuple(dict.fromkeys([*explicit, *implied]))
     for i, excluded in enumerate(node.cache.exclude_params):
@@ -222,7 +223,7 @@ def _node(
                 _close(excluded, [p.name for p in params]),
                 at=(*at, "cache", "excludeParams", i),
             )
-    return replace(node, depends_on=depends, params_used=frozenset(used), templates=templates)
+    return replace(node, depends_on=depends, params_used=frozenset(used))
 
 
 def _first(*values: T | None) -> T | None:
@@ -230,50 +231,71 @@ def _first(*values: T | None) -> T | None:
     return next((value for value in values if value is not None), None)
 
 
-def _templates_of(node: StepNode, at: Loc) -> Iterator[tuple[Loc, str]]:
+def _templates_of(node: StepNode) -> Iterator[tuple[Loc, str]]:
+    """Every template of ``node``, at its place within a step (``("command", 2)``)."""
     for i, arg in enumerate(node.command or ()):
-        yield (*at, "command", i), arg
+        yield ("command", i), arg
     for key, value in node.env.items():
-        yield (*at, "env", key), value
+        yield ("env", key), value
     for key, value in node.inputs.artifacts.items():
-        yield (*at, "inputs", "artifacts", key), value
+        yield ("inputs", "artifacts", key), value
     for key, value in node.inputs.params.items():
-        yield (*at, "inputs", "params", key), value
+        yield ("inputs", "params", key), value
     if node.when is not None:
-        yield (*at, "when"), node.when.text
+        yield ("when",), node.when.text
     if node.foreach is not None and isinstance(node.foreach.items, str):
-        yield (*at, "foreach", "items"), node.foreach.items
+        yield ("foreach", "items"), node.foreach.items
     for r, role in enumerate(node.job.roles if node.job else ()):
         for i, arg in enumerate(role.command):
-            yield (*at, "job", "roles", r, "command", i), arg
+            yield ("job", "roles", r, "command", i), arg
         for key, value in role.env.items():
-            yield (*at, "job", "roles", r, "env", key), value
+            yield ("job", "roles", r, "env", key), value
 
 
-def _references(where: Loc, text: str) -> tuple[Reference, ...]:
-    if where[2] == "when":
+def _origin(spec: PipelineSpec, step: StepSpec, at: Loc, place: Loc) -> Loc:
+    """Where the template at ``place`` of the step at ``at`` is written: the step, its
+    component or the defaults (an error points there)."""
+    component = spec.components.get(step.uses) if step.uses else None
+    in_component: Loc = ("components", str(step.uses), *place)
+    field = str(place[0])
+    if field == "env":
+        if place[1] in step.env:
+            return (*at, *place)
+        if component is not None and place[1] in component.env:
+            return in_component
+        return ("defaults", *place)
+    if field in ("command", "job"):
+        own = step.command is not None or step.job is not None
+    else:
+        own = getattr(step, field) is not None
+    return (*at, *place) if own or component is None else in_component
+
+
+def _references(place: Loc, text: str) -> tuple[Reference, ...]:
+    if place[0] == "when":
         return Condition.parse(text).references
     return Template.parse(text).references
 
 
 def _check_references(
     spec: PipelineSpec,
+    step: StepSpec,
     node: StepNode,
-    templates: tuple[tuple[Loc, str], ...],
+    at: Loc,
     outputs: Mapping[str, Outputs],
     params: tuple[Param, ...],
 ) -> tuple[list[str], set[str]]:
     implied: list[str] = []
     used: set[str] = set()
     param_names = [p.name for p in params]
-    for where, text in templates:
-        section = where[2]
-        for ref in _references(where, text):
-            problem = _problem(spec, node, section, ref, outputs, param_names) or _kind_problem(
-                where, ref, outputs, params
-            )
+    for place, text in node.templates:
+        for ref in _references(place, text):
+            problem = _problem(spec, node, place[0], ref, outputs, param_names)
+            problem = problem or _kind_problem(place, ref, outputs, params)
             if problem is not None:
-                raise GraphError(f"{ref}: {problem[0]}", problem[1], at=where)
+                where = _origin(spec, step, at, place)
+                for_step = "" if where[:2] == at else f" (in step {node.name})"
+                raise GraphError(f"{ref}: {problem[0]}{for_step}", problem[1], at=where)
             if ref.kind is Kind.PARAMS:
                 used.add(ref.name)
             if ref.kind is Kind.STEPS and not node.final:
@@ -318,10 +340,10 @@ def _kind_problem(
     where: Loc, ref: Reference, outputs: Mapping[str, Outputs], params: tuple[Param, ...]
 ) -> tuple[str, str] | None:
     """An input artifact must be an artifact; foreach items must be a list."""
-    artifact = where[2:4] == ("inputs", "artifacts") and ref.kind is Kind.STEPS
+    artifact = where[:2] == ("inputs", "artifacts") and ref.kind is Kind.STEPS
     if artifact and ref.name not in outputs[ref.step].artifacts:
         return "is an output param, not an artifact", "take it under inputs.params instead"
-    if where[2:4] == ("foreach", "items"):
+    if where[:2] == ("foreach", "items"):
         if ref.kind is Kind.STEPS and ref.name not in outputs[ref.step].params:
             return "is an artifact, not a value", "fan out over an output param (a JSON list)"
         types = {p.name: p.type for p in params}

@@ -387,6 +387,34 @@ def test_bad_documents_are_refused_naming_the_field_and_the_fix(
     assert info.value.fix is not None and fix in info.value.fix
 
 
+def test_an_error_in_a_component_or_the_defaults_points_there_and_names_the_step() -> None:
+    text = edit(
+        TRI,
+        "  steps:\n",
+        "  components:\n    checker: {command: [check, '{{inputs.modle}}']}\n  steps:\n",
+    )
+    text = edit(
+        text,
+        '      command: ["sh", "-c", "python validate.py {{inputs.model}}"]',
+        "      uses: checker",
+    )
+    with pytest.raises(DocumentError) as info:
+        load_pipelines(text)
+    assert (
+        "spec.components.checker.command[1]: {{inputs.modle}}: the step has no such input (in step validate)"
+        in str(info.value)
+    )
+    assert info.value.fix is not None and "did you mean 'model'" in info.value.fix
+    text = edit(
+        TRI, "  defaults: {queue: wf,", "  defaults: {env: {LR: '{{params.rate}}'}, queue: wf,"
+    )
+    with pytest.raises(
+        DocumentError,
+        match=r"spec\.defaults\.env\.LR: \{\{params\.rate\}\}: no such parameter \(in step prep\)",
+    ):
+        load_pipelines(text)
+
+
 def test_a_hundred_thousand_items_are_refused_before_they_are_read() -> None:
     items = ", ".join(["1"] * 100_000)
     text = edit(
