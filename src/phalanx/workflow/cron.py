@@ -51,6 +51,7 @@ _MACROS: Final = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+_WINDOWS: Final = tuple(timedelta(days=d) for d in (1 / 24, 1, 32, 366, 5 * 366 + 1))
 _LONGEST_MONTH: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _FORM: Final = (
     "write five fields 'minute hour day-of-month month day-of-week' such as '0 3 * * mon-fri' "
@@ -143,6 +144,22 @@ class CronSchedule:
         if self.any_day or self.any_weekday:
             return in_month and in_week
         return in_month or in_week
+
+    def due(self, last: datetime, now: datetime) -> datetime | None:
+        """The latest firing in ``(last, now]``, or None: what a scheduler starts at
+        ``now`` when it last started at ``last`` (firings missed meanwhile, the server
+        being down, say, are one run, not a burst)."""
+        for window in _WINDOWS:  # the smallest window back from now with a firing in it
+            start = max(last, now - window)
+            moment = self.next_after(start)
+            if moment > now:
+                if start == last:
+                    return None
+                continue
+            while (following := self.next_after(moment)) <= now:
+                moment = following
+            return moment
+        return None
 
     def next_after(self, moment: datetime) -> datetime:
         """The first firing strictly after ``moment`` (to the minute)."""

@@ -16,6 +16,8 @@ task's environment.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
@@ -26,11 +28,26 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobSpec
 from phalanx.workflow.dag import Graph, StepNode
-from phalanx.workflow.planner import RunState, Start, base_context, render_value
+from phalanx.workflow.planner import RunState, Start, Unit, base_context, render_value
 from phalanx.workflow.templates import Context, Template, Value, render_argv
 
 #: The role of a command step's job.
 MAIN_ROLE: Final = "main"
+#: Longest job name (a DNS-1123 subdomain).
+_MAX_NAME: Final = 253
+
+
+def job_name(run_id: str, unit: Unit, attempt: int) -> str:
+    """The name of the job of ``attempt`` (1-based) of ``unit`` in run ``run_id``: a valid
+    DNS-1123 name, the same for the same arguments (so a restarted controller finds the
+    job it submitted) and different for different ones (a long or unusual run id is
+    shortened with a hash of it)."""
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-") or "run"
+    if cleaned != run_id or len(cleaned) > 100:
+        digest = hashlib.sha256(run_id.encode()).hexdigest()[:10]
+        cleaned = f"{cleaned[:80].strip('-')}-{digest}".strip("-")
+    index = "" if unit.index is None else f"-{unit.index}"
+    return f"{cleaned}-{unit.step}{index}-{attempt}"[:_MAX_NAME]
 
 
 def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phalanx.workflow.cron import CronError, CronSchedule
 
@@ -55,3 +57,32 @@ def test_bad_expressions_name_the_field_and_the_fix(text: str, message: str) -> 
     with pytest.raises(CronError, match=message) as info:
         CronSchedule.parse(text)
     assert info.value.fix
+
+
+def test_due_gives_the_latest_firing_since_the_last_start_and_missed_ones_once() -> None:
+    daily = CronSchedule.parse("0 3 * * *")
+    last = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
+    assert daily.due(last, datetime(2026, 11, 20, 12, 0, tzinfo=UTC)) is None
+    assert daily.due(last, datetime(2026, 11, 21, 3, 0, tzinfo=UTC)) == datetime(
+        2026, 11, 21, 3, 0, tzinfo=UTC
+    )
+    # down for five days: one run, for the latest firing
+    assert daily.due(last, T0) == datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
+    leap = CronSchedule.parse("0 0 29 2 *")
+    assert leap.due(datetime(2020, 1, 1, tzinfo=UTC), T0) == datetime(2024, 2, 29, tzinfo=UTC)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.sampled_from(["* * * * *", "*/7 * * * *", "0 3 * * mon-fri", "15 */5 1,15 * *"]),
+    st.integers(0, 10_000),
+    st.integers(0, 100_000),
+)
+def test_due_agrees_with_stepping_through_every_firing(text: str, back: int, span: int) -> None:
+    schedule = CronSchedule.parse(text)
+    last = T0 - timedelta(minutes=back)
+    now = last + timedelta(minutes=span)
+    expected, moment = None, schedule.next_after(last)
+    while moment <= now:
+        expected, moment = moment, schedule.next_after(moment)
+    assert schedule.due(last, now) == expected

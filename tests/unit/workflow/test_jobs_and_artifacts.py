@@ -178,3 +178,34 @@ def test_output_param_errors_name_the_step_and_the_output() -> None:
         read_output_param(
             "score", OutputParam.model_validate({"type": "float"}), '"x"', step="best"
         )
+
+
+def test_job_names_are_valid_stable_and_distinct() -> None:
+    from phalanx.workflow.jobs import job_name
+
+    assert job_name("r1", Unit("train"), 1) == "r1-train-1"
+    assert job_name("r1", Unit("train", 3), 2) == "r1-train-3-2"
+    odd = job_name("Run_1/../x", Unit("train"), 1)
+    assert odd == job_name("Run_1/../x", Unit("train"), 1)
+    assert odd != job_name("run-1-x", Unit("train"), 1)
+    assert job_name("A" * 300, Unit("s" * 63, 9999), 100).count("-") >= 3
+    for name in (
+        odd,
+        job_name("A" * 300, Unit("s" * 63, 9999), 100),
+        job_name("---", Unit("a"), 1),
+    ):
+        assert len(name) <= 253
+        assert all(c.isdigit() or c.islower() or c == "-" for c in name)
+        assert name[0].isalnum() and name[-1].isalnum()
+
+
+def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
+    from phalanx.workflow.parts import RetrySpec
+
+    retry = RetrySpec.model_validate(
+        {"maxAttempts": 5, "backoff": {"initial": "10s", "factor": 3, "max": "1m"}}
+    )
+    assert [retry.delay(n, "preempted") for n in range(1, 6)] == [10.0, 30.0, 60.0, 60.0, None]
+    assert retry.delay(1, "failed") is None  # a plain non-zero exit is not retried by default
+    assert RetrySpec.model_validate({"on": ["failed"], "maxAttempts": 2}).delay(1, "failed") == 10.0
+    assert RetrySpec().delay(1, "nodeLost") is None  # one attempt unless asked
