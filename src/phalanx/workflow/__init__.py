@@ -34,7 +34,7 @@ from phalanx.workflow.conditions import Condition, ConditionError
 from phalanx.workflow.cron import CronError, CronSchedule
 from phalanx.workflow.dag import Graph, GraphError, StepNode, build_graph
 from phalanx.workflow.dsl import ITEM, RUN_ID, PipelineBuilder, item_key
-from phalanx.workflow.jobs import job_spec, unit_context
+from phalanx.workflow.jobs import job_name, job_spec, unit_context
 from phalanx.workflow.params import Param, parse_assignments, resolve
 from phalanx.workflow.parts import MAX_FANOUT
 from phalanx.workflow.planner import (
@@ -93,6 +93,7 @@ __all__ = [
     "check_transition",
     "hash_content",
     "item_key",
+    "job_name",
     "job_spec",
     "key_material",
     "load_pipelines",
