@@ -9,7 +9,8 @@ A step's key is the SHA-256 of one canonical JSON document (``KeyMaterial.docume
   params, but stable placeholders (``<outputs.model>``, ``<run.id>``) for what differs
   from run to run without changing the result: paths in the run's workspace and the run
   id; an excluded param is a placeholder too;
-- ``image``, the job spec of a job step, ``params`` (those the step reads, minus
+- ``image``, the job spec of a job step (less what only schedules it: queue, user,
+  priority, preemptible, walltime, estimates, maxRetry), ``params`` (those the step reads, minus
   ``cache.excludeParams``) and ``item``;
 - ``content``: the content hash of every artifact the step reads (its input artifacts and
   upstream artifacts it refers to) and of every file of ``cache.files``;
@@ -40,6 +41,18 @@ from phalanx.workflow.templates import Context, Kind, Template, Value, render_ar
 
 #: Phalanx's part of every key: bumped whenever what goes into a key changes.
 CACHE_VERSION: Final = "phalanx-cache/1"
+#: Fields of a job step's job that decide where and when it runs, not what it computes:
+#: left out of the key (a command step's queue is not in it either).
+_SCHEDULING_ONLY: Final = {
+    "queue",
+    "user",
+    "priority",
+    "preemptible",
+    "walltime",
+    "runtime_estimate",
+    "starvation_threshold",
+    "max_retry",
+}
 #: Bytes read at a time when hashing.
 CHUNK: Final = 1 << 20
 
@@ -190,7 +203,9 @@ def key_material(
         for name in sorted(node.params_used - set(node.cache.exclude_params))
         if name in context.params
     }
-    job = None if node.job is None else node.job.model_dump(mode="json", by_alias=True)
+    job = None
+    if node.job is not None:
+        job = node.job.model_dump(mode="json", by_alias=True, exclude=_SCHEDULING_ONLY)
     return KeyMaterial(
         step=node.name,
         templates=templates,

@@ -24,14 +24,16 @@ Shell safety. A step's command is an argv list handed to ``execve``: an argument
 split or read by a shell, so a value substituted into a plain argument (``["python",
 "train.py", "--lr", "{{params.lr}}"]``) is inserted verbatim, whatever it holds. The one
 place a value meets a shell is a *script*: the argument after ``-c`` of ``sh``, ``bash``,
-``dash``, ``zsh`` or ``ksh`` (also a command written as one string, which phalanx runs as
-``/bin/sh -c``). There every reference is quoted by ``shlex.quote`` when rendered, so
+``dash``, ``zsh`` or ``ksh``, also run through ``env`` (and a command written as one
+string, which phalanx runs as ``/bin/sh -c``). There every reference is quoted by ``shlex.quote`` when rendered, so
 ``; rm -rf /`` arrives as one harmless word; values made of safe characters (``0.01``,
 ``/runs/r1/prep/data``) are unchanged. So: do not wrap references in quotes inside a
 script, phalanx does it. Filters change this: ``{{params.x | shquote}}`` quotes anywhere
 (for a script a program runs later, for instance), ``{{params.x | raw}}`` inserts
 verbatim even in a script (the value then *is* shell code: only for trusted values), and
 ``{{params.x | json}}`` writes the value as JSON (quoted as well in a script).
+Other interpreters (``python -c``, ``perl -e``) get values verbatim inside their code:
+pass values to such code as separate arguments or environment variables instead.
 """
 
 from __future__ import annotations
@@ -234,10 +236,17 @@ def _write(value: Value, chosen: Filter, *, shell: bool) -> str:
 
 def script_positions(argv: Sequence[str]) -> frozenset[int]:
     """Indexes of ``argv`` that a shell reads as a script: the argument after the first
-    option holding ``c`` (``-c``, ``-ec``, ``-xc`` ...) of a known shell."""
-    if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
+    option holding ``c`` (``-c``, ``-ec``, ``-xc`` ...) of a known shell, the shell
+    possibly run through ``env`` (``env [-i] [NAME=value ...] bash -c ...``)."""
+    start = 0
+    if argv and argv[0].rsplit("/", 1)[-1] == "env":
+        start = 1
+        while start < len(argv) and (argv[start].startswith("-") or "=" in argv[start]):
+            start += 1
+    if start >= len(argv) or argv[start].rsplit("/", 1)[-1] not in SHELLS:
         return frozenset()
-    for i, arg in enumerate(argv[1:], start=1):
+    for i in range(start + 1, len(argv)):
+        arg = argv[i]
         if not arg.startswith("-") or arg in ("-", "--"):
             return frozenset()
         if not arg.startswith("--") and "c" in arg[1:]:

@@ -159,3 +159,34 @@ def test_keys_do_not_depend_on_mapping_order(params: dict[str, Any]) -> None:
         step="s", templates={}, image=None, job=None, params=dict(reversed(params.items()))
     )
     assert forward.key() == backward.key()
+
+
+def test_a_job_steps_key_covers_its_roles_but_not_where_it_is_scheduled() -> None:
+    from phalanx.workflow.spec import load_pipelines
+    from tests.unit.workflow.examples import FULL
+
+    def dist_key(text: str) -> str:
+        g = build_graph(load_pipelines(text)[0].spec)
+        context = Context(step="dist", params={"threshold": 0.9, "tag": "v1"}, run_id="r")
+        return key_material(g, g.steps["dist"], context, content={}, files={}).key()
+
+    base = dist_key(FULL)
+    assert (
+        dist_key(
+            FULL.replace(
+                "        minAvailable: 2\n",
+                "        minAvailable: 2\n        queue: other\n        priority: 5\n",
+            )
+        )
+        == base
+    )
+    assert dist_key(FULL.replace('["torchrun", "--lr"', '["torchrun", "--lr2"')) != base
+    assert (
+        dist_key(
+            FULL.replace(
+                'replicas: 1\n          resources: {cpu: 1, memory: 1Gi}\n          command: "torchrun',
+                'replicas: 2\n          resources: {cpu: 1, memory: 1Gi}\n          command: "torchrun',
+            )
+        )
+        != base
+    )

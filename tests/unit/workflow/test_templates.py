@@ -122,6 +122,10 @@ def test_script_positions_find_the_shell_script() -> None:
     assert script_positions(["python", "-c", "x"]) == frozenset()
     assert script_positions(["sh", "script.sh", "-c"]) == frozenset()
     assert script_positions(["sh", "-c"]) == frozenset()
+    assert script_positions(["/usr/bin/env", "bash", "-c", "x"]) == {3}
+    assert script_positions(["env", "-i", "A=1", "sh", "-ec", "x"]) == {5}
+    assert script_positions(["env", "python", "-c", "x"]) == frozenset()
+    assert script_positions(["env"]) == frozenset()
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
