@@ -16,12 +16,14 @@ a ``{{steps.X.outputs.Y}}`` reference) and checks the whole. It guarantees, or r
   foreach step (``item.key``: a key of every literal item); ``cache.excludeParams`` are
   declared params;
 - there is no cycle (the error lists it: ``a -> b -> a``);
-- ``order`` is a topological order, ties broken by declaration order (deterministic).
+- ``order`` is a topological order, the earliest declared ready step first
+  (deterministic).
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -404,21 +406,32 @@ def _check_depends_on(spec: PipelineSpec, name: str, step: StepSpec, final: bool
 
 
 def _topological(spec: PipelineSpec, nodes: Mapping[str, StepNode]) -> tuple[str, ...]:
+    """Kahn's order: a step once its dependencies are placed, the earliest declared first."""
     names = list(spec.steps)
-    waiting = {name: set(nodes[name].depends_on) for name in names}
+    rank = {name: i for i, name in enumerate(names)}
+    waiting = {name: len(set(nodes[name].depends_on)) for name in names}
+    users: dict[str, list[str]] = {name: [] for name in names}
+    for name in names:
+        for dep in set(nodes[name].depends_on):
+            users[dep].append(name)
+    ready = [rank[name] for name in names if not waiting[name]]
+    heapq.heapify(ready)
     order: list[str] = []
-    while len(order) < len(names):
-        ready = [name for name in names if name not in order and not waiting[name]]
-        if not ready:
-            cycle = _cycle({n: list(nodes[n].depends_on) for n in names if n not in order})
-            raise GraphError(
-                f"steps depend on each other in a cycle: {' -> '.join(cycle)}",
-                "remove one dependsOn entry or reference of the cycle",
-                at=("steps", cycle[0], "dependsOn"),
-            )
-        order.extend(ready)
-        for deps in waiting.values():
-            deps.difference_update(ready)
+    while ready:
+        name = names[heapq.heappop(ready)]
+        order.append(name)
+        for user in users[name]:
+            waiting[user] -= 1
+            if not waiting[user]:
+                heapq.heappush(ready, rank[user])
+    if len(order) < len(names):
+        placed = set(order)
+        cycle = _cycle({n: list(nodes[n].depends_on) for n in names if n not in placed})
+        raise GraphError(
+            f"steps depend on each other in a cycle: {' -> '.join(cycle)}",
+            "remove one dependsOn entry or reference of the cycle",
+            at=("steps", cycle[0], "dependsOn"),
+        )
     return tuple(order)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Final, Literal, Self
 
 import yaml
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.common import (
@@ -74,6 +74,16 @@ def _templates(argv: list[str]) -> list[str]:
 
 
 StepCommand = Annotated[Command, AfterValidator(_templates)]
+
+
+def _at_most_steps(value: Any) -> Any:
+    """Refuse more than ``MAX_STEPS`` entries before any is validated."""
+    if isinstance(value, dict) and len(value) > MAX_STEPS:
+        raise located(
+            f"{len(value)} entries is more than the limit of {MAX_STEPS}",
+            "split the pipeline, or fan out one step with foreach",
+        )
+    return value
 
 
 class StepFields(SpecModel):
@@ -168,13 +178,13 @@ class PipelineSpec(SpecModel):
     description}; set per run with -p name=value."""
     defaults: Defaults = Field(default_factory=Defaults)
     """What every step inherits."""
-    components: Annotated[dict[DnsLabel, ComponentSpec], Field(max_length=MAX_STEPS)] = Field(
+    components: Annotated[dict[DnsLabel, ComponentSpec], BeforeValidator(_at_most_steps)] = Field(
         default_factory=dict
     )
     """Reusable steps by name, for steps' uses."""
-    steps: Annotated[dict[DnsLabel, StepSpec], Field(min_length=1, max_length=MAX_STEPS)]
+    steps: Annotated[dict[DnsLabel, StepSpec], BeforeValidator(_at_most_steps), Field(min_length=1)]
     """The steps by name (DNS labels), run in dependency order."""
-    finally_: Annotated[dict[DnsLabel, StepSpec], Field(max_length=MAX_STEPS)] = Field(
+    finally_: Annotated[dict[DnsLabel, StepSpec], BeforeValidator(_at_most_steps)] = Field(
         default_factory=dict, alias="finally"
     )
     """Steps run once when every normal step has ended, whatever the outcome (also after a
