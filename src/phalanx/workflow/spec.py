@@ -19,6 +19,7 @@ only the workflow controller can run them.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Final, Literal, Self
 
 import yaml
@@ -255,12 +256,29 @@ def load_pipelines(text: str, *, source: str = "<input>") -> list[PipelineDocume
             f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
             fix="split it into several files",
         )
-    raws = _parse(text, source)
+    try:
+        raws = _parse(text, source)
+    except DocumentError as error:
+        raise _with_quoting_hint(error, text) from None
     return [
         build_pipeline(raw, source=source, number=n)
         for n, raw in enumerate(raws, 1)
         if raw is not None
     ]
+
+
+_QUOTE_HINT: Final = 'quote every value holding {{...}} references, e.g. "{{params.lr}}"'
+
+
+def _with_quoting_hint(error: DocumentError, text: str) -> DocumentError:
+    """``error`` with a hint when the YAML it reports is on a line with ``{{``: an
+    unquoted reference reads as a YAML mapping."""
+    found = re.search(r", line (\d+), column", str(error))
+    lines = text.splitlines()
+    if found is None or not 0 < int(found[1]) <= len(lines) or "{{" not in lines[int(found[1]) - 1]:
+        return error
+    message = str(error).removesuffix(f"; fix: {error.fix}")
+    return DocumentError(message, fix=f"{_QUOTE_HINT}; {error.fix}")
 
 
 def build_pipeline(raw: Any, *, source: str = "<request>", number: int = 1) -> PipelineDocument:

@@ -84,6 +84,11 @@ STEPS = "  steps:\n"
 
 BAD = [
     # YAML and document shape
+    (
+        edit(TRI, '"{{steps.prep.outputs.data}}"', "{{steps.prep.outputs.data}}"),
+        "line 13, column 35: found unhashable key",
+        'quote every value holding {{...}} references, e.g. "{{params.lr}}"',
+    ),
     ("apiVersion: phalanx/v1\nkind: Pipeline\nmetadata: {name: x\n", "line 4", "check the YAML"),
     ("- a\n- b\n", "expected a mapping, got a list", "write a mapping"),
     (
