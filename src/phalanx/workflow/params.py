@@ -10,12 +10,14 @@ declared type; an override of an undeclared name, a value that does not parse as
 type, or a missing required value raises ``InvalidInput`` naming ``params.NAME``, the
 value and the fix. Overrides written as text (``-p lr=0.1``) are read by the type:
 int ``3``, float ``0.1`` or ``1``, bool ``true``/``false``, list as JSON (``["a", 1]``),
-string as it is. An int is accepted where a float is declared; nothing else is converted.
+string as it is. An int is accepted where a float is declared; nothing else is converted;
+NaN and infinities are refused (they have no JSON form, and a cache key is JSON).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
@@ -77,13 +79,21 @@ def check_value(value: Value, kind: ParamType) -> ParamValue | None:
     if kind == "int":
         return value if isinstance(value, int) else None
     if kind == "float":
-        return float(value) if isinstance(value, int | float) else None
+        if isinstance(value, int):
+            return float(value)
+        return value if isinstance(value, float) and math.isfinite(value) else None
     if kind == "string":
         return value if isinstance(value, str) and len(value) <= MAX_STRING else None
     if isinstance(value, list) and len(value) <= MAX_LIST:
-        items = [v for v in value if isinstance(v, str | int | float)]  # bool is an int
+        items: list[Scalar] = [
+            v for v in value if isinstance(v, str | int) or (isinstance(v, float) and _finite(v))
+        ]  # bool is an int
         return items if len(items) == len(value) else None
     return None
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def parse_text(text: str, kind: ParamType) -> ParamValue | None:

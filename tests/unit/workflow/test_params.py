@@ -39,6 +39,11 @@ def test_required_and_typed_overrides() -> None:
         resolve(declared, {"n": "3.5"})
     with pytest.raises(InvalidInput, match=r"params\.n: is required.*-p n=VALUE"):
         resolve(declared, {})
+    for text in ("NaN", "Infinity", "-Infinity", "1e999"):
+        with pytest.raises(InvalidInput, match=rf"params\.f: '{text}' is not a float"):
+            resolve(declared, {"n": 1, "f": text})
+    with pytest.raises(InvalidInput, match=r"params\.f: 'NaN' is not a float"):
+        resolve(declared, {"n": 1, "f": float("nan")})
     with pytest.raises(InvalidInput, match=r"params\.n: 'true' is not an int"):
         resolve(declared, {"n": True})
     with pytest.raises(
