@@ -68,6 +68,10 @@ class Workspace:
         return {name: self.output_url(run_id, unit, name) for name in node.outputs.names}
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = "") -> Value:
     """The value of output param ``name`` of ``step`` from the JSON ``text`` (its own file,
     or the artifact ``spec.from_artifact``); raises ``OutputError`` naming step and output."""
@@ -75,7 +79,7 @@ def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = ""
     if len(text.encode()) > MAX_PARAM_BYTES:
         raise OutputError(f"{where}: more than {MAX_PARAM_BYTES} bytes of JSON")
     try:
-        value: Any = json.loads(text)
+        value: Any = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as error:
         raise OutputError(f"{where}: not JSON ({error}); write a JSON value") from None
     for part in (spec.key or "").split(".") if spec.key else ():

@@ -119,6 +119,8 @@ def test_output_params_are_read_and_typed(
         ({"key": "a.b"}, '{"a": 1}', "the JSON has no key 'a.b'"),
         ({}, " " * (MAX_PARAM_BYTES + 1), "more than"),
         ({}, "[" * 100_000, "not JSON"),
+        ({}, "[1, NaN]", "NaN is not a JSON number"),
+        ({"type": "float"}, "Infinity", "Infinity is not a JSON number"),
     ],
 )
 def test_bad_output_params_fail_with_the_reason(
