@@ -28,6 +28,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -200,7 +201,10 @@ class _Parser:
             ref = _reference(text)
             return Ref(ref)
         if kind == "num":
-            return Literal(float(text) if re.search(r"[.eE]", text) else int(text))
+            number = float(text) if re.search(r"[.eE]", text) else int(text)
+            if abs(number) > 2**63 or not math.isfinite(number):
+                raise ConditionError(f"{text[:30]} is too large", fix="write a smaller number")
+            return Literal(number)
         if kind == "str":
             return Literal(text[1:-1])
         if kind == "word" and text in ("true", "false", "null"):

@@ -222,7 +222,7 @@ def to_text(value: Value) -> str:
     """``value`` as a template writes it: strings as they are, the rest as JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _write(value: Value, chosen: Filter, *, shell: bool) -> str:
