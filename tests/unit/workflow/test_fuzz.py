@@ -87,3 +87,26 @@ def test_mutated_documents_load_or_are_refused(data: st.DataObject) -> None:
     assert load_pipelines(pipeline.to_yaml())[0] == pipeline
     params = {p.name: p.default for p in graph.params}
     plan(graph, RunState(params=params))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_any_outputs_give_a_plan_never_an_exception(data: st.DataObject) -> None:
+    from phalanx.workflow.planner import Phase, Unit, apply
+
+    graph = build_graph(load_pipelines(FULL)[0].spec)
+    params = {"lrs": data.draw(st.lists(st.floats(0, 1), max_size=3)), "threshold": 0.9}
+    params |= {"tag": "v1", "dry": data.draw(st.booleans())}
+    state = apply(RunState(params=params), plan(graph, RunState(params=params)))
+    outputs = {Unit("data"): {"shards": data.draw(VALUES)}}
+    phases = {**state.phases, Unit("data"): Phase.SUCCEEDED}
+    for _ in range(6):
+        state = RunState(params=params, phases=phases, outputs=outputs, expanded=state.expanded)
+        p = plan(graph, state)
+        state = apply(state, p)
+        phases = dict(state.phases)
+        for start in p.start:
+            phases[start.unit] = Phase.SUCCEEDED
+            outputs[start.unit] = {"score": data.draw(VALUES), "accuracy": data.draw(VALUES)}
+        for settle in p.settle:
+            assert settle.reason
