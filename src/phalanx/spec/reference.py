@@ -23,6 +23,7 @@ from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
+from phalanx.workflow.spec import PipelineDocument
 
 #: The kinds, in the order the page gives them.
 KINDS: Final[tuple[type[BaseModel], ...]] = (
@@ -30,6 +31,7 @@ KINDS: Final[tuple[type[BaseModel], ...]] = (
     QueueDocument,
     JobDocument,
     SchedulerConfigDocument,
+    PipelineDocument,
 )
 #: Types known by their validator, as a person reads them.
 _BY_VALIDATOR: Final = {

@@ -1,0 +1,111 @@
+"""Pipelines of jobs: the ``Pipeline`` document, its graph, the run planner, cache keys, DSL.
+
+Pure: nothing here starts a process, reads the clock or keeps state between calls (the
+cache and artifact helpers read files through fsspec when asked to). The workflow
+controller drives it::
+
+    [pipeline] = load_pipelines(text)                  # spec: DocumentError naming the field
+    graph = build_graph(pipeline.spec)                 # dag: resolved steps, order
+    params = resolve(pipeline.spec.declared_params(), parse_assignments(["lr=0.1"]))
+    state = RunState(params=params, run_id="r1")
+    p = plan(graph, state)                             # planner: expand, start, settle, stop
+    for start in p.start:
+        node = graph.node(start.unit.step)
+        context = unit_context(graph, state, start,
+                               outputs=workspace.outputs("r1", start.unit, node))
+        job = job_spec(node, context, unit=str(start.unit))   # or serve it from the cache:
+        key = key_material(graph, node, context, content=..., files=...).key()
+
+Each module's docstring states what it guarantees.
+"""
+
+from phalanx.workflow.artifacts import OutputError, Workspace, read_output_param, read_outputs
+from phalanx.workflow.cache import (
+    CACHE_VERSION,
+    CacheEntry,
+    KeyMaterial,
+    MissingContent,
+    artifact_references,
+    hash_content,
+    key_material,
+    servable,
+)
+from phalanx.workflow.conditions import Condition, ConditionError
+from phalanx.workflow.cron import CronError, CronSchedule
+from phalanx.workflow.dag import Graph, GraphError, StepNode, build_graph
+from phalanx.workflow.dsl import ITEM, RUN_ID, PipelineBuilder, item_key
+from phalanx.workflow.jobs import job_name, job_spec, unit_context
+from phalanx.workflow.params import Param, parse_assignments, resolve
+from phalanx.workflow.parts import MAX_FANOUT
+from phalanx.workflow.planner import (
+    Phase,
+    Plan,
+    RunPhase,
+    RunState,
+    Settle,
+    Start,
+    Unit,
+    apply,
+    check_transition,
+    plan,
+    step_outputs,
+    step_phase,
+)
+from phalanx.workflow.resume import resume_state
+from phalanx.workflow.spec import Pipeline, PipelineDocument, build_pipeline, load_pipelines
+from phalanx.workflow.templates import Context, Template, TemplateError, render_argv
+
+__all__ = [
+    "CACHE_VERSION",
+    "ITEM",
+    "MAX_FANOUT",
+    "RUN_ID",
+    "CacheEntry",
+    "Condition",
+    "ConditionError",
+    "Context",
+    "CronError",
+    "CronSchedule",
+    "Graph",
+    "GraphError",
+    "KeyMaterial",
+    "MissingContent",
+    "OutputError",
+    "Param",
+    "Phase",
+    "Pipeline",
+    "PipelineBuilder",
+    "PipelineDocument",
+    "Plan",
+    "RunPhase",
+    "RunState",
+    "Settle",
+    "Start",
+    "StepNode",
+    "Template",
+    "TemplateError",
+    "Unit",
+    "Workspace",
+    "apply",
+    "artifact_references",
+    "build_graph",
+    "build_pipeline",
+    "check_transition",
+    "hash_content",
+    "item_key",
+    "job_name",
+    "job_spec",
+    "key_material",
+    "load_pipelines",
+    "parse_assignments",
+    "plan",
+    "read_output_param",
+    "read_outputs",
+    "render_argv",
+    "resolve",
+    "resume_state",
+    "servable",
+    "step_outputs",
+    "step_phase",
+    "unit_context",
+]

@@ -1,0 +1,311 @@
+"""The ``Pipeline`` document: a graph of steps, each a phalanx Job, and its loading.
+
+A step is a command (one task of ``resources``), a whole job spec (``job``: several
+roles, a gang), or a reference to a named entry of ``components`` (``uses``) whose
+fields it may override. Every field a step leaves out is taken from its component,
+then from ``defaults``; ``env`` maps are merged (the step's keys win).
+
+Guarantees: a validated ``PipelineDocument`` is a valid graph (``phalanx.workflow.dag``
+builds it without error): step names are unique across ``steps`` and ``finally``, every
+``dependsOn`` and reference names something that exists and may be used there, there is
+no cycle, every step has a command or a job and resources for it, a literal foreach list
+fits its ``maxItems`` and every template parses. ``load_pipelines`` refuses anything
+else with ``DocumentError`` naming the source, the document, the field and the fix,
+exactly as ``phalanx.spec.loader`` does for the other kinds.
+
+Pipelines are *not* among the kinds of ``phalanx.spec.loader`` (``phalanx apply``):
+only the workflow controller can run them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal, Self
+
+import yaml
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
+
+from phalanx.domain.errors import DocumentError
+from phalanx.spec.common import (
+    API_VERSION,
+    DnsLabel,
+    EnvName,
+    ImageRef,
+    JobDuration,
+    Metadata,
+    Name,
+    SpecModel,
+    located,
+)
+from phalanx.spec.diagnostics import Problem, document_error, problems_of
+from phalanx.spec.job import Command, JobSpec
+from phalanx.spec.limits import MAX_INPUT_SIZE
+from phalanx.spec.loader import _header, _not_a_mapping, _parse  # the one YAML reader
+from phalanx.spec.quantity import ResourceMap
+from phalanx.workflow.params import Param, type_of
+from phalanx.workflow.parts import (
+    CacheSpec,
+    ConditionText,
+    ForeachSpec,
+    Identifier,
+    Inputs,
+    Outputs,
+    ParamEntry,
+    ParamSpec,
+    RetrySpec,
+    ScheduleSpec,
+    TemplateText,
+)
+from phalanx.workflow.templates import Template, TemplateError
+
+#: Most steps of one pipeline (``steps`` and ``finally`` together) and components.
+MAX_STEPS: Final = 1_000
+
+_STEP_FIELDS_WITHOUT_JOB: Final = ("command", "resources", "image", "env", "queue")
+
+
+def _templates(argv: list[str]) -> list[str]:
+    for i, arg in enumerate(argv):
+        try:
+            Template.parse(arg)
+        except TemplateError as error:
+            reason = str(error).removesuffix(f"; fix: {error.fix}")
+            raise located(reason, error.fix or "", at=(i,)) from None
+    return argv
+
+
+StepCommand = Annotated[Command, AfterValidator(_templates)]
+
+
+def _at_most_steps(value: Any) -> Any:
+    """Refuse more than ``MAX_STEPS`` entries before any is validated."""
+    if isinstance(value, dict) and len(value) > MAX_STEPS:
+        raise located(
+            f"{len(value)} entries is more than the limit of {MAX_STEPS}",
+            "split the pipeline, or fan out one step with foreach",
+        )
+    return value
+
+
+class StepFields(SpecModel):
+    """What a step and a component both hold."""
+
+    command: StepCommand | None = None
+    """What the step runs: an argv list, or one shell string (run by /bin/sh -c); templates
+    allowed. Omitted: the component's; a step has a command or a job."""
+    job: JobSpec | None = None
+    """A whole job instead of a command (several roles, a gang); its roles' commands and env
+    may use templates. Excludes command, resources, image, env and queue on the step."""
+    image: ImageRef | None = None
+    """The container image of the step's task; omitted: the component's, then defaults'."""
+    env: dict[EnvName, TemplateText] = Field(default_factory=dict)
+    """Environment variables (templates allowed), over the component's and defaults'."""
+    queue: Name | None = None
+    """The leaf queue of the step's job; omitted: the component's, then defaults', then
+    default."""
+    resources: ResourceMap | None = None
+    """What the step's task needs (cpu, memory, gpu ...); omitted: the component's, then
+    defaults'."""
+    inputs: Inputs | None = None
+    """Artifacts and values the step reads; omitted: the component's (none)."""
+    outputs: Outputs | None = None
+    """Artifacts and values the step produces; omitted: the component's (none)."""
+    when: ConditionText | None = None
+    """A condition on params and upstream outputs; false: the step is Skipped. Omitted:
+    always run."""
+    foreach: ForeachSpec | None = None
+    """Run the step once per item of a list; omitted: once."""
+    retry: RetrySpec | None = None
+    """When to run the step's job again; omitted: the component's, then defaults' (no
+    retry)."""
+    timeout: JobDuration | None = None
+    """The longest one attempt may run (e.g. 30m); then it is stopped and fails. Omitted:
+    the component's, then defaults' (no limit)."""
+    cache: CacheSpec | None = None
+    """Whether and how results are reused; omitted: the component's, then defaults'
+    (disabled)."""
+
+    @model_validator(mode="after")
+    def _job_excludes(self) -> Self:
+        if self.job is not None:
+            for name in _STEP_FIELDS_WITHOUT_JOB:
+                if getattr(self, name):
+                    raise located(
+                        "is not allowed together with job",
+                        f"give {name} in the job (its queue, or each role's {name})",
+                        at=(name,),
+                    )
+        return self
+
+
+class ComponentSpec(StepFields):
+    """A reusable step: every field of a step but its place in the graph."""
+
+
+class StepSpec(StepFields):
+    """One step: its fields, where it takes them from and what it waits for."""
+
+    uses: DnsLabel | None = None
+    """A component of spec.components whose fields this step takes (its own fields win)."""
+    depends_on: Annotated[list[DnsLabel], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
+    """Steps that must end first (references {{steps.X...}} add X themselves); a finally
+    step may name only normal steps."""
+
+
+class Defaults(SpecModel):
+    """``defaults``: what every step takes when it and its component leave a field out."""
+
+    queue: Name | None = None
+    """The queue of every step's job; omitted: default."""
+    resources: ResourceMap | None = None
+    """The resources of every step's task."""
+    image: ImageRef | None = None
+    """The image of every step's task (of every role without one, for job steps)."""
+    env: dict[EnvName, TemplateText] = Field(default_factory=dict)
+    """Environment variables of every step (of every role, for job steps)."""
+    retry: RetrySpec | None = None
+    """The retry policy of every step; omitted: one attempt."""
+    timeout: JobDuration | None = None
+    """The timeout of every step's attempt; omitted: none."""
+    cache: CacheSpec | None = None
+    """The cache policy of every step; omitted: disabled."""
+
+
+class PipelineSpec(SpecModel):
+    """``spec`` of a Pipeline."""
+
+    params: dict[Identifier, ParamEntry] = Field(default_factory=dict)
+    """Parameters by name: a default (its type is the parameter's) or {type, default,
+    description}; set per run with -p name=value."""
+    defaults: Defaults = Field(default_factory=Defaults)
+    """What every step inherits."""
+    components: Annotated[dict[DnsLabel, ComponentSpec], BeforeValidator(_at_most_steps)] = Field(
+        default_factory=dict
+    )
+    """Reusable steps by name, for steps' uses."""
+    steps: Annotated[dict[DnsLabel, StepSpec], BeforeValidator(_at_most_steps), Field(min_length=1)]
+    """The steps by name (DNS labels), run in dependency order."""
+    finally_: Annotated[dict[DnsLabel, StepSpec], BeforeValidator(_at_most_steps)] = Field(
+        default_factory=dict, alias="finally"
+    )
+    """Steps run once when every normal step has ended, whatever the outcome (also after a
+    stop)."""
+    on_failure: Literal["failFast", "continue"] = "failFast"
+    """failFast: after a failure no new step starts; continue: steps that do not depend on
+    the failed one go on."""
+    concurrency: Annotated[int, Field(ge=1)] | None = None
+    """The most steps (foreach items count one each) running at once in a run; omitted: no
+    limit."""
+    schedule: ScheduleSpec | None = None
+    """Start runs by the clock; omitted: runs start on request only."""
+
+    @model_validator(mode="after")
+    def _a_graph(self) -> Self:
+        from phalanx.workflow.dag import GraphError, build_graph  # noqa: PLC0415 (cycle)
+
+        try:
+            build_graph(self)
+        except GraphError as error:
+            raise located(error.reason, error.fix, at=error.at) from None
+        return self
+
+    def declared_params(self) -> list[Param]:
+        """The parameters, typed (a bare default declares its own type)."""
+        return [
+            Param(name=name, type=entry.type, default=entry.default)
+            if isinstance(entry, ParamSpec)
+            else Param(name=name, type=type_of(entry), default=entry)
+            for name, entry in self.params.items()
+        ]
+
+
+class PipelineDocument(SpecModel):
+    """``apiVersion: phalanx/v1, kind: Pipeline``."""
+
+    api_version: Literal["phalanx/v1"] = API_VERSION
+    """Always phalanx/v1."""
+    kind: Literal["Pipeline"] = "Pipeline"
+    """Always Pipeline."""
+    metadata: Metadata
+    """The pipeline's name, labels and annotations."""
+    spec: PipelineSpec
+    """The pipeline: params, defaults, components, steps and finally steps."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as plain data, field names as documents write them."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def to_yaml(self) -> str:
+        """The document as YAML text that ``load_pipelines`` reads back into an equal one."""
+        data = self.to_dict()
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        if yaml.safe_load(text) != data:  # PyYAML writes a few line breaks (U+0085) raw
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False)
+        return text
+
+
+#: The document's name in Python, as the DSL and the controller call it.
+Pipeline = PipelineDocument
+
+
+def load_pipelines(text: str, *, source: str = "<input>") -> list[PipelineDocument]:
+    """Every non-empty document of ``text``, each a validated Pipeline; raises
+    ``DocumentError`` (source, document number, kind and name, field, fix)."""
+    if len(text) > MAX_INPUT_SIZE:
+        raise DocumentError(
+            f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
+            fix="split it into several files",
+        )
+    try:
+        raws = _parse(text, source)
+    except DocumentError as error:
+        raise _with_quoting_hint(error, text) from None
+    return [
+        build_pipeline(raw, source=source, number=n)
+        for n, raw in enumerate(raws, 1)
+        if raw is not None
+    ]
+
+
+_QUOTE_HINT: Final = 'quote every value holding {{...}} references, e.g. "{{params.lr}}"'
+
+
+def _with_quoting_hint(error: DocumentError, text: str) -> DocumentError:
+    """``error`` with a hint when the YAML it reports is on a line with ``{{``: an
+    unquoted reference reads as a YAML mapping."""
+    found = re.search(r", line (\d+), column", str(error))
+    lines = text.splitlines()
+    if found is None or not 0 < int(found[1]) <= len(lines) or "{{" not in lines[int(found[1]) - 1]:
+        return error
+    message = str(error).removesuffix(f"; fix: {error.fix}")
+    return DocumentError(message, fix=f"{_QUOTE_HINT}; {error.fix}")
+
+
+def build_pipeline(raw: Any, *, source: str = "<request>", number: int = 1) -> PipelineDocument:
+    """One already-parsed document validated as a Pipeline; raises ``DocumentError``."""
+    header = _header(source, number, raw)
+    if not isinstance(raw, dict):
+        raise document_error(header, [_not_a_mapping(raw)])
+    for key, wanted in (("apiVersion", API_VERSION), ("kind", "Pipeline")):
+        if raw.get(key) != wanted:
+            fix = f"write {key}: {wanted}"
+            got = "is required" if key not in raw else f"{str(raw[key])[:40]!r} is not {wanted}"
+            problem = Problem(path=key, detail=f"{got}; fix: {fix}", fix=fix)
+            raise document_error(header, [problem])
+    try:
+        return PipelineDocument.model_validate(raw)
+    except ValidationError as error:
+        raise document_error(header, problems_of(error)) from None
+
+
+__all__ = [
+    "ComponentSpec",
+    "Defaults",
+    "Identifier",
+    "Pipeline",
+    "PipelineDocument",
+    "PipelineSpec",
+    "StepSpec",
+    "build_pipeline",
+    "load_pipelines",
+]

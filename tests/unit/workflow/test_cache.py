@@ -1,0 +1,192 @@
+"""Cache keys change exactly when what the step computes may change."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from phalanx.workflow.cache import (
+    CacheEntry,
+    KeyMaterial,
+    MissingContent,
+    artifact_references,
+    hash_content,
+    key_material,
+    servable,
+)
+from phalanx.workflow.dag import Graph, build_graph
+from phalanx.workflow.spec import build_pipeline
+from phalanx.workflow.templates import Context
+
+TRAIN: dict[str, Any] = {
+    "command": ["sh", "-c", "python train.py --lr {{params.lr}} {{inputs.data}} {{outputs.model}}"],
+    "env": {"A": "1", "B": "{{params.seed}}", "RUN": "{{run.id}}"},
+    "inputs": {"artifacts": {"data": "{{steps.prep.outputs.data}}"}},
+    "outputs": {"artifacts": ["model"]},
+    "cache": {"enabled": True, "files": ["train.py"], "excludeParams": ["seed"]},
+}
+
+
+def graph(train: dict[str, Any] | None = None, image: str = "localhost/t:1") -> Graph:
+    document = {
+        "apiVersion": "phalanx/v1",
+        "kind": "Pipeline",
+        "metadata": {"name": "p"},
+        "spec": {
+            "params": {"lr": 0.01, "seed": 1, "unused": "x"},
+            "defaults": {"resources": {"cpu": 1}, "image": image},
+            "steps": {
+                "prep": {
+                    "command": ["prep", "{{outputs.data}}"],
+                    "outputs": {"artifacts": ["data"]},
+                },
+                "train": train or TRAIN,
+            },
+        },
+    }
+    return build_graph(build_pipeline(document).spec)
+
+
+def key(
+    g: Graph | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    run: str = "r1",
+    data: str = "sha256:aa",
+    script: str = "sha256:bb",
+) -> str:
+    g = g or graph()
+    node = g.steps["train"]
+    context = Context(
+        step="train",
+        params={"lr": 0.01, "seed": 1, "unused": "x", **(params or {})},
+        inputs={"data": f"/ws/{run}/prep/data"},
+        outputs={"model": f"/ws/{run}/train/model"},
+        steps={"prep": {"data": f"/ws/{run}/prep/data"}},
+        run_id=run,
+    )
+    assert artifact_references(g, node) == ("inputs.data",)
+    material = key_material(
+        g, node, context, content={"inputs.data": data}, files={"train.py": script}
+    )
+    return material.key()
+
+
+def test_the_key_ignores_run_specific_paths_and_ids() -> None:
+    assert key(run="r1") == key(run="r2")
+    assert len(key()) == 64
+
+
+def test_each_ingredient_changes_the_key() -> None:
+    base = key()
+    assert key(params={"lr": 0.02}) != base
+    assert key(data="sha256:ab") != base  # input content
+    assert key(script="sha256:bc") != base  # one byte of a listed file
+    assert key(graph(image="localhost/t:2")) != base
+    changed = {**TRAIN, "command": [*TRAIN["command"][:2], TRAIN["command"][2] + " --x"]}
+    assert key(graph(changed)) != base
+    versioned = {**TRAIN, "cache": {**TRAIN["cache"], "version": "2"}}
+    assert key(graph(versioned)) != base
+
+
+def test_unused_and_excluded_params_and_env_order_do_not() -> None:
+    base = key()
+    assert key(params={"unused": "y"}) == base
+    assert key(params={"seed": 99}) == base  # excluded, though the env reads it
+    reordered = {**TRAIN, "env": dict(reversed(list(TRAIN["env"].items())))}
+    assert key(graph(reordered)) == base
+
+
+def test_the_document_is_canonical_json() -> None:
+    material = KeyMaterial(
+        step="s", templates={"b": "2", "a": "1"}, image=None, job=None, params={"é": 1.5}
+    )
+    again = KeyMaterial(
+        step="s", templates={"a": "1", "b": "2"}, image=None, job=None, params={"é": 1.5}
+    )
+    assert material.key() == again.key()
+    assert material.document()["version"][0] == "phalanx-cache/1"
+
+
+def test_file_hashes_stream_and_change_with_one_byte(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_bytes(b"print('hi')\n" * 1000)
+    first = hash_content(str(script), chunk=7)
+    assert first == "sha256:" + hashlib.sha256(script.read_bytes()).hexdigest()
+    script.write_bytes(b"print('hi')\n" * 999 + b"print('hI')\n")
+    assert hash_content(str(script)) != first
+
+
+def test_directories_hash_names_and_contents(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a").write_text("1")
+    (tmp_path / "d" / "sub" / "b").write_text("2")
+    first = hash_content(str(tmp_path / "d"))
+    (tmp_path / "d" / "sub" / "b").rename(tmp_path / "d" / "sub" / "c")
+    assert hash_content(str(tmp_path / "d")) != first
+
+
+def test_any_fsspec_url_and_missing_content() -> None:
+    with fsspec.open("memory://ws/model.bin", "wb") as stream:
+        stream.write(b"weights")
+    assert hash_content("memory://ws/model.bin") == (
+        "sha256:" + hashlib.sha256(b"weights").hexdigest()
+    )
+    with pytest.raises(MissingContent, match="memory://ws/nope does not exist"):
+        hash_content("memory://ws/nope")
+
+
+def test_entries_past_their_ttl_or_with_a_lost_artifact_are_misses() -> None:
+    entry = CacheEntry(
+        key="k", pipeline="p", step="s", run_id="r", created=100.0, artifacts={"m": "/ws/m"}
+    )
+    assert servable(entry, ttl=None, now=10**9, exists=lambda _: True)
+    assert servable(entry, ttl=50, now=150, exists=lambda _: True)
+    assert not servable(entry, ttl=50, now=151, exists=lambda _: True)
+    assert not servable(entry, ttl=None, now=101, exists=lambda _: False)
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=5))
+def test_keys_do_not_depend_on_mapping_order(params: dict[str, Any]) -> None:
+    forward = KeyMaterial(step="s", templates={}, image=None, job=None, params=params)
+    backward = KeyMaterial(
+        step="s", templates={}, image=None, job=None, params=dict(reversed(params.items()))
+    )
+    assert forward.key() == backward.key()
+
+
+def test_a_job_steps_key_covers_its_roles_but_not_where_it_is_scheduled() -> None:
+    from phalanx.workflow.spec import load_pipelines
+    from tests.unit.workflow.examples import FULL
+
+    def dist_key(text: str) -> str:
+        g = build_graph(load_pipelines(text)[0].spec)
+        context = Context(step="dist", params={"threshold": 0.9, "tag": "v1"}, run_id="r")
+        return key_material(g, g.steps["dist"], context, content={}, files={}).key()
+
+    base = dist_key(FULL)
+    assert (
+        dist_key(
+            FULL.replace(
+                "        minAvailable: 2\n",
+                "        minAvailable: 2\n        queue: other\n        priority: 5\n",
+            )
+        )
+        == base
+    )
+    assert dist_key(FULL.replace('["torchrun", "--lr"', '["torchrun", "--lr2"')) != base
+    assert (
+        dist_key(
+            FULL.replace(
+                'replicas: 1\n          resources: {cpu: 1, memory: 1Gi}\n          command: "torchrun',
+                'replicas: 2\n          resources: {cpu: 1, memory: 1Gi}\n          command: "torchrun',
+            )
+        )
+        != base
+    )
