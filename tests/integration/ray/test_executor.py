@@ -258,18 +258,28 @@ def test_a_node_that_joins_is_scheduled_on(
 
 
 def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
-    api: Api, ray_cluster: LoopbackCluster
+    api: Api, ray_cluster: LoopbackCluster, served: Served
 ) -> None:
     api.submit(
         "resilient", "team",
-        role(replicas=2, command="sleep 120", cpu="100m", gpu=1, memory="64Mi"),
+        role(replicas=2, command="echo $$ > pid; exec sleep 120", cpu="100m", gpu=1, memory="64Mi"),
         maxRetry=2,
     )  # fmt: skip
-    api.wait_phase("resilient", "Running")
-    first = {task["node"] for task in tasks_of(api, "resilient").values()}
-    victim = sorted(first)[0]
+    wait_for(
+        lambda: all(t["phase"] == "Running" for t in tasks_of(api, "resilient").values()),
+        "both tasks started",
+    )
+    first = {name: task["node"] for name, task in tasks_of(api, "resilient").items()}
+    victim = sorted(first.values())[0]
+    # Each node's agent keeps its tasks under TASKS_DIR-ray/<node>/tasks (here all on one disk).
+    agent_tasks = served.data / "tasks-ray" / victim / "tasks" / "resilient"
+    pids = [
+        int((agent_tasks / n / "pid").read_text()) for n, node in first.items() if node == victim
+    ]
     ray_cluster.kill(victim.removeprefix("ray-").replace("-", "."))
     killed_at = time.monotonic()
+    # The tasks die with their node's Ray (as Ray's own workers do): none runs on unseen.
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "the lost tasks gone")
 
     def restarted_elsewhere() -> bool:
         tasks = tasks_of(api, "resilient").values()

@@ -186,8 +186,15 @@ def serve(connection: Connection, agent: Agent) -> None:
 def main(argv: list[str]) -> None:
     """The launcher's entry point (see the module docstring). With ``--tasks-die-with-it``
     after the three arguments, the tasks live no longer than their launcher's server:
-    when its end closes, every live task's group is killed (``Agent.kill_all``)."""
+    when its end closes, every live task's group is killed (``Agent.kill_all``); the
+    launcher then runs as a grandchild of whoever started it, so that a parent that
+    SIGKILLs its children on its way out (a Ray worker does) cannot take the launcher
+    down before it has ended its tasks."""
     fd, tasks_root, records_root, *options = argv
+    if TASKS_DIE_WITH_IT in options and os.fork() > 0:
+        # The one who started it may SIGKILL its children as it exits (a Ray worker
+        # does): a grandchild outlives that, sees the socket close, and ends its tasks.
+        os._exit(0)
     dirs = TaskDirs(tasks_root=Path(tasks_root), records_root=Path(records_root))
     agent = Agent(dirs)
     serve(Connection(int(fd)), agent)
