@@ -36,7 +36,7 @@ from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import LogStream, TaskEvent
+from phalanx.executors.base import LogStream, TaskEvent, TaskEventKind
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
@@ -79,6 +79,24 @@ class Report:
     records: list[ProcessRecord]
 
 
+#: Why a start of a task still running on its node (from an earlier attempt) failed.
+STALE_RUN: Final = (
+    "the task still ran on its node from an earlier attempt (started as the server "
+    "stopped): that process is killed, and the job starts again by its retry rules"
+)
+
+
+def _stale(launch: TaskLaunch) -> Evict:
+    return Evict(
+        job=launch.job,
+        task=launch.task,
+        node=launch.node,
+        action="stale",
+        by=launch.job,
+        reason=STALE_RUN,
+    )
+
+
 def _planned_only(bind: Bind) -> TaskLaunch:
     raise InvalidInput(
         f"the agent of {bind.node} was asked to plan {bind.task} of {bind.job}",
@@ -97,6 +115,7 @@ class NodeAgent:
         self.settings = settings
         self._news = threading.Event()
         self._lock = threading.Lock()
+        self._refused: list[TaskEvent] = []  # starts of tasks still running here
         self._executor = LocalExecutor(
             settings.data_dir,
             _planned_only,
@@ -118,9 +137,29 @@ class NodeAgent:
 
     def launch(self, planned: Sequence[PlannedStart], now: float) -> None:
         """Start the planned tasks (``LocalExecutor.launch``); their STARTED or
-        FAILED_TO_START come with the next ``events``."""
+        FAILED_TO_START come with the next ``events``.
+
+        The server sends no start for a task it knows runs here, so a task still
+        running here is left from an earlier attempt (started as a server died, say):
+        it is killed, and this start is FAILED_TO_START, to be retried by the job's
+        rules once the old process is gone, never silently taken for the new one."""
         with self._lock:
-            self._executor.launch(planned, now=now)
+            live = {(task.job, task.task) for task in self._executor.running()}
+            stale = [s.launch for s in planned if (s.launch.job, s.launch.task) in live]
+            self._executor.stop([_stale(launch) for launch in stale], now=now, grace=0.0)
+            for launch in stale:
+                self._refused.append(
+                    TaskEvent(
+                        kind=TaskEventKind.FAILED_TO_START,
+                        time=now,
+                        job=launch.job,
+                        task=launch.task,
+                        node=launch.node,
+                        message=STALE_RUN,
+                    )
+                )
+            fresh = [s for s in planned if (s.launch.job, s.launch.task) not in live]
+            self._executor.launch(fresh, now=now)
         self._news.set()
 
     def stop(self, evictions: Sequence[Evict], now: float, grace: float) -> None:
@@ -135,7 +174,8 @@ class NodeAgent:
         self._news.wait(wait)
         self._news.clear()
         with self._lock:
-            events = self._executor.poll(now=time.time())
+            events = [*self._refused, *self._executor.poll(now=time.time())]
+            self._refused = []
             return Report(events=events, records=self._executor.records())
 
     def adopt(self, records: Iterable[ProcessRecord], now: float) -> None:

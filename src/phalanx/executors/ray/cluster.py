@@ -130,14 +130,22 @@ class RayCluster:
         return self._state
 
     def agent(self, node: str) -> Any:
-        """The actor handle of ``node``'s agent. Raises ``KeyError`` for a node without."""
+        """The actor handle of ``node``'s agent. Raises ``KeyError`` for a node without
+        one (never seen, or its agent died and has no successor yet)."""
         with self._lock:
-            return self._agents[node].handle
+            handle = self._agents[node].handle
+        if handle is None:
+            raise KeyError(node)
+        return handle
 
     def records(self) -> dict[str, list[ProcessRecord]]:
-        """Each node's records as its agent last reported them."""
+        """Each node's records as its live agent last reported them."""
         with self._lock:
-            return {node: list(agent.records) for node, agent in self._agents.items()}
+            return {
+                node: list(agent.records)
+                for node, agent in self._agents.items()
+                if agent.handle is not None
+            }
 
     def take(self) -> list[tuple[str, Report]]:
         """Every report the pump queued since the last call, with its node, in order."""

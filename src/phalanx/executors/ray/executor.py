@@ -11,7 +11,8 @@ part, and turns what the agents report into the lifecycle's events.
 - ``start`` returns once every agent concerned has launched its part; STARTED and
   FAILED_TO_START come back through ``poll``, as every later event does.
 - An agent's event of a task this executor did not start or adopt is dropped (it
-  predates a restart: adopting the task's record reports its end again).
+  predates a restart: adopting the task's record reports its end again), and such a
+  task still running on a node is killed: no job holds it any more.
 - A task whose node Ray declares dead is LOST at the next ``poll`` that sees it (how
   soon: ``cluster``'s docstring); so is a task whose node is gone when it was to start
   or be adopted.
@@ -153,6 +154,8 @@ class RayExecutor:
     def poll(self, *, now: float) -> list[TaskEvent]:
         """The agents' events, and LOST for each task of a node no longer alive; each
         reported once, oldest first, none later than ``now``."""
+        for node, records in self._cluster.records().items():
+            self._stop_strays(node, records, now)
         for _, report in self._cluster.take():
             for event in report.events:
                 key = (event.job, event.task)
@@ -177,6 +180,33 @@ class RayExecutor:
                 self._drop(key)
         due, self._events = sorted(self._events, key=lambda event: event.time), []
         return due
+
+    def _stop_strays(self, node: str, records: Sequence[ProcessRecord], now: float) -> None:
+        """Kill what an agent runs that this server neither started nor adopted: a task
+        of an attempt the lifecycle has given up on (its start was under way as the
+        previous server died). ``adopt`` has run by the first ``poll``."""
+        strays = [
+            Evict(
+                job=record.job,
+                task=record.task,
+                node=node,
+                action="stray",
+                by=record.job,
+                reason="not a task of this server",
+            )
+            for record in records
+            if (record.job, record.task) not in self._tasks
+        ]
+        if strays:
+            log.warning("stopping %d task(s) on %s that no job holds", len(strays), node)
+            self._kill_on(node, strays, now=now)
+
+    def _kill_on(self, node: str, evictions: Sequence[Evict], *, now: float) -> None:
+        """SIGKILL ``evictions`` on ``node`` now (no grace)."""
+        try:
+            self._cluster.agent(node).stop.remote(list(evictions), now, 0.0)
+        except KeyError:
+            return  # no agent: nothing runs there that could be stopped
 
     # -- crash safety --------------------------------------------------------------------
 
