@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two reads of Ray's node table.
 REFRESH: Final = 1.0
+#: Seconds a new agent may take to answer (a worker process started on a busy node).
+AGENT_START_TIMEOUT: Final = 60.0
 #: Seconds an agent's ``events`` call waits for news before it returns empty.
 EVENTS_WAIT: Final = 0.5
 #: Ray addresses that could start a cluster or attach to one left over on this host.
@@ -251,7 +253,7 @@ class RayCluster:
                     node_id=self._ids[node.name], soft=False
                 ),
             ).remote(settings)
-        ray.get(handle.ping.remote())
+        ray.get(handle.ping.remote(), timeout=AGENT_START_TIMEOUT)  # next round retries
         with self._lock:
             previous = self._agents.get(node.name)
             records = previous.records if previous is not None else []
