@@ -120,7 +120,6 @@ class RayCluster:
         self._ids: dict[str, str] = {}  # node name -> Ray node id it was probed with
         self._agents: dict[str, _Agent] = {}
         self._reports: list[tuple[str, Report]] = []
-        self._lost_agents: list[str] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -154,12 +153,6 @@ class RayCluster:
         with self._lock:
             taken, self._reports = self._reports, []
             return taken
-
-    def take_lost_agents(self) -> list[str]:
-        """The nodes whose agent died since the last call (their node may live on)."""
-        with self._lock:
-            lost, self._lost_agents = self._lost_agents, []
-            return lost
 
     # -- running -------------------------------------------------------------------------
 
@@ -203,10 +196,11 @@ class RayCluster:
         nodes = {node.name: node for node in state.nodes}
         if joined:
             for node in discover(self._declared):
-                if node.name in joined:
+                if node.name in joined:  # taken in once its agent answers; else next round
+                    node_id = node.labels.get(NODE_ID_LABEL, "")
+                    self._ensure_agent(node, node_id)
                     nodes[node.name] = node
-                    self._ids[node.name] = node.labels.get(NODE_ID_LABEL, "")
-                    self._ensure_agent(node)
+                    self._ids[node.name] = node_id
         alive = frozenset(n for n in alive_names if n in nodes and n not in self._dead_agents())
         if alive == state.alive and not joined:
             return
@@ -220,8 +214,8 @@ class RayCluster:
         with self._lock:
             return {node for node, agent in self._agents.items() if agent.handle is None}
 
-    def _ensure_agent(self, node: Node) -> None:
-        """Find the node's agent by name, or start it there."""
+    def _ensure_agent(self, node: Node, node_id: str) -> None:
+        """Find the node's agent by name, or start it there (Ray node ``node_id``)."""
         import ray  # noqa: PLC0415
         from ray.util.scheduling_strategies import (  # noqa: PLC0415
             NodeAffinitySchedulingStrategy,
@@ -249,9 +243,7 @@ class RayCluster:
                 num_cpus=0,
                 num_gpus=0,
                 max_concurrency=AGENT_CONCURRENCY,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(
-                    node_id=self._ids[node.name], soft=False
-                ),
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
             ).remote(settings)
         ray.get(handle.ping.remote(), timeout=AGENT_START_TIMEOUT)  # next round retries
         with self._lock:
@@ -297,7 +289,6 @@ class RayCluster:
         log.warning("the agent of Ray node %s died: %s", agent.node, error)
         with self._lock:
             agent.handle = agent.pending = None
-            self._lost_agents.append(agent.node)
         self._ids.pop(agent.node, None)  # re-probed, and a new agent made, if it lives
         with contextlib.suppress(Exception):
             self._refresh_nodes()
