@@ -17,7 +17,8 @@ from typing import Final
 
 import pytest
 
-from phalanx.executors.containers import ContainerRuntime, RuntimeKind, detect_runtime
+from phalanx.executors.containers import SCOPE_LABEL, ContainerRuntime, RuntimeKind, detect_runtime
+from phalanx.executors.taskgroups import scope_of
 
 #: Debian's static busybox (package busybox-static).
 BUSYBOX: Final = Path("/bin/busybox")
@@ -97,3 +98,13 @@ def _is_static(path: Path) -> bool:
         for i in range(count)
     )
     return 3 not in types  # PT_INTERP
+
+
+def containers_of(data_dir: Path) -> list[str]:
+    """Names of every container labelled with ``data_dir``'s scope, any state."""
+    listed = subprocess.run(
+        ["podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
+         f"label={SCOPE_LABEL}={scope_of(data_dir)}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return listed.stdout.split()

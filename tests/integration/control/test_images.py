@@ -3,13 +3,11 @@ on a cluster without a container runtime it waits, saying why."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from phalanx.client import Client
-from phalanx.executors.containers import SCOPE_LABEL
-from phalanx.executors.taskgroups import scope_of
 from tests.integration.control.serving import CLUSTER, running_server, wait_for
+from tests.integration.images import containers_of
 
 #: The tests' cluster, its nodes declaring podman (the local executor runs every node's
 #: tasks on this host, which has it).
@@ -36,15 +34,6 @@ def ended(client: Client, name: str) -> str:
             f"job {name} to end",
         )
     )
-
-
-def containers_of(data_dir: Path) -> list[str]:
-    listed = subprocess.run(
-        ["podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
-         f"label={SCOPE_LABEL}={scope_of(data_dir)}"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return listed.stdout.split()
 
 
 def test_an_image_job_runs_fails_and_cancels_through_the_server(

@@ -21,15 +21,14 @@ from phalanx.executors.base import TaskEventKind
 from phalanx.executors.containers import (
     ENV_FILE,
     RUNTIME_FAILED,
-    SCOPE_LABEL,
     Ulimit,
     cdi_problem,
     detect_runtime,
 )
 from phalanx.executors.failures import NO_CONTAINERS
 from phalanx.executors.records import ProcessRecord
-from phalanx.executors.taskgroups import scope_of
 from tests.integration.executors.harness import Harness, is_gone, wait_for
+from tests.integration.images import containers_of
 
 SECRET = "s3cr3t-value-never-on-argv"
 
@@ -42,16 +41,6 @@ def podman(busybox_image: str, tmp_path: Path) -> Iterator[Harness]:
     yield h
     h.close()
     assert containers_of(tmp_path / "data") == []
-
-
-def containers_of(data_dir: Path) -> list[str]:
-    """Names of every container labelled with ``data_dir``'s scope, any state."""
-    listed = subprocess.run(
-        ["podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
-         f"label={SCOPE_LABEL}={scope_of(data_dir)}"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return listed.stdout.split()
 
 
 def test_an_image_task_runs_in_its_workdir_with_its_env_and_logs(
