@@ -4,12 +4,14 @@ workflow controller's steps (artifacts, when, finally, stop, restart, foreach)."
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.integration.control.serving import Api, running_server, wait_for
+from tests.integration.control import processes
+from tests.integration.control.serving import Api, database_url, running_server, wait_for
 
 TRI = """\
 apiVersion: phalanx/v1
@@ -89,3 +91,214 @@ def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
         assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
             (run_id, "tri", "Succeeded")
         ]
+
+
+BRANCHES = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: branches}
+spec:
+  params: {promote: false}
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    train:
+      command: "echo '{\\"accuracy\\": 0.9}' > {{outputs.metrics}}"
+      outputs: {artifacts: [metrics], params: {accuracy: {fromArtifact: metrics, key: accuracy, type: float}}}
+    flaky:
+      retry: {maxAttempts: 3, on: [failed], backoff: {initial: 0.1}}
+      command: "if [ -e {{outputs.mark}} ]; then exit 0; fi; touch {{outputs.mark}}; exit 1"
+      outputs: {artifacts: [mark]}
+    promote:
+      dependsOn: [flaky]
+      when: "{{params.promote}} == true and {{steps.train.outputs.accuracy}} > 0.5"
+      command: "true"
+"""
+
+FAILING = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: failing}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    first: {command: "true"}
+    broken: {dependsOn: [first], command: "exit 3"}
+    after: {dependsOn: [broken], command: "true"}
+  finally:
+    cleanup:
+      command: "echo cleaned > {{outputs.note}}"
+      outputs: {artifacts: [note]}
+"""
+
+SLOW = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: slow}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    nap: {command: "sleep 120"}
+    never: {dependsOn: [nap], command: "true"}
+  finally:
+    cleanup: {command: "true"}
+"""
+
+
+def test_when_false_is_skipped_retries_follow_the_policy_and_the_run_succeeds(
+    tmp_path: Path,
+) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(BRANCHES))
+        view = ended(api, run(api, "branches"))
+        assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
+        units = steps(view)
+        assert units["train"]["outputs"]["accuracy"] == 0.9
+        assert units["promote"]["phase"] == "Skipped"
+        assert units["promote"]["job"] == ""  # never ran
+        assert "when is false" in units["promote"]["reason"]
+        assert units["flaky"]["phase"] == "Succeeded" and units["flaky"]["attempt"] == 2
+        first = units["flaky"]["job"].removesuffix("-2") + "-1"
+        assert api.job(first)["phase"] == "Failed"  # one job per attempt
+        promoted = ended(api, run(api, "branches", promote=True))
+        assert steps(promoted)["promote"]["phase"] == "Succeeded"
+
+
+def test_a_failing_step_fails_the_run_fast_and_its_finally_step_runs(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(FAILING))
+        run_id = run(api, "failing")
+        view = ended(api, run_id)
+        assert view["phase"] == "Failed"
+        units = steps(view)
+        assert [units[s]["phase"] for s in ("first", "broken", "after", "cleanup")] == [
+            "Succeeded",
+            "Failed",
+            "Skipped",
+            "Succeeded",
+        ]
+        assert "failed" in units["broken"]["reason"]
+        assert units["cleanup"]["started_at"] >= units["broken"]["finished_at"]
+        note = tmp_path / "data" / "workspace" / "runs" / run_id / "cleanup" / "note"
+        assert note.read_text() == "cleaned\n"
+
+
+def test_deleting_a_run_cancels_its_jobs_then_runs_finally(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(SLOW))
+        run_id = run(api, "slow")
+        nap = wait_for(
+            lambda: (
+                (s := steps(api.get(f"/api/v1/runs/{run_id}"))["nap"])["job"]
+                and api.job(s["job"])["phase"] == "Running"
+                and s
+            ),
+            "the nap step running",
+        )
+        asked = time.monotonic()
+        response = api.http.delete(f"/api/v1/runs/{run_id}")
+        assert response.status_code == 200 and response.json()["stop_requested"]
+        view = ended(api, run_id)
+        assert time.monotonic() - asked < 10  # the grace is 1 s with FAST timing
+        assert view["phase"] == "Cancelled"
+        units = steps(view)
+        assert units["nap"]["phase"] == "Cancelled"
+        assert api.job(nap["job"])["phase"] == "Cancelled"
+        assert units["never"]["phase"] == "Cancelled" and units["never"]["job"] == ""
+        assert units["cleanup"]["phase"] == "Succeeded"
+        gone = api.http.delete(f"/api/v1/runs/{run_id}")  # an ended run is forgotten
+        assert gone.status_code == 200
+        api.get(f"/api/v1/runs/{run_id}", expect=404)
+
+
+FANOUT = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: sweep}
+spec:
+  defaults: {queue: wf, resources: {cpu: 100m, memory: 64Mi}}
+  steps:
+    items:
+      command: "python3 -c 'import json; print(json.dumps(list(range(200))))' > {{outputs.list}}"
+      outputs: {params: {list: {type: list}}}
+    each:
+      foreach: {items: "{{steps.items.outputs.list}}", maxItems: 500, maxParallel: 8}
+      command: "echo {{item}}"
+"""
+
+
+def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(FANOUT))
+        run_id = run(api, "sweep")
+        view = ended(api, run_id, timeout=240)
+        assert view["phase"] == "Succeeded", view["message"]
+        units = [s for s in view["steps"] if s["unit"].startswith("each[")]
+        assert len(units) == 200 and all(s["phase"] == "Succeeded" for s in units)
+        jobs = [
+            j
+            for j in api.get("/api/v1/jobs", limit=1000)["items"]
+            if j["name"].startswith(f"{run_id}-each-")
+        ]
+        assert len(jobs) == 200  # one job per item, none twice
+        # The most jobs live at any instant: from submission to end, not only running.
+        edges = sorted(
+            [(j["created_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
+            key=lambda edge: (edge[0], edge[1]),
+        )
+        live = peak = 0
+        for _, change in edges:
+            live += change
+            peak = max(peak, live)
+        assert peak <= 8
+        assert peak >= 4  # the fan-out did run in parallel
+
+
+def test_a_server_killed_mid_run_finishes_it_after_a_restart_without_duplicates(
+    tmp_path: Path,
+) -> None:
+    chain = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: chain}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    one: {command: "sleep 2; echo 1 > {{outputs.n}}", outputs: {artifacts: [n]}}
+    two:
+      inputs: {artifacts: {n: "{{steps.one.outputs.n}}"}}
+      command: "sleep 1; cat {{inputs.n}} > {{outputs.n}}; echo 2 >> {{outputs.n}}"
+      outputs: {artifacts: [n]}
+    three:
+      inputs: {artifacts: {n: "{{steps.two.outputs.n}}"}}
+      command: "cat {{inputs.n}} > {{outputs.n}}; echo 3 >> {{outputs.n}}"
+      outputs: {artifacts: [n]}
+"""
+    db = database_url(tmp_path)
+    server = processes.start(tmp_path, db=db)
+    try:
+        api = server.api()
+        api.queue("wf")
+        api.post("/api/v1/pipelines", pipeline(chain))
+        run_id = run(api, "chain")
+        wait_for(
+            lambda: (
+                (s := steps(api.get(f"/api/v1/runs/{run_id}"))["one"])["job"]
+                and api.job(s["job"])["phase"] == "Running"
+            ),
+            "step one running",
+        )
+        server.kill()  # SIGKILL: the step's task keeps running
+        server = processes.start(tmp_path, db=db)
+        api = server.api()
+        view = ended(api, run_id)
+        assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
+        jobs = [j["name"] for j in api.get("/api/v1/jobs")["items"]]
+        assert sorted(jobs) == sorted(f"{run_id}-{s}-1" for s in ("one", "two", "three"))
+        out = tmp_path / "data" / "workspace" / "runs" / run_id / "three" / "n"
+        assert out.read_text() == "1\n2\n3\n"
+    finally:
+        server.kill()

@@ -126,9 +126,10 @@ def start_run(
         created_at=time.time(),
     )
     session.add(run)
+    view = run_view(session, run)  # before the commit, which ends the route's transaction
     session.commit()
     poke(request)
-    return run_view(session, run)
+    return view
 
 
 def _parse(body: Any) -> PipelineDocument:

@@ -59,11 +59,14 @@ def stop_run(run_id: str, caller: Caller, session: DbSession, request: Request) 
     """Stop a run: no new step starts, running steps' jobs are cancelled, finally steps
     run, then the run is Cancelled."""
     row = _visible(session, run_id, caller)
-    if row.phase in ACTIVE and not row.stop_requested:
+    asked = row.phase in ACTIVE and not row.stop_requested
+    if asked:
         row.stop_requested = True
+    view = run_view(session, row)  # before the commit, which ends the route's transaction
+    if asked:
         session.commit()
         poke(request)
-    return run_view(session, row)
+    return view
 
 
 @router.delete("/{run_id}", response_model=RunView, responses=errors(404))
