@@ -12,6 +12,7 @@ import yaml
 
 from tests.integration.control import processes
 from tests.integration.control.serving import Api, database_url, running_server, wait_for
+from tests.integration.control.test_cli import ok, phalanx, refused
 
 TRI = """\
 apiVersion: phalanx/v1
@@ -302,3 +303,47 @@ spec:
         assert out.read_text() == "1\n2\n3\n"
     finally:
         server.kill()
+
+
+def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: Path) -> None:
+    queue = "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: wf}\nspec: {}\n---\n"
+    path = tmp_path / "tri.yaml"
+    path.write_text(queue + TRI)
+    with running_server(tmp_path) as server:
+        assert ok(phalanx(server, "apply", "-f", str(path))).splitlines() == [
+            "queue/wf created",
+            "pipeline/tri created",
+        ]
+        again = ok(phalanx(server, "apply", "-f", str(path))).splitlines()
+        assert again == ["queue/wf unchanged", "pipeline/tri unchanged"]
+        path.write_text(TRI.replace("lr: 0.01", "lr: 0.5"))
+        assert ok(phalanx(server, "apply", "-f", str(path))) == "pipeline/tri configured\n"
+
+        run_id = ok(phalanx(server, "pipeline", "run", "tri")).strip()
+        api = Api(server.url, server.admin_token or "")
+        assert ended(api, run_id)["phase"] == "Succeeded"
+        listed = json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))
+        assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
+            (run_id, "tri", "Succeeded")
+        ]
+        described = ok(phalanx(server, "describe", "run", run_id))
+        for unit in ("prep", "train", "validate"):
+            assert f"{run_id}-{unit}-1" in described
+        assert "Succeeded" in described and "lr=0.5" in described
+
+        # Bad input: one error line naming the field and the fix, and nothing made.
+        unknown = refused(phalanx(server, "pipeline", "run", "nope"))
+        assert "no pipeline named 'nope'" in unknown and "phalanx get pipelines" in unknown
+        typed = refused(phalanx(server, "pipeline", "run", "tri", "-p", "lr=fast"))
+        assert "params.lr" in typed and "'fast' is not a float" in typed and "fix:" in typed
+        undeclared = refused(phalanx(server, "pipeline", "run", "tri", "-p", "epochs=3"))
+        assert "params.epochs" in undeclared and "use one of: lr" in undeclared
+        shape = refused(phalanx(server, "pipeline", "run", "tri", "-p", "lr"))
+        assert "is not key=value" in shape and "-p name=value" in shape
+        broken = tmp_path / "broken.yaml"
+        broken.write_text(TRI.replace("dependsOn: [prep]", "dependsOn: [prepp]"))
+        document = refused(phalanx(server, "apply", "-f", str(broken)))
+        assert "spec.steps.train.dependsOn" in document and "fix:" in document
+        for result in (unknown, typed, undeclared, shape, document):
+            assert len(result.strip().splitlines()) == 1, result
+        assert len(json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))) == 1
