@@ -4,6 +4,7 @@ workflow controller's steps (artifacts, when, finally, stop, restart, foreach)."
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -347,3 +348,18 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
         for result in (unknown, typed, undeclared, shape, document):
             assert len(result.strip().splitlines()) == 1, result
         assert len(json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))) == 1
+        assert ok(phalanx(server, "delete", "run", run_id)) == f"run/{run_id} deleted\n"
+        assert json.loads(ok(phalanx(server, "get", "runs", "-o", "json"))) == []
+
+
+def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Pipelines\n", 1)[1].split("\n## ", 1)[0]
+    [document] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(document))
+        run_id = run(api, "tri", lr="0.5")
+        assert ended(api, run_id)["phase"] == "Succeeded"
+        model = tmp_path / "data" / "workspace" / "runs" / run_id / "train" / "model"
+        assert model.read_text() == "HELLO\nlr=0.5\n"
