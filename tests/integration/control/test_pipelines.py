@@ -181,6 +181,7 @@ def test_a_failing_step_fails_the_run_fast_and_its_finally_step_runs(tmp_path: P
             "Succeeded",
         ]
         assert "failed" in units["broken"]["reason"]
+        assert view["message"].startswith("step broken failed: job ")
         assert units["cleanup"]["started_at"] >= units["broken"]["finished_at"]
         note = tmp_path / "data" / "workspace" / "runs" / run_id / "cleanup" / "note"
         assert note.read_text() == "cleaned\n"
@@ -204,7 +205,7 @@ def test_deleting_a_run_cancels_its_jobs_then_runs_finally(tmp_path: Path) -> No
         assert response.status_code == 200 and response.json()["stop_requested"]
         view = ended(api, run_id)
         assert time.monotonic() - asked < 10  # the grace is 1 s with FAST timing
-        assert view["phase"] == "Cancelled"
+        assert view["phase"] == "Cancelled" and view["message"] == "stopped by request"
         units = steps(view)
         assert units["nap"]["phase"] == "Cancelled"
         assert api.job(nap["job"])["phase"] == "Cancelled"

@@ -73,6 +73,8 @@ from phalanx.workflow.templates import TemplateError, Value
 
 log = logging.getLogger(__name__)
 
+#: The label of every step job: the run it belongs to.
+RUN_LABEL = "phalanx.run"
 #: Run phases the controller still works on.
 ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 _TERMINAL_JOBS = [p.value for p in TERMINAL]
@@ -166,13 +168,7 @@ class Workflows:
                 return
             work = _Tick()
             phase = self._plan_run(session, row, now, work)
-            existing = set(
-                session.scalars(
-                    select(JobRow.name).where(JobRow.name.in_([d.metadata.name for d in work.jobs]))
-                )
-            )
-            fresh = [d for d in work.jobs if d.metadata.name not in existing]
-            stored = store_jobs(session, fresh) if fresh else []
+            stored = store_jobs(session, work.jobs) if work.jobs else []
             if work.cancel:
                 session.execute(
                     update(JobRow)
@@ -182,6 +178,7 @@ class Workflows:
                 )
             if phase is not RunPhase.RUNNING:
                 row.finished_at = now
+                row.message = _summary(row, phase)
                 self._graphs.pop(run_id, None)
             row.phase = phase.value
         if stored:
@@ -345,7 +342,7 @@ class Workflows:
             _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
             return
         document = JobDocument(
-            metadata=Metadata(name=name, labels={"phalanx.run": _label(row.id)}),
+            metadata=Metadata(name=name, labels={RUN_LABEL: _label(row.id)}),
             spec=spec.model_copy(update={"user": row.user}),
         )
         caller = Principal(name=row.user, role=UserRole.USER)
@@ -354,7 +351,21 @@ class Workflows:
             detail: dict[str, Any] = refused.detail  # type: ignore[assignment]
             _end(unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now)
             return
-        work.jobs.append(document)
+        held = session.execute(
+            select(JobRow.user, JobRow.document).where(JobRow.name == name)
+        ).one_or_none()
+        if held is None:
+            work.jobs.append(document)
+        elif held.user != row.user or _run_of(held.document) != _label(row.id):
+            _end(
+                unit,
+                unit_record,
+                Phase.FAILED,
+                f"the job name {name} is taken by a job "
+                "of no step of this run; fix: delete that job, or start another run",
+                now,
+            )
+        # else: this very job was submitted before (a restart): it is observed, not sent again
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
         """The unit's output directory, owned by the run's user when tasks run as theirs."""
@@ -379,9 +390,29 @@ def _parents(path: str, top: str) -> Sequence[str]:
     return found
 
 
+def _run_of(document: dict[str, Any]) -> str | None:
+    """The run a stored job document is labelled with, if any."""
+    labels = document.get("metadata", {}).get("labels", {})
+    found = labels.get(RUN_LABEL)
+    return found if isinstance(found, str) else None
+
+
 def _label(run_id: str) -> str:
     """The run id as a label value (at most 63 characters)."""
     return run_id[:63].strip("-._") or "run"
+
+
+def _summary(row: RunRow, phase: RunPhase) -> str:
+    """Why an ended run ended so: its first failed step and the reason, or who stopped it."""
+    if phase is RunPhase.CANCELLED:
+        return "stopped by request"
+    if phase is not RunPhase.FAILED:
+        return ""
+    record = RunRecord.from_json(row.state)
+    for unit, found in sorted(record.units.items()):
+        if found.phase is Phase.FAILED:
+            return f"step {unit} failed: {found.reason}"[:2000]
+    return "a step was cancelled"
 
 
 def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start:

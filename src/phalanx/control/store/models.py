@@ -192,7 +192,7 @@ class PipelineRow(Base):
 class RunRow(Base):
     """One run of a pipeline: the document as it was when the run was made, its params,
     its phase and the workflow controller's record of it (``state``: every unit's phase,
-    attempt, outputs and job; see ``phalanx.control.workflows.records``).
+    attempt, outputs and job; see ``phalanx.control.controllers.runs``).
 
     ``stop_requested`` is the API's intent; the workflow controller turns it into
     Cancelled once the run's jobs have ended (its finally steps run first).
