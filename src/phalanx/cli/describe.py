@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from phalanx.cli import render
-from phalanx.cli.remote import connect, console
+from phalanx.cli.remote import connect, console, print_table
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
@@ -51,7 +51,7 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
         fields["Message"] = run.message
     out.print(_fields(fields))
     out.print(Text("\nSteps", style="bold"))
-    out.print(render.steps_table(run.steps, now))
+    print_table(render.steps_table(run.steps, now))  # at its natural width, as get does
 
 
 @app.command("job")

@@ -291,7 +291,9 @@ class Workflows:
                 cause: FailureCause = "nodeLost" if "lost" in text.lower() else "failed"
                 retry = graph.node(unit.step).retry
                 delay = None if stopping else retry.delay(unit_record.attempt, cause)
-                why = f"job {unit_record.job} failed: {job.reason}: {job.message}"[:2000]
+                # The job's own retries are none (maxRetry 0): the step's policy decides.
+                said = job.message.removesuffix("; no retries left (maxRetry 0)")
+                why = f"job {unit_record.job} failed: {said}"[:2000]
                 if delay is None:
                     _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
                 else:
