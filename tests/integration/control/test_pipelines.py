@@ -270,7 +270,7 @@ metadata: {name: chain}
 spec:
   defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
   steps:
-    one: {command: "sleep 2; echo 1 > {{outputs.n}}", outputs: {artifacts: [n]}}
+    one: {command: "sleep 3; echo 1 > {{outputs.n}}", outputs: {artifacts: [n]}}
     two:
       inputs: {artifacts: {n: "{{steps.one.outputs.n}}"}}
       command: "sleep 1; cat {{inputs.n}} > {{outputs.n}}; echo 2 >> {{outputs.n}}"
@@ -294,6 +294,9 @@ spec:
             ),
             "step one running",
         )
+        # The tick that started the task records its process; a kill before that leaves
+        # a task the next start cannot adopt (lost: the step fails, no retry asked for).
+        time.sleep(0.5)
         server.kill()  # SIGKILL: the step's task keeps running
         server = processes.start(tmp_path, db=db)
         api = server.api()
