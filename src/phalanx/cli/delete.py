@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue NAME...`` and ``phalanx cancel JOB``: ending things.
+"""``phalanx delete job|queue|run NAME...`` and ``phalanx cancel JOB``: ending things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
 live job cancels it (its tasks are stopped) and the server deletes it once it has
@@ -18,7 +18,7 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs or queues (each kind singular or plural: job or jobs).",
+    help="Delete jobs, queues or runs (each kind singular or plural: job or jobs).",
     no_args_is_help=True,
 )
 
@@ -100,6 +100,22 @@ def cancel(ctx: typer.Context, name: str = typer.Argument(..., help="The job."))
         typer.echo(f"job/{name} cancel requested")
 
 
+@app.command("run")
+def delete_run(
+    ctx: typer.Context, run_ids: list[str] = typer.Argument(..., help="The runs.")
+) -> None:
+    """Stop active runs (their running steps' jobs are cancelled, finally steps run, then
+    the run is Cancelled); forget ended ones."""
+    with connect(ctx) as client:
+        for run_id in run_ids:
+            run = client.delete_run(run_id)
+            if run.phase in _ENDED:
+                typer.echo(f"run/{run_id} deleted")
+            else:
+                typer.echo(f"run/{run_id} is {run.phase}: stopping")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
+app.command("runs", hidden=True)(delete_run)

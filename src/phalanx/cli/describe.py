@@ -1,6 +1,6 @@
-"""``phalanx describe job|queue|node NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run NAME``: one object in detail, for people.
 
-A job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
+A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
 events; a queue its quotas against what it holds; a node each GPU as a bar.
 """
 
@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from phalanx.cli import render
-from phalanx.cli.remote import connect, console
+from phalanx.cli.remote import connect, console, print_table
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
@@ -26,6 +26,32 @@ app = typer.Typer(
 )
 
 _WAITING = ("Pending", "Queued")
+
+
+@app.command("run")
+def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The run.")) -> None:
+    """A run: its pipeline, params and phase, then every step (foreach items one by one)
+    in graph order with its phase, attempt, job, duration and reason."""
+    with connect(ctx) as client:
+        run = client.run(run_id)
+    out = console()
+    now = time.time()
+    fields: dict[str, str | Text] = {
+        "Run": run.id,
+        "Pipeline": run.pipeline,
+        "User": run.user,
+        "Phase": render.phase(run.phase),
+        "Params": ", ".join(f"{k}={v}" for k, v in run.params.items()) or "-",
+        "Created": _clock(run.created_at),
+        "Duration": render.seconds((run.finished_at or now) - run.created_at),
+    }
+    if run.stop_requested:
+        fields["Stop"] = "requested"
+    if run.message:
+        fields["Message"] = run.message
+    out.print(_fields(fields))
+    out.print(Text("\nSteps", style="bold"))
+    print_table(render.steps_table(run.steps, now))  # at its natural width, as get does
 
 
 @app.command("job")

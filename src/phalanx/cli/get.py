@@ -1,5 +1,5 @@
-"""``phalanx get jobs|queues|nodes [NAME]`` and ``phalanx get tasks JOB``: list what the
-server holds.
+"""``phalanx get jobs|queues|nodes|runs|pipelines [NAME]`` and ``phalanx get tasks JOB``:
+list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
 API's objects (a list, or one object when NAME is given) and nothing else on stdout.
@@ -17,7 +17,7 @@ from phalanx.client import JobSummaryView, UserView
 from phalanx.domain.job import JobPhase, TaskPhase
 
 app = typer.Typer(
-    help="List jobs, tasks, queues or nodes (each kind singular or plural: job or jobs).",
+    help="List jobs, tasks, queues, nodes, runs or pipelines (each kind singular or plural).",
     no_args_is_help=True,
 )
 
@@ -138,8 +138,49 @@ def _phase(text: str) -> str:
     return found
 
 
+@app.command("runs")
+def get_runs(
+    ctx: typer.Context,
+    run_id: str | None = typer.Argument(None, help="One run."),
+    output: Output | None = OUTPUT_OPTION,
+    pipeline: str | None = typer.Option(None, "--pipeline", help="Only runs of this pipeline."),
+) -> None:
+    """Runs of pipelines, oldest first: your own (admins: everyone's)."""
+    with connect(ctx) as client:
+        runs = [client.run(run_id)] if run_id is not None else client.runs(pipeline=pipeline)
+    if machine(output):
+        assert output is not None
+        emit(runs[0] if run_id is not None else runs, output)
+    elif not runs:
+        typer.echo("no runs: start one with phalanx pipeline run NAME", err=True)
+    else:
+        print_table(render.runs_table(runs, time.time()))
+
+
+@app.command("pipelines")
+def get_pipelines(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One pipeline."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Registered pipelines, by name."""
+    with connect(ctx) as client:
+        pipelines = [client.pipeline(name)] if name is not None else client.pipelines()
+    if machine(output):
+        assert output is not None
+        emit(pipelines[0] if name is not None else pipelines, output)
+    elif not pipelines:
+        typer.echo("no pipelines: register one with phalanx apply -f pipeline.yaml", err=True)
+    else:
+        for each in pipelines:
+            steps = each.document.get("spec", {}).get("steps", {})
+            typer.echo(f"{each.name}\t{each.user}\t{len(steps)} steps")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("job", hidden=True)(get_jobs)
 app.command("task", hidden=True)(get_tasks)
 app.command("queue", hidden=True)(get_queues)
 app.command("node", hidden=True)(get_nodes)
+app.command("run", hidden=True)(get_runs)
+app.command("pipeline", hidden=True)(get_pipelines)

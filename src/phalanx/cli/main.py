@@ -17,6 +17,7 @@ from phalanx.cli import (
     describe,
     get,
     logs,
+    pipeline,
     sim,
     top,
     up,
@@ -64,6 +65,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
 app.add_typer(wait.app, name="wait")
+app.add_typer(pipeline.app, name="pipeline")
 
 
 if __name__ == "__main__":

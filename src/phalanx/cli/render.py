@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.client import JobSummaryView, NodeView, QueueView, TaskView
+from phalanx.client import JobSummaryView, NodeView, QueueView, RunView, StepView, TaskView
 from phalanx.domain.resources import Resources, format_amount
 
 _PHASE_STYLE = {
@@ -23,6 +23,8 @@ _PHASE_STYLE = {
     "Succeeded": "blue",
     "Failed": "red",
     "Cancelled": "dim",
+    "Skipped": "dim",
+    "Cached": "blue",
 }
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -115,6 +117,53 @@ def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False
             ]
         table.add_row(*row)
     return table
+
+
+def runs_table(runs: Sequence[RunView], now: float) -> Table:
+    """One row per run: id, pipeline, user, phase, age, how long it ran."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("RUN", "PIPELINE", "USER", "PHASE", "AGE", "DURATION"):
+        table.add_column(title, overflow="fold", no_wrap=title != "RUN")
+    for run in runs:
+        table.add_row(
+            run.id,
+            run.pipeline,
+            run.user,
+            phase(run.phase),
+            age(run.created_at, now),
+            seconds((run.finished_at or now) - run.created_at),
+        )
+    return table
+
+
+def steps_table(steps: Sequence[StepView], now: float) -> Table:
+    """One row per unit of a run: its phase, attempt, job, duration and why it ended so."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("STEP", "PHASE", "ATTEMPT", "JOB", "DURATION", "REASON"):
+        table.add_column(title, overflow="fold")
+    for step in steps:
+        ran = (
+            "-" if step.started_at is None else seconds((step.finished_at or now) - step.started_at)
+        )
+        table.add_row(
+            step.unit,
+            phase(step.phase),
+            str(step.attempt) if step.attempt else "-",
+            step.job or "-",
+            ran,
+            step.reason or "",
+        )
+    return table
+
+
+def seconds(value: float) -> str:
+    """A duration for people: ``0.42s``, ``12.3s``, ``5m3s``."""
+    value = max(0.0, value)
+    if value < 10:
+        return f"{value:.2f}s"
+    if value < 60:
+        return f"{value:.1f}s"
+    return f"{int(value // 60)}m{int(value % 60)}s"
 
 
 def tasks_table(tasks: Sequence[TaskView]) -> Table:

@@ -27,7 +27,9 @@ from phalanx.control.schemas.views import (
     JobSummaryView,
     JobView,
     NodeView,
+    PipelineView,
     QueueView,
+    RunView,
     TaskPage,
     TaskView,
     TokenInfoView,
@@ -45,11 +47,11 @@ _API: Final = "/api/v1"
 class Applied:
     """One document ``apply`` sent and what the server made of it."""
 
-    kind: Literal["Queue", "Job"]
+    kind: Literal["Queue", "Pipeline", "Job"]
     name: str
     #: ``unchanged``: the server already held this very document (nothing was changed)
     action: Literal["created", "configured", "unchanged"]
-    view: QueueView | JobView
+    view: QueueView | JobView | PipelineView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,6 +158,8 @@ class Client:
                 return self._job_again(document, error)
             job = _parse(JobView, answer)
             return Applied(kind="Job", name=document.name, action="created", view=job)
+        if document.kind == "Pipeline":
+            return self._apply_pipeline(document)
         try:
             answer = self._call("POST", "/queues", content=document.body, headers=headers)
             action: Literal["created", "configured"] = "created"
@@ -170,6 +174,68 @@ class Client:
             action = "configured"
         queue = _parse(QueueView, answer)
         return Applied(kind="Queue", name=document.name, action=action, view=queue)
+
+    def _apply_pipeline(self, document: PreparedDocument) -> Applied:
+        """Register a pipeline: created, configured (replaced) or unchanged."""
+        headers = {"Content-Type": "application/json"}
+        action: Literal["created", "configured"] = "created"
+        try:
+            answer = self._call("POST", "/pipelines", content=document.body, headers=headers)
+        except ClientError as error:
+            if error.status != 409:
+                raise
+            try:
+                held = self.pipeline(document.name)
+            except ClientError as missing:
+                if missing.status == 404:
+                    raise error from None
+                raise
+            if not differences(document, held.document):
+                return Applied(kind="Pipeline", name=document.name, action="unchanged", view=held)
+            path = f"/pipelines/{_segment(document.name)}"
+            answer = self._call("PUT", path, content=document.body, headers=headers)
+            action = "configured"
+        view = _parse(PipelineView, answer)
+        return Applied(kind="Pipeline", name=document.name, action=action, view=view)
+
+    # -- pipelines and runs ----------------------------------------------------------------
+
+    def pipelines(self) -> list[PipelineView]:
+        """Every registered pipeline, by name."""
+        return _parse_list(PipelineView, self._call("GET", "/pipelines"))
+
+    def pipeline(self, name: str) -> PipelineView:
+        """One registered pipeline with its document."""
+        return _parse(PipelineView, self._call("GET", f"/pipelines/{_segment(name)}"))
+
+    def run_pipeline(self, name: str, params: dict[str, Any] | None = None) -> RunView:
+        """Start a run of pipeline ``name``; ``params`` by name (text is read by each
+        param's type, as ``-p name=value``). The answer's ``id`` names the run."""
+        body = {"params": dict(params or {})}
+        return _parse(RunView, self._call("POST", f"/pipelines/{_segment(name)}/runs", json=body))
+
+    def runs(
+        self, *, pipeline: str | None = None, phase: str | Sequence[str] | None = None
+    ) -> list[RunView]:
+        """Visible runs, oldest first (without their units)."""
+        params: dict[str, Any] = {}
+        if pipeline is not None:
+            params["pipeline"] = pipeline
+        if phase is not None:
+            params["phase"] = [phase] if isinstance(phase, str) else list(phase)
+        return _parse_list(RunView, self._call("GET", "/runs", params=params))
+
+    def run(self, run_id: str) -> RunView:
+        """One run with its units (phase, attempt, job, times, outputs)."""
+        return _parse(RunView, self._call("GET", f"/runs/{_segment(run_id)}"))
+
+    def stop_run(self, run_id: str) -> RunView:
+        """Stop a run: its running steps' jobs are cancelled, its finally steps run."""
+        return _parse(RunView, self._call("POST", f"/runs/{_segment(run_id)}/stop"))
+
+    def delete_run(self, run_id: str) -> RunView:
+        """Stop an active run, or forget an ended one."""
+        return _parse(RunView, self._call("DELETE", f"/runs/{_segment(run_id)}"))
 
     def _job_again(self, document: PreparedDocument, taken: ClientError) -> Applied:
         """A job whose name is taken: ``unchanged`` when it is the caller's own and the

@@ -4,8 +4,8 @@ Guarantees: every document is validated locally (``phalanx.spec``) before anythi
 sent, so a bad file changes nothing on the server; that includes the size of the body
 each becomes, which the API caps at ``MAX_INPUT_SIZE`` (10 MiB) as the loader does. A bad document raises
 ``DocumentError`` naming the source, the document, its line (when it came from text)
-and the field, with the fix. Queues come before jobs, each in input order, so a file
-can hold a queue and the jobs that go to it. Each document is sent as the user wrote
+and the field, with the fix. Queues come first, then pipelines, then jobs, each in input
+order, so a file can hold a queue and the jobs and pipelines that go to it. Each document is sent as the user wrote
 it (a Volcano Job stays a Volcano Job; the server imports it the same way). A field
 of a foreign document that phalanx reads but does not honour is told to ``warn``.
 """
@@ -45,7 +45,7 @@ _STEP: Final = re.compile(
 class PreparedDocument:
     """One validated document, ready to send (``Client.apply_prepared``)."""
 
-    kind: Literal["Queue", "Job"]
+    kind: Literal["Queue", "Pipeline", "Job"]
     name: str
     body: bytes  # JSON of the document as written
     where: str  # "jobs.yaml document 2", for messages
@@ -61,15 +61,17 @@ def prepare_documents(
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
-            fix="give Queue or Job documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Pipeline or Job documents (apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
     return queues_first(prepared)
 
 
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
-    """``documents`` with every queue before every job, each kind in its given order."""
-    return sorted(documents, key=lambda d: d.kind != "Queue")
+    """``documents`` with every queue first, then every pipeline, then every job, each
+    kind in its given order."""
+    order = {"Queue": 0, "Pipeline": 1, "Job": 2}
+    return sorted(documents, key=lambda d: order[d.kind])
 
 
 def _pairs(
@@ -150,8 +152,13 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
             field="kind",
             fix=f"give it to the server at start: phalanx up {option} FILE",
         )
-    kind: Literal["Queue", "Job"] = "Queue" if isinstance(document, QueueDocument) else "Job"
-    assert isinstance(document, QueueDocument | JobDocument)
+    kind: Literal["Queue", "Pipeline", "Job"] = (
+        "Queue"
+        if isinstance(document, QueueDocument)
+        else "Job"
+        if isinstance(document, JobDocument)
+        else "Pipeline"
+    )
     body = json.dumps(raw, default=_jsonable).encode()
     if len(body) > MAX_INPUT_SIZE:
         raise DocumentError(

@@ -14,12 +14,13 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
-from phalanx.control.api import jobs, nodes, queues, system, tokens, users
+from phalanx.control.api import jobs, nodes, pipelines, queues, runs, system, tokens, users
 from phalanx.control.api.deps import ApiError, errors
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
@@ -33,6 +34,7 @@ def create_app(
     tenancy: Tenancy | None = None,
     *,
     metrics_token: str | None = None,
+    workflows: Workflows | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -46,6 +48,7 @@ def create_app(
     )
     app.state.db = db
     app.state.controller = controller
+    app.state.workflows = workflows  # None: runs are recorded, and no one advances them
     app.state.metrics = metrics
     app.state.metrics_digest = (
         None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
@@ -56,7 +59,7 @@ def create_app(
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
-    for module in (jobs, queues, nodes, users, tokens, system):
+    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)

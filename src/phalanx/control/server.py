@@ -41,6 +41,7 @@ from phalanx.control.auth import bootstrap_admin
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
 from phalanx.control.controllers.views import HostFacts
+from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.datadir import prepare_data_dir
 from phalanx.control.localhost import local_node
 from phalanx.control.metrics import Metrics, metrics_token
@@ -62,6 +63,7 @@ from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
+from phalanx.workflow import Workspace
 
 if TYPE_CHECKING:
     from phalanx.executors.ray.cluster import RayCluster
@@ -86,6 +88,7 @@ class ServerSettings:
     root: bool | None = None  # act as a root server or not (None: whether this process is)
     executor: str = "local"  # "local" (this host) or "ray" (the nodes of a Ray cluster)
     ray_address: str | None = None  # with "ray": the head's host:port
+    workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,10 +216,23 @@ class Server:
             ),
         )
         self._executors = executors
+        self.workflows = Workflows(
+            self.db,
+            self.controller,
+            Workspace(settings.workspace or str(default_workspace(data_dir, per_user=per_user))),
+            period=settings.timing.period,
+            identity_of=self.tenancy.identities if per_user else None,
+        )
+        self.controller.on_jobs_ended.append(self.workflows.poke)
         self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
-            self.db, self.controller, self.metrics, self.tenancy, metrics_token=self.metrics_token
+            self.db,
+            self.controller,
+            self.metrics,
+            self.tenancy,
+            metrics_token=self.metrics_token,
+            workflows=self.workflows,
         )
         config = uvicorn.Config(
             self.app,
@@ -243,6 +259,7 @@ class Server:
         # default 5 ms switch interval turns that into a convoy under load.
         sys.setswitchinterval(0.0005)
         self.controller.start()
+        self.workflows.start()
         try:
             self._uvicorn.run()
         finally:
@@ -253,6 +270,7 @@ class Server:
     def start(self, timeout: float = 30.0) -> None:
         """Serve on a background thread; returns once the API accepts connections."""
         self.controller.start()
+        self.workflows.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
         started = threading.Event()
@@ -282,6 +300,7 @@ class Server:
         """Write queued submissions, stop the controller, close the database; True when
         the controller's thread ended in time."""
         self.app.state.submissions.close()
+        self.workflows.shutdown()
         stopped = self.controller.shutdown()
         if stopped:
             for executor in self._executors:
@@ -317,6 +336,17 @@ class Server:
             for sock in server.sockets:
                 return int(sock.getsockname()[1])
         return self.settings.port
+
+
+def default_workspace(data_dir: Path, *, per_user: bool) -> Path:
+    """Where runs keep their artifacts: ``DATA_DIR/workspace``, or ``DATA_DIR-workspace``
+    beside it when tasks run as their users' own uids (who cannot enter the data dir;
+    each run's directory is then its user's, mode 0700)."""
+    if per_user:
+        path = data_dir.with_name(f"{data_dir.name}-workspace")
+        path.mkdir(mode=0o711, exist_ok=True)
+        return path
+    return data_dir / "workspace"
 
 
 def ray_cluster(

@@ -9,7 +9,8 @@ characters, YAML aliases (the "billion laughs"), nesting deeper than
 A document is dispatched on its ``(apiVersion, kind)``; a mapping with
 ``protocolVersion`` and neither of them is an OpenPAI job (see
 ``phalanx.spec.importers.openpai``). Kubeflow's ``kubeflow.org/v1`` PyTorchJob, TFJob
-and MPIJob become Jobs (``phalanx.spec.importers.kubeflow``).
+and MPIJob become Jobs (``phalanx.spec.importers.kubeflow``). ``phalanx/v1 Pipeline``
+is read by ``phalanx.workflow.spec`` (imported when one is met: it uses this module).
 
 Warnings: every field of a foreign document that is read but not honoured is given to
 ``warn`` (when passed) as one line naming the source, the document, the field and what
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import yaml
 from pydantic import ValidationError
@@ -53,10 +54,15 @@ from phalanx.spec.limits import MAX_INPUT_SIZE
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 
+if TYPE_CHECKING:
+    from phalanx.workflow.spec import PipelineDocument
+
 #: Deepest nesting of mappings and lists accepted.
 MAX_DEPTH: Final = 64
 
-Document: TypeAlias = QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument
+Document: TypeAlias = (
+    "QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument | PipelineDocument"
+)
 
 #: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
 Builder: TypeAlias = Callable[[dict[str, Any], Callable[[Notice], None]], Document]
@@ -65,6 +71,13 @@ Builder: TypeAlias = Callable[[dict[str, Any], Callable[[Notice], None]], Docume
 def _quiet(build: Callable[[dict[str, Any]], Document]) -> Builder:
     """A builder for a document of which phalanx honours every field it reads."""
     return lambda raw, _note: build(raw)
+
+
+def _pipeline(raw: dict[str, Any], _note: Callable[[Notice], None]) -> Document:
+    # Imported here: ``phalanx.workflow.spec`` reads this module's YAML helpers.
+    from phalanx.workflow.spec import PipelineDocument  # noqa: PLC0415 (cycle)
+
+    return PipelineDocument.model_validate(raw)
 
 
 def _kubeflow(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
@@ -76,6 +89,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Job"): _quiet(JobDocument.model_validate),
     (API_VERSION, "Cluster"): _quiet(ClusterDocument.model_validate),
     (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
+    (API_VERSION, "Pipeline"): _pipeline,
     (BATCH_API_VERSION, "Job"): _quiet(import_volcano_job),
     (SCHEDULING_API_VERSION, "Queue"): _quiet(import_volcano_queue),
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},

@@ -341,9 +341,12 @@ class RetrySpec(SpecModel):
     @model_validator(mode="before")
     @classmethod
     def _yaml_on(cls, data: Any) -> Any:
-        """YAML 1.1 reads a bare ``on:`` key as ``true``: take it for ``on``."""
-        if isinstance(data, dict) and True in data and "on" not in data:
-            return {("on" if key is True else key): value for key, value in data.items()}
+        """YAML 1.1 reads a bare ``on:`` key as ``true``: take it for ``on`` (also as the
+        text ``"true"``, which it becomes when the document is sent as JSON)."""
+        if isinstance(data, dict) and "on" not in data:
+            for read in (True, "true"):
+                if read in data:
+                    return {("on" if key == read else key): value for key, value in data.items()}
         return data
 
     def delay(self, attempt: int, cause: FailureCause) -> float | None:

@@ -13,8 +13,8 @@ fits its ``maxItems`` and every template parses. ``load_pipelines`` refuses anyt
 else with ``DocumentError`` naming the source, the document, the field and the fix,
 exactly as ``phalanx.spec.loader`` does for the other kinds.
 
-Pipelines are *not* among the kinds of ``phalanx.spec.loader`` (``phalanx apply``):
-only the workflow controller can run them.
+``phalanx.spec.loader`` reads Pipelines too (``phalanx apply`` registers them); it
+imports this module when it meets one, as this module imports its YAML helpers.
 """
 
 from __future__ import annotations

@@ -73,11 +73,18 @@ def test_documents_round_trip_through_yaml() -> None:
         assert build_pipeline(pipeline.to_dict()) == pipeline
 
 
-def test_pipelines_are_not_a_kind_of_the_general_loader_yet() -> None:
-    assert not any("Pipeline" in kind for kind in KNOWN_KINDS)
-    with pytest.raises(DocumentError, match="is not a known kind"):
-        load_documents(TRI)
+def test_the_general_loader_reads_pipelines_as_load_pipelines_does() -> None:
+    assert "phalanx/v1 Pipeline" in KNOWN_KINDS
+    [document] = load_documents(TRI)
+    assert document == load_pipelines(TRI)[0]
     assert Pipeline is PipelineDocument
+    bad = TRI + "  bogus: 1\n"
+    with pytest.raises(DocumentError) as own:
+        load_pipelines(bad)
+    with pytest.raises(DocumentError) as general:
+        load_documents(bad)
+    assert "spec.bogus" in str(own.value)
+    assert str(general.value) == str(own.value)
 
 
 STEPS = "  steps:\n"

@@ -132,8 +132,11 @@ class Controller:
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
         self._broken = False  # a tick failed and memory is not rebuilt yet
+        self._ended_seen = 0
         self._draining: set[str] = set()
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
+        #: called (on the controller's thread) after a tick that ended jobs was committed
+        self.on_jobs_ended: list[Callable[[], None]] = []
 
     # -- running -------------------------------------------------------------------------
 
@@ -322,9 +325,14 @@ class Controller:
                 decisions = core.state.cycle(self.config, now=core.now)
                 self._observe(decisions, time.perf_counter() - started)
                 self._apply(decisions)
+            ended = core.ended
             if core.journal:
                 with self.db.write() as session:
                     core.journal.flush(session)
+            if ended != self._ended_seen:
+                self._ended_seen = ended
+                for listener in self.on_jobs_ended:
+                    listener()
             self._dispatch()
             self._record_processes()
             self.view = cluster_view(core, self.host, self._alive)

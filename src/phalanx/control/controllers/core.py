@@ -69,6 +69,7 @@ class Core:
         self.decided = False  # something changed this tick: run a session soon again
         self.starts: list[Bind] = []
         self.stops: list[Evict] = []
+        self.ended = 0  # jobs ended so far (the workflow controller watches it)
 
     @property
     def state(self) -> ClusterState:
@@ -126,6 +127,7 @@ class Core:
                     self.stops.extend(effect.evictions)
                 case _:
                     assert_never(effect)
+        self.ended += len(ended)
         for name in ended:
             self.rows.pop(name, None)
 

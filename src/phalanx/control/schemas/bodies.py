@@ -7,6 +7,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from phalanx.spec.common import Duration, UserName, located
+from phalanx.workflow.templates import Value
 
 #: The longest a token may be made to last (ten years); without an expiry it lasts until
 #: it is revoked.
@@ -56,3 +57,20 @@ class TokenRequest(Body):
                 "give at most 3650d, or leave expires out for a token that lasts until revoked",
             )
         return value
+
+
+class NewRun(Body):
+    """``{params}``: a run of a pipeline to start."""
+
+    params: dict[str, str | int | float | bool | list[str | int | float | bool]] = Field(
+        default_factory=dict
+    )
+    """Values of the pipeline's params by name (text is read by the param's type, as
+    ``-p name=value`` is); omitted ones take their defaults."""
+
+    def given(self) -> dict[str, Value]:
+        """The params as ``phalanx.workflow.resolve`` takes them."""
+        return {
+            name: list(value) if isinstance(value, list) else value
+            for name, value in self.params.items()
+        }

@@ -230,3 +230,42 @@ class ErrorView(View):
     field: str | None = None
     fix: str | None = None
     problems: list[ProblemView] | None = None
+
+
+class PipelineView(View):
+    """A registered pipeline: its document as stored (validated, canonical)."""
+
+    name: str
+    user: str
+    created_at: float
+    updated_at: float
+    document: dict[str, Any]
+
+
+class StepView(View):
+    """One unit of a run (a step, or one foreach item of a step ``train[3]``)."""
+
+    unit: str
+    phase: str
+    attempt: int = 0
+    job: str = ""
+    reason: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    outputs: dict[str, Any] = {}
+
+
+class RunView(View):
+    """One run of a pipeline: its params, phase and (when asked for one run) its units in
+    graph order."""
+
+    id: str
+    pipeline: str
+    user: str
+    phase: str
+    message: str = ""
+    params: dict[str, Any] = {}
+    created_at: float
+    finished_at: float | None = None
+    stop_requested: bool = False
+    steps: list[StepView] = []

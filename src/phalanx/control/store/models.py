@@ -175,3 +175,39 @@ class NodeRow(Base):
     cordoned: Mapped[bool] = mapped_column(Boolean, default=False)
     draining: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class PipelineRow(Base):
+    """A registered Pipeline: its validated document, and the user who registered it."""
+
+    __tablename__ = "pipelines"
+
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class RunRow(Base):
+    """One run of a pipeline: the document as it was when the run was made, its params,
+    its phase and the workflow controller's record of it (``state``: every unit's phase,
+    attempt, outputs and job; see ``phalanx.control.controllers.runs``).
+
+    ``stop_requested`` is the API's intent; the workflow controller turns it into
+    Cancelled once the run's jobs have ended (its finally steps run first).
+    """
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    pipeline: Mapped[str] = mapped_column(String(253), index=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    phase: Mapped[str] = mapped_column(String(16), index=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[float] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -1,0 +1,40 @@
+"""``phalanx pipeline run NAME [-p key=value ...]`` and ``phalanx pipeline stop RUN``.
+
+``run`` prints the new run's id alone on stdout (``RUN=$(phalanx pipeline run tri)``).
+A ``-p`` that is not ``key=value``, names no param of the pipeline, or does not read as
+the param's type is refused with one ``error:`` line naming ``params.NAME`` and the fix,
+and no run is made.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from phalanx.cli.remote import connect, reported
+from phalanx.workflow.params import parse_assignments
+
+app = typer.Typer(help="Run pipelines registered with phalanx apply.", no_args_is_help=True)
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The pipeline."),
+    params: list[str] | None = typer.Option(
+        None, "--param", "-p", help="A param's value: -p lr=0.1 (repeatable)."
+    ),
+) -> None:
+    """Start a run of a pipeline; prints the run's id."""
+    with reported():
+        given = parse_assignments(params or ())
+    with connect(ctx) as client:
+        view = client.run_pipeline(name, dict(given))
+    typer.echo(view.id)
+
+
+@app.command("stop")
+def stop(ctx: typer.Context, run_id: str = typer.Argument(..., help="The run.")) -> None:
+    """Stop a run: running steps' jobs are cancelled, finally steps run, then Cancelled."""
+    with connect(ctx) as client:
+        view = client.stop_run(run_id)
+    typer.echo(f"run/{view.id} {'already ' + view.phase if view.finished_at else 'stopping'}")

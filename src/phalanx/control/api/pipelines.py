@@ -1,0 +1,182 @@
+"""``/api/v1/pipelines``: register pipelines and start runs of them.
+
+Every user reads every pipeline; the user who registered one (or an admin) updates it.
+A run belongs to the user who started it; it keeps the pipeline's document as it was,
+so updating a pipeline never changes a run under way.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Request
+from sqlalchemy import select
+
+from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.api.runs import poke, run_view
+from phalanx.control.auth import Principal
+from phalanx.control.schemas.bodies import NewRun
+from phalanx.control.schemas.views import PipelineView, RunView
+from phalanx.control.store.models import PipelineRow, RunRow
+from phalanx.domain.errors import DocumentError, InvalidInput
+from phalanx.spec.loader import build_document
+from phalanx.workflow import PipelineDocument, RunPhase, resolve
+
+router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=errors(401, 422))
+
+PipelineBody = Annotated[dict[str, Any], Body(description="a Pipeline document")]
+
+
+@router.get("", response_model=list[PipelineView])
+def list_pipelines(_: Caller, session: DbSession) -> list[PipelineView]:
+    """Every pipeline, by name."""
+    rows = session.scalars(select(PipelineRow).order_by(PipelineRow.name)).all()
+    return [_view(row) for row in rows]
+
+
+@router.get("/{name}", response_model=PipelineView, responses=errors(404))
+def get_pipeline(name: str, _: Caller, session: DbSession) -> PipelineView:
+    """One pipeline."""
+    return _view(_existing(session, name))
+
+
+@router.post("", status_code=201, response_model=PipelineView, responses=errors(409))
+def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> PipelineView:
+    """Register a pipeline (409 if the name is taken: update it with PUT)."""
+    document = _parse(body)
+    name = document.metadata.name
+    held = session.get(PipelineRow, name)
+    if held is not None:
+        if held.user == caller.name or caller.is_admin:
+            raise ApiError(
+                409,
+                f"pipeline {name!r} already exists",
+                field="metadata.name",
+                fix="update it with PUT (phalanx apply does), or choose another name",
+            )
+        raise ApiError(
+            409,
+            f"the pipeline name {name!r} is not available",
+            field="metadata.name",
+            fix="choose another name: pipeline names are unique across all users",
+        )
+    now = time.time()
+    row = PipelineRow(name=name, user=caller.name, document=_dump(document))
+    row.created_at = row.updated_at = now
+    session.add(row)
+    session.commit()
+    return _view(row)
+
+
+@router.put("/{name}", response_model=PipelineView, responses=errors(403, 404))
+def update_pipeline(
+    name: str, body: PipelineBody, caller: Caller, session: DbSession
+) -> PipelineView:
+    """Replace a pipeline's document (its name cannot change); runs under way keep theirs."""
+    row = _existing(session, name)
+    _may_change(row, caller)
+    document = _parse(body)
+    if document.metadata.name != name:
+        raise ApiError(
+            422,
+            f"the document names pipeline {document.metadata.name!r}, the URL {name!r}",
+            field="metadata.name",
+            fix="make them equal; a pipeline cannot be renamed",
+        )
+    row.document, row.updated_at = _dump(document), time.time()
+    session.commit()
+    return _view(row)
+
+
+@router.delete("/{name}", status_code=204, responses=errors(403, 404))
+def delete_pipeline(name: str, caller: Caller, session: DbSession) -> None:
+    """Forget a pipeline; its runs (even those under way) are kept."""
+    row = _existing(session, name)
+    _may_change(row, caller)
+    session.delete(row)
+    session.commit()
+
+
+@router.post("/{name}/runs", status_code=201, response_model=RunView, responses=errors(404))
+def start_run(
+    name: str, body: NewRun, caller: Caller, session: DbSession, request: Request
+) -> RunView:
+    """Start a run of the pipeline with ``params``; it is Pending until the workflow
+    controller plans it (within a tick)."""
+    row = _existing(session, name)
+    document = PipelineDocument.model_validate(row.document)
+    try:
+        params = resolve(document.spec.declared_params(), body.given())
+    except InvalidInput as error:
+        raise ApiError(
+            422, str(error).removesuffix(f"; fix: {error.fix}"), field=error.field, fix=error.fix
+        ) from None
+    run = RunRow(
+        id=f"{name[:40].strip('-.')}-{secrets.token_hex(4)}",
+        pipeline=name,
+        user=caller.name,
+        document=row.document,
+        params=params,
+        phase=RunPhase.PENDING.value,
+        message="",
+        state={},
+        stop_requested=False,
+        created_at=time.time(),
+    )
+    session.add(run)
+    view = run_view(session, run)  # before the commit, which ends the route's transaction
+    session.commit()
+    poke(request)
+    return view
+
+
+def _parse(body: Any) -> PipelineDocument:
+    try:
+        document = build_document(body)
+    except DocumentError as error:
+        raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
+    if not isinstance(document, PipelineDocument):
+        raise ApiError(
+            422,
+            f"a {document.kind} document was sent to the pipelines endpoint",
+            field="kind",
+            fix="send kind Pipeline here",
+        )
+    return document
+
+
+def _existing(session: DbSession, name: str) -> PipelineRow:
+    row = session.get(PipelineRow, name)
+    if row is None:
+        raise ApiError(
+            404,
+            f"no pipeline named {name!r}",
+            field="name",
+            fix="list pipelines: phalanx get pipelines; register one: phalanx apply -f FILE",
+        )
+    return row
+
+
+def _may_change(row: PipelineRow, caller: Principal) -> None:
+    if row.user != caller.name and not caller.is_admin:
+        raise ApiError(
+            403,
+            f"pipeline {row.name} is {row.user}'s",
+            fix="ask its owner or an admin, or register your own under another name",
+        )
+
+
+def _dump(document: PipelineDocument) -> dict[str, Any]:
+    return document.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _view(row: PipelineRow) -> PipelineView:
+    return PipelineView(
+        name=row.name,
+        user=row.user,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        document=row.document,
+    )

@@ -1,0 +1,138 @@
+"""``/api/v1/runs``: runs of pipelines, their units, and stopping them.
+
+Users see their own runs; admins see all. The workflow controller alone changes a
+run's phase and record; the API records a stop (``stop_requested``) and pokes it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import select
+
+from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.auth import Principal
+from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.controllers.workflow import ACTIVE
+from phalanx.control.schemas.views import RunView, StepView
+from phalanx.control.store.models import JobRow, RunRow
+from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=errors(401, 422))
+
+
+def poke(request: Request) -> None:
+    """Tell the workflow controller that a run changed (when the server has one)."""
+    workflows = request.app.state.workflows
+    if workflows is not None:
+        workflows.poke()
+
+
+@router.get("", response_model=list[RunView])
+def list_runs(
+    caller: Caller,
+    session: DbSession,
+    pipeline: str | None = None,
+    phase: Annotated[list[RunPhase] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
+) -> list[RunView]:
+    """Runs, oldest first (without their units): your own; admins see every user's."""
+    query = select(RunRow).order_by(RunRow.created_at).limit(limit)
+    if not caller.is_admin:
+        query = query.where(RunRow.user == caller.name)
+    if pipeline is not None:
+        query = query.where(RunRow.pipeline == pipeline)
+    if phase:
+        query = query.where(RunRow.phase.in_([p.value for p in phase]))
+    return [run_view(session, row, steps=False) for row in session.scalars(query)]
+
+
+@router.get("/{run_id}", response_model=RunView, responses=errors(404))
+def get_run(run_id: str, caller: Caller, session: DbSession) -> RunView:
+    """One run with every unit: phase, attempt, job, times, outputs."""
+    return run_view(session, _visible(session, run_id, caller))
+
+
+@router.post("/{run_id}/stop", response_model=RunView, responses=errors(404))
+def stop_run(run_id: str, caller: Caller, session: DbSession, request: Request) -> RunView:
+    """Stop a run: no new step starts, running steps' jobs are cancelled, finally steps
+    run, then the run is Cancelled."""
+    row = _visible(session, run_id, caller)
+    asked = row.phase in ACTIVE and not row.stop_requested
+    if asked:
+        row.stop_requested = True
+    view = run_view(session, row)  # before the commit, which ends the route's transaction
+    if asked:
+        session.commit()
+        poke(request)
+    return view
+
+
+@router.delete("/{run_id}", response_model=RunView, responses=errors(404))
+def delete_run(run_id: str, caller: Caller, session: DbSession, request: Request) -> RunView:
+    """An active run is stopped (as ``/stop``); an ended one is forgotten (its jobs and
+    artifacts are kept)."""
+    row = _visible(session, run_id, caller)
+    if row.phase in ACTIVE:
+        return stop_run(run_id, caller, session, request)
+    view = run_view(session, row)
+    session.delete(row)
+    session.commit()
+    return view
+
+
+def run_view(session: DbSession, row: RunRow, *, steps: bool = True) -> RunView:
+    """The API's view of ``row`` (with its units when ``steps``)."""
+    return RunView(
+        id=row.id,
+        pipeline=row.pipeline,
+        user=row.user,
+        phase=row.phase,
+        message=row.message,
+        params=row.params,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        stop_requested=row.stop_requested,
+        steps=_steps(session, row) if steps else [],
+    )
+
+
+def _steps(session: DbSession, row: RunRow) -> list[StepView]:
+    """Every unit in graph order (finally steps last); a step not yet expanded or
+    started is one Pending unit."""
+    graph = build_graph(PipelineDocument.model_validate(row.document).spec)
+    record = RunRecord.from_json(row.state)
+    live = [r.job for r in record.units.values() if r.job and r.phase is Phase.RUNNING]
+    started: dict[str, Any] = {}
+    if live:
+        query = select(JobRow.name, JobRow.started_at).where(JobRow.name.in_(live))
+        started = {row.name: row.started_at for row in session.execute(query)}
+    views = []
+    for step in [*graph.order, *graph.final]:
+        units = sorted(u for u in record.units if u.step == step)
+        for unit in units or [Unit(step)]:
+            found = record.units.get(unit, UnitRecord())
+            views.append(
+                StepView(
+                    unit=str(unit),
+                    phase=found.phase.value,
+                    attempt=found.attempt,
+                    job=found.job,
+                    reason=found.reason,
+                    started_at=found.started_at or started.get(found.job),
+                    finished_at=found.finished_at,
+                    outputs=found.outputs,
+                )
+            )
+    return views
+
+
+def _visible(session: DbSession, run_id: str, caller: Principal) -> RunRow:
+    row = session.get(RunRow, run_id)
+    # Another user's run is reported as missing: its existence is not theirs to know.
+    if row is None or (not caller.is_admin and row.user != caller.name):
+        raise ApiError(
+            404, f"no run {run_id!r}", field="id", fix="list your runs: phalanx get runs"
+        )
+    return row

@@ -1,0 +1,113 @@
+"""A run's record as the workflow controller stores it (``RunRow.state``, JSON), and the
+planner's ``RunState`` read from it.
+
+The record holds, per unit (``train`` or ``train[3]``): its phase, its attempt (1-based)
+and that attempt's job name (``phalanx.workflow.job_name``: deterministic, so a
+restarted controller finds the job it submitted), the time the next attempt is due
+when it waits for a retry, its outputs once Succeeded, why it ended, and its job's
+start and end times; and per fanned-out step, its item count. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from phalanx.workflow import Phase, RunState, Unit
+from phalanx.workflow.templates import Value
+
+_UNIT: Final = re.compile(r"(?P<step>[^\[\]]+)(?:\[(?P<index>\d+)\])?")
+
+
+def unit_of(key: str) -> Unit:
+    """``train`` or ``train[3]`` as a ``Unit``; raises ``ValueError`` for anything else."""
+    found = _UNIT.fullmatch(key)
+    if found is None:
+        raise ValueError(f"{key!r} is not a unit")
+    index = found["index"]
+    return Unit(found["step"], None if index is None else int(index))
+
+
+@dataclass(slots=True, kw_only=True)
+class UnitRecord:
+    """What the controller knows of one unit."""
+
+    phase: Phase = Phase.PENDING
+    attempt: int = 0  # 0: never started
+    job: str = ""  # the current attempt's job
+    retry_at: float | None = None  # the next attempt is submitted from then on
+    outputs: dict[str, Value] = field(default_factory=dict)
+    reason: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON data (defaults left out)."""
+        data: dict[str, Any] = {"phase": self.phase.value}
+        for name in ("attempt", "job", "retry_at", "outputs", "reason"):
+            value = getattr(self, name)
+            if value:
+                data[name] = value
+        for name in ("started_at", "finished_at"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UnitRecord:
+        """The record of ``to_json``'s data."""
+        return cls(
+            phase=Phase(data["phase"]),
+            attempt=int(data.get("attempt", 0)),
+            job=str(data.get("job", "")),
+            retry_at=data.get("retry_at"),
+            outputs=dict(data.get("outputs", {})),
+            reason=str(data.get("reason", "")),
+            started_at=data.get("started_at"),
+            finished_at=data.get("finished_at"),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class RunRecord:
+    """Every unit's record and every fanned-out step's item count."""
+
+    units: dict[Unit, UnitRecord] = field(default_factory=dict)
+    expanded: dict[str, int] = field(default_factory=dict)
+
+    def unit(self, unit: Unit) -> UnitRecord:
+        """The record of ``unit``, made Pending when it has none."""
+        return self.units.setdefault(unit, UnitRecord())
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON data."""
+        return {
+            "units": {str(unit): record.to_json() for unit, record in sorted(self.units.items())},
+            "expanded": dict(self.expanded),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        """The record of ``to_json``'s data (an empty mapping: a run not yet planned)."""
+        return cls(
+            units={
+                unit_of(key): UnitRecord.from_json(value)
+                for key, value in dict(data.get("units", {})).items()
+            },
+            expanded={str(k): int(v) for k, v in dict(data.get("expanded", {})).items()},
+        )
+
+    def state(self, *, run_id: str, params: Mapping[str, Value], stopping: bool) -> RunState:
+        """The planner's view of the run."""
+        phases = {u: r.phase for u, r in self.units.items() if r.phase is not Phase.PENDING}
+        outputs = {u: r.outputs for u, r in self.units.items() if r.outputs}
+        return RunState(
+            params=params,
+            phases=phases,
+            outputs=outputs,
+            expanded=dict(self.expanded),
+            stopping=stopping,
+            run_id=run_id,
+        )

@@ -1,0 +1,438 @@
+"""The workflow controller: the single writer of runs' phases and records.
+
+One more controller of the control plane, on a thread of its own. A tick reads every
+active run (Pending or Running), and for each, in one transaction:
+
+1. observes its units' jobs in the store (the job controller writes their phases):
+   a Succeeded job's unit reads its output params (``phalanx.workflow.read_outputs``)
+   and Succeeds, or Fails when they are missing or bad; a Failed job's unit is retried
+   by its step's ``retry`` (``RetrySpec.delay``: the next attempt's job is submitted
+   once the delay has passed) or Fails; a Cancelled job's unit is Cancelled;
+2. due retries submit their next attempt;
+3. plans (``phalanx.workflow.plan``) and records each plan's expansions, settles and
+   starts before planning again, until a plan asks for nothing more. Each start becomes
+   one job (``job_spec``, maxRetry 0) named ``job_name(run, unit, attempt)``, owned by
+   the run's user, inserted as the API inserts jobs (``submit.store_jobs``), its
+   output directory made in the run's workspace first; a stop cancels the jobs of the
+   Running units the plan lists;
+4. writes the run's record and phase with the jobs it inserted, in the same commit.
+
+Because a unit is recorded Running with its job's name in the transaction that inserts
+the job, a restarted server finds every job it submitted and never submits one twice.
+After the commit it hands the new jobs to the job controller (``offer`` + ``wake``).
+The job controller tells it when jobs end (``poke``), so a step's successor starts
+within one tick of the job controller; it also ticks every ``period``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from phalanx.control.auth import Principal, UserRole
+from phalanx.control.controllers.controller import Controller, Intent
+from phalanx.control.controllers.core import TERMINAL
+from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.store.database import Database
+from phalanx.control.store.models import JobRow, RunRow
+from phalanx.control.submit import check_queues, store_jobs
+from phalanx.domain.errors import PhalanxError
+from phalanx.domain.job import JobPhase
+from phalanx.executors.identity import TaskIdentity
+from phalanx.spec.common import Metadata
+from phalanx.spec.job import JobDocument
+from phalanx.workflow import (
+    Graph,
+    OutputError,
+    Phase,
+    PipelineDocument,
+    RunPhase,
+    Start,
+    Unit,
+    Workspace,
+    build_graph,
+    check_transition,
+    job_name,
+    job_spec,
+    plan,
+    read_outputs,
+    unit_context,
+)
+from phalanx.workflow.dag import StepNode
+from phalanx.workflow.parts import FailureCause
+from phalanx.workflow.templates import TemplateError, Value
+
+log = logging.getLogger(__name__)
+
+#: The label of every step job: the run it belongs to.
+RUN_LABEL = "phalanx.run"
+#: Run phases the controller still works on.
+ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
+_TERMINAL_JOBS = [p.value for p in TERMINAL]
+#: Plans made in one tick for one run, at most (each records something, so a run needs
+#: about one per step it settles at once; the next tick goes on).
+_PLANS_PER_TICK = 1_000
+
+
+@dataclass(slots=True)
+class _Tick:
+    """What one run's pass produced: jobs to insert and jobs to cancel."""
+
+    jobs: list[JobDocument] = field(default_factory=list)
+    cancel: list[str] = field(default_factory=list)
+
+
+class Workflows:
+    """Runs ticks on a thread of its own; ``poke`` asks for one soon."""
+
+    def __init__(
+        self,
+        db: Database,
+        controller: Controller,
+        workspace: Workspace,
+        *,
+        period: float = 1.0,
+        identity_of: Callable[[str], TaskIdentity] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.controller = controller
+        self.workspace = workspace
+        self.period = period
+        self.clock = clock
+        self._identity_of = identity_of
+        self._graphs: dict[str, Graph] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Tick on a daemon thread until ``shutdown``."""
+        self._thread = threading.Thread(target=self._run, name="phalanx-workflows", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        """Ask for a tick soon (thread-safe): a run or a job changed."""
+        self._wake.set()
+
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        """Stop once the tick under way is done; False if it was still running."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                self.tick()
+            except Exception:  # a bug must not stop the service: the next tick retries
+                log.exception("workflow tick failed")
+            self._wake.wait(self.period)
+
+    # -- one tick ------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Advance every active run, each in its own transaction."""
+        with self.db.session() as session:
+            ids = session.scalars(
+                select(RunRow.id).where(RunRow.phase.in_(ACTIVE)).order_by(RunRow.created_at)
+            ).all()
+        for run_id in ids:
+            try:
+                self._advance(run_id)
+            except Exception as error:  # one broken run must not hold the others
+                log.exception("advancing run %s failed; failing the run", run_id)
+                self._fail(run_id, f"the workflow controller met an error: {error!r}"[:2000])
+        live = set(ids)
+        for gone in [run for run in self._graphs if run not in live]:
+            del self._graphs[gone]
+
+    def _advance(self, run_id: str) -> None:
+        now = self.clock()
+        with self.db.write() as session:
+            row = session.get(RunRow, run_id)
+            if row is None or row.phase not in ACTIVE:
+                return
+            work = _Tick()
+            phase = self._plan_run(session, row, now, work)
+            stored = store_jobs(session, work.jobs) if work.jobs else []
+            if work.cancel:
+                session.execute(
+                    update(JobRow)
+                    .where(JobRow.name.in_(work.cancel), JobRow.phase.not_in(_TERMINAL_JOBS))
+                    .values(cancel_requested=True),
+                    execution_options={"synchronize_session": False},
+                )
+            if phase is not RunPhase.RUNNING:
+                row.finished_at = now
+                row.message = _summary(row, phase)
+                self._graphs.pop(run_id, None)
+            row.phase = phase.value
+        if stored:
+            self.controller.offer([(s.id, s.job) for s in stored])
+            self.controller.wake(Intent.JOBS)
+        if work.cancel:
+            self.controller.wake(Intent.CANCELS)
+
+    def _fail(self, run_id: str, message: str) -> None:
+        with self.db.write() as session:
+            row = session.get(RunRow, run_id)
+            if row is not None and row.phase in ACTIVE:
+                row.phase, row.message, row.finished_at = (
+                    RunPhase.FAILED.value,
+                    message,
+                    self.clock(),
+                )
+        self._graphs.pop(run_id, None)
+
+    def _graph(self, row: RunRow) -> Graph:
+        graph = self._graphs.get(row.id)
+        if graph is None:
+            graph = build_graph(PipelineDocument.model_validate(row.document).spec)
+            self._graphs[row.id] = graph
+        return graph
+
+    def _plan_run(self, session: Session, row: RunRow, now: float, work: _Tick) -> RunPhase:
+        """Observe, retry, plan; the run's record updated in ``row``; its phase now."""
+        graph = self._graph(row)
+        record = RunRecord.from_json(row.state)
+        stopping = row.stop_requested
+        self._observe(session, row, graph, record, stopping, now)
+        for unit, unit_record in sorted(record.units.items()):
+            if unit_record.phase is not Phase.RUNNING or unit_record.retry_at is None:
+                continue
+            if stopping:
+                _end(unit, unit_record, Phase.CANCELLED, "the run was stopped", now)
+            elif unit_record.retry_at <= now:
+                unit_record.retry_at = None
+                unit_record.attempt += 1
+                self._submit(session, row, graph, record, unit, work, now)
+        phase = RunPhase.RUNNING
+        for _ in range(_PLANS_PER_TICK):
+            state = record.state(run_id=row.id, params=row.params, stopping=stopping)
+            decided = plan(graph, state)
+            phase = decided.phase
+            work.cancel.extend(record.unit(unit).job for unit in decided.stop)
+            for step, count in decided.expand:
+                record.expanded[step] = count
+            for settle in decided.settle:
+                _end(settle.unit, record.unit(settle.unit), settle.phase, settle.reason, now)
+            for start in decided.start:
+                unit_record = record.unit(start.unit)
+                check_transition(start.unit, unit_record.phase, Phase.RUNNING)
+                unit_record.phase, unit_record.attempt = Phase.RUNNING, 1
+                self._submit(session, row, graph, record, start.unit, work, now, start=start)
+            if not (decided.expand or decided.settle or decided.start):
+                break
+        row.state = record.to_json()
+        return phase
+
+    def _observe(
+        self,
+        session: Session,
+        row: RunRow,
+        graph: Graph,
+        record: RunRecord,
+        stopping: bool,
+        now: float,
+    ) -> None:
+        """Feed the ended jobs of Running units to their units."""
+        waiting = {
+            unit: r
+            for unit, r in record.units.items()
+            if r.phase is Phase.RUNNING and r.job and r.retry_at is None
+        }
+        if not waiting:
+            return
+        jobs = {
+            job.name: job
+            for job in session.execute(
+                select(
+                    JobRow.name,
+                    JobRow.phase,
+                    JobRow.reason,
+                    JobRow.message,
+                    JobRow.started_at,
+                    JobRow.finished_at,
+                ).where(JobRow.name.in_([r.job for r in waiting.values()]))
+            )
+        }
+        for unit, unit_record in sorted(waiting.items()):
+            job = jobs.get(unit_record.job)
+            if job is None:
+                _end(unit, unit_record, Phase.FAILED, f"its job {unit_record.job} is gone", now)
+                continue
+            unit_record.started_at = job.started_at
+            if job.phase == JobPhase.SUCCEEDED.value:
+                node = graph.node(unit.step)
+                try:
+                    unit_record.outputs = self._outputs(row.id, unit, node)
+                except OutputError as error:
+                    _end(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
+                    continue
+                _end(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
+            elif job.phase == JobPhase.CANCELLED.value:
+                _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
+            elif job.phase == JobPhase.FAILED.value:
+                text = f"{job.reason} {job.message}"
+                cause: FailureCause = "nodeLost" if "lost" in text.lower() else "failed"
+                retry = graph.node(unit.step).retry
+                delay = None if stopping else retry.delay(unit_record.attempt, cause)
+                # The job's own retries are none (maxRetry 0): the step's policy decides.
+                said = job.message.removesuffix("; no retries left (maxRetry 0)")
+                why = f"job {unit_record.job} failed: {said}"[:2000]
+                if delay is None:
+                    _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
+                else:
+                    unit_record.retry_at, unit_record.reason = now + delay, why
+
+    def _outputs(self, run_id: str, unit: Unit, node: StepNode) -> dict[str, Value]:
+        """What downstream steps see of a unit that succeeded: each output artifact's URL
+        and each output param's value; ``OutputError`` when one was not written."""
+        urls = self.workspace.outputs(run_id, unit, node)
+        for name in node.outputs.artifacts:
+            fs, path = fsspec.core.url_to_fs(urls[name])
+            if not fs.exists(path):
+                raise OutputError(
+                    f"step {unit}, outputs.artifacts: the step did not write {name} at "
+                    f"{urls[name]}; fix: write it at {{{{outputs.{name}}}}}"
+                )
+        values: dict[str, Value] = {name: urls[name] for name in node.outputs.artifacts}
+        values.update(read_outputs(node, urls))
+        return values
+
+    def _submit(
+        self,
+        session: Session,
+        row: RunRow,
+        graph: Graph,
+        record: RunRecord,
+        unit: Unit,
+        work: _Tick,
+        now: float,
+        *,
+        start: Start | None = None,
+    ) -> None:
+        """Make the job of ``unit``'s current attempt (``work.jobs``), or fail the unit
+        with the reason it cannot have one (a reference that does not resolve ...)."""
+        unit_record = record.unit(unit)
+        if start is None:  # a retry: the unit's item again
+            start = _start_of(graph, record, row, unit)
+        name = job_name(row.id, unit, unit_record.attempt)
+        unit_record.job, unit_record.started_at, unit_record.finished_at = name, None, None
+        node = graph.node(unit.step)
+        state = record.state(run_id=row.id, params=row.params, stopping=False)
+        try:
+            outputs = self.workspace.outputs(row.id, unit, node)
+            self._make_dirs(row, unit)
+            context = unit_context(graph, state, start, outputs=outputs)
+            spec = job_spec(node, context, unit=str(unit))
+        except (PhalanxError, TemplateError, OSError, ValueError) as error:
+            _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
+            return
+        document = JobDocument(
+            metadata=Metadata(name=name, labels={RUN_LABEL: _label(row.id)}),
+            spec=spec.model_copy(update={"user": row.user}),
+        )
+        caller = Principal(name=row.user, role=UserRole.USER)
+        refused = check_queues(session, [(document, caller)])[0]
+        if refused is not None:
+            detail: dict[str, Any] = refused.detail  # type: ignore[assignment]
+            _end(unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now)
+            return
+        held = session.execute(
+            select(JobRow.user, JobRow.document).where(JobRow.name == name)
+        ).one_or_none()
+        if held is None:
+            work.jobs.append(document)
+        elif held.user != row.user or _run_of(held.document) != _label(row.id):
+            _end(
+                unit,
+                unit_record,
+                Phase.FAILED,
+                f"the job name {name} is taken by a job "
+                "of no step of this run; fix: delete that job, or start another run",
+                now,
+            )
+        # else: this very job was submitted before (a restart): it is observed, not sent again
+
+    def _make_dirs(self, row: RunRow, unit: Unit) -> None:
+        """The unit's output directory, owned by the run's user when tasks run as theirs."""
+        url = self.workspace.unit_url(row.id, unit)
+        fs, path = fsspec.core.url_to_fs(url)
+        fs.makedirs(path, exist_ok=True)
+        if self._identity_of is None or not os.path.isdir(path):
+            return
+        identity = self._identity_of(row.user)
+        run_dir = self.workspace.run_url(row.id)
+        for directory in _parents(path, run_dir):
+            os.chown(directory, identity.uid, identity.gid)
+            os.chmod(directory, 0o700)
+
+
+def _parents(path: str, top: str) -> Sequence[str]:
+    """``path`` and each of its parents up to ``top`` included."""
+    found = [path]
+    while path.rstrip("/") != top.rstrip("/") and len(path) > len(top):
+        path = os.path.dirname(path)
+        found.append(path)
+    return found
+
+
+def _run_of(document: dict[str, Any]) -> str | None:
+    """The run a stored job document is labelled with, if any."""
+    labels = document.get("metadata", {}).get("labels", {})
+    found = labels.get(RUN_LABEL)
+    return found if isinstance(found, str) else None
+
+
+def _label(run_id: str) -> str:
+    """The run id as a label value (at most 63 characters)."""
+    return run_id[:63].strip("-._") or "run"
+
+
+def _summary(row: RunRow, phase: RunPhase) -> str:
+    """Why an ended run ended so: its first failed step and the reason, or who stopped it."""
+    if phase is RunPhase.CANCELLED:
+        return "stopped by request"
+    if phase is not RunPhase.FAILED:
+        return ""
+    record = RunRecord.from_json(row.state)
+    for unit, found in sorted(record.units.items()):
+        if found.phase is Phase.FAILED:
+            return f"step {unit} failed: {found.reason}"[:2000]
+    return "a step was cancelled"
+
+
+def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start:
+    """The ``Start`` of ``unit`` again (for a retry): its foreach item, read as the
+    planner read it."""
+    if unit.index is None:
+        return Start(unit=unit)
+    from phalanx.workflow.state import items_of  # noqa: PLC0415 (a query of the state)
+
+    state = record.state(run_id=row.id, params=row.params, stopping=False)
+    items = items_of(graph, state, unit.step)
+    if isinstance(items, str):
+        raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
+    return Start(unit=unit, item=items[unit.index], has_item=True)
+
+
+def _end(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:
+    check_transition(unit, record.phase, phase)
+    record.phase, record.reason, record.retry_at = phase, reason, None
+    if record.job:
+        record.finished_at = when

@@ -1,0 +1,369 @@
+"""Pipeline runs through the real server and local executor: registration, runs, the
+workflow controller's steps (artifacts, when, finally, stop, restart, foreach)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.integration.control import processes
+from tests.integration.control.serving import Api, database_url, running_server, wait_for
+from tests.integration.control.test_cli import ok, phalanx, refused
+
+TRI = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: tri}
+spec:
+  params: {lr: 0.01}
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    prep:
+      command: ["sh", "-c", "echo hello > {{outputs.data}}; echo 3 > {{outputs.rows}}"]
+      outputs: {artifacts: [data], params: {rows: {type: int}}}
+    train:
+      dependsOn: [prep]
+      inputs: {artifacts: {data: "{{steps.prep.outputs.data}}"}}
+      command: ["sh", "-c", "tr a-z A-Z < {{inputs.data}} > {{outputs.model}}; echo lr={{params.lr}} >> {{outputs.model}}"]
+      outputs: {artifacts: [model]}
+    validate:
+      inputs: {artifacts: {model: "{{steps.train.outputs.model}}"}}
+      command: ["sh", "-c", "grep -q HELLO {{inputs.model}} && grep -q lr=0.5 {{inputs.model}}"]
+"""
+
+
+def pipeline(text: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(text)
+    return loaded
+
+
+def admin(server: Any) -> Api:
+    api = Api(server.url, server.admin_token or "")
+    api.queue("wf")
+    return api
+
+
+def run(api: Api, name: str, **params: Any) -> str:
+    view = api.post(f"/api/v1/pipelines/{name}/runs", {"params": params})
+    assert view["phase"] == "Pending"
+    run_id: str = view["id"]
+    return run_id
+
+
+def ended(api: Api, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    found: dict[str, Any] = wait_for(
+        lambda: (
+            (r := api.get(f"/api/v1/runs/{run_id}"))["phase"]
+            in ("Succeeded", "Failed", "Cancelled")
+            and r
+        ),
+        f"run {run_id} ended",
+        timeout=timeout,
+    )
+    return found
+
+
+def steps(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {step["unit"]: step for step in view["steps"]}
+
+
+def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(TRI))
+        run_id = run(api, "tri", lr="0.5")
+        view = ended(api, run_id)
+        assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
+        units = steps(view)
+        assert [s["phase"] for s in view["steps"]] == ["Succeeded"] * 3
+        workspace = tmp_path / "data" / "workspace" / "runs" / run_id
+        assert units["prep"]["outputs"] == {"rows": 3, "data": str(workspace / "prep" / "data")}
+        model = workspace / "train" / "model"
+        assert model.read_text() == "HELLO\nlr=0.5\n"
+        for unit in units.values():  # every step ran as its own job of the run's user
+            job = api.job(unit["job"])
+            assert job["phase"] == "Succeeded" and job["user"] == "admin"
+            assert unit["started_at"] <= unit["finished_at"]
+        listed = api.get("/api/v1/runs")
+        assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
+            (run_id, "tri", "Succeeded")
+        ]
+
+
+BRANCHES = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: branches}
+spec:
+  params: {promote: false}
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    train:
+      command: "echo '{\\"accuracy\\": 0.9}' > {{outputs.metrics}}"
+      outputs: {artifacts: [metrics], params: {accuracy: {fromArtifact: metrics, key: accuracy, type: float}}}
+    flaky:
+      retry: {maxAttempts: 3, on: [failed], backoff: {initial: 0.1}}
+      command: "if [ -e {{outputs.mark}} ]; then exit 0; fi; touch {{outputs.mark}}; exit 1"
+      outputs: {artifacts: [mark]}
+    promote:
+      dependsOn: [flaky]
+      when: "{{params.promote}} == true and {{steps.train.outputs.accuracy}} > 0.5"
+      command: "true"
+"""
+
+FAILING = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: failing}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    first: {command: "true"}
+    broken: {dependsOn: [first], command: "exit 3"}
+    after: {dependsOn: [broken], command: "true"}
+  finally:
+    cleanup:
+      command: "echo cleaned > {{outputs.note}}"
+      outputs: {artifacts: [note]}
+"""
+
+SLOW = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: slow}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    nap: {command: "sleep 120"}
+    never: {dependsOn: [nap], command: "true"}
+  finally:
+    cleanup: {command: "true"}
+"""
+
+
+def test_when_false_is_skipped_retries_follow_the_policy_and_the_run_succeeds(
+    tmp_path: Path,
+) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(BRANCHES))
+        view = ended(api, run(api, "branches"))
+        assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
+        units = steps(view)
+        assert units["train"]["outputs"]["accuracy"] == 0.9
+        assert units["promote"]["phase"] == "Skipped"
+        assert units["promote"]["job"] == ""  # never ran
+        assert "when is false" in units["promote"]["reason"]
+        assert units["flaky"]["phase"] == "Succeeded" and units["flaky"]["attempt"] == 2
+        first = units["flaky"]["job"].removesuffix("-2") + "-1"
+        assert api.job(first)["phase"] == "Failed"  # one job per attempt
+        promoted = ended(api, run(api, "branches", promote=True))
+        assert steps(promoted)["promote"]["phase"] == "Succeeded"
+
+
+def test_a_failing_step_fails_the_run_fast_and_its_finally_step_runs(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(FAILING))
+        run_id = run(api, "failing")
+        view = ended(api, run_id)
+        assert view["phase"] == "Failed"
+        units = steps(view)
+        assert [units[s]["phase"] for s in ("first", "broken", "after", "cleanup")] == [
+            "Succeeded",
+            "Failed",
+            "Skipped",
+            "Succeeded",
+        ]
+        assert "failed" in units["broken"]["reason"]
+        assert view["message"].startswith("step broken failed: job ")
+        assert units["cleanup"]["started_at"] >= units["broken"]["finished_at"]
+        note = tmp_path / "data" / "workspace" / "runs" / run_id / "cleanup" / "note"
+        assert note.read_text() == "cleaned\n"
+
+
+def test_deleting_a_run_cancels_its_jobs_then_runs_finally(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(SLOW))
+        run_id = run(api, "slow")
+        nap = wait_for(
+            lambda: (
+                (s := steps(api.get(f"/api/v1/runs/{run_id}"))["nap"])["job"]
+                and api.job(s["job"])["phase"] == "Running"
+                and s
+            ),
+            "the nap step running",
+        )
+        asked = time.monotonic()
+        response = api.http.delete(f"/api/v1/runs/{run_id}")
+        assert response.status_code == 200 and response.json()["stop_requested"]
+        view = ended(api, run_id)
+        assert time.monotonic() - asked < 10  # the grace is 1 s with FAST timing
+        assert view["phase"] == "Cancelled" and view["message"] == "stopped by request"
+        units = steps(view)
+        assert units["nap"]["phase"] == "Cancelled"
+        assert api.job(nap["job"])["phase"] == "Cancelled"
+        assert units["never"]["phase"] == "Cancelled" and units["never"]["job"] == ""
+        assert units["cleanup"]["phase"] == "Succeeded"
+        gone = api.http.delete(f"/api/v1/runs/{run_id}")  # an ended run is forgotten
+        assert gone.status_code == 200
+        api.get(f"/api/v1/runs/{run_id}", expect=404)
+
+
+FANOUT = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: sweep}
+spec:
+  defaults: {queue: wf, resources: {cpu: 100m, memory: 64Mi}}
+  steps:
+    items:
+      command: "python3 -c 'import json; print(json.dumps(list(range(200))))' > {{outputs.list}}"
+      outputs: {params: {list: {type: list}}}
+    each:
+      foreach: {items: "{{steps.items.outputs.list}}", maxItems: 500, maxParallel: 8}
+      command: "echo {{item}}"
+"""
+
+
+def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(FANOUT))
+        run_id = run(api, "sweep")
+        view = ended(api, run_id, timeout=240)
+        assert view["phase"] == "Succeeded", view["message"]
+        units = [s for s in view["steps"] if s["unit"].startswith("each[")]
+        assert len(units) == 200 and all(s["phase"] == "Succeeded" for s in units)
+        jobs = [
+            j
+            for j in api.get("/api/v1/jobs", limit=1000)["items"]
+            if j["name"].startswith(f"{run_id}-each-")
+        ]
+        assert len(jobs) == 200  # one job per item, none twice
+        # The most jobs live at any instant: from submission to end, not only running.
+        edges = sorted(
+            [(j["created_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
+            key=lambda edge: (edge[0], edge[1]),
+        )
+        live = peak = 0
+        for _, change in edges:
+            live += change
+            peak = max(peak, live)
+        assert peak <= 8
+        assert peak >= 4  # the fan-out did run in parallel
+
+
+def test_a_server_killed_mid_run_finishes_it_after_a_restart_without_duplicates(
+    tmp_path: Path,
+) -> None:
+    chain = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: chain}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    one: {command: "sleep 3; echo 1 > {{outputs.n}}", outputs: {artifacts: [n]}}
+    two:
+      inputs: {artifacts: {n: "{{steps.one.outputs.n}}"}}
+      command: "sleep 1; cat {{inputs.n}} > {{outputs.n}}; echo 2 >> {{outputs.n}}"
+      outputs: {artifacts: [n]}
+    three:
+      inputs: {artifacts: {n: "{{steps.two.outputs.n}}"}}
+      command: "cat {{inputs.n}} > {{outputs.n}}; echo 3 >> {{outputs.n}}"
+      outputs: {artifacts: [n]}
+"""
+    db = database_url(tmp_path)
+    server = processes.start(tmp_path, db=db)
+    try:
+        api = server.api()
+        api.queue("wf")
+        api.post("/api/v1/pipelines", pipeline(chain))
+        run_id = run(api, "chain")
+        wait_for(
+            lambda: (
+                (s := steps(api.get(f"/api/v1/runs/{run_id}"))["one"])["job"]
+                and api.job(s["job"])["phase"] == "Running"
+            ),
+            "step one running",
+        )
+        # The tick that started the task records its process; a kill before that leaves
+        # a task the next start cannot adopt (lost: the step fails, no retry asked for).
+        time.sleep(0.5)
+        server.kill()  # SIGKILL: the step's task keeps running
+        server = processes.start(tmp_path, db=db)
+        api = server.api()
+        view = ended(api, run_id)
+        assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
+        jobs = [j["name"] for j in api.get("/api/v1/jobs")["items"]]
+        assert sorted(jobs) == sorted(f"{run_id}-{s}-1" for s in ("one", "two", "three"))
+        out = tmp_path / "data" / "workspace" / "runs" / run_id / "three" / "n"
+        assert out.read_text() == "1\n2\n3\n"
+    finally:
+        server.kill()
+
+
+def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: Path) -> None:
+    queue = "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: wf}\nspec: {}\n---\n"
+    path = tmp_path / "tri.yaml"
+    path.write_text(queue + TRI)
+    with running_server(tmp_path) as server:
+        assert ok(phalanx(server, "apply", "-f", str(path))).splitlines() == [
+            "queue/wf created",
+            "pipeline/tri created",
+        ]
+        again = ok(phalanx(server, "apply", "-f", str(path))).splitlines()
+        assert again == ["queue/wf unchanged", "pipeline/tri unchanged"]
+        path.write_text(TRI.replace("lr: 0.01", "lr: 0.5"))
+        assert ok(phalanx(server, "apply", "-f", str(path))) == "pipeline/tri configured\n"
+
+        run_id = ok(phalanx(server, "pipeline", "run", "tri")).strip()
+        api = Api(server.url, server.admin_token or "")
+        assert ended(api, run_id)["phase"] == "Succeeded"
+        listed = json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))
+        assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
+            (run_id, "tri", "Succeeded")
+        ]
+        described = ok(phalanx(server, "describe", "run", run_id))
+        for unit in ("prep", "train", "validate"):
+            assert f"{run_id}-{unit}-1" in described
+        assert "Succeeded" in described and "lr=0.5" in described
+
+        # Bad input: one error line naming the field and the fix, and nothing made.
+        unknown = refused(phalanx(server, "pipeline", "run", "nope"))
+        assert "no pipeline named 'nope'" in unknown and "phalanx get pipelines" in unknown
+        typed = refused(phalanx(server, "pipeline", "run", "tri", "-p", "lr=fast"))
+        assert "params.lr" in typed and "'fast' is not a float" in typed and "fix:" in typed
+        undeclared = refused(phalanx(server, "pipeline", "run", "tri", "-p", "epochs=3"))
+        assert "params.epochs" in undeclared and "use one of: lr" in undeclared
+        shape = refused(phalanx(server, "pipeline", "run", "tri", "-p", "lr"))
+        assert "is not key=value" in shape and "-p name=value" in shape
+        broken = tmp_path / "broken.yaml"
+        broken.write_text(TRI.replace("dependsOn: [prep]", "dependsOn: [prepp]"))
+        document = refused(phalanx(server, "apply", "-f", str(broken)))
+        assert "spec.steps.train.dependsOn" in document and "fix:" in document
+        for result in (unknown, typed, undeclared, shape, document):
+            assert len(result.strip().splitlines()) == 1, result
+        assert len(json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))) == 1
+        assert ok(phalanx(server, "delete", "run", run_id)) == f"run/{run_id} deleted\n"
+        assert json.loads(ok(phalanx(server, "get", "runs", "-o", "json"))) == []
+
+
+def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Pipelines\n", 1)[1].split("\n## ", 1)[0]
+    [document] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(document))
+        run_id = run(api, "tri", lr="0.5")
+        assert ended(api, run_id)["phase"] == "Succeeded"
+        model = tmp_path / "data" / "workspace" / "runs" / run_id / "train" / "model"
+        assert model.read_text() == "HELLO\nlr=0.5\n"
