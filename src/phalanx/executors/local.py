@@ -4,8 +4,9 @@ It implements ``phalanx.executors.base.Executor``. It starts processes, signals 
 reports what happened (STARTED, EXITED, LOST, FAILED_TO_START with a reason a person can
 act on: ``phalanx.executors.failures``); it never decides what a job's state is. The
 host-side work is the launcher's, a small process of its own whose children the tasks
-are (``phalanx.executors.launcher``); this side plans each start (environment,
-rendezvous, limits) and keeps the books. ``start`` waits only for the launcher's
+are (``phalanx.executors.launcher``); this side plans each gang's rendezvous
+(``gangs``), has each start's request built (``requests``: environment, limits, the
+container runtime's client for an image) and keeps the books. ``start`` waits only for the launcher's
 replies to its requests; ``poll`` never waits, and a stop only records when to escalate
 to SIGKILL, which a later ``poll`` does.
 
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
@@ -49,26 +50,16 @@ from phalanx.executors.base import (
 )
 from phalanx.executors.cgroups import Isolation, IsolationKind, host_isolation
 from phalanx.executors.containers import (
-    ENV_FILE,
     ContainerRuntime,
     ContainerTask,
-    PresentImages,
-    cdi_problem,
-    container_env,
-    container_name,
     detect_runtime,
-    run_argv,
-    write_env_file,
 )
 from phalanx.executors.failures import (
-    NO_CONTAINERS,
-    NO_IDENTITY,
-    missing_command,
     start_failure,
 )
 from phalanx.executors.gangs import GangPlanner, PlannedStart
 from phalanx.executors.launch import TaskLaunch, check_directory_names
-from phalanx.executors.launcher import Failed, LaunchedTask, Launcher, Start
+from phalanx.executors.launcher import Failed, LaunchedTask, Launcher
 from phalanx.executors.launcher.client import LauncherGone
 from phalanx.executors.logfiles import FileLog
 from phalanx.executors.process import (
@@ -76,14 +67,13 @@ from phalanx.executors.process import (
     STDOUT_LOG,
     Exit,
     TaskProcess,
-    address_space_kib,
     attach,
     read_exit_code,
 )
 from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import Placement, free_ports
+from phalanx.executors.requests import Pending, StartRequests
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
-from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
@@ -129,15 +119,6 @@ class _Live:
     killed: bool = False
     paused_since: float | None = None
     paused_total: float = 0.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Pending:
-    """A task about to start: its launch, its place in the gang, the launcher's request."""
-
-    launch: TaskLaunch
-    placement: Placement
-    request: Start
 
 
 class LocalExecutor:
@@ -201,7 +182,6 @@ class LocalExecutor:
             clock=clock,
             tasks_die_with_it=tasks_die_with_it,
         )
-        self._next_request = 0
         self._groups = TaskGroups(
             host_isolation() if isolation is None else isolation,
             scope=scope_of(self.data_dir),
@@ -209,7 +189,14 @@ class LocalExecutor:
         )
         self._scope = scope_of(self.data_dir)
         self._containers = detect_runtime(self._environ) if containers == "detect" else containers
-        self._images = None if self._containers is None else PresentImages(self._containers)
+        self._requests = StartRequests(
+            dirs=self._dirs,
+            groups=self._groups,
+            environ=self._environ,
+            per_user=per_user,
+            containers=self._containers,
+            scope=self._scope,
+        )
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -475,102 +462,18 @@ class LocalExecutor:
 
     def _prepare(
         self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
-    ) -> _Pending | None:
+    ) -> Pending | None:
         """The launcher's request for one task, or None (and its FAILED_TO_START queued)
         when it cannot start; never raises."""
-        if launch.image is not None:
-            return self._prepare_container(launch, placement, injected, now)
-        workdir = self.workdir(launch.job, launch.task)
         try:
-            env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
-            files = task_files(launch, injected)
-            missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
-            if self.per_user and launch.identity is None:
-                missing = NO_IDENTITY
-            if missing is not None:
-                self._events.append(
-                    _failed_to_start(launch.job, launch.task, launch.node, now, missing)
-                )
-                return None
-            group = self._groups.plan(
-                launch.job,
-                launch.task,
-                cpu_millicores=launch.cpu_millicores,
-                memory_bytes=launch.memory_bytes,
-            )
-            # Any record found after a launcher's death is then this start's.
-            self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
+            built = self._requests.build(launch, placement, injected, now=now)
         except Exception as error:
             self._cannot_start(launch, error, now)
             return None
-        record = _unstarted(
-            launch,
-            workdir,
-            isolation=IsolationKind.RLIMIT if group is None else self.isolation.kind,
-            cgroup="" if group is None else str(group.group.path),
-        )
-        self._next_request += 1
-        request = Start(
-            id=self._next_request,
-            argv=launch.argv(),
-            workdir=workdir,
-            env=env,
-            identity=launch.identity,
-            group=group,
-            memory_kib=None if group is not None else address_space_kib(launch),
-            record=record,
-            files=files,
-        )
-        return _Pending(launch=launch, placement=placement, request=request)
-
-    def _prepare_container(
-        self, launch: TaskLaunch, placement: Placement, injected: Mapping[str, str], now: float
-    ) -> _Pending | None:
-        """``_prepare`` for a task that runs in its image (``containers``): the request
-        runs the runtime's client, which holds no value of the task's environment."""
-        workdir = self.workdir(launch.job, launch.task)
-        control = self._dirs.record(launch.job, launch.task).parent
-        runtime, image = self._containers, launch.image
-        assert image is not None
-        try:
-            problem = NO_CONTAINERS if runtime is None else None
-            if self.per_user and launch.identity is None:
-                problem = NO_IDENTITY
-            if problem is None and self._images is not None:
-                problem = self._images.problem(image, now)
-            if problem is None and launch.gpus:
-                problem = cdi_problem()
-            if problem is not None or runtime is None:
-                self._events.append(
-                    _failed_to_start(launch.job, launch.task, launch.node, now, problem or "")
-                )
-                return None
-            env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
-            write_env_file(control / ENV_FILE, container_env(launch, env, workdir=workdir))
-            self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
-            name = container_name(self._scope, launch.job, launch.task)
-            argv = run_argv(
-                runtime, launch, name=name, scope=self._scope, workdir=workdir,
-                env_file=control / ENV_FILE,
-            )  # fmt: skip
-        except Exception as error:
-            self._cannot_start(launch, error, now)
+        if isinstance(built, str):
+            self._events.append(_failed_to_start(launch.job, launch.task, launch.node, now, built))
             return None
-        record = _unstarted(launch, control, container=name)  # control: the wrapper's exit_code
-        self._next_request += 1
-        request = Start(
-            id=self._next_request,
-            argv=argv,
-            workdir=workdir,
-            env=dict(runtime.environ),
-            identity=launch.identity,
-            group=None,  # the container has its own, made by the runtime
-            memory_kib=None,
-            record=record,
-            files=task_files(launch, injected),  # the workdir is mounted at its own path
-            client=True,
-        )
-        return _Pending(launch=launch, placement=placement, request=request)
+        return built
 
     def _watched(
         self, process: TaskProcess | LaunchedTask, container: str
@@ -593,7 +496,7 @@ class LocalExecutor:
         ended = [c.code for c in found if not c.running and c.code is not None]
         return ended[0] if ended else None
 
-    def _launch(self, pending: Sequence[_Pending], now: float) -> None:
+    def _launch(self, pending: Sequence[Pending], now: float) -> None:
         """Have the launcher start ``pending``; each gets its STARTED or FAILED_TO_START."""
         if not pending:
             return
@@ -723,22 +626,6 @@ def _exit_reason(oom: bool, code: int | None) -> str | None:
     if oom and code != 0:
         return OOM_KILLED
     return {127: COMMAND_NOT_FOUND, 126: COMMAND_NOT_EXECUTABLE}.get(code or 0)
-
-
-def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecord:
-    """The record of ``launch`` before it runs, kept in ``workdir``: the launcher fills in
-    its pid and start time once it does."""
-    return ProcessRecord(
-        job=launch.job,
-        task=launch.task,
-        node=launch.node,
-        pid=0,
-        start_time=0.0,
-        workdir=str(workdir),
-        workload=launch.workload,
-        gpus=launch.gpus,
-        **fields,
-    )
 
 
 def _started(launch: TaskLaunch, now: float) -> TaskEvent:

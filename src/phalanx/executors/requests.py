@@ -1,0 +1,191 @@
+"""The launcher's request for one task: what the local executor (on this host, or in a
+Ray node's agent) asks its launcher to start.
+
+``StartRequests.build`` turns a planned start (its launch, its place in the gang, its
+rendezvous variables) into a ``launcher.Start``: the task's environment and files, its
+command checked against its ``PATH`` as its own identity, its cgroup planned, and its
+record, to be completed by the launcher. A task with an ``image`` becomes a request to
+run the container runtime's client instead (``containers``), whose argv holds no value
+of the task's environment. Guarantees:
+
+- a task that must not or cannot start gets a sentence a person can act on (returned,
+  never raised): no identity where each user has one, a missing command, no runtime,
+  an image not on the node, GPUs without a CDI spec;
+- any record a previous start of the task left is removed first, so that a record found
+  after a launcher's death is this start's;
+- request ids grow by one per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phalanx.executors.cgroups import IsolationKind
+from phalanx.executors.containers import (
+    ENV_FILE,
+    ContainerRuntime,
+    PresentImages,
+    cdi_problem,
+    container_env,
+    container_name,
+    run_argv,
+    write_env_file,
+)
+from phalanx.executors.failures import NO_CONTAINERS, NO_IDENTITY, missing_command
+from phalanx.executors.launch import TaskLaunch
+from phalanx.executors.launcher import Start
+from phalanx.executors.process import address_space_kib
+from phalanx.executors.records import ProcessRecord
+from phalanx.executors.rendezvous import Placement
+from phalanx.executors.taskdirs import TaskDirs
+from phalanx.executors.taskenv import task_environment, task_files
+from phalanx.executors.taskgroups import TaskGroups
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    """A task about to start: its launch, its place in the gang, the launcher's request."""
+
+    launch: TaskLaunch
+    placement: Placement
+    request: Start
+
+
+class StartRequests:
+    """Builds the requests of one executor's tasks (see the module docstring).
+
+    ``environ`` is where the allow-listed inherited variables come from; ``per_user``
+    refuses a launch without an identity; ``containers`` is the node's runtime (None:
+    image tasks cannot start here); ``scope`` names this executor's groups and
+    containers. Not thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        dirs: TaskDirs,
+        groups: TaskGroups,
+        environ: Mapping[str, str],
+        per_user: bool,
+        containers: ContainerRuntime | None,
+        scope: str,
+    ) -> None:
+        self._dirs = dirs
+        self._groups = groups
+        self._environ = environ
+        self._per_user = per_user
+        self._containers = containers
+        self._images = None if containers is None else PresentImages(containers)
+        self._scope = scope
+        self._next_id = 0
+
+    def build(
+        self,
+        launch: TaskLaunch,
+        placement: Placement,
+        injected: Mapping[str, str],
+        *,
+        now: float,
+    ) -> Pending | str:
+        """The request for ``launch``, or why it cannot start. Raises what preparing it
+        raised (an environment too big, a full disk ...): the caller words it."""
+        if launch.image is not None:
+            return self._container(launch, launch.image, placement, injected, now)
+        workdir = self._dirs.workdir(launch.job, launch.task)
+        env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+        files = task_files(launch, injected)
+        missing = missing_command(launch.argv(), env=env, cwd=workdir, identity=launch.identity)
+        if self._per_user and launch.identity is None:
+            missing = NO_IDENTITY
+        if missing is not None:
+            return missing
+        group = self._groups.plan(
+            launch.job,
+            launch.task,
+            cpu_millicores=launch.cpu_millicores,
+            memory_bytes=launch.memory_bytes,
+        )
+        self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
+        record = _unstarted(
+            launch,
+            workdir,
+            isolation=IsolationKind.RLIMIT if group is None else self._groups.isolation.kind,
+            cgroup="" if group is None else str(group.group.path),
+        )
+        request = Start(
+            id=self._new_id(),
+            argv=launch.argv(),
+            workdir=workdir,
+            env=env,
+            identity=launch.identity,
+            group=group,
+            memory_kib=None if group is not None else address_space_kib(launch),
+            record=record,
+            files=files,
+        )
+        return Pending(launch=launch, placement=placement, request=request)
+
+    def _container(
+        self,
+        launch: TaskLaunch,
+        image: str,
+        placement: Placement,
+        injected: Mapping[str, str],
+        now: float,
+    ) -> Pending | str:
+        """The request for a task that runs in ``image``: the runtime's client."""
+        runtime = self._containers
+        problem = NO_CONTAINERS if runtime is None else None
+        if self._per_user and launch.identity is None:
+            problem = NO_IDENTITY
+        if problem is None and self._images is not None:
+            problem = self._images.problem(image, now)
+        if problem is None and launch.gpus:
+            problem = cdi_problem()
+        if problem is not None or runtime is None:
+            return problem or NO_CONTAINERS
+        workdir = self._dirs.workdir(launch.job, launch.task)
+        control = self._dirs.record(launch.job, launch.task).parent  # the server's own
+        env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
+        write_env_file(control / ENV_FILE, container_env(launch, env, workdir=workdir))
+        self._dirs.record(launch.job, launch.task).unlink(missing_ok=True)
+        name = container_name(self._scope, launch.job, launch.task)
+        argv = run_argv(
+            runtime, launch, name=name, scope=self._scope, workdir=workdir,
+            env_file=control / ENV_FILE,
+        )  # fmt: skip
+        request = Start(
+            id=self._new_id(),
+            argv=argv,
+            workdir=workdir,
+            env=dict(runtime.environ),
+            identity=launch.identity,
+            group=None,  # the container has its own, made by the runtime
+            memory_kib=None,
+            record=_unstarted(launch, control, container=name),  # control: its exit_code
+            files=task_files(launch, injected),  # the workdir is mounted at its own path
+            client=True,
+        )
+        return Pending(launch=launch, placement=placement, request=request)
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+
+def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecord:
+    """The record of ``launch`` before it runs, kept in ``workdir``: the launcher fills in
+    its pid and start time once it does."""
+    return ProcessRecord(
+        job=launch.job,
+        task=launch.task,
+        node=launch.node,
+        pid=0,
+        start_time=0.0,
+        workdir=str(workdir),
+        workload=launch.workload,
+        gpus=launch.gpus,
+        **fields,
+    )
