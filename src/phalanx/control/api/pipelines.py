@@ -42,7 +42,7 @@ def get_pipeline(name: str, _: Caller, session: DbSession) -> PipelineView:
     return _view(_existing(session, name))
 
 
-@router.post("", status_code=201, response_model=PipelineView, responses=errors(409))
+@router.post("", status_code=201, response_model=PipelineView, responses=errors(400, 409))
 def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> PipelineView:
     """Register a pipeline (409 if the name is taken: update it with PUT)."""
     document = _parse(body)
@@ -70,7 +70,7 @@ def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> P
     return _view(row)
 
 
-@router.put("/{name}", response_model=PipelineView, responses=errors(403, 404))
+@router.put("/{name}", response_model=PipelineView, responses=errors(400, 403, 404))
 def update_pipeline(
     name: str, body: PipelineBody, caller: Caller, session: DbSession
 ) -> PipelineView:
@@ -99,7 +99,7 @@ def delete_pipeline(name: str, caller: Caller, session: DbSession) -> None:
     session.commit()
 
 
-@router.post("/{name}/runs", status_code=201, response_model=RunView, responses=errors(404))
+@router.post("/{name}/runs", status_code=201, response_model=RunView, responses=errors(400, 404))
 def start_run(
     name: str, body: NewRun, caller: Caller, session: DbSession, request: Request
 ) -> RunView:
