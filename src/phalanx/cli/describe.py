@@ -45,6 +45,8 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
         "Created": _clock(run.created_at),
         "Duration": render.seconds((run.finished_at or now) - run.created_at),
     }
+    if run.resumed_from:
+        fields["Resumes"] = run.resumed_from
     if run.stop_requested:
         fields["Stop"] = "requested"
     if run.message:

@@ -1,6 +1,8 @@
-"""``phalanx pipeline run NAME [-p key=value ...]`` and ``phalanx pipeline stop RUN``.
+"""``phalanx pipeline run NAME [-p key=value ...]``, ``phalanx pipeline resume RUN
+[--from STEP] [-p key=value ...]`` and ``phalanx pipeline stop RUN``.
 
-``run`` prints the new run's id alone on stdout (``RUN=$(phalanx pipeline run tri)``).
+``run`` and ``resume`` print the new run's id alone on stdout
+(``RUN=$(phalanx pipeline run tri)``).
 A ``-p`` that is not ``key=value``, names no param of the pipeline, or does not read as
 the param's type is refused with one ``error:`` line naming ``params.NAME`` and the fix,
 and no run is made.
@@ -29,6 +31,26 @@ def run(
         given = parse_assignments(params or ())
     with connect(ctx) as client:
         view = client.run_pipeline(name, dict(given))
+    typer.echo(view.id)
+
+
+@app.command("resume")
+def resume(
+    ctx: typer.Context,
+    run_id: str = typer.Argument(..., help="The ended run to resume."),
+    from_step: str | None = typer.Option(
+        None, "--from", help="Rerun this step and everything downstream of it."
+    ),
+    params: list[str] | None = typer.Option(
+        None, "--param", "-p", help="A param's new value: -p lr=0.1 (repeatable)."
+    ),
+) -> None:
+    """Start a new run linked to RUN that reuses its successful steps (their outputs and
+    artifacts) before the failed one, or before --from, and runs the rest; prints its id."""
+    with reported():
+        given = parse_assignments(params or ())
+    with connect(ctx) as client:
+        view = client.resume_run(run_id, from_step=from_step, params=dict(given))
     typer.echo(view.id)
 
 

@@ -120,9 +120,10 @@ def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False
 
 
 def runs_table(runs: Sequence[RunView], now: float) -> Table:
-    """One row per run: id, pipeline, user, phase, age, how long it ran."""
+    """One row per run: id, pipeline, user, phase, age, how long it ran, the run it
+    resumes."""
     table = Table(box=None, pad_edge=False)
-    for title in ("RUN", "PIPELINE", "USER", "PHASE", "AGE", "DURATION"):
+    for title in ("RUN", "PIPELINE", "USER", "PHASE", "AGE", "DURATION", "RESUMES"):
         table.add_column(title, overflow="fold", no_wrap=title != "RUN")
     for run in runs:
         table.add_row(
@@ -132,6 +133,7 @@ def runs_table(runs: Sequence[RunView], now: float) -> Table:
             phase(run.phase),
             age(run.created_at, now),
             seconds((run.finished_at or now) - run.created_at),
+            run.resumed_from or "-",
         )
     return table
 

@@ -233,6 +233,21 @@ class Client:
         """Stop a run: its running steps' jobs are cancelled, its finally steps run."""
         return _parse(RunView, self._call("POST", f"/runs/{_segment(run_id)}/stop"))
 
+    def resume_run(
+        self,
+        run_id: str,
+        *,
+        from_step: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> RunView:
+        """A new run linked to ended run ``run_id`` that reuses its successful steps
+        before the failed one (or before ``from_step``) and runs the rest; ``params``
+        change some of its params. The answer's ``id`` names the new run."""
+        body: dict[str, Any] = {"params": params or {}}
+        if from_step is not None:
+            body["from"] = from_step
+        return _parse(RunView, self._call("POST", f"/runs/{_segment(run_id)}/resume", json=body))
+
     def delete_run(self, run_id: str) -> RunView:
         """Stop an active run, or forget an ended one."""
         return _parse(RunView, self._call("DELETE", f"/runs/{_segment(run_id)}"))

@@ -6,6 +6,8 @@ run's phase and record; the API records a stop (``stop_requested``) and pokes it
 
 from __future__ import annotations
 
+import secrets
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -13,11 +15,13 @@ from sqlalchemy import select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
-from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record
 from phalanx.control.controllers.workflow import ACTIVE
+from phalanx.control.schemas.bodies import ResumeRun
 from phalanx.control.schemas.views import RunView, StepView
 from phalanx.control.store.models import JobRow, RunRow
-from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph
+from phalanx.domain.errors import InvalidInput
+from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=errors(401, 422))
 
@@ -69,6 +73,65 @@ def stop_run(run_id: str, caller: Caller, session: DbSession, request: Request) 
     return view
 
 
+@router.post(
+    "/{run_id}/resume", status_code=201, response_model=RunView, responses=errors(400, 404, 409)
+)
+def resume_run(
+    run_id: str, body: ResumeRun, caller: Caller, session: DbSession, request: Request
+) -> RunView:
+    """A new run of the ended run's document, linked to it (``resumed_from``), that reuses
+    every step that succeeded (or was reused) before the failed one, or before ``from``,
+    with its outputs and artifacts (recorded Cached), and runs the rest again. ``params``
+    change some of the old run's params; a step that reads a changed one runs again. 409
+    while the old run is still active."""
+    old = _visible(session, run_id, caller)
+    if old.phase in ACTIVE:
+        raise ApiError(
+            409,
+            f"run {run_id} is still {old.phase}",
+            field="id",
+            fix="wait for it to end, or stop it: phalanx pipeline stop RUN",
+        )
+    document = PipelineDocument.model_validate(old.document)
+    graph = build_graph(document.spec)
+    new_id = f"{old.pipeline[:40].strip('-.')}-{secrets.token_hex(4)}"
+    try:
+        params: dict[str, Any] = resolve(
+            document.spec.declared_params(), {**old.params, **body.given()}
+        )
+        record = resumed_record(
+            graph,
+            RunRecord.from_json(old.state),
+            previous_id=old.id,
+            previous_params=old.params,
+            params=params,
+            run_id=new_id,
+            from_step=body.from_step,
+        )
+    except InvalidInput as error:
+        raise ApiError(
+            422, str(error).removesuffix(f"; fix: {error.fix}"), field=error.field, fix=error.fix
+        ) from None
+    run = RunRow(
+        id=new_id,
+        pipeline=old.pipeline,
+        user=old.user,  # its steps read the old run's artifacts, as the old run's user
+        document=old.document,
+        params=params,
+        phase=RunPhase.PENDING.value,
+        message="",
+        state=record.to_json(),
+        stop_requested=False,
+        created_at=time.time(),
+        resumed_from=old.id,
+    )
+    session.add(run)
+    view = run_view(session, run)  # before the commit, which ends the route's transaction
+    session.commit()
+    poke(request)
+    return view
+
+
 @router.delete("/{run_id}", response_model=RunView, responses=errors(404))
 def delete_run(run_id: str, caller: Caller, session: DbSession, request: Request) -> RunView:
     """An active run is stopped (as ``/stop``); an ended one is forgotten (its jobs and
@@ -94,6 +157,7 @@ def run_view(session: DbSession, row: RunRow, *, steps: bool = True) -> RunView:
         created_at=row.created_at,
         finished_at=row.finished_at,
         stop_requested=row.stop_requested,
+        resumed_from=row.resumed_from,
         steps=_steps(session, row) if steps else [],
     )
 

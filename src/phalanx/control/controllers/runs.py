@@ -5,7 +5,8 @@ The record holds, per unit (``train`` or ``train[3]``): its phase, its attempt (
 and that attempt's job name (``phalanx.workflow.job_name``: deterministic, so a
 restarted controller finds the job it submitted), the time the next attempt is due
 when it waits for a retry, its outputs once Succeeded, why it ended, and its job's
-start and end times; and per fanned-out step, its item count. Pure: no I/O.
+start and end times; and per fanned-out step, its item count. ``resumed_record`` makes
+the first record of a run that resumes another. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from phalanx.workflow import Phase, RunState, Unit
+from phalanx.workflow import Graph, Phase, RunState, Unit, resume_state
 from phalanx.workflow.templates import Value
 
 _UNIT: Final = re.compile(r"(?P<step>[^\[\]]+)(?:\[(?P<index>\d+)\])?")
@@ -111,3 +112,35 @@ class RunRecord:
             stopping=stopping,
             run_id=run_id,
         )
+
+
+def resumed_record(
+    graph: Graph,
+    previous: RunRecord,
+    *,
+    previous_id: str,
+    previous_params: Mapping[str, Value],
+    params: Mapping[str, Value],
+    run_id: str,
+    from_step: str | None = None,
+) -> RunRecord:
+    """The first record of run ``run_id`` resuming run ``previous_id`` (``previous``):
+    every unit ``phalanx.workflow.resume_state`` reuses is Cached with the old unit's
+    outputs (artifact URLs still in the old run's workspace, so a consumer reads the very
+    artifact the old run made), its job and times, and a reason naming the old run; the
+    rest is Pending. Raises ``InvalidInput`` for a ``from_step`` that is not a step."""
+    old = previous.state(run_id=previous_id, params=previous_params, stopping=False)
+    state, reused = resume_state(graph, old, params=params, run_id=run_id, from_step=from_step)
+    record = RunRecord(expanded=dict(state.expanded))
+    for unit in reused:
+        was = previous.units[unit]
+        record.units[unit] = UnitRecord(
+            phase=Phase.CACHED,
+            attempt=was.attempt,
+            job=was.job,
+            outputs=dict(state.outputs.get(unit, {})),
+            reason=f"reused from run {previous_id}",
+            started_at=was.started_at,
+            finished_at=was.finished_at,
+        )
+    return record

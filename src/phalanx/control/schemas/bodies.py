@@ -74,3 +74,29 @@ class NewRun(Body):
             name: list(value) if isinstance(value, list) else value
             for name, value in self.params.items()
         }
+
+
+class ResumeRun(Body):
+    """``{from, params}``: a new run that reuses what an ended run did."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_step: str | None = Field(
+        None,
+        alias="from",
+        max_length=253,
+        description="rerun this step and every step downstream of it (omitted: rerun the "
+        "steps that did not succeed and what depends on them)",
+    )
+    params: dict[str, str | int | float | bool | list[str | int | float | bool]] = Field(
+        default_factory=dict
+    )
+    """Params that change (text read by the param's type); the others keep the old run's
+    values. A step that reads a changed param runs again, and so does its downstream."""
+
+    def given(self) -> dict[str, Value]:
+        """The params as ``phalanx.workflow.resolve`` takes them."""
+        return {
+            name: list(value) if isinstance(value, list) else value
+            for name, value in self.params.items()
+        }

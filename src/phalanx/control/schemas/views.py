@@ -268,4 +268,5 @@ class RunView(View):
     created_at: float
     finished_at: float | None = None
     stop_requested: bool = False
+    resumed_from: str | None = None  # the run this one resumes, if any
     steps: list[StepView] = []

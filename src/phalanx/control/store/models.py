@@ -211,3 +211,5 @@ class RunRow(Base):
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[float] = mapped_column(Float)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: The run this one resumes (``phalanx pipeline resume``): its done steps were reused.
+    resumed_from: Mapped[str | None] = mapped_column(String(128), nullable=True, default=None)
