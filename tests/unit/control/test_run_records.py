@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from phalanx.control.controllers.runs import RunRecord, UnitRecord, unit_of
-from phalanx.workflow import Phase, Unit
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record, unit_of
+from phalanx.domain.errors import InvalidInput
+from phalanx.workflow import Phase, Unit, build_graph
+from phalanx.workflow.spec import load_pipelines
 
 
 def test_a_record_survives_json_and_gives_the_planner_its_phases_and_outputs() -> None:
@@ -45,3 +47,80 @@ def test_unit_keys_read_back(unit: Unit) -> None:
 def test_a_bad_unit_key_is_refused(key: str) -> None:
     with pytest.raises(ValueError, match="is not a unit"):
         unit_of(key)
+
+
+TRI = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: tri}
+spec:
+  params: {lr: 0.01}
+  defaults: {queue: wf, resources: {cpu: 1}}
+  steps:
+    prep: {command: "echo > {{outputs.data}}", outputs: {artifacts: [data]}}
+    train:
+      inputs: {artifacts: {data: "{{steps.prep.outputs.data}}"}}
+      command: "echo {{params.lr}} > {{outputs.model}}"
+      outputs: {artifacts: [model]}
+    validate: {command: "cat {{steps.train.outputs.model}}"}
+"""
+
+
+def _failed_tri() -> RunRecord:
+    def done(step: str, name: str) -> UnitRecord:
+        return UnitRecord(
+            phase=Phase.SUCCEEDED,
+            attempt=1,
+            job=f"old-{step}-1",
+            outputs={name: f"/w/runs/old/{step}/{name}"},
+            started_at=1.0,
+            finished_at=2.0,
+        )
+
+    return RunRecord(
+        units={
+            Unit("prep"): done("prep", "data"),
+            Unit("train"): done("train", "model"),
+            Unit("validate"): UnitRecord(phase=Phase.FAILED, attempt=1, job="old-validate-1"),
+        }
+    )
+
+
+def test_a_resumed_record_reuses_the_done_steps_with_their_outputs_and_jobs() -> None:
+    graph = build_graph(load_pipelines(TRI)[0].spec)
+    record = resumed_record(
+        graph,
+        _failed_tri(),
+        previous_id="old",
+        previous_params={"lr": 0.01},
+        params={"lr": 0.01},
+        run_id="new",
+    )
+    assert set(record.units) == {Unit("prep"), Unit("train")}  # validate: Pending
+    train = record.units[Unit("train")]
+    assert train.phase is Phase.CACHED and train.reason == "reused from run old"
+    assert train.outputs == {"model": "/w/runs/old/train/model"}  # the old run's artifact
+    assert (train.job, train.attempt, train.finished_at) == ("old-train-1", 1, 2.0)
+    assert RunRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def _resume(lr: float, from_step: str | None = None) -> set[Unit]:
+    graph = build_graph(load_pipelines(TRI)[0].spec)
+    record = resumed_record(
+        graph,
+        _failed_tri(),
+        previous_id="old",
+        previous_params={"lr": 0.01},
+        params={"lr": lr},
+        run_id="new",
+        from_step=from_step,
+    )
+    return set(record.units)
+
+
+def test_from_a_step_or_a_changed_param_reruns_it_and_its_downstream() -> None:
+    assert _resume(0.01, from_step="train") == {Unit("prep")}
+    assert _resume(0.5) == {Unit("prep")}  # train reads lr: it and validate run again
+    assert _resume(0.01, from_step="prep") == set()
+    with pytest.raises(InvalidInput, match="'tune' is not a step"):
+        _resume(0.01, from_step="tune")
