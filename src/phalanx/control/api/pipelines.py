@@ -124,6 +124,7 @@ def start_run(
         state={},
         stop_requested=False,
         created_at=time.time(),
+        cache_mode=body.cache,
     )
     session.add(run)
     view = run_view(session, run)  # before the commit, which ends the route's transaction

@@ -124,6 +124,7 @@ def resume_run(
         stop_requested=False,
         created_at=time.time(),
         resumed_from=old.id,
+        cache_mode="use",
     )
     session.add(run)
     view = run_view(session, run)  # before the commit, which ends the route's transaction
@@ -158,6 +159,7 @@ def run_view(session: DbSession, row: RunRow, *, steps: bool = True) -> RunView:
         finished_at=row.finished_at,
         stop_requested=row.stop_requested,
         resumed_from=row.resumed_from,
+        cache=row.cache_mode,
         steps=_steps(session, row) if steps else [],
     )
 

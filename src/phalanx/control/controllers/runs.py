@@ -43,11 +43,12 @@ class UnitRecord:
     reason: str = ""
     started_at: float | None = None
     finished_at: float | None = None
+    cache_key: str = ""  # its step cache key, when its step is cached
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON data (defaults left out)."""
         data: dict[str, Any] = {"phase": self.phase.value}
-        for name in ("attempt", "job", "retry_at", "outputs", "reason"):
+        for name in ("attempt", "job", "retry_at", "outputs", "reason", "cache_key"):
             value = getattr(self, name)
             if value:
                 data[name] = value
@@ -68,6 +69,7 @@ class UnitRecord:
             reason=str(data.get("reason", "")),
             started_at=data.get("started_at"),
             finished_at=data.get("finished_at"),
+            cache_key=str(data.get("cache_key", "")),
         )
 
 

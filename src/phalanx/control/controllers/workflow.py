@@ -39,6 +39,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from phalanx.control.auth import Principal, UserRole
+from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.runs import RunRecord, UnitRecord
@@ -111,6 +112,8 @@ class Workflows:
         self.clock = clock
         self._identity_of = identity_of
         self._graphs: dict[str, Graph] = {}
+        #: Key material of cached units under way (shown by ``cache show``), by run and unit.
+        self._materials: dict[tuple[str, Unit], dict[str, Any]] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -159,6 +162,8 @@ class Workflows:
         live = set(ids)
         for gone in [run for run in self._graphs if run not in live]:
             del self._graphs[gone]
+        for key in [key for key in self._materials if key[0] not in live]:
+            del self._materials[key]
 
     def _advance(self, run_id: str) -> None:
         now = self.clock()
@@ -233,6 +238,8 @@ class Workflows:
             for start in decided.start:
                 unit_record = record.unit(start.unit)
                 check_transition(start.unit, unit_record.phase, Phase.RUNNING)
+                if self._cached(session, row, graph, record, start, now):
+                    continue
                 unit_record.phase, unit_record.attempt = Phase.RUNNING, 1
                 self._submit(session, row, graph, record, start.unit, work, now, start=start)
             if not (decided.expand or decided.settle or decided.start):
@@ -284,6 +291,8 @@ class Workflows:
                     _end(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
                     continue
                 _end(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
+                if unit_record.cache_key and row.cache_mode != "off":
+                    self._remember(session, row, node, unit, unit_record, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value:
@@ -298,6 +307,69 @@ class Workflows:
                     _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
                 else:
                     unit_record.retry_at, unit_record.reason = now + delay, why
+
+    def _cached(
+        self,
+        session: Session,
+        row: RunRow,
+        graph: Graph,
+        record: RunRecord,
+        start: Start,
+        now: float,
+    ) -> bool:
+        """For a started unit whose step is cached (and the run uses the cache): record
+        its key, and when a servable entry has it, the unit Cached with the entry's
+        outputs (True: no job). A key that cannot be made (a file or artifact gone, a
+        reference that does not resolve) means no caching: the unit runs as usual."""
+        node = graph.node(start.unit.step)
+        if not node.cache.enabled or row.cache_mode == "off":
+            return False
+        unit_record = record.unit(start.unit)
+        state = record.state(run_id=row.id, params=row.params, stopping=False)
+        try:
+            outputs = self.workspace.outputs(row.id, start.unit, node)
+            context = unit_context(graph, state, start, outputs=outputs)
+            material = material_of(graph, node, context)
+        except (PhalanxError, TemplateError, OSError, ValueError) as error:
+            log.info("run %s, unit %s: not cached: %s", row.id, start.unit, error)
+            return False
+        unit_record.cache_key = material.key()
+        self._materials[(row.id, start.unit)] = material.document()
+        if row.cache_mode != "use":
+            return False
+        entry = lookup(session, unit_record.cache_key, ttl=node.cache.ttl, now=now)
+        if entry is None:
+            return False
+        unit_record.outputs = dict(entry.outputs)
+        why = f"cache hit {entry.key[:12]}: from run {entry.run_id} step {entry.unit}"
+        _end(start.unit, unit_record, Phase.CACHED, why, now)
+        return True
+
+    def _remember(
+        self,
+        session: Session,
+        row: RunRow,
+        node: StepNode,
+        unit: Unit,
+        unit_record: UnitRecord,
+        now: float,
+    ) -> None:
+        """Write the cache entry of a unit that succeeded (never fails the unit)."""
+        material = self._materials.pop((row.id, unit), None)
+        try:
+            store(
+                session,
+                key=unit_record.cache_key,
+                material=material or {},
+                pipeline=row.pipeline,
+                node=node,
+                unit=str(unit),
+                run_id=row.id,
+                outputs=unit_record.outputs,
+                now=now,
+            )
+        except (PhalanxError, OSError, ValueError) as error:
+            log.warning("run %s, unit %s: no cache entry written: %s", row.id, unit, error)
 
     def _outputs(self, run_id: str, unit: Unit, node: StepNode) -> dict[str, Value]:
         """What downstream steps see of a unit that succeeded: each output artifact's URL

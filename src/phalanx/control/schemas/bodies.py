@@ -67,6 +67,11 @@ class NewRun(Body):
     )
     """Values of the pipeline's params by name (text is read by the param's type, as
     ``-p name=value`` is); omitted ones take their defaults."""
+    cache: Literal["use", "refresh", "off"] = Field(
+        "use",
+        description="the step cache: use (read and write entries), refresh (do not read, "
+        "write anew), off (neither)",
+    )
 
     def given(self) -> dict[str, Value]:
         """The params as ``phalanx.workflow.resolve`` takes them."""

@@ -269,4 +269,22 @@ class RunView(View):
     finished_at: float | None = None
     stop_requested: bool = False
     resumed_from: str | None = None  # the run this one resumes, if any
+    cache: str = "use"  # the step cache: use, refresh (write only) or off
     steps: list[StepView] = []
+
+
+class CacheEntryView(View):
+    """One entry of the step cache: the key, the step and run that produced it
+    (lineage), when, until when it is served, its outputs as downstream steps see them,
+    each artifact's URL and content hash, and the canonical document hashed into the key."""
+
+    key: str
+    pipeline: str
+    step: str
+    unit: str
+    run_id: str
+    created_at: float
+    expires_at: float | None = None
+    outputs: dict[str, Any] = {}
+    artifacts: dict[str, Any] = {}
+    material: dict[str, Any] = {}

@@ -213,3 +213,27 @@ class RunRow(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     #: The run this one resumes (``phalanx pipeline resume``): its done steps were reused.
     resumed_from: Mapped[str | None] = mapped_column(String(128), nullable=True, default=None)
+    #: The step cache for this run: ``use`` (read and write), ``refresh`` (write only),
+    #: ``off`` (neither).
+    cache_mode: Mapped[str] = mapped_column(String(16), default="use")
+
+
+class CacheEntryRow(Base):
+    """One cached result of a step (``phalanx.workflow.cache``): written by the workflow
+    controller when a step with ``cache.enabled`` succeeds, read when the same key comes
+    again. ``outputs`` is what downstream steps see (output params, and artifact URLs in
+    the producing run's workspace); ``artifacts`` each artifact's URL and content hash;
+    ``run_id`` and ``unit`` its lineage; ``material`` the canonical document hashed."""
+
+    __tablename__ = "cache_entries"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pipeline: Mapped[str] = mapped_column(String(253), index=True)
+    step: Mapped[str] = mapped_column(String(253))
+    unit: Mapped[str] = mapped_column(String(300))
+    run_id: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    outputs: Mapped[dict[str, Any]] = mapped_column(JSON)
+    artifacts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    material: Mapped[dict[str, Any]] = mapped_column(JSON)
