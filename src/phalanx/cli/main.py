@@ -11,6 +11,7 @@ import typer
 from phalanx.cli import (
     apply,
     bench,
+    cache,
     cordon,
     delete,
     demo,
@@ -66,6 +67,7 @@ app.add_typer(sim.app, name="sim")
 app.command("demo")(demo.demo)
 app.add_typer(wait.app, name="wait")
 app.add_typer(pipeline.app, name="pipeline")
+app.add_typer(cache.app, name="cache")
 
 
 if __name__ == "__main__":

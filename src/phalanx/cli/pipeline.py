@@ -13,6 +13,7 @@ from __future__ import annotations
 import typer
 
 from phalanx.cli.remote import connect, reported
+from phalanx.domain.errors import InvalidInput
 from phalanx.workflow.params import parse_assignments
 
 app = typer.Typer(help="Run pipelines registered with phalanx apply.", no_args_is_help=True)
@@ -25,12 +26,25 @@ def run(
     params: list[str] | None = typer.Option(
         None, "--param", "-p", help="A param's value: -p lr=0.1 (repeatable)."
     ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Neither read nor write the step cache."
+    ),
+    refresh_cache: bool = typer.Option(
+        False, "--refresh-cache", help="Do not read the step cache; write it anew."
+    ),
 ) -> None:
     """Start a run of a pipeline; prints the run's id."""
     with reported():
         given = parse_assignments(params or ())
+        if no_cache and refresh_cache:
+            raise InvalidInput(
+                "--no-cache and --refresh-cache contradict each other",
+                field="cache",
+                fix="give one of them",
+            )
+    mode = "off" if no_cache else "refresh" if refresh_cache else "use"
     with connect(ctx) as client:
-        view = client.run_pipeline(name, dict(given))
+        view = client.run_pipeline(name, dict(given), cache=mode)
     typer.echo(view.id)
 
 

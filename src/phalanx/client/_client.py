@@ -22,6 +22,7 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._unchanged import describe, differences
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
 from phalanx.control.schemas.views import (
+    CacheEntryView,
     EventView,
     JobPage,
     JobSummaryView,
@@ -208,11 +209,32 @@ class Client:
         """One registered pipeline with its document."""
         return _parse(PipelineView, self._call("GET", f"/pipelines/{_segment(name)}"))
 
-    def run_pipeline(self, name: str, params: dict[str, Any] | None = None) -> RunView:
+    def run_pipeline(
+        self, name: str, params: dict[str, Any] | None = None, *, cache: str = "use"
+    ) -> RunView:
         """Start a run of pipeline ``name``; ``params`` by name (text is read by each
-        param's type, as ``-p name=value``). The answer's ``id`` names the run."""
-        body = {"params": dict(params or {})}
+        param's type, as ``-p name=value``); ``cache``: use the step cache, ``refresh``
+        it (write only) or leave it ``off``. The answer's ``id`` names the run."""
+        body = {"params": dict(params or {}), "cache": cache}
         return _parse(RunView, self._call("POST", f"/pipelines/{_segment(name)}/runs", json=body))
+
+    def cache_entries(self, *, pipeline: str | None = None) -> list[CacheEntryView]:
+        """Step cache entries, oldest first (of one pipeline)."""
+        params = {} if pipeline is None else {"pipeline": pipeline}
+        return _parse_list(CacheEntryView, self._call("GET", "/cache", params=params))
+
+    def cache_entry(self, key: str) -> CacheEntryView:
+        """One step cache entry, with the document its key hashes."""
+        return _parse(CacheEntryView, self._call("GET", f"/cache/{_segment(key)}"))
+
+    def evict_cache(
+        self, key: str | None = None, *, pipeline: str | None = None
+    ) -> list[CacheEntryView]:
+        """Evict the entry ``key``, or every entry of ``pipeline``; the evicted ones."""
+        if key is not None:
+            return _parse_list(CacheEntryView, self._call("DELETE", f"/cache/{_segment(key)}"))
+        params = {"pipeline": pipeline or ""}
+        return _parse_list(CacheEntryView, self._call("DELETE", "/cache", params=params))
 
     def runs(
         self, *, pipeline: str | None = None, phase: str | Sequence[str] | None = None

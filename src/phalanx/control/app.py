@@ -14,7 +14,17 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
-from phalanx.control.api import jobs, nodes, pipelines, queues, runs, system, tokens, users
+from phalanx.control.api import (
+    cache,
+    jobs,
+    nodes,
+    pipelines,
+    queues,
+    runs,
+    system,
+    tokens,
+    users,
+)
 from phalanx.control.api.deps import ApiError, errors
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -59,7 +69,7 @@ def create_app(
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
-    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs):
+    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs, cache):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)
