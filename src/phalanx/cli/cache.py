@@ -17,7 +17,7 @@ from rich.table import Table
 
 from phalanx.cli import render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
-from phalanx.control.schemas.views import CacheEntryView
+from phalanx.client import CacheEntryView
 
 app = typer.Typer(help="The step cache of pipelines.", no_args_is_help=True)
 

@@ -34,6 +34,7 @@ from phalanx.client._documents import (
 from phalanx.client._errors import ClientError
 from phalanx.client._wait import JobEnded, WaitError, WaitTimeout
 from phalanx.control.schemas.views import (
+    CacheEntryView,
     EventView,
     GpuView,
     JobSummaryView,
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Applied",
     "ApplyInput",
+    "CacheEntryView",
     "Client",
     "ClientError",
     "DocumentError",
