@@ -79,15 +79,19 @@ def test_an_entry_is_served_until_its_ttl_or_an_artifact_is_gone(tmp_path: Path)
             node=node,
             unit="train",
             run_id="r1",
+            user="ann",
             outputs={"model": str(model)},
             now=100.0,
         )
     with db.session() as session:
-        found = lookup(session, "k" * 64, ttl=60, now=150.0)
+        found = lookup(session, "k" * 64, user="ann", ttl=60, now=150.0)
         assert found is not None and found.outputs == {"model": str(model)}
         assert found.artifacts["model"]["hash"].startswith("sha256:")
         assert found.expires_at == 160.0 and found.run_id == "r1"
-        assert lookup(session, "k" * 64, ttl=60, now=161.0) is None  # past its ttl
-        assert lookup(session, "x" * 64, ttl=None, now=150.0) is None  # no entry
+        assert lookup(session, "k" * 64, user="ann", ttl=60, now=161.0) is None  # past its ttl
+        assert lookup(session, "x" * 64, user="ann", ttl=None, now=150.0) is None  # no entry
+        assert lookup(session, "k" * 64, user="bob", ttl=None, now=150.0) is None  # ann's
         model.unlink()
-        assert lookup(session, "k" * 64, ttl=None, now=150.0) is None  # a miss, no error
+        assert (
+            lookup(session, "k" * 64, user="ann", ttl=None, now=150.0) is None
+        )  # a miss, no error

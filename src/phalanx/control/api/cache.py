@@ -73,6 +73,7 @@ def view(row: CacheEntryRow) -> CacheEntryView:
         step=row.step,
         unit=row.unit,
         run_id=row.run_id,
+        user=row.user,
         created_at=row.created_at,
         expires_at=row.expires_at,
         outputs=row.outputs,

@@ -6,7 +6,8 @@ needs I/O, the content hashes of the artifacts the step reads and of its
 ``cache.files``. A cached unit's outputs are the producing unit's, so a downstream step
 reads the artifact where the producing run wrote it (``WORKSPACE/runs/RUN/STEP/NAME``);
 an entry with an artifact gone is a miss (never an error), and the step runs again and
-writes its entry anew. A failure is never written, so never served.
+writes its entry anew. A failure is never written, so never served. An entry is served
+to runs of the user whose run made it (its artifacts are theirs).
 """
 
 from __future__ import annotations
@@ -64,11 +65,13 @@ def _exists(url: str) -> bool:
         return False
 
 
-def lookup(session: Session, key: str, *, ttl: float | None, now: float) -> CacheEntryRow | None:
-    """The entry of ``key`` if it may be served now (within ``ttl``, every artifact still
-    there), else None: a miss."""
+def lookup(
+    session: Session, key: str, *, user: str, ttl: float | None, now: float
+) -> CacheEntryRow | None:
+    """The entry of ``key`` if it may be served now to a run of ``user`` (made by a run of
+    theirs, within ``ttl``, every artifact still there), else None: a miss."""
     row = session.get(CacheEntryRow, key)
-    if row is None:
+    if row is None or row.user != user:
         return None
     entry = CacheEntry(
         key=row.key,
@@ -91,6 +94,7 @@ def store(
     node: StepNode,
     unit: str,
     run_id: str,
+    user: str,
     outputs: dict[str, Value],
     now: float,
 ) -> None:
@@ -110,6 +114,7 @@ def store(
             step=node.name,
             unit=unit,
             run_id=run_id,
+            user=user,
             created_at=now,
             expires_at=None if ttl is None else now + ttl,
             outputs=dict(outputs),

@@ -337,7 +337,7 @@ class Workflows:
         self._materials[(row.id, start.unit)] = material.document()
         if row.cache_mode != "use":
             return False
-        entry = lookup(session, unit_record.cache_key, ttl=node.cache.ttl, now=now)
+        entry = lookup(session, unit_record.cache_key, user=row.user, ttl=node.cache.ttl, now=now)
         if entry is None:
             return False
         unit_record.outputs = dict(entry.outputs)
@@ -365,6 +365,7 @@ class Workflows:
                 node=node,
                 unit=str(unit),
                 run_id=row.id,
+                user=row.user,
                 outputs=unit_record.outputs,
                 now=now,
             )

@@ -283,6 +283,7 @@ class CacheEntryView(View):
     step: str
     unit: str
     run_id: str
+    user: str  # the producing run's user: the entry is served to their runs
     created_at: float
     expires_at: float | None = None
     outputs: dict[str, Any] = {}

@@ -220,10 +220,12 @@ class RunRow(Base):
 
 class CacheEntryRow(Base):
     """One cached result of a step (``phalanx.workflow.cache``): written by the workflow
-    controller when a step with ``cache.enabled`` succeeds, read when the same key comes
-    again. ``outputs`` is what downstream steps see (output params, and artifact URLs in
-    the producing run's workspace); ``artifacts`` each artifact's URL and content hash;
-    ``run_id`` and ``unit`` its lineage; ``material`` the canonical document hashed."""
+        controller when a step with ``cache.enabled`` succeeds, read when the same key comes
+        again. ``outputs`` is what downstream steps see (output params, and artifact URLs in
+        the producing run's workspace); ``artifacts`` each artifact's URL and content hash;
+        ``run_id`` and ``unit`` its lineage; ``material`` the canonical document hashed. An
+    entry is served only to runs of its ``user``, who owns the artifacts (a workspace
+    directory is its user's alone when tasks run as users' own uids)."""
 
     __tablename__ = "cache_entries"
 
@@ -232,6 +234,7 @@ class CacheEntryRow(Base):
     step: Mapped[str] = mapped_column(String(253))
     unit: Mapped[str] = mapped_column(String(300))
     run_id: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(253))  # the producing run's: it owns the artifacts
     created_at: Mapped[float] = mapped_column(Float)
     expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     outputs: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -32,6 +32,7 @@ def upgrade() -> None:
         sa.Column("step", sa.String(253), nullable=False),
         sa.Column("unit", sa.String(300), nullable=False),
         sa.Column("run_id", sa.String(128), nullable=False),
+        sa.Column("user", sa.String(253), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("expires_at", sa.Float(), nullable=True),
         sa.Column("outputs", sa.JSON(), nullable=False),
