@@ -47,6 +47,8 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
     }
     if run.resumed_from:
         fields["Resumes"] = run.resumed_from
+    if run.cache != "use":
+        fields["Cache"] = "off" if run.cache == "off" else "refresh (not read, written anew)"
     if run.stop_requested:
         fields["Stop"] = "requested"
     if run.message:

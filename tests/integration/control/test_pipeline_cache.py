@@ -115,6 +115,7 @@ def test_the_cache_serves_identical_steps_and_reruns_exactly_what_changed(
         sixth = ok(phalanx(server, "pipeline", "run", "cached", "--no-cache")).strip()
         assert phases(finished(api, sixth)) == ["Succeeded"] * 3
         assert executed(work) == (3, 4, 4)
+        assert "Cache" in ok(phalanx(server, "describe", "run", sixth))
         assert {e["key"]: e["run_id"] for e in api.get("/api/v1/cache")} == before
         # --refresh-cache: everything runs, and the entries are its own.
         seventh = ok(phalanx(server, "pipeline", "run", "cached", "--refresh-cache")).strip()
