@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -15,6 +15,8 @@ from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.schemas.views import ErrorView
 from phalanx.control.store.database import Database
+from phalanx.domain.errors import DocumentError
+from phalanx.spec.loader import build_document
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
 
@@ -112,3 +114,24 @@ Admin = Annotated[Principal, Depends(admin)]
 # "function" scope: the transaction commits before the answer is sent, never after it.
 DbSession = Annotated[Session, Depends(session, scope="function")]
 TheController = Annotated[Controller, Depends(controller)]
+
+
+_Kind = TypeVar("_Kind")
+
+
+def document_of(body: Any, kind: type[_Kind], endpoint: str) -> _Kind:
+    """``body`` as a validated document of ``kind``; a 422 ``ApiError`` naming the field
+    and the fix for an invalid one, or for a document of another kind."""
+    try:
+        document = build_document(body)
+    except DocumentError as error:
+        raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
+    if not isinstance(document, kind):
+        name = kind.__name__.removesuffix("Document")
+        raise ApiError(
+            422,
+            f"a {document.kind} document was sent to the {endpoint} endpoint",
+            field="kind",
+            fix=f"send kind {name} here",
+        )
+    return document

@@ -14,14 +14,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Request
 from sqlalchemy import select
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.api.deps import ApiError, Caller, DbSession, document_of, errors
 from phalanx.control.api.runs import poke, run_view
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.bodies import NewRun
 from phalanx.control.schemas.views import PipelineView, RunView
 from phalanx.control.store.models import PipelineRow, RunRow
-from phalanx.domain.errors import DocumentError, InvalidInput
-from phalanx.spec.loader import build_document
+from phalanx.domain.errors import InvalidInput
 from phalanx.workflow import PipelineDocument, RunPhase, resolve
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=errors(401, 422))
@@ -134,18 +133,7 @@ def start_run(
 
 
 def _parse(body: Any) -> PipelineDocument:
-    try:
-        document = build_document(body)
-    except DocumentError as error:
-        raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
-    if not isinstance(document, PipelineDocument):
-        raise ApiError(
-            422,
-            f"a {document.kind} document was sent to the pipelines endpoint",
-            field="kind",
-            fix="send kind Pipeline here",
-        )
-    return document
+    return document_of(body, PipelineDocument, "pipelines")
 
 
 def _existing(session: DbSession, name: str) -> PipelineRow:

@@ -8,15 +8,21 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from sqlalchemy import func, select
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
+from phalanx.control.api.deps import (
+    Admin,
+    ApiError,
+    Caller,
+    DbSession,
+    TheController,
+    document_of,
+    errors,
+)
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import QueueUsage
 from phalanx.control.schemas.views import QueueView
 from phalanx.control.store.models import JobRow, QueueRow
-from phalanx.domain.errors import DocumentError
 from phalanx.domain.queue import ROOT_QUEUE
-from phalanx.spec.loader import build_document
 from phalanx.spec.queue import QueueDocument
 
 router = APIRouter(prefix="/api/v1/queues", tags=["queues"], responses=errors(401, 422))
@@ -122,18 +128,7 @@ def delete_queue(name: str, _: Admin, session: DbSession, controller: TheControl
 
 
 def _parse(body: Any) -> QueueDocument:
-    try:
-        document = build_document(body)
-    except DocumentError as error:
-        raise ApiError(422, str(error), field=error.field, fix=error.fix) from None
-    if not isinstance(document, QueueDocument):
-        raise ApiError(
-            422,
-            f"a {document.kind} document was sent to the queues endpoint",
-            field="kind",
-            fix="send kind Queue here",
-        )
-    return document
+    return document_of(body, QueueDocument, "queues")
 
 
 def _check_parent(session: DbSession, document: QueueDocument) -> None:
