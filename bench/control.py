@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import psutil
 
+from phalanx.benchmarks.serving import wait_answering
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.domain.job import JobPhase
 from phalanx.executors.rendezvous import free_ports
@@ -86,16 +87,8 @@ def server(cluster_text: str) -> Any:
         process = subprocess.Popen([sys.executable, "-c", SERVE, *args])
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the server did not start")
-                time.sleep(0.1)
+            if not wait_answering(url, process, timeout=60):
+                raise RuntimeError("the server did not start")
             token = (root / "data" / "admin.token").read_text().strip()
             limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
             with httpx.Client(

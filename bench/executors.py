@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from phalanx.benchmarks.raycluster import WORKERS, LoopbackCluster, loopback_cluster
+from phalanx.benchmarks.serving import wait_answering
 from phalanx.executors.ray.nodes import node_name
 from phalanx.executors.rendezvous import free_ports
 
@@ -83,16 +84,8 @@ def server(root: Path, executor: str, target: str) -> Iterator[httpx.Client]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((root / f"server-{executor}.err").read_text()[-3000:])
-            time.sleep(0.1)
+        if not wait_answering(url, process, timeout=120):
+            raise RuntimeError((root / f"server-{executor}.err").read_text()[-3000:])
         token = (data / "admin.token").read_text().strip()
         with httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
