@@ -153,9 +153,16 @@ def steps_table(steps: Sequence[StepView], now: float) -> Table:
             str(step.attempt) if step.attempt else "-",
             step.job or "-",
             ran,
-            step.reason or "",
+            _step_reason(step, now),
         )
     return table
+
+
+def _step_reason(step: StepView, now: float) -> str:
+    """Why a unit is where it is; for one waiting out a retry backoff, when it retries."""
+    if step.retry_at is None:
+        return step.reason or ""
+    return f"retrying in {seconds(step.retry_at - now)}: {step.reason}"
 
 
 def seconds(value: float) -> str:

@@ -330,11 +330,11 @@ _RETRIED: Final[tuple[FailureCause, ...]] = ("preempted", "nodeLost")
 class RetrySpec(SpecModel):
     """``retry``: when and how often a step's job is run again."""
 
-    max_attempts: Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)] = 1
+    max_attempts: Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)] = 3
     """Attempts in all, the first included (1: no retry)."""
     on: list[FailureCause] = Field(default_factory=lambda: list(_RETRIED))
-    """Which endings are retried: preempted (evicted), nodeLost, failed (non-zero exit,
-    timeout)."""
+    """Which endings are retried: preempted (evicted by preemption or reclaim), nodeLost,
+    failed (non-zero exit, timeout). An ending not listed fails the step at once."""
     backoff: BackoffSpec = Field(default_factory=BackoffSpec)
     """The wait between attempts."""
 

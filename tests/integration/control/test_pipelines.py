@@ -89,7 +89,7 @@ def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
             job = api.job(unit["job"])
             assert job["phase"] == "Succeeded" and job["user"] == "admin"
             assert unit["started_at"] <= unit["finished_at"]
-        listed = api.get("/api/v1/runs")
+        listed = api.get("/api/v1/runs")["items"]
         assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
             (run_id, "tri", "Succeeded")
         ]
@@ -367,3 +367,36 @@ def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
         assert ended(api, run_id)["phase"] == "Succeeded"
         model = tmp_path / "data" / "workspace" / "runs" / run_id / "train" / "model"
         assert model.read_text() == "HELLO\nlr=0.5\n"
+
+
+ONE_STEP = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: one}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    only: {command: "true"}
+"""
+
+
+def test_runs_are_listed_a_page_at_a_time_and_only_to_their_users(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(ONE_STEP))
+        made = [run(api, "one") for _ in range(5)]
+        seen: list[str] = []
+        after: str | None = None
+        while True:
+            page = api.get("/api/v1/runs", limit=2, **({"after": after} if after else {}))
+            assert len(page["items"]) <= 2
+            seen += [r["id"] for r in page["items"]]
+            if page["next"] is None:
+                break
+            after = page["next"]
+        assert seen == made  # oldest first, none repeated or skipped
+        assert api.user("bob").get("/api/v1/runs")["items"] == []
+        refused = api.get("/api/v1/runs", expect=404, after="no-such-run")
+        assert refused["field"] == "after"
+        runs = json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))
+        assert [r["id"] for r in runs] == made

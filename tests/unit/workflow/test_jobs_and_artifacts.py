@@ -210,4 +210,6 @@ def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
     assert [retry.delay(n, "preempted") for n in range(1, 6)] == [10.0, 30.0, 60.0, 60.0, None]
     assert retry.delay(1, "failed") is None  # a plain non-zero exit is not retried by default
     assert RetrySpec.model_validate({"on": ["failed"], "maxAttempts": 2}).delay(1, "failed") == 10.0
-    assert RetrySpec().delay(1, "nodeLost") is None  # one attempt unless asked
+    # By default: 3 attempts for what is not the step's fault, 10 s then 20 s apart.
+    assert [RetrySpec().delay(n, "nodeLost") for n in (1, 2, 3)] == [10.0, 20.0, None]
+    assert RetrySpec().delay(1, "failed") is None

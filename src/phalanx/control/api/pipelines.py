@@ -158,7 +158,10 @@ def _may_change(row: PipelineRow, caller: Principal) -> None:
 
 
 def _dump(document: PipelineDocument) -> dict[str, Any]:
-    return document.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """The document as stored: what was written, defaults left out, so that reading it
+    back gives the same fields set (a job step's unset queue stays the pipeline's
+    default queue, not the Job document's own default)."""
+    return document.to_dict()
 
 
 def _view(row: PipelineRow) -> PipelineView:

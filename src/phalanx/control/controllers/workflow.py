@@ -7,7 +7,11 @@ active run (Pending or Running), and for each, in one transaction:
    a Succeeded job's unit reads its output params (``phalanx.workflow.read_outputs``)
    and Succeeds, or Fails when they are missing or bad; a Failed job's unit is retried
    by its step's ``retry`` (``RetrySpec.delay``: the next attempt's job is submitted
-   once the delay has passed) or Fails; a Cancelled job's unit is Cancelled;
+   once the delay has passed) or Fails; a Cancelled job's unit is Cancelled. A job
+   that was preempted (evicted: its ``preemptions`` count went up) ends its attempt
+   too: it is cancelled, and its unit retried by the step's ``retry`` for the cause
+   ``preempted`` or Failed; so a step's retries and backoff, not the job lifecycle's
+   free requeue, decide what a preemption costs;
 2. due retries submit their next attempt;
 3. plans (``phalanx.workflow.plan``) and records each plan's expansions, settles and
    starts before planning again, until a plan asks for nothing more. Each start becomes
@@ -215,7 +219,7 @@ class Workflows:
         graph = self._graph(row)
         record = RunRecord.from_json(row.state)
         stopping = row.stop_requested
-        self._observe(session, row, graph, record, stopping, now)
+        self._observe(session, row, graph, record, stopping, now, work.cancel)
         for unit, unit_record in sorted(record.units.items()):
             if unit_record.phase is not Phase.RUNNING or unit_record.retry_at is None:
                 continue
@@ -255,8 +259,10 @@ class Workflows:
         record: RunRecord,
         stopping: bool,
         now: float,
+        cancel: list[str],
     ) -> None:
-        """Feed the ended jobs of Running units to their units."""
+        """Feed the ended (or preempted) jobs of Running units to their units; a preempted
+        job still queued or running again is added to ``cancel``."""
         waiting = {
             unit: r
             for unit, r in record.units.items()
@@ -274,6 +280,7 @@ class Workflows:
                     JobRow.message,
                     JobRow.started_at,
                     JobRow.finished_at,
+                    JobRow.preemptions,
                 ).where(JobRow.name.in_([r.job for r in waiting.values()]))
             )
         }
@@ -295,15 +302,17 @@ class Workflows:
                     self._remember(session, row, node, unit, unit_record, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
-            elif job.phase == JobPhase.FAILED.value:
-                text = f"{job.reason} {job.message}"
-                cause: FailureCause = "nodeLost" if "lost" in text.lower() else "failed"
+            elif job.phase == JobPhase.FAILED.value or job.preemptions:
+                cause, why = _attempt_ended(unit_record.job, job)
+                if job.phase != JobPhase.FAILED.value:  # preempted: this attempt is over
+                    cancel.append(unit_record.job)
                 retry = graph.node(unit.step).retry
                 delay = None if stopping else retry.delay(unit_record.attempt, cause)
-                # The job's own retries are none (maxRetry 0): the step's policy decides.
-                said = job.message.removesuffix("; no retries left (maxRetry 0)")
-                why = f"job {unit_record.job} failed: {said}"[:2000]
                 if delay is None:
+                    if not stopping and cause not in retry.on:
+                        why += f"; fix: add {cause} to the step's retry.on to retry it"
+                    elif not stopping and unit_record.attempt > 1:
+                        why += f" (attempt {unit_record.attempt} of {retry.max_attempts})"
                     _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
                 else:
                     unit_record.retry_at, unit_record.reason = now + delay, why
@@ -502,6 +511,21 @@ def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start
     if isinstance(items, str):
         raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
     return Start(unit=unit, item=items[unit.index], has_item=True)
+
+
+def _attempt_ended(name: str, job: Any) -> tuple[FailureCause, str]:
+    """Why the attempt whose job ``name`` (a stored row: phase, reason, message,
+    preemptions) failed or was preempted: the retry cause and the unit's reason."""
+    if job.phase != JobPhase.FAILED.value:
+        return "preempted", f"job {name} was preempted: {job.message}"[:2000]
+    if job.reason == "WalltimeExceeded":
+        return "failed", f"job {name} timed out: {job.message}"[:2000]
+    cause: FailureCause = (
+        "nodeLost" if "lost" in f"{job.reason} {job.message}".lower() else "failed"
+    )
+    # The job's own retries are none (maxRetry 0): the step's policy decides.
+    said = job.message.removesuffix("; no retries left (maxRetry 0)")
+    return cause, f"job {name} failed: {said}"[:2000]
 
 
 def _end(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:

@@ -252,6 +252,7 @@ class StepView(View):
     reason: str = ""
     started_at: float | None = None
     finished_at: float | None = None
+    retry_at: float | None = None  # its next attempt is submitted then (after a backoff)
     outputs: dict[str, Any] = {}
 
 
@@ -271,6 +272,14 @@ class RunView(View):
     resumed_from: str | None = None  # the run this one resumes, if any
     cache: str = "use"  # the step cache: use, refresh (write only) or off
     steps: list[StepView] = []
+
+
+class RunPage(View):
+    """One page of runs, oldest first; pass ``next`` (a run id) as ``after`` for the
+    following page (None: this is the last)."""
+
+    items: list[RunView]
+    next: str | None = None
 
 
 class CacheEntryView(View):
