@@ -17,6 +17,7 @@ refused before it is parsed.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +48,15 @@ class Workspace:
     """The root under which runs keep their artifacts (a path or an fsspec URL)."""
 
     root: str
+
+    def mounts(self) -> tuple[str, ...]:
+        """What a step in a container mounts to see its artifacts at their URLs: the
+        root, when it is a local directory; nothing for a remote filesystem, which the
+        step reaches by its URLs."""
+        protocol = fsspec.core.split_protocol(self.root)[0]
+        if protocol not in (None, "file", "local"):
+            return ()
+        return (os.path.abspath(fsspec.core.strip_protocol(self.root)),)
 
     def run_url(self, run_id: str) -> str:
         """The directory of one run."""

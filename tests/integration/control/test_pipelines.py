@@ -221,7 +221,7 @@ apiVersion: phalanx/v1
 kind: Pipeline
 metadata: {name: sweep}
 spec:
-  defaults: {queue: wf, resources: {cpu: 100m, memory: 64Mi}}
+  defaults: {queue: gpus, resources: {cpu: 100m, memory: 64Mi, gpu: 1}}
   steps:
     items:
       command: "python3 -c 'import json; print(json.dumps(list(range(200))))' > {{outputs.list}}"
@@ -232,9 +232,12 @@ spec:
 """
 
 
-def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: Path) -> None:
+def test_a_200_item_foreach_keeps_to_max_parallel_and_its_gpu_queue_capability(
+    tmp_path: Path,
+) -> None:
     with running_server(tmp_path) as server:
         api = admin(server)
+        api.queue("gpus", capability={"gpu": 6})  # of the cluster's 8
         api.post("/api/v1/pipelines", pipeline(FANOUT))
         run_id = run(api, "sweep")
         view = ended(api, run_id, timeout=240)
@@ -252,12 +255,23 @@ def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: 
             [(j["created_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
             key=lambda edge: (edge[0], edge[1]),
         )
-        live = peak = 0
-        for _, change in edges:
-            live += change
-            peak = max(peak, live)
-        assert peak <= 8
-        assert peak >= 4  # the fan-out did run in parallel
+        assert 4 <= _peak(edges) <= 8  # in parallel, never above maxParallel
+        # The most GPUs held at any instant (each item's job holds 1 from its placement to
+        # its end): never above the queue's capability.
+        held = sorted(
+            [(j["started_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
+            key=lambda edge: (edge[0], edge[1]),
+        )
+        assert _peak(held) <= 6
+
+
+def _peak(edges: list[tuple[float, int]]) -> int:
+    """The most intervals open at once, given their sorted (time, +1 open / -1 close)."""
+    live = peak = 0
+    for _, change in edges:
+        live += change
+        peak = max(peak, live)
+    return peak
 
 
 def test_a_server_killed_mid_run_finishes_it_after_a_restart_without_duplicates(

@@ -65,6 +65,13 @@ def test_a_job_step_keeps_its_roles_and_gets_defaults() -> None:
     assert worker.command == ["/bin/sh", "-c", "torchrun --tag 'v 1'"]
     assert master.image == "localhost/train:1.0"
     assert master.env == {"LOG": "info", "PHALANX_RUN_ID": "r2", "PHALANX_STEP": "dist"}
+    # Roles in an image mount the workspace, to see the artifacts at their paths.
+    mounted = job_spec(node, context, unit="dist", mounts=WS.mounts())
+    assert [role.mounts for role in mounted.roles] == [["/data/wf"], ["/data/wf"]]
+    assert Workspace("s3://bucket/wf").mounts() == ()  # reached by its URLs
+    tri = build_graph(load_pipelines(TRI)[0].spec).steps["prep"]
+    [on_host] = job_spec(tri, Context(step="prep", outputs={"data": "d"}), mounts=WS.mounts()).roles
+    assert on_host.image is None and on_host.mounts == []  # a host task sees them anyway
 
 
 def test_an_unresolved_reference_or_an_oversized_command_names_the_step() -> None:

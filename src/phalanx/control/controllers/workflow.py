@@ -421,7 +421,7 @@ class Workflows:
             outputs = self.workspace.outputs(row.id, unit, node)
             self._make_dirs(row, unit)
             context = unit_context(graph, state, start, outputs=outputs)
-            spec = job_spec(node, context, unit=str(unit))
+            spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
             return
