@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.integration.control import processes
@@ -72,8 +73,10 @@ def steps(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {step["unit"]: step for step in view["steps"]}
 
 
-def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
-    with running_server(tmp_path) as server:
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["default-workspace", "file-url"])
+def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path, elsewhere: bool) -> None:
+    given = f"file://{tmp_path}/elsewhere" if elsewhere else None
+    with running_server(tmp_path, workspace=given) as server:
         api = admin(server)
         api.post("/api/v1/pipelines", pipeline(TRI))
         run_id = run(api, "tri", lr="0.5")
@@ -81,7 +84,8 @@ def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
         assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
         units = steps(view)
         assert [s["phase"] for s in view["steps"]] == ["Succeeded"] * 3
-        workspace = tmp_path / "data" / "workspace" / "runs" / run_id
+        root = tmp_path / "elsewhere" if elsewhere else tmp_path / "data" / "workspace"
+        workspace = root / "runs" / run_id
         assert units["prep"]["outputs"] == {"rows": 3, "data": str(workspace / "prep" / "data")}
         model = workspace / "train" / "model"
         assert model.read_text() == "HELLO\nlr=0.5\n"
