@@ -118,6 +118,8 @@ spec:
       dependsOn: [flaky]
       when: "{{params.promote}} == true and {{steps.train.outputs.accuracy}} > 0.5"
       command: "true"
+  finally:
+    always: {command: "true"}
 """
 
 FAILING = """\
@@ -164,6 +166,7 @@ def test_when_false_is_skipped_retries_follow_the_policy_and_the_run_succeeds(
         assert units["promote"]["job"] == ""  # never ran
         assert "when is false" in units["promote"]["reason"]
         assert units["flaky"]["phase"] == "Succeeded" and units["flaky"]["attempt"] == 2
+        assert units["always"]["phase"] == "Succeeded"  # finally runs after a success too
         first = units["flaky"]["job"].removesuffix("-2") + "-1"
         assert api.job(first)["phase"] == "Failed"  # one job per attempt
         promoted = ended(api, run(api, "branches", promote=True))
