@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.client import JobSummaryView, NodeView, QueueView, RunView, StepView, TaskView
+from phalanx.client import (
+    JobSummaryView,
+    NodeView,
+    PipelineView,
+    QueueView,
+    RunView,
+    StepView,
+    TaskView,
+)
 from phalanx.domain.resources import Resources, format_amount
 
 _PHASE_STYLE = {
@@ -134,6 +142,25 @@ def runs_table(runs: Sequence[RunView], now: float) -> Table:
             age(run.created_at, now),
             seconds((run.finished_at or now) - run.created_at),
             run.resumed_from or "-",
+        )
+    return table
+
+
+def pipelines_table(pipelines: Sequence[PipelineView], now: float) -> Table:
+    """One row per pipeline: name, owner, steps, schedule and when it next fires."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("PIPELINE", "USER", "STEPS", "SCHEDULE", "NEXT RUN"):
+        table.add_column(title, overflow="fold")
+    for each in pipelines:
+        spec = each.document.get("spec", {})
+        schedule = spec.get("schedule") or {}
+        table.add_row(
+            each.name,
+            each.user,
+            str(len(spec.get("steps", {})) + len(spec.get("finally", {}))),
+            " ".join(filter(None, [schedule.get("cron"), schedule.get("concurrencyPolicy")]))
+            or "-",
+            "-" if each.next_run_at is None else f"in {age(now, each.next_run_at)}",
         )
     return table
 

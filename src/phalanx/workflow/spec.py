@@ -200,6 +200,19 @@ class PipelineSpec(SpecModel):
     """Start runs by the clock; omitted: runs start on request only."""
 
     @model_validator(mode="after")
+    def _scheduled_runs_need_no_params(self) -> Self:
+        if self.schedule is not None:
+            for param in self.declared_params():
+                if param.default is None:
+                    raise located(
+                        f"param {param.name} has no default, and a run the schedule starts "
+                        "gives no params",
+                        f"give {param.name} a default, or remove schedule",
+                        at=("schedule",),
+                    )
+        return self
+
+    @model_validator(mode="after")
     def _a_graph(self) -> Self:
         from phalanx.workflow.dag import GraphError, build_graph  # noqa: PLC0415 (cycle)
 

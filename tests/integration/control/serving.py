@@ -101,6 +101,7 @@ class Api:
     """Requests as one user, failing loudly on unexpected status codes."""
 
     def __init__(self, url: str, token: str) -> None:
+        self.token = token
         self.http = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )

@@ -421,3 +421,59 @@ def test_runs_are_listed_a_page_at_a_time_and_only_to_their_users(tmp_path: Path
         assert refused["field"] == "after"
         runs = json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))
         assert [r["id"] for r in runs] == made
+
+
+EVERY_MINUTE = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: minutely}
+spec:
+  params: {word: tick}
+  schedule: {cron: "* * * * *", concurrencyPolicy: skip}
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    say: {command: "echo {{params.word}}"}
+"""
+
+
+def test_a_schedule_starts_runs_of_the_owner_by_the_clock(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        alice = admin(server).user("alice")
+        alice.post("/api/v1/pipelines", pipeline(EVERY_MINUTE))
+        listed = ok(phalanx(server, "get", "pipelines", token=alice.token))
+        assert "* * * * * skip" in listed and "in " in listed
+        # The next minute starts a run (the wait is for the clock, not a measured time).
+        started = wait_for(
+            lambda: alice.get("/api/v1/runs")["items"], "the schedule's first run", timeout=75
+        )
+        run_id = started[0]["id"]
+        assert re.fullmatch(r"minutely-\d{12}", run_id)
+        view = ended(alice, run_id)
+        assert view["phase"] == "Succeeded" and view["user"] == "alice"
+        assert view["params"] == {"word": "tick"}
+
+
+DSL = """\
+from phalanx.workflow import PipelineBuilder
+
+p = PipelineBuilder("built", params={"word": "hi"},
+                    defaults={"queue": "wf", "resources": {"cpu": 1, "memory": "256Mi"}})
+say = p.step("say", command=f"echo {p.params.word} > {{{{outputs.text}}}}", outputs=["text"])
+p.step("shout", inputs={"artifacts": {"text": say.outputs.text}},
+       command="tr a-z A-Z < {{inputs.text}} > {{outputs.loud}}", outputs=["loud"])
+"""
+
+
+def test_a_pipeline_built_with_the_python_dsl_is_applied_and_run_from_its_file(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(DSL)
+    with running_server(tmp_path) as server:
+        admin(server)
+        assert ok(phalanx(server, "apply", "-f", str(script))).strip() == "pipeline/built created"
+        run_id = ok(phalanx(server, "pipeline", "run", "built", "-p", "word=hello")).strip()
+        view = ended(Api(server.url, server.admin_token or ""), run_id)
+        assert view["phase"] == "Succeeded"
+        loud = tmp_path / "data" / "workspace" / "runs" / run_id / "shout" / "loud"
+        assert loud.read_text() == "HELLO\n"

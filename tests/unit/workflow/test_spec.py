@@ -3,6 +3,8 @@ bad document is refused naming the document, the step, the field and the fix."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from phalanx.domain.errors import DocumentError, InvalidInput
@@ -55,8 +57,10 @@ def test_every_feature_resolves_through_components_and_defaults() -> None:
     assert graph.downstream("best") == {"promote", "dist"}
     assert pipeline.spec.schedule is not None
     assert pipeline.spec.schedule.concurrency_policy == "skip"
+    assert resolve(pipeline.spec.declared_params())["tag"] == "nightly"  # as scheduled runs
+    required = [replace(p, default=None) for p in pipeline.spec.declared_params()]
     with pytest.raises(InvalidInput, match=r"params.tag: is required.*-p tag=VALUE"):
-        resolve(pipeline.spec.declared_params())
+        resolve(required, {"lrs": [0.1], "threshold": 0.5, "dry": False})
 
 
 def test_a_yaml_on_key_means_on() -> None:

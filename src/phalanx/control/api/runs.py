@@ -15,7 +15,7 @@ from sqlalchemy import and_, or_, select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
-from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
 from phalanx.control.controllers.workflow import ACTIVE
 from phalanx.control.schemas.bodies import ResumeRun
 from phalanx.control.schemas.views import RunPage, RunView, StepView
@@ -131,19 +131,14 @@ def resume_run(
         raise ApiError(
             422, str(error).removesuffix(f"; fix: {error.fix}"), field=error.field, fix=error.fix
         ) from None
-    run = RunRow(
-        id=new_id,
+    run = new_run(
+        new_id,
         pipeline=old.pipeline,
-        user=old.user,  # its steps read the old run's artifacts, as the old run's user
         document=old.document,
+        user=old.user,  # its steps read the old run's artifacts, as the old run's user
         params=params,
-        phase=RunPhase.PENDING.value,
-        message="",
-        state=record.to_json(),
-        stop_requested=False,
         created_at=time.time(),
-        resumed_from=old.id,
-        cache_mode="use",
+        resumes=(old.id, record),
     )
     session.add(run)
     view = run_view(session, run)  # before the commit, which ends the route's transaction

@@ -1,6 +1,7 @@
 """The workflow controller: the single writer of runs' phases and records.
 
-One more controller of the control plane, on a thread of its own. A tick reads every
+One more controller of the control plane, on a thread of its own. A tick first starts
+the runs that pipelines' cron schedules have due (``schedules``), then reads every
 active run (Pending or Running), and for each, in one transaction:
 
 1. observes its units' jobs in the store (the job controller writes their phases):
@@ -47,6 +48,7 @@ from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, RunRow
 from phalanx.control.submit import check_queues, store_jobs
@@ -118,6 +120,7 @@ class Workflows:
         self._graphs: dict[str, Graph] = {}
         #: Key material of cached units under way (shown by ``cache show``), by run and unit.
         self._materials: dict[tuple[str, Unit], dict[str, Any]] = {}
+        self._schedules_minute = -1.0  # the minute (time // 60) schedules were looked at
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -152,7 +155,13 @@ class Workflows:
     # -- one tick ------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Advance every active run, each in its own transaction."""
+        """Start the runs pipelines' schedules have due (``schedules.fire_due``), then
+        advance every active run, each in its own transaction."""
+        now = self.clock()
+        if now // 60 != self._schedules_minute:  # cron fires on minutes: once a minute
+            with self.db.write() as session:
+                fire_due(session, now)
+            self._schedules_minute = now // 60
         with self.db.session() as session:
             ids = session.scalars(
                 select(RunRow.id).where(RunRow.phase.in_(ACTIVE)).order_by(RunRow.created_at)

@@ -240,6 +240,7 @@ class PipelineView(View):
     created_at: float
     updated_at: float
     document: dict[str, Any]
+    next_run_at: float | None = None  # when its schedule next starts a run (None: no schedule)
 
 
 class StepView(View):
