@@ -379,6 +379,17 @@ class CacheSpec(SpecModel):
     """Part of the key: change it to make every earlier entry of the step a miss."""
 
 
+class SubPipelineSpec(SpecModel):
+    """``pipeline``: the step runs a registered pipeline as a run of its own (a child run),
+    and ends as that run ends."""
+
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    """The registered pipeline to run."""
+    params: dict[Identifier, TemplateText] = Field(default_factory=dict)
+    """Its params (templates allowed: {{params.x}}, {{steps.s.outputs.y}}, {{item}}); the
+    others take their defaults."""
+
+
 class ScheduleSpec(SpecModel):
     """``schedule``: start a run by the clock."""
 

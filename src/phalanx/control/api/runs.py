@@ -173,6 +173,8 @@ def run_view(session: DbSession, row: RunRow, *, steps: bool = True) -> RunView:
         finished_at=row.finished_at,
         stop_requested=row.stop_requested,
         resumed_from=row.resumed_from,
+        parent=row.parent,
+        scheduled_at=row.scheduled_at,
         cache=row.cache_mode,
         steps=_steps(session, row) if steps else [],
     )

@@ -160,11 +160,13 @@ def new_run(
     cache: str = "use",
     scheduled_at: float | None = None,
     resumes: tuple[str, RunRecord] | None = None,
+    parent: str | None = None,
 ) -> RunRow:
     """A Pending run ``run_id`` of pipeline ``pipeline`` (its ``document`` as stored),
     for ``user`` (who owns its jobs and artifacts) with resolved ``params``; the
     workflow controller plans it on its next tick. A run that ``resumes`` another (its
-    id, and the first record ``resumed_record`` made) starts from that record."""
+    id, and the first record ``resumed_record`` made) starts from that record; a child
+    run names its ``parent``."""
     return RunRow(
         id=run_id,
         pipeline=pipeline,
@@ -179,4 +181,5 @@ def new_run(
         cache_mode=cache,
         scheduled_at=scheduled_at,
         resumed_from=None if resumes is None else resumes[0],
+        parent=parent,
     )

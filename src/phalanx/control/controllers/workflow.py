@@ -22,8 +22,16 @@ active run (Pending or Running), and for each, in one transaction:
    Running units the plan lists;
 4. writes the run's record and phase with the jobs it inserted, in the same commit.
 
+A unit of a sub-pipeline step (``pipeline``) runs no job: its start inserts a child
+run of the named pipeline (its document as it is then; the run's user; params rendered
+from the step's templates; ``parent`` the run), whose id is the attempt's job name, and
+the unit ends as that run ends (a failed child is retried by the step's ``retry`` as a
+failed job is); a stop of the run stops its child runs. A pipeline that would run
+itself, or nest deeper than ``MAX_NESTING``, fails the step.
+
 Because a unit is recorded Running with its job's name in the transaction that inserts
-the job, a restarted server finds every job it submitted and never submits one twice.
+the job (or its child run), a restarted server finds every job it submitted and never
+submits one twice.
 After the commit it hands the new jobs to the job controller (``offer`` + ``wake``).
 The job controller tells it when jobs end (``poke``), so a step's successor starts
 within one tick of the job controller; it also ticks every ``period``.
@@ -31,6 +39,7 @@ within one tick of the job controller; it also ticks every ``period``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -47,12 +56,12 @@ from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.core import TERMINAL
-from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
 from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow, RunRow
+from phalanx.control.store.models import JobRow, PipelineRow, RunRow
 from phalanx.control.submit import check_queues, store_jobs
-from phalanx.domain.errors import PhalanxError
+from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.job import JobPhase
 from phalanx.executors.identity import TaskIdentity
 from phalanx.spec.common import Metadata
@@ -72,11 +81,13 @@ from phalanx.workflow import (
     job_spec,
     plan,
     read_outputs,
+    resolve,
     unit_context,
 )
 from phalanx.workflow.dag import StepNode
 from phalanx.workflow.parts import FailureCause
-from phalanx.workflow.templates import TemplateError, Value
+from phalanx.workflow.planner import render_value
+from phalanx.workflow.templates import Context, TemplateError, Value
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +96,8 @@ RUN_LABEL = "phalanx.run"
 #: Run phases the controller still works on.
 ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 _TERMINAL_JOBS = [p.value for p in TERMINAL]
+#: Sub-pipelines nest at most this deep (a run, its child, the child's child ...).
+MAX_NESTING = 5
 #: Plans made in one tick for one run, at most (each records something, so a run needs
 #: about one per step it settles at once; the next tick goes on).
 _PLANS_PER_TICK = 1_000
@@ -194,6 +207,12 @@ class Workflows:
                     .values(cancel_requested=True),
                     execution_options={"synchronize_session": False},
                 )
+                session.execute(  # the child runs of sub-pipeline units
+                    update(RunRow)
+                    .where(RunRow.id.in_(work.cancel), RunRow.phase.in_(ACTIVE))
+                    .values(stop_requested=True),
+                    execution_options={"synchronize_session": False},
+                )
             if phase is not RunPhase.RUNNING:
                 row.finished_at = now
                 row.message = _summary(row, phase)
@@ -277,6 +296,13 @@ class Workflows:
             for unit, r in record.units.items()
             if r.phase is Phase.RUNNING and r.job and r.retry_at is None
         }
+        children = {
+            unit: r for unit, r in waiting.items() if graph.node(unit.step).pipeline is not None
+        }
+        for unit in children:
+            del waiting[unit]
+        if children:
+            self._observe_children(session, graph, children, stopping, now)
         if not waiting:
             return
         jobs = {
@@ -315,16 +341,40 @@ class Workflows:
                 cause, why = _attempt_ended(unit_record.job, job)
                 if job.phase != JobPhase.FAILED.value:  # preempted: this attempt is over
                     cancel.append(unit_record.job)
-                retry = graph.node(unit.step).retry
-                delay = None if stopping else retry.delay(unit_record.attempt, cause)
-                if delay is None:
-                    if not stopping and cause not in retry.on:
-                        why += f"; fix: add {cause} to the step's retry.on to retry it"
-                    elif not stopping and unit_record.attempt > 1:
-                        why += f" (attempt {unit_record.attempt} of {retry.max_attempts})"
-                    _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
-                else:
-                    unit_record.retry_at, unit_record.reason = now + delay, why
+                _retry_or_fail(graph, unit, unit_record, cause, why, stopping, now, job.finished_at)
+
+    def _observe_children(
+        self,
+        session: Session,
+        graph: Graph,
+        waiting: dict[Unit, UnitRecord],
+        stopping: bool,
+        now: float,
+    ) -> None:
+        """Feed the ended child runs of Running sub-pipeline units to their units."""
+        runs = {
+            run.id: run
+            for run in session.execute(
+                select(
+                    RunRow.id, RunRow.phase, RunRow.message, RunRow.created_at, RunRow.finished_at
+                ).where(RunRow.id.in_([r.job for r in waiting.values()]))
+            )
+        }
+        for unit, unit_record in sorted(waiting.items()):
+            child = runs.get(unit_record.job)
+            if child is None:
+                _end(unit, unit_record, Phase.FAILED, f"its run {unit_record.job} is gone", now)
+                continue
+            unit_record.started_at = child.created_at
+            if child.phase == RunPhase.SUCCEEDED.value:
+                _end(unit, unit_record, Phase.SUCCEEDED, "", child.finished_at or now)
+            elif child.phase == RunPhase.CANCELLED.value:
+                _end(unit, unit_record, Phase.CANCELLED, "its run was stopped", now)
+            elif child.phase == RunPhase.FAILED.value:
+                why = f"run {unit_record.job} failed: {child.message}"[:2000]
+                _retry_or_fail(
+                    graph, unit, unit_record, "failed", why, stopping, now, child.finished_at
+                )
 
     def _cached(
         self,
@@ -428,8 +478,12 @@ class Workflows:
         state = record.state(run_id=row.id, params=row.params, stopping=False)
         try:
             outputs = self.workspace.outputs(row.id, unit, node)
-            self._make_dirs(row, unit)
             context = unit_context(graph, state, start, outputs=outputs)
+            if node.pipeline is not None:
+                unit_record.job = _child_id(name)
+                self._start_child(session, row, node, unit_record.job, context, now)
+                return
+            self._make_dirs(row, unit)
             spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
@@ -459,6 +513,59 @@ class Workflows:
                 now,
             )
         # else: this very job was submitted before (a restart): it is observed, not sent again
+
+    def _start_child(
+        self,
+        session: Session,
+        row: RunRow,
+        node: StepNode,
+        child_id: str,
+        context: Context,
+        now: float,
+    ) -> None:
+        """Insert the child run ``child_id`` of a sub-pipeline unit (unless a restart finds
+        it made): the named pipeline's document as it is now, the run's user, its params
+        rendered in ``context``. Raises ``InvalidInput`` for a pipeline that is missing or
+        would run itself, or params it refuses."""
+        assert node.pipeline is not None
+        if session.get(RunRow, child_id) is not None:
+            return
+        name = node.pipeline.name
+        chain = _ancestry(session, row)
+        if name in chain or len(chain) >= MAX_NESTING:
+            path = " -> ".join([*reversed(chain), name])
+            raise InvalidInput(
+                f"step {node.name}: pipeline {name} would run {'itself' if name in chain else 'too deep'}"
+                f" ({path})",
+                field="pipeline.name",
+                fix=f"sub-pipelines nest at most {MAX_NESTING} deep and never include themselves",
+            )
+        pipeline = session.get(PipelineRow, name)
+        if pipeline is None:
+            raise InvalidInput(
+                f"step {node.name}: no pipeline named {name!r}",
+                field="pipeline.name",
+                fix="register it (phalanx apply -f FILE), or fix the name",
+            )
+        document = PipelineDocument.model_validate(pipeline.document)
+        given = {
+            key: render_value(text, context, field=f"pipeline.params.{key}")
+            for key, text in node.pipeline.params.items()
+        }
+        params = resolve(document.spec.declared_params(), given)
+        session.add(
+            new_run(
+                child_id,
+                pipeline=name,
+                document=pipeline.document,
+                user=row.user,
+                params=params,
+                created_at=now,
+                cache=row.cache_mode,
+                parent=row.id,
+            )
+        )
+        self._wake.set()  # the next tick plans it
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
         """The unit's output directory, owned by the run's user when tasks run as theirs."""
@@ -520,6 +627,53 @@ def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start
     if isinstance(items, str):
         raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
     return Start(unit=unit, item=items[unit.index], has_item=True)
+
+
+def _retry_or_fail(
+    graph: Graph,
+    unit: Unit,
+    record: UnitRecord,
+    cause: FailureCause,
+    why: str,
+    stopping: bool,
+    now: float,
+    finished: float | None,
+) -> None:
+    """After an attempt of ``unit`` ended by ``cause``: its next attempt after the step's
+    retry backoff, or the unit Failed with ``why`` (and how to have it retried)."""
+    retry = graph.node(unit.step).retry
+    delay = None if stopping else retry.delay(record.attempt, cause)
+    if delay is not None:
+        record.retry_at, record.reason = now + delay, why
+        return
+    if not stopping and cause not in retry.on:
+        why += f"; fix: add {cause} to the step's retry.on to retry it"
+    elif not stopping and record.attempt > 1:
+        why += f" (attempt {record.attempt} of {retry.max_attempts})"
+    _end(unit, record, Phase.FAILED, why, finished or now)
+
+
+def _ancestry(session: Session, row: RunRow) -> list[str]:
+    """The pipelines of ``row`` and of its parent runs, nearest first."""
+    chain = [row.pipeline]
+    parent = row.parent
+    while parent is not None and len(chain) <= MAX_NESTING:
+        found = session.execute(
+            select(RunRow.pipeline, RunRow.parent).where(RunRow.id == parent)
+        ).one_or_none()
+        if found is None:
+            break
+        chain.append(found.pipeline)
+        parent = found.parent
+    return chain
+
+
+def _child_id(job: str) -> str:
+    """The id of a sub-pipeline unit's child run: its attempt's job name, shortened with a
+    hash of it when longer than a run id may be."""
+    if len(job) <= 128:
+        return job
+    return f"{job[:100].rstrip('-')}-{hashlib.sha256(job.encode()).hexdigest()[:16]}"
 
 
 def _attempt_ended(name: str, job: Any) -> tuple[FailureCause, str]:

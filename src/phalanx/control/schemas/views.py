@@ -271,6 +271,8 @@ class RunView(View):
     finished_at: float | None = None
     stop_requested: bool = False
     resumed_from: str | None = None  # the run this one resumes, if any
+    parent: str | None = None  # the run whose sub-pipeline step started this one, if any
+    scheduled_at: float | None = None  # the schedule's firing it was started for, if any
     cache: str = "use"  # the step cache: use, refresh (write only) or off
     steps: list[StepView] = []
 

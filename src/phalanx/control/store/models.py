@@ -223,6 +223,8 @@ class RunRow(Base):
     cache_mode: Mapped[str] = mapped_column(String(16), default="use")
     #: The firing of the pipeline's schedule this run was started for (None: on request).
     scheduled_at: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
+    #: The run whose sub-pipeline step started this one (None: none).
+    parent: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True, default=None)
 
 
 class CacheEntryRow(Base):
