@@ -192,6 +192,28 @@ def test_a_high_priority_job_is_admitted_to_its_capped_queue_and_preempts() -> N
     assert reason is not None and reason.code is ReasonCode.QUEUE_LIMIT
 
 
+def test_a_job_asking_more_memory_than_its_victims_hold_is_admitted_when_memory_is_free() -> None:
+    # The whole cluster's GPUs are held by two low-priority jobs of little memory; the
+    # urgent job needs every GPU and more memory than they hold, which the cluster has
+    # free: preemption need free only the GPUs, so it is admitted and preempts.
+    cfg = config(["enqueue", "allocate", "preempt"], ["priority", "gang"], ["drf", "predicates"])
+    world = World(nodes=make_nodes(2), queues=[make_queue("q")], config=cfg)  # 8 GPUs each
+    world.submit(
+        make_job("a", queue="q", gpus=8, memory_gib=0.25, running_on=["n0"]),
+        make_job("b", queue="q", gpus=8, memory_gib=0.25, running_on=["n1"]),
+    )
+    urgent = make_job(
+        "urgent", queue="q", gpus=8, replicas=2, memory_gib=4, priority=10, created=1,
+        phase=JobPhase.PENDING,
+    )  # fmt: skip
+    world.submit(urgent)
+
+    first = world.step(1)
+
+    assert [a.job for a in first.admitted] == ["urgent"]
+    assert sorted(evicted(first)) == ["a-worker-0", "b-worker-0"]
+
+
 def _on_cards(job: Job, *cards: int) -> Job:
     """``job`` with its one running task holding ``cards``."""
     return replace(job, tasks=tuple(replace(t, gpus=cards) for t in job.tasks))

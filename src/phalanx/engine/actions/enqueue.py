@@ -87,7 +87,7 @@ class EnqueueAction(Action):
                 standing[job.name] = (bool(key[3]), refused[key])
                 continue
             short = minimum > budget + EPSILON
-            if short.any() and not _room_can_be_made(session, job, minimum):
+            if short.any() and not _room_can_be_made(session, job, minimum, budget):
                 _record_no_room(session, job, minimum, short, promised)
                 refused[key] = session.reasons[job.name]
                 standing[job.name] = (bool(key[3]), refused[key])
@@ -129,12 +129,14 @@ def _uses_budget(session: Session, job: JobInfo) -> bool:
     return not job.queue.spec.overcommit and not session.points.job_starving(job)
 
 
-def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector) -> bool:
-    """Reclaim, a reservation or preemption could make room for ``minimum``."""
+def _room_can_be_made(session: Session, job: JobInfo, minimum: Vector, budget: Vector) -> bool:
+    """Reclaim, a reservation or preemption could make room for ``minimum``: preemption
+    needs to free only what the budget lacks (a job asking more memory than its victims
+    hold still fits when the cluster has that memory free)."""
     return (
         fits_deserved(job.queue.ancestors[:-1], minimum)
         or session.points.job_starving(job)
-        or preemption_covers(job, minimum)
+        or preemption_covers(job, np.maximum(minimum - np.maximum(budget, 0.0), 0.0))
     )
 
 

@@ -472,12 +472,12 @@ def fits_deserved(queues: Iterable[QueueInfo], minimum: Vector) -> bool:
     )
 
 
-def preemption_covers(job: JobInfo, minimum: Vector) -> bool:
+def preemption_covers(job: JobInfo, needed: Vector) -> bool:
     """Whether lower-priority, preemptible work of ``job``'s own queue holds at least
-    ``minimum`` in everything it asks for (preemption could make room)."""
-    lower = np.zeros_like(minimum)
+    ``needed`` in every resource it is needed of (preemption could make that room)."""
+    lower = np.zeros_like(needed)
     for other in job.queue.jobs:
         if other.priority < job.priority and other.spec.preemptible:
             lower += other.allocated
-    asked = minimum > 0
-    return bool((lower + EPSILON >= minimum)[asked].all())
+    asked = needed > 0
+    return bool((lower + EPSILON >= needed)[asked].all())
