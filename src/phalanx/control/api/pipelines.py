@@ -87,7 +87,10 @@ def update_pipeline(
             fix="make them equal; a pipeline cannot be renamed",
         )
     now = time.time()
-    row.document, row.updated_at, row.scheduled_through = _dump(document), now, now
+    stored = _dump(document)
+    if _schedule(stored) != _schedule(row.document):  # a new schedule fires from now on
+        row.scheduled_through = now
+    row.document, row.updated_at = stored, now
     session.commit()
     return _view(row)
 
@@ -129,6 +132,10 @@ def start_run(
     session.commit()
     poke(request)
     return view
+
+
+def _schedule(document: dict[str, Any]) -> Any:
+    return document.get("spec", {}).get("schedule")
 
 
 def _parse(body: Any) -> PipelineDocument:
