@@ -47,6 +47,10 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
     }
     if run.resumed_from:
         fields["Resumes"] = run.resumed_from
+    if run.parent:
+        fields["Parent"] = f"{run.parent} (a sub-pipeline step of it started this run)"
+    if run.scheduled_at is not None:
+        fields["Scheduled"] = f"for {_clock(run.scheduled_at)} by the pipeline's schedule"
     if run.cache != "use":
         fields["Cache"] = "off" if run.cache == "off" else "refresh (not read, written anew)"
     if run.stop_requested:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -451,6 +452,9 @@ def test_a_schedule_starts_runs_of_the_owner_by_the_clock(tmp_path: Path) -> Non
         view = ended(alice, run_id)
         assert view["phase"] == "Succeeded" and view["user"] == "alice"
         assert view["params"] == {"word": "tick"}
+        firing = datetime.strptime(run_id[-12:], "%Y%m%d%H%M").replace(tzinfo=UTC)
+        assert view["scheduled_at"] == firing.timestamp()  # the id names its firing
+        assert "by the pipeline's schedule" in ok(phalanx(server, "describe", "run", run_id))
 
 
 DSL = """\

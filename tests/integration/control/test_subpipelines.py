@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.integration.control.serving import running_server, wait_for
+from tests.integration.control.test_cli import ok, phalanx
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run, steps
 
 CHILD = """\
@@ -65,6 +66,8 @@ def test_a_sub_pipeline_step_runs_a_child_run_and_ends_as_it_ends(tmp_path: Path
         said = tmp_path / "data" / "workspace" / "runs" / child["id"] / "say" / "said"
         assert said.read_text() == "hello\n"
         assert steps(view)["after"]["phase"] == "Succeeded"
+        described = ok(phalanx(server, "describe", "run", child["id"]))
+        assert f"{parent_id} (a sub-pipeline step of it started this run)" in described
 
         # The child fails: the step fails with the child's reason, and so does the run.
         failing = ended(api, run(api, "parent", word="bad"))
