@@ -13,6 +13,8 @@ online services there. While the busiest service on one of its nodes is above th
 watermark, the job is held (no progress, its processes stay); otherwise it progresses
 at the share that service leaves (1 - load). Services' loads follow their ``load`` steps.
 Progress is work done at these rates; checkpoints count work, walltime counts seconds.
+A job with a ``restart_delay`` makes no progress in the first that many seconds of each
+run (its first and every resume), though its tasks run and hold their GPUs.
 """
 
 from __future__ import annotations
@@ -44,11 +46,11 @@ class _Run:
     failures: int = 0  # runs that failed so far (``fail_after`` says how many will)
     rate: float = 1.0  # work per second now (below 1 while colocated services are busy)
     progress: float = 0.0  # work done in the current run up to ``since``
-    since: float = 0.0  # when ``rate`` last changed in the current run
+    since: float = 0.0  # when ``rate`` last changed in the current run, or its delay ends
 
     def work(self, now: float) -> float:
         """Work done in the current run by ``now``."""
-        return self.progress + self.rate * (now - self.since)
+        return self.progress + self.rate * max(now - self.since, 0.0)
 
     def kept(self, work: float) -> float:
         """Work kept after ``work`` of the current run: up to the last checkpoint."""
@@ -176,7 +178,7 @@ class SimCluster:
         if run.started is not None or self._active(run) < run.gang:
             return
         run.started = now
-        run.progress, run.since = 0.0, now
+        run.progress, run.since = 0.0, now + run.spec.restart_delay
         self._schedule_end(run, now)
 
     def _schedule_end(self, run: _Run, now: float) -> None:
@@ -184,7 +186,7 @@ class SimCluster:
         assert run.started is not None
         run.attempt += 1
         remaining = max(run.spec.duration - run.done - run.work(now), 0.0)
-        end = now + remaining / run.rate if run.rate > 0 else math.inf
+        end = max(now, run.since) + remaining / run.rate if run.rate > 0 else math.inf
         if run.failures < len(run.spec.fail_after):
             end = min(end, run.started + run.spec.fail_after[run.failures])
         if math.isfinite(end):
@@ -219,7 +221,7 @@ class SimCluster:
             load = max(loads, default=0.0)
             rate = 0.0 if load > self._watermark else 1.0 - load
             if rate != run.rate:
-                run.progress, run.since = run.work(now), now
+                run.progress, run.since = run.work(now), max(now, run.since)
                 run.rate = rate
                 self._schedule_end(run, now)
 

@@ -1,8 +1,9 @@
 """What the simulator replays: jobs with their true run time, queues, and where they came from.
 
 A ``WorkloadJob`` is a domain ``Job`` (its ``creation_time`` is the submit time) plus what
-only a replay knows: how long it runs on the resources it asked for, and how often it
-checkpoints (progress since the last checkpoint is lost on eviction).
+only a replay knows: how long it runs on the resources it asked for, how often it
+checkpoints (progress since the last checkpoint is lost on eviction) and how long each
+of its runs takes to start making progress.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ class WorkloadJob:
     job: Job
     duration: float  # seconds of run time on the requested resources
     checkpoint_interval: float | None = None  # seconds; None: restarts from zero
+    #: seconds each run (the first and every resume) spends starting before it progresses
+    restart_delay: float = 0.0
     #: an online service's GPU load over time: (time, share of its GPUs busy) steps, sorted
     load: tuple[tuple[float, float], ...] = ()
     #: runs that fail: the n-th failing run has a task exit with code 1 after

@@ -17,6 +17,7 @@ def _job(
     duration: float = 100.0,
     checkpoint: float | None = None,
     fail_after: tuple[float, ...] = (),
+    restart_delay: float = 0.0,
 ) -> WorkloadJob:
     role = Role(name="w", replicas=replicas, resources=Resources.of({"gpu": 1}))
     return WorkloadJob(
@@ -24,6 +25,7 @@ def _job(
         duration=duration,
         checkpoint_interval=checkpoint,
         fail_after=fail_after,
+        restart_delay=restart_delay,
     )
 
 
@@ -72,6 +74,23 @@ def test_without_checkpoints_an_evicted_job_restarts_from_zero() -> None:
     cluster.start([_bind("j", 0)], now=100.0)
     cluster.poll(now=100.0)
     assert cluster.next_event_time() == 200.0
+
+
+def test_each_run_spends_its_restart_delay_before_it_progresses() -> None:
+    cluster = SimCluster({"j": _job(replicas=1, checkpoint=1.0, restart_delay=30.0)})
+    cluster.start([_bind("j", 0)], now=0.0)
+    cluster.poll(now=0.0)
+    assert cluster.next_event_time() == 130.0  # 30 s starting, then 100 s of work
+    cluster.stop([_evict("j", 0)], now=20.0, grace=0.0)  # still starting: no work done
+    cluster.poll(now=20.0)
+    cluster.start([_bind("j", 0)], now=50.0)
+    cluster.poll(now=50.0)
+    assert cluster.next_event_time() == 180.0  # the delay again, all 100 s of work left
+    cluster.stop([_evict("j", 0)], now=120.5, grace=0.0)  # 40.5 s of work, 40 kept
+    cluster.poll(now=120.5)
+    cluster.start([_bind("j", 0)], now=200.0)
+    cluster.poll(now=200.0)
+    assert cluster.next_event_time() == 290.0  # 200 + 30 + (100 - 40)
 
 
 def test_a_failing_run_fails_its_first_task_and_the_next_run_completes() -> None:

@@ -4,25 +4,38 @@ Columns ``name,time,application,num_replicas,batch_size``. Each row is one job o
 ``num_replicas`` tasks of one GPU each (role ``worker``), all one gang, in the single
 queue ``pollux``; it is submitted at ``time``.
 
-Duration. The CSV has none. By default it is derived from the measured application
-profiles beside the workloads (``app_profiles/<application>/``) the way Pollux's own
-simulator estimates a job's completion time for a fixed configuration
-(``Application.get_configurations``, adaptdl ``osdi21-artifact``):
+Duration. The CSV has none. By default it is the time Pollux's own simulator
+(``Job.step``, adaptdl ``osdi21-artifact``) takes to train the job at the fixed size of
+its row, alone, from the measured application profiles beside the workloads
+(``app_profiles/<application>/``):
 
-- iterations: the ``iteration`` of the last epoch Pollux trains (the shortest
-  validation file's length) in ``validation-<batch_size>.csv``, linearly interpolated
-  between the two nearest measured batch sizes when there is no file for it;
-- time per iteration: the job's replicas packed 4 per node (Pollux's 16 x 4-GPU
-  cluster), the local batch ``ceil(batch_size / replicas)`` split into gradient
-  accumulation steps of at most the largest profiled local batch (8 for yolov3),
-  ``step_time`` linearly interpolated over the local batch from ``placements.csv``
-  (that placement) or else ``scalability.csv`` (that node and replica count), plus
-  one compute-only step per extra accumulation step;
-- duration = iterations x time per iteration.
+- configuration: the job's replicas packed 4 per node (Pollux's 16 x 4-GPU cluster;
+  its Tiresias places a job this way on free nodes); the local batch
+  ``ceil(batch_size / replicas)`` split into gradient accumulation steps of at most the
+  largest profiled local batch (8 for yolov3), at least two steps on one replica when
+  the batch exceeds the smallest profiled one, the step's batch capped so the total
+  stays within the largest profiled batch size (``Job.update_local_bsz``);
+- time per iteration: ``step_time`` linearly interpolated over the local batch from
+  ``placements.csv`` (that placement) or else ``scalability.csv`` (that node and replica
+  count), plus one compute-only step (``step_time - sync_time``) per extra
+  accumulation step;
+- progress: epoch ``e`` ends at the ``progress`` of row ``e`` of ``validation-*.csv``,
+  the least over the batch sizes; it accrues at ``gain / time per iteration``, where
+  the statistical gain ``(var + sqr) / (var / scale + sqr)`` comes from that epoch's
+  gradient statistics (``grad_sqr``, ``grad_var``, linearly interpolated between the two
+  nearest profiled batch sizes) and ``scale`` is the batch over the smallest profiled
+  one; the job ends after the last epoch of the shortest validation file
+  (bert 2, ncf 10, yolov3 50, deepspeech2 80, imagenet 90, cifar10 100);
+- duration = the sum over epochs of (progress in the epoch) / (progress per second).
+  Pollux rounds each epoch's end to a whole second within its 60 s steps; this does
+  not (a difference of under half a second per epoch, either way).
 
-Pollux's goodput model, adaptive batch sizes and re-scaling are not modelled: the
-job runs at the configuration of its row. ``durations`` (seconds per application)
-overrides the derivation for the applications it names.
+Adaptive batch sizes are not modelled: the job runs at the configuration of its row.
+``durations`` (seconds per application) overrides the derivation for the applications
+it names. Two more things of Pollux's model are kept: a job resumes where it stopped
+when preempted (adaptdl checkpoints when it is rescaled; phalanx keeps progress to the
+last second), and every start and resume spends ``restart_delay`` seconds (Pollux's 30)
+before it progresses.
 """
 
 from __future__ import annotations
@@ -56,42 +69,95 @@ PROFILES: Final = Path("app_profiles")
 GPUS_PER_NODE: Final = 4
 #: Largest local batch per step where Pollux sets one below the profiled maximum.
 MAX_LOCAL_BATCH: Final = {"yolov3": 8}
+#: Seconds each start or resume of a job spends before it progresses (``Job.reallocate``).
+RESTART_DELAY: Final = 30.0
+#: A preempted job resumes from its progress at the last whole second (see the docstring).
+CHECKPOINT_INTERVAL: Final = 1.0
+VALIDATION: Final = ("progress", "grad_sqr", "grad_var")
 
 Curve = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GradStats:
+    """Per epoch of one profiled batch size: the gradient's squared norm and variance."""
+
+    sqr: NDArray[np.float64]
+    var: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AppProfile:
-    """One application's measurements: step times by placement and iterations by batch size."""
+    """One application's measurements: step times by placement, progress and gradient
+    statistics by epoch and batch size."""
 
     name: str
     placements: Mapping[int, Curve]  # placement id -> (local batch, step time, sync time)
     scalability: Mapping[tuple[int, int], Curve]  # (nodes, replicas) -> the same
-    iterations: Mapping[int, float]  # batch size -> iterations to the last epoch
+    progress: NDArray[np.float64]  # where each epoch ends: the least over the batch sizes
+    grads: Mapping[int, GradStats]  # profiled batch size -> its statistics, ascending
+    min_local_batch: int
     max_local_batch: int
+
+    @property
+    def epochs(self) -> int:
+        """Epochs a job trains (the shortest validation file's length)."""
+        return len(self.progress)
+
+    @property
+    def init_batch(self) -> int:
+        """The smallest profiled batch size: the unit of progress."""
+        return min(self.grads)
+
+    @property
+    def max_batch(self) -> int:
+        """The largest profiled batch size."""
+        return max(self.grads)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchConfig:
+    """How a job of ``replicas`` runs its batch: a step of ``atomic`` samples per replica,
+    ``accumulation`` extra compute-only steps per iteration."""
+
+    replicas: int
+    atomic: int
+    accumulation: int
+
+    @property
+    def batch(self) -> int:
+        """Samples per iteration over all replicas."""
+        return self.replicas * self.atomic * (self.accumulation + 1)
 
 
 def read_profile(folder: Path) -> AppProfile:
     """The profile of ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
     placements = _curves(folder / "placements.csv", ("placement",))
     scalability = _curves(folder / "scalability.csv", ("num_nodes", "num_replicas"))
-    validations = {}
+    tables: dict[int, list[list[float]]] = {}
     for path in sorted(folder.glob("validation-*.csv")):
-        header, rows = read_csv(path, ("iteration",))
+        header, rows = read_csv(path, VALIDATION)
         batch = int(number(path.stem.rsplit("-", 1)[1], where=(path, 0, "name"), integer=True))
-        at = header.index("iteration")
-        validations[batch] = [float(cells[at]) for _, cells in rows]
-    if not validations or not placements:
+        at = [header.index(name) for name in VALIDATION]
+        tables[batch] = [
+            [number(cells[i], where=(path, line, VALIDATION[n])) for n, i in enumerate(at)]
+            for line, cells in rows
+        ]
+    if not tables or not placements or not all(tables.values()):
         raise file_error(
             folder, "no validation or placement profile", "give the app_profiles folder"
         )
-    epochs = min(len(its) for its in validations.values())
+    epochs = min(len(table) for table in tables.values())
+    values = {batch: np.array(table[:epochs], dtype=np.float64) for batch, table in tables.items()}
+    local_sizes = [float(curve[0].min()) for curve in placements.values()]
     largest = int(max(float(curve[0].max()) for curve in placements.values()))
     return AppProfile(
         name=folder.name,
         placements={key[0]: curve for key, curve in placements.items()},
         scalability={(key[0], key[1]): curve for key, curve in scalability.items()},
-        iterations={batch: its[epochs - 1] for batch, its in sorted(validations.items())},
+        progress=np.min([v[:, 0] for v in values.values()], axis=0),
+        grads={b: GradStats(sqr=v[:, 1], var=v[:, 2]) for b, v in sorted(values.items())},
+        min_local_batch=int(min(local_sizes)),
         max_local_batch=MAX_LOCAL_BATCH.get(folder.name, largest),
     )
 
@@ -112,10 +178,21 @@ def _curves(path: Path, keys: tuple[str, ...]) -> dict[tuple[int, ...], Curve]:
     return curves
 
 
-def profile_duration(profile: AppProfile, replicas: int, batch_size: int) -> float | None:
-    """Seconds to train at (``replicas``, ``batch_size``); None when the profile does not
-    cover that configuration."""
-    iterations = _iterations(profile, batch_size)
+def batch_config(profile: AppProfile, replicas: int, batch_size: int) -> BatchConfig:
+    """Pollux's split of ``batch_size`` over ``replicas`` (``Job.update_local_bsz``)."""
+    local = math.ceil(batch_size / replicas - 1e-8)
+    accumulation = math.ceil(local / profile.max_local_batch - 1e-8) - 1
+    if replicas == 1 and batch_size > profile.init_batch:
+        accumulation = max(1, accumulation)
+    atomic = math.ceil(local / (accumulation + 1) - 1e-8)
+    atomic = min(atomic, profile.max_batch // (replicas * (accumulation + 1)))
+    return BatchConfig(replicas=replicas, atomic=atomic, accumulation=accumulation)
+
+
+def iteration_time(profile: AppProfile, config: BatchConfig) -> float | None:
+    """Seconds per iteration of ``config`` with its replicas packed 4 per node; None when
+    the profile does not cover that placement or local batch."""
+    replicas = config.replicas
     placement = tuple([GPUS_PER_NODE] * (replicas // GPUS_PER_NODE))
     if replicas % GPUS_PER_NODE:
         placement += (replicas % GPUS_PER_NODE,)
@@ -123,22 +200,43 @@ def profile_duration(profile: AppProfile, replicas: int, batch_size: int) -> flo
     curve = profile.placements.get(int("".join(map(str, placement))))
     if curve is None:
         curve = profile.scalability.get((min(len(placement), 16), replicas))
-    if iterations is None or curve is None:
+    if curve is None or not curve[0][0] <= config.atomic <= curve[0][-1]:
         return None
-    local = math.ceil(batch_size / replicas - 1e-8)
-    accumulation = math.ceil(local / profile.max_local_batch - 1e-8) - 1
-    atomic = math.ceil(local / (accumulation + 1) - 1e-8)
-    step = float(np.interp(atomic, curve[0], curve[1]))
-    sync = float(np.interp(atomic, curve[0], curve[2]))
-    return iterations * (step + accumulation * (step - sync))
+    step = float(np.interp(config.atomic, curve[0], curve[1]))
+    sync = float(np.interp(config.atomic, curve[0], curve[2]))
+    return step + config.accumulation * (step - sync)
 
 
-def _iterations(profile: AppProfile, batch_size: int) -> float | None:
-    sizes = sorted(profile.iterations)
-    if not sizes[0] <= batch_size <= sizes[-1]:
+def gains(profile: AppProfile, batch: int) -> NDArray[np.float64] | None:
+    """Per epoch, the statistical gain of training at ``batch`` over the smallest profiled
+    batch; None outside the profiled batch sizes."""
+    sizes = list(profile.grads)
+    if not sizes[0] <= batch <= sizes[-1]:
         return None
-    its = [profile.iterations[size] for size in sizes]
-    return float(np.interp(batch_size, sizes, its))
+    upper = next(size for size in sizes if size >= batch)
+    lower = max(size for size in sizes if size <= batch)
+    low, high = profile.grads[lower], profile.grads[upper]
+    if lower == upper:
+        sqr, var = low.sqr, low.var
+    else:
+        share = (batch - lower) / (upper - lower)
+        sqr = (1 - share) * low.sqr + share * high.sqr
+        var = (1 - share) * low.var + share * high.var
+    scale = batch / profile.init_batch
+    gain: NDArray[np.float64] = (var + sqr) / (var / scale + sqr)
+    return gain
+
+
+def profile_duration(profile: AppProfile, replicas: int, batch_size: int) -> float | None:
+    """Seconds to train at (``replicas``, ``batch_size``) alone, in Pollux's model; None
+    when the profile does not cover that configuration."""
+    config = batch_config(profile, replicas, batch_size)
+    seconds = iteration_time(profile, config) if config.atomic >= 1 else None
+    gain = gains(profile, config.batch)
+    if seconds is None or gain is None:
+        return None
+    per_epoch = np.diff(profile.progress, prepend=0.0)
+    return float(np.sum(per_epoch * seconds / gain))
 
 
 def load_pollux(
@@ -146,13 +244,15 @@ def load_pollux(
     *,
     profiles_dir: Path | None = None,
     durations: Mapping[str, float] | None = None,
+    restart_delay: float = RESTART_DELAY,
     until: float | None = None,
     limit: int | None = None,
 ) -> Workload:
     """The jobs of a Pollux workload CSV, in queue ``pollux``.
 
     ``profiles_dir`` defaults to ``app_profiles`` beside the workload's folder; it is
-    read only for applications that ``durations`` does not name. Raises
+    read only for applications that ``durations`` does not name. Every job resumes
+    where it stopped and spends ``restart_delay`` seconds at each start. Raises
     ``DocumentError`` naming the line and column of a bad row or of a configuration
     the profiles do not cover.
     """
@@ -174,11 +274,19 @@ def load_pollux(
         else:
             duration = _derived(folder, profiles, app, replicas, batch, where=(path, line))
         job = one_role_job(name=name, queue=QUEUE, role=gpu_role(replicas, 1.0), submit_time=submit)
-        jobs.append(WorkloadJob(job=job, duration=duration))
+        jobs.append(
+            WorkloadJob(
+                job=job,
+                duration=duration,
+                checkpoint_interval=CHECKPOINT_INTERVAL,
+                restart_delay=restart_delay,
+            )
+        )
     notes = (
         "each replica is a one-GPU task; all replicas form one gang",
-        "durations derived from app_profiles (Pollux's fixed-configuration estimate)"
+        "durations: Pollux's progress model at the row's fixed size, from app_profiles"
         + (f", except {', '.join(sorted(durations))} given" if durations else ""),
+        f"a preempted job resumes where it stopped; each start spends {restart_delay:g} s",
     )
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
