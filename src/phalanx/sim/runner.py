@@ -11,6 +11,7 @@ give byte-identical events.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -68,6 +69,10 @@ class SimOptions:
     #: colocation SLA: offline work is held while a service on its node is busier than this
     #: (a share of 0..1 of the service's GPUs); None: offline work runs at full speed
     sla_watermark: float | None = None
+    #: sessions only at whole multiples of ``period`` (every period while jobs wait; an
+    #: arrival or a release waits for the next one), as in Pollux's simulator, which
+    #: schedules at fixed intervals; False: a session ``trigger_delay`` after each event
+    fixed_period: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +223,12 @@ class Simulation:
 
     def _triggered(self, now: float) -> None:
         """Something happened: a session soon, if any job waits for one."""
-        if self.state.snapshot.waiting:
+        if not self.state.snapshot.waiting:
+            return
+        if self.options.fixed_period:  # the next whole period, this instant if it is one
+            period = self.options.period
+            self._request_session(math.ceil(now / period) * period)
+        else:
             self._request_session(now + self.options.trigger_delay)
 
     def _request_session(self, at: float) -> None:
@@ -294,6 +304,9 @@ class Simulation:
         if not decided and not busy:
             return
         period, cap = self.options.period, self.options.max_period
+        if self.options.fixed_period:
+            self._request_session(now + period)
+            return
         if decided:
             self._idle_sessions = 0
         elif self._idle_sessions < 60 and period * 2.0**self._idle_sessions < cap:

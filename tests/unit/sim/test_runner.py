@@ -14,8 +14,9 @@ from phalanx.domain.resources import Resources
 from phalanx.engine import default_config
 from phalanx.policies import load_policy, policy_names
 from phalanx.sim.runner import SimOptions, Simulation
+from phalanx.sim.traces._common import gpu_role, one_role_job
 from phalanx.sim.traces.synthetic import SyntheticParams, synthetic_workload
-from phalanx.sim.workload import Workload
+from phalanx.sim.workload import Workload, WorkloadJob
 
 GIB = 2**30
 NODES = [
@@ -137,3 +138,22 @@ def test_observers_see_every_event_row_and_every_session() -> None:
     metrics = sim.run()
     assert rows == [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(sessions) == len(metrics.session_seconds) and sessions == sorted(sessions)
+
+
+def test_a_fixed_period_holds_every_session_to_whole_periods() -> None:
+    # One 8-GPU node; an 8-GPU job arrives at 10 s and runs 100 s; a second arrives at
+    # 20 s and waits. Sessions only at multiples of 60 s: the first starts at 60, ends at
+    # 160, and the second starts at 180. Without: at 11 (a trigger delay after its
+    # arrival) and 112 (one after the first ends at 111).
+    def job(name: str, submit: float) -> WorkloadJob:
+        spec = one_role_job(name=name, queue="q", role=gpu_role(1, 8.0), submit_time=submit)
+        return WorkloadJob(job=spec, duration=100.0)
+
+    workload = Workload(jobs=(job("a", 10.0), job("b", 20.0)), queues=(Queue(name="q"),))
+    node = Node(name="n0", capacity=Resources.of({"gpu": 8}))
+    for fixed, expected in ((True, (60.0, 180.0)), (False, (11.0, 112.0))):
+        rows: list[dict[str, object]] = []
+        options = SimOptions(fixed_period=fixed)
+        Simulation([node], workload, default_config(), options=options, on_event=rows.append).run()
+        starts = {row["job"]: row["t"] for row in rows if row["ev"] == "Placed"}
+        assert (starts["a"], starts["b"]) == expected
