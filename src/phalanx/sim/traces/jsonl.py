@@ -4,7 +4,8 @@ A line is the ``spec`` of a Job document (``queue``, ``user``, ``priority``,
 ``minAvailable``, ``roles``, ``walltime``, ``runtimeEstimate``, ``maxRetry``,
 ``starvationThreshold``, ``preemptible``, placement fields) plus ``name``,
 ``submitTime`` (seconds from the workload's start), ``duration`` (seconds of run time
-on the requested resources), an optional ``checkpointInterval`` (seconds) and an
+on the requested resources), an optional ``checkpointInterval`` (seconds), an optional
+``restartDelay`` (seconds each run spends starting before it progresses) and an
 optional ``failAfter`` (seconds into each failing run: ``[30]`` makes the first run fail
 30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``)::
 
@@ -52,6 +53,7 @@ class Timing(SpecModel):
     submit_time: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     duration: Duration
     checkpoint_interval: Duration | None = None
+    restart_delay: Duration | None = None
     fail_after: list[Duration] = Field(default_factory=list, max_length=100)
 
 
@@ -90,6 +92,7 @@ def _workload_job(timing: Timing, spec: JobSpec, roles: tuple[Role, ...]) -> Wor
         job=job,
         duration=timing.duration,
         checkpoint_interval=timing.checkpoint_interval,
+        restart_delay=timing.restart_delay or 0.0,
         fail_after=tuple(timing.fail_after),
     )
 
@@ -186,6 +189,7 @@ def row_of(item: WorkloadJob) -> dict[str, Any]:
         "walltime": job.walltime,
         "runtimeEstimate": job.runtime_estimate,
         "checkpointInterval": item.checkpoint_interval,
+        "restartDelay": item.restart_delay or None,
         "starvationThreshold": job.starvation_threshold,
     }
     row.update({key: value for key, value in optional.items() if value is not None})

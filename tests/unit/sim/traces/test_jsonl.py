@@ -14,6 +14,7 @@ from phalanx.domain.resources import Resources
 from phalanx.sim.traces.jsonl import load_jsonl, quantity, write_jsonl
 from phalanx.sim.traces.openb import load_openb
 from phalanx.sim.traces.philly import load_philly
+from phalanx.sim.traces.pollux import load_pollux
 from phalanx.sim.workload import Workload, WorkloadJob
 
 GIB = 2**30
@@ -66,7 +67,11 @@ def _rich_workload() -> Workload:
         jobs=(
             WorkloadJob(job=plain, duration=0.2),
             WorkloadJob(
-                job=rich, duration=3600.0, checkpoint_interval=900.0, fail_after=(30.0, 600.0)
+                job=rich,
+                duration=3600.0,
+                checkpoint_interval=900.0,
+                restart_delay=30.0,
+                fail_after=(30.0, 600.0),
             ),
         )
     )
@@ -116,7 +121,8 @@ def test_quantities_are_written_exactly(name: str, amount: float, written: objec
 def test_real_traces_round_trip(traces_dir: Path, tmp_path: Path) -> None:
     openb = load_openb(traces_dir / "alibaba-gpu-v2023-openb/csv/openb_pod_list_gpuspec33.csv")
     philly = load_philly(traces_dir / "philly-jobs-pollux/philly.csv.gz", limit=3000)
-    for workload in (openb, philly):
+    pollux = load_pollux(traces_dir / "philly-jobs-pollux/workloads/workload-6.csv")
+    for workload in (openb, philly, pollux):
         path = tmp_path / "trace.jsonl"
         write_jsonl(workload, path)
         assert load_jsonl(path).jobs == workload.jobs
