@@ -96,7 +96,6 @@ class AppProfile:
     scalability: Mapping[tuple[int, int], Curve]  # (nodes, replicas) -> the same
     progress: NDArray[np.float64]  # where each epoch ends: the least over the batch sizes
     grads: Mapping[int, GradStats]  # profiled batch size -> its statistics, ascending
-    min_local_batch: int
     max_local_batch: int
 
     @property
@@ -149,7 +148,6 @@ def read_profile(folder: Path) -> AppProfile:
         )
     epochs = min(len(table) for table in tables.values())
     values = {batch: np.array(table[:epochs], dtype=np.float64) for batch, table in tables.items()}
-    local_sizes = [float(curve[0].min()) for curve in placements.values()]
     largest = int(max(float(curve[0].max()) for curve in placements.values()))
     return AppProfile(
         name=folder.name,
@@ -157,7 +155,6 @@ def read_profile(folder: Path) -> AppProfile:
         scalability={(key[0], key[1]): curve for key, curve in scalability.items()},
         progress=np.min([v[:, 0] for v in values.values()], axis=0),
         grads={b: GradStats(sqr=v[:, 1], var=v[:, 2]) for b, v in sorted(values.items())},
-        min_local_batch=int(min(local_sizes)),
         max_local_batch=MAX_LOCAL_BATCH.get(folder.name, largest),
     )
 
