@@ -11,7 +11,8 @@ step's image for roles without one. The queue is the step's (see ``dag``); the s
 ``timeout`` becomes ``walltime`` (a job step's own walltime wins); ``maxRetry`` is 0:
 the workflow controller retries a step by its ``retry`` policy, one job per attempt.
 ``PHALANX_RUN_ID`` and ``PHALANX_STEP`` (``train`` or ``train[3]``) are set in every
-task's environment.
+task's environment. ``failure_cause`` reads how a failed job ended as a retry policy's
+``on`` names it, for every driver of runs (the controller, the simulator's replay).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobSpec
 from phalanx.workflow.dag import Graph, StepNode
+from phalanx.workflow.parts import FailureCause
 from phalanx.workflow.planner import RunState, Start, Unit, base_context, render_value
 from phalanx.workflow.templates import Context, Template, Value, render_argv
 
@@ -48,6 +50,13 @@ def job_name(run_id: str, unit: Unit, attempt: int) -> str:
         cleaned = f"{cleaned[:80].strip('-')}-{digest}".strip("-")
     index = "" if unit.index is None else f"-{unit.index}"
     return f"{cleaned}-{unit.step}{index}-{attempt}"[:_MAX_NAME]
+
+
+def failure_cause(reason: str, message: str) -> FailureCause:
+    """How a step's job that ended Failed (its ``reason`` code and ``message``) ended, as
+    ``retry.on`` names it: ``nodeLost`` when either says a node was lost, else ``failed``
+    (a non-zero exit, a walltime). A preempted job is requeued by the lifecycle, not failed."""
+    return "nodeLost" if "lost" in f"{reason} {message}".lower() else "failed"
 
 
 def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from phalanx.workflow.artifacts import (
     read_outputs,
 )
 from phalanx.workflow.dag import build_graph
-from phalanx.workflow.jobs import MAIN_ROLE, job_spec, unit_context
+from phalanx.workflow.jobs import MAIN_ROLE, failure_cause, job_spec, unit_context
 from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Phase, RunState, Unit, apply, plan
 from phalanx.workflow.spec import load_pipelines
@@ -211,3 +211,10 @@ def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
     assert retry.delay(1, "failed") is None  # a plain non-zero exit is not retried by default
     assert RetrySpec.model_validate({"on": ["failed"], "maxAttempts": 2}).delay(1, "failed") == 10.0
     assert RetrySpec().delay(1, "nodeLost") is None  # one attempt unless asked
+
+
+def test_a_failed_job_is_node_lost_only_when_its_reason_or_message_says_so() -> None:
+    assert failure_cause("TaskLost", "node n1 was lost") == "nodeLost"
+    assert failure_cause("NodeLost", "") == "nodeLost"
+    assert failure_cause("Failed", "task exited with code 1") == "failed"
+    assert failure_cause("WalltimeExceeded", "ran past its walltime of 60 s") == "failed"
