@@ -218,3 +218,12 @@ def test_a_failed_job_is_node_lost_only_when_its_reason_or_message_says_so() -> 
     assert failure_cause("NodeLost", "") == "nodeLost"
     assert failure_cause("Failed", "task exited with code 1") == "failed"
     assert failure_cause("WalltimeExceeded", "ran past its walltime of 60 s") == "failed"
+
+
+def test_an_output_param_read_from_a_directory_fails_its_step_saying_so(tmp_path: Path) -> None:
+    graph = build_graph(load_pipelines(FULL)[0].spec)
+    node = graph.steps["train"]
+    urls = Workspace(str(tmp_path)).outputs("r1", Unit("train", 0), node)
+    Path(urls["metrics"]).mkdir(parents=True)  # the step made a directory of its artifact
+    with pytest.raises(OutputError, match=r"outputs\.params\.accuracy: .* is a directory, not a"):
+        read_outputs(node, urls)
