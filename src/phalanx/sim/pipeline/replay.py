@@ -14,7 +14,9 @@ is not consulted: every step runs.
 Guarantees: the same document, timings, params, cluster, queues and config give the
 same outcomes; a unit's queue delay is the time its jobs waited to be placed (summed
 over attempts) and its JCT the time from its first job's submission to its end; a run's
-makespan is from its arrival to its last unit's end.
+makespan is from its arrival to its last unit's end. A run whose job can never be
+placed (more GPUs than a node has, say) does not finish: its unit says why, in the
+engine's words.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import JobPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
+from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.lifecycle import JobChanged
@@ -151,6 +154,7 @@ class _Driver:
         self.graph = graph
         self.timings = timings
         self.jobs: dict[str, tuple[_Run, Unit]] = {}  # live jobs
+        self.pending: dict[str, str] = {}  # why a live job was last left pending
 
     def arrive(self, run: _Run, now: float) -> None:
         run.phase = RunPhase.RUNNING
@@ -232,6 +236,19 @@ class _Driver:
             self._end(run, unit, Phase.CANCELLED, f"job {change.job} was cancelled", now)
         self.advance(run, now)
 
+    def session(self, now: float, decisions: Decisions) -> None:
+        """Remember why each live job of the replay was left pending."""
+        for item in decisions.unschedulable:
+            if item.job in self.jobs:
+                self.pending[item.job] = item.reason.message
+
+    def finish(self) -> None:
+        """The simulation ended: a unit whose job was never placed says why."""
+        for name, (run, unit) in self.jobs.items():
+            if self.sim.metrics.jobs[name].first_start is None:
+                why = self.pending.get(name, "no session placed it")
+                run.unit(unit).reason = f"job {name} was never placed: {why}"
+
     def _retry(self, run: _Run, unit: Unit, now: float) -> None:
         record = run.unit(unit)
         assert record.start is not None  # a unit retried was started
@@ -272,6 +289,7 @@ def replay_pipeline(
         registry=registry,
         events_out=events_out,
         on_job_end=driver.job_ended,
+        on_session=driver.session,
     )
     driver.sim = simulation
     values = {key: _value(value) for key, value in params.items()}
@@ -279,6 +297,7 @@ def replay_pipeline(
     for run in played:
         simulation.call_at(run.arrival, partial(driver.arrive, run))
     metrics = simulation.run()
+    driver.finish()
     return Replay(
         pipeline=name,
         runs=tuple(_outcome(graph, run) for run in played),

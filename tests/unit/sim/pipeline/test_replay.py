@@ -237,3 +237,15 @@ def test_the_same_inputs_give_the_same_outcomes() -> None:
     second = summary(_replay(FAN, {"train": 10}, runs=4, interval=3))
     first.pop("sim"), second.pop("sim")  # holds the wall time
     assert first == second
+
+
+def test_a_step_that_can_never_be_placed_leaves_its_run_unfinished_saying_why() -> None:
+    text = CHAIN.replace("gpu: 1}}", "gpu: 16}}")
+    replay = _replay(text, {"prep": 30, "train": "2m", "validate": 45})
+    [run] = replay.runs
+    assert run.phase is RunPhase.RUNNING and run.makespan is None
+    train = _units(replay)["train"]
+    assert train.phase is Phase.RUNNING and train.started is None
+    assert train.reason.startswith("job chain-0-train-1 was never placed: ")
+    assert "needs 16 GPUs" in train.reason  # the engine's own words
+    assert summary(replay)["finished_runs"] == 0
