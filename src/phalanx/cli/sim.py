@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
 
 import typer
 from rich.console import Console
@@ -37,7 +36,7 @@ from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import DEFAULT_PATHS, load_workload
 from phalanx.sim.workload import Workload
 from phalanx.spec import QueueDocument, load_file, parse_duration
-from phalanx.workflow import PipelineDocument, build_graph, parse_assignments, resolve
+from phalanx.workflow import build_graph, parse_assignments, resolve
 
 app = typer.Typer(help="Trace-driven simulation with the production engine.", no_args_is_help=True)
 app.command("story")(story.story)
@@ -312,30 +311,6 @@ DURATIONS_HELP = (
 )
 
 
-def _pipeline_file(path: Path) -> tuple[PipelineDocument, tuple[Queue, ...]]:
-    """The one Pipeline document of ``path`` and the Queue documents beside it."""
-    documents = load_file(path)
-    pipelines = [d for d in documents if isinstance(d, PipelineDocument)]
-    if len(pipelines) != 1:
-        raise InvalidInput(
-            f"{path}: holds {len(pipelines)} Pipeline documents",
-            fix="give a file with exactly one Pipeline (and, optionally, its Queues)",
-        )
-    queues = tuple(d.to_domain() for d in documents if isinstance(d, QueueDocument))
-    return pipelines[0], queues
-
-
-def _seconds(text: str) -> float:
-    """``0``, ``90``, ``30s``, ``5m``: seconds, at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        return parse_duration(text)
-    if not value >= 0 or value == float("inf"):
-        raise InvalidInput("not a duration", fix="give seconds >= 0, or 5m")
-    return value
-
-
 @app.command("pipeline")
 def pipeline(
     file: Path = typer.Argument(
@@ -362,7 +337,7 @@ def pipeline(
     """Replay runs of a pipeline: each step a job when its dependencies end, on CLUSTER."""
 
     def go() -> None:
-        document, file_queues = _pipeline_file(file)
+        document, file_queues = sim_pipeline.pipeline_file(file)
         graph = build_graph(document.spec)
         with _option("--param", " ".join(param)):
             params = resolve(document.spec.declared_params(), parse_assignments(param))
@@ -372,14 +347,14 @@ def pipeline(
         with _option("--queues", str(queues)):
             given = _queues(queues, Workload(jobs=(), queues=file_queues))
         with _option("--interval", interval):
-            interval_s = _seconds(interval)
+            interval_s = sim_pipeline.seconds(interval)
         registry = installed_registry()
         policy = load_policy(scheduler)
         registry.check(policy.config)
         options = SimOptions(
             period=period, trigger_delay=session_delay, oracle_runtime=policy.oracle_runtime
         )
-        with _events(out) as events:
+        with sim_pipeline.events_file(out) as events:
             replay = replay_pipeline(
                 graph,
                 timings,
@@ -406,14 +381,3 @@ def pipeline(
             printer.print(table)
 
     _guarded(go)
-
-
-@contextmanager
-def _events(out: Path | None) -> Iterator[TextIO | None]:
-    """events.jsonl in ``out`` (made), or nowhere."""
-    if out is None:
-        yield None
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "events.jsonl").open("w", encoding="utf-8") as stream:
-        yield stream

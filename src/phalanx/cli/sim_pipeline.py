@@ -1,12 +1,20 @@
-"""Tables of ``phalanx sim pipeline``: the replay's summary (``phalanx.sim.pipeline.summary``)
-for people. Rendering only: the command itself is in ``phalanx.cli.sim``."""
+"""The parts of ``phalanx sim pipeline`` (the command is in ``phalanx.cli.sim``): reading its
+pipeline file and interval, its events file, and the tables of the replay's summary
+(``phalanx.sim.pipeline.summary``) for people."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
 
 from rich.table import Table
+
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.queue import Queue
+from phalanx.spec import QueueDocument, load_file, parse_duration
+from phalanx.workflow import PipelineDocument
 
 #: The simulation figures shown under a replay (summary.json holds them all).
 SIM_FIGURES = (
@@ -94,3 +102,38 @@ def tables(summary: Mapping[str, Any]) -> list[Table]:
     if summary["runs"] == 1:
         shown.append(units_table(summary["run_details"][0]))
     return [*shown, steps_table(summary), figures_table(summary)]
+
+
+def pipeline_file(path: Path) -> tuple[PipelineDocument, tuple[Queue, ...]]:
+    """The one Pipeline document of ``path`` and the Queue documents beside it."""
+    documents = load_file(path)
+    pipelines = [d for d in documents if isinstance(d, PipelineDocument)]
+    if len(pipelines) != 1:
+        raise InvalidInput(
+            f"{path}: holds {len(pipelines)} Pipeline documents",
+            fix="give a file with exactly one Pipeline (and, optionally, its Queues)",
+        )
+    queues = tuple(d.to_domain() for d in documents if isinstance(d, QueueDocument))
+    return pipelines[0], queues
+
+
+def seconds(text: str) -> float:
+    """``0``, ``90``, ``30s``, ``5m``: seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        return parse_duration(text)
+    if not value >= 0 or value == float("inf"):
+        raise InvalidInput("not a duration", fix="give seconds >= 0, or 5m")
+    return value
+
+
+@contextmanager
+def events_file(out: Path | None) -> Iterator[TextIO | None]:
+    """events.jsonl in ``out`` (made), or nowhere."""
+    if out is None:
+        yield None
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "events.jsonl").open("w", encoding="utf-8") as stream:
+        yield stream

@@ -152,13 +152,12 @@ def _timing(
     for name in entry:
         if name not in _FIELDS:
             raise _error(source, f"{key}.{name}", "is not a field", f"use {', '.join(_FIELDS)}")
-    if "duration" not in entry and base is None:
+    if "duration" in entry:
+        duration = _duration(source, f"{key}.duration", entry["duration"])
+    elif base is not None:
+        duration = base.duration
+    else:
         raise _error(source, f"{key}.duration", "is required", "give the step's duration, e.g. 5m")
-    duration = (
-        _duration(source, f"{key}.duration", entry["duration"])
-        if "duration" in entry
-        else base.duration  # type: ignore[union-attr]  # base is set: checked above
-    )
     failures = entry.get("failures", base.failures if base else 0)
     if isinstance(failures, bool) or not isinstance(failures, int) or failures < 0:
         raise _error(source, f"{key}.failures", f"{failures!r} is not a count", "give 0, 1, 2 ...")
