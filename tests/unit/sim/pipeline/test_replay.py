@@ -9,6 +9,7 @@ from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
 from phalanx.policies import load_policy
 from phalanx.sim.pipeline import Replay, pipeline_queues, replay_pipeline, summary, timings_of
+from phalanx.sim.runner import SimOptions
 from phalanx.workflow import Phase, RunPhase, build_graph, load_pipelines, resolve
 
 GIB = 2**30
@@ -249,3 +250,20 @@ def test_a_step_that_can_never_be_placed_leaves_its_run_unfinished_saying_why() 
     assert train.reason.startswith("job chain-0-train-1 was never placed: ")
     assert "needs 16 GPUs" in train.reason  # the engine's own words
     assert summary(replay)["finished_runs"] == 0
+
+
+def test_a_session_delay_adds_to_each_hand_off() -> None:
+    [document] = load_pipelines(CHAIN)
+    graph = build_graph(document.spec)
+    replay = replay_pipeline(
+        graph,
+        timings_of({"prep": 30, "train": "2m", "validate": 45}, graph),
+        name="chain",
+        nodes=_nodes(),
+        queues=pipeline_queues(graph, []),
+        config=CONFIG,
+        params={},
+        options=SimOptions(trigger_delay=1.5),
+    )
+    assert replay.runs[0].makespan == 30 + 120 + 45 + 3 * 1.5
+    assert [u.queue_delay for u in replay.runs[0].units] == [1.5, 1.5, 1.5]
