@@ -81,6 +81,31 @@ def build_busybox_image(runtime: ContainerRuntime, workdir: Path) -> str:
     return tag
 
 
+def derived_image(base: str, files: dict[str, str], workdir: Path) -> str:
+    """The tag of ``base`` with ``files`` (absolute path in the image: text) added,
+    built in ``workdir`` unless it already exists (the tag names a hash of both)."""
+    recipe = repr((base, sorted(files.items()))).encode()
+    tag = f"localhost/phalanx-test-derived:{hashlib.sha256(recipe).hexdigest()[:12]}"
+    runtime = require_podman()
+    if runtime.image_problem(tag) is None:
+        return tag
+    context = workdir / "context"
+    lines = [f"FROM {base}"]
+    for index, (path, text) in enumerate(sorted(files.items())):
+        context.mkdir(parents=True, exist_ok=True)
+        (context / f"file-{index}").write_text(text)
+        lines.append(f"COPY file-{index} {path}")
+    (workdir / "Containerfile").write_text("\n".join(lines) + "\n")
+    built = subprocess.run(
+        [runtime.client, "build", "-q", "-t", tag, "-f", str(workdir / "Containerfile"),
+         str(context)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    if built.returncode != 0:
+        pytest.fail(f"cannot build the derived test image: {built.stderr.strip()}")
+    return tag
+
+
 def _is_static(path: Path) -> bool:
     """True for a 64-bit little-endian ELF program with no interpreter (PT_INTERP): a
     static binary, which runs in an empty image."""

@@ -172,9 +172,7 @@ def get_pipelines(
     elif not pipelines:
         typer.echo("no pipelines: register one with phalanx apply -f pipeline.yaml", err=True)
     else:
-        for each in pipelines:
-            steps = each.document.get("spec", {}).get("steps", {})
-            typer.echo(f"{each.name}\t{each.user}\t{len(steps)} steps")
+        print_table(render.pipelines_table(pipelines, time.time()))
 
 
 # kubectl's rule: a kind is named singular or plural alike.

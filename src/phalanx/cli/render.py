@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.client import JobSummaryView, NodeView, QueueView, RunView, StepView, TaskView
+from phalanx.client import (
+    JobSummaryView,
+    NodeView,
+    PipelineView,
+    QueueView,
+    RunView,
+    StepView,
+    TaskView,
+)
 from phalanx.domain.resources import Resources, format_amount
 
 _PHASE_STYLE = {
@@ -138,6 +146,25 @@ def runs_table(runs: Sequence[RunView], now: float) -> Table:
     return table
 
 
+def pipelines_table(pipelines: Sequence[PipelineView], now: float) -> Table:
+    """One row per pipeline: name, owner, steps, schedule and when it next fires."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("PIPELINE", "USER", "STEPS", "SCHEDULE", "NEXT RUN"):
+        table.add_column(title, overflow="fold")
+    for each in pipelines:
+        spec = each.document.get("spec", {})
+        schedule = spec.get("schedule") or {}
+        table.add_row(
+            each.name,
+            each.user,
+            str(len(spec.get("steps", {})) + len(spec.get("finally", {}))),
+            " ".join(filter(None, [schedule.get("cron"), schedule.get("concurrencyPolicy")]))
+            or "-",
+            "-" if each.next_run_at is None else f"in {age(now, each.next_run_at)}",
+        )
+    return table
+
+
 def steps_table(steps: Sequence[StepView], now: float) -> Table:
     """One row per unit of a run: its phase, attempt, job, duration and why it ended so."""
     table = Table(box=None, pad_edge=False)
@@ -153,9 +180,16 @@ def steps_table(steps: Sequence[StepView], now: float) -> Table:
             str(step.attempt) if step.attempt else "-",
             step.job or "-",
             ran,
-            step.reason or "",
+            _step_reason(step, now),
         )
     return table
+
+
+def _step_reason(step: StepView, now: float) -> str:
+    """Why a unit is where it is; for one waiting out a retry backoff, when it retries."""
+    if step.retry_at is None:
+        return step.reason or ""
+    return f"retrying in {seconds(step.retry_at - now)}: {step.reason}"
 
 
 def seconds(value: float) -> str:

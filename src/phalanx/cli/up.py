@@ -89,6 +89,13 @@ def up(
         help="FIRST-LAST: the uids (and equal gids) allocated to users without an account, "
         "when the server runs as root.",
     ),
+    workspace: str | None = typer.Option(
+        None,
+        "--workspace",
+        help="Where pipeline runs keep their artifacts: a directory or an fsspec URL "
+        "(s3://bucket/phalanx with s3fs installed, ...). Default: DATA_DIR/workspace, or "
+        "DATA_DIR-workspace beside it when tasks run as their users' own uids.",
+    ),
     shared_identity: bool = typer.Option(
         False,
         "--shared-identity",
@@ -109,6 +116,7 @@ def up(
     )
     from phalanx.executors.ray.cluster import check_address  # noqa: PLC0415
     from phalanx.policies import load_policy  # noqa: PLC0415
+    from phalanx.workflow.artifacts import check_workspace  # noqa: PLC0415
 
     directory = (data_dir or default_data_dir()).absolute()
     with reported():
@@ -124,6 +132,8 @@ def up(
         if ray_address:
             check_address(ray_address)
         cluster_nodes(cluster)  # checked before anything is written
+        if workspace is not None:
+            workspace = check_workspace(workspace)
         load_policy(scheduler)
         _check_port(host, port)
         uids = UidRange.parse(task_uids)
@@ -145,6 +155,7 @@ def up(
             shared_identity=shared_identity,
             executor=executor,
             ray_address=ray_address,
+            workspace=workspace,
         )
         _log_to_stderr()
         server = _server(settings)

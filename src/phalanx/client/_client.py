@@ -30,6 +30,7 @@ from phalanx.control.schemas.views import (
     NodeView,
     PipelineView,
     QueueView,
+    RunPage,
     RunView,
     TaskPage,
     TaskView,
@@ -239,13 +240,30 @@ class Client:
     def runs(
         self, *, pipeline: str | None = None, phase: str | Sequence[str] | None = None
     ) -> list[RunView]:
-        """Visible runs, oldest first (without their units)."""
-        params: dict[str, Any] = {}
+        """Every visible run (all pages), oldest first, without their units."""
+        return list(self.iter_runs(pipeline=pipeline, phase=phase))
+
+    def iter_runs(
+        self,
+        *,
+        pipeline: str | None = None,
+        phase: str | Sequence[str] | None = None,
+        page_size: int = 100,
+    ) -> Iterator[RunView]:
+        """Every visible run matching the filters, oldest first, fetching page by page."""
+        params: dict[str, Any] = {"limit": page_size}
         if pipeline is not None:
             params["pipeline"] = pipeline
         if phase is not None:
             params["phase"] = [phase] if isinstance(phase, str) else list(phase)
-        return _parse_list(RunView, self._call("GET", "/runs", params=params))
+        after: str | None = None
+        while True:
+            page_params = params if after is None else {**params, "after": after}
+            page = _parse(RunPage, self._call("GET", "/runs", params=page_params))
+            yield from page.items
+            if page.next is None:
+                return
+            after = page.next
 
     def run(self, run_id: str) -> RunView:
         """One run with its units (phase, attempt, job, times, outputs)."""

@@ -7,7 +7,10 @@ each becomes, which the API caps at ``MAX_INPUT_SIZE`` (10 MiB) as the loader do
 and the field, with the fix. Queues come first, then pipelines, then jobs, each in input
 order, so a file can hold a queue and the jobs and pipelines that go to it. Each document is sent as the user wrote
 it (a Volcano Job stays a Volcano Job; the server imports it the same way). A field
-of a foreign document that phalanx reads but does not honour is told to ``warn``.
+of a foreign document that phalanx reads but does not honour is told to ``warn``. A
+``.py`` file is run (as on import, not as ``__main__``) and gives the documents it
+builds with the workflow DSL: its module-level ``PipelineBuilder`` values and document
+models, in assignment order.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import ast
 import json
 import os
 import re
+import runpy
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +35,8 @@ from phalanx.spec.diagnostics import Warn
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
 from phalanx.spec.scheduler import SchedulerConfigDocument
+from phalanx.workflow.dsl import PipelineBuilder
+from phalanx.workflow.spec import PipelineDocument
 
 #: What ``apply`` accepts: a path, YAML/JSON text, one mapping or document, or a list of them.
 ApplyInput: TypeAlias = (
@@ -96,8 +103,12 @@ def _looks_like_a_path(text: str) -> bool:
 
 
 def _one(item: Any, source: str, warn: Warn | None) -> tuple[Any, Document, str]:
+    if isinstance(item, PipelineBuilder):
+        item = item.build()
     raw = (
-        item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # As written: a default left out stays left out (a pipeline's job step without a
+        # queue runs in the pipeline's default queue).
+        item.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
         if isinstance(item, BaseModel)
         else item
     )
@@ -108,6 +119,9 @@ def _from_file(
     path: Path, source: str | None, warn: Warn | None
 ) -> list[tuple[Any, Document, str]]:
     where = source or os.fspath(path)
+    if path.suffix == ".py":
+        built = _from_python(path, where)
+        return [_one(item, f"{where}:{name}", warn) for name, item in built]
     try:
         documents = load_file(path, warn=warn)
     except DocumentError as error:
@@ -115,6 +129,45 @@ def _from_file(
             raise
         raise _with_line(error, _read(path), where) from None
     return _zip(_read(path), documents, where)
+
+
+#: Document models a Python file may build (apply refuses clusters and scheduler
+#: configs with the fix, as from YAML).
+_DOCUMENT_MODELS: Final = (PipelineDocument, JobDocument, QueueDocument)
+
+
+def _from_python(path: Path, where: str) -> list[tuple[str, Any]]:
+    """The documents a Python file builds with the DSL: every module-level
+    ``PipelineBuilder`` (built) or document model, by variable name, in the order they
+    were assigned. The file runs as a module does on import (``__name__`` is not
+    ``"__main__"``); an exception it raises is a ``DocumentError`` naming its line."""
+    try:
+        names = runpy.run_path(os.fspath(path), run_name="__phalanx_apply__")
+    except DocumentError as error:
+        raise DocumentError(f"{where}: {error}", field=error.field, fix=error.fix) from None
+    except (Exception, SystemExit) as error:  # the user's script: report, never a traceback
+        lines = [
+            f.lineno
+            for f in traceback.extract_tb(error.__traceback__)
+            if f.filename == os.fspath(path)
+        ]
+        at = f" at line {lines[-1]}" if lines else ""
+        raise DocumentError(
+            f"{where}: running it raised {type(error).__name__}{at}: {error}",
+            fix="fix the script (python FILE shows the whole traceback)",
+        ) from None
+    found = [
+        (name, value)
+        for name, value in names.items()
+        if not name.startswith("_") and isinstance(value, (PipelineBuilder, *_DOCUMENT_MODELS))
+    ]
+    if not found:
+        raise DocumentError(
+            f"{where} builds no document",
+            fix="assign a PipelineBuilder or a built document to a module-level name "
+            "(pipeline = p.build())",
+        )
+    return found
 
 
 def _from_text(text: str, source: str, warn: Warn | None) -> list[tuple[Any, Document, str]]:

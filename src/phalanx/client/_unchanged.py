@@ -2,8 +2,9 @@
 
 Guarantees: a document is compared in the form the server stores it (validated, then
 dumped as ``phalanx.spec`` dumps it; a Volcano or OpenPAI job in its imported form), so
-the same file applied twice compares equal (defaults spelled out or left out alike;
-a quantity written another way, ``1Gi`` for ``1024Mi``, is a change). A job's
+the same file applied twice compares equal (defaults spelled out or left out alike,
+except in a pipeline, which is stored as written; a quantity written another way,
+``1Gi`` for ``1024Mi``, is a change). A job's
 ``spec.user`` (which the server fills in) is compared only when the document sets it.
 """
 
@@ -20,9 +21,12 @@ SHOWN: Final = 5
 
 
 def stored_form(document: PreparedDocument) -> dict[str, Any]:
-    """``document`` as the server would store it."""
+    """``document`` as the server would store it (a pipeline as written, defaults left
+    out: whether a job step names its queue decides which queue it runs in)."""
     built = build_document(json.loads(document.body))
-    dumped: dict[str, Any] = built.model_dump(mode="json", by_alias=True, exclude_none=True)
+    dumped: dict[str, Any] = built.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=document.kind == "Pipeline"
+    )
     return dumped
 
 

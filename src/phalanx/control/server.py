@@ -64,6 +64,7 @@ from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
 from phalanx.workflow import Workspace
+from phalanx.workflow.artifacts import check_workspace
 
 if TYPE_CHECKING:
     from phalanx.executors.ray.cluster import RayCluster
@@ -219,7 +220,11 @@ class Server:
         self.workflows = Workflows(
             self.db,
             self.controller,
-            Workspace(settings.workspace or str(default_workspace(data_dir, per_user=per_user))),
+            Workspace(
+                check_workspace(settings.workspace)
+                if settings.workspace
+                else str(default_workspace(data_dir, per_user=per_user))
+            ),
             period=settings.timing.period,
             identity_of=self.tenancy.identities if per_user else None,
         )

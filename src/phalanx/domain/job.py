@@ -113,6 +113,7 @@ class Role:
     tolerations: tuple[Toleration, ...] = ()
     depends_on: tuple[str, ...] = ()  # roles that must be Running before this one starts
     image: str | None = None  # the container image its tasks run in (None: on the host)
+    mounts: tuple[str, ...] = ()  # host directories its containers see at the same path
     hostfile: Hostfile | None = None  # a file listing another role's hosts, for mpirun
 
 

@@ -120,7 +120,8 @@ class TaskLaunch:
     later (a role that ``dependsOn`` another starts once it runs): ranks, ``WORLD_SIZE``
     and the host lists count them all. Empty: the tasks started together plus the job's
     tasks already live. When it lists this task, it lists it on ``node`` at ``address``.
-    ``image`` is the container image the task runs in (None: directly on the host).
+    ``image`` is the container image the task runs in (None: directly on the host);
+    ``mounts`` the host directories its container sees at the same path (read-write).
     ``hostfile`` asks for an MPI hostfile of another role's tasks in the task's working
     directory, named by ``PHALANX_HOSTFILE`` (``taskenv.task_files``); None: no file.
     """
@@ -144,6 +145,7 @@ class TaskLaunch:
     gang: tuple[GangMember, ...] = ()
     identity: TaskIdentity | None = None
     image: str | None = None
+    mounts: tuple[str, ...] = ()
     hostfile: Hostfile | None = None
 
     def __post_init__(self) -> None:

@@ -135,6 +135,25 @@ Command = Annotated[
     AfterValidator(_fits_execve),
 ]
 
+#: Host directories a role's containers may mount, at most.
+MAX_MOUNTS: Final = 32
+
+
+def _mount_path(value: str) -> str:
+    if not value.startswith("/") or "\0" in value:
+        raise located(f"{value!r} is not an absolute path", "give a path starting with /")
+    if any(c in value for c in ":,") or any(part == ".." for part in value.split("/")):
+        raise located(
+            f"{value!r} holds ':', ',' or '..', which a container's volume cannot name",
+            "give a plain absolute directory path",
+        )
+    if value.rstrip("/") == "":
+        raise located("the root directory cannot be mounted", "give the directory the task needs")
+    return value.rstrip("/")
+
+
+MountPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_mount_path)]
+
 
 class Dependency(SpecModel):
     """``{role, phase: Running}``: the role waits until ``role`` is Running."""
@@ -218,9 +237,23 @@ class RoleSpec(Placement):
     image: ImageRef | None = None
     """A container image the tasks run in (an OCI reference such as localhost/train:1.0);
     omitted: on the host."""
+    mounts: Annotated[list[MountPath], Field(max_length=MAX_MOUNTS)] = Field(default_factory=list)
+    """Host directories (absolute paths) the containers of an image role see at the same
+    path, read-write, besides the task's working directory; the task reads and writes
+    them as its user, as a task on the host would."""
     hostfile: HostfileSpec | None = None
     """Give each task a hostfile (PHALANX_HOSTFILE) of the given role's tasks, one `host
     slots=N` line each, as MPI launchers read it."""
+
+    @model_validator(mode="after")
+    def _mounts_need_an_image(self) -> Self:
+        if self.mounts and self.image is None:
+            raise located(
+                "only a role with an image mounts directories (a task on the host sees them)",
+                "set image, or remove mounts",
+                at=("mounts",),
+            )
+        return self
 
     @model_validator(mode="after")
     def _gpu_shape(self) -> Self:
@@ -246,6 +279,7 @@ class RoleSpec(Placement):
             tolerations=tuple(t.to_domain() for t in [*job.tolerations, *self.tolerations]),
             depends_on=tuple(dict.fromkeys(dep.role for dep in self.depends_on)),
             image=self.image,
+            mounts=tuple(dict.fromkeys(self.mounts)),
             hostfile=None if self.hostfile is None else self.hostfile.to_domain(),
         )
 

@@ -17,6 +17,7 @@ refused before it is parsed.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Any, Final
 
 import fsspec
 
-from phalanx.domain.errors import PhalanxError
+from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.workflow.dag import StepNode
 from phalanx.workflow.params import a, check_value
 from phalanx.workflow.parts import OutputParam
@@ -48,6 +49,15 @@ class Workspace:
 
     root: str
 
+    def mounts(self) -> tuple[str, ...]:
+        """What a step in a container mounts to see its artifacts at their URLs: the
+        root, when it is a local directory; nothing for a remote filesystem, which the
+        step reaches by its URLs."""
+        protocol = fsspec.core.split_protocol(self.root)[0]
+        if protocol not in (None, "file", "local"):
+            return ()
+        return (os.path.abspath(fsspec.core.strip_protocol(self.root)),)
+
     def run_url(self, run_id: str) -> str:
         """The directory of one run."""
         if not _RUN_ID.fullmatch(run_id):
@@ -66,6 +76,37 @@ class Workspace:
     def outputs(self, run_id: str, unit: Unit, node: StepNode) -> dict[str, str]:
         """``{{outputs.NAME}}`` of every output of ``node`` for ``unit``."""
         return {name: self.output_url(run_id, unit, name) for name in node.outputs.names}
+
+
+def check_workspace(url: str) -> str:
+    """``url`` as a workspace root: a local path made absolute, or an fsspec URL whose
+    filesystem is installed. Raises ``InvalidInput`` naming ``--workspace`` and the fix."""
+    protocol = fsspec.core.split_protocol(url)[0]
+    if protocol in (None, "file", "local"):
+        path = fsspec.core.strip_protocol(url) if protocol else url
+        return os.path.abspath(os.path.expanduser(path))
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        raise InvalidInput(
+            f"{url!r}: fsspec knows no filesystem {protocol!r}",
+            field="--workspace",
+            fix="give a directory, or a URL such as s3://bucket/phalanx",
+        ) from None
+    except ImportError as error:
+        raise InvalidInput(
+            f"{url!r}: the {protocol} filesystem is not installed ({error})",
+            field="--workspace",
+            fix=f"install the package fsspec names for {protocol} (s3fs, gcsfs, adlfs ...)",
+        ) from None
+    if protocol == "memory":
+        raise InvalidInput(
+            f"{url!r}: a memory filesystem lives in the server alone, and steps run as "
+            "processes of their own",
+            field="--workspace",
+            fix="give a directory or a shared filesystem's URL",
+        )
+    return url
 
 
 def _no_constant(name: str) -> Any:

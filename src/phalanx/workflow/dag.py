@@ -33,7 +33,15 @@ from phalanx.spec.job import JobSpec
 from phalanx.spec.quantity import QuantityValue
 from phalanx.workflow.conditions import Condition
 from phalanx.workflow.params import Param, type_of
-from phalanx.workflow.parts import CacheSpec, ForeachSpec, Inputs, Outputs, ParamSpec, RetrySpec
+from phalanx.workflow.parts import (
+    CacheSpec,
+    ForeachSpec,
+    Inputs,
+    Outputs,
+    ParamSpec,
+    RetrySpec,
+    SubPipelineSpec,
+)
 from phalanx.workflow.templates import Kind, Reference, Template
 
 if TYPE_CHECKING:
@@ -55,7 +63,7 @@ class GraphError(Exception):
 class StepNode:
     """One resolved step: every field with its component's and the defaults' applied.
 
-    ``command`` and ``job`` are unrendered (templates); exactly one is set. ``depends_on``
+    ``command``, ``job`` and ``pipeline`` are unrendered (templates); exactly one is set. ``depends_on``
     holds explicit and implied dependencies, in graph order.
     """
 
@@ -64,6 +72,7 @@ class StepNode:
     depends_on: tuple[str, ...]
     command: tuple[str, ...] | None
     job: JobSpec | None
+    pipeline: SubPipelineSpec | None  # a sub-pipeline step: a child run, no job
     image: str | None
     env: Mapping[str, str]
     queue: str
@@ -181,36 +190,46 @@ def _node(
     c = component
     d = spec.defaults
     source = step if step.command is not None or step.job is not None else c
-    if source is None or (source.command is None and source.job is None):
-        raise GraphError("has neither command nor job", "give a command (or a job)", at=at)
+    if step.pipeline is None and (
+        source is None or (source.command is None and source.job is None)
+    ):
+        raise GraphError(
+            "has neither command nor job", "give a command (or a job, or a pipeline)", at=at
+        )
     resources = _first(step.resources, c.resources if c else None, d.resources)
-    if source.job is None and resources is None:
+    if source is not None and source.job is None and resources is None:
         raise GraphError(
             "has no resources", "give resources on the step, its component or in defaults", at=at
         )
     queue = "default"
-    if source.job is not None:
+    if source is None:  # a sub-pipeline step: its child run's steps have queues
+        queue = d.queue or queue
+    elif source.job is not None:
         queue = source.job.queue if "queue" in source.job.model_fields_set else d.queue or queue
     else:
         queue = _first(step.queue, c.queue if c else None, d.queue) or queue
     when = _first(step.when, c.when if c else None)
+    runs = source is not None  # a command or job (a sub-pipeline step runs neither)
     node = StepNode(
         name=name,
         final=final,
         depends_on=(),
-        command=None if source.command is None else tuple(source.command),
-        job=source.job,
-        image=_first(step.image, c.image if c else None, d.image),
-        env={**d.env, **(c.env if c else {}), **step.env},
+        command=None if source is None or source.command is None else tuple(source.command),
+        job=None if source is None else source.job,
+        pipeline=step.pipeline,
+        image=_first(step.image, c.image if c else None, d.image) if runs else None,
+        env={**d.env, **(c.env if c else {}), **step.env} if runs else {},
         queue=queue,
-        resources=None if source.job else resources,
+        resources=None if source is None or source.job else resources,
         inputs=_first(step.inputs, c.inputs if c else None) or Inputs(),
         outputs=outputs[name],
         when=None if when is None else Condition.parse(when),
         foreach=_first(step.foreach, c.foreach if c else None),
         retry=_first(step.retry, c.retry if c else None, d.retry) or RetrySpec(),
-        timeout=_first(step.timeout, c.timeout if c else None, d.timeout),
-        cache=_first(step.cache, c.cache if c else None, d.cache) or CacheSpec(),
+        # A child run's own steps have their timeouts and caches.
+        timeout=_first(step.timeout, c.timeout if c else None, d.timeout) if runs else None,
+        cache=(_first(step.cache, c.cache if c else None, d.cache) if runs else None)
+        or CacheSpec(),
         params_used=frozenset(),
         templates=(),
     )
@@ -247,6 +266,8 @@ def _templates_of(node: StepNode) -> Iterator[tuple[Loc, str]]:
         yield ("when",), node.when.text
     if node.foreach is not None and isinstance(node.foreach.items, str):
         yield ("foreach", "items"), node.foreach.items
+    for key, value in (node.pipeline.params if node.pipeline else {}).items():
+        yield ("pipeline", "params", key), value
     for r, role in enumerate(node.job.roles if node.job else ()):
         for i, arg in enumerate(role.command):
             yield ("job", "roles", r, "command", i), arg

@@ -81,10 +81,18 @@ def unit_context(
     return replace(base, inputs=inputs, outputs=dict(outputs))
 
 
-def job_spec(node: StepNode, context: Context, *, unit: str | None = None) -> JobSpec:
+def job_spec(
+    node: StepNode,
+    context: Context,
+    *,
+    unit: str | None = None,
+    mounts: tuple[str, ...] = (),
+) -> JobSpec:
     """The job of ``node`` run in ``context`` (with its inputs, outputs and item);
-    ``unit``: its name in ``PHALANX_STEP`` (default: the step's). Raises ``InvalidInput``
-    (a ``TemplateError`` for a reference that does not resolve)."""
+    ``unit``: its name in ``PHALANX_STEP`` (default: the step's); ``mounts``: host
+    directories every role with an image mounts (the workspace, so that a container
+    reads and writes artifacts at the paths the templates give). Raises
+    ``InvalidInput`` (a ``TemplateError`` for a reference that does not resolve)."""
     ours = {"PHALANX_RUN_ID": context.run_id, "PHALANX_STEP": unit or node.name}
     data: dict[str, Any]
     if node.job is None:
@@ -114,6 +122,9 @@ def job_spec(node: StepNode, context: Context, *, unit: str | None = None) -> Jo
             role["env"] = {**defaults, **_env(role.get("env", {}), context, f"{field}.env"), **ours}
             if node.image and "image" not in role:
                 role["image"] = node.image
+    for role in data["roles"]:
+        if mounts and role.get("image"):
+            role["mounts"] = list(dict.fromkeys([*role.get("mounts", []), *mounts]))
     if node.timeout is not None and "walltime" not in data:
         data["walltime"] = node.timeout
     data["maxRetry"] = 0

@@ -330,11 +330,11 @@ _RETRIED: Final[tuple[FailureCause, ...]] = ("preempted", "nodeLost")
 class RetrySpec(SpecModel):
     """``retry``: when and how often a step's job is run again."""
 
-    max_attempts: Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)] = 1
+    max_attempts: Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)] = 3
     """Attempts in all, the first included (1: no retry)."""
     on: list[FailureCause] = Field(default_factory=lambda: list(_RETRIED))
-    """Which endings are retried: preempted (evicted), nodeLost, failed (non-zero exit,
-    timeout)."""
+    """Which endings are retried: preempted (evicted by preemption or reclaim), nodeLost,
+    failed (non-zero exit, timeout). An ending not listed fails the step at once."""
     backoff: BackoffSpec = Field(default_factory=BackoffSpec)
     """The wait between attempts."""
 
@@ -377,6 +377,17 @@ class CacheSpec(SpecModel):
     """Parameters left out of the key (a log level, say): changing them still hits."""
     version: Annotated[str, Field(max_length=256)] = ""
     """Part of the key: change it to make every earlier entry of the step a miss."""
+
+
+class SubPipelineSpec(SpecModel):
+    """``pipeline``: the step runs a registered pipeline as a run of its own (a child run),
+    and ends as that run ends."""
+
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    """The registered pipeline to run."""
+    params: dict[Identifier, TemplateText] = Field(default_factory=dict)
+    """Its params (templates allowed: {{params.x}}, {{steps.s.outputs.y}}, {{item}}); the
+    others take their defaults."""
 
 
 class ScheduleSpec(SpecModel):

@@ -54,6 +54,7 @@ from phalanx.workflow.parts import (
     ParamSpec,
     RetrySpec,
     ScheduleSpec,
+    SubPipelineSpec,
     TemplateText,
 )
 from phalanx.workflow.templates import Template, TemplateError
@@ -62,6 +63,14 @@ from phalanx.workflow.templates import Template, TemplateError
 MAX_STEPS: Final = 1_000
 
 _STEP_FIELDS_WITHOUT_JOB: Final = ("command", "resources", "image", "env", "queue")
+_STEP_FIELDS_WITHOUT_PIPELINE: Final = (
+    *_STEP_FIELDS_WITHOUT_JOB,
+    "job",
+    "uses",
+    "outputs",
+    "timeout",
+    "cache",
+)
 
 
 def _templates(argv: list[str]) -> list[str]:
@@ -147,9 +156,25 @@ class StepSpec(StepFields):
 
     uses: DnsLabel | None = None
     """A component of spec.components whose fields this step takes (its own fields win)."""
+    pipeline: SubPipelineSpec | None = None
+    """Run a registered pipeline as a child run instead of a command or job (a
+    sub-pipeline); the step succeeds when that run does."""
     depends_on: Annotated[list[DnsLabel], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
     """Steps that must end first (references {{steps.X...}} add X themselves); a finally
     step may name only normal steps."""
+
+    @model_validator(mode="after")
+    def _pipeline_excludes(self) -> Self:
+        if self.pipeline is not None:
+            for name in _STEP_FIELDS_WITHOUT_PIPELINE:
+                if getattr(self, name):
+                    raise located(
+                        "is not allowed together with pipeline",
+                        "a sub-pipeline's steps say what they run; give them that pipeline, "
+                        "or run a command or job in this step instead",
+                        at=(name,),
+                    )
+        return self
 
 
 class Defaults(SpecModel):
@@ -198,6 +223,19 @@ class PipelineSpec(SpecModel):
     limit."""
     schedule: ScheduleSpec | None = None
     """Start runs by the clock; omitted: runs start on request only."""
+
+    @model_validator(mode="after")
+    def _scheduled_runs_need_no_params(self) -> Self:
+        if self.schedule is not None:
+            for param in self.declared_params():
+                if param.default is None:
+                    raise located(
+                        f"param {param.name} has no default, and a run the schedule starts "
+                        "gives no params",
+                        f"give {param.name} a default, or remove schedule",
+                        at=("schedule",),
+                    )
+        return self
 
     @model_validator(mode="after")
     def _a_graph(self) -> Self:

@@ -57,9 +57,10 @@ def database_url(tmp_path: Path) -> str | None:
 
 @contextmanager
 def running_server(
-    tmp_path: Path, *, cluster: str = CLUSTER, timing: Timing = FAST
+    tmp_path: Path, *, cluster: str = CLUSTER, timing: Timing = FAST, workspace: str | None = None
 ) -> Iterator[Server]:
-    """A started server over a fresh data dir; stopped (and its tasks killed) afterwards."""
+    """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
+    the data dir's); stopped (and its tasks killed) afterwards."""
     cluster_file = tmp_path / "cluster.yaml"
     cluster_file.write_text(cluster)
     settings = ServerSettings(
@@ -72,6 +73,7 @@ def running_server(
         # test's own directory: every task runs as the test (tests/integration/tenancy
         # covers tasks under their users' own uids).
         shared_identity=True,
+        workspace=workspace,
     )
     server = Server(settings)
     server.start()
@@ -99,6 +101,7 @@ class Api:
     """Requests as one user, failing loudly on unexpected status codes."""
 
     def __init__(self, url: str, token: str) -> None:
+        self.token = token
         self.http = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )

@@ -2,8 +2,8 @@
 2): an identical run is all cache hits; a changed param or one byte of a listed file
 invalidates exactly the step that reads it and what is downstream of it; a deleted
 cached artifact is a miss, not a crash; ``--no-cache`` and ``--refresh-cache``; the
-``phalanx cache`` commands. (A changed image changing the key is shown by
-``tests/unit/workflow/test_cache.py``: running an image needs podman.)"""
+``phalanx cache`` commands; and a changed image reruns its step (in a podman container
+that reads and writes the run's artifacts) and what is downstream of it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from pathlib import Path
 
 from tests.integration.control.serving import Api, running_server
 from tests.integration.control.test_cli import ok, phalanx, refused
+from tests.integration.control.test_images import PODMAN_CLUSTER
 from tests.integration.control.test_pipeline_resume import counts, step_jobs
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run, steps
+from tests.integration.images import derived_image
 
 # Every step counts its executions in DIR; train runs DIR/train.sh, listed in its
 # cache.files; verbose is excluded from train's key, and prep does not read it.
@@ -167,3 +169,54 @@ def test_the_cache_commands_list_show_and_evict(tmp_path: Path) -> None:
         assert len(gone) == 3 and api.get("/api/v1/cache") == []
         assert "give a KEY or --pipeline" in refused(phalanx(server, "cache", "evict"))
         assert api.http.delete("/api/v1/cache/" + "0" * 64).status_code == 404
+
+
+# train runs in IMAGE, each variant of which has another /flavor; prep and validate run
+# on the host.
+IMAGED = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: imaged}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}, cache: {enabled: true}}
+  steps:
+    prep:
+      command: ["sh", "-c", "echo x >> DIR/prep.count; echo hello > {{outputs.data}}"]
+      outputs: {artifacts: [data]}
+    train:
+      image: IMAGE
+      inputs: {artifacts: {data: "{{steps.prep.outputs.data}}"}}
+      command: ["sh", "-c", "cat {{inputs.data}} /flavor > {{outputs.model}}"]
+      outputs: {artifacts: [model]}
+    validate:
+      inputs: {artifacts: {model: "{{steps.train.outputs.model}}"}}
+      command: ["sh", "-c", "echo x >> DIR/validate.count; grep -q hello {{inputs.model}}"]
+"""
+
+
+def test_a_changed_image_reruns_its_step_in_the_container_and_what_follows(
+    busybox_image: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    plain = derived_image(busybox_image, {"/flavor": "plain\n"}, tmp_path / "plain")
+    spicy = derived_image(busybox_image, {"/flavor": "spicy\n"}, tmp_path / "spicy")
+    document = IMAGED.replace("DIR", str(work))
+    with running_server(tmp_path, cluster=PODMAN_CLUSTER) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(document.replace("IMAGE", plain)))
+        first = run(api, "imaged")
+        assert phases(finished(api, first)) == ["Succeeded"] * 3
+        workspace = tmp_path / "data" / "workspace" / "runs"
+        # The container read prep's artifact and wrote its own, in the run's workspace.
+        assert (workspace / first / "train" / "model").read_text() == "hello\nplain\n"
+        assert phases(finished(api, run(api, "imaged"))) == ["Cached"] * 3
+
+        changed = api.http.put(
+            "/api/v1/pipelines/imaged", json=pipeline(document.replace("IMAGE", spicy))
+        )
+        assert changed.status_code == 200, changed.text
+        third = run(api, "imaged")
+        assert phases(finished(api, third)) == ["Cached", "Succeeded", "Succeeded"]
+        assert (workspace / third / "train" / "model").read_text() == "hello\nspicy\n"
+        assert (counts(work, "prep"), counts(work, "validate")) == (1, 2)

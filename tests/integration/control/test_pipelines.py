@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.integration.control import processes
@@ -72,8 +73,10 @@ def steps(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {step["unit"]: step for step in view["steps"]}
 
 
-def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
-    with running_server(tmp_path) as server:
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["default-workspace", "file-url"])
+def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path, elsewhere: bool) -> None:
+    given = f"file://{tmp_path}/elsewhere" if elsewhere else None
+    with running_server(tmp_path, workspace=given) as server:
         api = admin(server)
         api.post("/api/v1/pipelines", pipeline(TRI))
         run_id = run(api, "tri", lr="0.5")
@@ -81,7 +84,8 @@ def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
         assert view["phase"] == "Succeeded", json.dumps(view, indent=1)
         units = steps(view)
         assert [s["phase"] for s in view["steps"]] == ["Succeeded"] * 3
-        workspace = tmp_path / "data" / "workspace" / "runs" / run_id
+        root = tmp_path / "elsewhere" if elsewhere else tmp_path / "data" / "workspace"
+        workspace = root / "runs" / run_id
         assert units["prep"]["outputs"] == {"rows": 3, "data": str(workspace / "prep" / "data")}
         model = workspace / "train" / "model"
         assert model.read_text() == "HELLO\nlr=0.5\n"
@@ -89,7 +93,7 @@ def test_tri_runs_to_success_with_its_artifacts_flowing(tmp_path: Path) -> None:
             job = api.job(unit["job"])
             assert job["phase"] == "Succeeded" and job["user"] == "admin"
             assert unit["started_at"] <= unit["finished_at"]
-        listed = api.get("/api/v1/runs")
+        listed = api.get("/api/v1/runs")["items"]
         assert [(r["id"], r["pipeline"], r["phase"]) for r in listed] == [
             (run_id, "tri", "Succeeded")
         ]
@@ -114,6 +118,8 @@ spec:
       dependsOn: [flaky]
       when: "{{params.promote}} == true and {{steps.train.outputs.accuracy}} > 0.5"
       command: "true"
+  finally:
+    always: {command: "true"}
 """
 
 FAILING = """\
@@ -160,6 +166,7 @@ def test_when_false_is_skipped_retries_follow_the_policy_and_the_run_succeeds(
         assert units["promote"]["job"] == ""  # never ran
         assert "when is false" in units["promote"]["reason"]
         assert units["flaky"]["phase"] == "Succeeded" and units["flaky"]["attempt"] == 2
+        assert units["always"]["phase"] == "Succeeded"  # finally runs after a success too
         first = units["flaky"]["job"].removesuffix("-2") + "-1"
         assert api.job(first)["phase"] == "Failed"  # one job per attempt
         promoted = ended(api, run(api, "branches", promote=True))
@@ -221,7 +228,7 @@ apiVersion: phalanx/v1
 kind: Pipeline
 metadata: {name: sweep}
 spec:
-  defaults: {queue: wf, resources: {cpu: 100m, memory: 64Mi}}
+  defaults: {queue: gpus, resources: {cpu: 100m, memory: 64Mi, gpu: 1}}
   steps:
     items:
       command: "python3 -c 'import json; print(json.dumps(list(range(200))))' > {{outputs.list}}"
@@ -232,9 +239,12 @@ spec:
 """
 
 
-def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: Path) -> None:
+def test_a_200_item_foreach_keeps_to_max_parallel_and_its_gpu_queue_capability(
+    tmp_path: Path,
+) -> None:
     with running_server(tmp_path) as server:
         api = admin(server)
+        api.queue("gpus", capability={"gpu": 6})  # of the cluster's 8
         api.post("/api/v1/pipelines", pipeline(FANOUT))
         run_id = run(api, "sweep")
         view = ended(api, run_id, timeout=240)
@@ -252,12 +262,23 @@ def test_a_200_item_foreach_never_runs_more_than_max_parallel_at_once(tmp_path: 
             [(j["created_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
             key=lambda edge: (edge[0], edge[1]),
         )
-        live = peak = 0
-        for _, change in edges:
-            live += change
-            peak = max(peak, live)
-        assert peak <= 8
-        assert peak >= 4  # the fan-out did run in parallel
+        assert 4 <= _peak(edges) <= 8  # in parallel, never above maxParallel
+        # The most GPUs held at any instant (each item's job holds 1 from its placement to
+        # its end): never above the queue's capability.
+        held = sorted(
+            [(j["started_at"], 1) for j in jobs] + [(j["finished_at"], -1) for j in jobs],
+            key=lambda edge: (edge[0], edge[1]),
+        )
+        assert _peak(held) <= 6
+
+
+def _peak(edges: list[tuple[float, int]]) -> int:
+    """The most intervals open at once, given their sorted (time, +1 open / -1 close)."""
+    live = peak = 0
+    for _, change in edges:
+        live += change
+        peak = max(peak, live)
+    return peak
 
 
 def test_a_server_killed_mid_run_finishes_it_after_a_restart_without_duplicates(
@@ -367,3 +388,92 @@ def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
         assert ended(api, run_id)["phase"] == "Succeeded"
         model = tmp_path / "data" / "workspace" / "runs" / run_id / "train" / "model"
         assert model.read_text() == "HELLO\nlr=0.5\n"
+
+
+ONE_STEP = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: one}
+spec:
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    only: {command: "true"}
+"""
+
+
+def test_runs_are_listed_a_page_at_a_time_and_only_to_their_users(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        api = admin(server)
+        api.post("/api/v1/pipelines", pipeline(ONE_STEP))
+        made = [run(api, "one") for _ in range(5)]
+        seen: list[str] = []
+        after: str | None = None
+        while True:
+            page = api.get("/api/v1/runs", limit=2, **({"after": after} if after else {}))
+            assert len(page["items"]) <= 2
+            seen += [r["id"] for r in page["items"]]
+            if page["next"] is None:
+                break
+            after = page["next"]
+        assert seen == made  # oldest first, none repeated or skipped
+        assert api.user("bob").get("/api/v1/runs")["items"] == []
+        refused = api.get("/api/v1/runs", expect=404, after="no-such-run")
+        assert refused["field"] == "after"
+        runs = json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))
+        assert [r["id"] for r in runs] == made
+
+
+EVERY_MINUTE = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: minutely}
+spec:
+  params: {word: tick}
+  schedule: {cron: "* * * * *", concurrencyPolicy: skip}
+  defaults: {queue: wf, resources: {cpu: 1, memory: 256Mi}}
+  steps:
+    say: {command: "echo {{params.word}}"}
+"""
+
+
+def test_a_schedule_starts_runs_of_the_owner_by_the_clock(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        alice = admin(server).user("alice")
+        alice.post("/api/v1/pipelines", pipeline(EVERY_MINUTE))
+        listed = ok(phalanx(server, "get", "pipelines", token=alice.token))
+        assert "* * * * * skip" in listed and "in " in listed
+        # The next minute starts a run (the wait is for the clock, not a measured time).
+        started = wait_for(
+            lambda: alice.get("/api/v1/runs")["items"], "the schedule's first run", timeout=75
+        )
+        run_id = started[0]["id"]
+        assert re.fullmatch(r"minutely-\d{12}", run_id)
+        view = ended(alice, run_id)
+        assert view["phase"] == "Succeeded" and view["user"] == "alice"
+        assert view["params"] == {"word": "tick"}
+
+
+DSL = """\
+from phalanx.workflow import PipelineBuilder
+
+p = PipelineBuilder("built", params={"word": "hi"},
+                    defaults={"queue": "wf", "resources": {"cpu": 1, "memory": "256Mi"}})
+say = p.step("say", command=f"echo {p.params.word} > {{{{outputs.text}}}}", outputs=["text"])
+p.step("shout", inputs={"artifacts": {"text": say.outputs.text}},
+       command="tr a-z A-Z < {{inputs.text}} > {{outputs.loud}}", outputs=["loud"])
+"""
+
+
+def test_a_pipeline_built_with_the_python_dsl_is_applied_and_run_from_its_file(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(DSL)
+    with running_server(tmp_path) as server:
+        admin(server)
+        assert ok(phalanx(server, "apply", "-f", str(script))).strip() == "pipeline/built created"
+        run_id = ok(phalanx(server, "pipeline", "run", "built", "-p", "word=hello")).strip()
+        view = ended(Api(server.url, server.admin_token or ""), run_id)
+        assert view["phase"] == "Succeeded"
+        loud = tmp_path / "data" / "workspace" / "runs" / run_id / "shout" / "loud"
+        assert loud.read_text() == "HELLO\n"

@@ -94,6 +94,8 @@ def test_the_data_dir_defaults_to_the_environment(
         (["--db", "not a url"], "'not a url' is not a database URL"),
         (["--task-uids", "70000"], "--task-uids: '70000' is not FIRST-LAST"),
         (["--task-uids", "0-999"], "--task-uids: 0-999 is not a range of regular uids"),
+        (["--workspace", "nosuch://x"], "--workspace: 'nosuch://x': fsspec knows no filesystem"),
+        (["--workspace", "memory://x"], "a memory filesystem lives in the server alone"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(

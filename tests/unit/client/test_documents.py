@@ -122,3 +122,58 @@ def test_a_kubeflow_job_is_sent_as_written_and_its_unhonoured_fields_are_told(
         f"{path} document 1 (MPIJob tensorflow-benchmarks): spec.runPolicy.cleanPodPolicy: "
         "not honoured: a phalanx job's tasks all stop when it ends"
     )
+
+
+FLOW = """\
+from phalanx.workflow import PipelineBuilder
+
+p = PipelineBuilder("flow", defaults={"queue": "wf", "resources": {"cpu": 1}})
+prep = p.step("prep", command="echo hi > {{outputs.data}}", outputs=["data"])
+p.step("show", inputs={"artifacts": {"data": prep.outputs.data}}, command="cat {{inputs.data}}")
+boxed = PipelineBuilder("boxed", defaults={"queue": "wf"})
+boxed.step("dist", job={"roles": [{"name": "w", "replicas": 2, "resources": {"cpu": 1}}]})
+built = boxed.build()
+if __name__ == "__main__":
+    raise SystemExit("not run by apply")
+"""
+
+
+def test_a_python_file_gives_the_pipelines_its_dsl_builds(tmp_path: Path) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(FLOW)
+    prepared = prepare_documents(script)
+    assert [(d.kind, d.name, d.where) for d in prepared] == [
+        ("Pipeline", "flow", f"{script}:p document 1"),
+        ("Pipeline", "boxed", f"{script}:boxed document 1"),
+        ("Pipeline", "boxed", f"{script}:built document 1"),
+    ]
+    flow = json.loads(prepared[0].body)
+    assert flow["spec"]["steps"]["show"]["inputs"] == {
+        "artifacts": {"data": "{{steps.prep.outputs.data}}"}
+    }
+    # Sent as written: the job step names no queue, so it runs in the pipeline's.
+    assert "queue" not in json.loads(prepared[1].body)["spec"]["steps"]["dist"]["job"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x = 1\n", "builds no document; fix: assign a PipelineBuilder"),
+        ("x = 1\n1 / 0\n", "running it raised ZeroDivisionError at line 2: division by zero"),
+        (
+            "from phalanx.workflow import PipelineBuilder\n"
+            "b = PipelineBuilder('bad', defaults={'queue': 'wf'})\n"
+            "b.step('s', command='true')\n"
+            "b.build()\n",
+            "has no resources",
+        ),
+    ],
+)
+def test_a_python_file_that_builds_nothing_or_fails_is_one_error(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(text)
+    with pytest.raises(DocumentError) as refused:
+        prepare_documents(script)
+    assert expected in str(refused.value) and str(script) in str(refused.value)

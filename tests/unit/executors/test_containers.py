@@ -108,6 +108,17 @@ def test_the_workdir_is_mounted_at_its_own_path_and_the_network_is_the_hosts() -
     assert "--init" in args and flag_values(args, "--pull") == ["never"]
 
 
+def test_the_roles_mounts_are_mounted_at_their_own_paths_after_the_workdir() -> None:
+    args = argv(mounts=("/srv/workspace", str(WORKDIR)))
+    assert flag_values(args, "--volume") == [
+        f"{WORKDIR}:{WORKDIR}",
+        "/srv/workspace:/srv/workspace",
+    ]
+    with pytest.raises(InvalidInput) as refused:
+        argv(mounts=("relative/dir",))
+    assert refused.value.field == "mounts"
+
+
 def test_the_user_is_the_tasks_identity_with_its_groups() -> None:
     alice = TaskIdentity(uid=2001, gid=2002, name="alice", groups=(2003, 2004))
     args = argv(identity=alice)

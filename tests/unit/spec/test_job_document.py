@@ -140,3 +140,31 @@ def test_a_hostfile_names_a_role_of_the_job() -> None:
         with pytest.raises(DocumentError) as caught:
             load_job(text.replace("{role: worker, slots: 4}", bad))
         assert message in str(caught.value)
+
+
+def test_an_image_role_mounts_absolute_host_directories() -> None:
+    text = """\
+        apiVersion: phalanx/v1
+        kind: Job
+        metadata: {name: boxed}
+        spec:
+          roles:
+          - {name: main, replicas: 1, resources: {cpu: 1}, image: "localhost/t:1", mounts: MOUNTS}
+        """
+    (role,) = (
+        load_job(text.replace("MOUNTS", "[/data/sets/, /scratch, /scratch]")).to_domain().roles
+    )
+    assert role.mounts == ("/data/sets", "/scratch")
+    for bad, message in [
+        ("[data]", "spec.roles[0].mounts[0]: 'data' is not an absolute path"),
+        ("[/a:b]", "spec.roles[0].mounts[0]: '/a:b' holds ':', ',' or '..'"),
+        ("[/a/../etc]", "'/a/../etc' holds ':', ',' or '..'"),
+        ("[/]", "spec.roles[0].mounts[0]: the root directory cannot be mounted"),
+    ]:
+        with pytest.raises(DocumentError) as caught:
+            load_job(text.replace("MOUNTS", bad))
+        assert message in str(caught.value)
+    with pytest.raises(DocumentError) as caught:
+        load_job(text.replace(', image: "localhost/t:1"', "").replace("MOUNTS", "[/data]"))
+    assert "spec.roles[0].mounts: only a role with an image mounts directories" in str(caught.value)
+    assert "fix: set image, or remove mounts" in str(caught.value)

@@ -34,7 +34,7 @@ spec:
   params:
     lrs: [0.1, 0.01, 0.001]
     threshold: {type: float, default: 0.9, description: promote above this}
-    tag: {type: string}
+    tag: {type: string, default: nightly}
     dry: false
   defaults:
     queue: wf

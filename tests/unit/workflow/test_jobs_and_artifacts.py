@@ -65,6 +65,13 @@ def test_a_job_step_keeps_its_roles_and_gets_defaults() -> None:
     assert worker.command == ["/bin/sh", "-c", "torchrun --tag 'v 1'"]
     assert master.image == "localhost/train:1.0"
     assert master.env == {"LOG": "info", "PHALANX_RUN_ID": "r2", "PHALANX_STEP": "dist"}
+    # Roles in an image mount the workspace, to see the artifacts at their paths.
+    mounted = job_spec(node, context, unit="dist", mounts=WS.mounts())
+    assert [role.mounts for role in mounted.roles] == [["/data/wf"], ["/data/wf"]]
+    assert Workspace("s3://bucket/wf").mounts() == ()  # reached by its URLs
+    tri = build_graph(load_pipelines(TRI)[0].spec).steps["prep"]
+    [on_host] = job_spec(tri, Context(step="prep", outputs={"data": "d"}), mounts=WS.mounts()).roles
+    assert on_host.image is None and on_host.mounts == []  # a host task sees them anyway
 
 
 def test_an_unresolved_reference_or_an_oversized_command_names_the_step() -> None:
@@ -210,7 +217,9 @@ def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
     assert [retry.delay(n, "preempted") for n in range(1, 6)] == [10.0, 30.0, 60.0, 60.0, None]
     assert retry.delay(1, "failed") is None  # a plain non-zero exit is not retried by default
     assert RetrySpec.model_validate({"on": ["failed"], "maxAttempts": 2}).delay(1, "failed") == 10.0
-    assert RetrySpec().delay(1, "nodeLost") is None  # one attempt unless asked
+    # By default: 3 attempts for what is not the step's fault, 10 s then 20 s apart.
+    assert [RetrySpec().delay(n, "nodeLost") for n in (1, 2, 3)] == [10.0, 20.0, None]
+    assert RetrySpec().delay(1, "failed") is None
 
 
 def test_a_failed_job_is_node_lost_only_when_its_reason_or_message_says_so() -> None:

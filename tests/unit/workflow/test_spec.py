@@ -3,6 +3,8 @@ bad document is refused naming the document, the step, the field and the fix."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from phalanx.domain.errors import DocumentError, InvalidInput
@@ -55,8 +57,10 @@ def test_every_feature_resolves_through_components_and_defaults() -> None:
     assert graph.downstream("best") == {"promote", "dist"}
     assert pipeline.spec.schedule is not None
     assert pipeline.spec.schedule.concurrency_policy == "skip"
+    assert resolve(pipeline.spec.declared_params())["tag"] == "nightly"  # as scheduled runs
+    required = [replace(p, default=None) for p in pipeline.spec.declared_params()]
     with pytest.raises(InvalidInput, match=r"params.tag: is required.*-p tag=VALUE"):
-        resolve(pipeline.spec.declared_params())
+        resolve(required, {"lrs": [0.1], "threshold": 0.5, "dry": False})
 
 
 def test_a_yaml_on_key_means_on() -> None:
@@ -385,7 +389,40 @@ BAD = [
         "spec.steps.train.dependsOn[0]: 'fin' is a finally step",
         "normal steps only",
     ),
+    # sub-pipelines
+    (
+        TRI.replace("  steps:\n", "  steps:\n    sub: {pipeline: {name: x}, command: ['true']}\n"),
+        "spec.steps.sub.command: is not allowed together with pipeline",
+        "give them that pipeline",
+    ),
+    (
+        TRI.replace(
+            "  steps:\n", "  steps:\n    sub: {pipeline: {name: x}, outputs: {artifacts: [a]}}\n"
+        ),
+        "spec.steps.sub.outputs: is not allowed together with pipeline",
+        "give them that pipeline",
+    ),
+    (
+        TRI.replace(
+            "  steps:\n",
+            "  steps:\n    sub: {pipeline: {name: x, params: {a: '{{steps.prep.outputs.nope}}'}}}\n",
+        ),
+        "spec.steps.sub.pipeline.params.a: {{steps.prep.outputs.nope}}: step 'prep' has no such output",
+        "declare it in its outputs",
+    ),
 ]
+
+
+def test_a_sub_pipeline_step_depends_on_what_its_params_read() -> None:
+    text = TRI.replace(
+        "  steps:\n",
+        "  steps:\n    sub: {pipeline: {name: other, params: {data: '{{steps.prep.outputs.data}}'}}}\n",
+    )
+    graph = build_graph(load_pipelines(text)[0].spec)
+    sub = graph.steps["sub"]
+    assert sub.depends_on == ("prep",) and sub.pipeline is not None
+    assert sub.command is None and sub.job is None and sub.resources is None
+    assert not sub.cache.enabled and sub.timeout is None  # the child's steps have theirs
 
 
 @pytest.mark.parametrize(("text", "message", "fix"), BAD)

@@ -17,11 +17,13 @@ from sqlalchemy import select
 from phalanx.control.api.deps import ApiError, Caller, DbSession, document_of, errors
 from phalanx.control.api.runs import poke, run_view
 from phalanx.control.auth import Principal
+from phalanx.control.controllers.runs import new_run
+from phalanx.control.controllers.schedules import next_firing
 from phalanx.control.schemas.bodies import NewRun
 from phalanx.control.schemas.views import PipelineView, RunView
-from phalanx.control.store.models import PipelineRow, RunRow
+from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow import PipelineDocument, RunPhase, resolve
+from phalanx.workflow import PipelineDocument, resolve
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=errors(401, 422))
 
@@ -63,7 +65,7 @@ def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> P
         )
     now = time.time()
     row = PipelineRow(name=name, user=caller.name, document=_dump(document))
-    row.created_at = row.updated_at = now
+    row.created_at = row.updated_at = row.scheduled_through = now
     session.add(row)
     session.commit()
     return _view(row)
@@ -84,7 +86,8 @@ def update_pipeline(
             field="metadata.name",
             fix="make them equal; a pipeline cannot be renamed",
         )
-    row.document, row.updated_at = _dump(document), time.time()
+    now = time.time()
+    row.document, row.updated_at, row.scheduled_through = _dump(document), now, now
     session.commit()
     return _view(row)
 
@@ -112,18 +115,14 @@ def start_run(
         raise ApiError(
             422, str(error).removesuffix(f"; fix: {error.fix}"), field=error.field, fix=error.fix
         ) from None
-    run = RunRow(
-        id=f"{name[:40].strip('-.')}-{secrets.token_hex(4)}",
+    run = new_run(
+        f"{name[:40].strip('-.')}-{secrets.token_hex(4)}",
         pipeline=name,
-        user=caller.name,
         document=row.document,
+        user=caller.name,
         params=params,
-        phase=RunPhase.PENDING.value,
-        message="",
-        state={},
-        stop_requested=False,
         created_at=time.time(),
-        cache_mode=body.cache,
+        cache=body.cache,
     )
     session.add(run)
     view = run_view(session, run)  # before the commit, which ends the route's transaction
@@ -158,14 +157,19 @@ def _may_change(row: PipelineRow, caller: Principal) -> None:
 
 
 def _dump(document: PipelineDocument) -> dict[str, Any]:
-    return document.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """The document as stored: what was written, defaults left out, so that reading it
+    back gives the same fields set (a job step's unset queue stays the pipeline's
+    default queue, not the Job document's own default)."""
+    return document.to_dict()
 
 
 def _view(row: PipelineRow) -> PipelineView:
+    document = PipelineDocument.model_validate(row.document)
     return PipelineView(
         name=row.name,
         user=row.user,
         created_at=row.created_at,
         updated_at=row.updated_at,
         document=row.document,
+        next_run_at=next_firing(document, max(time.time(), row.scheduled_through or 0.0)),
     )

@@ -11,14 +11,14 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
-from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
 from phalanx.control.controllers.workflow import ACTIVE
 from phalanx.control.schemas.bodies import ResumeRun
-from phalanx.control.schemas.views import RunView, StepView
+from phalanx.control.schemas.views import RunPage, RunView, StepView
 from phalanx.control.store.models import JobRow, RunRow
 from phalanx.domain.errors import InvalidInput
 from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
@@ -33,23 +33,42 @@ def poke(request: Request) -> None:
         workflows.poke()
 
 
-@router.get("", response_model=list[RunView])
+@router.get("", response_model=RunPage, responses=errors(404))
 def list_runs(
     caller: Caller,
     session: DbSession,
     pipeline: str | None = None,
     phase: Annotated[list[RunPhase] | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
-) -> list[RunView]:
-    """Runs, oldest first (without their units): your own; admins see every user's."""
-    query = select(RunRow).order_by(RunRow.created_at).limit(limit)
+    after: Annotated[
+        str | None, Query(max_length=128, description="the 'next' of the previous page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> RunPage:
+    """Runs, oldest first (without their units), a page at a time: your own; admins see
+    every user's. Paging is by (creation time, id), so a page never repeats or skips a
+    run, even as runs are made."""
+    query = select(RunRow).order_by(RunRow.created_at, RunRow.id).limit(limit + 1)
     if not caller.is_admin:
         query = query.where(RunRow.user == caller.name)
     if pipeline is not None:
         query = query.where(RunRow.pipeline == pipeline)
     if phase:
         query = query.where(RunRow.phase.in_([p.value for p in phase]))
-    return [run_view(session, row, steps=False) for row in session.scalars(query)]
+    if after is not None:
+        last = _visible(session, after, caller, field="after")
+        query = query.where(
+            or_(
+                RunRow.created_at > last.created_at,
+                and_(RunRow.created_at == last.created_at, RunRow.id > last.id),
+            )
+        )
+    rows = session.scalars(query).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return RunPage(
+        items=[run_view(session, row, steps=False) for row in rows],
+        next=rows[-1].id if more and rows else None,
+    )
 
 
 @router.get("/{run_id}", response_model=RunView, responses=errors(404))
@@ -112,19 +131,14 @@ def resume_run(
         raise ApiError(
             422, str(error).removesuffix(f"; fix: {error.fix}"), field=error.field, fix=error.fix
         ) from None
-    run = RunRow(
-        id=new_id,
+    run = new_run(
+        new_id,
         pipeline=old.pipeline,
-        user=old.user,  # its steps read the old run's artifacts, as the old run's user
         document=old.document,
+        user=old.user,  # its steps read the old run's artifacts, as the old run's user
         params=params,
-        phase=RunPhase.PENDING.value,
-        message="",
-        state=record.to_json(),
-        stop_requested=False,
         created_at=time.time(),
-        resumed_from=old.id,
-        cache_mode="use",
+        resumes=(old.id, record),
     )
     session.add(run)
     view = run_view(session, run)  # before the commit, which ends the route's transaction
@@ -159,6 +173,8 @@ def run_view(session: DbSession, row: RunRow, *, steps: bool = True) -> RunView:
         finished_at=row.finished_at,
         stop_requested=row.stop_requested,
         resumed_from=row.resumed_from,
+        parent=row.parent,
+        scheduled_at=row.scheduled_at,
         cache=row.cache_mode,
         steps=_steps(session, row) if steps else [],
     )
@@ -188,17 +204,18 @@ def _steps(session: DbSession, row: RunRow) -> list[StepView]:
                     reason=found.reason,
                     started_at=found.started_at or started.get(found.job),
                     finished_at=found.finished_at,
+                    retry_at=found.retry_at,
                     outputs=found.outputs,
                 )
             )
     return views
 
 
-def _visible(session: DbSession, run_id: str, caller: Principal) -> RunRow:
+def _visible(session: DbSession, run_id: str, caller: Principal, *, field: str = "id") -> RunRow:
     row = session.get(RunRow, run_id)
     # Another user's run is reported as missing: its existence is not theirs to know.
     if row is None or (not caller.is_admin and row.user != caller.name):
         raise ApiError(
-            404, f"no run {run_id!r}", field="id", fix="list your runs: phalanx get runs"
+            404, f"no run {run_id!r}", field=field, fix="list your runs: phalanx get runs"
         )
     return row

@@ -55,5 +55,6 @@ def launch_of(
         gang=gang,
         identity=identity,
         image=role.image,
+        mounts=role.mounts,
         hostfile=role.hostfile,
     )

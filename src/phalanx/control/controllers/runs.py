@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from phalanx.workflow import Graph, Phase, RunState, Unit, resume_state
+from phalanx.control.store.models import RunRow
+from phalanx.workflow import Graph, Phase, RunPhase, RunState, Unit, resume_state
 from phalanx.workflow.templates import Value
 
 _UNIT: Final = re.compile(r"(?P<step>[^\[\]]+)(?:\[(?P<index>\d+)\])?")
@@ -146,3 +147,39 @@ def resumed_record(
             finished_at=was.finished_at,
         )
     return record
+
+
+def new_run(
+    run_id: str,
+    *,
+    pipeline: str,
+    document: dict[str, Any],
+    user: str,
+    params: Mapping[str, Any],
+    created_at: float,
+    cache: str = "use",
+    scheduled_at: float | None = None,
+    resumes: tuple[str, RunRecord] | None = None,
+    parent: str | None = None,
+) -> RunRow:
+    """A Pending run ``run_id`` of pipeline ``pipeline`` (its ``document`` as stored),
+    for ``user`` (who owns its jobs and artifacts) with resolved ``params``; the
+    workflow controller plans it on its next tick. A run that ``resumes`` another (its
+    id, and the first record ``resumed_record`` made) starts from that record; a child
+    run names its ``parent``."""
+    return RunRow(
+        id=run_id,
+        pipeline=pipeline,
+        user=user,
+        document=document,
+        params=dict(params),
+        phase=RunPhase.PENDING.value,
+        message="",
+        state={} if resumes is None else resumes[1].to_json(),
+        stop_requested=False,
+        created_at=created_at,
+        cache_mode=cache,
+        scheduled_at=scheduled_at,
+        resumed_from=None if resumes is None else resumes[0],
+        parent=parent,
+    )

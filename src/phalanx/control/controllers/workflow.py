@@ -1,13 +1,18 @@
 """The workflow controller: the single writer of runs' phases and records.
 
-One more controller of the control plane, on a thread of its own. A tick reads every
+One more controller of the control plane, on a thread of its own. A tick first starts
+the runs that pipelines' cron schedules have due (``schedules``), then reads every
 active run (Pending or Running), and for each, in one transaction:
 
 1. observes its units' jobs in the store (the job controller writes their phases):
    a Succeeded job's unit reads its output params (``phalanx.workflow.read_outputs``)
    and Succeeds, or Fails when they are missing or bad; a Failed job's unit is retried
    by its step's ``retry`` (``RetrySpec.delay``: the next attempt's job is submitted
-   once the delay has passed) or Fails; a Cancelled job's unit is Cancelled;
+   once the delay has passed) or Fails; a Cancelled job's unit is Cancelled. A job
+   that was preempted (evicted: its ``preemptions`` count went up) ends its attempt
+   too: it is cancelled, and its unit retried by the step's ``retry`` for the cause
+   ``preempted`` or Failed; so a step's retries and backoff, not the job lifecycle's
+   free requeue, decide what a preemption costs;
 2. due retries submit their next attempt;
 3. plans (``phalanx.workflow.plan``) and records each plan's expansions, settles and
    starts before planning again, until a plan asks for nothing more. Each start becomes
@@ -17,8 +22,16 @@ active run (Pending or Running), and for each, in one transaction:
    Running units the plan lists;
 4. writes the run's record and phase with the jobs it inserted, in the same commit.
 
+A unit of a sub-pipeline step (``pipeline``) runs no job: its start inserts a child
+run of the named pipeline (its document as it is then; the run's user; params rendered
+from the step's templates; ``parent`` the run), whose id is the attempt's job name, and
+the unit ends as that run ends (a failed child is retried by the step's ``retry`` as a
+failed job is); a stop of the run stops its child runs. A pipeline that would run
+itself, or nest deeper than ``MAX_NESTING``, fails the step.
+
 Because a unit is recorded Running with its job's name in the transaction that inserts
-the job, a restarted server finds every job it submitted and never submits one twice.
+the job (or its child run), a restarted server finds every job it submitted and never
+submits one twice.
 After the commit it hands the new jobs to the job controller (``offer`` + ``wake``).
 The job controller tells it when jobs end (``poke``), so a step's successor starts
 within one tick of the job controller; it also ticks every ``period``.
@@ -26,6 +39,7 @@ within one tick of the job controller; it also ticks every ``period``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -42,11 +56,12 @@ from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.core import TERMINAL
-from phalanx.control.controllers.runs import RunRecord, UnitRecord
+from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
+from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow, RunRow
+from phalanx.control.store.models import JobRow, PipelineRow, RunRow
 from phalanx.control.submit import check_queues, store_jobs
-from phalanx.domain.errors import PhalanxError
+from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.job import JobPhase
 from phalanx.executors.identity import TaskIdentity
 from phalanx.spec.common import Metadata
@@ -66,11 +81,13 @@ from phalanx.workflow import (
     job_spec,
     plan,
     read_outputs,
+    resolve,
     unit_context,
 )
 from phalanx.workflow.dag import StepNode
 from phalanx.workflow.parts import FailureCause
-from phalanx.workflow.templates import TemplateError, Value
+from phalanx.workflow.planner import render_value
+from phalanx.workflow.templates import Context, TemplateError, Value
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +96,8 @@ RUN_LABEL = "phalanx.run"
 #: Run phases the controller still works on.
 ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 _TERMINAL_JOBS = [p.value for p in TERMINAL]
+#: Sub-pipelines nest at most this deep (a run, its child, the child's child ...).
+MAX_NESTING = 5
 #: Plans made in one tick for one run, at most (each records something, so a run needs
 #: about one per step it settles at once; the next tick goes on).
 _PLANS_PER_TICK = 1_000
@@ -114,6 +133,7 @@ class Workflows:
         self._graphs: dict[str, Graph] = {}
         #: Key material of cached units under way (shown by ``cache show``), by run and unit.
         self._materials: dict[tuple[str, Unit], dict[str, Any]] = {}
+        self._schedules_minute = -1.0  # the minute (time // 60) schedules were looked at
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -148,7 +168,13 @@ class Workflows:
     # -- one tick ------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Advance every active run, each in its own transaction."""
+        """Start the runs pipelines' schedules have due (``schedules.fire_due``), then
+        advance every active run, each in its own transaction."""
+        now = self.clock()
+        if now // 60 != self._schedules_minute:  # cron fires on minutes: once a minute
+            with self.db.write() as session:
+                fire_due(session, now)
+            self._schedules_minute = now // 60
         with self.db.session() as session:
             ids = session.scalars(
                 select(RunRow.id).where(RunRow.phase.in_(ACTIVE)).order_by(RunRow.created_at)
@@ -179,6 +205,12 @@ class Workflows:
                     update(JobRow)
                     .where(JobRow.name.in_(work.cancel), JobRow.phase.not_in(_TERMINAL_JOBS))
                     .values(cancel_requested=True),
+                    execution_options={"synchronize_session": False},
+                )
+                session.execute(  # the child runs of sub-pipeline units
+                    update(RunRow)
+                    .where(RunRow.id.in_(work.cancel), RunRow.phase.in_(ACTIVE))
+                    .values(stop_requested=True),
                     execution_options={"synchronize_session": False},
                 )
             if phase is not RunPhase.RUNNING:
@@ -215,7 +247,7 @@ class Workflows:
         graph = self._graph(row)
         record = RunRecord.from_json(row.state)
         stopping = row.stop_requested
-        self._observe(session, row, graph, record, stopping, now)
+        self._observe(session, row, graph, record, stopping, now, work.cancel)
         for unit, unit_record in sorted(record.units.items()):
             if unit_record.phase is not Phase.RUNNING or unit_record.retry_at is None:
                 continue
@@ -255,13 +287,22 @@ class Workflows:
         record: RunRecord,
         stopping: bool,
         now: float,
+        cancel: list[str],
     ) -> None:
-        """Feed the ended jobs of Running units to their units."""
+        """Feed the ended (or preempted) jobs of Running units to their units; a preempted
+        job still queued or running again is added to ``cancel``."""
         waiting = {
             unit: r
             for unit, r in record.units.items()
             if r.phase is Phase.RUNNING and r.job and r.retry_at is None
         }
+        children = {
+            unit: r for unit, r in waiting.items() if graph.node(unit.step).pipeline is not None
+        }
+        for unit in children:
+            del waiting[unit]
+        if children:
+            self._observe_children(session, graph, children, stopping, now)
         if not waiting:
             return
         jobs = {
@@ -274,6 +315,7 @@ class Workflows:
                     JobRow.message,
                     JobRow.started_at,
                     JobRow.finished_at,
+                    JobRow.preemptions,
                 ).where(JobRow.name.in_([r.job for r in waiting.values()]))
             )
         }
@@ -295,18 +337,44 @@ class Workflows:
                     self._remember(session, row, node, unit, unit_record, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
-            elif job.phase == JobPhase.FAILED.value:
-                text = f"{job.reason} {job.message}"
-                cause: FailureCause = "nodeLost" if "lost" in text.lower() else "failed"
-                retry = graph.node(unit.step).retry
-                delay = None if stopping else retry.delay(unit_record.attempt, cause)
-                # The job's own retries are none (maxRetry 0): the step's policy decides.
-                said = job.message.removesuffix("; no retries left (maxRetry 0)")
-                why = f"job {unit_record.job} failed: {said}"[:2000]
-                if delay is None:
-                    _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
-                else:
-                    unit_record.retry_at, unit_record.reason = now + delay, why
+            elif job.phase == JobPhase.FAILED.value or job.preemptions:
+                cause, why = _attempt_ended(unit_record.job, job)
+                if job.phase != JobPhase.FAILED.value:  # preempted: this attempt is over
+                    cancel.append(unit_record.job)
+                _retry_or_fail(graph, unit, unit_record, cause, why, stopping, now, job.finished_at)
+
+    def _observe_children(
+        self,
+        session: Session,
+        graph: Graph,
+        waiting: dict[Unit, UnitRecord],
+        stopping: bool,
+        now: float,
+    ) -> None:
+        """Feed the ended child runs of Running sub-pipeline units to their units."""
+        runs = {
+            run.id: run
+            for run in session.execute(
+                select(
+                    RunRow.id, RunRow.phase, RunRow.message, RunRow.created_at, RunRow.finished_at
+                ).where(RunRow.id.in_([r.job for r in waiting.values()]))
+            )
+        }
+        for unit, unit_record in sorted(waiting.items()):
+            child = runs.get(unit_record.job)
+            if child is None:
+                _end(unit, unit_record, Phase.FAILED, f"its run {unit_record.job} is gone", now)
+                continue
+            unit_record.started_at = child.created_at
+            if child.phase == RunPhase.SUCCEEDED.value:
+                _end(unit, unit_record, Phase.SUCCEEDED, "", child.finished_at or now)
+            elif child.phase == RunPhase.CANCELLED.value:
+                _end(unit, unit_record, Phase.CANCELLED, "its run was stopped", now)
+            elif child.phase == RunPhase.FAILED.value:
+                why = f"run {unit_record.job} failed: {child.message}"[:2000]
+                _retry_or_fail(
+                    graph, unit, unit_record, "failed", why, stopping, now, child.finished_at
+                )
 
     def _cached(
         self,
@@ -410,9 +478,13 @@ class Workflows:
         state = record.state(run_id=row.id, params=row.params, stopping=False)
         try:
             outputs = self.workspace.outputs(row.id, unit, node)
-            self._make_dirs(row, unit)
             context = unit_context(graph, state, start, outputs=outputs)
-            spec = job_spec(node, context, unit=str(unit))
+            if node.pipeline is not None:
+                unit_record.job = _child_id(name)
+                self._start_child(session, row, node, unit_record.job, context, now)
+                return
+            self._make_dirs(row, unit)
+            spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
             return
@@ -441,6 +513,59 @@ class Workflows:
                 now,
             )
         # else: this very job was submitted before (a restart): it is observed, not sent again
+
+    def _start_child(
+        self,
+        session: Session,
+        row: RunRow,
+        node: StepNode,
+        child_id: str,
+        context: Context,
+        now: float,
+    ) -> None:
+        """Insert the child run ``child_id`` of a sub-pipeline unit (unless a restart finds
+        it made): the named pipeline's document as it is now, the run's user, its params
+        rendered in ``context``. Raises ``InvalidInput`` for a pipeline that is missing or
+        would run itself, or params it refuses."""
+        assert node.pipeline is not None
+        if session.get(RunRow, child_id) is not None:
+            return
+        name = node.pipeline.name
+        chain = _ancestry(session, row)
+        if name in chain or len(chain) >= MAX_NESTING:
+            path = " -> ".join([*reversed(chain), name])
+            raise InvalidInput(
+                f"step {node.name}: pipeline {name} would run {'itself' if name in chain else 'too deep'}"
+                f" ({path})",
+                field="pipeline.name",
+                fix=f"sub-pipelines nest at most {MAX_NESTING} deep and never include themselves",
+            )
+        pipeline = session.get(PipelineRow, name)
+        if pipeline is None:
+            raise InvalidInput(
+                f"step {node.name}: no pipeline named {name!r}",
+                field="pipeline.name",
+                fix="register it (phalanx apply -f FILE), or fix the name",
+            )
+        document = PipelineDocument.model_validate(pipeline.document)
+        given = {
+            key: render_value(text, context, field=f"pipeline.params.{key}")
+            for key, text in node.pipeline.params.items()
+        }
+        params = resolve(document.spec.declared_params(), given)
+        session.add(
+            new_run(
+                child_id,
+                pipeline=name,
+                document=pipeline.document,
+                user=row.user,
+                params=params,
+                created_at=now,
+                cache=row.cache_mode,
+                parent=row.id,
+            )
+        )
+        self._wake.set()  # the next tick plans it
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
         """The unit's output directory, owned by the run's user when tasks run as theirs."""
@@ -502,6 +627,68 @@ def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start
     if isinstance(items, str):
         raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
     return Start(unit=unit, item=items[unit.index], has_item=True)
+
+
+def _retry_or_fail(
+    graph: Graph,
+    unit: Unit,
+    record: UnitRecord,
+    cause: FailureCause,
+    why: str,
+    stopping: bool,
+    now: float,
+    finished: float | None,
+) -> None:
+    """After an attempt of ``unit`` ended by ``cause``: its next attempt after the step's
+    retry backoff, or the unit Failed with ``why`` (and how to have it retried)."""
+    retry = graph.node(unit.step).retry
+    delay = None if stopping else retry.delay(record.attempt, cause)
+    if delay is not None:
+        record.retry_at, record.reason = now + delay, why
+        return
+    if not stopping and cause not in retry.on:
+        why += f"; fix: add {cause} to the step's retry.on to retry it"
+    elif not stopping and record.attempt > 1:
+        why += f" (attempt {record.attempt} of {retry.max_attempts})"
+    _end(unit, record, Phase.FAILED, why, finished or now)
+
+
+def _ancestry(session: Session, row: RunRow) -> list[str]:
+    """The pipelines of ``row`` and of its parent runs, nearest first."""
+    chain = [row.pipeline]
+    parent = row.parent
+    while parent is not None and len(chain) <= MAX_NESTING:
+        found = session.execute(
+            select(RunRow.pipeline, RunRow.parent).where(RunRow.id == parent)
+        ).one_or_none()
+        if found is None:
+            break
+        chain.append(found.pipeline)
+        parent = found.parent
+    return chain
+
+
+def _child_id(job: str) -> str:
+    """The id of a sub-pipeline unit's child run: its attempt's job name, shortened with a
+    hash of it when longer than a run id may be."""
+    if len(job) <= 128:
+        return job
+    return f"{job[:100].rstrip('-')}-{hashlib.sha256(job.encode()).hexdigest()[:16]}"
+
+
+def _attempt_ended(name: str, job: Any) -> tuple[FailureCause, str]:
+    """Why the attempt whose job ``name`` (a stored row: phase, reason, message,
+    preemptions) failed or was preempted: the retry cause and the unit's reason."""
+    if job.phase != JobPhase.FAILED.value:
+        return "preempted", f"job {name} was preempted: {job.message}"[:2000]
+    if job.reason == "WalltimeExceeded":
+        return "failed", f"job {name} timed out: {job.message}"[:2000]
+    cause: FailureCause = (
+        "nodeLost" if "lost" in f"{job.reason} {job.message}".lower() else "failed"
+    )
+    # The job's own retries are none (maxRetry 0): the step's policy decides.
+    said = job.message.removesuffix("; no retries left (maxRetry 0)")
+    return cause, f"job {name} failed: {said}"[:2000]
 
 
 def _end(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:

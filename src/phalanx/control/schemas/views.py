@@ -240,6 +240,7 @@ class PipelineView(View):
     created_at: float
     updated_at: float
     document: dict[str, Any]
+    next_run_at: float | None = None  # when its schedule next starts a run (None: no schedule)
 
 
 class StepView(View):
@@ -252,6 +253,7 @@ class StepView(View):
     reason: str = ""
     started_at: float | None = None
     finished_at: float | None = None
+    retry_at: float | None = None  # its next attempt is submitted then (after a backoff)
     outputs: dict[str, Any] = {}
 
 
@@ -269,8 +271,18 @@ class RunView(View):
     finished_at: float | None = None
     stop_requested: bool = False
     resumed_from: str | None = None  # the run this one resumes, if any
+    parent: str | None = None  # the run whose sub-pipeline step started this one, if any
+    scheduled_at: float | None = None  # the schedule's firing it was started for, if any
     cache: str = "use"  # the step cache: use, refresh (write only) or off
     steps: list[StepView] = []
+
+
+class RunPage(View):
+    """One page of runs, oldest first; pass ``next`` (a run id) as ``after`` for the
+    following page (None: this is the last)."""
+
+    items: list[RunView]
+    next: str | None = None
 
 
 class CacheEntryView(View):

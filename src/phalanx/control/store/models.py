@@ -178,7 +178,11 @@ class NodeRow(Base):
 
 
 class PipelineRow(Base):
-    """A registered Pipeline: its validated document, and the user who registered it."""
+    """A registered Pipeline: its validated document, and the user who registered it.
+
+    ``scheduled_through``: for a pipeline with a ``schedule``, the time up to which its
+    firings have been handled (registering or updating it sets it to then, so a schedule
+    never fires for a time before it was given)."""
 
     __tablename__ = "pipelines"
 
@@ -187,6 +191,7 @@ class PipelineRow(Base):
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+    scheduled_through: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
 
 
 class RunRow(Base):
@@ -216,6 +221,10 @@ class RunRow(Base):
     #: The step cache for this run: ``use`` (read and write), ``refresh`` (write only),
     #: ``off`` (neither).
     cache_mode: Mapped[str] = mapped_column(String(16), default="use")
+    #: The firing of the pipeline's schedule this run was started for (None: on request).
+    scheduled_at: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
+    #: The run whose sub-pipeline step started this one (None: none).
+    parent: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True, default=None)
 
 
 class CacheEntryRow(Base):

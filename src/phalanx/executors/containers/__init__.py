@@ -6,7 +6,7 @@ process group; the client runs as the server's own user (root, as kubelet does) 
 the container as the task's identity. Guarantees of every container:
 
 - the task's working directory is mounted at the same path and is its working
-  directory; stdout and stderr go to its ``stdout.log`` and ``stderr.log`` there;
+  directory, and so is each of the role's ``mounts`` (a pipeline step's workspace); stdout and stderr go to its ``stdout.log`` and ``stderr.log`` there;
 - its environment is the task's (the user's ``env``, the rendezvous, ``PHALANX_*``),
   written to a file of mode 0600 in the server's own directory of the task: no value is
   ever on a command line, where ``ps`` would show it to every user. The server's own

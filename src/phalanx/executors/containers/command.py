@@ -70,6 +70,15 @@ def run_argv(
             field="workdir",
             fix="use a tasks dir (--tasks-dir) and job names without ':' or ','",
         )
+    volumes = []
+    for path in dict.fromkeys((str(workdir), *launch.mounts)):
+        if not os.path.isabs(path) or ":" in path or "," in path:
+            raise InvalidInput(
+                f"{path!r} cannot be mounted: it is not an absolute path without ':' or ','",
+                field="mounts",
+                fix="give plain absolute directory paths",
+            )
+        volumes += ["--volume", f"{path}:{path}"]
     uid, gid, groups = _user(launch.identity)
     argv = [
         runtime.client, "run", "--sig-proxy=true", "--name", name,
@@ -77,7 +86,7 @@ def run_argv(
         "--label", f"{TASK_LABEL}={launch.task}",
         "--pull", runtime.pull, "--network", "host",
         "--security-opt", "no-new-privileges", "--user", f"{uid}:{gid}",
-        "--volume", f"{workdir}:{workdir}", "--workdir", str(workdir),
+        *volumes, "--workdir", str(workdir),
         "--env-file", str(env_file),
     ]  # fmt: skip
     if runtime.init:
