@@ -30,7 +30,12 @@ from phalanx.plugins import installed_registry
 from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
 from phalanx.sim.metrics import HEADLINE_FIGURES
-from phalanx.sim.pipeline import load_timings, pipeline_queues, replay_pipeline
+from phalanx.sim.pipeline import (
+    check_replayable,
+    load_timings,
+    pipeline_queues,
+    replay_pipeline,
+)
 from phalanx.sim.pipeline import summary as replay_summary
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import DEFAULT_PATHS, load_workload
@@ -339,6 +344,7 @@ def pipeline(
     def go() -> None:
         document, file_queues = sim_pipeline.pipeline_file(file)
         graph = build_graph(document.spec)
+        check_replayable(graph)
         with _option("--param", " ".join(param)):
             params = resolve(document.spec.declared_params(), parse_assignments(param))
         timings = load_timings(durations, graph)

@@ -119,11 +119,13 @@ class Simulation:
         on_event: Callable[[dict[str, object]], None] | None = None,
         on_session: Callable[[float, Decisions], None] | None = None,
         on_job_end: Callable[[JobChanged], None] | None = None,
+        on_preempted: Callable[[Event], None] | None = None,
     ) -> None:
         """``events_out`` receives events.jsonl; ``on_event`` gets each of its rows as a
         dict and ``on_session`` each session's time and Decisions once they are applied;
         ``on_job_end`` each job's final phase (Succeeded, Failed, Cancelled) once its
-        metrics record it (a driver that submits work as the run goes reacts there)."""
+        metrics record it (a driver that submits work as the run goes reacts there), and
+        ``on_preempted`` the Evicted event of each preemption or reclaim a session decided."""
         self.options = options
         self.config = config
         self.registry = registry
@@ -150,6 +152,7 @@ class Simulation:
         self._on_event = on_event
         self._on_session = on_session
         self._on_job_end = on_job_end
+        self._on_preempted = on_preempted
         self._initial = workload.jobs
         self._arrivals_left = 0  # arrivals and calls scheduled and not yet handled
         self._resources: dict[str, dict[str, Resources]] = {}  # per live job: per role
@@ -212,6 +215,13 @@ class Simulation:
         self.jobs[job.name] = job  # the cluster reads durations from this very mapping
         self.loop.schedule(job.submit_time, Priority.ARRIVAL, _Arrival(job))
         self._arrivals_left += 1
+
+    def cancel(self, job: str, message: str) -> None:
+        """Cancel ``job`` now, as the control plane's cancel does (its tasks stop, then it
+        is Cancelled). Not from inside a hook: from a ``call_at`` action."""
+        now = self.loop.now
+        self._carry_out(self.life.cancel(job, message, now=now))
+        self._triggered(now)
 
     def call_at(self, at: float, action: Callable[[float], None]) -> None:
         """Call ``action(now)`` at time ``at`` (not before now), among arrivals; the run
@@ -366,6 +376,8 @@ class Simulation:
                     record.preemptions, record.restarts = effect.preemptions, effect.attempts
                 case Event():
                     self._emit_event(effect)
+                    if self._on_preempted is not None and _preemption(effect):
+                        self._on_preempted(effect)
                 case Start():
                     self.cluster.start(effect.binds, now=self.loop.now)
                 case Stop():
@@ -474,6 +486,13 @@ _OUTCOMES = {
     JobPhase.FAILED: "failed",
     JobPhase.CANCELLED: "cancelled",
 }
+
+
+def _preemption(event: Event) -> bool:
+    """Whether ``event`` is the eviction of a session's preemption or reclaim."""
+    return event.kind is EventKind.EVICTED and any(
+        stop.action in ("preempt", "reclaim") for stop in event.stops
+    )
 
 
 def _number(value: float) -> int | float:

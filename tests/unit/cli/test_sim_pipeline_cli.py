@@ -82,3 +82,24 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], message: s
     )
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_sub_pipeline_step_is_refused_naming_the_step(tmp_path: Path) -> None:
+    parent = tmp_path / "parent.yaml"
+    parent.write_text(
+        "apiVersion: phalanx/v1\nkind: Pipeline\nmetadata: {name: parent}\nspec:\n"
+        "  defaults: {queue: wf, resources: {cpu: 1, memory: 1Gi}}\n"
+        "  steps:\n    prep: {command: 'true'}\n"
+        "    child: {dependsOn: [prep], pipeline: {name: sweep}}\n"
+    )
+    durations = tmp_path / "d.yaml"
+    durations.write_text("prep: 1m\nchild: 1h\n")
+    result = runner.invoke(
+        app,
+        ["sim", "pipeline", str(parent), "--durations", str(durations), "--cluster", "pollux"],
+    )
+    assert result.exit_code == 2, result.output
+    assert "steps.child.pipeline: step child runs the pipeline 'sweep' as a child run" in (
+        result.output
+    )
+    assert "fix: replay sweep on its own" in result.output

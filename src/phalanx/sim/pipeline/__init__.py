@@ -11,6 +11,7 @@ from phalanx.sim.pipeline.replay import (
     Replay,
     RunOutcome,
     UnitOutcome,
+    check_replayable,
     pipeline_queues,
     replay_pipeline,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "Timing",
     "Timings",
     "UnitOutcome",
+    "check_replayable",
     "load_timings",
     "pipeline_queues",
     "replay_pipeline",

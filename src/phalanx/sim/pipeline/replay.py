@@ -4,7 +4,8 @@ The replay drives runs exactly as the workflow controller does, with the same pu
 parts: ``phalanx.workflow.plan`` decides what starts, what is skipped (``when``,
 upstream failures, ``onFailure``) and when ``finally`` steps run, over the graph of
 ``build_graph``; ``job_spec`` makes each unit's job (its queue, resources and roles, its
-``timeout`` as walltime); ``failure_cause`` and the step's ``retry`` decide a retry. The
+``timeout`` as walltime); ``attempt_ended`` and the step's ``retry`` decide a retry of
+a failed or preempted attempt (a preempted job is cancelled: its attempt is over). The
 jobs go through ``Simulation``: the engine's sessions place them, the one lifecycle runs
 them, and a job's end (``on_job_end``) feeds the plan, which submits what became ready
 at that very time. What the replay cannot know comes from ``Timings``: how long each
@@ -33,7 +34,7 @@ from phalanx.domain.queue import Queue
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.lifecycle import JobChanged
+from phalanx.engine.lifecycle import Event, JobChanged
 from phalanx.sim.metrics import Metrics
 from phalanx.sim.pipeline.timings import Timings
 from phalanx.sim.runner import SimOptions, Simulation
@@ -52,8 +53,9 @@ from phalanx.workflow import (
     plan,
     unit_context,
 )
-from phalanx.workflow.jobs import failure_cause
+from phalanx.workflow.jobs import attempt_ended
 from phalanx.workflow.params import ParamValue
+from phalanx.workflow.parts import FailureCause
 from phalanx.workflow.templates import Value
 
 #: Where replayed runs "write" their artifacts: the paths templates render to.
@@ -205,16 +207,11 @@ class _Driver:
 
     def job_ended(self, change: JobChanged) -> None:
         """Record the unit of the job that ended; retry it or plan its run on."""
-        found = self.jobs.pop(change.job, None)
+        found = self._attempt_over(change.job)
         if found is None:
             return
         run, unit = found
         now = change.time
-        record = run.unit(unit)
-        job = self.sim.metrics.jobs[change.job]
-        if job.first_start is not None:
-            record.started = job.first_start
-            record.delay = (record.delay or 0.0) + job.first_start - job.submit
         if change.phase is JobPhase.SUCCEEDED:
             node = self.graph.node(unit.step)
             values: dict[str, Value] = dict(SIM_WORKSPACE.outputs(run.id, unit, node))
@@ -224,17 +221,51 @@ class _Driver:
             run.outputs[unit] = values
             self._end(run, unit, Phase.SUCCEEDED, "", now)
         elif change.phase is JobPhase.FAILED:
-            why = f"job {change.job} failed: {change.message}"
-            retry = self.graph.node(unit.step).retry
-            delay = retry.delay(len(record.jobs), failure_cause(change.reason, change.message))
-            if delay is not None:
-                record.reason = f"{why}; retried after {delay:g} s"
-                self.sim.call_at(now + delay, lambda at: self._retry(run, unit, at))
+            ended = attempt_ended(
+                change.job, failed=True, reason=change.reason, message=change.message
+            )
+            if self._retried(run, unit, *ended, now=now):
                 return
-            self._end(run, unit, Phase.FAILED, why, now)
         else:
             self._end(run, unit, Phase.CANCELLED, f"job {change.job} was cancelled", now)
         self.advance(run, now)
+
+    def preempted(self, event: Event) -> None:
+        """A session evicted a live job: as in the control plane, its attempt is over (the
+        job is cancelled) and the step's ``retry`` decides for the cause ``preempted``."""
+        found = self._attempt_over(event.job)
+        if found is None:
+            return
+        run, unit = found
+        now = event.time
+        # Cancelled from an action of its own: the lifecycle is amid its effects here.
+        message = f"its step's attempt ended: {event.message}"
+        self.sim.call_at(now, lambda _: self.sim.cancel(event.job, message))
+        ended = attempt_ended(event.job, failed=False, reason="", message=event.message)
+        if not self._retried(run, unit, *ended, now=now):
+            self.advance(run, now)
+
+    def _attempt_over(self, job: str) -> tuple[_Run, Unit] | None:
+        """The run and unit of the live ``job``, no longer live; its wait recorded."""
+        found = self.jobs.pop(job, None)
+        if found is not None:
+            record = found[0].unit(found[1])
+            figures = self.sim.metrics.jobs[job]
+            if figures.first_start is not None:
+                record.started = figures.first_start
+                record.delay = (record.delay or 0.0) + figures.first_start - figures.submit
+        return found
+
+    def _retried(self, run: _Run, unit: Unit, cause: FailureCause, why: str, *, now: float) -> bool:
+        """Retry ``unit`` by its step's policy (True), or end it Failed (False)."""
+        record = run.unit(unit)
+        delay = self.graph.node(unit.step).retry.delay(len(record.jobs), cause)
+        if delay is None:
+            self._end(run, unit, Phase.FAILED, why, now)
+            return False
+        record.reason = f"{why}; retried after {delay:g} s"
+        self.sim.call_at(now + delay, lambda at: self._retry(run, unit, at))
+        return True
 
     def session(self, now: float, decisions: Decisions) -> None:
         """Remember why each live job of the replay was left pending."""
@@ -279,7 +310,9 @@ def replay_pipeline(
     """``runs`` runs of the pipeline ``name`` (its ``graph``, with ``params`` resolved),
     the i-th arriving at ``i * interval``, replayed on ``nodes`` with ``queues`` under
     ``config``. ``options`` default: a session as soon as a job arrives or ends (no
-    trigger delay), so an idle cluster adds no wait between steps."""
+    trigger delay), so an idle cluster adds no wait between steps. Raises
+    ``InvalidInput`` for a graph ``check_replayable`` refuses."""
+    check_replayable(graph)
     driver = _Driver(graph, timings)
     simulation = Simulation(
         nodes,
@@ -290,6 +323,7 @@ def replay_pipeline(
         events_out=events_out,
         on_job_end=driver.job_ended,
         on_session=driver.session,
+        on_preempted=driver.preempted,
     )
     driver.sim = simulation
     values = {key: _value(value) for key, value in params.items()}
@@ -342,15 +376,30 @@ def _outcome(graph: Graph, run: _Run) -> RunOutcome:
     )
 
 
+def check_replayable(graph: Graph) -> None:
+    """Raise ``InvalidInput`` for a step the replay cannot play: a sub-pipeline step
+    (``pipeline``) runs another registered document, which a replay of one file lacks."""
+    for node in _nodes(graph):
+        if node.pipeline is not None:
+            raise InvalidInput(
+                f"step {node.name} runs the pipeline {node.pipeline.name!r} as a child run, "
+                "which a replay of this one document cannot play",
+                field=f"steps.{node.name}.pipeline",
+                fix=f"replay {node.pipeline.name} on its own, and give this step its "
+                "makespan as a command step's duration here",
+            )
+
+
 def pipeline_queues(graph: Graph, given: Sequence[Queue]) -> tuple[Queue, ...]:
     """The queues of a replay: ``given`` (they must hold every step's queue), or one
     queue of default settings per step queue when none are given. Raises
     ``InvalidInput`` naming the step and its queue."""
     if not given:
-        return tuple(Queue(name=name) for name in sorted({n.queue for n in _nodes(graph)}))
+        names = {n.queue for n in _nodes(graph) if n.pipeline is None}
+        return tuple(Queue(name=name) for name in sorted(names))
     names = {queue.name for queue in given}
     for node in _nodes(graph):
-        if node.queue not in names:
+        if node.pipeline is None and node.queue not in names:
             raise InvalidInput(
                 f"step {node.name} runs in queue {node.queue!r}, which is not among the queues "
                 f"given ({', '.join(sorted(names))})",

@@ -267,3 +267,48 @@ def test_a_session_delay_adds_to_each_hand_off() -> None:
     )
     assert replay.runs[0].makespan == 30 + 120 + 45 + 3 * 1.5
     assert [u.queue_delay for u in replay.runs[0].units] == [1.5, 1.5, 1.5]
+
+
+RECLAIMED = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: reclaimed}
+spec:
+  defaults: {resources: {cpu: 1, memory: 1Gi}}
+  steps:
+    hog:
+      queue: batch
+      command: "echo {{item}}"
+      resources: {cpu: 4, memory: 1Gi}
+      foreach: {items: [0, 1], maxItems: 2}
+    tick: {queue: prod, command: "true"}
+    urgent: {queue: prod, command: "true", dependsOn: [tick], resources: {cpu: 4, memory: 1Gi}}
+"""
+
+
+def _cpus(count: int) -> Resources:
+    return Resources.of({"cpu": count * 1000})
+
+
+def test_a_preempted_step_ends_its_attempt_and_its_retry_policy_decides() -> None:
+    """As in the control plane: the evicted job is cancelled and the step retried for the
+    cause preempted (by default 3 attempts, 10 s apart), or failed saying so."""
+    queues = [
+        Queue(name="prod", guarantee=_cpus(8), deserved=_cpus(8)),
+        Queue(name="batch", deserved=_cpus(0), reclaimable=True),
+    ]
+    durations = {"hog": 100, "tick": 10, "urgent": 20}
+    replay = _replay(RECLAIMED, durations, nodes=_nodes(1, cpu=9), queues=queues)
+    units = _units(replay)
+    # at 10 s urgent needs 4 of the 8 CPUs batch borrowed: reclaim evicts hog[0]
+    assert units["urgent"].submitted == units["urgent"].started == 10.0
+    assert units["hog[0]"].jobs == ("reclaimed-0-hog-0-1", "reclaimed-0-hog-0-2")
+    assert replay.metrics.jobs["reclaimed-0-hog-0-1"].outcome == "cancelled"
+    # retried 10 s later, placed when urgent has ended, then its whole 100 s
+    assert (units["hog[0]"].started, units["hog[0]"].ended) == (30.0, 130.0)
+    assert units["hog[1]"].jobs == ("reclaimed-0-hog-1-1",) and units["hog[1]"].ended == 100.0
+    assert replay.runs[0].phase is RunPhase.SUCCEEDED
+    once = RECLAIMED.replace("foreach:", "retry: {maxAttempts: 1}\n      foreach:")
+    failed = _units(_replay(once, durations, nodes=_nodes(1, cpu=9), queues=queues))
+    assert failed["hog[0]"].phase is Phase.FAILED and failed["hog[0]"].ended == 10.0
+    assert failed["hog[0]"].reason.startswith("job reclaimed-0-hog-0-1 was preempted: ")
