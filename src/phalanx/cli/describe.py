@@ -6,6 +6,7 @@ events; a queue its quotas against what it holds; a node each GPU as a bar.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from datetime import datetime
@@ -60,6 +61,17 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
     out.print(_fields(fields))
     out.print(Text("\nSteps", style="bold"))
     print_table(render.steps_table(run.steps, now))  # at its natural width, as get does
+    outputs = [
+        (step.unit, name, value) for step in run.steps for name, value in step.outputs.items()
+    ]
+    if outputs:
+        out.print(Text("\nOutputs", style="bold"))
+        table = Table(box=None, pad_edge=False)
+        for title in ("STEP", "OUTPUT", "VALUE"):
+            table.add_column(title, overflow="fold")
+        for unit, name, value in outputs:
+            table.add_row(unit, name, json.dumps(value) if not isinstance(value, str) else value)
+        print_table(table)
 
 
 @app.command("job")

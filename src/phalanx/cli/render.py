@@ -166,9 +166,10 @@ def pipelines_table(pipelines: Sequence[PipelineView], now: float) -> Table:
 
 
 def steps_table(steps: Sequence[StepView], now: float) -> Table:
-    """One row per unit of a run: its phase, attempt, job, duration and why it ended so."""
+    """One row per unit of a run: what it waits for, its phase, attempt, job, duration
+    and why it ended so."""
     table = Table(box=None, pad_edge=False)
-    for title in ("STEP", "PHASE", "ATTEMPT", "JOB", "DURATION", "REASON"):
+    for title in ("STEP", "AFTER", "PHASE", "ATTEMPT", "JOB", "DURATION", "REASON"):
         table.add_column(title, overflow="fold")
     for step in steps:
         ran = (
@@ -176,6 +177,7 @@ def steps_table(steps: Sequence[StepView], now: float) -> Table:
         )
         table.add_row(
             step.unit,
+            ",".join(step.after) or "-",
             phase(step.phase),
             str(step.attempt) if step.attempt else "-",
             step.job or "-",

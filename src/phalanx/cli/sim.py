@@ -16,10 +16,11 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from phalanx.cli import story
+from phalanx.cli import sim_pipeline, story
 from phalanx.cli.traces import resolve as resolve_traces
 from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.node import Node
@@ -29,10 +30,18 @@ from phalanx.plugins import installed_registry
 from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
 from phalanx.sim.metrics import HEADLINE_FIGURES
+from phalanx.sim.pipeline import (
+    check_replayable,
+    load_timings,
+    pipeline_queues,
+    replay_pipeline,
+)
+from phalanx.sim.pipeline import summary as replay_summary
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import DEFAULT_PATHS, load_workload
 from phalanx.sim.workload import Workload
 from phalanx.spec import QueueDocument, load_file, parse_duration
+from phalanx.workflow import build_graph, parse_assignments, resolve
 
 app = typer.Typer(help="Trace-driven simulation with the production engine.", no_args_is_help=True)
 app.command("story")(story.story)
@@ -206,7 +215,8 @@ def _guarded(fn: object) -> None:
     try:
         fn()  # type: ignore[operator]
     except PhalanxError as error:
-        console.print(f"[red]error:[/] {error}", soft_wrap=True, markup=True, highlight=False)
+        text = escape(str(error))  # a unit's name (train[2]) is not markup
+        console.print(f"[red]error:[/] {text}", soft_wrap=True, markup=True, highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -296,5 +306,84 @@ def compare(
             typer.echo(json.dumps([summary for _, summary in results]))
         else:
             Console().print(_table(results))
+
+    _guarded(go)
+
+
+DURATIONS_HELP = (
+    "YAML/JSON mapping each step (or one foreach item, STEP[i]) to its duration (90, 5m, 2h) "
+    "or {duration, outputs: {PARAM: value}, failures: N}."
+)
+
+
+@app.command("pipeline")
+def pipeline(
+    file: Path = typer.Argument(
+        ..., help="A file with one Pipeline document (Queue documents in it are its queues)."
+    ),
+    durations: Path = typer.Option(..., help=DURATIONS_HELP),
+    cluster: str = typer.Option(..., help=CLUSTER_HELP),
+    param: list[str] = typer.Option([], "--param", "-p", help="A param: name=value. Repeatable."),
+    runs: int = typer.Option(1, min=1, max=10_000, help="How many runs of the pipeline."),
+    interval: str = typer.Option("0", help="Between two runs' arrivals: seconds, or 5m, 1h."),
+    queues: Path | None = typer.Option(
+        None, help="Queue documents (quotas) replacing the file's; default: one per step queue."
+    ),
+    scheduler: str = typer.Option(
+        "phalanx-default", help=f"A SchedulerConfig file or: {', '.join(policy_names())}."
+    ),
+    out: Path | None = typer.Option(None, help="Folder for summary.json, events.jsonl, jobs.csv."),
+    as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
+    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
+    session_delay: float = typer.Option(
+        0.0, min=0.0, help="Seconds from a job's arrival or end to the session that sees it."
+    ),
+) -> None:
+    """Replay runs of a pipeline: each step a job when its dependencies end, on CLUSTER."""
+
+    def go() -> None:
+        document, file_queues = sim_pipeline.pipeline_file(file)
+        graph = build_graph(document.spec)
+        check_replayable(graph)
+        with _option("--param", " ".join(param)):
+            params = resolve(document.spec.declared_params(), parse_assignments(param))
+        timings = load_timings(durations, graph)
+        with _option("--cluster", cluster):
+            nodes = load_cluster(cluster)
+        with _option("--queues", str(queues)):
+            given = _queues(queues, Workload(jobs=(), queues=file_queues))
+        with _option("--interval", interval):
+            interval_s = sim_pipeline.seconds(interval)
+        registry = installed_registry()
+        policy = load_policy(scheduler)
+        registry.check(policy.config)
+        options = SimOptions(
+            period=period, trigger_delay=session_delay, oracle_runtime=policy.oracle_runtime
+        )
+        with sim_pipeline.events_file(out) as events:
+            replay = replay_pipeline(
+                graph,
+                timings,
+                name=document.metadata.name,
+                nodes=nodes,
+                queues=pipeline_queues(graph, given),
+                config=policy.config,
+                params=params,
+                runs=runs,
+                interval=interval_s,
+                options=options,
+                registry=registry,
+                events_out=events,
+            )
+        result = replay_summary(replay)
+        if out is not None:
+            (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+            _write_jobs(out / "jobs.csv", replay.metrics.per_job())
+        if as_json:
+            typer.echo(json.dumps(result))
+            return
+        printer = Console()
+        for table in sim_pipeline.tables(result):
+            printer.print(table)
 
     _guarded(go)

@@ -256,14 +256,8 @@ class Client:
             params["pipeline"] = pipeline
         if phase is not None:
             params["phase"] = [phase] if isinstance(phase, str) else list(phase)
-        after: str | None = None
-        while True:
-            page_params = params if after is None else {**params, "after": after}
-            page = _parse(RunPage, self._call("GET", "/runs", params=page_params))
+        for page in self._pages(RunPage, "/runs", params):
             yield from page.items
-            if page.next is None:
-                return
-            after = page.next
 
     def run(self, run_id: str) -> RunView:
         """One run with its units (phase, attempt, job, times, outputs)."""
@@ -334,14 +328,8 @@ class Client:
             params["user"] = user
         if phase is not None:
             params["phase"] = [phase] if isinstance(phase, str) else list(phase)
-        after: int | None = None
-        while True:
-            page_params = params if after is None else {**params, "after": after}
-            page = _parse(JobPage, self._call("GET", "/jobs", params=page_params))
+        for page in self._pages(JobPage, "/jobs", params):
             yield from page.items
-            if page.next is None:
-                return
-            after = page.next
 
     def jobs(
         self,
@@ -367,10 +355,14 @@ class Client:
         params: dict[str, Any] = {"limit": page_size}
         if phase is not None:
             params["phase"] = [phase] if isinstance(phase, str) else list(phase)
-        path = f"/jobs/{_segment(name)}/tasks"
-        while True:
-            page = _parse(TaskPage, self._call("GET", path, params=params))
+        for page in self._pages(TaskPage, f"/jobs/{_segment(name)}/tasks", params):
             yield from page.items
+
+    def _pages(self, model: type[P], path: str, params: dict[str, Any]) -> Iterator[P]:
+        """Every page of the listing at ``path``, each page's ``next`` sent as ``after``."""
+        while True:
+            page = _parse(model, self._call("GET", path, params=params))
+            yield page
             if page.next is None:
                 return
             params = {**params, "after": page.next}
@@ -588,6 +580,7 @@ def _nonsense(response: httpx.Response, what: str) -> ClientError:
 
 
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", JobPage, RunPage, TaskPage)
 
 
 def _parse(model: type[M], response: httpx.Response) -> M:

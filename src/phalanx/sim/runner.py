@@ -19,6 +19,7 @@ from typing import TextIO
 
 import numpy as np
 
+from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
@@ -81,6 +82,11 @@ class _Arrival:
 
 
 @dataclass(frozen=True, slots=True)
+class _Call:
+    action: Callable[[float], None]
+
+
+@dataclass(frozen=True, slots=True)
 class _Wake:
     at: float  # a wake replaced by an earlier one is stale and does nothing
 
@@ -99,7 +105,7 @@ class _NodeChange:
     )
 
 
-_Event = _Arrival | _Wake | _Session | _NodeChange
+_Event = _Arrival | _Call | _Wake | _Session | _NodeChange
 
 
 class Simulation:
@@ -117,9 +123,14 @@ class Simulation:
         registry: Registry | None = None,
         on_event: Callable[[dict[str, object]], None] | None = None,
         on_session: Callable[[float, Decisions], None] | None = None,
+        on_job_end: Callable[[JobChanged], None] | None = None,
+        on_preempted: Callable[[Event], None] | None = None,
     ) -> None:
         """``events_out`` receives events.jsonl; ``on_event`` gets each of its rows as a
-        dict and ``on_session`` each session's time and Decisions once they are applied."""
+        dict and ``on_session`` each session's time and Decisions once they are applied;
+        ``on_job_end`` each job's final phase (Succeeded, Failed, Cancelled) once its
+        metrics record it (a driver that submits work as the run goes reacts there), and
+        ``on_preempted`` the Evicted event of each preemption or reclaim a session decided."""
         self.options = options
         self.config = config
         self.registry = registry
@@ -145,6 +156,10 @@ class Simulation:
         self._out = events_out
         self._on_event = on_event
         self._on_session = on_session
+        self._on_job_end = on_job_end
+        self._on_preempted = on_preempted
+        self._initial = workload.jobs
+        self._arrivals_left = 0  # arrivals and calls scheduled and not yet handled
         self._resources: dict[str, dict[str, Resources]] = {}  # per live job: per role
         self._session_at: float | None = None
         self._idle_sessions = 0
@@ -167,9 +182,9 @@ class Simulation:
         ``progress`` is told (now, jobs finished) every few thousand events.
         """
         wall = time.perf_counter()
-        for workload_job in self.jobs.values():
+        for workload_job in self._initial:
             self.loop.schedule(workload_job.submit_time, Priority.ARRIVAL, _Arrival(workload_job))
-        self._arrivals_left = len(self.jobs)
+        self._arrivals_left += len(self._initial)
         if self.options.node_mtbf:
             for node in self._node_names:
                 self._schedule_failure(node, self.loop.now)
@@ -197,10 +212,35 @@ class Simulation:
         self.wall_seconds = time.perf_counter() - wall
         return self.metrics
 
+    def submit(self, job: WorkloadJob) -> None:
+        """Add ``job``, arriving at its submit time (not before now): for drivers that
+        submit work as the run goes, from ``on_job_end`` or a ``call_at`` action."""
+        if job.name in self.jobs:
+            raise EngineInvariantError(f"job {job.name} was submitted already")
+        self.jobs[job.name] = job  # the cluster reads durations from this very mapping
+        self.loop.schedule(job.submit_time, Priority.ARRIVAL, _Arrival(job))
+        self._arrivals_left += 1
+
+    def cancel(self, job: str, message: str) -> None:
+        """Cancel ``job`` now, as the control plane's cancel does (its tasks stop, then it
+        is Cancelled). Not from inside a hook: from a ``call_at`` action."""
+        now = self.loop.now
+        self._carry_out(self.life.cancel(job, message, now=now))
+        self._triggered(now)
+
+    def call_at(self, at: float, action: Callable[[float], None]) -> None:
+        """Call ``action(now)`` at time ``at`` (not before now), among arrivals; the run
+        goes on at least until then."""
+        self.loop.schedule(at, Priority.ARRIVAL, _Call(action))
+        self._arrivals_left += 1
+
     def _handle(self, event: _Event) -> None:
         now = self.loop.now
         if isinstance(event, _Arrival):
             self._arrive(event.job, now)
+        elif isinstance(event, _Call):
+            self._arrivals_left -= 1
+            event.action(now)
         elif isinstance(event, _Wake):
             if event.at != self._wake_at:
                 return
@@ -341,12 +381,16 @@ class Simulation:
                             outcome = "killed"
                         self.metrics.ended(effect.time, effect.job, outcome)
                         self._resources.pop(effect.job, None)
+                        if self._on_job_end is not None:
+                            self._on_job_end(effect)
                 case JobCounters():
                     record = self.metrics.jobs[effect.job]
                     self.metrics.preemptions += effect.preemptions - record.preemptions
                     record.preemptions, record.restarts = effect.preemptions, effect.attempts
                 case Event():
                     self._emit_event(effect)
+                    if self._on_preempted is not None and _preemption(effect):
+                        self._on_preempted(effect)
                 case Start():
                     self.cluster.start(effect.binds, now=self.loop.now)
                 case Stop():
@@ -455,6 +499,13 @@ _OUTCOMES = {
     JobPhase.FAILED: "failed",
     JobPhase.CANCELLED: "cancelled",
 }
+
+
+def _preemption(event: Event) -> bool:
+    """Whether ``event`` is the eviction of a session's preemption or reclaim."""
+    return event.kind is EventKind.EVICTED and any(
+        stop.action in ("preempt", "reclaim") for stop in event.stops
+    )
 
 
 def _number(value: float) -> int | float:

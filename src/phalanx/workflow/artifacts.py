@@ -137,7 +137,7 @@ def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = ""
 
 def read_outputs(node: StepNode, urls: Mapping[str, str], *, fs: Any = None) -> dict[str, Value]:
     """Every output param of ``node`` read from ``urls`` (``Workspace.outputs``); raises
-    ``OutputError`` (a missing file included)."""
+    ``OutputError`` (a missing file, or a directory where a file belongs, included)."""
     values: dict[str, Value] = {}
     for name, spec in node.outputs.params.items():
         url = urls[spec.from_artifact or name]
@@ -151,6 +151,11 @@ def read_outputs(node: StepNode, urls: Mapping[str, str], *, fs: Any = None) -> 
         except FileNotFoundError:
             raise OutputError(
                 f"step {node.name}, outputs.params.{name}: the step did not write {url}"
+            ) from None
+        except IsADirectoryError:
+            raise OutputError(
+                f"step {node.name}, outputs.params.{name}: {url} is a directory, not a JSON "
+                "file; write the value into a file (fromArtifact names a file artifact)"
             ) from None
         try:
             text = data.decode()

@@ -11,7 +11,10 @@ step's image for roles without one. The queue is the step's (see ``dag``); the s
 ``timeout`` becomes ``walltime`` (a job step's own walltime wins); ``maxRetry`` is 0:
 the workflow controller retries a step by its ``retry`` policy, one job per attempt.
 ``PHALANX_RUN_ID`` and ``PHALANX_STEP`` (``train`` or ``train[3]``) are set in every
-task's environment.
+task's environment. ``attempt_ended`` says how an attempt whose job failed or was
+preempted ended: the cause a retry policy's ``on`` names, and the unit's reason; one rule
+for every driver of runs (the simulator's replay; the controller's ``_attempt_ended``
+says the same).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobSpec
 from phalanx.workflow.dag import Graph, StepNode
+from phalanx.workflow.parts import FailureCause
 from phalanx.workflow.planner import RunState, Start, Unit, base_context, render_value
 from phalanx.workflow.templates import Context, Template, Value, render_argv
 
@@ -48,6 +52,22 @@ def job_name(run_id: str, unit: Unit, attempt: int) -> str:
         cleaned = f"{cleaned[:80].strip('-')}-{digest}".strip("-")
     index = "" if unit.index is None else f"-{unit.index}"
     return f"{cleaned}-{unit.step}{index}-{attempt}"[:_MAX_NAME]
+
+
+def attempt_ended(job: str, *, failed: bool, reason: str, message: str) -> tuple[FailureCause, str]:
+    """Why the attempt whose job ``job`` ended Failed (``failed``) or was preempted (its
+    tasks evicted: the attempt is over, the job is cancelled) ended: the ``retry.on``
+    cause and the unit's reason. ``preempted``; a walltime (``WalltimeExceeded``) is
+    ``failed`` (timed out); ``nodeLost`` when the job's reason code or message says a
+    node was lost; else ``failed`` (a non-zero exit)."""
+    if not failed:
+        return "preempted", f"job {job} was preempted: {message}"[:2000]
+    if reason == "WalltimeExceeded":
+        return "failed", f"job {job} timed out: {message}"[:2000]
+    cause: FailureCause = "nodeLost" if "lost" in f"{reason} {message}".lower() else "failed"
+    # The job's own retries are none (maxRetry 0): the step's policy decides.
+    said = message.removesuffix("; no retries left (maxRetry 0)")
+    return cause, f"job {job} failed: {said}"[:2000]
 
 
 def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:

@@ -357,6 +357,10 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
         for unit in ("prep", "train", "validate"):
             assert f"{run_id}-{unit}-1" in described
         assert "Succeeded" in described and "lr=0.5" in described
+        assert "Outputs" in described and "rows" in described  # prep's output param, 3
+        train = next(line for line in described.splitlines() if line.startswith("train "))
+        assert train.split()[1] == "prep"  # the DAG: train runs after prep
+        assert api.get(f"/api/v1/runs/{run_id}")["steps"][2]["after"] == ["train"]
 
         # Bad input: one error line naming the field and the fix, and nothing made.
         unknown = refused(phalanx(server, "pipeline", "run", "nope"))

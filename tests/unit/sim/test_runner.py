@@ -5,13 +5,17 @@ from __future__ import annotations
 import io
 import json
 from collections import defaultdict
+from collections.abc import Callable
 
 import pytest
 
+from phalanx.domain.errors import EngineInvariantError
+from phalanx.domain.job import Job, JobPhase, Role
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
 from phalanx.engine import default_config
+from phalanx.engine.lifecycle import JobChanged
 from phalanx.policies import load_policy, policy_names
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces._common import gpu_role, one_role_job
@@ -157,3 +161,41 @@ def test_a_fixed_period_holds_every_session_to_whole_periods() -> None:
         Simulation([node], workload, default_config(), options=options, on_event=rows.append).run()
         starts = {row["job"]: row["t"] for row in rows if row["ev"] == "Placed"}
         assert (starts["a"], starts["b"]) == expected
+
+
+def _one_task_job(name: str, at: float) -> WorkloadJob:
+    role = Role(name="main", replicas=1, resources=Resources.of({"cpu": 1000}))
+    return WorkloadJob(job=Job(name=name, queue="q", roles=(role,), creation_time=at), duration=10)
+
+
+def _driven(on_job_end: Callable[[JobChanged], None] | None = None) -> Simulation:
+    return Simulation(
+        NODES,
+        Workload(jobs=(), queues=(Queue(name="q"),)),
+        default_config(),
+        options=SimOptions(trigger_delay=0.0),
+        on_job_end=on_job_end,
+    )
+
+
+def test_a_driver_submits_jobs_as_the_run_goes_and_hears_of_their_ends() -> None:
+    """``submit``, ``call_at`` and ``on_job_end``: what a pipeline replay builds on."""
+    ends: list[tuple[str, JobPhase, float]] = []
+
+    def ended(change: JobChanged) -> None:
+        ends.append((change.job, change.phase, change.time))
+        if change.job == "first":
+            sim.submit(_one_task_job("second", change.time))
+
+    sim = _driven(ended)
+    sim.call_at(5.0, lambda now: sim.submit(_one_task_job("first", now)))
+    metrics = sim.run()
+    assert ends == [("first", JobPhase.SUCCEEDED, 15.0), ("second", JobPhase.SUCCEEDED, 25.0)]
+    assert metrics.jobs["second"].submit == 15.0
+
+
+def test_a_job_name_is_submitted_once() -> None:
+    sim = _driven()
+    sim.submit(_one_task_job("first", 0.0))
+    with pytest.raises(EngineInvariantError, match="first was submitted already"):
+        sim.submit(_one_task_job("first", 1.0))

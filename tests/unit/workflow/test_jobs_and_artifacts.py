@@ -18,7 +18,7 @@ from phalanx.workflow.artifacts import (
     read_outputs,
 )
 from phalanx.workflow.dag import build_graph
-from phalanx.workflow.jobs import MAIN_ROLE, job_spec, unit_context
+from phalanx.workflow.jobs import MAIN_ROLE, attempt_ended, job_spec, unit_context
 from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Phase, RunState, Unit, apply, plan
 from phalanx.workflow.spec import load_pipelines
@@ -220,3 +220,31 @@ def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
     # By default: 3 attempts for what is not the step's fault, 10 s then 20 s apart.
     assert [RetrySpec().delay(n, "nodeLost") for n in (1, 2, 3)] == [10.0, 20.0, None]
     assert RetrySpec().delay(1, "failed") is None
+
+
+def test_an_attempt_ends_with_the_cause_its_retry_policy_names() -> None:
+    def ended(failed: bool, reason: str, message: str) -> tuple[str, str]:
+        return attempt_ended("r-s-1", failed=failed, reason=reason, message=message)
+
+    assert ended(False, "Evicted", "evicted by reclaim") == (
+        "preempted",
+        "job r-s-1 was preempted: evicted by reclaim",
+    )
+    assert ended(True, "WalltimeExceeded", "ran past 60 s") == (
+        "failed",
+        "job r-s-1 timed out: ran past 60 s",
+    )
+    assert ended(True, "TaskLost", "node n1 was lost")[0] == "nodeLost"
+    assert ended(True, "Failed", "task exited with code 1; no retries left (maxRetry 0)") == (
+        "failed",
+        "job r-s-1 failed: task exited with code 1",
+    )
+
+
+def test_an_output_param_read_from_a_directory_fails_its_step_saying_so(tmp_path: Path) -> None:
+    graph = build_graph(load_pipelines(FULL)[0].spec)
+    node = graph.steps["train"]
+    urls = Workspace(str(tmp_path)).outputs("r1", Unit("train", 0), node)
+    Path(urls["metrics"]).mkdir(parents=True)  # the step made a directory of its artifact
+    with pytest.raises(OutputError, match=r"outputs\.params\.accuracy: .* is a directory, not a"):
+        read_outputs(node, urls)

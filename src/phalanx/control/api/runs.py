@@ -205,6 +205,7 @@ def _steps(session: DbSession, row: RunRow) -> list[StepView]:
                     started_at=found.started_at or started.get(found.job),
                     finished_at=found.finished_at,
                     retry_at=found.retry_at,
+                    after=list(graph.node(step).depends_on),
                     outputs=found.outputs,
                 )
             )

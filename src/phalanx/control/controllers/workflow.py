@@ -85,6 +85,7 @@ from phalanx.workflow import (
     unit_context,
 )
 from phalanx.workflow.dag import StepNode
+from phalanx.workflow.jobs import attempt_ended
 from phalanx.workflow.parts import FailureCause
 from phalanx.workflow.planner import render_value
 from phalanx.workflow.templates import Context, TemplateError, Value
@@ -332,14 +333,21 @@ class Workflows:
                 except OutputError as error:
                     _end(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
                     continue
+                except OSError as error:  # the workspace cannot be read: this step fails
+                    why = f"step {unit}: its outputs cannot be read: {error}"[:2000]
+                    _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
+                    continue
                 _end(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
                 if unit_record.cache_key and row.cache_mode != "off":
                     self._remember(session, row, node, unit, unit_record, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value or job.preemptions:
-                cause, why = _attempt_ended(unit_record.job, job)
-                if job.phase != JobPhase.FAILED.value:  # preempted: this attempt is over
+                failed = job.phase == JobPhase.FAILED.value
+                cause, why = attempt_ended(
+                    unit_record.job, failed=failed, reason=job.reason, message=job.message
+                )
+                if not failed:  # preempted: this attempt is over
                     cancel.append(unit_record.job)
                 _retry_or_fail(graph, unit, unit_record, cause, why, stopping, now, job.finished_at)
 
@@ -674,21 +682,6 @@ def _child_id(job: str) -> str:
     if len(job) <= 128:
         return job
     return f"{job[:100].rstrip('-')}-{hashlib.sha256(job.encode()).hexdigest()[:16]}"
-
-
-def _attempt_ended(name: str, job: Any) -> tuple[FailureCause, str]:
-    """Why the attempt whose job ``name`` (a stored row: phase, reason, message,
-    preemptions) failed or was preempted: the retry cause and the unit's reason."""
-    if job.phase != JobPhase.FAILED.value:
-        return "preempted", f"job {name} was preempted: {job.message}"[:2000]
-    if job.reason == "WalltimeExceeded":
-        return "failed", f"job {name} timed out: {job.message}"[:2000]
-    cause: FailureCause = (
-        "nodeLost" if "lost" in f"{job.reason} {job.message}".lower() else "failed"
-    )
-    # The job's own retries are none (maxRetry 0): the step's policy decides.
-    said = job.message.removesuffix("; no retries left (maxRetry 0)")
-    return cause, f"job {name} failed: {said}"[:2000]
 
 
 def _end(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:

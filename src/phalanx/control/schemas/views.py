@@ -254,6 +254,7 @@ class StepView(View):
     started_at: float | None = None
     finished_at: float | None = None
     retry_at: float | None = None  # its next attempt is submitted then (after a backoff)
+    after: list[str] = []  # the steps it depends on (the DAG's edges into it)
     outputs: dict[str, Any] = {}
 
 
