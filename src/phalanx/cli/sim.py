@@ -78,6 +78,12 @@ NODE_MTBF_HELP = (
     "Mean time between failures of each node, e.g. 30d: failed nodes lose their tasks, whose "
     "jobs retry by their maxRetry (default: no node fails)."
 )
+FIXED_PERIOD = typer.Option(
+    False,
+    "--fixed-period",
+    help="Sessions only every --period seconds, as Pollux's simulator schedules (default: "
+    "also a second after each arrival or release).",
+)
 
 
 def _play(
@@ -148,6 +154,7 @@ def _run_all(
     traces_dir: Path | None,
     nested: bool,
     failures: tuple[str | None, str] = (None, "1h"),
+    fixed_period: bool = False,
 ) -> list[tuple[Path, dict[str, object]]]:
     traces = resolve_traces(traces_dir)
     needed = _needed(workload_spec, cluster)
@@ -166,7 +173,14 @@ def _run_all(
         nodes = load_cluster(cluster, traces_dir=folder)
     with _option("--queues", str(queues_file)):
         queues = _queues(queues_file, workload)
-    options = SimOptions(seed=seed, until=horizon, period=period, node_mtbf=mtbf, node_mttr=mttr)
+    options = SimOptions(
+        seed=seed,
+        until=horizon,
+        period=period,
+        node_mtbf=mtbf,
+        node_mttr=mttr,
+        fixed_period=fixed_period,
+    )
     console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
     results = []
     for policy in policies:
@@ -240,6 +254,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
     node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
     node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
+    fixed_period: bool = FIXED_PERIOD,
 ) -> None:
     """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
 
@@ -256,6 +271,7 @@ def run(
             traces_dir,
             False,
             (node_mtbf, node_mttr),
+            fixed_period,
         )
         _render(results, out, f"phalanx sim: {scheduler} on {_workload_label(workload)}")
         if as_json:
@@ -284,6 +300,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print the summaries as a JSON list."),
     node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
     node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
+    fixed_period: bool = FIXED_PERIOD,
 ) -> None:
     """Replay WORKLOAD under several schedulers side by side; one report compares them."""
 
@@ -300,6 +317,7 @@ def compare(
             traces_dir,
             True,
             (node_mtbf, node_mttr),
+            fixed_period,
         )
         _render(results, out, f"phalanx sim compare on {_workload_label(workload)}")
         if as_json:

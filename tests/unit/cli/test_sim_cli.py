@@ -49,7 +49,19 @@ def test_compare_writes_a_folder_per_policy_and_one_report(
     assert "<svg" in (tmp_path / "report.html").read_text()
 
 
-def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "delays"),
+    [
+        # sessions come 1 s after an arrival or a release
+        ([], [1.0, 1.0, 1.0, 1.0, 62.0, 62.0]),
+        # sessions only at whole minutes (Pollux's simulator): j4 waits for j0's end at 100,
+        # j5 for j1-j3's at 160
+        (["--fixed-period"], [0.0, 50.0, 40.0, 30.0, 80.0, 130.0]),
+    ],
+)
+def test_run_on_a_jsonl_workload_and_a_cluster_document(
+    tmp_path: Path, flags: list[str], delays: list[float]
+) -> None:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
         "apiVersion: phalanx/v1\nkind: Cluster\nmetadata: {name: lab}\n"
@@ -86,6 +98,7 @@ def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
             "--out",
             str(out),
             "--json",
+            *flags,
         ],
     )
     assert result.exit_code == 0, result.output
@@ -96,8 +109,8 @@ def test_run_on_a_jsonl_workload_and_a_cluster_document(tmp_path: Path) -> None:
         jobs = list(csv.DictReader(file))
     assert [j["job"] for j in jobs] == [f"j{i}" for i in range(6)]
     # 8 GPUs, 2 per job, a job every 10 s for 100 s: the fifth and sixth wait for the
-    # first and second to end (sessions come 1 s after an arrival or a release)
-    assert [float(j["queue_delay_s"]) for j in jobs] == [1.0, 1.0, 1.0, 1.0, 62.0, 62.0]
+    # first ones to end
+    assert [float(j["queue_delay_s"]) for j in jobs] == delays
     assert all(float(j["jct_s"]) == float(j["queue_delay_s"]) + 100 for j in jobs)
     assert {j["outcome"] for j in jobs} == {"finished"}
 
