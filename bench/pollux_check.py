@@ -1,7 +1,6 @@
 """Model check (issue 21): phalanx's simulator against Pollux's on the same jobs at fixed size.
 
-    .venv/bin/python bench/pollux_check.py [--load 1.0] [--policy NAME ...]
-        [--free-period] [--in-level-preemption]
+    .venv/bin/python bench/pollux_check.py [--load 1.0] [--policy NAME ...] [--free-period]
 
 For each of Pollux's eight workloads at that relative load (``workloads/`` for 1.0,
 ``workloads-<load>/`` otherwise), replays the jobs on the ``pollux`` cluster under each
@@ -14,29 +13,16 @@ Sessions run every 60 s on the minute, as Pollux's simulator schedules
 (``SimOptions.fixed_period``); ``--free-period`` uses phalanx's default instead (a
 session one second after each arrival or release).
 
-``--in-level-preemption`` adds a diagnostic run, not a shipped policy: tiresias-pollux
-with the one rule of Pollux's Tiresias that phalanx's ``las`` plugin lacks, an earlier
-job preempting later jobs of its own level (Pollux fills the GPUs in queue order at
-every interval). It is a plugin defined in this script, to measure what that engine
-change would give.
-
 Traces are read in place from ../shared/traces (or $PHALANX_TRACES).
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
-from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.framework.plugin import Hooks, Plugin
-from phalanx.engine.framework.registry import Registry
-from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import JobInfo, TaskInfo
 from phalanx.policies import load_policy
 from phalanx.sim.clusters import load_cluster
 from phalanx.sim.runner import SimOptions, Simulation
@@ -46,35 +32,6 @@ TRACES = Path(os.environ.get("PHALANX_TRACES", "../shared/traces"))
 POLLUX = TRACES / "philly-jobs-pollux"
 #: Pollux's Tiresias threshold between its two queues, GPU-seconds (16 GPU-hours).
 THRESHOLD = 57_600.0
-DIAGNOSTIC = "tiresias-pollux+in-level-preemption"
-
-
-class PolluxOrderPlugin(Plugin):
-    """Diagnostic: Pollux's Tiresias order; an earlier job preempts a later one of its level."""
-
-    name = "pollux-order"
-
-    def open(self, session: Session, hooks: Hooks) -> None:
-        now = session.now
-
-        def key(job: JobInfo) -> tuple[int, float, str]:
-            level = bisect.bisect_right([THRESHOLD], job.service(now))
-            return (level, job.creation_time, job.name)
-
-        def later(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            mine = key(preemptor.job)
-            return [task for task in candidates if key(task.job) > mine]
-
-        hooks.job_order(key)
-        hooks.victim_order(lambda task: tuple(-x for x in key(task.job)[:2]))
-        hooks.preemptable(later, each=True)
-
-
-def _diagnostic_config() -> SchedulerConfig:
-    return SchedulerConfig.build(
-        ["allocate", "preempt"],
-        [["gang", "pollux-order"], ["predicates", "capacity", "binpack"]],
-    )
 
 
 def _folder(load: str) -> Path:
@@ -92,12 +49,8 @@ def main() -> None:
     parser.add_argument("--load", default="1.0", choices=["0.5", "1.0", "1.5", "2.0"])
     parser.add_argument("--policy", action="append", dest="policies")
     parser.add_argument("--free-period", action="store_true")
-    parser.add_argument("--in-level-preemption", action="store_true")
     args = parser.parse_args()
     configs = {name: load_policy(name).config for name in args.policies or ["tiresias-pollux"]}
-    if args.in_level_preemption:
-        configs[DIAGNOSTIC] = _diagnostic_config()
-    registry = Registry.builtin().with_plugin(PolluxOrderPlugin)
     options = SimOptions(fixed_period=not args.free_period)
     nodes = load_cluster("pollux")
     published = _published(args.load)
@@ -106,7 +59,7 @@ def main() -> None:
         name = f"workload-{n}"
         workload = load_pollux(_folder(args.load) / f"{name}.csv")
         for policy, config in configs.items():
-            sim = Simulation(nodes, workload, config, options=options, registry=registry)
+            sim = Simulation(nodes, workload, config, options=options)
             summary = sim.run().summary(sim_wall_s=sim.wall_seconds)
             jct = summary["avg_jct_s"]
             assert isinstance(jct, float), "every job of a Pollux workload finishes"

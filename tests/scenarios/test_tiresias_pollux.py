@@ -3,7 +3,11 @@ no admission gate, the first level preempts the second)."""
 
 from __future__ import annotations
 
+import pytest
+
+from phalanx.domain.errors import PluginError
 from phalanx.domain.job import JobPhase
+from phalanx.engine.plugins.las import LasPlugin
 from phalanx.policies import load_policy
 from tests.builders import cycle, evicted, make_job, make_nodes
 
@@ -31,3 +35,21 @@ def test_without_an_admission_gate_a_later_job_runs_where_an_earlier_one_does_no
 
     assert [b.job for b in decisions.binds] == ["small"]
     assert decisions.evictions == ()  # the same level: big does not preempt
+
+
+def test_an_earlier_job_preempts_a_later_one_of_its_own_level() -> None:
+    # Both in the first level (800 GPU-s attained); Pollux fills GPUs in queue order, so
+    # the earlier submission takes the node back. Plain las never preempts in a level.
+    later = make_job("later", gpus=8, created=5, running_on=["n0"], started=100.0)
+    earlier = make_job("earlier", gpus=8, created=1, phase=JobPhase.PENDING)
+
+    pollux = cycle(make_nodes(1), [later, earlier], POLICY, now=200)
+    plain = cycle(make_nodes(1), [later, earlier], load_policy("tiresias-las").config, now=200)
+
+    assert evicted(pollux, "later") == ["later-worker-0"]
+    assert plain.evictions == ()
+
+
+def test_preempt_within_level_must_be_a_boolean() -> None:
+    with pytest.raises(PluginError, match="preemptWithinLevel must be true or false"):
+        LasPlugin({"preemptWithinLevel": "yes"})

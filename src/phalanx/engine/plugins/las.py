@@ -5,7 +5,10 @@ banked plus each running task's GPUs times the time since it started, at session
 Jobs fall into priority levels by thresholds (``thresholds``, GPU-seconds, ascending;
 default one threshold at 3,200 GPU-s, i.e. two levels); lower levels go first, first
 come first served within a level. A job may preempt only work in a strictly higher level, so a
-new job takes GPUs from jobs that already had many, never the other way round.
+new job takes GPUs from jobs that already had many, never the other way round. With
+``preemptWithinLevel: true`` (as Pollux's simulator runs Tiresias: every interval it
+fills the GPUs in queue order) a job may also preempt later-submitted jobs of its own
+level, the latest first.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ class LasPlugin(Plugin):
     """Discretized 2D-LAS job order and preemption."""
 
     name = "las"
-    accepted_args = frozenset({"thresholds"})
+    accepted_args = frozenset({"thresholds", "preemptWithinLevel"})
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -34,6 +37,10 @@ class LasPlugin(Plugin):
         ):
             raise PluginError("plugin 'las': thresholds must be a list of positive GPU-seconds")
         self.thresholds = sorted(float(x) for x in raw)
+        within = self.args.get("preemptWithinLevel", False)
+        if not isinstance(within, bool):
+            raise PluginError("plugin 'las': preemptWithinLevel must be true or false")
+        self.within_level = within
 
     def level(self, job: JobInfo, now: float) -> int:
         """0 for the least served jobs, up to len(thresholds)."""
@@ -48,10 +55,21 @@ class LasPlugin(Plugin):
                 found = levels[job.name] = self.level(job, session.now)
             return found
 
-        def more_served(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            mine = level(preemptor.job)
-            return [task for task in candidates if level(task.job) > mine]
+        def rank(job: JobInfo) -> tuple[int, float, str]:
+            """Queue order: level, then submission (first come first served)."""
+            return (level(job), job.creation_time, job.name)
 
-        hooks.job_order(level)
-        hooks.victim_order(lambda task: -level(task.job))
-        hooks.preemptable(more_served, each=True)
+        def behind(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+            if self.within_level:
+                mine = rank(preemptor.job)
+                return [task for task in candidates if rank(task.job) > mine]
+            least = level(preemptor.job)
+            return [task for task in candidates if level(task.job) > least]
+
+        if self.within_level:
+            hooks.job_order(rank)
+            hooks.victim_order(lambda task: (-level(task.job), -task.job.creation_time))
+        else:
+            hooks.job_order(level)
+            hooks.victim_order(lambda task: -level(task.job))
+        hooks.preemptable(behind, each=True)
