@@ -45,8 +45,13 @@ class RecentJobs:
         self.version = 0
         self.learnt: dict[tuple[float, bool], tuple[int, TargetWorkload | None]] = {}
         self._with_memory: dict[tuple[int, float], TaskShape] = {}
-        for info in snapshot.jobs.values():
-            self.joined(snapshot, info)
+        #: (cpu, gpu, GPU models) -> index into ``shapes``: a shape is built once, not per job
+        self._keys: dict[tuple[float, float, tuple[str, ...]], int] = {}
+        for info in snapshot.jobs.values():  # read in at once: sorted once, the window counted once
+            self.samples[info.name] = self._sample(snapshot, info)
+        self.order = sorted((info.creation_time, info.name) for info in snapshot.jobs.values())
+        for _, name in self.order[-window:]:
+            self._count(self.samples[name], +1)
         if follow:
             snapshot.watch_jobs(self)
 
@@ -111,14 +116,17 @@ class RecentJobs:
             sample = by_role.get(task.role.index)
             if sample is None:
                 request = task.role.request
-                shape = TaskShape(
-                    cpu=0.0 if cpu is None else float(request[cpu]),
-                    gpu=0.0 if gpu is None else float(request[gpu]) / WHOLE,
-                    gpu_models=gpu_models(task.role.spec),
+                key = (
+                    0.0 if cpu is None else float(request[cpu]),
+                    0.0 if gpu is None else float(request[gpu]) / WHOLE,
+                    gpu_models(task.role.spec),
                 )
-                index = self._ids.setdefault(shape, len(self.shapes))
-                if index == len(self.shapes):
-                    self.shapes.append(shape)
+                index = self._keys.get(key, -1)
+                if index < 0:
+                    shape = TaskShape(cpu=key[0], gpu=key[1], gpu_models=key[2])
+                    index = self._keys[key] = self._ids.setdefault(shape, len(self.shapes))
+                    if index == len(self.shapes):
+                        self.shapes.append(shape)
                 asked = 0.0 if memory is None else float(request[memory])
                 sample = by_role[task.role.index] = (index, asked)
             out.append(sample)
