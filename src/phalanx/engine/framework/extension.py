@@ -214,6 +214,9 @@ class MaskPoint(_Point[Callable[[A], NDArray[np.bool_]]]):
 
 
 ScoreFn = Callable[[A, NDArray[np.intp]], NDArray[np.float64]]
+#: ``(task, node, count)``: the node's scores for the task once 1, 2, .. ``count`` more
+#: tasks of its class are placed there, or None when the scorer cannot tell beforehand
+AheadFn = Callable[[A, int, int], NDArray[np.float64] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,13 +225,17 @@ class Scorer:
 
     ``node_local``: a node's score depends only on that node's own state, so after a
     placement only that node is re-scored. ``fills``: a node's score never drops as
-    the node fills up, so the best node stays best until it is full.
+    the node fills up, so the best node stays best until it is full. ``ahead``: the
+    node's scores after further placements of the task's class, equal to the very
+    floats ``fn`` will give once they are made, so placement can tell how many tasks
+    in a row the node wins without placing and re-scoring one at a time.
     """
 
     fn: ScoreFn[Any]
     weight: float
     node_local: bool
     fills: bool
+    ahead: AheadFn[Any] | None = None
 
 
 class ScorePoint(_Point[Scorer]):
@@ -243,9 +250,14 @@ class ScorePoint(_Point[Scorer]):
         weight: float = 1.0,
         node_local: bool = True,
         fills: bool = False,
+        ahead: AheadFn[Any] | None = None,
     ) -> None:
         """Register a scorer with its weight and promises."""
-        self.register(plugin, tier, Scorer(fn, weight, node_local, fills and node_local))
+        self.register(
+            plugin,
+            tier,
+            Scorer(fn, weight, node_local, fills and node_local, ahead if node_local else None),
+        )
 
     @property
     def node_local(self) -> bool:
@@ -261,6 +273,20 @@ class ScorePoint(_Point[Scorer]):
         total = np.zeros(len(nodes), dtype=np.float64)
         for _, _, scorer in self._entries:
             total += scorer.weight * scorer.fn(arg, nodes)
+        return total
+
+    def ahead(self, arg: Any, node: int, count: int) -> NDArray[np.float64] | None:
+        """The weighted sum ``node`` will score for ``arg`` once 1, 2, .. ``count`` more
+        tasks of its class are placed there, bit for bit what ``__call__`` will give
+        then; None when a scorer cannot tell (or none promises to)."""
+        total = np.zeros(count, dtype=np.float64)
+        for _, _, scorer in self._entries:
+            if scorer.ahead is None:
+                return None
+            scores = scorer.ahead(arg, node, count)
+            if scores is None:
+                return None
+            total += scorer.weight * scores
         return total
 
 

@@ -130,7 +130,7 @@ class ClassPlacer:
                 return Outcome(allocated, pipelined, self.shortage_reason(task))
             k = int(np.argmax(self.now_scores))
             if self.now_scores[k] > NEG:
-                count = self._run_length(k, len(tasks) - position)
+                count = self._run_length(task, k, len(tasks) - position)
                 placed = self._allocate_run(stmt, tasks[position : position + count], k)
                 allocated += placed
                 position += placed
@@ -150,10 +150,28 @@ class ClassPlacer:
             position += 1
         return Outcome(allocated, pipelined, None)
 
-    def _run_length(self, k: int, remaining: int) -> int:
-        """How many tasks go to node ``k`` before it must be compared with others again."""
-        if not self.fills or remaining == 1:
+    def _run_length(self, task: TaskInfo, k: int, remaining: int) -> int:
+        """How many tasks go to node ``k`` before it must be compared with others again:
+        while it has room and stays the best node (by the ``fills`` promise, or by its
+        scores ahead against the best other node, ties to the lower index as ``argmax``)."""
+        if remaining == 1 or not (self.fills or self.node_local):
             return 1
+        room = self._room(k, remaining)
+        if self.fills or room == 1:
+            return room
+        ahead = self.session.points.node_score.ahead(task, int(self.candidates[k]), room - 1)
+        if ahead is None:
+            return 1
+        scores = self.now_scores
+        mine, scores[k] = scores[k], NEG
+        other = int(np.argmax(scores))
+        best = scores[other]
+        scores[k] = mine
+        wins = (ahead > best) | ((ahead == best) & (k < other))
+        return 1 + (int(np.argmin(wins)) if not wins.all() else len(wins))
+
+    def _room(self, k: int, remaining: int) -> int:
+        """How many of ``remaining`` tasks node ``k`` has room for now (at least 1)."""
         need = self.need
         if need.size == 0:
             room = remaining

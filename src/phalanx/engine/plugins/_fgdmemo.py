@@ -172,8 +172,18 @@ class States:
         memory: NDArray[np.float64],
         cards: NDArray[np.int64],
     ) -> None:
-        models = self.node_model[changed]
-        for row, node in enumerate(changed.tolist()):
+        self.of_node[changed] = self._ids_of(self.node_model[changed], cpu, memory, cards)
+
+    def _ids_of(
+        self,
+        models: NDArray[np.int64],
+        cpu: NDArray[np.float64],
+        memory: NDArray[np.float64],
+        cards: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        """The state id of each row (GPU model, free CPU, memory and cards), new ones added."""
+        ids = np.empty(len(models), dtype=np.int64)
+        for row in range(len(models)):
             key = b"".join(
                 (
                     models[row].tobytes(),
@@ -194,7 +204,31 @@ class States:
                 self.memory[state] = memory[row]
                 self.cards[state] = cards[row]
                 self.model[state] = models[row]
-            self.of_node[node] = state
+            ids[row] = state
+        return ids
+
+    def ahead(
+        self, snapshot: Snapshot, node: int, request: NDArray[np.float64], count: int
+    ) -> NDArray[np.int64]:
+        """The states ``node`` will be in once 1, 2, .. ``count`` more tasks asking
+        ``request`` and no cards are placed there (each added to the use before it, as the
+        snapshot adds them)."""
+        steps = np.empty((count + 1, len(request)))
+        steps[0] = snapshot.used[node]
+        steps[1:] = request
+        used = np.add.accumulate(steps, axis=0)[1:]
+        rows = np.full(count, node, dtype=np.intp)
+
+        def free(column: int | None) -> NDArray[np.float64]:
+            if column is None:
+                return np.zeros(count)
+            left: NDArray[np.float64] = snapshot.capacity[rows, column] - used[:, column]
+            return left
+
+        cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
+        return self._ids_of(
+            self.node_model[rows], free(self.cpu_column), free(self.memory_column), cards
+        )
 
     def _kernel(
         self,

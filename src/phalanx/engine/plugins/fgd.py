@@ -150,7 +150,20 @@ class FgdPlugin(Plugin):
                 return None
             return (card,)
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        def ahead(task: TaskInfo, node: int, count: int) -> NDArray[np.float64] | None:
+            if task.role.cards is not None:  # which cards it takes is chosen as it is placed
+                return None
+            found = resolve()
+            if found is None:
+                return np.zeros(count)
+            asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
+            shape = task_shape(task_cpu(snapshot, task), None, asked)
+            later = states.ahead(snapshot, node, task.request, count)
+            return states.lookup(found, shape, later)[0] + ties.noise(
+                task, np.full(count, node, dtype=np.intp)
+            )
+
+        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead)
         hooks.gpu_select(select)
 
 
