@@ -196,16 +196,17 @@ class ClassPlacer:
         return len(run)
 
     def _refresh(self, task: TaskInfo, k: int) -> None:
-        if self.node_local:
-            self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
-        else:
-            self.scores = self._score(task, self.candidates)
         fits_future = self._fits_row(self.future_free[k], k)
         if self.demand is not None:
             node = np.array([self.candidates[k]], dtype=np.intp)
             cards = self.session.snapshot.cards
             self.cards_ok[k] = cards.fits(self.demand, node)[0]
             fits_future = fits_future and bool(cards.fits(self.demand, node, later=True)[0])
+        if self.node_local:  # a node that no longer fits is never read again: not re-scored
+            if fits_future:
+                self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
+        else:
+            self.scores = self._score(task, self.candidates)
         fits_now = fits_future and self._fits_row(self.now_free[k], k) and bool(self.cards_ok[k])
         self.now_scores[k] = self.scores[k] if fits_now else NEG
         self.future_scores[k] = self.scores[k] if fits_future else NEG

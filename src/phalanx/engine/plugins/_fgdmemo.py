@@ -182,16 +182,13 @@ class States:
         cards: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """The state id of each row (GPU model, free CPU, memory and cards), new ones added."""
-        ids = np.empty(len(models), dtype=np.int64)
-        for row in range(len(models)):
-            key = b"".join(
-                (
-                    models[row].tobytes(),
-                    cpu[row].tobytes(),
-                    memory[row].tobytes(),
-                    cards[row].tobytes(),
-                )
-            )
+        count = len(models)
+        ids = np.empty(count, dtype=np.int64)
+        parts = (models, cpu, memory, cards)  # each row's bytes, side by side: its key
+        raw = np.hstack([np.ascontiguousarray(p).view(np.uint8).reshape(count, -1) for p in parts])
+        blob, width = raw.tobytes(), raw.shape[1]
+        for row in range(count):
+            key = blob[row * width : (row + 1) * width]
             state = self.ids.get(key)
             if state is None:
                 state = self.ids[key] = len(self.ids)
