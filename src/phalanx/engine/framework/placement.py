@@ -24,6 +24,9 @@ from phalanx.engine.framework.wording import speak, unschedulable_note
 from phalanx.engine.snapshot import EPSILON, JobInfo, RoleInfo, Snapshot, TaskInfo, Vector
 
 NEG = -np.inf
+#: after n lookaheads in a row that found no run, the next 2**n - 1 runs (at most
+#: 2**_MOST_SKIPPED - 1) are placed without one: what is placed is the same either way
+_MOST_SKIPPED = 5
 #: Resource names as counted in reasons (``2 short of GPUs``).
 _WORD = {"gpu": "GPUs", "cpu": "CPUs", "gpu-memory": "GPU memory"}
 
@@ -74,6 +77,8 @@ class ClassPlacer:
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.stale: tuple[TaskInfo, int] | None = None  # a node placed on, not re-scored yet
+        #: looking ahead found no run this many times in a row; skip it for ``skips`` runs
+        self.misses = self.skips = 0
         self.demand = sample.role.cards
         #: whether each candidate's cards can serve one more task now (all True without GPUs)
         self.cards_ok = (
@@ -159,6 +164,9 @@ class ClassPlacer:
         room = self._room(k, remaining)
         if self.fills or room == 1:
             return room
+        if self.skips:  # where runs are rare (a busy cluster), looking ahead costs in vain
+            self.skips -= 1
+            return 1
         ahead = self.session.points.node_score.ahead(task, int(self.candidates[k]), room - 1)
         if ahead is None:
             return 1
@@ -168,7 +176,10 @@ class ClassPlacer:
         best = scores[other]
         scores[k] = mine
         wins = (ahead > best) | ((ahead == best) & (k < other))
-        return 1 + (int(np.argmin(wins)) if not wins.all() else len(wins))
+        run = int(np.argmin(wins)) if not wins.all() else len(wins)
+        self.misses = 0 if run else self.misses + 1
+        self.skips = (1 << min(self.misses, _MOST_SKIPPED)) - 1
+        return 1 + run
 
     def _room(self, k: int, remaining: int) -> int:
         """How many of ``remaining`` tasks node ``k`` has room for now (at least 1)."""

@@ -98,12 +98,13 @@ class _Spreads:
         changed = snap.changed_nodes(self._seen)
         self._seen = snap.changes
         if changed.size:
-            self._spread[changed] = self.spread(snap.used[np.ix_(changed, self.columns)], changed)
+            used = snap.used[changed[:, np.newaxis], self.columns]
+            self._spread[changed] = self.spread(used, changed)
         return self._spread
 
     def after(self, snap: Snapshot, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """The spread of ``nodes`` once ``task`` is placed there."""
-        used = snap.used[np.ix_(nodes, self.columns)] + task.request[self.columns]
+        used = snap.used[nodes[:, np.newaxis], self.columns] + task.request[self.columns]
         return self.spread(used, nodes)
 
     def ahead(self, snap: Snapshot, task: TaskInfo, node: int, count: int) -> NDArray[np.float64]:
