@@ -161,12 +161,12 @@ class ClassPlacer:
         scores ahead against the best other node, ties to the lower index as ``argmax``)."""
         if remaining == 1 or not (self.fills or self.node_local):
             return 1
+        if self.skips and not self.fills:  # where runs are rare (a busy cluster), looking
+            self.skips -= 1  # ahead costs in vain
+            return 1
         room = self._room(k, remaining)
         if self.fills or room == 1:
             return room
-        if self.skips:  # where runs are rare (a busy cluster), looking ahead costs in vain
-            self.skips -= 1
-            return 1
         ahead = self.session.points.node_score.ahead(task, int(self.candidates[k]), room - 1)
         if ahead is None:
             return 1
