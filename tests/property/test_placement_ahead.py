@@ -1,6 +1,8 @@
 """Placement that looks ahead (a node's scores after further placements of a class, from
-the scorers' ``ahead``) decides exactly as placing one task at a time and re-scoring the
-chosen node after each: same binds, on the same nodes, in the same order."""
+the scorers' ``ahead``) and keeps a class's scores through the session (``ClassScores``)
+decides exactly as placing one task at a time, scoring every node afresh for each job and
+re-scoring the chosen node after each task: same binds, on the same nodes, in the same
+order."""
 
 from __future__ import annotations
 
@@ -36,8 +38,12 @@ CONFIGS: dict[str, SchedulerConfig] = {
 
 @contextmanager
 def one_at_a_time() -> Iterator[None]:
-    """Placement without looking ahead: every scorer says it cannot tell."""
-    with mock.patch.object(ScorePoint, "ahead", lambda self, arg, node, count: None):
+    """Placement as straightforward as it gets: no scorer looks ahead, and every job's
+    classes are scored afresh on every node (no scores kept per class)."""
+    with (
+        mock.patch.object(ScorePoint, "ahead", lambda self, arg, node, count: None),
+        mock.patch.object(ScorePoint, "per_class", property(lambda self: False)),
+    ):
         yield
 
 

@@ -25,7 +25,7 @@ from phalanx.engine.framework.plugin import Action, Hooks, Plugin
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
-from phalanx.engine.snapshot import Snapshot, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
 
 _BUILTIN: Registry | None = None
 
@@ -118,6 +118,7 @@ def close_session(session: Session) -> Decisions:
     pipelined: list[Pipeline] = []
     evictions: list[Evict] = []
     nodes = session.snapshot.nodes
+    ready: dict[JobInfo, bool] = {}  # asked once per job: nothing changes while closing
     for op, dispatch in session.log:
         task, job = op.task, op.task.job
         if op.kind is OpKind.EVICT:
@@ -131,7 +132,7 @@ def close_session(session: Session) -> Decisions:
                     reason=op.reason,
                 )
             )
-        elif task.status is TaskStatus.ALLOCATED and dispatch and session.job_ready(job):
+        elif task.status is TaskStatus.ALLOCATED and dispatch and _ready(session, job, ready):
             binds.append(_bind(session, task))
         elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
             pipelined.append(Pipeline(job=job.name, task=task.name, node=nodes[task.node].name))
@@ -149,6 +150,14 @@ def close_session(session: Session) -> Decisions:
         unschedulable=_unschedulable(session),
         explanations=tuple(session.explanations),
     )
+
+
+def _ready(session: Session, job: JobInfo, known: dict[JobInfo, bool]) -> bool:
+    """``session.job_ready(job)``, asked once per job of ``known``."""
+    found = known.get(job)
+    if found is None:
+        found = known[job] = session.job_ready(job)
+    return found
 
 
 def _bind(session: Session, task: TaskInfo) -> Bind:

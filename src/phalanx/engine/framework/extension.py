@@ -229,6 +229,10 @@ class Scorer:
     node's scores after further placements of the task's class, equal to the very
     floats ``fn`` will give once they are made, so placement can tell how many tasks
     in a row the node wins without placing and re-scoring one at a time.
+    ``per_class``: a node's score depends on the task only through its class (its
+    request, card demand and tolerations) and is the same for the node alone as among
+    others, so a class's scores can be kept through a session and only the nodes whose
+    usage changed scored again (``ClassScores``).
     """
 
     fn: ScoreFn[Any]
@@ -236,6 +240,7 @@ class Scorer:
     node_local: bool
     fills: bool
     ahead: AheadFn[Any] | None = None
+    per_class: bool = False
 
 
 class ScorePoint(_Point[Scorer]):
@@ -251,18 +256,27 @@ class ScorePoint(_Point[Scorer]):
         node_local: bool = True,
         fills: bool = False,
         ahead: AheadFn[Any] | None = None,
+        per_class: bool = False,
     ) -> None:
         """Register a scorer with its weight and promises."""
+        local = node_local
         self.register(
             plugin,
             tier,
-            Scorer(fn, weight, node_local, fills and node_local, ahead if node_local else None),
+            Scorer(
+                fn, weight, local, fills and local, ahead if local else None, per_class and local
+            ),
         )
 
     @property
     def node_local(self) -> bool:
         """True when every scorer is node-local."""
         return all(entry[2].node_local for entry in self._entries)
+
+    @property
+    def per_class(self) -> bool:
+        """True when every scorer scores a node per task class (see ``Scorer``)."""
+        return all(entry[2].per_class for entry in self._entries)
 
     @property
     def fills(self) -> bool:

@@ -97,7 +97,8 @@ class ClassPlacer:
         if self.node_local:  # placing only takes room: a node that does not fit never will
             self.scores = np.full(cand.size, NEG)
             fitting = np.flatnonzero(fits_future)
-            self.scores[fitting] = self._score(sample, cand[fitting])
+            if fitting.size:
+                self.scores[fitting] = session.class_scores(sample, cand[fitting])
         else:
             self.scores = self._score(sample, cand)
         self.future_scores = np.where(fits_future, self.scores, NEG)
@@ -197,14 +198,18 @@ class ClassPlacer:
     def _allocate_run(self, stmt: Statement, run: Sequence[TaskInfo], k: int) -> int:
         node = int(self.candidates[k])
         allocatable = self.session.points.allocatable
+        placed = len(run)
         for i, task in enumerate(run):
             if i and allocatable(task) is not None:
-                return i
+                placed = i
+                break
             stmt.allocate(task, node)
-            self.now_free[k] -= self.request
-            self.future_free[k] -= self.request
-            self.slots[k] -= 1
-        return len(run)
+        # engine amounts are whole numbers: taking ``placed`` requests at once is exact
+        taken = self.request * placed
+        self.now_free[k] -= taken
+        self.future_free[k] -= taken
+        self.slots[k] -= placed
+        return placed
 
     def _refresh(self, task: TaskInfo, k: int) -> None:
         fits_future = self._fits_row(self.future_free[k], k)

@@ -227,11 +227,13 @@ class Hooks:
         node_local: bool = True,
         fills: bool = False,
         ahead: AheadFn[TaskInfo] | None = None,
+        per_class: bool = False,
     ) -> None:
         """Scores (0..100) of candidate nodes for a task; higher is better.
 
-        ``node_local``, ``fills`` and ``ahead`` are promises (see ``Scorer``) that let
-        placement re-score less; a false promise makes placement worse, never unsafe.
+        ``node_local``, ``fills``, ``ahead`` and ``per_class`` are promises (see
+        ``Scorer``) that let placement re-score less; a false promise makes placement
+        worse, never unsafe.
         """
         if self._on("node_score"):
             self._points.node_score.add(
@@ -242,6 +244,7 @@ class Hooks:
                 node_local=node_local,
                 fills=fills,
                 ahead=ahead,
+                per_class=per_class,
             )
 
     def gpu_select(self, fn: Callable[[TaskInfo, int], tuple[int, ...] | None]) -> None:

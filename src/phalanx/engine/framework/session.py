@@ -26,6 +26,7 @@ from phalanx.engine.framework.extension import (
     VictimPoint,
     VotePoint,
 )
+from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.statement import Operation, OpKind, Statement
 from phalanx.engine.snapshot import (
     JobInfo,
@@ -98,6 +99,8 @@ class Session:
         self.config = config
         self.now = now
         self.points = Points()
+        #: node scores per task class, kept through the session (placement reads them)
+        self.class_scores = ClassScores(snapshot, self.points.node_score)
         self.admitted: list[str] = []
         self.log: list[tuple[Operation, bool]] = []  # committed/kept operations, dispatch flag
         self.reasons: dict[str, Reason] = {}

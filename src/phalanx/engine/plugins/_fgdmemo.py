@@ -116,6 +116,9 @@ class Tables:
         self.popularity = target.popularity[np.newaxis, :]
         self.frag = Grow()
         self.scores: dict[Shape, tuple[Grow, Grow]] = {}
+        #: per (shape, what one task takes of free CPU and memory, state): the scores of the
+        #: states one, two, .. more such tasks leave (``States.ahead_scores``)
+        self.ahead: dict[tuple[Shape, tuple[float, float], int], NDArray[np.float64]] = {}
 
 
 class States:
@@ -203,6 +206,30 @@ class States:
                 self.model[state] = models[row]
             ids[row] = state
         return ids
+
+    def ahead_scores(
+        self,
+        tables: Tables,
+        shape: Shape,
+        snapshot: Snapshot,
+        node: int,
+        request: NDArray[np.float64],
+        count: int,
+    ) -> NDArray[np.float64]:
+        """Scores of ``shape`` on the states ``node`` will be in once 1, 2, .. ``count`` more
+        tasks asking ``request`` and no cards are placed there, memoised per state: engine
+        amounts are whole numbers, so what a state's free CPU and memory become is the same
+        whichever node is in it."""
+        taken = tuple(
+            0.0 if column is None else float(request[column])
+            for column in (self.cpu_column, self.memory_column)
+        )
+        key = (shape, (taken[0], taken[1]), int(self.of_node[node]))
+        known = tables.ahead.get(key)
+        if known is None or len(known) < count:
+            known = self.lookup(tables, shape, self.ahead(snapshot, node, request, count))[0]
+            tables.ahead[key] = known
+        return known[:count]
 
     def ahead(
         self, snapshot: Snapshot, node: int, request: NDArray[np.float64], count: int

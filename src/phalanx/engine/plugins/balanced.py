@@ -76,7 +76,9 @@ class BalancedPlugin(Plugin):
             )
             return result
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead)
+        hooks.node_score(
+            score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead, per_class=True
+        )
 
 
 class _Spreads:

@@ -158,12 +158,12 @@ class FgdPlugin(Plugin):
                 return np.zeros(count)
             asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
             shape = task_shape(task_cpu(snapshot, task), None, asked)
-            later = states.ahead(snapshot, node, task.request, count)
-            return states.lookup(found, shape, later)[0] + ties.noise(
-                task, np.full(count, node, dtype=np.intp)
-            )
+            scores = states.ahead_scores(found, shape, snapshot, node, task.request, count)
+            return scores + ties.noise(task, np.full(count, node, dtype=np.intp))
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead)
+        hooks.node_score(
+            score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead, per_class=True
+        )
         hooks.gpu_select(select)
 
 

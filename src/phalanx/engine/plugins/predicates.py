@@ -62,6 +62,7 @@ class PredicatesPlugin(Plugin):
                 ahead=lambda task, node, count: _untainted_score(
                     soft, task.role, np.full(count, node, dtype=np.intp)
                 ),
+                per_class=True,  # by the role's tolerations only
             )
 
 

@@ -1,0 +1,53 @@
+"""ClassScores: a class's node scores kept through a session, re-scored where usage changed."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.engine import Snapshot
+from phalanx.engine.framework.extension import ScorePoint
+from phalanx.engine.framework.scores import ClassScores
+from phalanx.engine.snapshot import TaskInfo, TaskStatus
+from tests.builders import make_job, make_nodes, make_queue
+
+
+def _setup(per_class: bool) -> tuple[Snapshot, ClassScores, list[list[int]], list[TaskInfo]]:
+    snapshot = Snapshot.build(
+        nodes=make_nodes(4),
+        queues=[make_queue()],
+        jobs=[make_job("a", gpus=0, replicas=2), make_job("b", gpus=0, replicas=1)],
+    )
+    asked: list[list[int]] = []
+
+    def free_cpu(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        asked.append(nodes.tolist())
+        column = snapshot.dim["cpu"]
+        free: NDArray[np.float64] = snapshot.capacity[nodes, column] - snapshot.used[nodes, column]
+        return free
+
+    point = ScorePoint("node_score")
+    point.add("free", 0, free_cpu, per_class=per_class)
+    tasks = [t for job in snapshot.jobs.values() for t in job.tasks]
+    return snapshot, ClassScores(snapshot, point), asked, tasks
+
+
+def test_a_class_is_scored_again_only_on_the_nodes_whose_usage_changed() -> None:
+    snapshot, scores, asked, tasks = _setup(per_class=True)
+    every = np.arange(4)
+    assert scores(tasks[0], every).tolist() == [16000.0] * 4
+    assert scores(tasks[2], every).tolist() == [16000.0] * 4  # job b: the same class
+    assert asked == [[0, 1, 2, 3]]
+
+    snapshot.move(tasks[0], TaskStatus.ALLOCATED, 2)
+    assert scores(tasks[1], every).tolist() == [16000.0, 16000.0, 15000.0, 16000.0]
+    assert asked[1:] == [[2]]
+    assert scores(tasks[1], np.array([3, 2])).tolist() == [16000.0, 15000.0]
+    assert len(asked) == 2
+
+
+def test_without_the_promise_every_call_scores_afresh() -> None:
+    _, scores, asked, tasks = _setup(per_class=False)
+    scores(tasks[0], np.arange(4))
+    scores(tasks[0], np.arange(4))
+    assert asked == [[0, 1, 2, 3], [0, 1, 2, 3]]
