@@ -79,6 +79,8 @@ class ClassPlacer:
         self.stale: tuple[TaskInfo, int] | None = None  # a node placed on, not re-scored yet
         #: looking ahead found no run this many times in a row; skip it for ``skips`` runs
         self.misses = self.skips = 0
+        #: a node's score after the run placed on it, known from looking ahead
+        self.next_score: tuple[int, float] | None = None
         self.demand = sample.role.cards
         #: whether each candidate's cards can serve one more task now (all True without GPUs)
         self.cards_ok = (
@@ -138,6 +140,8 @@ class ClassPlacer:
             if self.now_scores[k] > NEG:
                 count = self._run_length(task, k, len(tasks) - position)
                 placed = self._allocate_run(stmt, tasks[position : position + count], k)
+                if placed < count:
+                    self.next_score = None
                 allocated += placed
                 position += placed
                 self.stale = (task, k)
@@ -149,6 +153,7 @@ class ClassPlacer:
             if not allow_pipeline or self.future_scores[k] == NEG:
                 return Outcome(allocated, pipelined, self.shortage_reason(task))
             stmt.pipeline(task, int(self.candidates[k]))
+            self.next_score = None
             self.future_free[k] -= self.request
             self.slots[k] -= 1
             self.stale = (task, k)
@@ -160,6 +165,7 @@ class ClassPlacer:
         """How many tasks go to node ``k`` before it must be compared with others again:
         while it has room and stays the best node (by the ``fills`` promise, or by its
         scores ahead against the best other node, ties to the lower index as ``argmax``)."""
+        self.next_score = None
         if remaining == 1 or not (self.fills or self.node_local):
             return 1
         if self.skips and not self.fills:  # where runs are rare (a busy cluster), looking
@@ -178,6 +184,8 @@ class ClassPlacer:
         scores[k] = mine
         wins = (ahead > best) | ((ahead == best) & (k < other))
         run = int(np.argmin(wins)) if not wins.all() else len(wins)
+        if run < len(ahead):  # the node's score once the run is placed: no re-scoring then
+            self.next_score = (k, float(ahead[run]))
         self.misses = 0 if run else self.misses + 1
         self.skips = (1 << min(self.misses, _MOST_SKIPPED)) - 1
         return 1 + run
@@ -218,8 +226,11 @@ class ClassPlacer:
             cards = self.session.snapshot.cards
             self.cards_ok[k] = cards.fits(self.demand, node)[0]
             fits_future = fits_future and bool(cards.fits(self.demand, node, later=True)[0])
+        known, self.next_score = self.next_score, None
         if self.node_local:  # a node that no longer fits is never read again: not re-scored
-            if fits_future:
+            if fits_future and known is not None and known[0] == k:
+                self.scores[k] = known[1]
+            elif fits_future:
                 self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
         else:
             self.scores = self._score(task, self.candidates)
