@@ -37,10 +37,11 @@ class ClassScores:
 
     def __call__(self, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """The scores of ``nodes`` for ``task``, as ``point(task, nodes)`` gives them now."""
-        if not self._point.per_class:
-            return self._point(task, nodes)
         snapshot, role = self._snapshot, task.role
-        key = (snapshot.request_ids[id(role.request)], role.cards, role.spec.tolerations)
+        row = snapshot.request_ids.get(id(role.request))  # None: a request row of no role
+        if row is None or not self._point.per_class:
+            return self._point(task, nodes)
+        key = (row, role.cards, role.spec.tolerations)
         kept = self._kept.get(key)
         if kept is None:
             kept = self._kept[key] = _Kept(np.full(len(snapshot.nodes), np.nan), snapshot.changes)
