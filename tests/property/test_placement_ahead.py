@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from unittest import mock
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.domain.job import Job
+from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.engine import Decisions, SchedulerConfig, Snapshot, default_config, run_cycle
 from phalanx.engine.framework.extension import ScorePoint
+from phalanx.engine.state import ClusterState
 from tests.builders import config, make_job, make_node, make_queue
 
 from .strategies import Mix, worlds
@@ -113,4 +115,45 @@ def test_looking_ahead_decides_as_one_task_at_a_time_in_any_world(world: World) 
     fast = run_cycle(next(snapshots), world.config, now=world.now)
     with one_at_a_time():
         plain = run_cycle(next(snapshots), world.config, now=world.now)
+    assert fast == plain
+
+
+def _drive(state: ClusterState, cfg: SchedulerConfig, waves: list[list[Job]]) -> list[Decisions]:
+    """Cycles of a driver: each wave of jobs arrives, a session runs, its binds start and
+    the oldest running job finishes."""
+    decided = []
+    for t, wave in enumerate(waves):
+        for job in wave:
+            state.add_job(job)
+        decisions = state.cycle(cfg, now=float(t))
+        decided.append(decisions)
+        for bind in decisions.binds:
+            task = state.job(bind.job).tasks[bind.index]
+            state.set_task(task, TaskPhase.BOUND, bind.node, now=float(t), gpus=bind.gpus)
+            state.set_phase(bind.job, JobPhase.RUNNING)
+        running = sorted(n for n, j in state.snapshot.jobs.items() if j.phase is JobPhase.RUNNING)
+        if running:
+            state.remove_job(running[0])
+    return decided
+
+
+@suite_settings(30)
+@given(case=busy_clusters(), more=st.lists(busy_clusters(), min_size=1, max_size=3))
+def test_scores_kept_from_cycle_to_cycle_decide_as_scoring_afresh(
+    case: tuple[list[Node], list[Job], str],
+    more: list[tuple[list[Node], list[Job], str]],
+) -> None:
+    nodes, jobs, name = case
+    waves = [jobs] + [  # later waves: the pending jobs of other draws
+        [
+            replace(j, name=f"w{w}-{j.name}", creation_time=10.0 * (w + 1))
+            for j in extra
+            if not j.tasks
+        ]
+        for w, (_, extra, _) in enumerate(more)
+    ]
+    cfg = CONFIGS[name]
+    fast = _drive(ClusterState(nodes, [make_queue("default")]), cfg, waves)
+    with one_at_a_time():
+        plain = _drive(ClusterState(nodes, [make_queue("default")]), cfg, waves)
     assert fast == plain

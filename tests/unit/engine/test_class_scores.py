@@ -29,7 +29,9 @@ def _setup(per_class: bool) -> tuple[Snapshot, ClassScores, list[list[int]], lis
     point = ScorePoint("node_score")
     point.add("free", 0, free_cpu, per_class=per_class)
     tasks = [t for job in snapshot.jobs.values() for t in job.tasks]
-    return snapshot, ClassScores(snapshot, point), asked, tasks
+    scores = ClassScores(snapshot)
+    scores.open(point)
+    return snapshot, scores, asked, tasks
 
 
 def test_a_class_is_scored_again_only_on_the_nodes_whose_usage_changed() -> None:
@@ -51,3 +53,27 @@ def test_without_the_promise_every_call_scores_afresh() -> None:
     scores(tasks[0], np.arange(4))
     scores(tasks[0], np.arange(4))
     assert asked == [[0, 1, 2, 3], [0, 1, 2, 3]]
+
+
+def test_kept_scores_stand_into_the_next_session_only_on_the_same_basis() -> None:
+    _, scores, _, tasks = _setup(per_class=True)
+    basis = ["target-1"]
+    scored: list[str] = []
+
+    def next_session() -> None:
+        def by_target(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            scored.append(basis[0])
+            return np.full(len(nodes), 1.0 if basis[0] == "target-1" else 2.0)
+
+        point = ScorePoint("node_score")
+        point.add("fgd", 0, by_target, per_class=True, basis=lambda: basis[0])
+        scores.open(point)
+
+    next_session()
+    assert scores(tasks[0], np.arange(4)).tolist() == [1.0] * 4
+    next_session()  # the same basis, no node changed: nothing is scored again
+    assert scores(tasks[0], np.arange(4)).tolist() == [1.0] * 4
+    basis[0] = "target-2"
+    next_session()
+    assert scores(tasks[0], np.arange(4)).tolist() == [2.0] * 4
+    assert scored == ["target-1", "target-2"]

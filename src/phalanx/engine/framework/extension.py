@@ -230,9 +230,12 @@ class Scorer:
     floats ``fn`` will give once they are made, so placement can tell how many tasks
     in a row the node wins without placing and re-scoring one at a time.
     ``per_class``: a node's score depends on the task only through its class (its
-    request, card demand and tolerations) and is the same for the node alone as among
-    others, so a class's scores can be kept through a session and only the nodes whose
-    usage changed scored again (``ClassScores``).
+    request, card demand and tolerations), on the node only through its usage (what
+    ``Snapshot.changed_nodes`` follows) and on nothing else but ``basis()`` (when given:
+    a learnt target, say), and is the same for the node alone as among others; so a
+    class's scores can be kept, through a session and from one to the next while every
+    basis is the same object, and only the nodes whose usage changed scored again
+    (``ClassScores``).
     """
 
     fn: ScoreFn[Any]
@@ -241,6 +244,7 @@ class Scorer:
     fills: bool
     ahead: AheadFn[Any] | None = None
     per_class: bool = False
+    basis: Callable[[], object] | None = None
 
 
 class ScorePoint(_Point[Scorer]):
@@ -257,6 +261,7 @@ class ScorePoint(_Point[Scorer]):
         fills: bool = False,
         ahead: AheadFn[Any] | None = None,
         per_class: bool = False,
+        basis: Callable[[], object] | None = None,
     ) -> None:
         """Register a scorer with its weight and promises."""
         local = node_local
@@ -264,7 +269,13 @@ class ScorePoint(_Point[Scorer]):
             plugin,
             tier,
             Scorer(
-                fn, weight, local, fills and local, ahead if local else None, per_class and local
+                fn,
+                weight,
+                local,
+                fills and local,
+                ahead if local else None,
+                per_class and local,
+                basis,
             ),
         )
 
@@ -277,6 +288,15 @@ class ScorePoint(_Point[Scorer]):
     def per_class(self) -> bool:
         """True when every scorer scores a node per task class (see ``Scorer``)."""
         return all(entry[2].per_class for entry in self._entries)
+
+    def basis(self) -> tuple[object, ...]:
+        """What the scores stand on besides node usage and the task class: each scorer's
+        plugin, weight, promises and ``basis()``. Equal bases (compared with ``==``, the
+        objects of ``basis()`` with ``is`` unless they define equality) give equal scores."""
+        return tuple(
+            (plugin, tier, scorer.weight, scorer.per_class, scorer.basis and scorer.basis())
+            for plugin, tier, scorer in self._entries
+        )
 
     @property
     def fills(self) -> bool:

@@ -228,12 +228,13 @@ class Hooks:
         fills: bool = False,
         ahead: AheadFn[TaskInfo] | None = None,
         per_class: bool = False,
+        basis: Callable[[], object] | None = None,
     ) -> None:
         """Scores (0..100) of candidate nodes for a task; higher is better.
 
-        ``node_local``, ``fills``, ``ahead`` and ``per_class`` are promises (see
-        ``Scorer``) that let placement re-score less; a false promise makes placement
-        worse, never unsafe.
+        ``node_local``, ``fills``, ``ahead`` and ``per_class`` (with its ``basis``) are
+        promises (see ``Scorer``) that let placement re-score less; a false promise makes
+        placement worse, never unsafe.
         """
         if self._on("node_score"):
             self._points.node_score.add(
@@ -245,6 +246,7 @@ class Hooks:
                 fills=fills,
                 ahead=ahead,
                 per_class=per_class,
+                basis=basis,
             )
 
     def gpu_select(self, fn: Callable[[TaskInfo, int], tuple[int, ...] | None]) -> None:

@@ -162,7 +162,12 @@ class FgdPlugin(Plugin):
             return scores + ties.noise(task, np.full(count, node, dtype=np.intp))
 
         hooks.node_score(
-            score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead, per_class=True
+            score,
+            weight=self.number("weight", 1.0),
+            node_local=True,
+            ahead=ahead,
+            per_class=True,
+            basis=resolve,  # the target: kept scores stand while it is the same
         )
         hooks.gpu_select(select)
 
