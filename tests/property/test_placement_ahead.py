@@ -96,7 +96,7 @@ def busy_clusters(draw: st.DrawFn) -> tuple[list[Node], list[Job], str]:
     return nodes, jobs, draw(st.sampled_from(sorted(CONFIGS)))
 
 
-@suite_settings(60)
+@suite_settings(150)
 @given(case=busy_clusters())
 def test_looking_ahead_places_as_one_task_at_a_time(
     case: tuple[list[Node], list[Job], str],
@@ -137,7 +137,7 @@ def _drive(state: ClusterState, cfg: SchedulerConfig, waves: list[list[Job]]) ->
     return decided
 
 
-@suite_settings(30)
+@suite_settings(60)
 @given(case=busy_clusters(), more=st.lists(busy_clusters(), min_size=1, max_size=3))
 def test_scores_kept_from_cycle_to_cycle_decide_as_scoring_afresh(
     case: tuple[list[Node], list[Job], str],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from numpy.typing import NDArray
 
 from phalanx.engine import Snapshot
+from phalanx.engine.framework import scores as scores_module
 from phalanx.engine.framework.extension import ScorePoint
 from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
@@ -77,3 +79,18 @@ def test_kept_scores_stand_into_the_next_session_only_on_the_same_basis() -> Non
     next_session()
     assert scores(tasks[0], np.arange(4)).tolist() == [2.0] * 4
     assert scored == ["target-1", "target-2"]
+
+
+def test_only_the_most_recently_used_classes_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scores_module, "CLASSES_KEPT", 1)
+    _, scores, asked, tasks = _setup(per_class=True)
+    scores(tasks[0], np.arange(2))  # job a's class
+    scores(tasks[2], np.arange(2))  # job b's: the same request row, the same class
+    assert len(asked) == 1
+    other = make_job("c", gpus=0, cpu=2)
+    snapshot = scores.snapshot
+    info = snapshot.add_job(other)
+    assert info is not None
+    scores(info.tasks[0], np.arange(2))  # another class: a's is dropped
+    scores(tasks[0], np.arange(2))
+    assert len(asked) == 3

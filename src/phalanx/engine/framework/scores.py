@@ -22,6 +22,9 @@ from phalanx.domain.errors import EngineInvariantError
 from phalanx.engine.framework.extension import ScorePoint
 from phalanx.engine.snapshot import Snapshot, TaskInfo
 
+#: task classes whose scores are kept, the most recently used (a node-long row each)
+CLASSES_KEPT = 128
+
 
 @dataclass(slots=True)
 class _Kept:
@@ -63,12 +66,15 @@ class ClassScores:
                 self._basis = basis
             self._checked = True
         key = (row, role.cards, role.spec.tolerations)
-        kept = self._kept.get(key)
+        kept = self._kept.pop(key, None)  # re-inserted: the dict runs least recent first
         if kept is None:
-            kept = self._kept[key] = _Kept(np.full(len(snapshot.nodes), np.nan), snapshot.changes)
+            if len(self._kept) >= CLASSES_KEPT:
+                del self._kept[next(iter(self._kept))]
+            kept = _Kept(np.full(len(snapshot.nodes), np.nan), snapshot.changes)
         else:
             kept.values[snapshot.changed_nodes(kept.seen)] = np.nan
             kept.seen = snapshot.changes
+        self._kept[key] = kept
         values = kept.values[nodes]
         missing = np.flatnonzero(np.isnan(values))
         if missing.size:
