@@ -4,8 +4,9 @@ A node state is its GPU model, free CPU (and memory, when checked) and its cards
 milli-GPU. ``States`` interns them per snapshot; for a set of task types a ``Basis``
 keeps each state's fragment per task type (and, for tasks that are not shares, once such
 a task is placed); for a target (task types and popularity) ``Tables`` keeps F per
-state and score and card per (task shape, state). Results are pure functions of the
-state, so they are kept across sessions of a snapshot.
+state, score and card per (task shape, state), and the scores of the states further
+tasks without GPU leave a state in (``States.ahead_scores``). Results are pure functions
+of the state, so they are kept across sessions of a snapshot.
 """
 
 from __future__ import annotations

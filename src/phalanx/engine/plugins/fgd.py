@@ -38,7 +38,11 @@ look-ups plus the computation for states not seen before with this task shape
 (vectorised over those states and their cards). A learnt target changes with every
 arrival, but mostly in popularity only: what F depends on besides popularity (each
 state's fragment per task type, before and after a task that is not a share is placed)
-is memoised per set of task types, so a new popularity costs a weighted sum.
+is memoised per set of task types, so a new popularity costs a weighted sum. For a task
+without GPU the plugin also gives a node's scores once more such tasks are placed there
+(``ahead``: the states they leave, memoised per state), and its scores are per task
+class with the target as their basis (``per_class``), so placement keeps them between
+jobs and sessions while the target stands.
 
 Guarantees: scores in 0..100, integers unless ``integerScores`` is false (plus, with
 ``seed``, a tie-break below half a point: a seeded random node order, the same for every
