@@ -16,6 +16,7 @@ from rich.table import Table
 
 from phalanx.cli.traces import resolve as resolve_traces
 from phalanx.domain.errors import PhalanxError
+from phalanx.policies import load_policy, policy_names
 
 app = typer.Typer(help="Benchmarks (in-process; print JSON with --json).", no_args_is_help=True)
 
@@ -28,6 +29,10 @@ def engine_bench(
     tasks_per_job: int = typer.Option(125, min=1),
     gpu_mix: bool = typer.Option(False, "--gpu-mix", help="Gangs of 1/2/4/8/16/64 GPUs."),
     running: int = typer.Option(0, min=0, help="Small tasks already running (busy cluster)."),
+    scheduler: str = typer.Option(
+        "phalanx-default",
+        help=f"A SchedulerConfig file or: {', '.join(policy_names())}.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line."),
 ) -> None:
     """One full scheduling session on a generated cluster, every task pending."""
@@ -41,7 +46,11 @@ def engine_bench(
         gpu_mix=gpu_mix,
         running=running,
     )
-    result = engine.run(spec)
+    try:
+        policy = load_policy(scheduler)
+        result = {"scheduler": policy.name, **engine.run(spec, policy.config)}
+    except PhalanxError as error:
+        _fail(str(error))
     if as_json:
         typer.echo(json.dumps(result))
         return

@@ -23,9 +23,10 @@ from phalanx.engine.decisions import (
 from phalanx.engine.framework.config import PluginConfig, SchedulerConfig
 from phalanx.engine.framework.plugin import Action, Hooks, Plugin
 from phalanx.engine.framework.registry import Registry
+from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
-from phalanx.engine.snapshot import Snapshot, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
 
 _BUILTIN: Registry | None = None
 
@@ -75,10 +76,16 @@ def _instances(config: SchedulerConfig, registry: Registry) -> _Instances:
 
 
 def open_session(
-    snapshot: Snapshot, config: SchedulerConfig, *, now: float, registry: Registry | None = None
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    *,
+    now: float,
+    registry: Registry | None = None,
+    scores: ClassScores | None = None,
 ) -> Session:
-    """A session with every configured plugin registered, before any action runs."""
-    session = Session(snapshot, config, now=now)
+    """A session with every configured plugin registered, before any action runs; with
+    ``scores``, the class scores kept from earlier sessions of ``config`` on ``snapshot``."""
+    session = Session(snapshot, config, now=now, class_scores=scores)
     for tier_index, plugin_config, plugin in _instances(
         config, registry or builtin_registry()
     ).plugins:
@@ -93,14 +100,17 @@ def run_cycle(
     now: float,
     registry: Registry | None = None,
     revert: bool = False,
+    scores: ClassScores | None = None,
 ) -> Decisions:
     """Run every configured action on ``snapshot`` and return what was decided.
 
     Same snapshot + config + now => same Decisions. Without ``revert`` the snapshot
     reflects the session's operations afterwards; with it, the snapshot is exactly as
     before (drivers that keep one snapshot up to date apply the Decisions themselves).
+    Such drivers may pass the same ``scores`` to every cycle of one config: placement
+    then scores again only the nodes whose usage changed since (same Decisions).
     """
-    session = open_session(snapshot, config, now=now, registry=registry)
+    session = open_session(snapshot, config, now=now, registry=registry, scores=scores)
     actions = _instances(config, registry or builtin_registry()).actions
     for action in actions:
         action.open(session)
@@ -118,6 +128,7 @@ def close_session(session: Session) -> Decisions:
     pipelined: list[Pipeline] = []
     evictions: list[Evict] = []
     nodes = session.snapshot.nodes
+    ready: dict[JobInfo, bool] = {}  # asked once per job: nothing changes while closing
     for op, dispatch in session.log:
         task, job = op.task, op.task.job
         if op.kind is OpKind.EVICT:
@@ -131,7 +142,7 @@ def close_session(session: Session) -> Decisions:
                     reason=op.reason,
                 )
             )
-        elif task.status is TaskStatus.ALLOCATED and dispatch and session.job_ready(job):
+        elif task.status is TaskStatus.ALLOCATED and dispatch and _ready(session, job, ready):
             binds.append(_bind(session, task))
         elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
             pipelined.append(Pipeline(job=job.name, task=task.name, node=nodes[task.node].name))
@@ -149,6 +160,14 @@ def close_session(session: Session) -> Decisions:
         unschedulable=_unschedulable(session),
         explanations=tuple(session.explanations),
     )
+
+
+def _ready(session: Session, job: JobInfo, known: dict[JobInfo, bool]) -> bool:
+    """``session.job_ready(job)``, asked once per job of ``known``."""
+    found = known.get(job)
+    if found is None:
+        found = known[job] = session.job_ready(job)
+    return found
 
 
 def _bind(session: Session, task: TaskInfo) -> Bind:

@@ -19,6 +19,7 @@ from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.registry import Registry
+from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.snapshot import (
     ON_NODE,
     STATUS_OF_PHASE,
@@ -27,6 +28,8 @@ from phalanx.engine.snapshot import (
     TaskInfo,
     dimensions,
 )
+
+_CONFIGS_KEPT = 4  # configs whose class scores are kept between cycles
 
 
 class ClusterState:
@@ -43,6 +46,9 @@ class ClusterState:
             nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
         )
         self.snapshot.epoch = 0  # every change below that can make room counts
+        #: node scores per task class kept from one cycle to the next, per config (and
+        #: registry) lately used: the configs' scorers decide what may be kept
+        self._scores: list[tuple[SchedulerConfig, Registry | None, ClassScores]] = []
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
@@ -104,4 +110,21 @@ class ClusterState:
         self, config: SchedulerConfig, *, now: float, registry: Registry | None = None
     ) -> Decisions:
         """One session on the current state; the state is unchanged afterwards."""
-        return run_cycle(self.snapshot, config, now=now, registry=registry, revert=True)
+        return run_cycle(
+            self.snapshot,
+            config,
+            now=now,
+            registry=registry,
+            revert=True,
+            scores=self._class_scores(config, registry),
+        )
+
+    def _class_scores(self, config: SchedulerConfig, registry: Registry | None) -> ClassScores:
+        for kept_config, kept_registry, scores in self._scores:
+            if kept_config is config and kept_registry is registry:
+                return scores
+        if len(self._scores) >= _CONFIGS_KEPT:
+            self._scores.pop(0)
+        scores = ClassScores(self.snapshot)
+        self._scores.append((config, registry, scores))
+        return scores

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -44,6 +45,28 @@ def test_bench_engine_prints_one_json_line_with_the_named_figures() -> None:
     figures = json.loads(result.output)
     assert {"nodes", "tasks", "tasks_bound", "seconds", "tasks_per_s"} <= set(figures)
     assert figures["tasks"] == 60 and figures["tasks_bound"] == 60
+
+
+def test_bench_engine_runs_the_scheduler_named_or_a_file(tmp_path: Path) -> None:
+    shape = ["bench", "engine", "--nodes", "20", "--jobs-per-queue", "1", "--tasks-per-job", "4"]
+    shipped = runner.invoke(app, [*shape, "--scheduler", "fifo", "--json"])
+    assert shipped.exit_code == 0, shipped.output
+    assert json.loads(shipped.output)["scheduler"] == "fifo"
+    assert json.loads(runner.invoke(app, [*shape, "--json"]).output)["scheduler"] == (
+        "phalanx-default"
+    )
+    document = tmp_path / "mine.yaml"
+    document.write_text(
+        "apiVersion: phalanx/v1\nkind: SchedulerConfig\nmetadata: {name: mine}\n"
+        "spec: {actions: [allocate], tiers: [{plugins: [{name: gang}, {name: binpack}]}]}\n"
+    )
+    mine = runner.invoke(app, [*shape, "--scheduler", str(document), "--json"])
+    assert mine.exit_code == 0, mine.output
+    assert json.loads(mine.output)["scheduler"] == "mine"
+    assert json.loads(mine.output)["tasks_bound"] == 20
+    wrong = runner.invoke(app, [*shape, "--scheduler", "nope"])
+    assert wrong.exit_code == 2
+    assert "neither a shipped policy nor a file" in wrong.output
 
 
 def test_bench_gpu_mix_and_busy_cluster() -> None:

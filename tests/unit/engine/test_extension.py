@@ -110,3 +110,33 @@ def test_scores_are_weighted_sums_and_promises_combine() -> None:
     assert point(None, np.arange(3)).tolist() == [20.0, 21.0, 22.0]
     assert point.node_local
     assert not point.fills
+
+
+def test_scores_ahead_are_weighted_sums_when_every_scorer_can_tell() -> None:
+    point = ScorePoint("node_score")
+    point.add(
+        "balanced",
+        0,
+        lambda _, nodes: np.full(len(nodes), 50.0),
+        weight=0.5,
+        ahead=lambda _, node, count: np.arange(count, dtype=float),
+    )
+    point.add(
+        "fgd",
+        0,
+        lambda _, nodes: np.full(len(nodes), 50.0),
+        ahead=lambda _, node, count: np.full(count, float(node)),
+    )
+    ahead = point.ahead(None, 7, 3)
+    assert ahead is not None and ahead.tolist() == [7.0, 7.5, 8.0]
+
+    point.add("spread", 0, lambda _, nodes: np.zeros(len(nodes)))  # cannot tell
+    assert point.ahead(None, 7, 3) is None
+    cautious = ScorePoint("node_score")
+    cautious.add("fgd", 0, lambda _, nodes: np.zeros(len(nodes)), ahead=lambda *_: None)
+    assert cautious.ahead(None, 0, 2) is None
+    remote = ScorePoint("node_score")  # a scorer that is not node-local cannot look ahead
+    remote.add(
+        "x", 0, lambda _, n: np.zeros(len(n)), node_local=False, ahead=lambda *_: np.zeros(2)
+    )
+    assert remote.ahead(None, 0, 2) is None

@@ -318,6 +318,33 @@ def test_a_target_learnt_across_sessions_follows_jobs_that_come_go_and_are_repla
         assert (kept.shapes, kept.popularity.tolist()) == _learnt_from_scratch(state.snapshot, 3)
 
 
+def test_jobs_read_in_at_once_count_as_the_same_jobs_followed_one_by_one() -> None:
+    rng = random.Random(11)
+    jobs = [
+        make_job(
+            f"j{i}",
+            gpus=rng.choice((0.5, 0.25, 1.0, 2.0)),
+            memory_gib=rng.choice((1, 2, 4)),
+            created=rng.randrange(30),
+        )
+        for i in range(40)
+    ]
+    state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
+    followed = RecentJobs(state.snapshot, 7, follow=True)
+    for job in jobs:
+        state.add_job(job)
+    at_once = RecentJobs(state.snapshot, 7)
+
+    assert at_once.order == followed.order
+    assert +at_once.counts == +followed.counts
+    assert {i: m for i, m in at_once.memory.items() if m} == {
+        i: m for i, m in followed.memory.items() if m
+    }
+    learnt = learn(state.snapshot, window=7, coverage=1.0, memory=True, recent=at_once)
+    assert learnt is not None
+    assert (learnt.shapes, learnt.popularity.tolist()) == _learnt_from_scratch(state.snapshot, 7)
+
+
 def test_with_relearn_a_target_is_kept_until_that_many_jobs_came_or_went() -> None:
     state = ClusterState([make_node("a", gpus=4)], [make_queue("default")])
     recent = RecentJobs(state.snapshot, 10, follow=True)

@@ -214,6 +214,9 @@ class MaskPoint(_Point[Callable[[A], NDArray[np.bool_]]]):
 
 
 ScoreFn = Callable[[A, NDArray[np.intp]], NDArray[np.float64]]
+#: ``(task, node, count)``: the node's scores for the task once 1, 2, .. ``count`` more
+#: tasks of its class are placed there, or None when the scorer cannot tell beforehand
+AheadFn = Callable[[A, int, int], NDArray[np.float64] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,13 +225,26 @@ class Scorer:
 
     ``node_local``: a node's score depends only on that node's own state, so after a
     placement only that node is re-scored. ``fills``: a node's score never drops as
-    the node fills up, so the best node stays best until it is full.
+    the node fills up, so the best node stays best until it is full. ``ahead``: the
+    node's scores after further placements of the task's class, equal to the very
+    floats ``fn`` will give once they are made, so placement can tell how many tasks
+    in a row the node wins without placing and re-scoring one at a time.
+    ``per_class``: a node's score depends on the task only through its class (its
+    request, card demand and tolerations), on the node only through its usage (what
+    ``Snapshot.changed_nodes`` follows) and on nothing else but ``basis()`` (when given:
+    a learnt target, say), and is the same for the node alone as among others; so a
+    class's scores can be kept, through a session and from one to the next while every
+    basis is the same object, and only the nodes whose usage changed scored again
+    (``ClassScores``).
     """
 
     fn: ScoreFn[Any]
     weight: float
     node_local: bool
     fills: bool
+    ahead: AheadFn[Any] | None = None
+    per_class: bool = False
+    basis: Callable[[], object] | None = None
 
 
 class ScorePoint(_Point[Scorer]):
@@ -243,14 +259,44 @@ class ScorePoint(_Point[Scorer]):
         weight: float = 1.0,
         node_local: bool = True,
         fills: bool = False,
+        ahead: AheadFn[Any] | None = None,
+        per_class: bool = False,
+        basis: Callable[[], object] | None = None,
     ) -> None:
         """Register a scorer with its weight and promises."""
-        self.register(plugin, tier, Scorer(fn, weight, node_local, fills and node_local))
+        local = node_local
+        self.register(
+            plugin,
+            tier,
+            Scorer(
+                fn,
+                weight,
+                local,
+                fills and local,
+                ahead if local else None,
+                per_class and local,
+                basis,
+            ),
+        )
 
     @property
     def node_local(self) -> bool:
         """True when every scorer is node-local."""
         return all(entry[2].node_local for entry in self._entries)
+
+    @property
+    def per_class(self) -> bool:
+        """True when every scorer scores a node per task class (see ``Scorer``)."""
+        return all(entry[2].per_class for entry in self._entries)
+
+    def basis(self) -> tuple[object, ...]:
+        """What the scores stand on besides node usage and the task class: each scorer's
+        plugin, weight, promises and ``basis()``. Equal bases (compared with ``==``, the
+        objects of ``basis()`` with ``is`` unless they define equality) give equal scores."""
+        return tuple(
+            (plugin, tier, scorer.weight, scorer.per_class, scorer.basis and scorer.basis())
+            for plugin, tier, scorer in self._entries
+        )
 
     @property
     def fills(self) -> bool:
@@ -261,6 +307,20 @@ class ScorePoint(_Point[Scorer]):
         total = np.zeros(len(nodes), dtype=np.float64)
         for _, _, scorer in self._entries:
             total += scorer.weight * scorer.fn(arg, nodes)
+        return total
+
+    def ahead(self, arg: Any, node: int, count: int) -> NDArray[np.float64] | None:
+        """The weighted sum ``node`` will score for ``arg`` once 1, 2, .. ``count`` more
+        tasks of its class are placed there, bit for bit what ``__call__`` will give
+        then; None when a scorer cannot tell (or none promises to)."""
+        total = np.zeros(count, dtype=np.float64)
+        for _, _, scorer in self._entries:
+            if scorer.ahead is None:
+                return None
+            scores = scorer.ahead(arg, node, count)
+            if scores is None:
+                return None
+            total += scorer.weight * scores
         return total
 
 

@@ -1,9 +1,12 @@
-"""Vectorized placement of identical tasks, and the reasons when they do not fit.
+"""Vectorized placement of identical tasks (the reasons when they do not fit: ``shortage``).
 
 Tasks of one role form an equivalence class: predicates are evaluated once over every
 node, scores once over the candidates that fit (over all of them unless every scorer is
-node-local), and after each placement only the chosen node is re-checked (and re-scored
-when every scorer is node-local).
+node-local; kept through the session per class where every scorer promises it, see
+``ClassScores``), and after each placement only the chosen node is re-checked (and
+re-scored when every scorer is node-local). Where every scorer can look ahead, the
+tasks a node keeps winning are placed on it in one run: the same binds, in the same
+order, as placing them one at a time.
 """
 
 from __future__ import annotations
@@ -15,17 +18,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.node import CONTAINER_RUNTIME_LABEL
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.gangs import gang_reason, gang_shape
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.shortage import shortage_reason
 from phalanx.engine.framework.statement import Statement
-from phalanx.engine.framework.wording import speak, unschedulable_note
-from phalanx.engine.snapshot import EPSILON, JobInfo, RoleInfo, Snapshot, TaskInfo, Vector
+from phalanx.engine.snapshot import EPSILON, JobInfo, TaskInfo, Vector
 
 NEG = -np.inf
-#: Resource names as counted in reasons (``2 short of GPUs``).
-_WORD = {"gpu": "GPUs", "cpu": "CPUs", "gpu-memory": "GPU memory"}
+#: after n lookaheads in a row that found no run, the next 2**n - 1 runs (at most
+#: 2**_MOST_SKIPPED - 1) are placed without one: what is placed is the same either way
+_MOST_SKIPPED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,10 @@ class ClassPlacer:
         self.node_local = session.points.node_score.node_local
         self.fills = session.points.node_score.fills
         self.stale: tuple[TaskInfo, int] | None = None  # a node placed on, not re-scored yet
+        #: looking ahead found no run this many times in a row; skip it for ``skips`` runs
+        self.misses = self.skips = 0
+        #: a node's score after the run placed on it, known from looking ahead
+        self.next_score: tuple[int, float] | None = None
         self.demand = sample.role.cards
         #: whether each candidate's cards can serve one more task now (all True without GPUs)
         self.cards_ok = (
@@ -81,7 +88,7 @@ class ClassPlacer:
             if self.demand is None
             else snap.cards.fits(self.demand, slice(None) if every else cand)
         )
-        fits_future = self._fits(self.future_free)
+        fits_future = self.fits(self.future_free)
         if self.demand is not None:
             rows_of = slice(None) if every else cand
             fits_future &= (
@@ -92,15 +99,18 @@ class ClassPlacer:
         if self.node_local:  # placing only takes room: a node that does not fit never will
             self.scores = np.full(cand.size, NEG)
             fitting = np.flatnonzero(fits_future)
-            self.scores[fitting] = self._score(sample, cand[fitting])
+            if fitting.size:
+                self.scores[fitting] = session.class_scores(sample, cand[fitting])
         else:
             self.scores = self._score(sample, cand)
         self.future_scores = np.where(fits_future, self.scores, NEG)
         self.now_scores = np.where(
-            fits_future & self._fits(self.now_free) & self.cards_ok, self.scores, NEG
+            fits_future & self.fits(self.now_free) & self.cards_ok, self.scores, NEG
         )
 
-    def _fits(self, free: NDArray[np.float64]) -> NDArray[np.bool_]:
+    def fits(self, free: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Per candidate: room in ``free`` (candidates x resources) and a task slot for one
+        more task of the class."""
         need = self.need
         ok = (
             (free[:, need] + EPSILON >= self.request[need]).all(axis=1)
@@ -130,8 +140,10 @@ class ClassPlacer:
                 return Outcome(allocated, pipelined, self.shortage_reason(task))
             k = int(np.argmax(self.now_scores))
             if self.now_scores[k] > NEG:
-                count = self._run_length(k, len(tasks) - position)
+                count = self._run_length(task, k, len(tasks) - position)
                 placed = self._allocate_run(stmt, tasks[position : position + count], k)
+                if placed < count:
+                    self.next_score = None
                 allocated += placed
                 position += placed
                 self.stale = (task, k)
@@ -143,6 +155,7 @@ class ClassPlacer:
             if not allow_pipeline or self.future_scores[k] == NEG:
                 return Outcome(allocated, pipelined, self.shortage_reason(task))
             stmt.pipeline(task, int(self.candidates[k]))
+            self.next_score = None
             self.future_free[k] -= self.request
             self.slots[k] -= 1
             self.stale = (task, k)
@@ -150,10 +163,37 @@ class ClassPlacer:
             position += 1
         return Outcome(allocated, pipelined, None)
 
-    def _run_length(self, k: int, remaining: int) -> int:
-        """How many tasks go to node ``k`` before it must be compared with others again."""
-        if not self.fills or remaining == 1:
+    def _run_length(self, task: TaskInfo, k: int, remaining: int) -> int:
+        """How many tasks go to node ``k`` before it must be compared with others again:
+        while it has room and stays the best node (by the ``fills`` promise, or by its
+        scores ahead against the best other node, ties to the lower index as ``argmax``)."""
+        self.next_score = None
+        if remaining == 1 or not (self.fills or self.node_local):
             return 1
+        if self.skips and not self.fills:  # where runs are rare (a busy cluster), looking
+            self.skips -= 1  # ahead costs in vain
+            return 1
+        room = self._room(k, remaining)
+        if self.fills or room == 1:
+            return room
+        ahead = self.session.points.node_score.ahead(task, int(self.candidates[k]), room - 1)
+        if ahead is None:
+            return 1
+        scores = self.now_scores
+        mine, scores[k] = scores[k], NEG
+        other = int(np.argmax(scores))
+        best = scores[other]
+        scores[k] = mine
+        wins = (ahead > best) | ((ahead == best) & (k < other))
+        run = int(np.argmin(wins)) if not wins.all() else len(wins)
+        if run < len(ahead):  # the node's score once the run is placed: no re-scoring then
+            self.next_score = (k, float(ahead[run]))
+        self.misses = 0 if run else self.misses + 1
+        self.skips = (1 << min(self.misses, _MOST_SKIPPED)) - 1
+        return 1 + run
+
+    def _room(self, k: int, remaining: int) -> int:
+        """How many of ``remaining`` tasks node ``k`` has room for now (at least 1)."""
         need = self.need
         if need.size == 0:
             room = remaining
@@ -168,26 +208,34 @@ class ClassPlacer:
     def _allocate_run(self, stmt: Statement, run: Sequence[TaskInfo], k: int) -> int:
         node = int(self.candidates[k])
         allocatable = self.session.points.allocatable
+        placed = len(run)
         for i, task in enumerate(run):
             if i and allocatable(task) is not None:
-                return i
+                placed = i
+                break
             stmt.allocate(task, node)
-            self.now_free[k] -= self.request
-            self.future_free[k] -= self.request
-            self.slots[k] -= 1
-        return len(run)
+        # engine amounts are whole numbers: taking ``placed`` requests at once is exact
+        taken = self.request * placed
+        self.now_free[k] -= taken
+        self.future_free[k] -= taken
+        self.slots[k] -= placed
+        return placed
 
     def _refresh(self, task: TaskInfo, k: int) -> None:
-        if self.node_local:
-            self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
-        else:
-            self.scores = self._score(task, self.candidates)
         fits_future = self._fits_row(self.future_free[k], k)
         if self.demand is not None:
             node = np.array([self.candidates[k]], dtype=np.intp)
             cards = self.session.snapshot.cards
             self.cards_ok[k] = cards.fits(self.demand, node)[0]
             fits_future = fits_future and bool(cards.fits(self.demand, node, later=True)[0])
+        known, self.next_score = self.next_score, None
+        if self.node_local:  # a node that no longer fits is never read again: not re-scored
+            if fits_future and known is not None and known[0] == k:
+                self.scores[k] = known[1]
+            elif fits_future:
+                self.scores[k] = self._score(task, self.candidates[k : k + 1])[0]
+        else:
+            self.scores = self._score(task, self.candidates)
         fits_now = fits_future and self._fits_row(self.now_free[k], k) and bool(self.cards_ok[k])
         self.now_scores[k] = self.scores[k] if fits_now else NEG
         self.future_scores[k] = self.scores[k] if fits_future else NEG
@@ -201,94 +249,7 @@ class ClassPlacer:
 
     def shortage_reason(self, task: TaskInfo) -> Reason:
         """Why no candidate node can take ``task``: counts per short resource, the closest node."""
-        snap = self.session.snapshot
-        role = task.role
-        what = f"task {role.name} ({role.resources.spoken()})"
-        total = len(snap.nodes)
-        if self.candidates.size == 0 and _no_runtime_for(snap, role):
-            return Reason(
-                code=ReasonCode.NO_MATCHING_NODE,
-                message=f"0/{total} nodes can run {what} in its image {role.spec.image}: none "
-                f"has a container runtime (label {CONTAINER_RUNTIME_LABEL}); fix: install "
-                "podman on a node (a Cluster document's nodes declare the label), or remove "
-                "image from the role to run it on the host",
-            )
-        off = unschedulable_note(snap, self.request)
-        if self.candidates.size == 0:
-            excluded = [f"{n} by {p}" for p, n in sorted(self.excluded.items())]
-            if off is not None:
-                excluded.append(off)
-            return Reason(
-                code=ReasonCode.NO_MATCHING_NODE,
-                message=f"0/{total} nodes match {what}: {'; '.join(excluded) or 'none'}; fix: "
-                "relax the role's nodeSelector/affinity, add tolerations, or uncordon nodes",
-            )
-        too_big = (self.request > snap.capacity[self.candidates] + EPSILON).any(axis=1)
-        if too_big.all():
-            largest = snap.capacity[self.candidates].max(axis=0)
-            over = self.request > largest + EPSILON
-            return Reason(
-                code=ReasonCode.NO_MATCHING_NODE,
-                message=f"no node is big enough for {what}: the largest matching node has "
-                f"{speak(snap, largest, dims=over)}; fix: split the task "
-                "into more, smaller replicas or add bigger nodes",
-                resource=snap.dims[int(np.argmax(over))],
-            )
-        if self.demand is not None:
-            roomy = self._fits(self.now_free)
-            if roomy.any() and not (roomy & self.cards_ok).any():
-                return Reason(
-                    code=ReasonCode.INSUFFICIENT,
-                    message=f"{int(roomy.sum())}/{total} nodes have room for {what} but none "
-                    f"has cards for {self.demand.describe()}: their free GPU is split across "
-                    "shared cards; fix: wait for shares to end, or ask for a share of one GPU",
-                    resource="gpu",
-                )
-        free = self.future_free
-        short = np.maximum(self.request - free, 0.0)
-        short[:, self.request <= 0] = 0.0
-        per_dim = {snap.dims[d]: int(np.count_nonzero(short[:, d] > EPSILON)) for d in self.need}
-        full = int(np.count_nonzero(self.slots < 1))
-        with_req = np.where(self.request > 0, self.request, 1.0)
-        k = int(np.argmin((short / with_req).sum(axis=1) + (self.slots < 1)))
-        node = snap.nodes[int(self.candidates[k])].name
-        lacking = snap.resources(short[k])
-        worst = max(per_dim, key=lambda name: (per_dim[name], name)) if per_dim else None
-        counts = ", ".join(
-            f"{n} short of {_WORD.get(name, name)}" for name, n in per_dim.items() if n
-        )
-        if full:
-            counts += f"{', ' if counts else ''}{full} at max tasks"
-        if self.withheld is not None and self._fits(self.future_free + self.withheld).any():
-            return Reason(
-                code=ReasonCode.BLOCKED_BY_RESERVATION,
-                message=f"room for {what} is held for a starving job's reservation; "
-                "fix: set a walltime or runtimeEstimate so it can backfill",
-                node=node,
-            )
-        n_excluded = sum(self.excluded.values())
-        tail = f"; {n_excluded} more excluded by predicates" if n_excluded else ""
-        if off is not None:
-            tail += f"; {off}"
-        closest = (
-            f"closest is {node}, which lacks {lacking.spoken()}"
-            if lacking
-            else f"closest is {node}"
-        )
-        return Reason(
-            code=ReasonCode.INSUFFICIENT,
-            message=f"0/{total} nodes have room for {what}: {counts}{tail}; {closest}",
-            resource=worst,
-            node=node,
-            shortfall=lacking,
-        )
-
-
-def _no_runtime_for(snap: Snapshot, role: RoleInfo) -> bool:
-    """True when ``role`` runs in an image and no node has a container runtime."""
-    if role.spec.image is None:
-        return False
-    return not (snap.label_column(CONTAINER_RUNTIME_LABEL) != None).any()  # noqa: E711
+        return shortage_reason(self, task)
 
 
 def place_tasks(

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
-from phalanx.engine.framework.extension import ScoreFn, Vote
+from phalanx.engine.framework.extension import AheadFn, ScoreFn, Vote
 
 if TYPE_CHECKING:
     from phalanx.engine.framework.domains import DomainRule
@@ -226,15 +226,27 @@ class Hooks:
         weight: float = 1.0,
         node_local: bool = True,
         fills: bool = False,
+        ahead: AheadFn[TaskInfo] | None = None,
+        per_class: bool = False,
+        basis: Callable[[], object] | None = None,
     ) -> None:
         """Scores (0..100) of candidate nodes for a task; higher is better.
 
-        ``node_local`` and ``fills`` are promises (see ``Scorer``) that let placement
-        re-score less; a false promise makes placement worse, never unsafe.
+        ``node_local``, ``fills``, ``ahead`` and ``per_class`` (with its ``basis``) are
+        promises (see ``Scorer``) that let placement re-score less; a false promise makes
+        placement worse, never unsafe.
         """
         if self._on("node_score"):
             self._points.node_score.add(
-                self._plugin, self._tier, fn, weight=weight, node_local=node_local, fills=fills
+                self._plugin,
+                self._tier,
+                fn,
+                weight=weight,
+                node_local=node_local,
+                fills=fills,
+                ahead=ahead,
+                per_class=per_class,
+                basis=basis,
             )
 
     def gpu_select(self, fn: Callable[[TaskInfo, int], tuple[int, ...] | None]) -> None:

@@ -26,6 +26,7 @@ from phalanx.engine.framework.extension import (
     VictimPoint,
     VotePoint,
 )
+from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.statement import Operation, OpKind, Statement
 from phalanx.engine.snapshot import (
     JobInfo,
@@ -93,11 +94,24 @@ class Hold:
 class Session:
     """The state of one cycle. Actions read it and change it through Statements."""
 
-    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, *, now: float) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        config: SchedulerConfig,
+        *,
+        now: float,
+        class_scores: ClassScores | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.config = config
         self.now = now
         self.points = Points()
+        #: node scores per task class, kept through the session (placement reads them) and,
+        #: when a driver passes them in, from its earlier sessions of this config
+        self.class_scores = ClassScores(snapshot) if class_scores is None else class_scores
+        if self.class_scores.snapshot is not snapshot:
+            raise EngineInvariantError("class scores kept for another snapshot")
+        self.class_scores.open(self.points.node_score)
         self.admitted: list[str] = []
         self.log: list[tuple[Operation, bool]] = []  # committed/kept operations, dispatch flag
         self.reasons: dict[str, Reason] = {}

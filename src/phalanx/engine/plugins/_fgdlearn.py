@@ -27,13 +27,16 @@ Sample = tuple[int, float]
 
 
 class RecentJobs:
-    """One snapshot's jobs in (creation time, name) order, each with its tasks' samples,
-    and the samples of the ``window`` newest jobs counted by shape; with ``follow``, kept
-    up to date as the snapshot tracks and drops jobs."""
+    """One snapshot's jobs in (creation time, name) order and the samples of the ``window``
+    newest jobs' tasks counted by shape; with ``follow``, kept up to date as the snapshot
+    tracks and drops jobs. A job is sampled once it is in the window (and kept), so the
+    jobs that never are cost a place in the order only."""
 
     def __init__(self, snapshot: Snapshot, window: int, *, follow: bool = False) -> None:
         self.window = window
         self.order: list[tuple[float, str]] = []
+        self._snapshot = snapshot
+        #: the samples of every job in the window (and of some that were)
         self.samples: dict[str, list[Sample]] = {}
         #: every shape seen (CPU, GPU, GPU models; memory 0), interned
         self.shapes: list[TaskShape] = []
@@ -45,19 +48,23 @@ class RecentJobs:
         self.version = 0
         self.learnt: dict[tuple[float, bool], tuple[int, TargetWorkload | None]] = {}
         self._with_memory: dict[tuple[int, float], TaskShape] = {}
-        for info in snapshot.jobs.values():
-            self.joined(snapshot, info)
+        #: (cpu, gpu, GPU models) -> index into ``shapes``: a shape is built once, not per job
+        self._keys: dict[tuple[float, float, tuple[str, ...]], int] = {}
+        # read in at once: sorted once, the window sampled and counted once
+        self.order = sorted((info.creation_time, info.name) for info in snapshot.jobs.values())
+        for _, name in self.order[-window:]:
+            self._count(self._of(name), +1)
         if follow:
             snapshot.watch_jobs(self)
 
     def joined(self, snapshot: Snapshot, info: JobInfo) -> None:
         """Sample a job the snapshot now tracks."""
         key = (info.creation_time, info.name)
-        self.samples[info.name] = self._sample(snapshot, info)
         at = bisect_left(self.order, key)
         self.order.insert(at, key)
         start = max(0, len(self.order) - self.window)
         if at >= start:  # it is in the window; the oldest one there (if over) goes out
+            self.samples[info.name] = self._sample(snapshot, info)
             self._count(self.samples[info.name], +1)
             if start > 0:
                 self._count(self.samples[self.order[start - 1][1]], -1)
@@ -71,8 +78,8 @@ class RecentJobs:
         if at >= start:  # it was in the window; the next older job (if any) comes in
             self._count(self.samples[name], -1)
             if start > 0:
-                self._count(self.samples[self.order[start - 1][1]], +1)
-        del self.samples[name]
+                self._count(self._of(self.order[start - 1][1]), +1)
+        self.samples.pop(name, None)
 
     def _count(self, samples: list[Sample], sign: int) -> None:
         if not samples:
@@ -102,6 +109,13 @@ class RecentJobs:
             found = self._with_memory[key] = replace(shape, memory=key[1])
         return found
 
+    def _of(self, name: str) -> list[Sample]:
+        """The samples of job ``name`` (tracked by the snapshot), sampled on first need."""
+        found = self.samples.get(name)
+        if found is None:
+            found = self.samples[name] = self._sample(self._snapshot, self._snapshot.jobs[name])
+        return found
+
     def _sample(self, snapshot: Snapshot, job: JobInfo) -> list[Sample]:
         """Each task's shape (CPU, GPU, GPU models) and memory request."""
         cpu, gpu, memory = (snapshot.dim.get(r) for r in ("cpu", "gpu", "memory"))
@@ -111,14 +125,17 @@ class RecentJobs:
             sample = by_role.get(task.role.index)
             if sample is None:
                 request = task.role.request
-                shape = TaskShape(
-                    cpu=0.0 if cpu is None else float(request[cpu]),
-                    gpu=0.0 if gpu is None else float(request[gpu]) / WHOLE,
-                    gpu_models=gpu_models(task.role.spec),
+                key = (
+                    0.0 if cpu is None else float(request[cpu]),
+                    0.0 if gpu is None else float(request[gpu]) / WHOLE,
+                    gpu_models(task.role.spec),
                 )
-                index = self._ids.setdefault(shape, len(self.shapes))
-                if index == len(self.shapes):
-                    self.shapes.append(shape)
+                index = self._keys.get(key, -1)
+                if index < 0:
+                    shape = TaskShape(cpu=key[0], gpu=key[1], gpu_models=key[2])
+                    index = self._keys[key] = self._ids.setdefault(shape, len(self.shapes))
+                    if index == len(self.shapes):
+                        self.shapes.append(shape)
                 asked = 0.0 if memory is None else float(request[memory])
                 sample = by_role[task.role.index] = (index, asked)
             out.append(sample)

@@ -4,8 +4,9 @@ A node state is its GPU model, free CPU (and memory, when checked) and its cards
 milli-GPU. ``States`` interns them per snapshot; for a set of task types a ``Basis``
 keeps each state's fragment per task type (and, for tasks that are not shares, once such
 a task is placed); for a target (task types and popularity) ``Tables`` keeps F per
-state and score and card per (task shape, state). Results are pure functions of the
-state, so they are kept across sessions of a snapshot.
+state, score and card per (task shape, state), and the scores of the states further
+tasks without GPU leave a state in (``States.ahead_scores``). Results are pure functions
+of the state, so they are kept across sessions of a snapshot.
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ class Tables:
         self.popularity = target.popularity[np.newaxis, :]
         self.frag = Grow()
         self.scores: dict[Shape, tuple[Grow, Grow]] = {}
+        #: per (shape, what one task takes of free CPU and memory, state): the scores of the
+        #: states one, two, .. more such tasks leave (``States.ahead_scores``)
+        self.ahead: dict[tuple[Shape, tuple[float, float], int], NDArray[np.float64]] = {}
 
 
 class States:
@@ -172,16 +176,23 @@ class States:
         memory: NDArray[np.float64],
         cards: NDArray[np.int64],
     ) -> None:
-        models = self.node_model[changed]
-        for row, node in enumerate(changed.tolist()):
-            key = b"".join(
-                (
-                    models[row].tobytes(),
-                    cpu[row].tobytes(),
-                    memory[row].tobytes(),
-                    cards[row].tobytes(),
-                )
-            )
+        self.of_node[changed] = self._ids_of(self.node_model[changed], cpu, memory, cards)
+
+    def _ids_of(
+        self,
+        models: NDArray[np.int64],
+        cpu: NDArray[np.float64],
+        memory: NDArray[np.float64],
+        cards: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        """The state id of each row (GPU model, free CPU, memory and cards), new ones added."""
+        count = len(models)
+        ids = np.empty(count, dtype=np.int64)
+        parts = (models, cpu, memory, cards)  # each row's bytes, side by side: its key
+        raw = np.hstack([np.ascontiguousarray(p).view(np.uint8).reshape(count, -1) for p in parts])
+        blob, width = raw.tobytes(), raw.shape[1]
+        for row in range(count):
+            key = blob[row * width : (row + 1) * width]
             state = self.ids.get(key)
             if state is None:
                 state = self.ids[key] = len(self.ids)
@@ -194,7 +205,55 @@ class States:
                 self.memory[state] = memory[row]
                 self.cards[state] = cards[row]
                 self.model[state] = models[row]
-            self.of_node[node] = state
+            ids[row] = state
+        return ids
+
+    def ahead_scores(
+        self,
+        tables: Tables,
+        shape: Shape,
+        snapshot: Snapshot,
+        node: int,
+        request: NDArray[np.float64],
+        count: int,
+    ) -> NDArray[np.float64]:
+        """Scores of ``shape`` on the states ``node`` will be in once 1, 2, .. ``count`` more
+        tasks asking ``request`` and no cards are placed there, memoised per state: engine
+        amounts are whole numbers, so what a state's free CPU and memory become is the same
+        whichever node is in it."""
+        taken = tuple(
+            0.0 if column is None else float(request[column])
+            for column in (self.cpu_column, self.memory_column)
+        )
+        key = (shape, (taken[0], taken[1]), int(self.of_node[node]))
+        known = tables.ahead.get(key)
+        if known is None or len(known) < count:
+            known = self.lookup(tables, shape, self.ahead(snapshot, node, request, count))[0]
+            tables.ahead[key] = known
+        return known[:count]
+
+    def ahead(
+        self, snapshot: Snapshot, node: int, request: NDArray[np.float64], count: int
+    ) -> NDArray[np.int64]:
+        """The states ``node`` will be in once 1, 2, .. ``count`` more tasks asking
+        ``request`` and no cards are placed there (each added to the use before it, as the
+        snapshot adds them)."""
+        steps = np.empty((count + 1, len(request)))
+        steps[0] = snapshot.used[node]
+        steps[1:] = request
+        used = np.add.accumulate(steps, axis=0)[1:]
+        rows = np.full(count, node, dtype=np.intp)
+
+        def free(column: int | None) -> NDArray[np.float64]:
+            if column is None:
+                return np.zeros(count)
+            left: NDArray[np.float64] = snapshot.capacity[rows, column] - used[:, column]
+            return left
+
+        cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
+        return self._ids_of(
+            self.node_model[rows], free(self.cpu_column), free(self.memory_column), cards
+        )
 
     def _kernel(
         self,

@@ -67,7 +67,18 @@ class BalancedPlugin(Plugin):
             result: NDArray[np.float64] = np.clip(50.0 + 100.0 * gain, 0.0, 100.0)
             return result
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        def ahead(task: TaskInfo, node: int, count: int) -> NDArray[np.float64]:
+            if not spreads.columns.size:
+                return np.full(count, 50.0)
+            spread = spreads.ahead(snap, task, node, count)
+            result: NDArray[np.float64] = np.clip(
+                50.0 + 100.0 * (spread[:-1] - spread[1:]), 0.0, 100.0
+            )
+            return result
+
+        hooks.node_score(
+            score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead, per_class=True
+        )
 
 
 class _Spreads:
@@ -89,13 +100,23 @@ class _Spreads:
         changed = snap.changed_nodes(self._seen)
         self._seen = snap.changes
         if changed.size:
-            self._spread[changed] = self.spread(snap.used[np.ix_(changed, self.columns)], changed)
+            used = snap.used[changed[:, np.newaxis], self.columns]
+            self._spread[changed] = self.spread(used, changed)
         return self._spread
 
     def after(self, snap: Snapshot, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """The spread of ``nodes`` once ``task`` is placed there."""
-        used = snap.used[np.ix_(nodes, self.columns)] + task.request[self.columns]
+        used = snap.used[nodes[:, np.newaxis], self.columns] + task.request[self.columns]
         return self.spread(used, nodes)
+
+    def ahead(self, snap: Snapshot, task: TaskInfo, node: int, count: int) -> NDArray[np.float64]:
+        """The spread of ``node`` once 1, 2, .. ``count + 1`` more tasks like ``task`` are
+        placed there, each added to the use before it as the snapshot adds them."""
+        steps = np.empty((count + 2, self.columns.size))
+        steps[0] = snap.used[node, self.columns]
+        steps[1:] = task.request[self.columns]
+        used = np.add.accumulate(steps, axis=0)[1:]
+        return self.spread(used, np.full(count + 1, node, dtype=np.intp))
 
     def spread(self, used: NDArray[np.float64], nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         """Standard deviation of the shares in use, over the resources each node has."""

@@ -38,7 +38,11 @@ look-ups plus the computation for states not seen before with this task shape
 (vectorised over those states and their cards). A learnt target changes with every
 arrival, but mostly in popularity only: what F depends on besides popularity (each
 state's fragment per task type, before and after a task that is not a share is placed)
-is memoised per set of task types, so a new popularity costs a weighted sum.
+is memoised per set of task types, so a new popularity costs a weighted sum. For a task
+without GPU the plugin also gives a node's scores once more such tasks are placed there
+(``ahead``: the states they leave, memoised per state), and its scores are per task
+class with the target as their basis (``per_class``), so placement keeps them between
+jobs and sessions while the target stands.
 
 Guarantees: scores in 0..100, integers unless ``integerScores`` is false (plus, with
 ``seed``, a tie-break below half a point: a seeded random node order, the same for every
@@ -150,7 +154,25 @@ class FgdPlugin(Plugin):
                 return None
             return (card,)
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        def ahead(task: TaskInfo, node: int, count: int) -> NDArray[np.float64] | None:
+            if task.role.cards is not None:  # which cards it takes is chosen as it is placed
+                return None
+            found = resolve()
+            if found is None:
+                return np.zeros(count)
+            asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
+            shape = task_shape(task_cpu(snapshot, task), None, asked)
+            scores = states.ahead_scores(found, shape, snapshot, node, task.request, count)
+            return scores + ties.noise(task, np.full(count, node, dtype=np.intp))
+
+        hooks.node_score(
+            score,
+            weight=self.number("weight", 1.0),
+            node_local=True,
+            ahead=ahead,
+            per_class=True,
+            basis=resolve,  # the target: kept scores stand while it is the same
+        )
         hooks.gpu_select(select)
 
 

@@ -59,6 +59,10 @@ class PredicatesPlugin(Plugin):
                 weight=SOFT_TAINT_WEIGHT,
                 node_local=True,
                 fills=True,  # constant per node: never drops as the node fills
+                ahead=lambda task, node, count: _untainted_score(
+                    soft, task.role, np.full(count, node, dtype=np.intp)
+                ),
+                per_class=True,  # by the role's tolerations only
             )
 
 
