@@ -60,6 +60,17 @@ RULES = (
     Rule("phalanx.engine", UPPER_LAYERS, "the engine depends on domain only"),
     Rule("phalanx.engine", IO_AND_CLOCK, "the engine does no I/O; time arrives as `now`"),
     Rule(
+        "phalanx.engine.framework",
+        ("phalanx.engine.eviction",),
+        "the framework is the session and its extension points; eviction is an algorithm "
+        "the actions use",
+    ),
+    Rule(
+        "phalanx.engine.eviction",
+        ("phalanx.engine.actions", "phalanx.engine.plugins"),
+        "eviction serves the actions; it knows none of them",
+    ),
+    Rule(
         "phalanx.workflow",
         (
             "phalanx.engine",
@@ -145,6 +156,17 @@ def test_dependency_rule(rule: Rule) -> None:
         if any(_within(name, banned) for banned in rule.forbidden)
     ]
     assert not violations, f"{rule.why}:\n" + "\n".join(violations)
+
+
+def test_actions_depend_on_the_framework_and_eviction_not_on_each_other() -> None:
+    violations = [
+        f"{module} imports {name}"
+        for module, path in MODULES
+        if _within(module, "phalanx.engine.actions") and module != "phalanx.engine.actions"
+        for name in sorted(_imports(path, module))
+        if _within(name, "phalanx.engine.actions") and not _within(name, module)
+    ]
+    assert not violations, "\n".join(violations)
 
 
 def test_cli_reaches_the_server_through_the_client_only() -> None:

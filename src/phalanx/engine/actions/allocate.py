@@ -30,7 +30,7 @@ class AllocateAction(Action):
     def execute(self, session: Session) -> None:
         points = session.points
         by_user: dict[User, list[JobInfo]] = defaultdict(list)
-        for job in candidate_jobs(session):
+        for job in session.candidate_jobs():
             by_user[(job.queue.name, job.user)].append(job)
         jobs_of = {
             user: LazyQueue(jobs, points.job_order.key, lambda j: (j.creation_time, j.name))
@@ -70,21 +70,6 @@ class AllocateAction(Action):
                 users.push(user)
             if users:
                 queues.push(queue)
-
-
-def candidate_jobs(session: Session) -> list[JobInfo]:
-    """Admitted, valid jobs with pending tasks, in a stable order."""
-    found = []
-    is_admitted = session.is_admitted
-    for job in session.waiting:  # a backlog of unadmitted jobs is skipped cheaply
-        if not is_admitted(job) or job.pending_count == 0:
-            continue
-        invalid = session.points.job_valid(job)
-        if invalid is not None:
-            session.record_reason(job, Reason(code=ReasonCode.INVALID, message=invalid))
-            continue
-        found.append(job)
-    return sorted(found, key=lambda j: (j.creation_time, j.name))
 
 
 def _record_overused(session: Session, queue: QueueInfo, waiting: list[LazyQueue[JobInfo]]) -> None:

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
+from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.wording import most_free, speak, unschedulable_note

@@ -1,15 +1,8 @@
 """preempt: inside a queue, a waiting gang evicts lower-priority work to fit.
 
 Victims come from other jobs of the same queue that the plugins accept (priority:
-strictly lower priority); a victim gang is shrunk to its minAvailable or evicted
-whole. The preemptor's tasks are pipelined onto the freed nodes; if the preemptor's
-gang cannot be completed, every eviction is undone. A job with a domain rule keeps to
-it: where the rule has ``evict_within``, room is made only on the nodes that allows;
-otherwise inside the domains the rule offers with the victims' room counted as free
-(a hard ``network-topology`` gang, or each of its groups, under one switch), each
-domain tried in the rule's order. When what binds is a queue limit
-(the queue, or an ancestor, at its capability) rather than node room, victims under
-that queue are evicted first, only until the limit admits the task.
+strictly lower priority); room is made for the whole gang or not at all
+(``phalanx.engine.eviction.gangs``: minAvailable, domains, queue limits).
 
 ``victimBudget`` (a number, default unbounded) caps what a preemptor may evict: the
 victims together may hold at most that many times what its pending tasks ask for
@@ -22,31 +15,15 @@ may take down a lower-priority gang of two 4-GPU tasks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from phalanx.engine.actions.allocate import candidate_jobs
-from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
-from phalanx.engine.framework.eviction import (
-    Judge,
-    evict_with_gang,
-    held_per_node,
-    in_victim_order,
-    make_room,
-    same_queue_victims,
-    undo_since,
-)
-from phalanx.engine.framework.gangs import gang_shape
+from phalanx.engine.eviction.gangs import evict_for_gang
+from phalanx.engine.eviction.victims import same_queue_victims
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
-from phalanx.engine.framework.statement import OpKind, Statement
-from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus, Vector
+from phalanx.engine.snapshot import TaskStatus
 
 
 class PreemptAction(Action):
@@ -60,7 +37,7 @@ class PreemptAction(Action):
         self.budget = self.number("victimBudget", math.inf)
 
     def execute(self, session: Session) -> None:
-        waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
+        waiting = [j for j in session.candidate_jobs() if j.ready_count < j.min_available]
         victims = partial(same_queue_victims, session)
         for job in session.ranked(waiting):
             if (
@@ -68,203 +45,3 @@ class PreemptAction(Action):
             ):  # pipelined already
                 continue
             evict_for_gang(session, job, victims, action="preempt", budget=self.budget)
-
-
-def evict_for_gang(
-    session: Session,
-    job: JobInfo,
-    find_victims: Callable[[JobInfo], Sequence[TaskInfo]],
-    *,
-    action: str,
-    budget: float = math.inf,
-) -> bool:
-    """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
-
-    Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
-    filter that accepts only as many as a queue can spare (quota) keeps the first
-    victims (overcommitted work). A job equivalent to one that failed earlier in the
-    session fails without a search (see ``Session.eviction_failed``).
-    """
-    tasks = sorted(
-        job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
-    )
-    shape = (action, gang_shape(job, tasks), job.priority, session.points.job_order.key(job))
-    if session.eviction_failed(shape):
-        return False
-    victims = find_victims(job)
-    if victims and _evict_for_tasks(session, job, tasks, victims, action, budget):
-        return True
-    session.remember_eviction_failure(shape)
-    return False
-
-
-def _evict_for_tasks(
-    session: Session,
-    job: JobInfo,
-    tasks: list[TaskInfo],
-    victims: Sequence[TaskInfo],
-    action: str,
-    budget: float,
-) -> bool:
-    judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
-    rule = session.points.domains(job) if session.points.domains else None
-    # what the victims may hold together: budget x what the pending tasks ask for
-    scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None
-    room = _Room(session, job, victims, judge, action, scope)
-    with session.statement() as stmt:
-        if rule is None or rule.evict_within is not None:
-            room.make(stmt, tasks, rule, None)
-        else:
-            _room_in_domains(session, stmt, room, tasks, rule)
-        if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
-            stmt.commit()
-            session.record_reason(
-                job,
-                Reason(
-                    code=ReasonCode.WAITING_FOR_RELEASE,
-                    message=f"{action}: room is being freed for it; it starts once the evicted tasks are gone",
-                ),
-            )
-            session.explain(
-                f"{action}: made room for {job.name} by evicting "
-                f"{sum(op.kind is OpKind.EVICT for op in stmt.operations)} task(s)"
-            )
-            return True
-        stmt.discard()
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class _Room:
-    """How room is made for one job's tasks: its victims, their judge, the budget."""
-
-    session: Session
-    job: JobInfo
-    victims: Sequence[TaskInfo]
-    judge: Judge
-    action: str
-    scope: Vector | None  # what the victims may hold together (None: no bound)
-
-    def make(
-        self,
-        stmt: Statement,
-        tasks: Sequence[TaskInfo],
-        rule: DomainRule | None,
-        domain: NDArray[np.bool_] | None,
-    ) -> bool:
-        """Evict and pipeline for ``tasks`` one by one (inside ``domain``, when given);
-        True when each of them got room or the job stands pipelined before the last."""
-        session, job, victims = self.session, self.job, self.victims
-        for task in tasks:
-            if not _free_quota(session, stmt, task, victims, self.judge, self.action):
-                return False
-            # nothing evicted yet in this statement: the victims are all still evictable
-            live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
-            within = _evict_within(session, job, task, rule)
-            if domain is not None:
-                within = domain if within is None else within & domain
-            allowance = None if self.scope is None else self.scope - _evicted(stmt)
-            if not make_room(
-                session,
-                stmt,
-                task,
-                live,
-                self.judge,
-                action=self.action,
-                within=within,
-                allowance=allowance,
-            ):
-                return False
-            if session.job_pipelined(job):
-                return True
-        return True
-
-
-def _room_in_domains(
-    session: Session, stmt: Statement, room: _Room, tasks: list[TaskInfo], rule: DomainRule
-) -> None:
-    """Make room for ``tasks`` (each ``rule.group`` of them, or all) inside one of the
-    domains the rule offers when the victims' room is counted as free, each domain tried
-    in the rule's order and undone exactly when its tasks do not all get room there."""
-    size = rule.group or len(tasks)
-    for start in range(0, len(tasks), size):
-        group = tasks[start : start + size]
-        for domain in _domains_with_victims(session, room.job, group, room.victims, rule):
-            mark = stmt.savepoint()
-            if room.make(stmt, group, rule, domain):
-                break
-            stmt.rollback(mark)
-        else:
-            return
-        if session.job_pipelined(room.job):
-            return
-
-
-def _domains_with_victims(
-    session: Session,
-    job: JobInfo,
-    tasks: Sequence[TaskInfo],
-    victims: Sequence[TaskInfo],
-    rule: DomainRule,
-) -> tuple[NDArray[np.bool_], ...]:
-    """The rule's offer for ``tasks`` as if every victim were gone already: the
-    domains where evictions could make the room placement wants."""
-    snap = session.snapshot
-    free, slots = free_room(snap, withheld=None, allow_pipeline=True)
-    on_nodes = [v for v in victims if v.status in EVICTABLE]  # not evicted for earlier groups
-    held, count = held_per_node(snap, on_nodes, np.arange(len(snap.dims)))
-    free, slots = free + held, slots + count
-    return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
-
-
-def _evicted(stmt: Statement) -> Vector | float:
-    """What the tasks ``stmt`` has evicted so far hold together (0: none)."""
-    evicted = [op.task.request for op in stmt.operations if op.kind is OpKind.EVICT]
-    if not evicted:
-        return 0.0
-    held: Vector = np.sum(evicted, axis=0)
-    return held
-
-
-def _evict_within(
-    session: Session, job: JobInfo, task: TaskInfo, rule: DomainRule | None
-) -> NDArray[np.bool_] | None:
-    """Where the job's domain rule lets evictions make room for ``task`` (None: anywhere)."""
-    if rule is None or rule.evict_within is None:
-        return None
-    free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
-    return rule.evict_within(DomainQuery(job=job, tasks=(task,), free=free, slots=slots))
-
-
-def _free_quota(
-    session: Session,
-    stmt: Statement,
-    task: TaskInfo,
-    victims: Sequence[TaskInfo],
-    judge: Judge,
-    action: str,
-) -> bool:
-    """Evict accepted victims until ``task``'s queue limits admit it; False if they never do.
-
-    Only work under the task's queue or one of its ancestors can lift such a limit, so
-    victims are taken from the nearest such queue outwards, each queue's in victim
-    order, and a victim gang that would drop below minAvailable goes whole. Nothing is
-    evicted when the task is admitted already, and nothing stays evicted on failure.
-    """
-    if session.points.allocatable(task) is None:
-        return True
-    mark = len(stmt.operations)
-    for scope in task.job.queue.ancestors[:-1]:
-        under = [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
-        reason = (
-            f"{action}ed for {task.job.name} ({task.name}) of queue "
-            f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
-        )
-        offered = in_victim_order(session, under)  # a quota's filter keeps the first ones
-        for victim in in_victim_order(session, judge(task, offered) if offered else []):
-            if not evict_with_gang(stmt, task, victim, judge, action=action, reason=reason):
-                continue
-            if session.points.allocatable(task) is None:
-                return True
-    undo_since(session, stmt, mark)
-    return False

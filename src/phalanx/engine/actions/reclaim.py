@@ -15,10 +15,9 @@ from functools import partial
 
 import numpy as np
 
-from phalanx.engine.actions.allocate import candidate_jobs
-from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.decisions import ReasonCode
-from phalanx.engine.framework.eviction import other_queue_victims
+from phalanx.engine.eviction.gangs import evict_for_gang
+from phalanx.engine.eviction.victims import other_queue_victims
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskStatus
@@ -30,7 +29,7 @@ class ReclaimAction(Action):
     name = "reclaim"
 
     def execute(self, session: Session) -> None:
-        waiting = [j for j in candidate_jobs(session) if j.ready_count < j.min_available]
+        waiting = [j for j in session.candidate_jobs() if j.ready_count < j.min_available]
         waiting = session.ranked(waiting)
         victims = partial(other_queue_victims, session)
         for job in waiting:

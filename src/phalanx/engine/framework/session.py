@@ -11,7 +11,7 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
-from phalanx.engine.decisions import Reason
+from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.domains import DomainRule
 from phalanx.engine.framework.extension import (
@@ -288,6 +288,20 @@ class Session:
         if job.phase is not JobPhase.PENDING or not self.has_enqueue:
             return True
         return job.name in self.admitted
+
+    def candidate_jobs(self) -> list[JobInfo]:
+        """Admitted, valid jobs with pending tasks, oldest first (name breaks ties); an
+        invalid one is given its reason and left out."""
+        found = []
+        for job in self.waiting:  # a backlog of unadmitted jobs is skipped cheaply
+            if not self.is_admitted(job) or job.pending_count == 0:
+                continue
+            invalid = self.points.job_valid(job)
+            if invalid is not None:
+                self.record_reason(job, Reason(code=ReasonCode.INVALID, message=invalid))
+                continue
+            found.append(job)
+        return sorted(found, key=lambda j: (j.creation_time, j.name))
 
     def static_mask(self, role: RoleInfo) -> tuple[np.ndarray, dict[str, int]]:
         """The predicate mask of a role (static within a session), cached per role."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.eviction import fits_deserved, preemption_covers
+from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
