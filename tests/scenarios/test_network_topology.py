@@ -11,7 +11,7 @@ from phalanx.domain.resources import Resources
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
 from phalanx.engine.decisions import Decisions
-from phalanx.engine.framework.placement import try_job
+from phalanx.engine.placement.jobs import try_job
 from tests.builders import config, cycle, make_job, make_node, make_queue
 
 PLAIN = config(["allocate"], ["priority", "gang"], ["predicates", "binpack"])

@@ -61,9 +61,14 @@ RULES = (
     Rule("phalanx.engine", IO_AND_CLOCK, "the engine does no I/O; time arrives as `now`"),
     Rule(
         "phalanx.engine.framework",
-        ("phalanx.engine.eviction",),
-        "the framework is the session and its extension points; eviction is an algorithm "
-        "the actions use",
+        ("phalanx.engine.eviction", "phalanx.engine.placement"),
+        "the framework is the session, statement and extension points; placement and "
+        "eviction are algorithms the actions use",
+    ),
+    Rule(
+        "phalanx.engine.placement",
+        ("phalanx.engine.actions", "phalanx.engine.plugins", "phalanx.engine.eviction"),
+        "placement serves the actions; it knows none of them, nor eviction",
     ),
     Rule(
         "phalanx.engine.eviction",
@@ -122,8 +127,17 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
-def _imports(path: Path, module: str) -> set[str]:
+def _imports(path: Path, module: str, *, runtime_only: bool = False) -> set[str]:
+    """Every module ``module`` imports (at any depth); ``runtime_only``: not those under
+    ``if TYPE_CHECKING:``, which only type checkers read."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    if runtime_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in (
+                "TYPE_CHECKING",
+                "typing.TYPE_CHECKING",
+            ):
+                node.body = []
     names: set[str] = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -167,6 +181,30 @@ def test_actions_depend_on_the_framework_and_eviction_not_on_each_other() -> Non
         if _within(name, "phalanx.engine.actions") and not _within(name, module)
     ]
     assert not violations, "\n".join(violations)
+
+
+@pytest.mark.parametrize("package", ["phalanx.engine.placement", "phalanx.engine.eviction"])
+def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> None:
+    inside = {module: path for module, path in MODULES if _within(module, package)}
+    edges = {
+        module: {
+            name
+            for name in _imports(path, module, runtime_only=True)
+            if name in inside and name != module
+        }
+        for module, path in inside.items()
+    }
+    done: set[str] = set()
+
+    def walk(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, "import cycle: " + " -> ".join([*path, module])
+        if module not in done:
+            for name in sorted(edges[module]):
+                walk(name, (*path, module))
+            done.add(module)
+
+    for module in sorted(inside):
+        walk(module, ())
 
 
 def test_cli_reaches_the_server_through_the_client_only() -> None:

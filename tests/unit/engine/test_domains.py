@@ -11,8 +11,8 @@ from phalanx.engine.cycle import open_session
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
 from phalanx.engine.framework.extension import FirstPoint
-from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.jobs import try_job
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, TaskStatus
 from tests.builders import config, make_job, make_nodes, make_queue
 

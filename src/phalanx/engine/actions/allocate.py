@@ -14,9 +14,9 @@ from collections import defaultdict
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.ordering import LazyQueue
-from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.jobs import try_job
 from phalanx.engine.snapshot import JobInfo, QueueInfo
 
 User = tuple[str, str]  # (queue name, user name)

@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
-from phalanx.engine.framework.placement import try_job
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Hold, Session
+from phalanx.engine.placement.jobs import try_job
 from phalanx.engine.snapshot import EPSILON, ON_NODE, JobInfo, TaskInfo, TaskStatus
 
 

@@ -33,9 +33,9 @@ from phalanx.engine.eviction.victims import (
     undo_since,
 )
 from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
-from phalanx.engine.framework.gangs import gang_shape
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
+from phalanx.engine.placement.gangs import gang_shape
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, Vector
 
 

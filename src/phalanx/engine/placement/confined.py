@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule, free_room
-from phalanx.engine.framework.gangs import gang_reason
-from phalanx.engine.framework.placement import Outcome, place_tasks, settle
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
+from phalanx.engine.placement.gangs import gang_reason
+from phalanx.engine.placement.tasks import Outcome, place_tasks, settle
 from phalanx.engine.snapshot import JobInfo, TaskInfo, Vector
 
 

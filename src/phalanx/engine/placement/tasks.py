@@ -19,10 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.gangs import gang_reason, gang_shape
 from phalanx.engine.framework.session import Session
-from phalanx.engine.framework.shortage import shortage_reason
 from phalanx.engine.framework.statement import Statement
+from phalanx.engine.placement.shortage import shortage_reason
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskInfo, Vector
 
 NEG = -np.inf
@@ -288,56 +287,6 @@ def place_tasks(
 
 def _queue_reason(task: TaskInfo, refusal: str) -> Reason:
     return Reason(code=ReasonCode.QUEUE_LIMIT, message=refusal, queue=task.job.queue.name)
-
-
-def try_job(
-    session: Session,
-    job: JobInfo,
-    *,
-    withheld: Vector | None = None,
-    allow_pipeline: bool = True,
-) -> bool:
-    """Place ``job``'s pending tasks as one gang; True when its placements stand.
-
-    The statement commits when the job is ready (its binds are dispatched), is kept
-    when the job is only pipelined, and is discarded otherwise (all-or-nothing), in
-    which case the job's reason says what was short. A job a plugin confines to
-    domains (the ``domains`` point) is placed by ``place_in_domains``.
-    """
-    tasks = sorted(
-        job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
-    )
-    if not tasks:
-        return True
-    rule = session.points.domains(job) if session.points.domains else None
-    shape = gang_shape(job, tasks) if withheld is None else None
-    if rule is not None and shape is not None:
-        shape = (shape, rule.key)  # the same gang confined otherwise may fit
-    known = session.known_failure(shape)
-    if known is not None:
-        session.record_reason(job, known)
-        return False
-    if rule is not None:
-        from phalanx.engine.framework.domain_placement import (  # noqa: PLC0415  (it imports this module)
-            place_in_domains,
-        )
-
-        reason = place_in_domains(
-            session, job, tasks, rule, withheld=withheld, allow_pipeline=allow_pipeline
-        )
-        if reason is None:
-            return True
-    else:
-        with session.statement() as stmt:
-            outcome = place_tasks(
-                session, stmt, tasks, allow_pipeline=allow_pipeline, withheld=withheld
-            )
-            if settle(session, job, stmt, outcome):
-                return True
-        reason = gang_reason(job, outcome.allocated + outcome.pipelined, outcome.reason)
-    session.record_reason(job, reason)
-    session.remember_failure(shape, reason)
-    return False
 
 
 def settle(session: Session, job: JobInfo, stmt: Statement, outcome: Outcome) -> bool:

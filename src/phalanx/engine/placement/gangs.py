@@ -1,5 +1,5 @@
-"""What decides whether a gang fits, and why one did not: shared by the actions that
-place gangs (allocate, backfill, the domain placements) and preempt's failure memo."""
+"""What decides whether a gang fits, and why one did not: shared by gang placement
+(``jobs``, ``confined``) and eviction's failure memo."""
 
 from __future__ import annotations
 

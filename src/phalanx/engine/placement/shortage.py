@@ -13,7 +13,7 @@ from phalanx.engine.framework.wording import speak, unschedulable_note
 from phalanx.engine.snapshot import EPSILON, RoleInfo, Snapshot, TaskInfo
 
 if TYPE_CHECKING:
-    from phalanx.engine.framework.placement import ClassPlacer
+    from phalanx.engine.placement.tasks import ClassPlacer
 
 #: Resource names as counted in reasons (``2 short of GPUs``).
 _WORD = {"gpu": "GPUs", "cpu": "CPUs", "gpu-memory": "GPU memory"}

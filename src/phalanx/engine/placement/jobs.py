@@ -1,0 +1,57 @@
+"""Placing a job's pending tasks as one gang, all or nothing: ``try_job``, which the
+allocate and backfill actions call. A job a plugin confines to domains is placed by
+``confined.place_in_domains``; any other by ``tasks.place_tasks``."""
+
+from __future__ import annotations
+
+from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.confined import place_in_domains
+from phalanx.engine.placement.gangs import gang_reason, gang_shape
+from phalanx.engine.placement.tasks import place_tasks, settle
+from phalanx.engine.snapshot import JobInfo, Vector
+
+
+def try_job(
+    session: Session,
+    job: JobInfo,
+    *,
+    withheld: Vector | None = None,
+    allow_pipeline: bool = True,
+) -> bool:
+    """Place ``job``'s pending tasks as one gang; True when its placements stand.
+
+    The statement commits when the job is ready (its binds are dispatched), is kept
+    when the job is only pipelined, and is discarded otherwise (all-or-nothing), in
+    which case the job's reason says what was short. A job a plugin confines to
+    domains (the ``domains`` point) is placed by ``place_in_domains``.
+    """
+    tasks = sorted(
+        job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
+    )
+    if not tasks:
+        return True
+    rule = session.points.domains(job) if session.points.domains else None
+    shape = gang_shape(job, tasks) if withheld is None else None
+    if rule is not None and shape is not None:
+        shape = (shape, rule.key)  # the same gang confined otherwise may fit
+    known = session.known_failure(shape)
+    if known is not None:
+        session.record_reason(job, known)
+        return False
+    if rule is not None:
+        reason = place_in_domains(
+            session, job, tasks, rule, withheld=withheld, allow_pipeline=allow_pipeline
+        )
+        if reason is None:
+            return True
+    else:
+        with session.statement() as stmt:
+            outcome = place_tasks(
+                session, stmt, tasks, allow_pipeline=allow_pipeline, withheld=withheld
+            )
+            if settle(session, job, stmt, outcome):
+                return True
+        reason = gang_reason(job, outcome.allocated + outcome.pipelined, outcome.reason)
+    session.record_reason(job, reason)
+    session.remember_failure(shape, reason)
+    return False
