@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.extension import (
+    EXTENSION_POINTS,
     AllPoint,
     AnyPoint,
     CheckPoint,
     MaskPoint,
     OrderPoint,
+    Points,
     ScorePoint,
     VictimPoint,
     Vote,
     VotePoint,
 )
+from phalanx.engine.framework.plugin import Hooks
 
 
 def test_order_is_first_non_zero_in_tier_order() -> None:
@@ -140,3 +145,10 @@ def test_scores_ahead_are_weighted_sums_when_every_scorer_can_tell() -> None:
         "x", 0, lambda _, n: np.zeros(len(n)), node_local=False, ahead=lambda *_: np.zeros(2)
     )
     assert remote.ahead(None, 0, 2) is None
+
+
+def test_every_extension_point_is_named_once_and_hooks_register_exactly_those() -> None:
+    points = Points()
+    assert {point.name for point in fields(Points)} == EXTENSION_POINTS
+    assert all(getattr(points, name).name == name for name in EXTENSION_POINTS)
+    assert {name for name in vars(Hooks) if not name.startswith("_")} == EXTENSION_POINTS

@@ -1,4 +1,6 @@
-"""Extension points. Each carries its combining rule in its type.
+"""Extension points. Each carries its combining rule in its type; ``Points`` names every
+point of a session, once (``EXTENSION_POINTS`` and the ``Hooks`` plugins register
+through follow it).
 
 Plugins register callbacks during session open, in tier order; a point consults them
 in that order. Registering twice for one plugin is refused: it is always a bug.
@@ -20,14 +22,18 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
+
+if TYPE_CHECKING:
+    from phalanx.engine.framework.domains import DomainRule
+    from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -341,3 +347,46 @@ class EventPoint(_Point[Callable[[A], None]]):
     def __call__(self, arg: A) -> None:
         for _, _, fn in self._entries:
             fn(arg)
+
+
+@dataclass(slots=True)
+class Points:
+    """Every extension point of a session, each with its combining rule."""
+
+    job_order: OrderPoint[JobInfo] = field(default_factory=lambda: OrderPoint("job_order"))
+    queue_order: OrderPoint[QueueInfo] = field(default_factory=lambda: OrderPoint("queue_order"))
+    user_order: OrderPoint[tuple[str, str]] = field(
+        default_factory=lambda: OrderPoint("user_order")
+    )
+    task_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("task_order"))
+    victim_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("victim_order"))
+    job_valid: CheckPoint[JobInfo] = field(default_factory=lambda: CheckPoint("job_valid"))
+    job_ready: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_ready"))
+    job_pipelined: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_pipelined"))
+    job_enqueueable: VotePoint[JobInfo] = field(
+        default_factory=lambda: VotePoint("job_enqueueable")
+    )
+    job_starving: AnyPoint[JobInfo] = field(default_factory=lambda: AnyPoint("job_starving"))
+    overused: AnyPoint[QueueInfo] = field(default_factory=lambda: AnyPoint("overused"))
+    allocatable: CheckPoint[TaskInfo] = field(default_factory=lambda: CheckPoint("allocatable"))
+    preemptable: VictimPoint[TaskInfo, TaskInfo] = field(
+        default_factory=lambda: VictimPoint("preemptable")
+    )
+    reclaimable: VictimPoint[TaskInfo, TaskInfo] = field(
+        default_factory=lambda: VictimPoint("reclaimable")
+    )
+    predicate: MaskPoint[RoleInfo] = field(default_factory=lambda: MaskPoint("predicate"))
+    node_score: ScorePoint = field(default_factory=lambda: ScorePoint("node_score"))
+    gpu_select: FirstPoint[[TaskInfo, int], tuple[int, ...]] = field(
+        default_factory=lambda: FirstPoint("gpu_select")
+    )
+    domains: FirstPoint[[JobInfo], DomainRule] = field(
+        default_factory=lambda: FirstPoint("domains")
+    )
+    on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
+    on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
+
+
+#: Names of every extension point (``Points``' fields); a plugin's ``disable`` list must
+#: use these.
+EXTENSION_POINTS = frozenset(point.name for point in fields(Points))

@@ -9,38 +9,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
-from phalanx.engine.framework.extension import AheadFn, ScoreFn, Vote
+from phalanx.engine.framework.extension import EXTENSION_POINTS, AheadFn, ScoreFn, Vote
 
 if TYPE_CHECKING:
     from phalanx.engine.framework.domains import DomainRule
     from phalanx.engine.framework.session import Session
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
-
-#: Names of every extension point; a plugin's ``disable`` list must use these.
-EXTENSION_POINTS = frozenset(
-    {
-        "job_order",
-        "user_order",
-        "queue_order",
-        "task_order",
-        "victim_order",
-        "job_valid",
-        "job_ready",
-        "job_pipelined",
-        "job_enqueueable",
-        "job_starving",
-        "overused",
-        "allocatable",
-        "preemptable",
-        "reclaimable",
-        "predicate",
-        "node_score",
-        "gpu_select",
-        "domains",
-        "on_allocate",
-        "on_deallocate",
-    }
-)
 
 
 class _Configurable:

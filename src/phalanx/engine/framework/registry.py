@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.framework.plugin import EXTENSION_POINTS, Action, Plugin
+from phalanx.engine.framework.extension import EXTENSION_POINTS
+from phalanx.engine.framework.plugin import Action, Plugin
 
 ENTRY_POINT_GROUP = "phalanx.plugins"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,19 +13,7 @@ from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.framework.domains import DomainRule
-from phalanx.engine.framework.extension import (
-    AllPoint,
-    AnyPoint,
-    CheckPoint,
-    EventPoint,
-    FirstPoint,
-    MaskPoint,
-    OrderPoint,
-    ScorePoint,
-    VictimPoint,
-    VotePoint,
-)
+from phalanx.engine.framework.extension import Points
 from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.statement import Operation, OpKind, Statement
 from phalanx.engine.snapshot import (
@@ -41,44 +29,6 @@ from phalanx.engine.snapshot import (
 _BY_ARRIVAL = operator.attrgetter("creation_time", "name")
 #: A task's sort key in victim order: the plugins' key, minus its start time, its name.
 VictimRank = tuple[tuple[Any, ...], float, str]
-
-
-@dataclass(slots=True)
-class Points:
-    """Every extension point of a session, each with its combining rule."""
-
-    job_order: OrderPoint[JobInfo] = field(default_factory=lambda: OrderPoint("job_order"))
-    queue_order: OrderPoint[QueueInfo] = field(default_factory=lambda: OrderPoint("queue_order"))
-    user_order: OrderPoint[tuple[str, str]] = field(
-        default_factory=lambda: OrderPoint("user_order")
-    )
-    task_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("task_order"))
-    victim_order: OrderPoint[TaskInfo] = field(default_factory=lambda: OrderPoint("victim_order"))
-    job_valid: CheckPoint[JobInfo] = field(default_factory=lambda: CheckPoint("job_valid"))
-    job_ready: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_ready"))
-    job_pipelined: AllPoint[JobInfo] = field(default_factory=lambda: AllPoint("job_pipelined"))
-    job_enqueueable: VotePoint[JobInfo] = field(
-        default_factory=lambda: VotePoint("job_enqueueable")
-    )
-    job_starving: AnyPoint[JobInfo] = field(default_factory=lambda: AnyPoint("job_starving"))
-    overused: AnyPoint[QueueInfo] = field(default_factory=lambda: AnyPoint("overused"))
-    allocatable: CheckPoint[TaskInfo] = field(default_factory=lambda: CheckPoint("allocatable"))
-    preemptable: VictimPoint[TaskInfo, TaskInfo] = field(
-        default_factory=lambda: VictimPoint("preemptable")
-    )
-    reclaimable: VictimPoint[TaskInfo, TaskInfo] = field(
-        default_factory=lambda: VictimPoint("reclaimable")
-    )
-    predicate: MaskPoint[RoleInfo] = field(default_factory=lambda: MaskPoint("predicate"))
-    node_score: ScorePoint = field(default_factory=lambda: ScorePoint("node_score"))
-    gpu_select: FirstPoint[[TaskInfo, int], tuple[int, ...]] = field(
-        default_factory=lambda: FirstPoint("gpu_select")
-    )
-    domains: FirstPoint[[JobInfo], DomainRule] = field(
-        default_factory=lambda: FirstPoint("domains")
-    )
-    on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
-    on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 
 
 @dataclass(slots=True)
