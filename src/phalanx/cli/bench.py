@@ -12,6 +12,7 @@ from typing import NoReturn, TextIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from phalanx.cli.traces import resolve as resolve_traces
@@ -155,5 +156,6 @@ class ProgressLine:
 
 def _fail(message: str) -> NoReturn:
     """One ``error:`` line on stderr, exit status 2 (as ``phalanx sim``)."""
-    Console(stderr=True).print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False)
+    # The message is text, not markup: a name such as train[2] stays as written.
+    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)

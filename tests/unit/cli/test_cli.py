@@ -64,9 +64,10 @@ def test_bench_engine_runs_the_scheduler_named_or_a_file(tmp_path: Path) -> None
     assert mine.exit_code == 0, mine.output
     assert json.loads(mine.output)["scheduler"] == "mine"
     assert json.loads(mine.output)["tasks_bound"] == 20
-    wrong = runner.invoke(app, [*shape, "--scheduler", "nope"])
+    wrong = runner.invoke(app, [*shape, "--scheduler", "nope[i].yaml"])
     assert wrong.exit_code == 2
-    assert "neither a shipped policy nor a file" in wrong.output
+    # said as written: brackets in a name are not taken for markup
+    assert "'nope[i].yaml' is neither a shipped policy nor a file" in wrong.output
 
 
 def test_bench_gpu_mix_and_busy_cluster() -> None:
