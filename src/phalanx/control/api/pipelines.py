@@ -18,7 +18,7 @@ from phalanx.control.api.deps import ApiError, Caller, DbSession, document_of, e
 from phalanx.control.api.runs import poke, run_view
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import new_run
-from phalanx.control.controllers.schedules import next_firing
+from phalanx.control.controllers.schedules import next_firing, schedule_of
 from phalanx.control.schemas.bodies import NewRun
 from phalanx.control.schemas.views import PipelineView, RunView
 from phalanx.control.store.models import PipelineRow
@@ -88,7 +88,7 @@ def update_pipeline(
         )
     now = time.time()
     stored = _dump(document)
-    if _schedule(stored) != _schedule(row.document):  # a new schedule fires from now on
+    if schedule_of(stored) != schedule_of(row.document):  # a new one fires from now on
         row.scheduled_through = now
     row.document, row.updated_at = stored, now
     session.commit()
@@ -134,10 +134,6 @@ def start_run(
     return view
 
 
-def _schedule(document: dict[str, Any]) -> Any:
-    return document.get("spec", {}).get("schedule")
-
-
 def _parse(body: Any) -> PipelineDocument:
     return document_of(body, PipelineDocument, "pipelines")
 
@@ -171,12 +167,13 @@ def _dump(document: PipelineDocument) -> dict[str, Any]:
 
 
 def _view(row: PipelineRow) -> PipelineView:
-    document = PipelineDocument.model_validate(row.document)
     return PipelineView(
         name=row.name,
         user=row.user,
         created_at=row.created_at,
         updated_at=row.updated_at,
         document=row.document,
-        next_run_at=next_firing(document, max(time.time(), row.scheduled_through or 0.0)),
+        next_run_at=next_firing(
+            schedule_of(row.document), max(time.time(), row.scheduled_through or 0.0)
+        ),
     )

@@ -21,8 +21,9 @@ at or before ``now`` are due. Guarantees:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from phalanx.control.controllers.runs import new_run
 from phalanx.control.store.models import PipelineRow, RunRow
 from phalanx.workflow import CronSchedule, PipelineDocument, RunPhase, resolve
+from phalanx.workflow.parts import ScheduleSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +53,15 @@ def latest_firing(cron: CronSchedule, after: float, now: float) -> tuple[float |
     return latest, passed
 
 
-def next_firing(document: PipelineDocument, after: float) -> float | None:
-    """When the pipeline's schedule next fires after ``after`` (None: it has none)."""
-    schedule = document.spec.schedule
+def schedule_of(document: Mapping[str, Any]) -> ScheduleSpec | None:
+    """The ``schedule`` of a stored pipeline document (validated when it was stored), read
+    without validating the rest of the document again."""
+    found = document.get("spec", {}).get("schedule")
+    return None if not found else ScheduleSpec.model_validate(found)
+
+
+def next_firing(schedule: ScheduleSpec | None, after: float) -> float | None:
+    """When ``schedule`` next fires after ``after`` (None: no schedule)."""
     if schedule is None:
         return None
     moment = datetime.fromtimestamp(after, UTC)
@@ -65,14 +73,11 @@ def fire_due(session: Session, now: float) -> list[str]:
     started = []
     pipelines = session.scalars(select(PipelineRow).order_by(PipelineRow.name)).all()
     for row in pipelines:
-        schedule = row.document.get("spec", {}).get("schedule")
-        if not schedule:
+        schedule = schedule_of(row.document)
+        if schedule is None:
             continue
         through = row.scheduled_through if row.scheduled_through is not None else row.updated_at
-        document = PipelineDocument.model_validate(row.document)
-        assert document.spec.schedule is not None
-        cron = CronSchedule.parse(document.spec.schedule.cron)
-        firing, passed = latest_firing(cron, through, now)
+        firing, passed = latest_firing(CronSchedule.parse(schedule.cron), through, now)
         row.scheduled_through = now
         if firing is None:
             continue
@@ -90,7 +95,7 @@ def fire_due(session: Session, now: float) -> list[str]:
                 RunRow.phase.in_(_ACTIVE),
             )
         ).all()
-        policy = document.spec.schedule.concurrency_policy
+        policy = schedule.concurrency_policy
         if active and policy == "skip":
             log.info("pipeline %s: firing skipped, runs still under way: %s", row.name, active)
             continue
@@ -99,6 +104,7 @@ def fire_due(session: Session, now: float) -> list[str]:
                 update(RunRow).where(RunRow.id.in_(active)).values(stop_requested=True),
                 execution_options={"synchronize_session": False},
             )
+        document = PipelineDocument.model_validate(row.document)  # only when it fires
         params = resolve(document.spec.declared_params(), {})
         session.add(
             new_run(
