@@ -99,6 +99,50 @@ class Hostfile:
             )
 
 
+class RescaleMode(StrEnum):
+    """How an elastic role changes size while its job runs."""
+
+    #: The replicas keep running: new ones join the rendezvous and leaving ones are
+    #: stopped; PyTorch's elastic launcher (torchrun) re-forms the world around them.
+    RENDEZVOUS = "rendezvous"
+    #: Every replica is stopped (SIGTERM: checkpoint now) and the gang is started again
+    #: at the new size; it costs no retry.
+    RESTART = "restart"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Elastic:
+    """The size range of an elastic role and how it is rescaled.
+
+    The role's ``replicas`` is the size its owner asks for, within
+    ``min_replicas..max_replicas``. The engine may grow the role above it into capacity
+    no waiting job can use and takes that growth back first; it never goes below
+    ``min_replicas`` while the job runs. ``interval`` is the least time in seconds
+    between two rescales the engine makes of one job; ``cost`` the seconds of work a
+    rescale costs the job (its restart of workers), which the engine weighs.
+    """
+
+    min_replicas: int
+    max_replicas: int
+    mode: RescaleMode = RescaleMode.RENDEZVOUS
+    interval: float = 60.0
+    cost: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_replicas <= self.max_replicas:
+            raise InvalidInput(
+                f"the range {self.min_replicas}..{self.max_replicas} is empty or below 1",
+                field="elastic",
+                fix="give 1 <= minReplicas <= maxReplicas",
+            )
+        if self.interval < 0 or self.cost < 0:
+            raise InvalidInput(
+                "a negative rescale interval or cost",
+                field="elastic",
+                fix="give rescaleInterval and rescaleCost of 0 or more seconds",
+            )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Role:
     """One kind of task of a job (master, worker, ps ...); ``replicas`` tasks of it."""
@@ -115,6 +159,12 @@ class Role:
     image: str | None = None  # the container image its tasks run in (None: on the host)
     mounts: tuple[str, ...] = ()  # host directories its containers see at the same path
     hostfile: Hostfile | None = None  # a file listing another role's hosts, for mpirun
+    elastic: Elastic | None = None  # a size range: None, always ``replicas`` tasks
+
+    @property
+    def gang_replicas(self) -> int:
+        """How many of its tasks the gang needs: ``min_replicas`` when elastic."""
+        return self.replicas if self.elastic is None else self.elastic.min_replicas
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +236,7 @@ class Job:
         0.0  # GPU-seconds of ended runs; running tasks' time is added by the engine
     )
     max_retry: int = 3
+    rescaled_at: float | None = None  # when its elastic role last changed size
     service_class: ServiceClass | None = None  # online / offline colocation; None: neither
     network: NetworkPlacement | None = None  # None: anywhere in the network
     tasks: tuple[Task, ...] = ()
@@ -197,8 +248,15 @@ class Job:
 
     @property
     def gang_size(self) -> int:
-        """Tasks that must be placed together: ``min_available`` or every replica."""
-        return self.replicas if self.min_available is None else self.min_available
+        """Tasks that must be placed together: ``min_available``, else every replica (an
+        elastic role's minimum)."""
+        if self.min_available is not None:
+            return self.min_available
+        return sum(role.gang_replicas for role in self.roles)
+
+    def elastic_role(self) -> Role | None:
+        """The job's elastic role (a job has at most one), or None."""
+        return next((role for role in self.roles if role.elastic is not None), None)
 
     def all_tasks(self) -> tuple[Task, ...]:
         """Every replica's task, pending ones included, in role then index order."""

@@ -157,6 +157,7 @@ def close_session(session: Session) -> Decisions:
             )
             for h in session.holds
         ),
+        resized=tuple(session.resizes),
         unschedulable=_unschedulable(session),
         explanations=tuple(session.explanations),
     )

@@ -90,6 +90,16 @@ class Evict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Resize:
+    """Set the size of ``job``'s elastic ``role`` to ``size`` replicas, and why."""
+
+    job: str
+    role: str
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reservation:
     """Resources held on ``nodes`` for a starving ``job`` that should start by ``start_time``."""
 
@@ -115,6 +125,7 @@ class Decisions:
     pipelined: tuple[Pipeline, ...] = ()
     evictions: tuple[Evict, ...] = ()
     reservations: tuple[Reservation, ...] = ()
+    resized: tuple[Resize, ...] = ()
     unschedulable: tuple[Unschedulable, ...] = ()
     explanations: tuple[str, ...] = field(default=())
 

@@ -251,7 +251,7 @@ class JobInfo:
             total = np.zeros_like(self.allocated)
             remaining = self.min_available
             for role in self.roles:
-                take = min(remaining, role.spec.replicas)
+                take = min(remaining, role.spec.gang_replicas)
                 total += role.request * take
                 remaining -= take
             self._min_request = total
@@ -403,6 +403,8 @@ class Snapshot:
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
         #: jobs with a pending task, kept by ``move``: what a session has to look at
         self.waiting: dict[str, JobInfo] = {}
+        #: jobs with an elastic role, by name (what the elastic action looks at)
+        self.elastic: dict[str, JobInfo] = {}
         #: resources charged per (queue, user), kept by ``move``
         self.user_allocated: dict[tuple[str, str], Vector] = {}
         #: Counts the changes from outside a session that can make room for a job or let
@@ -507,6 +509,7 @@ class Snapshot:
             if task.status is not TaskStatus.PENDING:
                 self.move(task, TaskStatus.PENDING)
         self.waiting.pop(name, None)
+        self.elastic.pop(name, None)
         del info.queue.jobs[info]
         for watcher in self._job_watchers:
             watcher.left(info)
@@ -620,6 +623,8 @@ class Snapshot:
         self.jobs[info.name] = info
         if info.counts[TaskStatus.PENDING]:
             self.waiting[info.name] = info
+        if info.spec.elastic_role() is not None:
+            self.elastic[info.name] = info
 
     # -- the one way task state changes ----------------------------------------------------
 

@@ -36,6 +36,7 @@ from phalanx.engine.lifecycle import (
     JobChanged,
     JobCounters,
     Lifecycle,
+    Resized,
     RetryPolicy,
     Start,
     Stop,
@@ -395,7 +396,7 @@ class Simulation:
                     self.cluster.start(effect.binds, now=self.loop.now)
                 case Stop():
                     self.cluster.stop(effect.evictions, now=self.loop.now, grace=self.options.grace)
-                case Waiting():
+                case Waiting() | Resized():
                     pass
 
     def _task_changed(self, change: TaskChanged) -> None:

@@ -17,7 +17,15 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.job import Hostfile, Job, NetworkPlacement, Role, ServiceClass
+from phalanx.domain.job import (
+    Elastic,
+    Hostfile,
+    Job,
+    NetworkPlacement,
+    RescaleMode,
+    Role,
+    ServiceClass,
+)
 from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
     API_VERSION,
@@ -213,6 +221,47 @@ class NetworkTopologySpec(SpecModel):
         return NetworkPlacement(tier=self.tier, mode=self.mode, group=self.group_size)
 
 
+class ElasticSpec(SpecModel):
+    """``{minReplicas: 2, maxReplicas: 8}``: the role runs at any size in the range and
+    follows the cluster: the engine grows it into capacity no waiting job can use and
+    shrinks it (its growth first, never below minReplicas) when others need the room;
+    ``phalanx scale`` changes the size its owner asks for (``replicas``)."""
+
+    min_replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
+    """The fewest replicas it runs with (the gang: placed together or not at all)."""
+    max_replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
+    """The most replicas it may grow to."""
+    mode: Literal["rendezvous", "restart"] = "rendezvous"
+    """rendezvous: replicas join and leave a running torchrun rendezvous (PET_* variables
+    are set); restart: every rescale stops the replicas (SIGTERM: checkpoint) and starts
+    them again at the new size."""
+    rescale_interval: JobDuration = 60.0
+    """The least time between two rescales the engine makes (hysteresis, e.g. 5m)."""
+    rescale_cost: JobDuration = 30.0
+    """The work a rescale costs the job (re-forming the world, reloading a checkpoint); the
+    engine grows a job only where that pays off."""
+
+    @model_validator(mode="after")
+    def _range(self) -> Self:
+        if self.min_replicas > self.max_replicas:
+            raise located(
+                f"minReplicas {self.min_replicas} is above maxReplicas {self.max_replicas}",
+                "give minReplicas <= maxReplicas",
+                at=("minReplicas",),
+            )
+        return self
+
+    def to_domain(self) -> Elastic:
+        """The domain ``Elastic``."""
+        return Elastic(
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            mode=RescaleMode(self.mode),
+            interval=self.rescale_interval,
+            cost=self.rescale_cost,
+        )
+
+
 class RoleSpec(Placement):
     """One role: ``replicas`` identical tasks with their resources and command."""
 
@@ -244,6 +293,23 @@ class RoleSpec(Placement):
     hostfile: HostfileSpec | None = None
     """Give each task a hostfile (PHALANX_HOSTFILE) of the given role's tasks, one `host
     slots=N` line each, as MPI launchers read it."""
+    elastic: ElasticSpec | None = None
+    """Let the role's size follow the cluster within a range (replicas is the size asked
+    for); at most one role of a job is elastic."""
+
+    @model_validator(mode="after")
+    def _replicas_in_range(self) -> Self:
+        elastic = self.elastic
+        if elastic is not None and not (
+            elastic.min_replicas <= self.replicas <= elastic.max_replicas
+        ):
+            raise located(
+                f"replicas {self.replicas} is outside the elastic range "
+                f"{elastic.min_replicas}..{elastic.max_replicas}",
+                f"set replicas between {elastic.min_replicas} and {elastic.max_replicas}",
+                at=("replicas",),
+            )
+        return self
 
     @model_validator(mode="after")
     def _mounts_need_an_image(self) -> Self:
@@ -281,6 +347,7 @@ class RoleSpec(Placement):
             image=self.image,
             mounts=tuple(dict.fromkeys(self.mounts)),
             hostfile=None if self.hostfile is None else self.hostfile.to_domain(),
+            elastic=None if self.elastic is None else self.elastic.to_domain(),
         )
 
 
@@ -342,9 +409,15 @@ class JobSpec(Placement):
     def _consistent(self) -> Self:
         _check_unique_roles(self.roles)
         total = sum(role.replicas for role in self.roles)
-        if total > MAX_REPLICAS:
+        most = sum(
+            role.replicas if role.elastic is None else role.elastic.max_replicas
+            for role in self.roles
+        )
+        if most > MAX_REPLICAS:
             raise located(
-                f"{total} replicas in all is more than the limit of {MAX_REPLICAS} per job",
+                f"{most} replicas in all"
+                + (" (elastic roles at their maxReplicas)" if most != total else "")
+                + f" is more than the limit of {MAX_REPLICAS} per job",
                 "lower the replicas, or split the work into several jobs",
                 at=("roles",),
             )
@@ -364,7 +437,38 @@ class JobSpec(Placement):
             )
         _check_dependencies(self.roles)
         _check_hostfiles(self.roles)
+        _check_elastic(self.roles, self.min_available)
         return self
+
+
+def _check_elastic(roles: list[RoleSpec], min_available: int | None) -> None:
+    """At most one elastic role; its minimum is the gang's (no ``minAvailable``); one in
+    rendezvous mode is the job's only role (every rank joins one rendezvous)."""
+    elastic = [i for i, role in enumerate(roles) if role.elastic is not None]
+    if len(elastic) > 1:
+        raise located(
+            "more than one role is elastic",
+            "make one role elastic (the workers); give the others a fixed size",
+            at=("roles", elastic[1], "elastic"),
+        )
+    if not elastic:
+        return
+    if min_available is not None:
+        raise located(
+            "minAvailable and an elastic role both set the gang's size",
+            "remove minAvailable: the gang is the elastic role's minReplicas and every "
+            "replica of the other roles",
+            at=("minAvailable",),
+        )
+    spec = roles[elastic[0]].elastic
+    assert spec is not None
+    if spec.mode == "rendezvous" and len(roles) > 1:
+        raise located(
+            "an elastic role in rendezvous mode must be the job's only role (every rank of "
+            "torchrun's rendezvous is alike)",
+            "put every rank in that one role, or set elastic.mode: restart",
+            at=("roles", elastic[0], "elastic", "mode"),
+        )
 
 
 def _check_unique_roles(roles: list[RoleSpec]) -> None:

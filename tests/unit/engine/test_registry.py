@@ -30,7 +30,14 @@ class _Entry:
 
 def test_builtin_registry_knows_every_shipped_name() -> None:
     registry = Registry.builtin()
-    assert set(registry.action_names) == {"enqueue", "allocate", "reclaim", "preempt", "backfill"}
+    assert set(registry.action_names) == {
+        "enqueue",
+        "allocate",
+        "reclaim",
+        "preempt",
+        "backfill",
+        "elastic",
+    }
     assert {
         "priority",
         "gang",

@@ -26,6 +26,7 @@ from phalanx.engine.lifecycle import (
     JobChanged,
     JobCounters,
     Lifecycle,
+    Resized,
     Start,
     Stop,
     TaskChanged,
@@ -101,8 +102,14 @@ class Core:
                         ended.append(effect.job)
                     self.journal.job(self.rows[effect.job].id, **values)
                 case TaskChanged():
-                    row = self.rows[effect.job].tasks[effect.task]
-                    self.journal.task(row, **_task_columns(effect))
+                    rows = self.rows[effect.job]
+                    row = rows.tasks.get(effect.task)
+                    if row is not None:
+                        self.journal.task(row, **_task_columns(effect))
+                    else:  # added by a growth in this tick, not inserted yet
+                        self.journal.new_task_update(rows.id, effect.task, **_task_columns(effect))
+                case Resized():
+                    self._resized(effect)
                 case JobCounters():
                     self.journal.job(
                         self.rows[effect.job].id,
@@ -130,6 +137,18 @@ class Core:
         self.ended += len(ended)
         for name in ended:
             self.rows.pop(name, None)
+
+    def _resized(self, change: Resized) -> None:
+        """Insert the rows of an elastic role's new tasks; delete those of its gone ones."""
+        rows = self.rows[change.job]
+        prefix = f"{change.job}-{change.role}-"
+        for name in change.added:
+            index = int(name.removeprefix(prefix))
+            self.journal.new_task(
+                rows.id, rows.tasks, name=name, role=change.role, index=index, phase="Pending"
+            )
+        for name in change.removed:
+            self.journal.remove_task(rows.id, name, rows.tasks.pop(name, None))
 
     def dispatch(self) -> list[tuple[list[Bind], Exception]]:
         """Send the tick's start and stop requests to the executor (after the commit).

@@ -27,6 +27,10 @@ class Journal:
         self._tasks: dict[int, dict[str, Any]] = defaultdict(dict)
         self._events: list[dict[str, Any]] = []
         self._ended: set[int] = set()
+        #: tasks added to live jobs (an elastic role grew): their columns, and the
+        #: name -> row id map to fill once they are inserted
+        self._new_tasks: dict[tuple[int, str], tuple[dict[str, Any], dict[str, int]]] = {}
+        self._gone_tasks: list[int] = []
 
     def job(self, job_id: int, **values: Any) -> None:
         """Set columns of job ``job_id`` (later values of a column win). A job that ends
@@ -39,12 +43,32 @@ class Journal:
         """Set columns of task ``task_id`` (later values of a column win)."""
         self._tasks[task_id].update(values)
 
+    def new_task(self, job_id: int, ids: dict[str, int], **values: Any) -> None:
+        """Insert a task row of job ``job_id`` (``values`` has its name); ``flush`` adds its
+        id to ``ids`` under its name. Updates before then go to ``new_task_update``."""
+        self._new_tasks[(job_id, values["name"])] = ({"job_id": job_id, **values}, ids)
+
+    def new_task_update(self, job_id: int, name: str, **values: Any) -> bool:
+        """Set columns of a task added in this tick; False when there is none."""
+        added = self._new_tasks.get((job_id, name))
+        if added is not None:
+            added[0].update(values)
+        return added is not None
+
+    def remove_task(self, job_id: int, name: str, task_id: int | None) -> None:
+        """Delete task ``name`` of job ``job_id`` (``task_id``: its row, if it has one yet)."""
+        if self._new_tasks.pop((job_id, name), None) is None and task_id is not None:
+            self._gone_tasks.append(task_id)
+            self._tasks.pop(task_id, None)
+
     def event(self, job_id: int, time: float, kind: str, message: str) -> None:
         """Record an event of job ``job_id``."""
         self._events.append({"job_id": job_id, "time": time, "kind": kind, "message": message})
 
     def __bool__(self) -> bool:
-        return bool(self._jobs or self._tasks or self._events)
+        return bool(
+            self._jobs or self._tasks or self._events or self._new_tasks or self._gone_tasks
+        )
 
     def flush(self, session: Session) -> None:
         """Write everything collected into ``session`` (the caller commits) and start empty."""
@@ -55,6 +79,17 @@ class Journal:
                 groups[tuple(sorted(values))].append({"id": row_id, **values})
             for batch in groups.values():
                 session.execute(update(model), batch)
+        if self._gone_tasks:
+            session.execute(
+                delete(TaskRow).where(TaskRow.id.in_(self._gone_tasks)),
+                execution_options={"synchronize_session": False},
+            )
+            self._gone_tasks = []
+        for values, ids in self._new_tasks.values():
+            ids[values["name"]] = session.execute(
+                insert(TaskRow).values(**values).returning(TaskRow.id)
+            ).scalar_one()
+        self._new_tasks.clear()
         if self._events:
             session.execute(insert(EventRow), self._events)
         if self._ended:  # deleted while live: gone with the tick that ends them

@@ -2,6 +2,7 @@
 
 from phalanx.engine.actions.allocate import AllocateAction
 from phalanx.engine.actions.backfill import BackfillAction
+from phalanx.engine.actions.elastic import ElasticAction
 from phalanx.engine.actions.enqueue import EnqueueAction
 from phalanx.engine.actions.preempt import PreemptAction
 from phalanx.engine.actions.reclaim import ReclaimAction
@@ -13,6 +14,7 @@ BUILTIN_ACTIONS: tuple[type[Action], ...] = (
     ReclaimAction,
     PreemptAction,
     BackfillAction,
+    ElasticAction,
 )
 
 __all__ = ["BUILTIN_ACTIONS"]

@@ -12,7 +12,7 @@ one of four ways, checked in this order:
 4. preemption: lower-priority, preemptible work of its own queue covers its minimum.
 
 Work of overcommit (over-issued) queues does not use the budget: it is first to be
-reclaimed; nor does a starving job, whose room its reservation makes. Any number of jobs
+reclaimed; nor does the growth of elastic jobs, which any waiting gang takes back; nor does a starving job, whose room its reservation makes. Any number of jobs
 of one queue may be admitted in one session.
 
 Refusals stand while nothing makes room (DESIGN section 5: an unschedulable job whose
@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.eviction.growth import lent_total
 from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
@@ -60,6 +61,8 @@ class EnqueueAction(Action):
         for leaf in snapshot.leaf_queues():
             if not leaf.spec.overcommit:
                 budget -= leaf.allocated
+        if snapshot.elastic:  # growth is lent: any waiting gang may take it back
+            budget += lent_total(snapshot.elastic.values(), len(snapshot.dims))
         standing = self._refusals.standing(session.snapshot)
         # Within a session budgets only shrink and queues only fill, so a job refused for a
         # given (queue, minimum, priority, starving) means every later such job is refused.

@@ -46,12 +46,14 @@ def evict_for_gang(
     *,
     action: str,
     budget: float = math.inf,
+    judge: Judge | None = None,
 ) -> bool:
     """Make room for ``job``'s pending tasks until its gang is pipelined; all or nothing.
 
     Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
     filter that accepts only as many as a queue can spare (quota) keeps the first
-    victims (overcommitted work). A job equivalent to one that failed earlier in the
+    victims (overcommitted work); ``judge`` replaces the plugins' (preemptable for
+    preempt, else reclaimable) when given. A job equivalent to one that failed earlier in the
     session fails without a search (see ``Session.eviction_failed``).
     """
     tasks = sorted(
@@ -61,7 +63,7 @@ def evict_for_gang(
     if session.eviction_failed(shape):
         return False
     victims = find_victims(job)
-    if victims and _evict_for_tasks(session, job, tasks, victims, action, budget):
+    if victims and _evict_for_tasks(session, job, tasks, victims, action, budget, judge):
         return True
     session.remember_eviction_failure(shape)
     return False
@@ -74,8 +76,10 @@ def _evict_for_tasks(
     victims: Sequence[TaskInfo],
     action: str,
     budget: float,
+    judge: Judge | None,
 ) -> bool:
-    judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    if judge is None:
+        judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
     rule = session.points.domains(job) if session.points.domains else None
     # what the victims may hold together: budget x what the pending tasks ask for
     scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None

@@ -76,5 +76,6 @@ def default_config() -> SchedulerConfig:
         ActionConfig(name="reclaim"),
         ActionConfig(name="preempt", args={"victimBudget": 1}),
         ActionConfig(name="backfill"),
+        ActionConfig(name="elastic"),
     )
     return SchedulerConfig(actions=actions, tiers=tiers)

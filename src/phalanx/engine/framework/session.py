@@ -11,7 +11,7 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
-from phalanx.engine.decisions import Reason, ReasonCode
+from phalanx.engine.decisions import Reason, ReasonCode, Resize
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
 from phalanx.engine.framework.scores import ClassScores
@@ -67,6 +67,7 @@ class Session:
         self.reasons: dict[str, Reason] = {}
         self.holds: list[Hold] = []
         self.explanations: list[str] = []
+        self.resizes: list[Resize] = []  # elastic roles' new sizes (the elastic action)
         self._failures: dict[object, tuple[int, Reason]] = {}
         self._eviction_failures: set[object] = set()
         self._described: dict[bytes, str] = {}  # engine-unit rows as text (describe)

@@ -74,6 +74,7 @@ class EventKind(StrEnum):
     RESERVED = "Reserved"  # a starving job holds a reservation (simulator)
     NODE_DOWN = "NodeDown"  # a node failed (simulator)
     NODE_UP = "NodeUp"  # a failed node is back (simulator)
+    RESIZED = "Resized"  # an elastic role grew or shrank (the size history)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +143,20 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Resized:
+    """The job's elastic ``role`` has ``size`` tasks now: ``added`` are new (Pending),
+    ``removed`` are gone (each had stopped, or never started); ``reason`` says why."""
+
+    job: str
+    role: str
+    size: int
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    reason: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
     """Ask the executor to start these bound tasks."""
 
@@ -155,4 +170,4 @@ class Stop:
     evictions: tuple[Evict, ...]
 
 
-Effect = JobChanged | TaskChanged | JobCounters | Waiting | Event | Start | Stop
+Effect = JobChanged | TaskChanged | JobCounters | Waiting | Event | Resized | Start | Stop

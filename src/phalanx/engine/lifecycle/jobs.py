@@ -62,6 +62,8 @@ class JobLife:
     reason: tuple[str, str] | None = None  # the last (code, message) said of it waiting
     #: binds of Bound tasks whose roles wait for others to be Running (``dependsOn``)
     held: dict[str, Bind] = field(default_factory=dict)
+    #: why each of its stopping tasks was asked to stop (said when an elastic one leaves)
+    stopping: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

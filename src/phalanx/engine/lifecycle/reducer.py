@@ -21,6 +21,10 @@ The rules, each in one place:
 - A role with ``dependsOn`` is placed with its gang, but started only once every role
   it names is Running; a stopped task that was never started needs no executor.
 - A job becomes Succeeded once none of its tasks holds a node and one of them succeeded.
+- An elastic role grows by the engine's ``Resize`` and by ``scale``; a replica of it
+  that stops while the role is above the size its owner asks for leaves the job, which
+  runs on and spends nothing (``sizes``). In ``restart`` mode every change of size
+  restarts the gang at the new size instead (no retry spent).
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import replace
 
-from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, Task, TaskPhase
-from phalanx.engine.decisions import Bind, Decisions, Evict, by_job
+from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, RescaleMode, Task, TaskPhase
+from phalanx.engine.decisions import Bind, Decisions, Evict, Resize, by_job
 from phalanx.engine.lifecycle.effects import (
     OOM_KILLED,
     Effect,
@@ -42,7 +47,8 @@ from phalanx.engine.lifecycle.effects import (
     Waiting,
 )
 from phalanx.engine.lifecycle.jobs import FOR_GOOD, Ending, JobLife
-from phalanx.engine.lifecycle.ledger import TERMINAL, Ledger
+from phalanx.engine.lifecycle.ledger import TERMINAL
+from phalanx.engine.lifecycle.sizes import Sizes
 from phalanx.engine.snapshot import ON_NODE, TaskInfo, TaskStatus
 
 #: What a job becomes once its tasks have stopped, for each ending: (phase, reason code).
@@ -58,7 +64,7 @@ _WAITING = (JobPhase.PENDING, JobPhase.QUEUED)
 _ALIVE = (TaskStatus.BOUND, TaskStatus.RUNNING)
 
 
-class Lifecycle(Ledger):
+class Lifecycle(Sizes):
     """The one job lifecycle: every input returns its effects, in order."""
 
     # -- jobs coming and going ----------------------------------------------------------
@@ -129,6 +135,7 @@ class Lifecycle(Ledger):
     def apply(self, decisions: Decisions, *, now: float) -> list[Effect]:
         """Record what a session decided: admissions, evictions, binds, pending reasons."""
         self.now = now
+        growing, self._growing = self._growing, set()
         for admit in decisions.admitted:
             life = self.jobs[admit.job]
             self._phase(life, JobPhase.QUEUED, "Admitted", f"admitted to queue {life.job.queue}")
@@ -136,6 +143,12 @@ class Lifecycle(Ledger):
             self._evicted(self.jobs[name], evictions)
         for name, binds in by_job(decisions.binds).items():
             self._place(self.jobs[name], binds)
+        for name in growing:  # a growth the cycle after it could not place is given up
+            grown = self.jobs.get(name)
+            if grown is not None:
+                self._drop_tasks(grown, self._unplaced_growth(grown), "no room for the growth")
+        for resize in decisions.resized:
+            self._resize(self.jobs[resize.job], resize)
         for item in decisions.unschedulable:
             waiting = self.jobs.get(item.job)
             key = (item.reason.code.value, item.reason.message)
@@ -222,6 +235,32 @@ class Lifecycle(Ledger):
         self._settle(life)
         return self._flush()
 
+    def scale(self, name: str, replicas: int, message: str, *, now: float) -> list[Effect]:
+        """Set the size the owner of job ``name`` asks of its elastic role: replicas are
+        added (Pending) or the highest are stopped and leave. Raises ``InvalidInput`` when
+        the job has no elastic role or ``replicas`` is outside its range."""
+        self.now = now
+        life = self.jobs.get(name)
+        role = None if life is None else life.job.elastic_role()
+        if life is None or role is None or role.elastic is None:
+            raise InvalidInput(
+                f"job {name!r} has no elastic role",
+                field="replicas",
+                fix="scale a running job whose role has elastic: {minReplicas, maxReplicas}",
+            )
+        low, high = role.elastic.min_replicas, role.elastic.max_replicas
+        if not low <= replicas <= high:
+            raise InvalidInput(
+                f"{replicas} replicas is outside the elastic range {low}..{high}",
+                field="replicas",
+                fix=f"give {low}..{high}",
+            )
+        roles = tuple(replace(r, replicas=replicas) if r is role else r for r in life.job.roles)
+        life.job = replace(life.job, roles=roles)
+        if life.in_state and life.ending is None and life.phase not in TERMINAL:
+            self._resize(life, Resize(job=name, role=role.name, size=replicas, reason=message))
+        return self._flush()
+
     def drain(self, node: str, *, now: float) -> list[Effect]:
         """Stop every task on ``node``; gangs left below their minimum restart whole."""
         self.now = now
@@ -250,12 +289,60 @@ class Lifecycle(Ledger):
     def _evicted(self, life: JobLife, evictions: list[Evict]) -> None:
         first = evictions[0]
         tasks = self._tasks.get(life.name, {})
+        stopping = [tasks[e.task] for e in evictions if e.task in tasks]
+        message = _eviction_message(first)
+        role = life.job.elastic_role()
+        if role is not None and role.elastic is not None and self._keeps_gang(life, stopping):
+            if role.elastic.mode is RescaleMode.RESTART:
+                size = len(self._role_tasks(life, role.name)) - len(stopping)
+                self._restart_at(life, role.name, size, message)
+                return
+            # the job shrinks and runs on: no preemption counted, no restart
+            self._stop(life, stopping, first.action, first.reason, by=first.by, message=message)
+            return
         life.preemptions += 1
         self._counters(life)
-        message = f"{first.action}ed by {first.by}: {first.reason}"
-        stopping = [tasks[e.task] for e in evictions if e.task in tasks]
         self._stop(life, stopping, first.action, first.reason, by=first.by, message=message)
         self._restart_if_broken(life, message)
+
+    def _keeps_gang(self, life: JobLife, stopping: list[TaskInfo]) -> bool:
+        alive = sum(1 for t in self.tasks(life) if t.status in _ALIVE)
+        return alive - len(stopping) >= self.state.job(life.name).min_available
+
+    def _resize(self, life: JobLife, resize: Resize) -> None:
+        """Make the elastic role ``resize.size`` tasks: add Pending ones, or stop the
+        highest (those never started leave at once). Restart mode restarts the gang."""
+        if not life.in_state or life.ending is not None:
+            return
+        mine = sorted(self._role_tasks(life, resize.role), key=lambda t: -t.index)
+        role = life.job.elastic_role()
+        assert role is not None and role.elastic is not None
+        if role.elastic.mode is RescaleMode.RESTART and any(t.status in _ALIVE for t in mine):
+            if len(mine) != resize.size:
+                self._restart_at(life, resize.role, resize.size, resize.reason)
+            return
+        if resize.size > len(mine):
+            self._add_tasks(life, resize.role, resize.size - len(mine), resize.reason)
+            if resize.size > self._floor(role):
+                self._growing.add(life.name)
+            return
+        leaving = mine[: len(mine) - resize.size]
+        self._drop_tasks(
+            life, [t for t in leaving if t.status is TaskStatus.PENDING], resize.reason
+        )
+        on_node = [t for t in leaving if t.status in _ALIVE]
+        self._stop(life, on_node, "shrink", resize.reason, message=f"shrunk: {resize.reason}")
+
+    def _restart_at(self, life: JobLife, role: str, size: int, reason: str) -> None:
+        """Stop the whole gang and start it again with ``size`` replicas of ``role`` (a
+        restart-mode rescale: the tasks checkpoint on SIGTERM); no retry is spent."""
+        roles = tuple(replace(r, replicas=size) if r.name == role else r for r in life.job.roles)
+        before = len(self._role_tasks(life, role))
+        life.job = replace(life.job, roles=roles, rescaled_at=self.now)
+        message = f"{role}: {before} -> {size} replicas: {reason}"
+        self._event(life, EventKind.RESIZED, f"{message} (restarting the gang)")
+        self._end(life, Ending.RESTART, f"rescaled, {message}")
+        self._stop(life, self.tasks(life), "rescale", message)
 
     def _place(self, life: JobLife, binds: list[Bind]) -> None:
         tasks = self._tasks[life.name]
@@ -371,6 +458,7 @@ class Lifecycle(Ledger):
             if task.status not in _ALIVE:
                 continue
             self._task(task, TaskPhase.RELEASING)
+            life.stopping[task.name] = message or f"{action}: {reason}"
             if life.held.pop(task.name, None) is not None:
                 unstarted.append(task)
                 continue
@@ -399,6 +487,9 @@ class Lifecycle(Ledger):
         if task.status is not TaskStatus.RELEASING:
             self._task(task, TaskPhase.RELEASING)
         self._task(task, phase, exit_code=code, at=at)
+        why = life.stopping.pop(task.name, "it stopped")
+        if phase is TaskPhase.PENDING and self._is_surplus(life, task):
+            self._drop_tasks(life, [task], why)
 
     def _settle(self, life: JobLife) -> None:
         """Once no task of the job holds a node, decide what the job becomes."""
@@ -430,6 +521,8 @@ class Lifecycle(Ledger):
         if phase in TERMINAL:
             self._forget(life)
             return
+        if ending is Ending.RESTART and life.job.elastic_role() is not None:
+            self._retrack(life, lambda _tasks: ())  # a rescale: the new size's tasks
         if ending is Ending.RETRY:
             life.not_before = self.now + self.policy.delay(life.attempts)
             self._deadline(life.not_before, life.name)
@@ -440,6 +533,12 @@ class Lifecycle(Ledger):
         """Say why the job's tasks are being stopped (kept across a restart of the server)."""
         life.ending, life.ending_message = ending, message
         self._counters(life)
+
+
+def _eviction_message(evict: Evict) -> str:
+    """``preempted by J: why``, ``shrunk for J: why`` ..., for the job's events."""
+    verb = {"shrink": "shrunk for"}.get(evict.action, f"{evict.action}ed by")
+    return f"{verb} {evict.by}: {evict.reason}"
 
 
 def _failure(event: TaskEvent) -> str:

@@ -1,0 +1,153 @@
+"""elastic: grow elastic jobs into room no waiting job can use; take the growth back.
+
+An elastic role (``Role.elastic``) runs at any size in ``min_replicas..max_replicas``;
+its ``replicas`` is the size its owner asks for. This action runs after the others
+(allocate, preempt, backfill), so what is idle when it runs is room that no waiting job
+could use in this session:
+
+- **Shrink first.** A gang still waiting for its minimum may evict other jobs' growth
+  (the replicas of an elastic role above ``max(replicas, min_replicas)``), whatever its
+  priority or queue: growth was only ever lent. Room is made all or nothing, the
+  highest replicas first, as preempt makes it (``evict_for_gang``).
+- **Then grow.** A running elastic job whose every replica is placed, that was not
+  rescaled in the last ``interval`` seconds (hysteresis), grows by as many replicas as
+  the idle room of the nodes its role may use holds (and its queues' capabilities
+  allow), up to ``max_replicas``, when that pays for the rescale: growing ``n`` replicas
+  by ``k`` for ``interval`` seconds, at a cost of ``cost`` seconds, does more work when
+  ``k * (interval - cost) > n * cost`` (work taken as linear in the replicas).
+
+A growth is a ``Resize`` decision: the lifecycle adds the replicas as pending tasks
+and the driver runs the next cycle at once, whose allocate places them; those it cannot
+place are dropped again. No growth happens in a session that evicted anything, so a
+shrink and a growth never meet in one cycle, and no job is grown twice within its
+interval: nothing flaps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from phalanx.domain.job import JobPhase
+from phalanx.engine.decisions import Resize
+from phalanx.engine.eviction.gangs import evict_for_gang
+from phalanx.engine.eviction.growth import lent
+from phalanx.engine.framework.plugin import Action
+from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
+
+
+class ElasticAction(Action):
+    """Take growth back for waiting gangs, then grow elastic jobs into idle room."""
+
+    name = "elastic"
+
+    def execute(self, session: Session) -> None:
+        if not session.snapshot.elastic:
+            return
+        if _shrink_for_waiting(session) or any(op.kind is OpKind.EVICT for op, _ in session.log):
+            return
+        for job in session.ranked(_growable(session)):
+            grow = _growth(session, job)
+            if grow:
+                role = job.spec.elastic_role()
+                assert role is not None
+                size = _size(job)
+                session.resizes.append(
+                    Resize(
+                        job=job.name,
+                        role=role.name,
+                        size=size + grow,
+                        reason=f"grown into idle room no waiting job can use ({size} -> {size + grow})",
+                    )
+                )
+                session.explain(f"elastic: {job.name} grows from {size} to {size + grow}")
+
+
+def _shrink_for_waiting(session: Session) -> bool:
+    """Evict growth for each gang still below its minimum; True when any room was made."""
+    lent_tasks = lent(session.snapshot.elastic.values())
+    if not lent_tasks:
+        return False
+    made = False
+    waiting = [j for j in session.candidate_jobs() if j.ready_count < j.min_available]
+    for job in session.ranked(waiting):
+        if job.counts[TaskStatus.PIPELINED]:
+            continue
+        victims = [t for t in lent_tasks if t.job is not job and t.status in EVICTABLE]
+        if victims and evict_for_gang(
+            session, job, _offering(victims), action="shrink", judge=_lent
+        ):
+            made = True
+    return made
+
+
+def _offering(victims: list[TaskInfo]) -> Callable[[JobInfo], Sequence[TaskInfo]]:
+    return lambda _job: victims
+
+
+def _lent(_task: TaskInfo, candidates: Sequence[TaskInfo]) -> Sequence[TaskInfo]:
+    """Growth is anyone's to take back: every candidate is accepted."""
+    return candidates
+
+
+def _size(job: JobInfo) -> int:
+    role = job.spec.elastic_role()
+    assert role is not None
+    return sum(1 for t in job.tasks if t.role.name == role.name)
+
+
+def _growable(session: Session) -> list[JobInfo]:
+    """Running elastic jobs below their maximum, every replica placed and none leaving,
+    not rescaled within their interval."""
+    found = []
+    for job in session.snapshot.elastic.values():
+        role = job.spec.elastic_role()
+        if role is None or role.elastic is None or job.phase is not JobPhase.RUNNING:
+            continue
+        counts = job.counts
+        if (
+            counts[TaskStatus.PENDING]
+            or counts[TaskStatus.PIPELINED]
+            or counts[TaskStatus.RELEASING]
+        ):
+            continue
+        if job.ready_count < job.min_available or _size(job) >= role.elastic.max_replicas:
+            continue
+        last = job.spec.rescaled_at
+        if last is not None and session.now - last < role.elastic.interval:
+            continue
+        found.append(job)
+    return found
+
+
+def _growth(session: Session, job: JobInfo) -> int:
+    """How many replicas ``job`` grows by now: what idle room and its queues hold, up to
+    its maximum, when the growth pays for the rescale (else 0)."""
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    info = next(r for r in job.roles if r.name == role.name)
+    if any(session.points.overused(queue) for queue in job.queue.ancestors):
+        return 0
+    snapshot = session.snapshot
+    request = info.request
+    asks = request > EPSILON
+    if not asks.any():
+        return 0
+    mask, _ = session.static_mask(info)
+    idle = snapshot.idle[mask][:, asks]
+    fits = np.floor((idle + EPSILON) / request[asks]).min(axis=1)
+    room = int(fits[fits > 0].sum())
+    for queue in job.queue.ancestors:
+        headroom = float(((queue.capability - queue.allocated)[asks] / request[asks]).min())
+        if math.isfinite(headroom):
+            room = min(room, max(0, math.floor(headroom + EPSILON)))
+    size = _size(job)
+    grow = max(0, min(room, role.elastic.max_replicas - size))
+    interval, cost = role.elastic.interval, role.elastic.cost
+    if grow and grow * (interval - cost) <= size * cost:
+        return 0
+    return grow

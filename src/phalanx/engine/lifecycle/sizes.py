@@ -1,0 +1,104 @@
+"""The size of an elastic role: adding replicas to a running job and dropping them.
+
+A job's elastic role has as many tasks as the lifecycle gives it. A new attempt starts
+with ``replicas`` (the size its owner asks for). While it runs, a growth adds tasks
+(Pending, for the next cycle to place; those it cannot place are dropped again), and a
+task of the role that stops while the role has more tasks than ``max(replicas,
+min_replicas)`` is dropped rather than waiting again: the job runs on, smaller, and
+spends no retry. Tasks are named by index; a new one takes the next index above the
+highest, so a name is never reused while its job lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from phalanx.domain.job import Role, Task
+from phalanx.engine.lifecycle.effects import Event, EventKind, Resized
+from phalanx.engine.lifecycle.jobs import JobLife
+from phalanx.engine.lifecycle.ledger import Ledger
+from phalanx.engine.snapshot import TaskInfo, TaskStatus
+
+
+class Sizes(Ledger):
+    """Adds and drops the tasks of elastic roles (see the module docstring)."""
+
+    def _elastic(self, life: JobLife) -> Role | None:
+        return life.job.elastic_role()
+
+    def _role_tasks(self, life: JobLife, role: str) -> list[TaskInfo]:
+        return [t for t in self.tasks(life) if t.role.name == role]
+
+    def _floor(self, role: Role) -> int:
+        """The size below which a stopped replica waits to be placed again."""
+        assert role.elastic is not None
+        return max(role.replicas, role.elastic.min_replicas)
+
+    def _is_surplus(self, life: JobLife, task: TaskInfo) -> bool:
+        """Whether ``task``, now stopped, leaves its job rather than waiting again."""
+        role = self._elastic(life)
+        if role is None or task.role.name != role.name or life.ending is not None:
+            return False
+        return len(self._role_tasks(life, role.name)) > self._floor(role)
+
+    def _add_tasks(self, life: JobLife, role: str, count: int, reason: str) -> None:
+        """Give ``role`` ``count`` more Pending tasks; the next apply drops those left
+        unplaced when they are growth beyond what the owner asked for."""
+        mine = self._role_tasks(life, role)
+        top = max((t.index for t in mine), default=-1)
+        added = tuple(Task(role=role, index=top + 1 + i) for i in range(count))
+        self._retrack(life, lambda tasks: (*tasks, *added))
+        self._resized(life, role, [t.name(life.name) for t in added], [], reason)
+
+    def _drop_tasks(self, life: JobLife, tasks: Sequence[TaskInfo], reason: str) -> None:
+        """Remove ``tasks`` (none holds a node) from their job."""
+        if not tasks:
+            return
+        gone = {t.name for t in tasks}
+        role = tasks[0].role.name
+        self._retrack(life, lambda kept: tuple(t for t in kept if t.name(life.name) not in gone))
+        self._resized(life, role, [], sorted(gone), reason)
+
+    def _unplaced_growth(self, life: JobLife) -> list[TaskInfo]:
+        """The role's Pending tasks beyond what its owner asks for, highest first."""
+        role = self._elastic(life)
+        if role is None or not life.in_state:
+            return []
+        mine = sorted(self._role_tasks(life, role.name), key=lambda t: -t.index)
+        surplus = len(mine) - self._floor(role)
+        return [t for t in mine[: max(surplus, 0)] if t.status is TaskStatus.PENDING]
+
+    def _retrack(
+        self, life: JobLife, change: Callable[[tuple[Task, ...]], tuple[Task, ...]]
+    ) -> None:
+        """Track the job again with its tasks changed; it counts as rescaled now."""
+        life.job = replace(life.job, rescaled_at=self.now)
+        current = self.current(life)
+        self._untrack(life)
+        self._track(life, replace(current, tasks=change(current.tasks)))
+
+    def _resized(
+        self, life: JobLife, role: str, added: list[str], removed: list[str], reason: str
+    ) -> None:
+        size = len(self._role_tasks(life, role))
+        before = size - len(added) + len(removed)
+        self._out.append(
+            Resized(
+                job=life.name,
+                role=role,
+                size=size,
+                added=tuple(added),
+                removed=tuple(removed),
+                reason=reason,
+                time=self.now,
+            )
+        )
+        self._out.append(
+            Event(
+                job=life.name,
+                kind=EventKind.RESIZED,
+                message=f"{role}: {before} -> {size} replicas: {reason}",
+                time=self.now,
+            )
+        )
