@@ -100,6 +100,10 @@ def describe_job(ctx: typer.Context, name: str = typer.Argument(..., help="The j
     if why is not None:
         out.print(Text("\nWhy pending", style="bold"))
         out.print(_why(why))
+    sizes = [e for e in events if e.kind == "Resized"]  # the elastic role changed size
+    if sizes:
+        out.print(Text("\nSize history", style="bold"))
+        out.print(_events(sizes, now))
     out.print(Text("\nEvents", style="bold"))
     out.print(_events(events, now))
 

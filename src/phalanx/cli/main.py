@@ -19,6 +19,7 @@ from phalanx.cli import (
     get,
     logs,
     pipeline,
+    scale,
     sim,
     top,
     up,
@@ -56,6 +57,7 @@ app.add_typer(describe.app, name="describe")
 app.command("logs")(logs.logs)
 app.add_typer(delete.app, name="delete")
 app.command("cancel")(delete.cancel)
+app.command("scale")(scale.scale)
 app.add_typer(top.app, name="top")
 app.command("cordon")(cordon.cordon)
 app.command("uncordon")(cordon.uncordon)

@@ -391,6 +391,11 @@ class Client:
         """Ask for the job to be cancelled (its tasks are stopped first)."""
         return _parse(JobView, self._call("POST", f"/jobs/{_segment(name)}/cancel"))
 
+    def scale(self, name: str, replicas: int) -> JobView:
+        """Set the size asked of the job's elastic role (within its range)."""
+        body = {"replicas": replicas}
+        return _parse(JobView, self._call("POST", f"/jobs/{_segment(name)}/scale", json=body))
+
     def delete_job(self, name: str) -> JobView:
         """Remove an ended job; a live one is cancelled, and the server removes it once
         its tasks have stopped (the answer's ``delete_requested``)."""

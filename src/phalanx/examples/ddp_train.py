@@ -8,12 +8,26 @@ across ranks by DistributedDataParallel, so every rank ends with the same weight
 the run checks before it reports success.
 
     python -m phalanx.examples.ddp_train [--steps 200]
+
+Elastic: give the role ``elastic: {minReplicas, maxReplicas}`` and run it under
+PyTorch's elastic launcher, which reads the rendezvous phalanx gives each replica
+(``PET_*``)::
+
+    python -m torch.distributed.run -m phalanx.examples.ddp_train --checkpoint DIR/ckpt.pt
+
+When replicas join or leave, torchrun restarts the workers in a new world; with
+``--checkpoint`` each worker resumes from the last saved step (model and optimizer), so
+the step count goes on rising and the loss on falling across every rescale.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,20 +37,32 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="save progress here every --save-every steps and resume from it at start",
+    )
+    parser.add_argument("--save-every", type=int, default=5)
+    parser.add_argument(
+        "--step-seconds", type=float, default=0.0, help="pause after each step (to watch it)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same initial weights on every rank
     model = torch.nn.Linear(16, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    start, first = _resume(torch, args.checkpoint, model, optimizer)
+    if rank == 0 and start:
+        print(f"resumed at step {start} with {world} ranks", flush=True)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
     truth = torch.randn(16, 1, generator=torch.Generator().manual_seed(7))
-    shard = torch.Generator().manual_seed(1000 + rank)  # each rank its own data
-    first = last = 0.0
-    for step in range(args.steps):
-        x = torch.randn(32, 16, generator=shard)
-        y = x @ truth + 0.01 * torch.randn(32, 1, generator=shard)
+    last = 0.0
+    for step in range(start, args.steps):
+        data = torch.Generator().manual_seed(1_000_003 * step + rank)  # this rank's shard
+        x = torch.randn(32, 16, generator=data)
+        y = x @ truth + 0.01 * torch.randn(32, 1, generator=data)
         loss = torch.nn.functional.mse_loss(ddp(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -44,10 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         mean = loss.detach().clone()
         dist.all_reduce(mean)
         mean /= world
-        first = mean.item() if step == 0 else first
         last = mean.item()
-        if rank == 0 and (step % 50 == 0 or step == args.steps - 1):
+        first = last if first is None else first
+        if rank == 0 and (step % 10 == 0 or step == args.steps - 1):
             print(f"step {step:4d}  loss {last:.5f}  (mean of {world} ranks)", flush=True)
+        if rank == 0 and args.checkpoint is not None and (step + 1) % args.save_every == 0:
+            _save(torch, args.checkpoint, model, optimizer, step + 1, first)
+        if args.step_seconds:
+            time.sleep(args.step_seconds)
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = [torch.zeros_like(weights) for _ in range(world)]
     dist.all_gather(gathered, weights)
@@ -55,7 +85,32 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         print(f"ranks agree on the weights: {agree}; loss {first:.4f} -> {last:.5f}", flush=True)
     dist.destroy_process_group()
-    return 0 if agree and last < first else 1
+    return 0 if agree and first is not None and last < first else 1
+
+
+def _resume(torch: Any, path: Path | None, model: Any, optimizer: Any) -> tuple[int, float | None]:
+    """Load the checkpoint at ``path`` into ``model`` and ``optimizer`` if there is one:
+    the step to go on from and the first step's loss (0 and None: none yet)."""
+    if path is None or not path.exists():
+        return 0, None
+    saved = torch.load(path, weights_only=True)
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    return int(saved["step"]), float(saved["first"])
+
+
+def _save(torch: Any, path: Path, model: Any, optimizer: Any, step: int, first: float) -> None:
+    """Write the checkpoint whole or not at all (a rename), so a worker stopped while
+    saving leaves the previous one."""
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "first": first,
+    }
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    torch.save(state, partial)
+    partial.replace(path)
 
 
 if __name__ == "__main__":

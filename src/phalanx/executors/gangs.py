@@ -17,7 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from phalanx.executors.launch import GangMember, TaskLaunch
-from phalanx.executors.rendezvous import Placement, gang_placements, rank_order, rendezvous_env
+from phalanx.executors.rendezvous import (
+    Placement,
+    gang_placements,
+    rank_order,
+    rendezvous_env,
+    torchrun_env,
+)
 
 Slot = tuple[str, int]  # (role, index)
 
@@ -30,6 +36,13 @@ class PlannedStart:
     launch: TaskLaunch
     placement: Placement
     env: Mapping[str, str]
+
+
+def _with_torchrun(job: str, launch: TaskLaunch, env: dict[str, str]) -> dict[str, str]:
+    """``env``, plus torchrun's rendezvous for a replica of an elastic role."""
+    if launch.elastic_nodes is None:
+        return env
+    return {**env, **torchrun_env(job, env, nodes=launch.elastic_nodes)}
 
 
 class GangPlanner:
@@ -104,7 +117,7 @@ class GangPlanner:
             PlannedStart(
                 launch=launch,
                 placement=placements[launch.role, launch.index],
-                env=envs[launch.role, launch.index],
+                env=_with_torchrun(job, launch, envs[launch.role, launch.index]),
             )
             for launch in launches
         ]

@@ -124,6 +124,8 @@ class TaskLaunch:
     ``mounts`` the host directories its container sees at the same path (read-write).
     ``hostfile`` asks for an MPI hostfile of another role's tasks in the task's working
     directory, named by ``PHALANX_HOSTFILE`` (``taskenv.task_files``); None: no file.
+    ``elastic_nodes`` is the ``(min, max)`` replicas of an elastic role in rendezvous
+    mode: the task gets torchrun's rendezvous variables (``rendezvous.torchrun_env``).
     """
 
     job: str
@@ -147,6 +149,7 @@ class TaskLaunch:
     image: str | None = None
     mounts: tuple[str, ...] = ()
     hostfile: Hostfile | None = None
+    elastic_nodes: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

@@ -151,6 +151,37 @@ def rendezvous_env(
     return result
 
 
+#: Restarts of the workers torchrun allows: a replica leaving (a shrink) costs one.
+ELASTIC_RESTARTS = 1000
+#: Seconds torchrun waits for more replicas once its minimum has joined a round.
+LAST_CALL_SECONDS = 5
+
+
+def torchrun_env(job: str, env: Mapping[str, str], *, nodes: tuple[int, int]) -> dict[str, str]:
+    """The variables torchrun (``torch.distributed.run``) reads as its defaults, for one
+    replica of an elastic role in rendezvous mode whose rendezvous ``env`` gave it.
+
+    ``PET_NNODES`` is the role's range (``min:max``), ``PET_RDZV_BACKEND`` ``c10d``, the
+    endpoint the rank-0 replica's ``MASTER_ADDR:MASTER_PORT``, where that replica hosts
+    the rendezvous store (``is_host``; every other one joins it), ``PET_RDZV_ID`` the
+    job. The job's replicas may then join and leave while it runs: torchrun re-forms
+    the world at each change and restarts its workers, who resume from their checkpoint.
+    """
+    low, high = nodes
+    host = env["RANK"] == "0"
+    return {
+        "PET_NNODES": f"{low}:{high}",
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_RDZV_ENDPOINT": endpoint(env["MASTER_ADDR"], int(env["MASTER_PORT"])),
+        "PET_RDZV_ID": job,
+        "PET_RDZV_CONF": f"is_host={int(host)},last_call_timeout={LAST_CALL_SECONDS}",
+        "PET_MAX_RESTARTS": str(ELASTIC_RESTARTS),
+        # torchrun's shared store keeps the first round's address: a replica that joins
+        # a later round would wait for it forever. Each round publishes its own.
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+    }
+
+
 def _check(ranked: Sequence[Placement], master_port: int) -> None:
     for port, name in [
         (master_port, "master_port"),

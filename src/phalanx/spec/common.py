@@ -291,3 +291,17 @@ def _within_max_duration(seconds: float) -> float:
 #: A duration a job or queue asks for (walltime, estimates, thresholds): at most
 #: ``MAX_DURATION``.
 JobDuration = Annotated[Duration, AfterValidator(_within_max_duration)]
+
+
+def _duration_or_zero(value: object) -> float:
+    if not isinstance(value, bool) and value in (0, "0", "0s"):
+        return 0.0
+    return _duration(value)
+
+
+#: A job's duration that may also be none at all (``0``: a rescale that costs nothing).
+JobDurationOrZero = Annotated[
+    float,
+    PlainValidator(_duration_or_zero, json_schema_input_type=str | float),
+    AfterValidator(_within_max_duration),
+]

@@ -33,6 +33,7 @@ from phalanx.spec.common import (
     EnvName,
     ImageRef,
     JobDuration,
+    JobDurationOrZero,
     LabelKey,
     LabelValue,
     Metadata,
@@ -235,9 +236,9 @@ class ElasticSpec(SpecModel):
     """rendezvous: replicas join and leave a running torchrun rendezvous (PET_* variables
     are set); restart: every rescale stops the replicas (SIGTERM: checkpoint) and starts
     them again at the new size."""
-    rescale_interval: JobDuration = 60.0
+    rescale_interval: JobDurationOrZero = 60.0
     """The least time between two rescales the engine makes (hysteresis, e.g. 5m)."""
-    rescale_cost: JobDuration = 30.0
+    rescale_cost: JobDurationOrZero = 30.0
     """The work a rescale costs the job (re-forming the world, reloading a checkpoint); the
     engine grows a job only where that pays off."""
 

@@ -1,7 +1,8 @@
-"""``/api/v1/jobs``: submit, list, get, cancel, events, logs and "why pending"."""
+"""``/api/v1/jobs``: submit, list, get, cancel, scale, events, logs and "why pending"."""
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Body, Query, Request
@@ -17,11 +18,13 @@ from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.core import TERMINAL
+from phalanx.control.schemas.bodies import ScaleRequest
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskPage, WhyView
 from phalanx.control.store.models import EventRow, JobRow, TaskRow
 from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.executors.base import LogStream, TaskLog
+from phalanx.spec.job import JobDocument
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 422))
 
@@ -143,6 +146,48 @@ def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheCon
         session.commit()
         controller.wake(Intent.CANCELS)
     return view
+
+
+@router.post("/{name}/scale", response_model=JobView, responses=errors(400, 404, 409))
+def scale_job(
+    name: str,
+    body: ScaleRequest,
+    caller: Caller,
+    session: DbSession,
+    controller: TheController,
+) -> JobView:
+    """Set the size the job's owner asks of its elastic role, within its range: replicas
+    are added (and placed when there is room) or the highest are stopped."""
+    row = _visible(session, name, caller)
+    if row.phase in _TERMINAL:
+        raise ApiError(
+            409, f"job {name!r} has ended ({row.phase})", field="name", fix="scale a live job"
+        )
+    role = JobDocument.model_validate(row.document).to_domain().elastic_role()
+    if role is None or role.elastic is None:
+        raise ApiError(
+            400,
+            f"job {name!r} has no elastic role",
+            field="replicas",
+            fix="give a role elastic: {minReplicas, maxReplicas} when submitting it",
+        )
+    low, high = role.elastic.min_replicas, role.elastic.max_replicas
+    if not low <= body.replicas <= high:
+        raise ApiError(
+            400,
+            f"{body.replicas} replicas is outside role {role.name}'s elastic range {low}..{high}",
+            field="replicas",
+            fix=f"give {low}..{high}",
+        )
+    document = copy.deepcopy(row.document)
+    for written in document["spec"]["roles"]:
+        if written["name"] == role.name:
+            written["replicas"] = body.replicas
+    row.document = document
+    row.scale_requested = True
+    session.commit()
+    controller.wake(Intent.SCALES)
+    return job_view(session, row)
 
 
 @router.delete("/{name}", response_model=JobView, responses=errors(404))

@@ -66,6 +66,7 @@ class Intent(StrEnum):
 
     JOBS = "jobs"  # new jobs
     CANCELS = "cancels"  # cancel requests
+    SCALES = "scales"  # new sizes of elastic roles
     QUEUES = "queues"  # queue documents
     NODES = "nodes"  # cordon, drain
 
@@ -310,6 +311,8 @@ class Controller:
                         self._ingest(session)
                     if Intent.CANCELS in changed:
                         self._cancels(session)
+                    if Intent.SCALES in changed:
+                        self._scales(session)
             events: dict[str, list[TaskEvent]] = {}
             reported, self._failed_starts = self._failed_starts, []
             for event in [*reported, *core.executor.poll(now=core.now)]:
@@ -320,7 +323,7 @@ class Controller:
                 self._guarded(job, self._advance, job)
             self._next_deadline = core.life.next_deadline()
             decisions = None
-            if core.state.snapshot.waiting:
+            if core.state.snapshot.waiting or core.state.snapshot.elastic:
                 started = time.perf_counter()
                 decisions = core.state.cycle(self.config, now=core.now)
                 self._observe(decisions, time.perf_counter() - started)
@@ -347,11 +350,12 @@ class Controller:
 
     def _apply(self, decisions: Decisions) -> None:
         """Hand a session's Decisions to the lifecycle a job at a time (admissions, then
-        evictions, then binds, then reasons, as one ``apply`` would)."""
+        evictions, binds, new sizes, then reasons, as one ``apply`` would)."""
         stages: tuple[tuple[str, Sequence[Any]], ...] = (
             ("admitted", decisions.admitted),
             ("evictions", decisions.evictions),
             ("binds", decisions.binds),
+            ("resized", decisions.resized),
             ("unschedulable", decisions.unschedulable),
         )
         for field_name, items in stages:
@@ -465,6 +469,25 @@ class Controller:
 
     def _cancel(self, name: str) -> None:
         self.core.record(self.core.life.cancel(name, "cancelled by request", now=self.core.now))
+
+    def _scales(self, session: Session) -> None:
+        rows = session.execute(
+            select(JobRow.id, JobRow.name, JobRow.document).where(
+                JobRow.scale_requested.is_(True), JobRow.phase.in_(_ACTIVE)
+            )
+        ).all()
+        for row_id, name, document in rows:
+            self._guarded(name, self._scale, (name, document))
+            self.core.journal.job(row_id, scale_requested=False)
+
+    def _scale(self, asked: tuple[str, dict[str, Any]]) -> None:
+        """Apply the size the job's stored document now asks of its elastic role."""
+        name, document = asked
+        role = JobDocument.model_validate(document).to_domain(creation_time=0.0).elastic_role()
+        if role is None:
+            return
+        message = f"scaled to {role.replicas} by its owner"
+        self.core.record(self.core.life.scale(name, role.replicas, message, now=self.core.now))
 
     # -- queues and nodes ------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phalanx.domain.job import Job, ServiceClass
+from phalanx.domain.job import Job, RescaleMode, ServiceClass
 from phalanx.engine.decisions import Bind
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, GpuShareHint, TaskLaunch
@@ -23,7 +23,8 @@ def launch_of(
     percentage and memory). Offline jobs run as the colocation throttle's ``offline``
     class. ``gang`` is every placed task of the job with its node's declared address,
     for the rendezvous; ``address`` is the declared address of ``bind.node``;
-    ``identity`` is the Unix identity of the job's user (None: the server's own).
+    ``identity`` is the Unix identity of the job's user (None: the server's own). A
+    replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
     role = next(r for r in job.roles if r.name == bind.role)
     share = None
@@ -57,4 +58,9 @@ def launch_of(
         image=role.image,
         mounts=role.mounts,
         hostfile=role.hostfile,
+        elastic_nodes=(
+            (role.elastic.min_replicas, role.elastic.max_replicas)
+            if role.elastic is not None and role.elastic.mode is RescaleMode.RENDEZVOUS
+            else None
+        ),
     )

@@ -7,6 +7,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from phalanx.spec.common import Duration, UserName, located
+from phalanx.spec.limits import MAX_REPLICAS
 from phalanx.workflow.templates import Value
 
 #: The longest a token may be made to last (ten years); without an expiry it lasts until
@@ -35,6 +36,14 @@ class NewUser(Body):
     name: UserName
     role: Literal["admin", "user"] = "user"
     account: AccountName | None = None
+
+
+class ScaleRequest(Body):
+    """``{replicas}``: the size a job's owner now asks of its elastic role."""
+
+    replicas: int = Field(
+        ge=1, le=MAX_REPLICAS, description="within the role's minReplicas..maxReplicas"
+    )
 
 
 class TokenRequest(Body):

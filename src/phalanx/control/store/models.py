@@ -95,6 +95,8 @@ class JobRow(Base):
     ``not_before`` holds a restarted job back until its backoff has passed.
     ``cancel_requested`` is the API's intent; the controller turns it into Cancelled.
     ``delete_requested``: the job was deleted while live; the tick that ends it deletes it.
+    ``scale_requested``: its owner set a new size of its elastic role (in ``document``);
+    the controller applies it.
     """
 
     __tablename__ = "jobs"
@@ -119,6 +121,7 @@ class JobRow(Base):
     ending_message: Mapped[str] = mapped_column(Text, default="", server_default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     delete_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    scale_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: False until the controller has taken the job in (the API only inserts rows)
     ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
 

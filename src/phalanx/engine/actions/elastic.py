@@ -18,7 +18,7 @@ could use in this session:
 
 A growth is a ``Resize`` decision: the lifecycle adds the replicas as pending tasks
 and the driver runs the next cycle at once, whose allocate places them; those it cannot
-place are dropped again. No growth happens in a session that evicted anything, so a
+place this action gives up (a ``Resize`` down). No growth happens in a session that evicted anything, so a
 shrink and a growth never meet in one cycle, and no job is grown twice within its
 interval: nothing flaps.
 """
@@ -33,7 +33,7 @@ import numpy as np
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Resize
 from phalanx.engine.eviction.gangs import evict_for_gang
-from phalanx.engine.eviction.growth import lent
+from phalanx.engine.eviction.growth import growth_of, lent
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
@@ -48,6 +48,7 @@ class ElasticAction(Action):
     def execute(self, session: Session) -> None:
         if not session.snapshot.elastic:
             return
+        _give_up_unplaced_growth(session)
         if _shrink_for_waiting(session) or any(op.kind is OpKind.EVICT for op, _ in session.log):
             return
         for job in session.ranked(_growable(session)):
@@ -65,6 +66,22 @@ class ElasticAction(Action):
                     )
                 )
                 session.explain(f"elastic: {job.name} grows from {size} to {size + grow}")
+
+
+def _give_up_unplaced_growth(session: Session) -> None:
+    """A growth allocate could not place (the room went meanwhile) is given up."""
+    for job in session.snapshot.elastic.values():
+        unplaced = [t for t in growth_of(job) if t.status is TaskStatus.PENDING]
+        if unplaced:
+            size = _size(job) - len(unplaced)
+            session.resizes.append(
+                Resize(
+                    job=job.name,
+                    role=unplaced[0].role.name,
+                    size=size,
+                    reason=f"no room for the growth any more ({size + len(unplaced)} -> {size})",
+                )
+            )
 
 
 def _shrink_for_waiting(session: Session) -> bool:

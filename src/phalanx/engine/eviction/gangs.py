@@ -30,6 +30,7 @@ from phalanx.engine.eviction.victims import (
     held_per_node,
     in_victim_order,
     make_room,
+    past,
     undo_since,
 )
 from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
@@ -230,7 +231,7 @@ def _free_quota(
     for scope in task.job.queue.ancestors[:-1]:
         under = [v for v in victims if v.status in EVICTABLE and scope in v.job.queue.ancestors]
         reason = (
-            f"{action}ed for {task.job.name} ({task.name}) of queue "
+            f"{past(action)} for {task.job.name} ({task.name}) of queue "
             f"{task.job.queue.name}: {session.queue_label(scope)} at its limit"
         )
         offered = in_victim_order(session, under)  # a quota's filter keeps the first ones

@@ -294,7 +294,7 @@ def _evict_until_fits(
     (GPU-less ones after them, when still needed), on the card where that costs least
     (``_cost``). False, and nothing evicted, when it never fits."""
     mark = len(stmt.operations)
-    reason = f"{action}ed for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
+    reason = f"{past(action)} for {task.job.name} ({task.name}) of queue {task.job.queue.name}"
     # accepted already, and judged each on its own: asking again would give the same answer
     judged = set(on_node) if isinstance(judge, VictimPoint) and judge.in_any_order else set()
 
@@ -403,6 +403,11 @@ def evict_with_gang(
     for member in group:
         stmt.evict(member, action=action, by=task.job.name, reason=reason)
     return True
+
+
+def past(action: str) -> str:
+    """An eviction's action in the past tense: preempted, reclaimed, shrunk."""
+    return {"shrink": "shrunk"}.get(action, f"{action}ed")
 
 
 def gang_group(victim: TaskInfo) -> list[TaskInfo]:

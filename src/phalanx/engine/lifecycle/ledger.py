@@ -43,7 +43,6 @@ class Ledger:
         self._tasks: dict[str, dict[str, TaskInfo]] = {}  # per job in the state: by name
         self._deadlines: list[tuple[float, int, str]] = []  # (when, seq, job): re-checked
         self._seq = 0
-        self._growing: set[str] = set()  # jobs whose elastic role was grown by the last apply
 
     def current(self, life: JobLife) -> Job:
         """A tracked job as the engine holds it now (phase, task states, attained service)."""

@@ -135,7 +135,6 @@ class Lifecycle(Sizes):
     def apply(self, decisions: Decisions, *, now: float) -> list[Effect]:
         """Record what a session decided: admissions, evictions, binds, pending reasons."""
         self.now = now
-        growing, self._growing = self._growing, set()
         for admit in decisions.admitted:
             life = self.jobs[admit.job]
             self._phase(life, JobPhase.QUEUED, "Admitted", f"admitted to queue {life.job.queue}")
@@ -143,10 +142,6 @@ class Lifecycle(Sizes):
             self._evicted(self.jobs[name], evictions)
         for name, binds in by_job(decisions.binds).items():
             self._place(self.jobs[name], binds)
-        for name in growing:  # a growth the cycle after it could not place is given up
-            grown = self.jobs.get(name)
-            if grown is not None:
-                self._drop_tasks(grown, self._unplaced_growth(grown), "no room for the growth")
         for resize in decisions.resized:
             self._resize(self.jobs[resize.job], resize)
         for item in decisions.unschedulable:
@@ -323,8 +318,6 @@ class Lifecycle(Sizes):
             return
         if resize.size > len(mine):
             self._add_tasks(life, resize.role, resize.size - len(mine), resize.reason)
-            if resize.size > self._floor(role):
-                self._growing.add(life.name)
             return
         leaving = mine[: len(mine) - resize.size]
         self._drop_tasks(
@@ -458,7 +451,7 @@ class Lifecycle(Sizes):
             if task.status not in _ALIVE:
                 continue
             self._task(task, TaskPhase.RELEASING)
-            life.stopping[task.name] = message or f"{action}: {reason}"
+            life.stopping[task.name] = reason
             if life.held.pop(task.name, None) is not None:
                 unstarted.append(task)
                 continue
@@ -521,8 +514,8 @@ class Lifecycle(Sizes):
         if phase in TERMINAL:
             self._forget(life)
             return
-        if ending is Ending.RESTART and life.job.elastic_role() is not None:
-            self._retrack(life, lambda _tasks: ())  # a rescale: the new size's tasks
+        if phase is JobPhase.PENDING:  # a new attempt: its elastic role at the size asked
+            self._restart_size(life)
         if ending is Ending.RETRY:
             life.not_before = self.now + self.policy.delay(life.attempts)
             self._deadline(life.not_before, life.name)
@@ -537,7 +530,7 @@ class Lifecycle(Sizes):
 
 def _eviction_message(evict: Evict) -> str:
     """``preempted by J: why``, ``shrunk for J: why`` ..., for the job's events."""
-    verb = {"shrink": "shrunk for"}.get(evict.action, f"{evict.action}ed by")
+    verb = "shrunk for" if evict.action == "shrink" else f"{evict.action}ed by"
     return f"{verb} {evict.by}: {evict.reason}"
 
 

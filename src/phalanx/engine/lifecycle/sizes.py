@@ -2,7 +2,7 @@
 
 A job's elastic role has as many tasks as the lifecycle gives it. A new attempt starts
 with ``replicas`` (the size its owner asks for). While it runs, a growth adds tasks
-(Pending, for the next cycle to place; those it cannot place are dropped again), and a
+(Pending, for the next cycle to place; the engine gives up those it cannot), and a
 task of the role that stops while the role has more tasks than ``max(replicas,
 min_replicas)`` is dropped rather than waiting again: the job runs on, smaller, and
 spends no retry. Tasks are named by index; a new one takes the next index above the
@@ -18,7 +18,7 @@ from phalanx.domain.job import Role, Task
 from phalanx.engine.lifecycle.effects import Event, EventKind, Resized
 from phalanx.engine.lifecycle.jobs import JobLife
 from phalanx.engine.lifecycle.ledger import Ledger
-from phalanx.engine.snapshot import TaskInfo, TaskStatus
+from phalanx.engine.snapshot import TaskInfo
 
 
 class Sizes(Ledger):
@@ -43,8 +43,7 @@ class Sizes(Ledger):
         return len(self._role_tasks(life, role.name)) > self._floor(role)
 
     def _add_tasks(self, life: JobLife, role: str, count: int, reason: str) -> None:
-        """Give ``role`` ``count`` more Pending tasks; the next apply drops those left
-        unplaced when they are growth beyond what the owner asked for."""
+        """Give ``role`` ``count`` more Pending tasks."""
         mine = self._role_tasks(life, role)
         top = max((t.index for t in mine), default=-1)
         added = tuple(Task(role=role, index=top + 1 + i) for i in range(count))
@@ -60,14 +59,18 @@ class Sizes(Ledger):
         self._retrack(life, lambda kept: tuple(t for t in kept if t.name(life.name) not in gone))
         self._resized(life, role, [], sorted(gone), reason)
 
-    def _unplaced_growth(self, life: JobLife) -> list[TaskInfo]:
-        """The role's Pending tasks beyond what its owner asks for, highest first."""
+    def _restart_size(self, life: JobLife) -> None:
+        """A gang restarting (every task stopped) starts again with ``replicas`` tasks of
+        its elastic role: growth is dropped, a restart-mode rescale's new size is added."""
         role = self._elastic(life)
-        if role is None or not life.in_state:
-            return []
+        if role is None:
+            return
         mine = sorted(self._role_tasks(life, role.name), key=lambda t: -t.index)
-        surplus = len(mine) - self._floor(role)
-        return [t for t in mine[: max(surplus, 0)] if t.status is TaskStatus.PENDING]
+        if len(mine) > role.replicas:
+            reason = f"the gang restarts at {role.replicas}"
+            self._drop_tasks(life, mine[: len(mine) - role.replicas], reason)
+        elif len(mine) < role.replicas:
+            self._add_tasks(life, role.name, role.replicas - len(mine), "the gang restarts larger")
 
     def _retrack(
         self, life: JobLife, change: Callable[[tuple[Task, ...]], tuple[Task, ...]]
