@@ -97,3 +97,17 @@ def test_evicting_a_pending_task_is_a_bug() -> None:
     )
     with session.statement() as stmt, pytest.raises(EngineInvariantError):
         stmt.evict(session.snapshot.jobs["a"].tasks[0], action="preempt", by="x", reason="x")
+
+
+def test_equal_requests_share_one_row_however_they_are_spelt() -> None:
+    # 1 cpu and 1.0004 cpu are both 1000 millicores: one request, one row, one index
+    snap = Snapshot.build(
+        nodes=make_nodes(2),
+        queues=[make_queue()],
+        jobs=[make_job("a", cpu=1), make_job("b", cpu=1.0004), make_job("c", cpu=2)],
+    )
+    a, b, c = (snap.jobs[name].roles[0] for name in "abc")
+    assert a.row == b.row != c.row
+    assert a.request is b.request and not a.request.flags.writeable
+    assert len(snap.requests.rows) == 2
+    np.testing.assert_array_equal(snap.requests.table()[c.row], c.request)
