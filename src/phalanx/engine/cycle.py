@@ -99,16 +99,16 @@ def run_cycle(
     *,
     now: float,
     registry: Registry | None = None,
-    revert: bool = False,
     scores: ClassScores | None = None,
 ) -> Decisions:
     """Run every configured action on ``snapshot`` and return what was decided.
 
-    Same snapshot + config + now => same Decisions. Without ``revert`` the snapshot
-    reflects the session's operations afterwards; with it, the snapshot is exactly as
-    before (drivers that keep one snapshot up to date apply the Decisions themselves).
-    Such drivers may pass the same ``scores`` to every cycle of one config: placement
-    then scores again only the nodes whose usage changed since (same Decisions).
+    Same snapshot + config + now => same Decisions. The snapshot reflects the session's
+    operations afterwards; a driver that keeps one snapshot up to date and applies the
+    Decisions itself runs the cycle in a fork (``with snapshot.forked(): ...``), which
+    leaves the snapshot exactly as before. Such drivers may pass the same ``scores`` to
+    every cycle of one config: placement then scores again only the nodes whose usage
+    changed since (same Decisions).
     """
     session = open_session(snapshot, config, now=now, registry=registry, scores=scores)
     actions = _instances(config, registry or builtin_registry()).actions
@@ -116,10 +116,7 @@ def run_cycle(
         action.open(session)
     for action in actions:
         action.execute(session)
-    decisions = close_session(session)
-    if revert:
-        session.revert()
-    return decisions
+    return close_session(session)
 
 
 def close_session(session: Session) -> Decisions:

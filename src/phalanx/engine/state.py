@@ -2,9 +2,9 @@
 
 Rebuilding a snapshot from every job each cycle costs time proportional to every task
 in the cluster. ``ClusterState`` instead applies each change as it happens (a job
-arrives, a task starts, stops or finishes) and runs sessions that are reverted
-afterwards, so a cycle costs what the session does. Same inputs give the same
-Decisions as ``Snapshot.build`` over the same jobs.
+arrives, a task starts, stops or finishes) and runs each session in a fork of the
+snapshot that is reverted afterwards, so a cycle costs what the session does. Same
+inputs give the same Decisions as ``Snapshot.build`` over the same jobs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _CONFIGS_KEPT = 4  # configs whose class scores are kept between cycles
 
 
 class ClusterState:
-    """Nodes, queues and live jobs, changed one event at a time; sessions leave it as it was.
+    """Nodes, queues and live jobs, changed one event at a time; sessions leave it as it
+    was (each runs in a fork of the snapshot). The state is changed only between cycles.
 
     Resource dimensions are fixed at construction (those of the nodes and queues, plus
     ``extra_dims``); a job asking for a resource outside them is reported as invalid.
@@ -109,15 +110,16 @@ class ClusterState:
     def cycle(
         self, config: SchedulerConfig, *, now: float, registry: Registry | None = None
     ) -> Decisions:
-        """One session on the current state; the state is unchanged afterwards."""
-        return run_cycle(
-            self.snapshot,
-            config,
-            now=now,
-            registry=registry,
-            revert=True,
-            scores=self._class_scores(config, registry),
-        )
+        """One session on the current state, run in a fork of the snapshot: the state is
+        unchanged afterwards (the driver applies the Decisions as events)."""
+        with self.snapshot.forked():
+            return run_cycle(
+                self.snapshot,
+                config,
+                now=now,
+                registry=registry,
+                scores=self._class_scores(config, registry),
+            )
 
     def _class_scores(self, config: SchedulerConfig, registry: Registry | None) -> ClassScores:
         for kept_config, kept_registry, scores in self._scores:

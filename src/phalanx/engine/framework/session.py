@@ -15,7 +15,7 @@ from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
 from phalanx.engine.framework.scores import ClassScores
-from phalanx.engine.framework.statement import Operation, OpKind, Statement
+from phalanx.engine.framework.statement import Operation, Statement
 from phalanx.engine.snapshot import (
     JobInfo,
     QueueInfo,
@@ -127,20 +127,6 @@ class Session:
         """Exactly reverse apply_evict."""
         self.snapshot.move(task, previous)
         self.points.on_allocate(task)
-
-    def revert(self) -> None:
-        """Undo every committed or kept operation, newest first: the snapshot is as before the session.
-
-        Admission marks (``inqueue``) are session-only and are cleared too.
-        """
-        for op, _ in reversed(self.log):
-            if op.kind is OpKind.EVICT:
-                self.snapshot.move(op.task, op.previous)
-            else:
-                self.snapshot.move(op.task, TaskStatus.PENDING)
-        self.log.clear()
-        for queue in self.snapshot.queues.values():
-            queue.inqueue[:] = 0.0
 
     def known_failure(self, shape: object | None) -> Reason | None:
         """The reason a gang of this shape failed earlier in this session, if nothing was freed since.

@@ -9,19 +9,21 @@ Its node arrays are rows over ``dims`` in engine units (see ``units``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.errors import InvalidInput
+from phalanx.domain.errors import EngineInvariantError, InvalidInput
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import ROOT_QUEUE, Queue
 from phalanx.domain.resources import Resources
 from phalanx.engine.cards import Cards
 from phalanx.engine.snapshot.cardbridge import move_cards
+from phalanx.engine.snapshot.forks import Fork, Move
 from phalanx.engine.snapshot.jobs import JobWatcher, Placements, collector_paused, read_job
 from phalanx.engine.snapshot.labels import LabelColumns
 from phalanx.engine.snapshot.queues import QueueInfo, queue_tree
@@ -51,6 +53,15 @@ class Snapshot:
     ``future_idle = idle + releasing - pipelined``. ``cards`` holds each GPU card's free
     share; a task on a node holds the cards named in its ``gpus`` (a pipelined task holds
     none until it is allocated).
+
+    ``fork`` / ``revert`` / ``commit`` (or ``with snapshot.forked():``) try changes out:
+    after ``revert`` every task is back in its status, on its node, with its cards, and
+    every aggregate (node arrays, cards, job, queue and user charges, the waiting and
+    growing jobs) and each queue's session values (``inqueue``, ``deserved``,
+    ``capability``) are as they were at ``fork``. Change counters (``changes``,
+    ``node_changes``, ``JobInfo.version``) keep counting: caches that follow them see the
+    undone moves as changes. Forks nest; while one is open, jobs cannot be added or
+    removed and nodes cannot open or close (``EngineInvariantError``).
     """
 
     def __init__(
@@ -112,6 +123,8 @@ class Snapshot:
         self.requests = Requests(self.vector, self.dim)
         self.queues: dict[str, QueueInfo] = queue_tree(queues, r, self.vector)
         self.root = self.queues[ROOT_QUEUE]
+        self._forks: list[Fork] = []
+        self._journal: list[Move] | None = None  # the moves since the oldest open fork
 
     # -- construction -----------------------------------------------------------------
 
@@ -139,6 +152,7 @@ class Snapshot:
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track one more job, charging what its tasks hold; None (an orphan) if it cannot be."""
+        self._unforked("add a job")
         placements = Placements()
         info = read_job(self, job, placements)
         placements.apply(self)
@@ -150,6 +164,7 @@ class Snapshot:
     def remove_job(self, name: str) -> None:
         """Stop tracking job ``name`` (an orphan is forgotten); its tasks give back what
         they held."""
+        self._unforked("remove a job")
         info = self.jobs.pop(name, None)
         if info is None:
             self.orphans = [(job, why) for job, why in self.orphans if job.name != name]
@@ -187,6 +202,8 @@ class Snapshot:
         Any status may follow any other: the lifecycle rules live with the callers.
         """
         old, request, left = task.status, task.request, task.node
+        if self._journal is not None:
+            self._journal.append((task, old, left, task.gpus))
         where = left if node is None else node
         if task.role.cards is not None:
             move_cards(self.cards, task, status, where, gpus)
@@ -256,6 +273,56 @@ class Snapshot:
             self.node_changes[left] = self.changes
         if task.node >= 0:
             self.node_changes[task.node] = self.changes
+
+    # -- fork and revert ------------------------------------------------------------------
+
+    def fork(self) -> None:
+        """Start recording changes, to be undone by ``revert`` or kept by ``commit``."""
+        self._forks.append(Fork.open(len(self._journal or ()), self.queues.values()))
+        if self._journal is None:
+            self._journal = []
+
+    def revert(self) -> None:
+        """Undo every change since the latest ``fork``, newest first, and close it."""
+        fork = self._open_fork()
+        journal = self._journal
+        assert journal is not None
+        self._journal = None  # the undoing moves are not recorded
+        for task, status, node, gpus in reversed(journal[fork.start :]):
+            self.move(task, status, node, gpus)
+        del journal[fork.start :]
+        fork.restore_queues()
+        self._journal = journal if self._forks else None
+
+    def commit(self) -> None:
+        """Keep the changes since the latest ``fork`` and close it (an enclosing fork may
+        still undo them)."""
+        self._open_fork()
+        if not self._forks:
+            self._journal = None
+
+    @contextmanager
+    def forked(self) -> Iterator[None]:
+        """A fork for the ``with`` block, reverted when it ends (also on an exception)."""
+        self.fork()
+        try:
+            yield
+        finally:
+            self.revert()
+
+    @property
+    def is_forked(self) -> bool:
+        """True while a fork is open."""
+        return bool(self._forks)
+
+    def _open_fork(self) -> Fork:
+        if not self._forks:
+            raise EngineInvariantError("revert or commit without an open fork")
+        return self._forks.pop()
+
+    def _unforked(self, change: str) -> None:
+        if self._forks:
+            raise EngineInvariantError(f"cannot {change} while the snapshot is forked")
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -329,6 +396,7 @@ class Snapshot:
     def set_schedulable(self, node: int, schedulable: bool) -> None:
         """Open or close node ``node`` to new work (a cordon, a failure, a repair)."""
         if bool(self.schedulable[node]) != schedulable:
+            self._unforked("open or close a node")
             if self.epoch is not None:
                 self.epoch += 1
             self.schedulable.flags.writeable = True
