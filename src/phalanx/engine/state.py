@@ -18,8 +18,8 @@ from phalanx.domain.queue import Queue
 from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.kept import KeptState
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.snapshot import (
     ON_NODE,
     STATUS_OF_PHASE,
@@ -28,8 +28,6 @@ from phalanx.engine.snapshot import (
     TaskInfo,
     dimensions,
 )
-
-_CONFIGS_KEPT = 4  # configs whose class scores are kept between cycles
 
 
 class ClusterState:
@@ -47,9 +45,8 @@ class ClusterState:
             nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
         )
         self.snapshot.epoch = 0  # every change below that can make room counts
-        #: node scores per task class kept from one cycle to the next, per config (and
-        #: registry) lately used: the configs' scorers decide what may be kept
-        self._scores: list[tuple[SchedulerConfig, Registry | None, ClassScores]] = []
+        #: what one cycle keeps for the next (see ``framework.kept``)
+        self.kept = KeptState(self.snapshot)
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
@@ -113,20 +110,4 @@ class ClusterState:
         """One session on the current state, run in a fork of the snapshot: the state is
         unchanged afterwards (the driver applies the Decisions as events)."""
         with self.snapshot.forked():
-            return run_cycle(
-                self.snapshot,
-                config,
-                now=now,
-                registry=registry,
-                scores=self._class_scores(config, registry),
-            )
-
-    def _class_scores(self, config: SchedulerConfig, registry: Registry | None) -> ClassScores:
-        for kept_config, kept_registry, scores in self._scores:
-            if kept_config is config and kept_registry is registry:
-                return scores
-        if len(self._scores) >= _CONFIGS_KEPT:
-            self._scores.pop(0)
-        scores = ClassScores(self.snapshot)
-        self._scores.append((config, registry, scores))
-        return scores
+            return run_cycle(self.snapshot, config, now=now, registry=registry, kept=self.kept)

@@ -6,7 +6,7 @@ but on the nodes whose usage changed since. With every scorer promising ``per_cl
 (see ``Scorer``), ``ClassScores`` keeps each class's scores per node and scores again
 only the nodes ``Snapshot.changed_nodes`` names: the scores it gives are the very
 floats the scorers would give now. A driver that keeps its snapshot between sessions
-(``ClusterState``) hands the same ``ClassScores`` to each session of one config; the
+keeps one ``ClassScores`` per config in its ``KeptState`` (``framework.kept``); the
 kept scores are dropped when the scorers' basis (``ScorePoint.basis``: their plugins,
 weights and, say, the target a plugin learnt) is not the one they were computed on.
 """

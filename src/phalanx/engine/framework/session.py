@@ -14,6 +14,7 @@ from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
+from phalanx.engine.framework.kept import KeptState
 from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.statement import Operation, Statement
 from phalanx.engine.snapshot import (
@@ -50,15 +51,18 @@ class Session:
         config: SchedulerConfig,
         *,
         now: float,
-        class_scores: ClassScores | None = None,
+        kept: KeptState,
+        class_scores: ClassScores,
     ) -> None:
         self.snapshot = snapshot
         self.config = config
         self.now = now
+        #: what earlier cycles of this snapshot kept, and this one keeps for later ones
+        self.kept = kept
         self.points = Points()
-        #: node scores per task class, kept through the session (placement reads them) and,
-        #: when a driver passes them in, from its earlier sessions of this config
-        self.class_scores = ClassScores(snapshot) if class_scores is None else class_scores
+        #: node scores per task class, kept through the session (placement reads them) and
+        #: from earlier sessions of this config (``kept``)
+        self.class_scores = class_scores
         if self.class_scores.snapshot is not snapshot:
             raise EngineInvariantError("class scores kept for another snapshot")
         self.class_scores.open(self.points.node_score)

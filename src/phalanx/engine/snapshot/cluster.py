@@ -9,9 +9,8 @@ Its node arrays are rows over ``dims`` in engine units (see ``units``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,8 +38,6 @@ from phalanx.engine.snapshot.tasks import (
     TaskStatus,
 )
 from phalanx.engine.snapshot.units import ENGINE_UNITS, Vector, dimensions
-
-T = TypeVar("T")
 
 
 class Snapshot:
@@ -118,7 +115,6 @@ class Snapshot:
         #: refusals stand while it is unchanged (see the ``enqueue`` action).
         self.epoch: int | None = None
         self._labels = LabelColumns(self.nodes)
-        self._node_derived: dict[str, object] = {}
         #: every distinct task request, interned by value
         self.requests = Requests(self.vector, self.dim)
         self.queues: dict[str, QueueInfo] = queue_tree(queues, r, self.vector)
@@ -354,17 +350,6 @@ class Snapshot:
         if since >= self.changes:
             return np.empty(0, dtype=np.intp)
         return np.flatnonzero(self.node_changes > since)
-
-    def cached(self, key: str, build: Callable[[Snapshot], T]) -> T:
-        """A value derived from what never changes in a snapshot's life (nodes' labels and
-        taints, queue specs), built once per snapshot; ``key`` names it (prefix it with the
-        plugin's name). Schedulability, usage and jobs do change: a value that depends on
-        them must be keyed by them (``capacity`` keeps a memo keyed by the root's
-        capability) or follow them (``changed_nodes``, ``watch_jobs``).
-        """
-        if key not in self._node_derived:
-            self._node_derived[key] = build(self)
-        return self._node_derived[key]  # type: ignore[return-value]
 
     def label_column(self, key: str) -> NDArray[np.object_]:
         """Every node's value of label ``key`` (None where absent), cached."""
