@@ -6,7 +6,9 @@ cluster of 100k tasks cannot afford to rebuild what did not change), so what it 
 one typed object: a driver that runs many cycles over one snapshot (``ClusterState``)
 owns a ``KeptState`` and passes it to every ``run_cycle``; a one-off ``run_cycle`` makes
 a fresh one and drops it. Nothing else in the engine (no module global, no plugin or
-action instance, no snapshot attribute) carries state from one cycle to the next.
+action instance, no snapshot attribute) carries state from one cycle to the next; the
+snapshot itself, and what follows it (``Snapshot.epoch``, change counters, job
+watchers), is the cluster's state, not the cycles'.
 
 A ``KeptState`` holds:
 
@@ -33,8 +35,8 @@ Determinism contract
       reaches; the reason's wording is the earlier one.
    b. ``fgd`` with ``relearn`` > 1: the target workload is the one learnt when the
       window of newest jobs had last changed by ``relearn`` jobs, so it may be up to
-      ``relearn - 1`` arrivals or departures old. With the default ``relearn`` 1 it is
-      the target a fresh build learns.
+      ``relearn - 1`` arrivals or departures old (``phalanx-default`` sets 16). With
+      the plugin's default ``relearn`` 1 it is the target a fresh build learns.
 
 3. Reuse never changes a decision otherwise: a ``FIXED`` slot is derived from what never
    changes in a snapshot's life; a ``FOLLOWS`` slot brings itself up to date (from
