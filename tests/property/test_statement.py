@@ -1,5 +1,6 @@
 """Undo is exact: a discarded Statement restores the session (arrays, tasks, counters, plugin
-state), and a reverted cycle restores the snapshot a driver keeps between cycles."""
+state), and a cycle run in a fork of the snapshot (``Snapshot.forked``) restores the
+snapshot a driver keeps between cycles, also over several nested forks."""
 
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ from .strategies import FRACTIONAL_GPUS, Mix, worlds
 from .world import World, suite_settings
 
 ARRAYS = ("capacity", "used", "releasing", "pipelined", "task_count", "max_tasks", "schedulable")
+CARD_ARRAYS = (
+    "milli_free",
+    "memory_free",
+    "whole_free",
+    "nic_users",
+    "milli_releasing",
+    "memory_releasing",
+)
 
 
 def snapshot_state(snap: Snapshot) -> dict[str, Any]:
@@ -31,6 +40,13 @@ def snapshot_state(snap: Snapshot) -> dict[str, Any]:
     for queue in snap.queues.values():
         evictable = sorted(t.name for t in queue.evictable)
         state[f"queue {queue.name}"] = (queue.allocated.copy(), queue.inqueue.copy(), evictable)
+        state[f"queue {queue.name} shares"] = (queue.deserved.copy(), queue.capability.copy())
+    for name in CARD_ARRAYS:
+        state[f"cards {name}"] = getattr(snap.cards, name).copy()
+    for user, allocated in snap.user_allocated.items():
+        state[f"user {user}"] = allocated.copy()
+    state["waiting"] = sorted(snap.waiting)
+    state["growing"] = sorted(job.name for job in snap.growing)
     return state
 
 
@@ -156,9 +172,11 @@ def test_discard_restores_the_snapshot_exactly_with_fractional_gpus(
 def _check_revert(world: World) -> None:
     snapshot = world.snapshot()
     before = snapshot_state(snapshot)
-    run_cycle(snapshot, world.config, now=world.now, revert=True)
+    with snapshot.forked():
+        run_cycle(snapshot, world.config, now=world.now)
     found = differences(before, snapshot_state(snapshot))
     assert not found, "\n".join([*found, "--- input", world.describe()])
+    assert not snapshot.is_forked
 
 
 @suite_settings(40)
@@ -172,3 +190,40 @@ def test_a_reverted_cycle_restores_the_snapshot_exactly(world: World) -> None:
 @given(world=worlds(mix=Mix(gpus=FRACTIONAL_GPUS)))
 def test_a_reverted_cycle_restores_the_snapshot_exactly_with_fractional_gpus(world: World) -> None:
     _check_revert(world)
+
+
+@suite_settings(30)
+@given(world=worlds(), data=st.data())
+def test_cycles_in_nested_forks_are_undone_by_the_outer_revert(
+    world: World, data: st.DataObject
+) -> None:
+    """Cycles committed or reverted in inner forks, one after another (each starting from
+    what the last left), are all undone by reverting the outer fork; and a cycle in a
+    fork decides the same as the same cycle in a fork again."""
+    snapshot = world.snapshot()
+    before = snapshot_state(snapshot)
+    with snapshot.forked():
+        first = run_cycle(snapshot, world.config, now=world.now)
+    assert run_cycle_forked(snapshot, world) == first
+    snapshot.fork()
+    kept = 0
+    for step in range(data.draw(st.integers(1, 4), label="cycles")):
+        snapshot.fork()
+        run_cycle(snapshot, world.config, now=world.now + step)
+        if data.draw(st.booleans(), label="commit"):
+            snapshot.commit()
+            kept += 1
+        else:
+            snapshot.revert()
+    event(f"inner cycles committed: {min(kept, 2)}{'+' if kept > 2 else ''}")
+    snapshot.revert()
+    found = differences(before, snapshot_state(snapshot))
+    assert not found, "\n".join([*found, "--- input", world.describe()])
+    assert_indexes_kept(snapshot)
+    assert not snapshot.is_forked
+
+
+def run_cycle_forked(snapshot: Snapshot, world: World) -> object:
+    """The Decisions of one cycle run in a fork of ``snapshot``."""
+    with snapshot.forked():
+        return run_cycle(snapshot, world.config, now=world.now)

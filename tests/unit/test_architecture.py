@@ -66,6 +66,21 @@ RULES = (
         "eviction are algorithms the actions use",
     ),
     Rule(
+        "phalanx.engine.snapshot",
+        (
+            "phalanx.engine.framework",
+            "phalanx.engine.actions",
+            "phalanx.engine.plugins",
+            "phalanx.engine.placement",
+            "phalanx.engine.eviction",
+            "phalanx.engine.lifecycle",
+            "phalanx.engine.cycle",
+            "phalanx.engine.state",
+        ),
+        "the snapshot is the cluster's state: it knows no session, action, plugin or "
+        "algorithm that reads it",
+    ),
+    Rule(
         "phalanx.engine.placement",
         ("phalanx.engine.actions", "phalanx.engine.plugins", "phalanx.engine.eviction"),
         "placement serves the actions; it knows none of them, nor eviction",
@@ -183,7 +198,9 @@ def test_actions_depend_on_the_framework_and_eviction_not_on_each_other() -> Non
     assert not violations, "\n".join(violations)
 
 
-@pytest.mark.parametrize("package", ["phalanx.engine.placement", "phalanx.engine.eviction"])
+@pytest.mark.parametrize(
+    "package", ["phalanx.engine.placement", "phalanx.engine.eviction", "phalanx.engine.snapshot"]
+)
 def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> None:
     inside = {module: path for module, path in MODULES if _within(module, package)}
     edges = {

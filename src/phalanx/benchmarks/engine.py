@@ -6,7 +6,8 @@ Shape after YuniKorn's core benchmark: nodes of 16 CPU, 64 GiB, 8 GPUs; ``queues
 ``running`` that many small tasks (100m CPU, 256 MiB) already run, spread evenly, as
 in KAI-Scheduler's busy-cluster case. ``seconds`` covers building the snapshot from
 every job plus the session; ``incremental_cycle_s`` is one session on a ``ClusterState``
-kept up to date between cycles (how the simulator and control plane run), revert included.
+kept up to date between cycles (how the simulator and control plane run), fork and
+revert included.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def run(
 def _incremental_cycle(
     nodes: list[Node], queues: list[Queue], jobs: list[Job], config: SchedulerConfig | None
 ) -> float:
-    """One session on state kept up to date between cycles (as drivers run), revert included."""
+    """One session on state kept up to date between cycles (as drivers run), fork and
+    revert included."""
     state = ClusterState(nodes, queues)
     for job in jobs:
         state.add_job(job)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import deque
-from dataclasses import dataclass
 
+from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
 from phalanx.engine.cards import WHOLE
 from phalanx.engine.decisions import (
@@ -20,10 +19,10 @@ from phalanx.engine.decisions import (
     Reservation,
     Unschedulable,
 )
-from phalanx.engine.framework.config import PluginConfig, SchedulerConfig
-from phalanx.engine.framework.plugin import Action, Hooks, Plugin
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.kept import Built, KeptState
+from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
 from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
@@ -39,40 +38,22 @@ def builtin_registry() -> Registry:
     return _BUILTIN
 
 
-@dataclass(frozen=True, slots=True)
-class _Instances:
-    """The plugins (with their tier and config) and actions one config names, built once."""
-
-    config: SchedulerConfig
-    registry: Registry
-    plugins: tuple[tuple[int, PluginConfig, Plugin], ...]
-    actions: tuple[Action, ...]
-
-
-_INSTANCES: deque[_Instances] = deque(maxlen=8)  # the configs used most recently
-
-
-def _instances(config: SchedulerConfig, registry: Registry) -> _Instances:
-    """Plugin and action instances for ``config``, reused while the same config is used.
-
-    Instances hold only their validated args; what a session needs lives in what
-    ``open`` registers, so one instance may serve many sessions.
-    """
-    for found in _INSTANCES:
-        if found.config is config and found.registry is registry:
-            return found
-    built = _Instances(
-        config,
-        registry,
-        tuple(
-            (tier_index, plugin_config, registry.plugin(plugin_config.name, plugin_config.args))
-            for tier_index, tier in enumerate(config.tiers)
-            for plugin_config in tier
-        ),
-        tuple(registry.action(a.name, a.args) for a in config.actions),
-    )
-    _INSTANCES.append(built)
-    return built
+def _open(
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    now: float,
+    registry: Registry | None,
+    kept: KeptState | None,
+) -> tuple[Session, Built]:
+    if kept is None:
+        kept = KeptState(snapshot)
+    elif kept.snapshot is not snapshot:
+        raise EngineInvariantError("kept state of another snapshot")
+    built = kept.built(config, registry or builtin_registry())
+    session = Session(snapshot, config, now=now, kept=kept, class_scores=built.scores)
+    for tier_index, plugin_config, plugin in built.plugins:
+        plugin.open(session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled))
+    return session, built
 
 
 def open_session(
@@ -81,16 +62,11 @@ def open_session(
     *,
     now: float,
     registry: Registry | None = None,
-    scores: ClassScores | None = None,
+    kept: KeptState | None = None,
 ) -> Session:
     """A session with every configured plugin registered, before any action runs; with
-    ``scores``, the class scores kept from earlier sessions of ``config`` on ``snapshot``."""
-    session = Session(snapshot, config, now=now, class_scores=scores)
-    for tier_index, plugin_config, plugin in _instances(
-        config, registry or builtin_registry()
-    ).plugins:
-        plugin.open(session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled))
-    return session
+    ``kept``, on what earlier cycles of ``snapshot`` kept (see ``framework.kept``)."""
+    return _open(snapshot, config, now, registry, kept)[0]
 
 
 def run_cycle(
@@ -99,27 +75,23 @@ def run_cycle(
     *,
     now: float,
     registry: Registry | None = None,
-    revert: bool = False,
-    scores: ClassScores | None = None,
+    kept: KeptState | None = None,
 ) -> Decisions:
     """Run every configured action on ``snapshot`` and return what was decided.
 
-    Same snapshot + config + now => same Decisions. Without ``revert`` the snapshot
-    reflects the session's operations afterwards; with it, the snapshot is exactly as
-    before (drivers that keep one snapshot up to date apply the Decisions themselves).
-    Such drivers may pass the same ``scores`` to every cycle of one config: placement
-    then scores again only the nodes whose usage changed since (same Decisions).
+    Same snapshot + config + now + kept state => same Decisions (the contract, and where
+    a kept state may decide otherwise than a fresh one, is stated in ``framework.kept``).
+    The snapshot reflects the session's operations afterwards; a driver that keeps one
+    snapshot up to date and applies the Decisions itself runs the cycle in a fork
+    (``with snapshot.forked(): ...``), which leaves the snapshot exactly as before, and
+    passes the same ``kept`` to every cycle (without it, everything is built afresh).
     """
-    session = open_session(snapshot, config, now=now, registry=registry, scores=scores)
-    actions = _instances(config, registry or builtin_registry()).actions
-    for action in actions:
+    session, built = _open(snapshot, config, now, registry, kept)
+    for action in built.actions:
         action.open(session)
-    for action in actions:
+    for action in built.actions:
         action.execute(session)
-    decisions = close_session(session)
-    if revert:
-        session.revert()
-    return decisions
+    return close_session(session)
 
 
 def close_session(session: Session) -> Decisions:

@@ -2,9 +2,9 @@
 
 Rebuilding a snapshot from every job each cycle costs time proportional to every task
 in the cluster. ``ClusterState`` instead applies each change as it happens (a job
-arrives, a task starts, stops or finishes) and runs sessions that are reverted
-afterwards, so a cycle costs what the session does. Same inputs give the same
-Decisions as ``Snapshot.build`` over the same jobs.
+arrives, a task starts, stops or finishes) and runs each session in a fork of the
+snapshot that is reverted afterwards, so a cycle costs what the session does. Same
+inputs give the same Decisions as ``Snapshot.build`` over the same jobs.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from phalanx.domain.queue import Queue
 from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.framework.kept import KeptState
 from phalanx.engine.framework.registry import Registry
-from phalanx.engine.framework.scores import ClassScores
 from phalanx.engine.snapshot import (
     ON_NODE,
     STATUS_OF_PHASE,
@@ -29,11 +29,10 @@ from phalanx.engine.snapshot import (
     dimensions,
 )
 
-_CONFIGS_KEPT = 4  # configs whose class scores are kept between cycles
-
 
 class ClusterState:
-    """Nodes, queues and live jobs, changed one event at a time; sessions leave it as it was.
+    """Nodes, queues and live jobs, changed one event at a time; sessions leave it as it
+    was (each runs in a fork of the snapshot). The state is changed only between cycles.
 
     Resource dimensions are fixed at construction (those of the nodes and queues, plus
     ``extra_dims``); a job asking for a resource outside them is reported as invalid.
@@ -46,9 +45,8 @@ class ClusterState:
             nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
         )
         self.snapshot.epoch = 0  # every change below that can make room counts
-        #: node scores per task class kept from one cycle to the next, per config (and
-        #: registry) lately used: the configs' scorers decide what may be kept
-        self._scores: list[tuple[SchedulerConfig, Registry | None, ClassScores]] = []
+        #: what one cycle keeps for the next (see ``framework.kept``)
+        self.kept = KeptState(self.snapshot)
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
@@ -109,22 +107,7 @@ class ClusterState:
     def cycle(
         self, config: SchedulerConfig, *, now: float, registry: Registry | None = None
     ) -> Decisions:
-        """One session on the current state; the state is unchanged afterwards."""
-        return run_cycle(
-            self.snapshot,
-            config,
-            now=now,
-            registry=registry,
-            revert=True,
-            scores=self._class_scores(config, registry),
-        )
-
-    def _class_scores(self, config: SchedulerConfig, registry: Registry | None) -> ClassScores:
-        for kept_config, kept_registry, scores in self._scores:
-            if kept_config is config and kept_registry is registry:
-                return scores
-        if len(self._scores) >= _CONFIGS_KEPT:
-            self._scores.pop(0)
-        scores = ClassScores(self.snapshot)
-        self._scores.append((config, registry, scores))
-        return scores
+        """One session on the current state, run in a fork of the snapshot: the state is
+        unchanged afterwards (the driver applies the Decisions as events)."""
+        with self.snapshot.forked():
+            return run_cycle(self.snapshot, config, now=now, registry=registry, kept=self.kept)

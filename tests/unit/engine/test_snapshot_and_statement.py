@@ -97,3 +97,38 @@ def test_evicting_a_pending_task_is_a_bug() -> None:
     )
     with session.statement() as stmt, pytest.raises(EngineInvariantError):
         stmt.evict(session.snapshot.jobs["a"].tasks[0], action="preempt", by="x", reason="x")
+
+
+def test_equal_requests_share_one_row_however_they_are_spelt() -> None:
+    # 1 cpu and 1.0004 cpu are both 1000 millicores: one request, one row, one index
+    snap = Snapshot.build(
+        nodes=make_nodes(2),
+        queues=[make_queue()],
+        jobs=[make_job("a", cpu=1), make_job("b", cpu=1.0004), make_job("c", cpu=2)],
+    )
+    a, b, c = (snap.jobs[name].roles[0] for name in "abc")
+    assert a.row == b.row != c.row
+    assert a.request is b.request and not a.request.flags.writeable
+    assert len(snap.requests.rows) == 2
+    np.testing.assert_array_equal(snap.requests.table()[c.row], c.request)
+
+
+def test_a_fork_undoes_moves_and_refuses_changes_it_cannot_undo() -> None:
+    snap = Snapshot.build(
+        nodes=make_nodes(2), queues=[make_queue()], jobs=[make_job("a", gpus=2, replicas=2)]
+    )
+    first, second = snap.jobs["a"].tasks
+    with snap.forked():
+        snap.move(first, TaskStatus.ALLOCATED, 0)
+        snap.fork()
+        snap.move(second, TaskStatus.ALLOCATED, 1)
+        snap.commit()  # kept by the inner fork, still undone by the outer one
+        with pytest.raises(EngineInvariantError, match="while the snapshot is forked"):
+            snap.remove_job("a")
+        with pytest.raises(EngineInvariantError, match="while the snapshot is forked"):
+            snap.set_schedulable(0, False)
+        assert snap.used[:, snap.dim["gpu"]].tolist() == [2000, 2000]
+    assert snap.used.sum() == 0 and snap.cards.whole_free.sum() == 16
+    assert [t.status for t in (first, second)] == [TaskStatus.PENDING] * 2
+    with pytest.raises(EngineInvariantError, match="without an open fork"):
+        snap.revert()

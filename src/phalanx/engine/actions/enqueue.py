@@ -25,7 +25,6 @@ reason text is the one it was given then.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.eviction.growth import lent_total
 from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.wording import most_free, speak, unschedulable_note
@@ -51,7 +51,6 @@ class EnqueueAction(Action):
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
         self.overcommit_factor = self.number("overcommitFactor", 1.2, minimum=1.0)
-        self._refusals = _Refusals()
 
     def execute(self, session: Session) -> None:
         factor = self.overcommit_factor
@@ -63,7 +62,7 @@ class EnqueueAction(Action):
                 budget -= leaf.allocated
         if snapshot.elastic:  # growth is lent: any waiting gang may take it back
             budget += lent_total(snapshot.elastic.values(), len(snapshot.dims))
-        standing = self._refusals.standing(session.snapshot)
+        standing = session.kept.get(_refusals, Lifetime.EPOCH)
         # Within a session budgets only shrink and queues only fill, so a job refused for a
         # given (queue, minimum, priority, starving) means every later such job is refused.
         refused: dict[tuple[object, ...], Reason] = {}
@@ -206,25 +205,11 @@ def _over_deserved(session: Session, job: JobInfo, minimum: Vector) -> str:
 _Standing = dict[str, tuple[bool, Reason]]
 
 
-class _Refusals:
-    """Refusals kept per snapshot, for the epoch they were made in."""
-
-    def __init__(self) -> None:
-        self._kept: weakref.WeakKeyDictionary[Snapshot, tuple[int, _Standing]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def standing(self, snapshot: Snapshot) -> _Standing:
-        """Refusals of earlier sessions on ``snapshot`` that still stand: all of them while
-        ``Snapshot.epoch`` is unchanged, none after it moved or where nobody keeps the
-        epoch. The caller adds this session's refusals to the dict returned."""
-        if snapshot.epoch is None:
-            return {}
-        kept = self._kept.get(snapshot)
-        if kept is None or kept[0] != snapshot.epoch:
-            kept = (snapshot.epoch, {})
-            self._kept[snapshot] = kept
-        return kept[1]
+def _refusals(snapshot: Snapshot) -> _Standing:
+    """Refusals of earlier sessions on ``snapshot`` that still stand: kept while
+    ``Snapshot.epoch`` is unchanged (an ``EPOCH`` slot of the kept state), none after it
+    moved or where nobody keeps the epoch. ``execute`` adds this session's refusals."""
+    return {}
 
 
 def _pending_in_order(session: Session, standing: _Standing) -> list[JobInfo]:

@@ -115,7 +115,7 @@ def _affordable(
     if allowance is None or not victims:
         return victims
     rows = np.fromiter((v.role.row for v in victims), dtype=np.intp, count=len(victims))
-    held = snap.request_table()[rows]
+    held = snap.requests.table()[rows]
     keep = np.all(held <= allowance + EPSILON, axis=1)
     return list(itertools.compress(victims, keep))
 
@@ -233,7 +233,7 @@ def held_per_node(
         return held, np.zeros(n, dtype=np.int64)
     where = np.fromiter((t.node for t in tasks), dtype=np.intp, count=len(tasks))
     rows = np.fromiter((t.role.row for t in tasks), dtype=np.intp, count=len(tasks))
-    asked = snap.request_table()[:, columns][rows]
+    asked = snap.requests.table()[:, columns][rows]
     for column in range(len(columns)):
         held[:, column] = np.bincount(where, weights=asked[:, column], minlength=n)
     return held, np.bincount(where, minlength=n)

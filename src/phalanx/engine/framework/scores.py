@@ -6,7 +6,7 @@ but on the nodes whose usage changed since. With every scorer promising ``per_cl
 (see ``Scorer``), ``ClassScores`` keeps each class's scores per node and scores again
 only the nodes ``Snapshot.changed_nodes`` names: the scores it gives are the very
 floats the scorers would give now. A driver that keeps its snapshot between sessions
-(``ClusterState``) hands the same ``ClassScores`` to each session of one config; the
+keeps one ``ClassScores`` per config in its ``KeptState`` (``framework.kept``); the
 kept scores are dropped when the scorers' basis (``ScorePoint.basis``: their plugins,
 weights and, say, the target a plugin learnt) is not the one they were computed on.
 """
@@ -56,8 +56,7 @@ class ClassScores:
         if point is None:
             raise EngineInvariantError("ClassScores used before a session opened it")
         snapshot, role = self.snapshot, task.role
-        row = snapshot.request_ids.get(id(role.request))  # None: a request row of no role
-        if row is None or not point.per_class:
+        if not point.per_class:
             return point(task, nodes)
         if not self._checked:  # asked at first use: a basis may be learnt on first use
             basis = point.basis()
@@ -65,7 +64,7 @@ class ClassScores:
                 self._kept.clear()
                 self._basis = basis
             self._checked = True
-        key = (row, role.cards, role.spec.tolerations)
+        key = (role.row, role.cards, role.spec.tolerations)
         kept = self._kept.pop(key, None)  # re-inserted: the dict runs least recent first
         if kept is None:
             if len(self._kept) >= CLASSES_KEPT:

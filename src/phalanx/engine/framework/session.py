@@ -14,8 +14,9 @@ from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode, Resize
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
+from phalanx.engine.framework.kept import KeptState
 from phalanx.engine.framework.scores import ClassScores
-from phalanx.engine.framework.statement import Operation, OpKind, Statement
+from phalanx.engine.framework.statement import Operation, Statement
 from phalanx.engine.snapshot import (
     JobInfo,
     QueueInfo,
@@ -50,15 +51,18 @@ class Session:
         config: SchedulerConfig,
         *,
         now: float,
-        class_scores: ClassScores | None = None,
+        kept: KeptState,
+        class_scores: ClassScores,
     ) -> None:
         self.snapshot = snapshot
         self.config = config
         self.now = now
+        #: what earlier cycles of this snapshot kept, and this one keeps for later ones
+        self.kept = kept
         self.points = Points()
-        #: node scores per task class, kept through the session (placement reads them) and,
-        #: when a driver passes them in, from its earlier sessions of this config
-        self.class_scores = ClassScores(snapshot) if class_scores is None else class_scores
+        #: node scores per task class, kept through the session (placement reads them) and
+        #: from earlier sessions of this config (``kept``)
+        self.class_scores = class_scores
         if self.class_scores.snapshot is not snapshot:
             raise EngineInvariantError("class scores kept for another snapshot")
         self.class_scores.open(self.points.node_score)
@@ -128,20 +132,6 @@ class Session:
         """Exactly reverse apply_evict."""
         self.snapshot.move(task, previous)
         self.points.on_allocate(task)
-
-    def revert(self) -> None:
-        """Undo every committed or kept operation, newest first: the snapshot is as before the session.
-
-        Admission marks (``inqueue``) are session-only and are cleared too.
-        """
-        for op, _ in reversed(self.log):
-            if op.kind is OpKind.EVICT:
-                self.snapshot.move(op.task, op.previous)
-            else:
-                self.snapshot.move(op.task, TaskStatus.PENDING)
-        self.log.clear()
-        for queue in self.snapshot.queues.values():
-            queue.inqueue[:] = 0.0
 
     def known_failure(self, shape: object | None) -> Reason | None:
         """The reason a gang of this shape failed earlier in this session, if nothing was freed since.

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
@@ -56,9 +57,7 @@ class BalancedPlugin(Plugin):
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snap = session.snapshot
-        spreads = snap.cached(
-            f"balanced.{','.join(self.resources)}", lambda s: _Spreads(s, self.resources)
-        )
+        spreads = session.kept.get(_Spreads, Lifetime.FOLLOWS, self.resources)
 
         def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             if not spreads.columns.size:

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
@@ -44,7 +45,7 @@ class _Utilization(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snap = session.snapshot
         row = np.array([self.weights.get(name, 0.0) for name in snap.dims])
-        inverse = snap.cached("utilization.inverse-capacity", _inverse_capacity)
+        inverse = session.kept.get(_inverse_capacity, Lifetime.FIXED)
         # per request row: 100 x the weights of the resources it asks for, normalised
         weighting: dict[int, NDArray[np.float64] | None] = {}
 

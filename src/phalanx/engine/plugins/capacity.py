@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.quota import QuotaPlugin, water_fill
-from phalanx.engine.snapshot import QueueInfo, Vector
+from phalanx.engine.snapshot import QueueInfo, Snapshot, Vector
 
 
 class CapacityPlugin(QuotaPlugin):
@@ -29,7 +30,7 @@ class CapacityPlugin(QuotaPlugin):
         are computed once per root capability and reused by later sessions."""
         snapshot = session.snapshot
         root = snapshot.root
-        memo: dict[bytes, dict[str, Vector]] = snapshot.cached("capacity.deserved", lambda s: {})
+        memo = session.kept.get(_deserved_memo, Lifetime.FIXED)
         key = root.capability.tobytes()
         shares = memo.get(key)
         if shares is None:
@@ -39,6 +40,12 @@ class CapacityPlugin(QuotaPlugin):
             shares = memo[key] = {q.name: q.deserved for q in snapshot.queues.values()}
         for name, deserved in shares.items():
             snapshot.queues[name].deserved = deserved
+
+
+def _deserved_memo(snapshot: Snapshot) -> dict[bytes, dict[str, Vector]]:
+    """Deserved shares per queue, keyed by the root capability they were computed for:
+    fixed for the snapshot's life (queue specs do not change), one key at a time."""
+    return {}
 
 
 def _fill_children(session: Session, parent: QueueInfo) -> None:

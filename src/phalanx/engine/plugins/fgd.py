@@ -63,6 +63,7 @@ from phalanx.engine.fragmentation import (
     TargetWorkload,
     TaskShape,
 )
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins._fgdlearn import RecentJobs, gpu_models, learn
@@ -102,15 +103,10 @@ class FgdPlugin(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
         memory, integer = self.memory, self.integer
-        states: States = snapshot.cached(
-            f"fgd.states.memory={memory}.integer={integer}",
-            lambda s: States(s, memory=memory, integer=integer),
-        )
+        states = session.kept.get(States, Lifetime.FOLLOWS, memory=memory, integer=integer)
         memory_column = snapshot.dim.get("memory") if memory else None
         window = self.window
-        recent = snapshot.cached(
-            f"fgd.recent.window={window}", lambda s: RecentJobs(s, window, follow=True)
-        )
+        recent = session.kept.get(RecentJobs, Lifetime.FOLLOWS, window, follow=True)
         ties = TieBreak(self, len(snapshot.nodes))
         tables: list[Tables | None] = []  # this session's, resolved on first use
 

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from phalanx.domain.topology import GpuTopology, LinkLevel
 from phalanx.engine.cards import CardDemand
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
@@ -97,7 +98,7 @@ class GpuTopologyPlugin(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
         cards = snapshot.cards
-        topologies = snapshot.cached("gpu-topology.topologies", _topologies)
+        topologies = session.kept.get(_topologies, Lifetime.FIXED)
         known: dict[tuple[int, int, bool, bytes], Choice | None] = {}
 
         def choose(node: int, free: NDArray[np.bool_], demand: CardDemand) -> Choice | None:

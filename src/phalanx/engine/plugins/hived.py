@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins._buddy import CellAllocator
@@ -52,9 +53,8 @@ class HivedPlugin(Plugin):
     name = "hived"
 
     def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        tree = snapshot.cached("hived.cells", CellTree)
-        guarantees, invalid = snapshot.cached("hived.guarantees", lambda s: _guarantees(s, tree))
+        tree = session.kept.get(CellTree, Lifetime.FIXED)
+        guarantees, invalid = session.kept.get(_guarantees, Lifetime.FIXED, tree)
         if invalid:
             hooks.job_valid(lambda job: invalid.get(job.queue.name))
         if not guarantees:

@@ -35,6 +35,7 @@ from phalanx.domain.errors import PluginError
 from phalanx.domain.job import NetworkPlacement
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.kept import KeptState, Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot
@@ -61,9 +62,9 @@ def _tier(snapshot: Snapshot, tier: str) -> _Tier:
     return _Tier(names, ids)
 
 
-def _cached_tier(snapshot: Snapshot, tier: str) -> _Tier:
+def _cached_tier(kept: KeptState, tier: str) -> _Tier:
     """The tier's switch index per node, built once per snapshot."""
-    return snapshot.cached(f"network-topology.tier.{tier}", lambda s: _tier(s, tier))
+    return kept.get(_tier, Lifetime.FIXED, tier)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +165,7 @@ class NetworkTopologyPlugin(Plugin):
         self.default = None if default is None else NetworkPlacement(tier=default, mode="soft")
 
     def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        tiers = {t: _cached_tier(snapshot, t) for t in self.tiers}
+        tiers = {t: _cached_tier(session.kept, t) for t in self.tiers}
         rules: dict[NetworkPlacement, DomainRule] = {}
 
         def placement_of(job: JobInfo) -> NetworkPlacement | None:

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from phalanx.domain.job import SelectorOperator
 from phalanx.domain.node import CONTAINER_RUNTIME_LABEL, Taint, TaintEffect
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import RoleInfo, Snapshot
@@ -33,7 +34,7 @@ class PredicatesPlugin(Plugin):
 
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
-        taints = snapshot.cached("predicates.taints", _taint_masks)
+        taints = session.kept.get(_taint_masks, Lifetime.FIXED)
         masks: dict[tuple[object, ...], NDArray[np.bool_]] = {}
 
         def predicate(role: RoleInfo) -> NDArray[np.bool_]:
@@ -50,9 +51,7 @@ class PredicatesPlugin(Plugin):
             return mask
 
         hooks.predicate(predicate)
-        soft = snapshot.cached(
-            "predicates.soft-taints", lambda s: _taint_masks(s, (TaintEffect.PREFER_NO_SCHEDULE,))
-        )
+        soft = session.kept.get(_taint_masks, Lifetime.FIXED, (TaintEffect.PREFER_NO_SCHEDULE,))
         if soft:
             hooks.node_score(
                 lambda task, nodes: _untainted_score(soft, task.role, nodes),

@@ -82,7 +82,7 @@ class QuotaPlugin(Plugin):
     def open(self, session: Session, hooks: Hooks) -> None:
         snapshot = session.snapshot
         # the root holds at most what schedulable nodes offer now (nodes come and go)
-        written = snapshot.cached("quota.root-capability", lambda s: s.root.capability.copy())
+        written = snapshot.vector(snapshot.root.spec.capability, missing=np.inf)
         snapshot.root.capability = np.minimum(written, snapshot.total)
         self.compute_deserved(session)
         hooks.queue_order(_hierarchical_share)
