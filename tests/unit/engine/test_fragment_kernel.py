@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phalanx.engine.fragmentation import (
+from phalanx.engine.plugins.fgd.fragmentation import (
     FragmentKernel,
     TargetWorkload,
     TaskShape,
