@@ -8,7 +8,7 @@ from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.dotprod import DotProdPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
-from phalanx.engine.plugins.fgd.plugin import FgdPlugin
+from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
 from phalanx.engine.plugins.gpuclustering import GpuClusteringPlugin
 from phalanx.engine.plugins.gpupacking import GpuPackingPlugin
