@@ -2,16 +2,16 @@
 
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
-from phalanx.engine.plugins.bestfit import BestFitPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
-from phalanx.engine.plugins.dotprod import DotProdPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
-from phalanx.engine.plugins.gpuclustering import GpuClusteringPlugin
-from phalanx.engine.plugins.gpupacking import GpuPackingPlugin
+from phalanx.engine.plugins.gpufit.bestfit import BestFitPlugin
+from phalanx.engine.plugins.gpufit.dotprod import DotProdPlugin
+from phalanx.engine.plugins.gpufit.gpuclustering import GpuClusteringPlugin
+from phalanx.engine.plugins.gpufit.gpupacking import GpuPackingPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
 from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
 from phalanx.engine.plugins.hived import HivedPlugin

@@ -61,10 +61,10 @@ from numpy.typing import NDArray
 from phalanx.domain.errors import InvalidInput, PluginError
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import TieBreak, task_cpu
 from phalanx.engine.plugins.fgd.learn import RecentJobs, learn
 from phalanx.engine.plugins.fgd.memo import States, Tables, task_shape
 from phalanx.engine.plugins.fgd.workload import TargetWorkload, TaskShape
+from phalanx.engine.plugins.gpufit.base import TieBreak, task_cpu
 from phalanx.engine.snapshot import TaskInfo
 
 __all__ = ["FgdPlugin"]
