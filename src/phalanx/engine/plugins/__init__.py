@@ -3,7 +3,6 @@
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
-from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
@@ -20,8 +19,9 @@ from phalanx.engine.plugins.networktopology import NetworkTopologyPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
-from phalanx.engine.plugins.proportion import ProportionPlugin
 from phalanx.engine.plugins.random import RandomPlugin
+from phalanx.engine.plugins.shares.capacity import CapacityPlugin
+from phalanx.engine.plugins.shares.proportion import ProportionPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 

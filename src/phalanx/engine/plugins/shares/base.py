@@ -1,4 +1,5 @@
-"""Shared machinery of the queue-quota plugins (proportion and capacity).
+"""The base of the queue-share plugins (``capacity``, ``proportion``): what they share
+once a subclass has given each queue its deserved share.
 
 Guarantees, for a queue that is not ``overcommit``:
 - a task is allocatable only if the queue and every ancestor stay within capability;
@@ -70,8 +71,10 @@ def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -
     return float((used[entitled] / deserved[entitled]).max())
 
 
-class QuotaPlugin(Plugin):
-    """Base of proportion and capacity; subclasses set each queue's ``deserved``."""
+class QueueSharePlugin(Plugin):
+    """Base of the queue-share plugins: a subclass sets each queue's ``deserved``
+    (``compute_deserved``); the base limits queues by capability, orders them by share,
+    admits jobs and picks reclaim victims by those shares (the module's guarantees)."""
 
     use_overused = False
 
