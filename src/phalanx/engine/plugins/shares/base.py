@@ -26,6 +26,7 @@ from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.shares import QueueShares
 from phalanx.engine.framework.wording import speak
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
 
@@ -73,8 +74,9 @@ def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -
 
 class QueueSharePlugin(Plugin):
     """Base of the queue-share plugins: a subclass sets each queue's ``deserved``
-    (``compute_deserved``); the base limits queues by capability, orders them by share,
-    admits jobs and picks reclaim victims by those shares (the module's guarantees)."""
+    (``compute_deserved``); the base publishes the shares (``Session.shares``), limits
+    queues by capability, orders them by share, admits jobs and picks reclaim victims by
+    those shares (the module's guarantees)."""
 
     use_overused = False
 
@@ -88,6 +90,7 @@ class QueueSharePlugin(Plugin):
         written = snapshot.cached("quota.root-capability", lambda s: s.root.capability.copy())
         snapshot.root.capability = np.minimum(written, snapshot.total)
         self.compute_deserved(session)
+        session.publish_shares(QueueShares.of(self.name, snapshot.queues.values()))
         hooks.queue_order(_hierarchical_share)
         if self.use_overused:
             hooks.overused(_overused)
