@@ -1,4 +1,5 @@
-"""Plugins: the nouns of a session, one module each."""
+"""Plugins: the nouns of a session, a module per small plugin and a package per large one
+(fgd, hived, gpufit, shares); ``BUILTIN_PLUGINS`` lists every built-in one."""
 
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
