@@ -14,8 +14,9 @@ __all__ = ["FragmentKernel"]
 
 
 class FragmentKernel:
-    """F_n(M) in milli-GPU for many node states at once, for trusted inputs: the hot path
-    of the ``fgd`` plugin. Built once per target workload.
+    """F_n(M) in milli-GPU for many node states at once, for trusted inputs (the checked
+    measure validates its arguments first; the ``fgd`` plugin's memo passes the states it
+    interned). Built once per target workload.
 
     ``free_cpu`` (millicores, one per state) and ``free_cards`` (whole milli-GPUs, states
     x card slots, 0 for slots a node lacks) are not validated, memory is checked only
