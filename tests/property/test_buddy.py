@@ -15,8 +15,8 @@ from phalanx.domain.cells import NodeCells, derive_levels
 from phalanx.domain.node import Node
 from phalanx.domain.resources import Resources
 from phalanx.domain.topology import preset
-from phalanx.engine.plugins._buddy import SPLIT, CellAllocator
-from phalanx.engine.plugins._celltree import CellTree
+from phalanx.engine.plugins.hived.buddy import SPLIT, CellAllocator
+from phalanx.engine.plugins.hived.celltree import CellTree
 from phalanx.engine.snapshot import Snapshot
 
 from .world import suite_settings

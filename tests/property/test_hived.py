@@ -20,9 +20,9 @@ from phalanx.domain.queue import Queue
 from phalanx.domain.topology import preset
 from phalanx.engine import SchedulerConfig, Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
-from phalanx.engine.plugins._celltree import CellTree
-from phalanx.engine.plugins._virtual import VirtualClusters
-from phalanx.engine.plugins.hived import _guarantees
+from phalanx.engine.plugins.hived.celltree import CellTree
+from phalanx.engine.plugins.hived.plugin import _guarantees
+from phalanx.engine.plugins.hived.virtual import VirtualClusters
 from tests.builders import config, make_job, make_queue, res
 from tests.scenarios.world import World
 

@@ -24,7 +24,7 @@ from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
 from phalanx.engine import SchedulerConfig, Snapshot, default_config, run_cycle
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.plugins._fgdlearn import RecentJobs, learn
+from phalanx.engine.plugins.fgd.learn import RecentJobs, learn
 from phalanx.engine.snapshot import TaskStatus
 from phalanx.engine.state import ClusterState
 from tests.builders import make_job, make_nodes, make_queue

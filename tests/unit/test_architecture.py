@@ -91,6 +91,17 @@ RULES = (
         "eviction serves the actions; it knows none of them",
     ),
     Rule(
+        "phalanx.engine.plugins",
+        ("phalanx.engine.actions",),
+        "plugins are the nouns of a session: they know no action",
+    ),
+    Rule(
+        "phalanx.engine.actions",
+        ("phalanx.engine.plugins",),
+        "an action reads what plugins give through the session (extension points, "
+        "Session.shares), never a plugin's module",
+    ),
+    Rule(
         "phalanx.workflow",
         (
             "phalanx.engine",

@@ -50,9 +50,9 @@ import numpy as np
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
-from phalanx.engine.fragmentation import TaskShape, workload_distribution
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.plugins.fgd import gpu_models
+from phalanx.engine.plugins.fgd.learn import gpu_models
+from phalanx.engine.plugins.fgd.workload import TaskShape, workload_distribution
 from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy
 from phalanx.sim.traces.openb import QUEUE, load_openb, openb_nodes

@@ -2,7 +2,7 @@
 
 The measure itself (task shapes, target workloads, F_n(m), F_n(M), F(M) and the
 ratios) is pure math the engine's ``fgd`` plugin needs too, so it lives in
-``phalanx.engine.fragmentation`` and is re-exported here under the same names. This
+``phalanx.engine.plugins.fgd`` (``workload``, ``fragmentation``) and is re-exported here under the same names. This
 module adds what only the simulator needs: ``FragmentationProbe``, which measures a
 simulated cluster against the task shapes of its workload.
 """
@@ -14,15 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.fragmentation import (
-    MILLI,
+from phalanx.engine.plugins.fgd.fragmentation import (
     FragmentationSummary,
-    TargetWorkload,
-    TaskShape,
     cards_from_node_totals,
     fragmentation_summary,
     node_fragmentation,
     task_fragments,
+)
+from phalanx.engine.plugins.fgd.workload import (
+    MILLI,
+    TargetWorkload,
+    TaskShape,
     workload_distribution,
 )
 from phalanx.engine.snapshot import Snapshot

@@ -10,8 +10,8 @@ from phalanx.domain.errors import EngineInvariantError, InvalidInput
 from phalanx.domain.node import Node
 from phalanx.domain.resources import Resources
 from phalanx.domain.topology import preset
-from phalanx.engine.plugins._buddy import CellAllocator
-from phalanx.engine.plugins._celltree import CellTree
+from phalanx.engine.plugins.hived.buddy import CellAllocator
+from phalanx.engine.plugins.hived.celltree import CellTree
 from phalanx.engine.snapshot import Snapshot
 
 LEVELS = derive_levels(8, preset("dgx1-v100"), "dgx1")

@@ -27,10 +27,10 @@ from phalanx.domain.job import (
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine import Snapshot, run_cycle
 from phalanx.engine.cycle import open_session
-from phalanx.engine.fragmentation import TaskShape, workload_distribution
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._fgdlearn import RecentJobs
-from phalanx.engine.plugins.fgd import FgdPlugin, gpu_models, learn
+from phalanx.engine.plugins.fgd import FgdPlugin
+from phalanx.engine.plugins.fgd.learn import RecentJobs, gpu_models, learn
+from phalanx.engine.plugins.fgd.workload import TaskShape, workload_distribution
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
 from phalanx.engine.state import ClusterState
 from tests.builders import config, make_job, make_node, make_queue, res

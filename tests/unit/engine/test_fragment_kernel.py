@@ -1,20 +1,80 @@
-"""The fgd plugin's fragmentation kernel equals the checked measure (x 1000, unclipped)."""
+"""The one fragment kernel equals a plain-Python reference and the checked measure (x 1000,
+unclipped)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phalanx.engine.fragmentation import (
-    FragmentKernel,
-    TargetWorkload,
-    TaskShape,
-    model_access,
-    node_fragmentation,
-)
+from phalanx.engine.plugins.fgd.fragmentation import node_fragmentation
+from phalanx.engine.plugins.fgd.kernel import FragmentKernel
+from phalanx.engine.plugins.fgd.workload import TargetWorkload, TaskShape, model_access
 
 SHARES = st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.6, 1.0, 2.0, 4.0, 8.0])
+
+
+def _reference(
+    shape: TaskShape, cpu: float, memory: float | None, cards: Sequence[int], allowed: bool
+) -> int:
+    """F_n(m) in milli-GPU from the definition, one node and one task type at a time."""
+    free = sum(cards)
+    need = round(shape.gpu * 1000)
+    if not allowed or need == 0 or cpu < shape.cpu:
+        return free
+    if memory is not None and memory < shape.memory:
+        return free
+    per_card = min(need, 1000)
+    if sum(1 for card in cards if card >= per_card) < max(1, need // 1000):
+        return free
+    return sum(card for card in cards if card < per_card)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gpus=st.lists(
+        st.one_of(st.just(0), st.integers(1, 999), st.integers(1, 8).map(lambda n: n * 1000)),
+        min_size=1,
+        max_size=6,
+    ),
+    nodes=st.integers(0, 12),
+    slots=st.integers(0, 8),
+    memory=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_kernel_equals_a_plain_python_reference_on_random_node_states(
+    gpus: list[int], nodes: int, slots: int, memory: bool, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    shapes = [
+        TaskShape(
+            cpu=float(rng.choice([0, 1000, 4000])), memory=float(rng.integers(0, 4)), gpu=g / 1000
+        )
+        for g in gpus
+    ]
+    target = TargetWorkload.of(shapes, np.full(len(shapes), 1 / len(shapes)))
+    cards = rng.choice([0, 1, 100, 299, 300, 500, 999, 1000], size=(nodes, slots)).astype(np.int64)
+    free_cpu = rng.choice([0.0, 999.0, 1000.0, 4000.0, 64000.0], size=nodes)
+    free_memory = rng.integers(0, 4, size=nodes).astype(np.float64) if memory else None
+    allowed = rng.random((nodes, len(shapes))) < 0.8
+    got = FragmentKernel(target).fragments(free_cpu, cards, allowed, free_memory)
+    expected = [
+        [
+            _reference(
+                shape,
+                free_cpu[n],
+                None if free_memory is None else free_memory[n],
+                cards[n].tolist(),
+                bool(allowed[n, m]),
+            )
+            for m, shape in enumerate(shapes)
+        ]
+        for n in range(nodes)
+    ]
+    assert got.dtype == np.int64
+    assert np.array_equal(got, np.array(expected, dtype=np.int64).reshape(nodes, len(shapes)))
 
 
 @settings(max_examples=60, deadline=None)

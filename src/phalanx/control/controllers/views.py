@@ -50,7 +50,7 @@ class NodeUsage:
 class QueueUsage:
     """One queue's quotas and what it holds (canonical units).
 
-    ``deserved`` is what the quota plugin gave it in the last session, never below its
+    ``deserved`` is what the queue-share plugin gave it in the last session, never below its
     guarantee: a queue deserves its guarantee before any session ran (sessions run only
     while work waits) and whatever its demand.
     """

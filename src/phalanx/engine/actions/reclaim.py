@@ -42,17 +42,18 @@ class ReclaimAction(Action):
 def _explain_no_share(session: Session, job: JobInfo) -> None:
     """Add to a short-of-room reason that the job's queue already has its deserved share."""
     reason = session.reasons.get(job.name)
-    # deserved shares exist only where a quota plugin (it limits queues: allocatable) set them
-    if not session.points.allocatable or reason is None:
+    shares = session.shares
+    if shares is None or reason is None:  # no queue has a deserved share to speak of
         return
     if reason.code not in (ReasonCode.INSUFFICIENT, ReasonCode.GANG):
         return
     minimum = job.min_request()
     asked = minimum > 0
     for queue in job.queue.ancestors[:-1]:
-        over = asked & (queue.allocated + minimum > queue.deserved + EPSILON)
+        deserved = shares.deserved[queue.name]
+        over = asked & (queue.allocated + minimum > deserved + EPSILON)
         if over.any():
-            share = session.describe(np.where(over, queue.deserved, 0.0))
+            share = session.describe(np.where(over, deserved, 0.0))
             session.record_reason(
                 job,
                 replace(

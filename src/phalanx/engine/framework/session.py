@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from phalanx.domain.errors import EngineInvariantError
+from phalanx.domain.errors import EngineInvariantError, PluginError
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode, Resize
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
 from phalanx.engine.framework.kept import KeptState
 from phalanx.engine.framework.scores import ClassScores
+from phalanx.engine.framework.shares import QueueShares
 from phalanx.engine.framework.statement import Operation, Statement
 from phalanx.engine.snapshot import (
     JobInfo,
@@ -80,10 +81,22 @@ class Session:
         #: id(task) -> (its job's version, its victim-order sort key)
         self._victim_keys: dict[int, tuple[int, VictimRank]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
+        #: the queues' shares, once a queue-share plugin published them (``publish_shares``)
+        self.shares: QueueShares | None = None
         #: jobs with a pending task when the session opened, oldest first: all it must consider
         self.waiting = sorted(snapshot.waiting.values(), key=_BY_ARRIVAL)
         for queue in snapshot.queues.values():
             queue.inqueue[:] = 0.0  # admission marks belong to one session
+
+    def publish_shares(self, shares: QueueShares) -> None:
+        """Make ``shares`` this session's queue shares; a second plugin's are refused
+        (``PluginError``): two plugins cannot both say what a queue deserves."""
+        if self.shares is not None and self.shares.plugin != shares.plugin:
+            raise PluginError(
+                f"plugins {self.shares.plugin!r} and {shares.plugin!r} both give queues their "
+                "shares; fix: configure one queue-share plugin (capacity or proportion)"
+            )
+        self.shares = shares
 
     # -- statements -------------------------------------------------------------------
 

@@ -1,17 +1,17 @@
-"""Plugins: the nouns of a session, one module each."""
+"""Plugins: the nouns of a session, a module per small plugin and a package per large one
+(fgd, hived, gpufit, shares); ``BUILTIN_PLUGINS`` lists every built-in one."""
 
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
-from phalanx.engine.plugins.bestfit import BestFitPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
-from phalanx.engine.plugins.capacity import CapacityPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
-from phalanx.engine.plugins.dotprod import DotProdPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
-from phalanx.engine.plugins.gpuclustering import GpuClusteringPlugin
-from phalanx.engine.plugins.gpupacking import GpuPackingPlugin
+from phalanx.engine.plugins.gpufit.bestfit import BestFitPlugin
+from phalanx.engine.plugins.gpufit.dotprod import DotProdPlugin
+from phalanx.engine.plugins.gpufit.gpuclustering import GpuClusteringPlugin
+from phalanx.engine.plugins.gpufit.gpupacking import GpuPackingPlugin
 from phalanx.engine.plugins.gpushare import GpuSharePlugin
 from phalanx.engine.plugins.gputopology import GpuTopologyPlugin
 from phalanx.engine.plugins.hived import HivedPlugin
@@ -20,8 +20,9 @@ from phalanx.engine.plugins.networktopology import NetworkTopologyPlugin
 from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
-from phalanx.engine.plugins.proportion import ProportionPlugin
 from phalanx.engine.plugins.random import RandomPlugin
+from phalanx.engine.plugins.shares.capacity import CapacityPlugin
+from phalanx.engine.plugins.shares.proportion import ProportionPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 

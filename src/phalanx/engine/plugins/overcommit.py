@@ -1,7 +1,7 @@
 """overcommit: the over-issued queue of the seeds.
 
 Jobs of a queue marked ``overcommit`` may be admitted and placed beyond its quota
-(its capability, or its deserved share when it has no capability); the quota plugins
+(its capability, or its deserved share when it has no capability); the queue-share plugins
 let them through. The work beyond quota - the most recently started tasks first - is
 overcommitted, and overcommitted tasks are the first victims of reclaim.
 """
@@ -25,7 +25,9 @@ class OvercommitPlugin(Plugin):
 
         def first_victims(task: TaskInfo) -> int:
             nonlocal marked
-            if marked is None:  # computed on first use: quota plugins have set deserved by then
+            if (
+                marked is None
+            ):  # computed on first use: queue-share plugins have set deserved by then
                 marked = set()
                 for queue in session.snapshot.leaf_queues():
                     if queue.spec.overcommit:

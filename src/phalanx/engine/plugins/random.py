@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import TieBreak
+from phalanx.engine.plugins.gpufit.base import TieBreak
 from phalanx.engine.snapshot import TaskInfo
 
 

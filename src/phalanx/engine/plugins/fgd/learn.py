@@ -19,7 +19,7 @@ import numpy as np
 from phalanx.domain.job import Role, SelectorOperator
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.fragmentation import TargetWorkload, TaskShape, most_frequent
+from phalanx.engine.plugins.fgd.workload import TargetWorkload, TaskShape, most_frequent
 from phalanx.engine.snapshot import JobInfo, Snapshot
 
 #: one task's shape (as an index into ``RecentJobs.shapes``) and its memory request

@@ -15,11 +15,11 @@ import numpy as np
 
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.quota import QuotaPlugin, water_fill
+from phalanx.engine.plugins.shares.base import QueueSharePlugin, water_fill
 from phalanx.engine.snapshot import QueueInfo, Snapshot, Vector
 
 
-class CapacityPlugin(QuotaPlugin):
+class CapacityPlugin(QueueSharePlugin):
     """Elastic quotas: guarantee, deserved, capability; borrowing and reclaim."""
 
     name = "capacity"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.plugins._virtual import Spot, VirtualClusters, whole_gpus
+from phalanx.engine.plugins.hived.virtual import Spot, VirtualClusters, whole_gpus
 from phalanx.engine.snapshot import TaskInfo, TaskStatus
 
 #: Cost of one GPU that must be evicted, against at most 1 for packing.

@@ -1,5 +1,6 @@
-"""What the FGD paper's placement plugins share: node views in the authors' units, their
-card choice, and their tie-break between equal scores.
+"""The base of the FGD paper's GPU-fit baselines (bestfit, dotprod, gpupacking,
+gpuclustering), and what the paper's placement plugins share: node views in the authors'
+units, their card choice, and their tie-break between equal scores.
 
 The authors' simulator (``hkust-adsl/kubernetes-scheduler-simulator``) scores nodes on
 two dimensions only: free CPU (millicores) and free GPU (milli-GPU, per card and in
@@ -16,6 +17,8 @@ by about five points of GPU allocation.)
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from functools import partial
 from typing import Final
 
 import numpy as np
@@ -23,8 +26,12 @@ from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.cards import WHOLE, CardDemand, Cards
-from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
+
+#: A session's score formula: integer points in 0..100 for a task on each of ``nodes``.
+Points = Callable[[TaskInfo, NDArray[np.intp]], NDArray[np.float64]]
 
 #: The authors' normalisers: the largest node's CPU (millicores) and GPU (milli-GPU).
 MAX_SPEC_CPU: Final = 128000.0
@@ -114,3 +121,30 @@ def best_fit_card(cards: Cards, task: TaskInfo, node: int) -> tuple[int, ...] | 
         return None
     free = np.where(usable, cards.milli_free[node], np.inf)
     return (int(np.argmin(free)),)
+
+
+class GpuFitPlugin(Plugin):
+    """A GPU-fit baseline: states its score formula (``points``) and nothing else.
+
+    The base registers it as a node-local node score (arg ``weight``, default 1) plus the
+    ``seed`` tie-break (``TieBreak``: below half a point, so it never reorders different
+    integer scores), and gives a share of a GPU to the fullest card that holds it
+    (``best_fit_card``; whole cards go to the engine's lowest-index free ones).
+    """
+
+    accepted_args = frozenset({"weight", "seed"})
+
+    def open(self, session: Session, hooks: Hooks) -> None:
+        ties = TieBreak(self, len(session.snapshot.nodes))
+        points = self.points(session, hooks)
+
+        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+            return points(task, nodes) + ties.noise(task, nodes)
+
+        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        hooks.gpu_select(partial(best_fit_card, session.snapshot.cards))
+
+    def points(self, session: Session, hooks: Hooks) -> Points:
+        """This session's formula: integer points in 0..100 per node, depending on that
+        node only (``hooks`` is for a formula that follows the session's allocations)."""
+        raise NotImplementedError

@@ -17,18 +17,16 @@ on that node; never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import (
+from phalanx.engine.plugins.gpufit.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
-    TieBreak,
-    best_fit_card,
+    GpuFitPlugin,
+    Points,
     free_cpu,
     free_gpu_milli,
     task_cpu,
@@ -37,25 +35,21 @@ from phalanx.engine.plugins._gpufit import (
 from phalanx.engine.snapshot import TaskInfo
 
 
-class DotProdPlugin(Plugin):
+class DotProdPlugin(GpuFitPlugin):
     """Smallest dot product of the node's free (CPU, GPU) and the task's request."""
 
     name = "dotprod"
-    accepted_args = frozenset({"weight", "seed"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def points(self, session: Session, hooks: Hooks) -> Points:
         snapshot = session.snapshot
-        cards = snapshot.cards
-        ties = TieBreak(self, len(session.snapshot.nodes))
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             cpu = task_cpu(snapshot, task) / MAX_SPEC_CPU
             gpu = task_gpu_milli(task.role.cards) / MAX_SPEC_GPU
             node_cpu = free_cpu(snapshot, nodes) / MAX_SPEC_CPU
-            node_gpu = free_gpu_milli(cards, nodes) / MAX_SPEC_GPU
+            node_gpu = free_gpu_milli(snapshot.cards, nodes) / MAX_SPEC_GPU
             dot = node_cpu * cpu + node_gpu * gpu
-            points = np.trunc((1.0 - dot / 2.0) * 100.0)
-            return points + ties.noise(task, nodes)
+            fit: NDArray[np.float64] = np.trunc((1.0 - dot / 2.0) * 100.0)
+            return fit
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(partial(best_fit_card, cards))
+        return points

@@ -15,18 +15,16 @@ on that node; never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import (
+from phalanx.engine.plugins.gpufit.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
-    TieBreak,
-    best_fit_card,
+    GpuFitPlugin,
+    Points,
     free_cpu,
     free_gpu_milli,
     task_cpu,
@@ -35,24 +33,19 @@ from phalanx.engine.plugins._gpufit import (
 from phalanx.engine.snapshot import TaskInfo
 
 
-class BestFitPlugin(Plugin):
+class BestFitPlugin(GpuFitPlugin):
     """Least CPU and GPU left over on the node, equally weighted."""
 
     name = "bestfit"
-    accepted_args = frozenset({"weight", "seed"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def points(self, session: Session, hooks: Hooks) -> Points:
         snapshot = session.snapshot
-        cards = snapshot.cards
-        ties = TieBreak(self, len(session.snapshot.nodes))
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             left_cpu = free_cpu(snapshot, nodes) - task_cpu(snapshot, task)
-            left_gpu = free_gpu_milli(cards, nodes) - task_gpu_milli(task.role.cards)
+            left_gpu = free_gpu_milli(snapshot.cards, nodes) - task_gpu_milli(task.role.cards)
             raw = 0.5 * left_cpu / MAX_SPEC_CPU + 0.5 * left_gpu / MAX_SPEC_GPU
-            points = np.trunc((1.0 - raw) * 100.0)
-            points = np.where((left_cpu < 0) | (left_gpu < 0), 0.0, points)
-            return points + ties.noise(task, nodes)
+            fit = np.trunc((1.0 - raw) * 100.0)
+            return np.where((left_cpu < 0) | (left_gpu < 0), 0.0, fit)
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(partial(best_fit_card, cards))
+        return points

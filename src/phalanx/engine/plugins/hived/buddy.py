@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import EngineInvariantError
-from phalanx.engine.plugins._celltree import CellTree
+from phalanx.engine.plugins.hived.celltree import CellTree
 
 FREE, SPLIT, BOUND, INSIDE = 0, 1, 2, 3
 

@@ -22,15 +22,13 @@ discards included); never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import CardDemand
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import MAX_SPEC_GPU, TieBreak, best_fit_card, free_gpu_milli
+from phalanx.engine.plugins.gpufit.base import MAX_SPEC_GPU, GpuFitPlugin, Points, free_gpu_milli
 from phalanx.engine.snapshot import ON_NODE, Snapshot, TaskInfo
 
 
@@ -75,16 +73,13 @@ class _Shapes:
             self.held[id(task)] = held  # still on its node (releasing): keeps its shape
 
 
-class GpuClusteringPlugin(Plugin):
+class GpuClusteringPlugin(GpuFitPlugin):
     """Nodes that run only the task's GPU shape first, then mixed, then idle, then others."""
 
     name = "gpuclustering"
-    accepted_args = frozenset({"weight", "seed"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def points(self, session: Session, hooks: Hooks) -> Points:
         snapshot = session.snapshot
-        cards = snapshot.cards
-        ties = TieBreak(self, len(session.snapshot.nodes))
         shapes: list[_Shapes] = []  # built on first use: a session may never score a GPU task
 
         def table() -> _Shapes:
@@ -92,19 +87,20 @@ class GpuClusteringPlugin(Plugin):
                 shapes.append(_Shapes(snapshot))
             return shapes[0]
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             demand = task.role.cards
             if demand is None:
-                return ties.noise(task, nodes)  # 0 everywhere: the tie-break decides
+                return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
             known = table()
             counts = known.counts[nodes]
             kinds = (counts > 0).sum(axis=1)
             column = known.tags.get(shape_tag(demand))
             mine = counts[:, column] > 0 if column is not None else np.zeros(len(nodes), bool)
-            left = free_gpu_milli(cards, nodes)
+            left = free_gpu_milli(snapshot.cards, nodes)
             used = np.floor(25.0 * (MAX_SPEC_GPU - left) / MAX_SPEC_GPU)
             band = np.where(mine, np.where(kinds == 1, 75.0, 50.0), np.where(kinds == 0, 25.0, 0.0))
-            return band + used + ties.noise(task, nodes)
+            fit: NDArray[np.float64] = band + used
+            return fit
 
         def allocated(task: TaskInfo) -> None:
             if shapes:
@@ -114,7 +110,6 @@ class GpuClusteringPlugin(Plugin):
             if shapes:
                 shapes[0].remove(task)
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(partial(best_fit_card, cards))
         hooks.on_allocate(allocated)
         hooks.on_deallocate(deallocated)
+        return points

@@ -22,7 +22,7 @@ domains" is two node cells, never 16 GPUs scattered over four nodes.
   they may be evicted by guaranteed work. Guaranteed work is never a victim of other
   queues; in its own cluster, lower priority work may be preempted.
 
-Bindings are rebuilt each cycle from where tasks run (see ``_virtual``). Put hived in
+Bindings are rebuilt each cycle from where tasks run (see ``virtual``). Put hived in
 a tier before other ``gpu_select`` plugins (gpu-topology ...): the first answer wins.
 A cluster without queues with cells costs nothing: the plugin registers no callback.
 """
@@ -39,11 +39,11 @@ from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRul
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._buddy import CellAllocator
-from phalanx.engine.plugins._cellplan import plan
-from phalanx.engine.plugins._celltree import CellTree
-from phalanx.engine.plugins._opportunistic import Pool
-from phalanx.engine.plugins._virtual import Spot, VirtualClusters, whole_gpus
+from phalanx.engine.plugins.hived.buddy import CellAllocator
+from phalanx.engine.plugins.hived.cellplan import plan
+from phalanx.engine.plugins.hived.celltree import CellTree
+from phalanx.engine.plugins.hived.opportunistic import Pool
+from phalanx.engine.plugins.hived.virtual import Spot, VirtualClusters, whole_gpus
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 

@@ -1,4 +1,5 @@
-"""Shared machinery of the queue-quota plugins (proportion and capacity).
+"""The base of the queue-share plugins (``capacity``, ``proportion``): what they share
+once a subclass has given each queue its deserved share.
 
 Guarantees, for a queue that is not ``overcommit``:
 - a task is allocatable only if the queue and every ancestor stay within capability;
@@ -25,6 +26,7 @@ from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.shares import QueueShares
 from phalanx.engine.framework.wording import speak
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
 
@@ -70,8 +72,11 @@ def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -
     return float((used[entitled] / deserved[entitled]).max())
 
 
-class QuotaPlugin(Plugin):
-    """Base of proportion and capacity; subclasses set each queue's ``deserved``."""
+class QueueSharePlugin(Plugin):
+    """Base of the queue-share plugins: a subclass sets each queue's ``deserved``
+    (``compute_deserved``); the base publishes the shares (``Session.shares``), limits
+    queues by capability, orders them by share, admits jobs and picks reclaim victims by
+    those shares (the module's guarantees)."""
 
     use_overused = False
 
@@ -85,6 +90,7 @@ class QuotaPlugin(Plugin):
         written = snapshot.vector(snapshot.root.spec.capability, missing=np.inf)
         snapshot.root.capability = np.minimum(written, snapshot.total)
         self.compute_deserved(session)
+        session.publish_shares(QueueShares.of(self.name, snapshot.queues.values()))
         hooks.queue_order(_hierarchical_share)
         if self.use_overused:
             hooks.overused(_overused)

@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 
 from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.cards import WHOLE, CardDemand
-from phalanx.engine.fragmentation import FragmentKernel, TargetWorkload, TaskShape, model_access
+from phalanx.engine.plugins.fgd.kernel import FragmentKernel
+from phalanx.engine.plugins.fgd.workload import TargetWorkload, TaskShape, model_access
 from phalanx.engine.snapshot import Snapshot
 
 _TARGETS_KEPT: Final = 4  # memo tables kept per snapshot, for as many target workloads

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import CardDemand
-from phalanx.engine.plugins._virtual import VirtualClusters
+from phalanx.engine.plugins.hived.virtual import VirtualClusters
 
 #: Rank weights: the category (safe, lent, unsafe) decides before the packing depth.
 _CATEGORY = 100.0

@@ -3,7 +3,7 @@
 Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
 Fragmentation Gradient Descent", USENIX ATC '23; the rule as their simulator runs it,
 ``pkg/simulator/plugin/fgd_score.go`` of ``hkust-adsl/kubernetes-scheduler-simulator``.
-With F(node) the node's expected fragmentation (``phalanx.engine.fragmentation``, in
+With F(node) the node's expected fragmentation (``fragmentation`` beside this module, in
 milli-GPU, memory not checked, as theirs) against a target workload:
 
 - a node scores ``int(100 x sigmoid((F(before) - F(after)) / 1000))``: 50 when placing
@@ -59,19 +59,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import InvalidInput, PluginError
-from phalanx.engine.fragmentation import (
-    TargetWorkload,
-    TaskShape,
-)
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Hooks, Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._fgdlearn import RecentJobs, gpu_models, learn
-from phalanx.engine.plugins._fgdmemo import States, Tables, task_shape
-from phalanx.engine.plugins._gpufit import TieBreak, task_cpu
+from phalanx.engine.plugins.fgd.learn import RecentJobs, learn
+from phalanx.engine.plugins.fgd.memo import States, Tables, task_shape
+from phalanx.engine.plugins.fgd.workload import TargetWorkload, TaskShape
+from phalanx.engine.plugins.gpufit.base import TieBreak, task_cpu
 from phalanx.engine.snapshot import TaskInfo
 
-__all__ = ["FgdPlugin", "gpu_models", "learn", "task_shape"]
+__all__ = ["FgdPlugin"]
 
 DEFAULT_WINDOW: Final = 1000
 _SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity"})

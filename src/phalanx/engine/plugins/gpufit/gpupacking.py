@@ -20,32 +20,28 @@ on that node; never picks a card that cannot serve the task.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._gpufit import TieBreak, best_fit_card
+from phalanx.engine.plugins.gpufit.base import GpuFitPlugin, Points
 from phalanx.engine.snapshot import TaskInfo
 
 
-class GpuPackingPlugin(Plugin):
+class GpuPackingPlugin(GpuFitPlugin):
     """Partly used cards, then partly used nodes, then free nodes."""
 
     name = "gpupacking"
-    accepted_args = frozenset({"weight", "seed"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def points(self, session: Session, hooks: Hooks) -> Points:
         cards = session.snapshot.cards
-        ties = TieBreak(self, len(session.snapshot.nodes))
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
             demand = task.role.cards
             if demand is None:
-                return ties.noise(task, nodes)  # 0 everywhere: the tie-break decides
+                return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
             free = cards.milli_free[nodes]
             count = (free >= 0).sum(axis=1)
             whole_free = (free == WHOLE).sum(axis=1)
@@ -55,12 +51,10 @@ class GpuPackingPlugin(Plugin):
                 fits = np.isfinite(best)
                 percent = np.floor(np.where(fits, best, 0.0) * 100.0 / WHOLE)
                 shared = np.maximum(100.0 - np.floor(percent / 10.0), 50.0)
-                points = np.where(best == WHOLE, max(50.0 - 1, 33.0), shared)
+                fit = np.where(best == WHOLE, max(50.0 - 1, 33.0), shared)
             else:
                 fits = whole_free >= demand.whole
-                points = np.full(len(nodes), max(50.0 - demand.whole, 33.0))
-            points = np.where(whole_free == count, empty, np.where(fits, points, 0.0))
-            return points + ties.noise(task, nodes)
+                fit = np.full(len(nodes), max(50.0 - demand.whole, 33.0))
+            return np.where(whole_free == count, empty, np.where(fits, fit, 0.0))
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(partial(best_fit_card, cards))
+        return points

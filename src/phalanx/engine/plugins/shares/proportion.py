@@ -12,11 +12,11 @@ import numpy as np
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.quota import QuotaPlugin, water_fill
+from phalanx.engine.plugins.shares.base import QueueSharePlugin, water_fill
 from phalanx.engine.snapshot import QueueInfo, Vector
 
 
-class ProportionPlugin(QuotaPlugin):
+class ProportionPlugin(QueueSharePlugin):
     """Weight-proportional fair shares, capped by demand and capability."""
 
     name = "proportion"

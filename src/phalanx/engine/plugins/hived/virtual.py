@@ -20,8 +20,8 @@ from numpy.typing import NDArray
 
 from phalanx.engine.cards import WHOLE
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins._buddy import CellAllocator
-from phalanx.engine.plugins._celltree import CellTree
+from phalanx.engine.plugins.hived.buddy import CellAllocator
+from phalanx.engine.plugins.hived.celltree import CellTree
 from phalanx.engine.snapshot import EVICTABLE, ON_NODE, JobInfo, TaskInfo, TaskStatus
 
 
