@@ -109,7 +109,11 @@ def iteration_time(
     """Seconds of one iteration (``accum_steps`` compute steps, then one synchronising
     step)."""
     accum = accum_time(params, atomic_bsz)
-    sync = np.exp(log_sync_time(params.gamma, accum, network_time(params, nodes, replicas)))
+    network = network_time(params, nodes, replicas)
+    # The power form: both terms are at most (seconds ** 10), far from overflow, and it
+    # costs half the transcendental functions of the logarithmic one (a hot path).
+    g = params.gamma
+    sync = (accum**g + network**g) ** (1.0 / g)
     result: NDArray[np.float64] = np.asarray(accum_steps) * accum + sync
     return result
 

@@ -50,18 +50,21 @@ class Speedup:
     def __call__(self, nodes: ArrayLike, replicas: ArrayLike) -> NDArray[np.float64]:
         """Speedups of the broadcast ``nodes`` and ``replicas`` (each allocation has
         0 = nodes = replicas or 1 <= nodes <= replicas); float64 of that shape."""
-        n_in, r_in = np.broadcast_arrays(np.asarray(nodes), np.asarray(replicas))
+        n_in = np.asarray(nodes, dtype=np.int64)
+        r_in = np.asarray(replicas, dtype=np.int64)
+        if n_in.shape != r_in.shape:
+            n_in, r_in = np.broadcast_arrays(n_in, r_in)
         shape = n_in.shape
-        n = n_in.reshape(-1).astype(np.int64)
-        r = r_in.reshape(-1).astype(np.int64)
-        if np.any((n > 0) != (r > 0)) or np.any(n > r) or np.any(n < 0):
+        n = n_in.reshape(-1)
+        r = r_in.reshape(-1)
+        if ((n < 0) | (n > r) | ((n == 0) != (r == 0))).any():
             raise ValueError("each allocation needs 0 = nodes = replicas or 1 <= nodes <= replicas")
         size = self._memo.shape[0]
         held = r < size
         out = np.full(n.shape, -1.0)
         out[held] = self._memo[n[held], r[held]]
         missing = out < 0
-        if np.any(missing):
+        if missing.any():
             pairs, inverse = np.unique(
                 np.stack([n[missing], r[missing]]), axis=1, return_inverse=True
             )
