@@ -102,6 +102,24 @@ RULES = (
         "Session.shares), never a plugin's module",
     ),
     Rule(
+        "phalanx.engine.goodput",
+        (
+            "phalanx.engine.framework",
+            "phalanx.engine.placement",
+            "phalanx.engine.eviction",
+            "phalanx.engine.actions",
+            "phalanx.engine.plugins",
+            "phalanx.engine.snapshot",
+            "phalanx.engine.cycle",
+        ),
+        "the goodput model is arithmetic the scheduler uses; it knows no session or action",
+    ),
+    Rule(
+        "phalanx.sim.elastic",
+        (*IO_AND_CLOCK, "phalanx.sim.traces", "phalanx.sim.runner", "phalanx.sim.cluster"),
+        "an elastic job's ground truth is pure: profiles are read by sim.traces and passed in",
+    ),
+    Rule(
         "phalanx.workflow",
         (
             "phalanx.engine",

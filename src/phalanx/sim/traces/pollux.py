@@ -40,9 +40,7 @@ before it progresses.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -50,6 +48,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.queue import Queue
+from phalanx.sim.elastic.batch import BatchConfig, fixed_batch
+from phalanx.sim.elastic.profile import AppProfile, Curve, build_profile
+from phalanx.sim.elastic.progress import gains
+from phalanx.sim.elastic.throughput import iteration_seconds, packed
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
@@ -67,95 +69,38 @@ COLUMNS: Final = ("name", "time", "application", "num_replicas", "batch_size")
 PROFILES: Final = Path("app_profiles")
 #: GPUs per node of the cluster Pollux profiled and simulated (16 nodes x 4 GPUs).
 GPUS_PER_NODE: Final = 4
-#: Largest local batch per step where Pollux sets one below the profiled maximum.
-MAX_LOCAL_BATCH: Final = {"yolov3": 8}
 #: Seconds each start or resume of a job spends before it progresses (``Job.reallocate``).
 RESTART_DELAY: Final = 30.0
 #: A preempted job resumes from its progress at the last whole second (see the docstring).
 CHECKPOINT_INTERVAL: Final = 1.0
 VALIDATION: Final = ("progress", "grad_sqr", "grad_var")
 
-Curve = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GradStats:
-    """Per epoch of one profiled batch size: the gradient's squared norm and variance."""
-
-    sqr: NDArray[np.float64]
-    var: NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppProfile:
-    """One application's measurements: step times by placement, progress and gradient
-    statistics by epoch and batch size."""
-
-    name: str
-    placements: Mapping[int, Curve]  # placement id -> (local batch, step time, sync time)
-    scalability: Mapping[tuple[int, int], Curve]  # (nodes, replicas) -> the same
-    progress: NDArray[np.float64]  # where each epoch ends: the least over the batch sizes
-    grads: Mapping[int, GradStats]  # profiled batch size -> its statistics, ascending
-    max_local_batch: int
-
-    @property
-    def epochs(self) -> int:
-        """Epochs a job trains (the shortest validation file's length)."""
-        return len(self.progress)
-
-    @property
-    def init_batch(self) -> int:
-        """The smallest profiled batch size: the unit of progress."""
-        return min(self.grads)
-
-    @property
-    def max_batch(self) -> int:
-        """The largest profiled batch size."""
-        return max(self.grads)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchConfig:
-    """How a job of ``replicas`` runs its batch: a step of ``atomic`` samples per replica,
-    ``accumulation`` extra compute-only steps per iteration."""
-
-    replicas: int
-    atomic: int
-    accumulation: int
-
-    @property
-    def batch(self) -> int:
-        """Samples per iteration over all replicas."""
-        return self.replicas * self.atomic * (self.accumulation + 1)
-
 
 def read_profile(folder: Path) -> AppProfile:
     """The profile of ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
     placements = _curves(folder / "placements.csv", ("placement",))
     scalability = _curves(folder / "scalability.csv", ("num_nodes", "num_replicas"))
-    tables: dict[int, list[list[float]]] = {}
+    tables: dict[int, NDArray[np.float64]] = {}
     for path in sorted(folder.glob("validation-*.csv")):
         header, rows = read_csv(path, VALIDATION)
         batch = int(number(path.stem.rsplit("-", 1)[1], where=(path, 0, "name"), integer=True))
         at = [header.index(name) for name in VALIDATION]
-        tables[batch] = [
-            [number(cells[i], where=(path, line, VALIDATION[n])) for n, i in enumerate(at)]
-            for line, cells in rows
-        ]
-    if not tables or not placements or not all(tables.values()):
+        tables[batch] = np.array(
+            [
+                [number(cells[i], where=(path, line, VALIDATION[n])) for n, i in enumerate(at)]
+                for line, cells in rows
+            ],
+            dtype=np.float64,
+        )
+    if not tables or not placements or not all(len(table) for table in tables.values()):
         raise file_error(
             folder, "no validation or placement profile", "give the app_profiles folder"
         )
-    epochs = min(len(table) for table in tables.values())
-    values = {batch: np.array(table[:epochs], dtype=np.float64) for batch, table in tables.items()}
-    largest = int(max(float(curve[0].max()) for curve in placements.values()))
-    return AppProfile(
-        name=folder.name,
+    return build_profile(
+        folder.name,
         placements={key[0]: curve for key, curve in placements.items()},
         scalability={(key[0], key[1]): curve for key, curve in scalability.items()},
-        progress=np.min([v[:, 0] for v in values.values()], axis=0),
-        grads={b: GradStats(sqr=v[:, 1], var=v[:, 2]) for b, v in sorted(values.items())},
-        max_local_batch=MAX_LOCAL_BATCH.get(folder.name, largest),
+        validation=tables,
     )
 
 
@@ -177,58 +122,17 @@ def _curves(path: Path, keys: tuple[str, ...]) -> dict[tuple[int, ...], Curve]:
 
 def batch_config(profile: AppProfile, replicas: int, batch_size: int) -> BatchConfig:
     """Pollux's split of ``batch_size`` over ``replicas`` (``Job.update_local_bsz``)."""
-    local = math.ceil(batch_size / replicas - 1e-8)
-    accumulation = math.ceil(local / profile.max_local_batch - 1e-8) - 1
-    if replicas == 1 and batch_size > profile.init_batch:
-        accumulation = max(1, accumulation)
-    atomic = math.ceil(local / (accumulation + 1) - 1e-8)
-    atomic = min(atomic, profile.max_batch // (replicas * (accumulation + 1)))
-    return BatchConfig(replicas=replicas, atomic=atomic, accumulation=accumulation)
-
-
-def iteration_time(profile: AppProfile, config: BatchConfig) -> float | None:
-    """Seconds per iteration of ``config`` with its replicas packed 4 per node; None when
-    the profile does not cover that placement or local batch."""
-    replicas = config.replicas
-    placement = tuple([GPUS_PER_NODE] * (replicas // GPUS_PER_NODE))
-    if replicas % GPUS_PER_NODE:
-        placement += (replicas % GPUS_PER_NODE,)
-    placement = min(placement[i:] + placement[:i] for i in range(len(placement)))
-    curve = profile.placements.get(int("".join(map(str, placement))))
-    if curve is None:
-        curve = profile.scalability.get((min(len(placement), 16), replicas))
-    if curve is None or not curve[0][0] <= config.atomic <= curve[0][-1]:
-        return None
-    step = float(np.interp(config.atomic, curve[0], curve[1]))
-    sync = float(np.interp(config.atomic, curve[0], curve[2]))
-    return step + config.accumulation * (step - sync)
-
-
-def gains(profile: AppProfile, batch: int) -> NDArray[np.float64] | None:
-    """Per epoch, the statistical gain of training at ``batch`` over the smallest profiled
-    batch; None outside the profiled batch sizes."""
-    sizes = list(profile.grads)
-    if not sizes[0] <= batch <= sizes[-1]:
-        return None
-    upper = next(size for size in sizes if size >= batch)
-    lower = max(size for size in sizes if size <= batch)
-    low, high = profile.grads[lower], profile.grads[upper]
-    if lower == upper:
-        sqr, var = low.sqr, low.var
-    else:
-        share = (batch - lower) / (upper - lower)
-        sqr = (1 - share) * low.sqr + share * high.sqr
-        var = (1 - share) * low.var + share * high.var
-    scale = batch / profile.init_batch
-    gain: NDArray[np.float64] = (var + sqr) / (var / scale + sqr)
-    return gain
+    return fixed_batch(profile, replicas, batch_size)
 
 
 def profile_duration(profile: AppProfile, replicas: int, batch_size: int) -> float | None:
-    """Seconds to train at (``replicas``, ``batch_size``) alone, in Pollux's model; None
-    when the profile does not cover that configuration."""
-    config = batch_config(profile, replicas, batch_size)
-    seconds = iteration_time(profile, config) if config.atomic >= 1 else None
+    """Seconds to train at (``replicas``, ``batch_size``) alone, packed 4 GPUs a node, in
+    Pollux's model; None when the profile does not measure that configuration."""
+    config = fixed_batch(profile, replicas, batch_size)
+    seconds = None
+    if config.atomic >= 1:
+        placement = packed(replicas, GPUS_PER_NODE)
+        seconds = iteration_seconds(profile, placement, config.atomic, config.accumulation)
     gain = gains(profile, config.batch)
     if seconds is None or gain is None:
         return None
