@@ -9,6 +9,7 @@ from typing import Literal
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Toleration
+from phalanx.domain.progress import Progress
 from phalanx.domain.resources import Resources
 
 
@@ -237,6 +238,7 @@ class Job:
     )
     max_retry: int = 3
     rescaled_at: float | None = None  # when its elastic role last changed size
+    progress: Progress | None = None  # what it last reported of its training
     service_class: ServiceClass | None = None  # online / offline colocation; None: neither
     network: NetworkPlacement | None = None  # None: anywhere in the network
     tasks: tuple[Task, ...] = ()

@@ -10,10 +10,12 @@ inputs give the same Decisions as ``Snapshot.build`` over the same jobs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
+from phalanx.domain.progress import Progress
 from phalanx.domain.queue import Queue
 from phalanx.engine.cycle import run_cycle
 from phalanx.engine.decisions import Decisions
@@ -95,6 +97,12 @@ class ClusterState:
         self.snapshot.move(task, status, index, gpus)
         if start_time is not None or phase is TaskPhase.PENDING:
             task.start_time = start_time
+
+    def report(self, name: str, progress: Progress) -> None:
+        """Record job ``name``'s latest progress report (what goodput-aware policies read
+        as ``JobInfo.spec.progress``). A report changes no room: the epoch stays."""
+        info = self.snapshot.jobs[name]
+        info.spec = replace(info.spec, progress=progress)
 
     def set_phase(self, name: str, phase: JobPhase, *, pending_since: float | None = None) -> None:
         """Record a job's new phase (and, when it waits again, since when)."""

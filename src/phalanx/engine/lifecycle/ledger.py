@@ -64,6 +64,7 @@ class Ledger:
             phase=life.phase,
             pending_since=info.pending_since,
             attained_service=info.attained_service,
+            progress=info.spec.progress,
             tasks=tasks,
         )
 

@@ -35,6 +35,7 @@ from dataclasses import replace
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, RescaleMode, Task, TaskPhase
+from phalanx.domain.progress import Progress
 from phalanx.engine.decisions import Bind, Decisions, Evict, Resize, by_job
 from phalanx.engine.lifecycle.effects import (
     OOM_KILLED,
@@ -229,6 +230,12 @@ class Lifecycle(Sizes):
         self._stop(life, self.tasks(life), "cancel", message)
         self._settle(life)
         return self._flush()
+
+    def report(self, name: str, progress: Progress) -> None:
+        """Job ``name`` reported its progress (kept for the engine while it is tracked)."""
+        life = self.jobs.get(name)
+        if life is not None and life.in_state:
+            self.state.report(name, progress)
 
     def scale(self, name: str, replicas: int, message: str, *, now: float) -> list[Effect]:
         """Set the size the owner of job ``name`` asks of its elastic role: replicas are
