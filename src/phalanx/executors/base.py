@@ -82,6 +82,16 @@ class Recoverable(Protocol):
         ...
 
 
+@runtime_checkable
+class ProgressSource(Protocol):
+    """An executor that can read the progress reports its tasks write."""
+
+    def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:
+        """The task's report file as (its modification time in ns, at most ``limit``
+        bytes of it), or None when it wrote none (or wrote something that is not a plain
+        file: a link or a pipe is never followed or read)."""
+
+
 class LogStream(StrEnum):
     """Which output of a task."""
 

@@ -74,6 +74,7 @@ from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import Placement, free_ports
 from phalanx.executors.requests import Pending, StartRequests
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
+from phalanx.executors.taskenv import PROGRESS_NAME, read_report
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
 
 log = logging.getLogger(__name__)
@@ -417,6 +418,11 @@ class LocalExecutor:
     def workdir(self, job: str, task: str) -> Path:
         """Where the task runs and writes ``stdout.log`` and ``stderr.log``."""
         return self._dirs.workdir(job, task)
+
+    def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:
+        """The task's progress report (``ProgressSource``): read without following a
+        link and without blocking, since the task, not the server, owns the file."""
+        return read_report(self.workdir(job, task) / PROGRESS_NAME, limit)
 
     def close(self) -> None:
         """Let go of what this executor holds on the host that nothing needs any more

@@ -7,6 +7,8 @@ own uid, and the scheduler's assignment (ranks, GPUs, NICs) over anything the us
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -30,6 +32,10 @@ PHALANX_NICS: Final = "PHALANX_NICS"
 PHALANX_HOSTFILE: Final = "PHALANX_HOSTFILE"
 #: The name of that file in the working directory.
 HOSTFILE_NAME: Final = "hostfile"
+#: The file a task may write its progress report to (``phalanx.client.progress``).
+PHALANX_PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
+#: That file's name in the working directory.
+PROGRESS_NAME: Final = "progress.json"
 
 
 def task_environment(
@@ -44,7 +50,8 @@ def task_environment(
     Layers: the allow-listed ``INHERITED_ENV`` of the server, the launch's identity's
     ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
     the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
-    the bound NICs and, for a launch with a ``hostfile``, ``PHALANX_HOSTFILE``. The
+    the progress file (``PHALANX_PROGRESS_FILE``), the bound NICs and, for a launch
+    with a ``hostfile``, ``PHALANX_HOSTFILE``. The
     scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
     therefore cannot be overridden by user environment.
 
@@ -60,6 +67,7 @@ def task_environment(
     env.update(launch.env)
     env.update(injected)
     env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
+    env[PHALANX_PROGRESS_FILE] = str(workdir / PROGRESS_NAME)
     if launch.gpu_share is not None:
         env.update(launch.gpu_share.env(len(launch.gpus)))
     env[PHALANX_NICS] = ",".join(launch.nics)
@@ -79,3 +87,22 @@ def task_files(launch: TaskLaunch, injected: Mapping[str, str]) -> dict[str, str
         return {}
     spec = launch.hostfile
     return {HOSTFILE_NAME: hostfile_text(injected, spec.role, spec.slots)}
+
+
+def read_report(path: Path, limit: int) -> tuple[int, bytes] | None:
+    """(modification time in ns, at most ``limit`` bytes) of the regular file at
+    ``path``, or None when there is none. A symbolic link is not followed and a pipe or
+    device is not read: a task owns its directory and may put anything there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return status.st_mtime_ns, os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

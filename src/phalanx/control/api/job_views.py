@@ -81,6 +81,7 @@ def job_view(session: Session, row: JobRow, *, with_document: bool = False) -> J
         tasks=[task_view(task) for task in tasks],
         tasks_omitted=max(0, sum(tally.counts.values()) - len(tasks)),
         document=row.document if with_document else None,
+        progress=row.progress,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
@@ -39,20 +40,23 @@ from phalanx.engine.lifecycle import (
     TaskEvent,
     TaskEventKind,
 )
-from phalanx.engine.snapshot import ON_NODE
+from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import (
     Executor,
     LogSource,
     LogStream,
     NodeSource,
+    ProgressSource,
     Recoverable,
     TaskLog,
 )
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
+from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobDocument
+from phalanx.spec.progress import MAX_REPORT_BYTES, ProgressReport
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +121,7 @@ class Controller:
         self._wakes = 0  # API requests since the last tick began
         self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
+        self._progress_seen: dict[str, int] = {}  # per elastic job: its report's mtime read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._queues_seen: tuple[int, float | None] = (0, None)
@@ -300,6 +305,7 @@ class Controller:
                 changed, self._changed = self._changed, set()
             if core.now - self._full_read_at >= core.timing.period:
                 changed, self._full_read_at = set(Intent), core.now
+                self._read_progress()
             self._follow_nodes()
             if changed:
                 with self.db.session() as session:
@@ -488,6 +494,44 @@ class Controller:
             return
         message = f"scaled to {role.replicas} by its owner"
         self.core.record(self.core.life.scale(name, role.replicas, message, now=self.core.now))
+
+    def _read_progress(self) -> None:
+        """Hand each running elastic job's newest progress report to the lifecycle (for
+        the engine) and the store (for people); a report is read once per change."""
+        executor = self.core.executor
+        if not isinstance(executor, ProgressSource):
+            return
+        for name, info in list(self.core.state.snapshot.elastic.items()):
+            newest = None
+            for task in info.tasks:
+                if task.status is TaskStatus.RUNNING:
+                    found = executor.progress(name, task.name, MAX_REPORT_BYTES + 1)
+                    if found is not None and (newest is None or found[0] > newest[0]):
+                        newest = found
+            if newest is not None and self._progress_seen.get(name) != newest[0]:
+                self._progress_seen[name] = newest[0]
+                self._guarded(name, self._report, (name, newest[1]))
+
+    def _report(self, read: tuple[str, bytes]) -> None:
+        name, raw = read
+        core = self.core
+        row = core.rows[name].id
+        problem = None
+        if len(raw) > MAX_REPORT_BYTES:
+            problem = f"it is over {MAX_REPORT_BYTES} bytes; fix: report only the latest figures"
+        else:
+            try:
+                report = ProgressReport.model_validate_json(raw)
+            except ValidationError as error:
+                problem = "; ".join(
+                    f"{p.path}: {p.detail}" if p.path else p.detail for p in problems_of(error)[:3]
+                )
+        if problem is not None:
+            core.journal.event(row, core.now, "ProgressIgnored", f"progress report: {problem}")
+            return
+        core.life.report(name, report.to_domain(core.now))
+        written = report.model_dump(mode="json", by_alias=True, exclude_none=True)
+        core.journal.job(row, progress={**written, "time": core.now})
 
     # -- queues and nodes ------------------------------------------------------------------
 

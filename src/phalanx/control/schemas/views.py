@@ -64,6 +64,9 @@ class JobView(JobSummaryView):
     #: how many tasks follow those in ``tasks``
     tasks_omitted: int = 0
     document: dict[str, Any] | None = None
+    #: its tasks' latest progress report (step, samplesPerSecond, ... and ``time``, when
+    #: it was read); None until one reports
+    progress: dict[str, Any] | None = None
 
 
 class JobPage(View):

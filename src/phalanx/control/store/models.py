@@ -122,6 +122,8 @@ class JobRow(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     delete_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     scale_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: the latest progress report of its tasks (``ProgressReport`` fields and ``time``)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: False until the controller has taken the job in (the API only inserts rows)
     ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
 

@@ -39,6 +39,15 @@ from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
 from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
 
+#: A job with a task in any of these is placing, losing or ending tasks: it is not grown.
+_SETTLING = (
+    TaskStatus.PENDING,
+    TaskStatus.PIPELINED,
+    TaskStatus.RELEASING,
+    TaskStatus.SUCCEEDED,
+    TaskStatus.FAILED,
+)
+
 
 class ElasticAction(Action):
     """Take growth back for waiting gangs, then grow elastic jobs into idle room."""
@@ -118,19 +127,14 @@ def _size(job: JobInfo) -> int:
 
 
 def _growable(session: Session) -> list[JobInfo]:
-    """Running elastic jobs below their maximum, every replica placed and none leaving,
-    not rescaled within their interval."""
+    """Running elastic jobs below their maximum, every replica placed and none leaving
+    or done, not rescaled within their interval."""
     found = []
     for job in session.snapshot.elastic.values():
         role = job.spec.elastic_role()
         if role is None or role.elastic is None or job.phase is not JobPhase.RUNNING:
             continue
-        counts = job.counts
-        if (
-            counts[TaskStatus.PENDING]
-            or counts[TaskStatus.PIPELINED]
-            or counts[TaskStatus.RELEASING]
-        ):
+        if any(job.counts[status] for status in _SETTLING):  # placing, leaving or ending
             continue
         if job.ready_count < job.min_available or _size(job) >= role.elastic.max_replicas:
             continue

@@ -1,0 +1,86 @@
+"""Report a training task's progress to phalanx, from inside the task.
+
+    from phalanx.client import progress
+
+    progress.report(step=step, samples_per_second=812.5, batch_size=128,
+                    timings=[progress.Timing(nodes=1, replicas=2, local_batch=64,
+                                             step_seconds=0.157, sync_seconds=0.021)])
+
+The report goes to the file ``$PHALANX_PROGRESS_FILE`` names (phalanx sets it for every
+task), replaced whole each time, so a reader never sees half of one. The control plane
+reads the newest report of each running elastic job and hands it to the scheduler,
+whose goodput-aware policy learns from it how much each job gains from more GPUs.
+Outside phalanx (the variable unset) ``report`` does nothing. Report every few seconds,
+not every step: only the latest report counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+#: The variable naming the file a task reports to.
+PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timing:
+    """One measured optimizer step: ``replicas`` over ``nodes``, ``local_batch`` samples
+    per replica per micro-step, ``accumulation`` micro-steps, ``step_seconds`` in all of
+    which ``sync_seconds`` went to the gradient all-reduce."""
+
+    nodes: int
+    replicas: int
+    local_batch: int
+    step_seconds: float
+    accumulation: int = 1
+    sync_seconds: float | None = None
+
+
+def report(
+    *,
+    step: int | None = None,
+    samples: float | None = None,
+    samples_per_second: float | None = None,
+    batch_size: int | None = None,
+    grad_sqr: float | None = None,
+    grad_var: float | None = None,
+    timings: list[Timing] | None = None,
+) -> bool:
+    """Write this report to ``$PHALANX_PROGRESS_FILE``; False (nothing written) when the
+    variable is unset. Fields left None are left out."""
+    target = os.environ.get(PROGRESS_FILE)
+    if not target:
+        return False
+    fields = {
+        "step": step,
+        "samples": samples,
+        "samplesPerSecond": samples_per_second,
+        "batchSize": batch_size,
+        "gradSqr": grad_sqr,
+        "gradVar": grad_var,
+    }
+    document: dict[str, object] = {k: v for k, v in fields.items() if v is not None}
+    if timings:
+        document["timings"] = [_timing(t) for t in timings]
+    path = Path(target)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(document))
+    partial.replace(path)
+    return True
+
+
+def _timing(timing: Timing) -> dict[str, object]:
+    written: dict[str, object] = {
+        "nodes": timing.nodes,
+        "replicas": timing.replicas,
+        "localBatch": timing.local_batch,
+        "accumulation": timing.accumulation,
+        "stepSeconds": timing.step_seconds,
+    }
+    if timing.sync_seconds is not None:
+        written["syncSeconds"] = timing.sync_seconds
+    return written
