@@ -17,17 +17,25 @@ PyTorch's elastic launcher, which reads the rendezvous phalanx gives each replic
 
 When replicas join or leave, torchrun restarts the workers in a new world; with
 ``--checkpoint`` each worker resumes from the last saved step (model and optimizer), so
-the step count goes on rising and the loss on falling across every rescale.
+the step count goes on rising and the loss on falling across every rescale. Rank 0
+reports its progress and step time to phalanx (``phalanx.client.progress``), which a
+goodput-aware policy learns from.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from phalanx.client import progress
+
+#: Samples per rank per step.
+BATCH = 32
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resumed at step {start} with {world} ranks", flush=True)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     truth = torch.randn(16, 1, generator=torch.Generator().manual_seed(7))
-    last = 0.0
+    hosts: list[str] = [""] * world
+    dist.all_gather_object(hosts, socket.gethostname())
+    last, began = 0.0, time.perf_counter()
     for step in range(start, args.steps):
         data = torch.Generator().manual_seed(1_000_003 * step + rank)  # this rank's shard
-        x = torch.randn(32, 16, generator=data)
-        y = x @ truth + 0.01 * torch.randn(32, 1, generator=data)
+        x = torch.randn(BATCH, 16, generator=data)
+        y = x @ truth + 0.01 * torch.randn(BATCH, 1, generator=data)
         loss = torch.nn.functional.mse_loss(ddp(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -74,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         first = last if first is None else first
         if rank == 0 and (step % 10 == 0 or step == args.steps - 1):
             print(f"step {step:4d}  loss {last:.5f}  (mean of {world} ranks)", flush=True)
+            _report(step + 1, world, hosts, (time.perf_counter() - began) / (step - start + 1))
         if rank == 0 and args.checkpoint is not None and (step + 1) % args.save_every == 0:
             _save(torch, args.checkpoint, model, optimizer, step + 1, first)
         if args.step_seconds:
@@ -86,6 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ranks agree on the weights: {agree}; loss {first:.4f} -> {last:.5f}", flush=True)
     dist.destroy_process_group()
     return 0 if agree and first is not None and last < first else 1
+
+
+def _report(step: int, world: int, hosts: list[str], seconds: float) -> None:
+    """Tell phalanx how far training is and how long a step takes at this size."""
+    timing = progress.Timing(
+        nodes=len(set(hosts)), replicas=world, local_batch=BATCH, step_seconds=seconds
+    )
+    progress.report(
+        step=step,
+        samples_per_second=BATCH * world / seconds,
+        batch_size=BATCH * world,
+        timings=[timing],
+    )
 
 
 def _resume(torch: Any, path: Path | None, model: Any, optimizer: Any) -> tuple[int, float | None]:
