@@ -186,7 +186,21 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
         "Finished": _clock(job.finished_at),
         "Attempts": str(job.attempts),
         "Preemptions": str(job.preemptions),
+        **({"Progress": _progress(job.progress, now)} if job.progress else {}),
     }
+
+
+def _progress(report: dict[str, Any], now: float) -> str:
+    """A job's latest progress report in one line: step, throughput, batch, age."""
+    said = []
+    if "step" in report:
+        said.append(f"step {report['step']:,}")
+    if "samplesPerSecond" in report:
+        said.append(f"{report['samplesPerSecond']:,.1f} samples/s")
+    if "batchSize" in report:
+        said.append(f"batch {report['batchSize']:,}")
+    said.append(f"reported {render.age(report.get('time', now), now)} ago")
+    return ", ".join(said)
 
 
 def _clock(when: float | None) -> str:
@@ -207,9 +221,13 @@ def _roles(document: dict[str, Any] | None) -> Table | None:
         asked = role.get("resources") or {}
         command = role.get("command")
         shown = " ".join(map(str, command)) if isinstance(command, list) else str(command or "-")
+        elastic = role.get("elastic")
+        size = str(role.get("replicas", 1))
+        if isinstance(elastic, dict):
+            size += f" ({elastic.get('minReplicas')}..{elastic.get('maxReplicas')})"
         table.add_row(
             str(role.get("name", "?")),
-            str(role.get("replicas", 1)),
+            size,
             ", ".join(f"{k}={v}" for k, v in asked.items()) if isinstance(asked, dict) else "-",
             shown,
         )

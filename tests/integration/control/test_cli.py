@@ -235,3 +235,26 @@ def test_an_unreachable_server_is_one_clear_line() -> None:
     error = refused(result)
     assert "cannot connect to the phalanx server at http://127.0.0.1:9" in error
     assert "phalanx up" in error and error.count("\n") == 1
+
+
+def test_scale_resizes_an_elastic_job_and_describe_shows_the_size_history(server: Server) -> None:
+    elastic = QUEUE_AND_JOB.replace("echo rank=$RANK; echo warn-$RANK >&2", "exec sleep 60")
+    elastic = elastic.replace(
+        "    replicas: 2\n",
+        "    replicas: 2\n    elastic: {minReplicas: 1, maxReplicas: 3, rescaleInterval: 1h}\n",
+    )
+    ok(phalanx(server, "apply", "-f", "-", stdin=elastic))
+    wait_for(lambda: "Running" in ok(phalanx(server, "get", "jobs", "hello")), "hello to run")
+    assert ok(phalanx(server, "scale", "hello", "1")) == "job/hello scale to 1 requested\n"
+
+    def history() -> str:
+        described = ok(phalanx(server, "describe", "job", "hello"))
+        return "Size history" in described and described
+
+    described = wait_for(history, "the size history")
+    assert "worker: 2 -> 1 replicas: scaled to 1 by its owner" in described
+    assert "1 (1..3)" in described  # the role's size asked for, and its range
+    assert "outside role worker's elastic range 1..3" in refused(
+        phalanx(server, "scale", "hello", "7")
+    )
+    assert "no job named 'nope'" in refused(phalanx(server, "scale", "nope", "1"))

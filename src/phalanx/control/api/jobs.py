@@ -185,9 +185,10 @@ def scale_job(
             written["replicas"] = body.replicas
     row.document = document
     row.scale_requested = True
+    view = job_view(session, row)  # read before the commit ends the transaction
     session.commit()
     controller.wake(Intent.SCALES)
-    return job_view(session, row)
+    return view
 
 
 @router.delete("/{name}", response_model=JobView, responses=errors(404))

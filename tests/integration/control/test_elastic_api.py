@@ -1,5 +1,5 @@
-"""Progress reports through the real server: a task reports with the SDK, the engine's
-state and the job's view carry it; a malformed report is said, not swallowed."""
+"""Elastic jobs through the real server's API: progress reports reach the engine and
+the job's view (a malformed one is said, not swallowed); only a job's owner scales it."""
 
 from __future__ import annotations
 
@@ -56,3 +56,21 @@ def test_a_malformed_report_is_said_on_the_job_naming_the_field(tmp_path: Path) 
         (message,) = wait_for(said, "the report refused")
         assert message == "progress report: step: must be >= 0, got -3; fix: use a value >= 0"
         assert api.job("bad")["progress"] is None
+
+
+def test_only_the_jobs_owner_or_an_admin_scales_it_within_its_range(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        admin = Api(server.url, server.admin_token or "")
+        admin.queue("vision")
+        alice, bob = admin.user("alice"), admin.user("bob")
+        alice.submit("mine", "vision", _elastic("import time; time.sleep(600)"))
+        alice.wait_phase("mine", "Running")
+        assert bob.post("/api/v1/jobs/mine/scale", {"replicas": 1}, expect=404)["field"] == "name"
+        refused = alice.post("/api/v1/jobs/mine/scale", {"replicas": 3}, expect=400)
+        assert refused["fix"] == "give 1..2"
+        assert alice.post("/api/v1/jobs/mine/scale", {"replicas": 1}, expect=200)["name"] == "mine"
+        wait_for(lambda: len(alice.get("/api/v1/jobs/mine/tasks")["items"]) == 1, "one replica")
+        fixed = role(command="sleep 600")
+        alice.submit("fixed", "vision", fixed)
+        answer = alice.post("/api/v1/jobs/fixed/scale", {"replicas": 2}, expect=400)
+        assert answer["detail"] == "job 'fixed' has no elastic role"
