@@ -225,3 +225,22 @@ def test_a_job_that_is_not_elastic_cannot_be_scaled() -> None:
     cluster.submit(replace(make_job("f", replicas=2, phase=JobPhase.PENDING)))
     with pytest.raises(InvalidInput, match="no elastic role"):
         cluster.scale("f", 3)
+
+
+def test_elastic_replicas_take_reclaimable_nodes_first_and_other_work_avoids_them() -> None:
+    cluster = Cluster()
+    nodes = [*make_nodes(1, prefix="on-demand"), *make_nodes(1, prefix="spot")]
+    spot = replace(nodes[1], labels={"phalanx.io/reclaimable": "true"})
+    cluster.life = Lifecycle(ClusterState([nodes[0], spot], [make_queue()]))
+    cluster.submit(make_job("fixed", replicas=2, gpus=1, phase=JobPhase.PENDING))
+    cluster.submit(_elastic_job(replicas=2, high=4))
+    cluster.cycle()
+    cluster.cycle(at=100.0)
+
+    def nodes_of(job: str) -> set[str]:
+        snapshot = cluster.life.state.snapshot
+        return {snapshot.nodes[t.node].name for t in cluster.life.tasks(cluster.life.jobs[job])}
+
+    assert nodes_of("fixed") == {"on-demand0"}
+    assert nodes_of("e") == {"spot0"}
+    assert cluster.placed("e") == 4

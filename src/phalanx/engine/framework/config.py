@@ -55,8 +55,9 @@ class SchedulerConfig:
 
 def default_config() -> SchedulerConfig:
     """phalanx's default policy, the same as the shipped ``phalanx-default`` document: gang +
-    priority first, then fairness, quota and placement (fgd with memory, balanced);
-    preemption never evicts more than the preemptor will use."""
+    priority first, then fairness, quota and placement (fgd with memory, balanced,
+    spot-like nodes to elastic replicas first); preemption never evicts more than the
+    preemptor will use; elastic jobs grow into idle room."""
     tiers = SchedulerConfig.build(
         [],
         [
@@ -67,6 +68,7 @@ def default_config() -> SchedulerConfig:
                 "capacity",
                 ("fgd", {"memory": True, "relearn": 16, "integerScores": False}),
                 ("balanced", {"weight": 0.3}),
+                ("reclaimable", {"weight": 2}),
             ],
         ],
     ).tiers

@@ -21,6 +21,7 @@ from phalanx.engine.plugins.overcommit import OvercommitPlugin
 from phalanx.engine.plugins.predicates import PredicatesPlugin
 from phalanx.engine.plugins.priority import PriorityPlugin
 from phalanx.engine.plugins.random import RandomPlugin
+from phalanx.engine.plugins.reclaimable import ReclaimablePlugin
 from phalanx.engine.plugins.shares.capacity import CapacityPlugin
 from phalanx.engine.plugins.shares.proportion import ProportionPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
@@ -48,6 +49,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     PriorityPlugin,
     ProportionPlugin,
     RandomPlugin,
+    ReclaimablePlugin,
     SjfPlugin,
     SlaPlugin,
     SpreadPlugin,
