@@ -215,9 +215,15 @@ def test_a_restart_mode_job_restarts_its_gang_at_the_new_size_without_a_retry() 
     life = cluster.life.jobs["e"]
     assert life.attempts == 0
     assert any(
-        isinstance(e, Event) and e.kind is EventKind.RESIZED and "restarting" in e.message
+        isinstance(e, Event) and e.kind is EventKind.RESIZED and "the gang restarted" in e.message
         for e in cluster.effects
     )
+    cluster.submit(make_job("w", replicas=6, gpus=1, phase=JobPhase.PENDING))
+    for second in (102.0, 103.0, 104.0):
+        cluster.cycle(at=second)
+    assert cluster.placed("w") == 6  # its growth was lent: taken back by a restart at 2
+    assert cluster.placed("e") == 2
+    assert cluster.life.jobs["e"].attempts == 0
 
 
 def test_a_job_that_is_not_elastic_cannot_be_scaled() -> None:

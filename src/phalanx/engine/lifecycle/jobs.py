@@ -64,6 +64,8 @@ class JobLife:
     held: dict[str, Bind] = field(default_factory=dict)
     #: why each of its stopping tasks was asked to stop (said when an elastic one leaves)
     stopping: dict[str, str] = field(default_factory=dict)
+    #: a restart-mode rescale under way: the size its gang restarts at, and why
+    restart_size: tuple[int, str] | None = None
 
     @property
     def name(self) -> str:

@@ -336,12 +336,10 @@ class Lifecycle(Sizes):
     def _restart_at(self, life: JobLife, role: str, size: int, reason: str) -> None:
         """Stop the whole gang and start it again with ``size`` replicas of ``role`` (a
         restart-mode rescale: the tasks checkpoint on SIGTERM); no retry is spent."""
-        roles = tuple(replace(r, replicas=size) if r.name == role else r for r in life.job.roles)
         before = len(self._role_tasks(life, role))
-        life.job = replace(life.job, roles=roles, rescaled_at=self.now)
+        life.restart_size = (size, f"{reason} (the gang restarted)")
         message = f"{role}: {before} -> {size} replicas: {reason}"
-        self._event(life, EventKind.RESIZED, f"{message} (restarting the gang)")
-        self._end(life, Ending.RESTART, f"rescaled, {message}")
+        self._end(life, Ending.RESTART, f"rescaling, {message}")
         self._stop(life, self.tasks(life), "rescale", message)
 
     def _place(self, life: JobLife, binds: list[Bind]) -> None:

@@ -61,16 +61,17 @@ class Sizes(Ledger):
 
     def _restart_size(self, life: JobLife) -> None:
         """A gang restarting (every task stopped) starts again with ``replicas`` tasks of
-        its elastic role: growth is dropped, a restart-mode rescale's new size is added."""
+        its elastic role (growth is dropped), or at the size of a restart-mode rescale."""
         role = self._elastic(life)
         if role is None:
             return
+        size, reason = life.restart_size or (role.replicas, f"the gang restarts at {role.replicas}")
+        life.restart_size = None
         mine = sorted(self._role_tasks(life, role.name), key=lambda t: -t.index)
-        if len(mine) > role.replicas:
-            reason = f"the gang restarts at {role.replicas}"
-            self._drop_tasks(life, mine[: len(mine) - role.replicas], reason)
-        elif len(mine) < role.replicas:
-            self._add_tasks(life, role.name, role.replicas - len(mine), "the gang restarts larger")
+        if len(mine) > size:
+            self._drop_tasks(life, mine[: len(mine) - size], reason)
+        elif len(mine) < size:
+            self._add_tasks(life, role.name, size - len(mine), reason)
 
     def _retrack(
         self, life: JobLife, change: Callable[[tuple[Task, ...]], tuple[Task, ...]]
