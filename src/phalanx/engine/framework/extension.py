@@ -1,6 +1,6 @@
 """Extension points. Each carries its combining rule in its type; ``Points`` names every
-point of a session, once (``EXTENSION_POINTS`` and the ``Hooks`` plugins register
-through follow it).
+point of a session, once (``EXTENSION_POINTS``, ``POINT_NAMES`` and the methods a plugin
+class provides them by follow it).
 
 Plugins register callbacks during session open, in tier order; a point consults them
 in that order. Registering twice for one plugin is refused: it is always a bug.
@@ -387,6 +387,8 @@ class Points:
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 
 
-#: Names of every extension point (``Points``' fields); a plugin's ``disable`` list must
-#: use these.
-EXTENSION_POINTS = frozenset(point.name for point in fields(Points))
+#: Names of every extension point, in ``Points``' field order: a plugin provides a point
+#: by defining a method of its name.
+POINT_NAMES = tuple(point.name for point in fields(Points))
+#: The same names as a set; a plugin's ``disable`` list must use these.
+EXTENSION_POINTS = frozenset(POINT_NAMES)

@@ -24,12 +24,14 @@ domains" is two node cells, never 16 GPUs scattered over four nodes.
 
 Bindings are rebuilt each cycle from where tasks run (see ``virtual``). Put hived in
 a tier before other ``gpu_select`` plugins (gpu-topology ...): the first answer wins.
-A cluster without queues with cells costs nothing: the plugin registers no callback.
+A cluster without queues with cells costs nothing: the plugin joins no point (but
+``job_valid``, when a queue's cells are refused).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +39,7 @@ from numpy.typing import NDArray
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.hived.buddy import CellAllocator
 from phalanx.engine.plugins.hived.cellplan import plan
@@ -47,25 +49,62 @@ from phalanx.engine.plugins.hived.virtual import Spot, VirtualClusters, whole_gp
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 
-class HivedPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class _Open:
+    """One session: why queues' cells are refused, and the cells' session (None when no
+    queue has a guarantee)."""
+
+    invalid: dict[str, str]
+    cells: _Session | None
+
+    @property
+    def live(self) -> _Session:
+        """The cells' session (only asked for where there is one: see ``skipped``)."""
+        assert self.cells is not None
+        return self.cells
+
+
+class HivedPlugin(Plugin[_Open]):
     """Virtual clusters of whole cells, bound by buddy allocation."""
 
     name = "hived"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def open(self, session: Session) -> _Open:
         tree = session.kept.get(CellTree, Lifetime.FIXED)
         guarantees, invalid = session.kept.get(_guarantees, Lifetime.FIXED, tree)
-        if invalid:
-            hooks.job_valid(lambda job: invalid.get(job.queue.name))
         if not guarantees:
-            return
-        hived = _Session(session, VirtualClusters(session, tree, guarantees))
-        hooks.domains(hived.rule)
-        hooks.gpu_select(hived.select)
-        hooks.preemptable(hived.victims)
-        hooks.reclaimable(hived.victims)
-        hooks.on_allocate(hived.allocated)
-        hooks.on_deallocate(hived.deallocated)
+            return _Open(invalid, None)
+        return _Open(invalid, _Session(session, VirtualClusters(session, tree, guarantees)))
+
+    def skipped(self, state: _Open) -> set[str]:
+        """Without refused cells no ``job_valid``; without guarantees nothing else."""
+        skipped = {point for point in self.provides if state.cells is None}
+        return skipped - {"job_valid"} if state.invalid else skipped | {"job_valid"}
+
+    def job_valid(self, state: _Open, job: JobInfo) -> str | None:
+        return state.invalid.get(job.queue.name)
+
+    def domains(self, state: _Open, job: JobInfo) -> DomainRule | None:
+        return state.live.rule(job)
+
+    def gpu_select(self, state: _Open, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        return state.live.select(task, node)
+
+    def preemptable(
+        self, state: _Open, preemptor: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        return state.live.victims(preemptor, candidates)
+
+    def reclaimable(
+        self, state: _Open, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        return state.live.victims(reclaimer, candidates)
+
+    def on_allocate(self, state: _Open, task: TaskInfo) -> None:
+        state.live.allocated(task)
+
+    def on_deallocate(self, state: _Open, task: TaskInfo) -> None:
+        state.live.deallocated(task)
 
 
 def _guarantees(
