@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from phalanx.domain.errors import PluginError
 
 if TYPE_CHECKING:
-    from phalanx.engine.framework.domains import DomainRule
+    from phalanx.engine.framework.confinement import Confinement
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
 
 A = TypeVar("A")
@@ -380,8 +380,8 @@ class Points:
     gpu_select: FirstPoint[[TaskInfo, int], tuple[int, ...]] = field(
         default_factory=lambda: FirstPoint("gpu_select")
     )
-    domains: FirstPoint[[JobInfo], DomainRule] = field(
-        default_factory=lambda: FirstPoint("domains")
+    confinement: FirstPoint[[JobInfo], Confinement] = field(
+        default_factory=lambda: FirstPoint("confinement")
     )
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))

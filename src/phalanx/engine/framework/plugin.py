@@ -14,7 +14,7 @@ from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.extension import EXTENSION_POINTS, POINT_NAMES, Vote
 
 if TYPE_CHECKING:
-    from phalanx.engine.framework.domains import DomainRule
+    from phalanx.engine.framework.confinement import Confinement
     from phalanx.engine.framework.session import Session
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
 
@@ -219,8 +219,8 @@ class Plugin(_Configurable, Generic[S]):
         to later plugins. The answer must serve the task's card demand."""
         raise NotImplementedError
 
-    def domains(self, state: S, job: JobInfo) -> DomainRule | None:
-        """How a job's gang is confined to domains (ordered node masks); None leaves the
+    def confinement(self, state: S, job: JobInfo) -> Confinement | None:
+        """How a job's gang is confined (node masks to try in order); None leaves the
         job to later plugins, and a job no plugin confines is placed anywhere."""
         raise NotImplementedError
 

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
@@ -84,7 +84,7 @@ class HivedPlugin(Plugin[_Open]):
     def job_valid(self, state: _Open, job: JobInfo) -> str | None:
         return state.invalid.get(job.queue.name)
 
-    def domains(self, state: _Open, job: JobInfo) -> DomainRule | None:
+    def confinement(self, state: _Open, job: JobInfo) -> Confinement | None:
         return state.live.rule(job)
 
     def gpu_select(self, state: _Open, task: TaskInfo, node: int) -> tuple[int, ...] | None:
@@ -155,19 +155,19 @@ class _Session:
         self.spots: dict[str, dict[int, Spot]] = {}  # job -> node -> where its next task goes
         self.pools: dict[str, Pool] = {}  # opportunistic job -> the pool its offer saw
         self._pool: tuple[int, Pool] | None = None
-        self.guaranteed_rule = DomainRule(
+        self.guaranteed_rule = Confinement(
             key=("hived", "guaranteed"),
             offer=self.offer_guaranteed,
             group=1,
             evict_within=self.evict_within,
         )
-        self.opportunistic_rule = DomainRule(
+        self.opportunistic_rule = Confinement(
             key=("hived", "opportunistic"), offer=self.offer_opportunistic
         )
 
     # -- which rule ---------------------------------------------------------------------
 
-    def rule(self, job: JobInfo) -> DomainRule | None:
+    def rule(self, job: JobInfo) -> Confinement | None:
         """Guaranteed jobs go task by task into their cells; other GPU jobs are opportunistic."""
         if not any(role.cards is not None for role in job.roles):
             return None
@@ -197,11 +197,11 @@ class _Session:
 
     # -- guaranteed jobs ----------------------------------------------------------------
 
-    def offer_guaranteed(self, query: DomainQuery) -> DomainOffer:
+    def offer_guaranteed(self, query: ConfinementQuery) -> ConfinementOffer:
         (task,) = query.tasks
         n = len(query.slots)
         if not whole_gpus(task):
-            return DomainOffer(masks=(np.ones(n, dtype=np.bool_),))
+            return ConfinementOffer(masks=(np.ones(n, dtype=np.bool_),))
         vcs = self.vcs
         static = self.session.static_mask(task.role)[0]
         need = task.request > 0
@@ -211,11 +211,11 @@ class _Session:
         spot = plan(vcs, task, vcs.free_now() & cards, static & room & (query.slots >= 1))
         if spot is not None:
             self.spots[task.job.name] = {spot.node: spot}
-            return DomainOffer(masks=(_only(n, spot.node),))
+            return ConfinementOffer(masks=(_only(n, spot.node),))
         later = plan(vcs, task, vcs.evictable(task), static)
-        return DomainOffer(masks=(), reason=self._busy(task, later))
+        return ConfinementOffer(masks=(), reason=self._busy(task, later))
 
-    def evict_within(self, query: DomainQuery) -> NDArray[np.bool_] | None:
+    def evict_within(self, query: ConfinementQuery) -> NDArray[np.bool_] | None:
         (task,) = query.tasks
         if not whole_gpus(task):
             return None
@@ -264,12 +264,12 @@ class _Session:
             self._pool = (self.vcs.version, Pool(self.vcs))
         return self._pool[1]
 
-    def offer_opportunistic(self, query: DomainQuery) -> DomainOffer:
+    def offer_opportunistic(self, query: ConfinementQuery) -> ConfinementOffer:
         pool = self.pools[query.job.name] = self.pool()
         demands = [r.cards for r in query.job.roles if r.cards is not None and not r.cards.shared]
         if not demands:
-            return DomainOffer(masks=(np.ones(len(query.slots), dtype=np.bool_),))
-        return DomainOffer(masks=pool.masks(max(demands, key=lambda d: d.whole)))
+            return ConfinementOffer(masks=(np.ones(len(query.slots), dtype=np.bool_),))
+        return ConfinementOffer(masks=pool.masks(max(demands, key=lambda d: d.whole)))
 
     # -- shared callbacks ---------------------------------------------------------------
 
