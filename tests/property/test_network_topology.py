@@ -16,7 +16,7 @@ from phalanx.engine.framework.config import ActionConfig, PluginConfig
 from .strategies import worlds
 from .world import World, suite_settings
 
-#: Preempt and reclaim make room by eviction and do not consult domains (yet).
+#: Preempt and reclaim make room by eviction and do not consult confinements (yet).
 ACTIONS = ("enqueue", "allocate", "backfill")
 
 

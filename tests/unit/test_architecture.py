@@ -62,8 +62,9 @@ RULES = (
     Rule(
         "phalanx.engine.framework",
         ("phalanx.engine.eviction", "phalanx.engine.placement"),
-        "the framework is the session, statement and extension points; placement and "
-        "eviction are algorithms the actions use",
+        "the framework is the session, statement, extension points (with the values they "
+        "carry: confinement, shares), plugin, registry and config; placement (with the "
+        "room a confinement is offered on) and eviction are algorithms the actions use",
     ),
     Rule(
         "phalanx.engine.snapshot",
@@ -251,6 +252,51 @@ def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> Non
 
     for module in sorted(inside):
         walk(module, ())
+
+
+#: What framework/ holds: the session and what it is made of. A new module there is a
+#: decision (an algorithm belongs in placement/ or eviction/), not a default.
+FRAMEWORK_MODULES = {
+    "session",
+    "statement",
+    "extension",
+    "confinement",  # the confinement point's values
+    "shares",  # the queue shares a session publishes
+    "plugin",
+    "registry",
+    "config",
+    "kept",  # what outlives a cycle
+    "scores",  # the node_score point's kept class scores
+    "wording",  # how a session's reasons name amounts
+    "ordering",  # the lazily re-keyed queue of the order points
+}
+
+
+def test_the_framework_holds_the_framework_only() -> None:
+    found = {
+        module.rsplit(".", 1)[-1]
+        for module, _ in MODULES
+        if _within(module, "phalanx.engine.framework") and module != "phalanx.engine.framework"
+    }
+    assert found == FRAMEWORK_MODULES
+
+
+def test_domain_means_the_domain_model_only() -> None:
+    """``phalanx.domain`` is the domain model; the engine says "confinement" for where a
+    plugin keeps a gang, so no engine module, class or function is named for a domain."""
+    named = [
+        f"{module}: {node.name}" if isinstance(node, ast.ClassDef | ast.FunctionDef) else module
+        for module, path in MODULES
+        if _within(module, "phalanx.engine")
+        for node in [None, *ast.walk(ast.parse(path.read_text()))]
+        if (node is None and "domain" in module.rsplit(".", 1)[-1])
+        or (
+            isinstance(node, ast.ClassDef | ast.FunctionDef)
+            and "domain" in node.name.lower()
+            and "numa" not in node.name.lower()
+        )
+    ]
+    assert not named
 
 
 def test_cli_reaches_the_server_through_the_client_only() -> None:

@@ -18,12 +18,15 @@ PLUGIN = '''
 import numpy as np
 from phalanx.engine.framework.plugin import Plugin
 
-class LastNodePlugin(Plugin):
+class LastNodePlugin(Plugin[None]):
     """Prefers the node with the highest index (a visible, testable choice)."""
     name = "last-node"
 
-    def open(self, session, hooks):
-        hooks.node_score(lambda task, nodes: nodes.astype(float), node_local=True)
+    def open(self, session):
+        return None
+
+    def node_score(self, state, task, nodes):
+        return nodes.astype(float)
 '''
 
 

@@ -21,7 +21,7 @@ from phalanx.engine.decisions import (
 )
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.kept import Built, KeptState
-from phalanx.engine.framework.plugin import Hooks
+from phalanx.engine.framework.plugin import join
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
@@ -52,7 +52,7 @@ def _open(
     built = kept.built(config, registry or builtin_registry())
     session = Session(snapshot, config, now=now, kept=kept, class_scores=built.scores)
     for tier_index, plugin_config, plugin in built.plugins:
-        plugin.open(session, Hooks(session, plugin_config.name, tier_index, plugin_config.disabled))
+        join(session, plugin, plugin_config.name, tier_index, plugin_config.disabled)
     return session, built
 
 

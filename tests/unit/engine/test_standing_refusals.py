@@ -14,7 +14,7 @@ from typing import ClassVar
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.engine import ReasonCode, SchedulerConfig
 from phalanx.engine.framework.extension import Vote
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo
@@ -22,18 +22,18 @@ from phalanx.engine.state import ClusterState
 from tests.builders import config, make_job, make_nodes, make_queue, res
 
 
-class Tally(Plugin):
+class Tally(Plugin[None]):
     """Counts, per job, how often admission asked about it; votes nothing."""
 
     name = "tally"
     asked: ClassVar[Counter[str]] = Counter()
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        def count(job: JobInfo) -> Vote:
-            Tally.asked[job.name] += 1
-            return Vote.ABSTAIN
+    def open(self, session: Session) -> None:
+        """Nothing per session."""
 
-        hooks.job_enqueueable(count)
+    def job_enqueueable(self, state: None, job: JobInfo) -> Vote:
+        Tally.asked[job.name] += 1
+        return Vote.ABSTAIN
 
 
 REGISTRY = Registry.builtin().with_plugin(Tally)

@@ -2,7 +2,7 @@
 
 Victims come from other jobs of the same queue that the plugins accept (priority:
 strictly lower priority); room is made for the whole gang or not at all
-(``phalanx.engine.eviction.gangs``: minAvailable, domains, queue limits).
+(``phalanx.engine.eviction.gangs``: minAvailable, confinement, queue limits).
 
 ``victimBudget`` (a number, default unbounded) caps what a preemptor may evict: the
 victims together may hold at most that many times what its pending tasks ask for

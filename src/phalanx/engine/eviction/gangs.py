@@ -4,10 +4,10 @@
 preempt, other queues' borrowed work for reclaim) to the plugins in victim order; a
 victim gang is shrunk to its minAvailable or evicted whole. The gang's tasks are
 pipelined onto the freed nodes; if the gang cannot be completed, every eviction is
-undone. A job with a domain rule keeps to it: where the rule has ``evict_within``, room
-is made only on the nodes that allows; otherwise inside the domains the rule offers
+undone. A confined job keeps to its confinement: where it has ``evict_within``, room
+is made only on the nodes that allows; otherwise inside the node masks it offers
 with the victims' room counted as free (a hard ``network-topology`` gang, or each of
-its groups, under one switch), each domain tried in the rule's order. When what binds
+its groups, under one switch), each mask tried in the offer's order. When what binds
 is a queue limit (the queue, or an ancestor, at its capability) rather than node room,
 victims under that queue are evicted first, only until the limit admits the task. A
 ``budget`` caps what the victims may hold together: that many times what the gang's
@@ -33,9 +33,10 @@ from phalanx.engine.eviction.victims import (
     past,
     undo_since,
 )
-from phalanx.engine.framework.domains import DomainQuery, DomainRule, free_room
+from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
+from phalanx.engine.placement.confined import free_room
 from phalanx.engine.placement.gangs import gang_shape
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, Vector
 
@@ -81,7 +82,7 @@ def _evict_for_tasks(
 ) -> bool:
     if judge is None:
         judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
-    rule = session.points.domains(job) if session.points.domains else None
+    rule = session.points.confinement(job) if session.points.confinement else None
     # what the victims may hold together: budget x what the pending tasks ask for
     scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None
     room = _Room(session, job, victims, judge, action, scope)
@@ -89,7 +90,7 @@ def _evict_for_tasks(
         if rule is None or rule.evict_within is not None:
             room.make(stmt, tasks, rule, None)
         else:
-            _room_in_domains(session, stmt, room, tasks, rule)
+            _room_in_offers(session, stmt, room, tasks, rule)
         if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
             stmt.commit()
             session.record_reason(
@@ -123,10 +124,10 @@ class _Room:
         self,
         stmt: Statement,
         tasks: Sequence[TaskInfo],
-        rule: DomainRule | None,
-        domain: NDArray[np.bool_] | None,
+        rule: Confinement | None,
+        mask: NDArray[np.bool_] | None,
     ) -> bool:
-        """Evict and pipeline for ``tasks`` one by one (inside ``domain``, when given);
+        """Evict and pipeline for ``tasks`` one by one (inside ``mask``, when given);
         True when each of them got room or the job stands pipelined before the last."""
         session, job, victims = self.session, self.job, self.victims
         for task in tasks:
@@ -135,8 +136,8 @@ class _Room:
             # nothing evicted yet in this statement: the victims are all still evictable
             live = [v for v in victims if v.status in EVICTABLE] if stmt.operations else victims
             within = _evict_within(session, job, task, rule)
-            if domain is not None:
-                within = domain if within is None else within & domain
+            if mask is not None:
+                within = mask if within is None else within & mask
             allowance = None if self.scope is None else self.scope - _evicted(stmt)
             if not make_room(
                 session,
@@ -154,18 +155,18 @@ class _Room:
         return True
 
 
-def _room_in_domains(
-    session: Session, stmt: Statement, room: _Room, tasks: list[TaskInfo], rule: DomainRule
+def _room_in_offers(
+    session: Session, stmt: Statement, room: _Room, tasks: list[TaskInfo], rule: Confinement
 ) -> None:
     """Make room for ``tasks`` (each ``rule.group`` of them, or all) inside one of the
-    domains the rule offers when the victims' room is counted as free, each domain tried
-    in the rule's order and undone exactly when its tasks do not all get room there."""
+    node masks the rule offers when the victims' room is counted as free, each mask tried
+    in the offer's order and undone exactly when its tasks do not all get room there."""
     size = rule.group or len(tasks)
     for start in range(0, len(tasks), size):
         group = tasks[start : start + size]
-        for domain in _domains_with_victims(session, room.job, group, room.victims, rule):
+        for mask in _offers_with_victims(session, room.job, group, room.victims, rule):
             mark = stmt.savepoint()
-            if room.make(stmt, group, rule, domain):
+            if room.make(stmt, group, rule, mask):
                 break
             stmt.rollback(mark)
         else:
@@ -174,21 +175,21 @@ def _room_in_domains(
             return
 
 
-def _domains_with_victims(
+def _offers_with_victims(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
     victims: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
 ) -> tuple[NDArray[np.bool_], ...]:
     """The rule's offer for ``tasks`` as if every victim were gone already: the
-    domains where evictions could make the room placement wants."""
+    node masks where evictions could make the room placement wants."""
     snap = session.snapshot
     free, slots = free_room(snap, withheld=None, allow_pipeline=True)
     on_nodes = [v for v in victims if v.status in EVICTABLE]  # not evicted for earlier groups
     held, count = held_per_node(snap, on_nodes, np.arange(len(snap.dims)))
     free, slots = free + held, slots + count
-    return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
+    return rule.offer(ConfinementQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
 
 
 def _evicted(stmt: Statement) -> Vector | float:
@@ -201,13 +202,13 @@ def _evicted(stmt: Statement) -> Vector | float:
 
 
 def _evict_within(
-    session: Session, job: JobInfo, task: TaskInfo, rule: DomainRule | None
+    session: Session, job: JobInfo, task: TaskInfo, rule: Confinement | None
 ) -> NDArray[np.bool_] | None:
-    """Where the job's domain rule lets evictions make room for ``task`` (None: anywhere)."""
+    """Where the job's confinement lets evictions make room for ``task`` (None: anywhere)."""
     if rule is None or rule.evict_within is None:
         return None
     free, slots = free_room(session.snapshot, withheld=None, allow_pipeline=True)
-    return rule.evict_within(DomainQuery(job=job, tasks=(task,), free=free, slots=slots))
+    return rule.evict_within(ConfinementQuery(job=job, tasks=(task,), free=free, slots=slots))
 
 
 def _free_quota(

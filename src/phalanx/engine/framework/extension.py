@@ -1,6 +1,6 @@
 """Extension points. Each carries its combining rule in its type; ``Points`` names every
-point of a session, once (``EXTENSION_POINTS`` and the ``Hooks`` plugins register
-through follow it).
+point of a session, once (``EXTENSION_POINTS``, ``POINT_NAMES`` and the methods a plugin
+class provides them by follow it).
 
 Plugins register callbacks during session open, in tier order; a point consults them
 in that order. Registering twice for one plugin is refused: it is always a bug.
@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from phalanx.domain.errors import PluginError
 
 if TYPE_CHECKING:
-    from phalanx.engine.framework.domains import DomainRule
+    from phalanx.engine.framework.confinement import Confinement
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
 
 A = TypeVar("A")
@@ -380,13 +380,15 @@ class Points:
     gpu_select: FirstPoint[[TaskInfo, int], tuple[int, ...]] = field(
         default_factory=lambda: FirstPoint("gpu_select")
     )
-    domains: FirstPoint[[JobInfo], DomainRule] = field(
-        default_factory=lambda: FirstPoint("domains")
+    confinement: FirstPoint[[JobInfo], Confinement] = field(
+        default_factory=lambda: FirstPoint("confinement")
     )
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))
 
 
-#: Names of every extension point (``Points``' fields); a plugin's ``disable`` list must
-#: use these.
-EXTENSION_POINTS = frozenset(point.name for point in fields(Points))
+#: Names of every extension point, in ``Points``' field order: a plugin provides a point
+#: by defining a method of its name.
+POINT_NAMES = tuple(point.name for point in fields(Points))
+#: The same names as a set; a plugin's ``disable`` list must use these.
+EXTENSION_POINTS = frozenset(POINT_NAMES)

@@ -54,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.engine.framework.config import PluginConfig, SchedulerConfig
@@ -90,7 +90,7 @@ class Built:
 
     config: SchedulerConfig
     registry: Registry
-    plugins: tuple[tuple[int, PluginConfig, Plugin], ...]
+    plugins: tuple[tuple[int, PluginConfig, Plugin[Any]], ...]
     actions: tuple[Action, ...]
     scores: ClassScores
 

@@ -1,20 +1,25 @@
-"""What plugins and actions are, and the per-plugin registration facade."""
+"""What plugins and actions are, and how a plugin joins a session's extension points."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
-from phalanx.engine.framework.extension import EXTENSION_POINTS, AheadFn, ScoreFn, Vote
+from phalanx.engine.framework.extension import EXTENSION_POINTS, POINT_NAMES, Vote
 
 if TYPE_CHECKING:
-    from phalanx.engine.framework.domains import DomainRule
+    from phalanx.engine.framework.confinement import Confinement
     from phalanx.engine.framework.session import Session
     from phalanx.engine.snapshot import JobInfo, QueueInfo, RoleInfo, TaskInfo
+
+
+S = TypeVar("S")
 
 
 class _Configurable:
@@ -53,18 +58,221 @@ class _Configurable:
         return value
 
 
-class Plugin(_Configurable):
-    """A noun: registers callbacks on extension points when a session opens.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScorePromises:
+    """What a plugin's ``node_score`` promises (see ``Scorer``): ``node_local``, ``fills``
+    and ``per_class`` (with ``score_basis`` when the plugin defines it) let placement
+    re-score less; a false promise makes placement worse, never unsafe."""
 
-    Subclasses set ``name`` (and ``accepted_args``) and override ``open``. One instance
-    may serve many sessions: keep per-session state in what ``open`` registers (its
-    closures), never on ``self``.
+    node_local: bool = True
+    fills: bool = False
+    per_class: bool = False
+
+
+class Plugin(_Configurable, Generic[S]):
+    """A noun: provides the extension points named by the methods its class defines.
+
+    A subclass sets ``name`` (and ``accepted_args``), builds its per-session state in
+    ``open`` and defines a method for each point it provides, named after the point
+    (``Points``) and taking that state first: ``job_order(self, state, job)``,
+    ``node_score(self, state, task, nodes)`` ... The points a class provides are found
+    once, when the class is made (``provides``); each session they are registered in tier
+    order, without the points the config disables for the plugin and those ``skipped``
+    names for the session. One instance serves many sessions: per-session state lives in
+    what ``open`` returns, never on ``self``.
+
+    Options of a point are declared on the class: ``node_score`` is weighted by
+    ``weight`` (arg ``weight`` when accepted, else ``default_weight``) and makes the
+    ``promises`` declared; ``score_ahead`` and ``score_basis``, when defined, are its
+    look-ahead and basis; ``judges_each`` says ``preemptable`` and ``reclaimable`` judge
+    every candidate on its own.
     """
 
     kind = "plugin"
+    default_weight: ClassVar[float] = 1.0
+    promises: ClassVar[ScorePromises] = ScorePromises()
+    judges_each: ClassVar[bool] = False
+    #: The extension points this class provides, in ``Points`` order (found once per class).
+    provides: ClassVar[tuple[str, ...]] = ()
+    #: Whether the class defines ``score_ahead`` and ``score_basis``.
+    looks_ahead: ClassVar[bool] = False
+    has_basis: ClassVar[bool] = False
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        """Register callbacks; called once per session, in tier order."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.provides = tuple(point for point in POINT_NAMES if _defines(cls, point))
+        cls.looks_ahead = _defines(cls, "score_ahead")
+        cls.has_basis = _defines(cls, "score_basis")
+        if (cls.looks_ahead or cls.has_basis) and "node_score" not in cls.provides:
+            raise PluginError(
+                f"{cls.__qualname__} defines score_ahead or score_basis without node_score"
+            )
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.weight = (
+            self.number("weight", self.default_weight)
+            if "weight" in self.accepted_args
+            else self.default_weight
+        )
+
+    def open(self, session: Session) -> S:
+        """This session's state, handed to every point method; called once per session,
+        in tier order, before the points are registered."""
+        raise NotImplementedError
+
+    def skipped(self, state: S) -> Collection[str]:
+        """Points of ``provides`` this plugin does without in the session of ``state``
+        (they cost nothing there); none unless overridden."""
+        return ()
+
+    # -- the extension points: a subclass defines those it provides. Declared here, typed,
+    # so mypy checks every definition against its point; these are never registered.
+
+    def job_order(self, state: S, job: JobInfo) -> Any:
+        """Smaller key first."""
+        raise NotImplementedError
+
+    def user_order(self, state: S, user: tuple[str, str]) -> Any:
+        """Smaller key first, among the users (queue name, user) of one queue."""
+        raise NotImplementedError
+
+    def queue_order(self, state: S, queue: QueueInfo) -> Any:
+        """Smaller key first."""
+        raise NotImplementedError
+
+    def task_order(self, state: S, task: TaskInfo) -> Any:
+        """Smaller key first."""
+        raise NotImplementedError
+
+    def victim_order(self, state: S, task: TaskInfo) -> Any:
+        """Smaller key is evicted first. The key may depend on what the session opened
+        with and on the task's own job only: it is kept until a task of that job moves."""
+        raise NotImplementedError
+
+    def job_valid(self, state: S, job: JobInfo) -> str | None:
+        """None when the job could ever run, else why not."""
+        raise NotImplementedError
+
+    def job_ready(self, state: S, job: JobInfo) -> bool:
+        """True when the job's allocations may be dispatched."""
+        raise NotImplementedError
+
+    def job_pipelined(self, state: S, job: JobInfo) -> bool:
+        """True when the job's allocations plus pipelined tasks suffice to keep them."""
+        raise NotImplementedError
+
+    def job_enqueueable(self, state: S, job: JobInfo) -> Vote:
+        """Permit, abstain or reject admission of a pending job."""
+        raise NotImplementedError
+
+    def job_starving(self, state: S, job: JobInfo) -> bool:
+        """True when the job has waited too long and deserves a reservation."""
+        raise NotImplementedError
+
+    def overused(self, state: S, queue: QueueInfo) -> bool:
+        """True when the queue should get nothing more in this session."""
+        raise NotImplementedError
+
+    def allocatable(self, state: S, task: TaskInfo) -> str | None:
+        """None when the task's queue may take the task, else why not."""
+        raise NotImplementedError
+
+    def preemptable(
+        self, state: S, preemptor: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo]:
+        """Of the candidates, the victims this plugin allows the preemptor to evict, in
+        the order offered. They are offered in victim order, unless every plugin
+        ``judges_each``: it judges every candidate on its own, whatever the others and
+        their order."""
+        raise NotImplementedError
+
+    def reclaimable(
+        self, state: S, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> Sequence[TaskInfo]:
+        """Of the candidates, the victims this plugin allows the reclaimer to evict (as
+        ``preemptable``)."""
+        raise NotImplementedError
+
+    def predicate(self, state: S, role: RoleInfo) -> NDArray[np.bool_]:
+        """A mask over every node: where tasks of this role may go (static for a session)."""
+        raise NotImplementedError
+
+    def node_score(self, state: S, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Scores (0..100) of candidate nodes for a task; higher is better."""
+        raise NotImplementedError
+
+    def score_ahead(
+        self, state: S, task: TaskInfo, node: int, count: int
+    ) -> NDArray[np.float64] | None:
+        """``node_score``'s look-ahead: the node's scores once 1, 2, .. ``count`` more tasks
+        of the task's class are placed there, or None when it cannot tell (see ``Scorer``)."""
+        raise NotImplementedError
+
+    def score_basis(self, state: S) -> object:
+        """What ``node_score`` stands on besides node usage and the task class, for a
+        ``per_class`` promise (see ``Scorer``)."""
+        raise NotImplementedError
+
+    def gpu_select(self, state: S, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        """Which cards of node (index) a task allocated there gets; None leaves the choice
+        to later plugins. The answer must serve the task's card demand."""
+        raise NotImplementedError
+
+    def confinement(self, state: S, job: JobInfo) -> Confinement | None:
+        """How a job's gang is confined (node masks to try in order); None leaves the
+        job to later plugins, and a job no plugin confines is placed anywhere."""
+        raise NotImplementedError
+
+    def on_allocate(self, state: S, task: TaskInfo) -> None:
+        """Told after a task is allocated or pipelined (and after an evict is discarded)."""
+        raise NotImplementedError
+
+    def on_deallocate(self, state: S, task: TaskInfo) -> None:
+        """Told after a task is evicted (and after an allocate is discarded)."""
+        raise NotImplementedError
+
+
+def _defines(cls: type, name: str) -> bool:
+    return getattr(cls, name) is not getattr(Plugin, name)
+
+
+def join(
+    session: Session, plugin: Plugin[Any], name: str, tier: int, disabled: frozenset[str]
+) -> None:
+    """Open ``plugin`` for ``session`` and register, as ``name`` of ``tier``, each point
+    its class provides but for the ``disabled`` ones and those it skips this session."""
+    unknown = disabled - EXTENSION_POINTS
+    if unknown:
+        raise PluginError(
+            f"plugin {name!r} disables unknown extension points {sorted(unknown)}; "
+            f"known: {', '.join(sorted(EXTENSION_POINTS))}"
+        )
+    cls = type(plugin)
+    state = plugin.open(session)
+    skipped = plugin.skipped(state)
+    points = session.points
+    for point in cls.provides:
+        if point in disabled or point in skipped:
+            continue
+        fn = partial(getattr(cls, point), plugin, state)
+        if point == "node_score":
+            promises = cls.promises
+            points.node_score.add(
+                name,
+                tier,
+                fn,
+                weight=plugin.weight,
+                node_local=promises.node_local,
+                fills=promises.fills,
+                ahead=partial(cls.score_ahead, plugin, state) if cls.looks_ahead else None,
+                per_class=promises.per_class,
+                basis=partial(cls.score_basis, plugin, state) if cls.has_basis else None,
+            )
+        elif point in ("preemptable", "reclaimable"):
+            getattr(points, point).add(name, tier, fn, each=cls.judges_each)
+        else:
+            getattr(points, point).register(name, tier, fn)
 
 
 class Action(_Configurable):
@@ -83,164 +291,3 @@ class Action(_Configurable):
     def execute(self, session: Session) -> None:
         """Do this action's work on the session."""
         raise NotImplementedError
-
-
-class Hooks:
-    """Registration facade for one plugin: knows its name and tier, skips disabled points."""
-
-    def __init__(self, session: Session, plugin: str, tier: int, disabled: frozenset[str]) -> None:
-        unknown = disabled - EXTENSION_POINTS
-        if unknown:
-            raise PluginError(
-                f"plugin {plugin!r} disables unknown extension points {sorted(unknown)}; "
-                f"known: {', '.join(sorted(EXTENSION_POINTS))}"
-            )
-        self._points = session.points
-        self._plugin = plugin
-        self._tier = tier
-        self._disabled = disabled
-
-    def _on(self, point: str) -> bool:
-        return point not in self._disabled
-
-    def job_order(self, fn: Callable[[JobInfo], Any]) -> None:
-        """Smaller key first."""
-        if self._on("job_order"):
-            self._points.job_order.register(self._plugin, self._tier, fn)
-
-    def user_order(self, fn: Callable[[tuple[str, str]], Any]) -> None:
-        """Smaller key first, among the users (queue name, user) of one queue."""
-        if self._on("user_order"):
-            self._points.user_order.register(self._plugin, self._tier, fn)
-
-    def queue_order(self, fn: Callable[[QueueInfo], Any]) -> None:
-        """Smaller key first."""
-        if self._on("queue_order"):
-            self._points.queue_order.register(self._plugin, self._tier, fn)
-
-    def task_order(self, fn: Callable[[TaskInfo], Any]) -> None:
-        """Smaller key first."""
-        if self._on("task_order"):
-            self._points.task_order.register(self._plugin, self._tier, fn)
-
-    def victim_order(self, fn: Callable[[TaskInfo], Any]) -> None:
-        """Smaller key is evicted first. The key may depend on what the session opened
-        with and on the task's own job only: it is kept until a task of that job moves."""
-        if self._on("victim_order"):
-            self._points.victim_order.register(self._plugin, self._tier, fn)
-
-    def job_valid(self, fn: Callable[[JobInfo], str | None]) -> None:
-        """None when the job could ever run, else why not."""
-        if self._on("job_valid"):
-            self._points.job_valid.register(self._plugin, self._tier, fn)
-
-    def job_ready(self, fn: Callable[[JobInfo], bool]) -> None:
-        """True when the job's allocations may be dispatched."""
-        if self._on("job_ready"):
-            self._points.job_ready.register(self._plugin, self._tier, fn)
-
-    def job_pipelined(self, fn: Callable[[JobInfo], bool]) -> None:
-        """True when the job's allocations plus pipelined tasks suffice to keep them."""
-        if self._on("job_pipelined"):
-            self._points.job_pipelined.register(self._plugin, self._tier, fn)
-
-    def job_enqueueable(self, fn: Callable[[JobInfo], Vote]) -> None:
-        """Permit, abstain or reject admission of a pending job."""
-        if self._on("job_enqueueable"):
-            self._points.job_enqueueable.register(self._plugin, self._tier, fn)
-
-    def job_starving(self, fn: Callable[[JobInfo], bool]) -> None:
-        """True when the job has waited too long and deserves a reservation."""
-        if self._on("job_starving"):
-            self._points.job_starving.register(self._plugin, self._tier, fn)
-
-    def overused(self, fn: Callable[[QueueInfo], bool]) -> None:
-        """True when the queue should get nothing more in this session."""
-        if self._on("overused"):
-            self._points.overused.register(self._plugin, self._tier, fn)
-
-    def allocatable(self, fn: Callable[[TaskInfo], str | None]) -> None:
-        """None when the task's queue may take the task, else why not."""
-        if self._on("allocatable"):
-            self._points.allocatable.register(self._plugin, self._tier, fn)
-
-    def preemptable(
-        self,
-        fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]],
-        *,
-        each: bool = False,
-    ) -> None:
-        """Of the candidates, the victims this plugin allows the preemptor to evict, in
-        the order offered. They are offered in victim order, unless every plugin says
-        ``each``: it judges every candidate on its own, whatever the others and their
-        order."""
-        if self._on("preemptable"):
-            self._points.preemptable.add(self._plugin, self._tier, fn, each=each)
-
-    def reclaimable(
-        self,
-        fn: Callable[[TaskInfo, Sequence[TaskInfo]], Sequence[TaskInfo]],
-        *,
-        each: bool = False,
-    ) -> None:
-        """Of the candidates, the victims this plugin allows the reclaimer to evict (as
-        ``preemptable``)."""
-        if self._on("reclaimable"):
-            self._points.reclaimable.add(self._plugin, self._tier, fn, each=each)
-
-    def predicate(self, fn: Callable[[RoleInfo], NDArray[np.bool_]]) -> None:
-        """A mask over every node: where tasks of this role may go (static for a session)."""
-        if self._on("predicate"):
-            self._points.predicate.register(self._plugin, self._tier, fn)
-
-    def node_score(
-        self,
-        fn: ScoreFn[TaskInfo],
-        *,
-        weight: float = 1.0,
-        node_local: bool = True,
-        fills: bool = False,
-        ahead: AheadFn[TaskInfo] | None = None,
-        per_class: bool = False,
-        basis: Callable[[], object] | None = None,
-    ) -> None:
-        """Scores (0..100) of candidate nodes for a task; higher is better.
-
-        ``node_local``, ``fills``, ``ahead`` and ``per_class`` (with its ``basis``) are
-        promises (see ``Scorer``) that let placement re-score less; a false promise makes
-        placement worse, never unsafe.
-        """
-        if self._on("node_score"):
-            self._points.node_score.add(
-                self._plugin,
-                self._tier,
-                fn,
-                weight=weight,
-                node_local=node_local,
-                fills=fills,
-                ahead=ahead,
-                per_class=per_class,
-                basis=basis,
-            )
-
-    def gpu_select(self, fn: Callable[[TaskInfo, int], tuple[int, ...] | None]) -> None:
-        """Which cards of node (index) a task allocated there gets; None leaves the choice
-        to later plugins. The answer must serve the task's card demand."""
-        if self._on("gpu_select"):
-            self._points.gpu_select.register(self._plugin, self._tier, fn)
-
-    def domains(self, fn: Callable[[JobInfo], DomainRule | None]) -> None:
-        """How a job's gang is confined to domains (ordered node masks); None leaves the
-        job to later plugins, and a job no plugin confines is placed anywhere."""
-        if self._on("domains"):
-            self._points.domains.register(self._plugin, self._tier, fn)
-
-    def on_allocate(self, fn: Callable[[TaskInfo], None]) -> None:
-        """Told after a task is allocated or pipelined (and after an evict is discarded)."""
-        if self._on("on_allocate"):
-            self._points.on_allocate.register(self._plugin, self._tier, fn)
-
-    def on_deallocate(self, fn: Callable[[TaskInfo], None]) -> None:
-        """Told after a task is evicted (and after an allocate is discarded)."""
-        if self._on("on_deallocate"):
-            self._points.on_deallocate.register(self._plugin, self._tier, fn)

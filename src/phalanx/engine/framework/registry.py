@@ -31,14 +31,14 @@ class Registry:
 
     def __init__(
         self,
-        plugins: Mapping[str, type[Plugin]] | None = None,
+        plugins: Mapping[str, type[Plugin[Any]]] | None = None,
         actions: Mapping[str, type[Action]] | None = None,
     ) -> None:
-        self._plugins: dict[str, type[Plugin]] = dict(plugins or {})
+        self._plugins: dict[str, type[Plugin[Any]]] = dict(plugins or {})
         self._actions: dict[str, type[Action]] = dict(actions or {})
 
     @staticmethod
-    def of(plugins: Iterable[type[Plugin]], actions: Iterable[type[Action]]) -> Registry:
+    def of(plugins: Iterable[type[Plugin[Any]]], actions: Iterable[type[Action]]) -> Registry:
         """Build from classes, refusing two with one name."""
         registry = Registry()
         for plugin in plugins:
@@ -55,7 +55,7 @@ class Registry:
 
         return Registry.of(BUILTIN_PLUGINS, BUILTIN_ACTIONS)
 
-    def with_plugin(self, plugin: type[Plugin]) -> Registry:
+    def with_plugin(self, plugin: type[Plugin[Any]]) -> Registry:
         """A new registry that also knows ``plugin``."""
         if not plugin.name:
             raise PluginError(f"{plugin.__qualname__} has no name")
@@ -84,7 +84,7 @@ class Registry:
             registry = registry.with_plugin(loaded)
         return registry
 
-    def plugin(self, name: str, args: Mapping[str, Any]) -> Plugin:
+    def plugin(self, name: str, args: Mapping[str, Any]) -> Plugin[Any]:
         """A fresh instance of plugin ``name``."""
         cls = self._plugins.get(name)
         if cls is None:

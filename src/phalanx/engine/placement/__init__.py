@@ -2,8 +2,8 @@
 
 ``jobs`` places a job's tasks as one gang (``try_job``); ``tasks`` places the tasks
 of one class vectorized (predicates once, scores kept per class, runs a node keeps
-winning placed at once); ``confined`` places a gang inside the domains a plugin
-offers; ``gangs`` decides whether a gang fits and words its failure; ``shortage`` says
+winning placed at once); ``confined`` places a gang inside the node masks a plugin
+confines it to; ``gangs`` decides whether a gang fits and words its failure; ``shortage`` says
 why no node takes a task. Actions use it;
 the framework (session, statement, extension points) does not.
 """

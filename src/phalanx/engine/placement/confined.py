@@ -1,4 +1,5 @@
-"""Gang placement confined to the domains a plugin offers (see ``framework.domains``).
+"""Gang placement confined to the node masks a plugin offers (see ``framework.confinement``),
+and the room such an offer is made on (``free_room``).
 
 Guarantees, on top of ``try_job``'s:
 
@@ -15,20 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule, free_room
+from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.placement.gangs import gang_reason
 from phalanx.engine.placement.tasks import Outcome, place_tasks, settle
-from phalanx.engine.snapshot import JobInfo, TaskInfo, Vector
+from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, Vector
 
 
-def place_in_domains(
+def place_confined(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
     *,
     withheld: Vector | None,
     allow_pipeline: bool,
@@ -44,19 +48,19 @@ def _offer(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
     withheld: Vector | None,
     allow_pipeline: bool,
-) -> DomainOffer:
+) -> ConfinementOffer:
     free, slots = free_room(session.snapshot, withheld=withheld, allow_pipeline=allow_pipeline)
-    return rule.offer(DomainQuery(job=job, tasks=tasks, free=free, slots=slots))
+    return rule.offer(ConfinementQuery(job=job, tasks=tasks, free=free, slots=slots))
 
 
 def _whole(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Reason | None:
@@ -82,7 +86,7 @@ def _grouped(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
     size: int,
     withheld: Vector | None,
     allow_pipeline: bool,
@@ -112,7 +116,7 @@ def _place_group(
     stmt: Statement,
     job: JobInfo,
     group: Sequence[TaskInfo],
-    rule: DomainRule,
+    rule: Confinement,
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Outcome:
@@ -145,6 +149,21 @@ def _in_group(reason: Reason, number: int, count: int) -> Reason:
 def _nowhere(tasks: int) -> Reason:
     return Reason(
         code=ReasonCode.GANG,
-        message=f"no placement domain was offered for {tasks} task(s); "
+        message=f"no nodes were offered for {tasks} task(s); "
         "fix: check the plugins that confine the job's placement",
     )
+
+
+def free_room(
+    snapshot: Snapshot, *, withheld: Vector | None, allow_pipeline: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per node: what tasks may still use (as ``ClassPlacer`` counts it), and free slots."""
+    now = snapshot.capacity - snapshot.used
+    if withheld is not None:
+        now -= withheld
+    future = now + snapshot.releasing - snapshot.pipelined
+    free = future if allow_pipeline else np.minimum(now, future)
+    free.flags.writeable = False
+    slots = snapshot.max_tasks - snapshot.task_count
+    slots.flags.writeable = False
+    return free, slots

@@ -1,11 +1,12 @@
 """Placing a job's pending tasks as one gang, all or nothing: ``try_job``, which the
-allocate and backfill actions call. A job a plugin confines to domains is placed by
-``confined.place_in_domains``; any other by ``tasks.place_tasks``."""
+allocate and backfill actions call. A job a plugin confines (the ``confinement`` point)
+is placed by
+``confined.place_confined``; any other by ``tasks.place_tasks``."""
 
 from __future__ import annotations
 
 from phalanx.engine.framework.session import Session
-from phalanx.engine.placement.confined import place_in_domains
+from phalanx.engine.placement.confined import place_confined
 from phalanx.engine.placement.gangs import gang_reason, gang_shape
 from phalanx.engine.placement.tasks import place_tasks, settle
 from phalanx.engine.snapshot import JobInfo, Vector
@@ -22,15 +23,15 @@ def try_job(
 
     The statement commits when the job is ready (its binds are dispatched), is kept
     when the job is only pipelined, and is discarded otherwise (all-or-nothing), in
-    which case the job's reason says what was short. A job a plugin confines to
-    domains (the ``domains`` point) is placed by ``place_in_domains``.
+    which case the job's reason says what was short. A job a plugin confines (the
+    ``confinement`` point) is placed by ``place_confined``.
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
     )
     if not tasks:
         return True
-    rule = session.points.domains(job) if session.points.domains else None
+    rule = session.points.confinement(job) if session.points.confinement else None
     shape = gang_shape(job, tasks) if withheld is None else None
     if rule is not None and shape is not None:
         shape = (shape, rule.key)  # the same gang confined otherwise may fit
@@ -39,7 +40,7 @@ def try_job(
         session.record_reason(job, known)
         return False
     if rule is not None:
-        reason = place_in_domains(
+        reason = place_confined(
             session, job, tasks, rule, withheld=withheld, allow_pipeline=allow_pipeline
         )
         if reason is None:

@@ -54,11 +54,11 @@ class ClassPlacer:
         self.request = sample.role.request
         self.need = np.flatnonzero(self.request > 0)
         mask, self.excluded = session.static_mask(sample.role)
-        if within is not None:  # confined to a domain: the nodes outside are excluded too
+        if within is not None:  # confined: the nodes outside are excluded too
             outside = int(np.count_nonzero(mask & ~within))
             mask = mask & within
             if outside:
-                self.excluded = {**self.excluded, "the placement domain": outside}
+                self.excluded = {**self.excluded, "the job's confinement": outside}
         self.candidates: NDArray[np.intp] = np.flatnonzero(mask)
         cand = self.candidates
         every = cand.size == len(snap.nodes)  # slices copy faster than fancy indexing

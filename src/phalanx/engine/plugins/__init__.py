@@ -1,6 +1,8 @@
 """Plugins: the nouns of a session, a module per small plugin and a package per large one
 (fgd, hived, gpufit, shares); ``BUILTIN_PLUGINS`` lists every built-in one."""
 
+from typing import Any
+
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
@@ -27,7 +29,7 @@ from phalanx.engine.plugins.shares.proportion import ProportionPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
 
-BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
+BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     BalancedPlugin,
     BestFitPlugin,
     BinpackPlugin,

@@ -21,6 +21,7 @@ snapshot and recomputed only for the nodes whose usage changed (``changed_nodes`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,18 +29,27 @@ from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
 
 DEFAULT_RESOURCES = ("cpu", "memory", "gpu")
 
 
-class BalancedPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class _Open:
+    """One session's snapshot and the spreads kept for it."""
+
+    snap: Snapshot
+    spreads: _Spreads
+
+
+class BalancedPlugin(Plugin[_Open]):
     """Prefer the node whose resources the task evens out most."""
 
     name = "balanced"
     accepted_args = frozenset({"weight", "resources"})
+    promises = ScorePromises(per_class=True)
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -55,29 +65,28 @@ class BalancedPlugin(Plugin):
             )
         self.resources = tuple(resources)
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snap = session.snapshot
+    def open(self, session: Session) -> _Open:
         spreads = session.kept.get(_Spreads, Lifetime.FOLLOWS, self.resources)
+        return _Open(session.snapshot, spreads)
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            if not spreads.columns.size:
-                return np.full(len(nodes), 50.0)
-            gain = spreads.now(snap)[nodes] - spreads.after(snap, task, nodes)
-            result: NDArray[np.float64] = np.clip(50.0 + 100.0 * gain, 0.0, 100.0)
-            return result
+    def node_score(
+        self, state: _Open, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        snap, spreads = state.snap, state.spreads
+        if not spreads.columns.size:
+            return np.full(len(nodes), 50.0)
+        gain = spreads.now(snap)[nodes] - spreads.after(snap, task, nodes)
+        result: NDArray[np.float64] = np.clip(50.0 + 100.0 * gain, 0.0, 100.0)
+        return result
 
-        def ahead(task: TaskInfo, node: int, count: int) -> NDArray[np.float64]:
-            if not spreads.columns.size:
-                return np.full(count, 50.0)
-            spread = spreads.ahead(snap, task, node, count)
-            result: NDArray[np.float64] = np.clip(
-                50.0 + 100.0 * (spread[:-1] - spread[1:]), 0.0, 100.0
-            )
-            return result
-
-        hooks.node_score(
-            score, weight=self.number("weight", 1.0), node_local=True, ahead=ahead, per_class=True
-        )
+    def score_ahead(
+        self, state: _Open, task: TaskInfo, node: int, count: int
+    ) -> NDArray[np.float64]:
+        if not state.spreads.columns.size:
+            return np.full(count, 50.0)
+        spread = state.spreads.ahead(state.snap, task, node, count)
+        result: NDArray[np.float64] = np.clip(50.0 + 100.0 * (spread[:-1] - spread[1:]), 0.0, 100.0)
+        return result
 
 
 class _Spreads:

@@ -15,14 +15,34 @@ from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
 
 DEFAULT_WEIGHTS = {"cpu": 1.0, "memory": 1.0, "gpu": 5.0}
 
 
-class _Utilization(Plugin):
+class _Fill:
+    """One session's snapshot, resource weights and, per request row, the weights of the
+    resources it asks for (100 in all, normalised)."""
+
+    def __init__(self, session: Session, weights: Mapping[str, float]) -> None:
+        self.snap = session.snapshot
+        self.row = np.array([weights.get(name, 0.0) for name in self.snap.dims])
+        self.inverse = session.kept.get(_inverse_capacity, Lifetime.FIXED)
+        self.weighting: dict[int, NDArray[np.float64] | None] = {}
+
+    def weights_of(self, request: NDArray[np.float64]) -> NDArray[np.float64] | None:
+        """The request's normalised weights, None when it asks for no weighed resource."""
+        key = id(request)  # rows are shared per distinct request and live with the snapshot
+        if key not in self.weighting:
+            w = np.where(request > 0, self.row, 0.0)
+            total = w.sum()
+            self.weighting[key] = None if total == 0 else w * (100.0 / total)
+        return self.weighting[key]
+
+
+class _Utilization(Plugin[_Fill]):
     accepted_args = frozenset({"weight", "weights", "cpu", "memory", "gpu"})
     prefer_full = True
 
@@ -40,33 +60,20 @@ class _Utilization(Plugin):
                 raise PluginError(f"plugin {self.name!r}: weight of {key!r} must be a number >= 0")
             weights[str(key)] = float(value)
         self.weights = weights
-        self.weight = self.number("weight", 1.0)
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snap = session.snapshot
-        row = np.array([self.weights.get(name, 0.0) for name in snap.dims])
-        inverse = session.kept.get(_inverse_capacity, Lifetime.FIXED)
-        # per request row: 100 x the weights of the resources it asks for, normalised
-        weighting: dict[int, NDArray[np.float64] | None] = {}
+    def open(self, session: Session) -> _Fill:
+        return _Fill(session, self.weights)
 
-        def weights_of(request: NDArray[np.float64]) -> NDArray[np.float64] | None:
-            key = id(request)  # rows are shared per distinct request and live with the snapshot
-            if key not in weighting:
-                w = np.where(request > 0, row, 0.0)
-                total = w.sum()
-                weighting[key] = None if total == 0 else w * (100.0 / total)
-            return weighting[key]
-
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            request = task.role.request
-            w = weights_of(request)
-            if w is None:
-                return np.zeros(len(nodes))
-            fill = np.minimum((snap.used[nodes] + request) * inverse[nodes], 1.0) @ w
-            result: NDArray[np.float64] = fill if self.prefer_full else 100.0 - fill
-            return result
-
-        hooks.node_score(score, weight=self.weight, node_local=True, fills=self.prefer_full)
+    def node_score(
+        self, state: _Fill, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        request = task.role.request
+        w = state.weights_of(request)
+        if w is None:
+            return np.zeros(len(nodes))
+        fill = np.minimum((state.snap.used[nodes] + request) * state.inverse[nodes], 1.0) @ w
+        result: NDArray[np.float64] = fill if self.prefer_full else 100.0 - fill
+        return result
 
 
 class BinpackPlugin(_Utilization):
@@ -74,6 +81,7 @@ class BinpackPlugin(_Utilization):
 
     name = "binpack"
     prefer_full = True
+    promises = ScorePromises(fills=True)
 
 
 class SpreadPlugin(_Utilization):

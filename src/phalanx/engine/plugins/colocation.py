@@ -18,48 +18,53 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.job import ServiceClass
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import ON_NODE, TaskInfo
+from phalanx.engine.snapshot import ON_NODE, Snapshot, TaskInfo
 
 
-class ColocationPlugin(Plugin):
-    """Online tasks spread away from online work; offline tasks pack next to it."""
+class _Online:
+    """Online tasks per node, kept up to date through one session."""
 
-    name = "colocation"
-    accepted_args = frozenset({"weight"})
-
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        online = np.zeros(len(snapshot.nodes), dtype=np.int64)  # online tasks per node
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.count = np.zeros(len(snapshot.nodes), dtype=np.int64)  # online tasks per node
         for job in snapshot.jobs.values():
             if job.spec.service_class is ServiceClass.ONLINE:
                 for task in job.tasks:
                     if task.status in ON_NODE:
-                        online[task.node] += 1
-        placed: dict[int, int] = {}  # id(task) -> node, for online tasks placed in this session
+                        self.count[task.node] += 1
+        self.placed: dict[int, int] = {}  # id(task) -> node, online tasks placed this session
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            kind = task.job.spec.service_class
-            if kind is None:
-                return np.zeros(len(nodes))
-            busy = online[nodes] > 0
-            wanted = busy if kind is ServiceClass.OFFLINE else ~busy
-            result: NDArray[np.float64] = np.where(wanted, 100.0, 0.0)
-            return result
 
-        def allocated(task: TaskInfo) -> None:
-            if task.job.spec.service_class is ServiceClass.ONLINE and task.node >= 0:
-                placed[id(task)] = task.node
-                online[task.node] += 1
+class ColocationPlugin(Plugin[_Online]):
+    """Online tasks spread away from online work; offline tasks pack next to it."""
 
-        def deallocated(task: TaskInfo) -> None:
-            if task.job.spec.service_class is not ServiceClass.ONLINE:
-                return
-            node = placed.pop(id(task), task.node)  # an undone allocation has left its node
-            if node >= 0:
-                online[node] -= 1
+    name = "colocation"
+    accepted_args = frozenset({"weight"})
+    default_weight = 10.0
 
-        hooks.node_score(score, weight=self.number("weight", 10.0), node_local=True)
-        hooks.on_allocate(allocated)
-        hooks.on_deallocate(deallocated)
+    def open(self, session: Session) -> _Online:
+        return _Online(session.snapshot)
+
+    def node_score(
+        self, state: _Online, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        kind = task.job.spec.service_class
+        if kind is None:
+            return np.zeros(len(nodes))
+        busy = state.count[nodes] > 0
+        wanted = busy if kind is ServiceClass.OFFLINE else ~busy
+        result: NDArray[np.float64] = np.where(wanted, 100.0, 0.0)
+        return result
+
+    def on_allocate(self, state: _Online, task: TaskInfo) -> None:
+        if task.job.spec.service_class is ServiceClass.ONLINE and task.node >= 0:
+            state.placed[id(task)] = task.node
+            state.count[task.node] += 1
+
+    def on_deallocate(self, state: _Online, task: TaskInfo) -> None:
+        if task.job.spec.service_class is not ServiceClass.ONLINE:
+            return
+        node = state.placed.pop(id(task), task.node)  # an undone allocation has left its node
+        if node >= 0:
+            state.count[node] -= 1

@@ -11,32 +11,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import CHARGED, JobInfo, Vector
 
 
-class DrfPlugin(Plugin):
+class _Shares:
+    """One session's scale (1 / cluster total per resource) and each user's allocation."""
+
+    def __init__(self, session: Session) -> None:
+        total = session.snapshot.total
+        self.scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self.users = session.snapshot.user_allocated  # kept current by every task move
+
+    def share(self, row: Vector) -> float:
+        """The dominant share of an allocation."""
+        return float((row * self.scale).max()) if row.size else 0.0
+
+
+class DrfPlugin(Plugin[_Shares]):
     """Hierarchical DRF inside each queue: user share, then job share."""
 
     name = "drf"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        total = session.snapshot.total
-        scale = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-        users = session.snapshot.user_allocated  # kept current by every task move
+    def open(self, session: Session) -> _Shares:
+        return _Shares(session)
 
-        def share(row: Vector) -> float:
-            return float((row * scale).max()) if row.size else 0.0
+    def user_order(self, state: _Shares, user: tuple[str, str]) -> float:
+        row = state.users.get(user)
+        return 0.0 if row is None else state.share(row)
 
-        def user_key(user: tuple[str, str]) -> float:
-            row = users.get(user)
-            return 0.0 if row is None else share(row)
-
-        def job_key(job: JobInfo) -> float:
-            if not any(job.counts[status] for status in CHARGED):
-                return 0.0  # nothing charged: a waiting job's usual case, without numpy
-            return share(job.allocated)
-
-        hooks.user_order(user_key)
-        hooks.job_order(job_key)
+    def job_order(self, state: _Shares, job: JobInfo) -> float:
+        if not any(job.counts[status] for status in CHARGED):
+            return 0.0  # nothing charged: a waiting job's usual case, without numpy
+        return state.share(job.allocated)

@@ -9,36 +9,38 @@ guarantees it).
 
 from __future__ import annotations
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, TaskInfo, TaskStatus
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[None]):
     """All-or-nothing placement of a job's minimum."""
 
     name = "gang"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        hooks.job_valid(_valid)
-        hooks.job_ready(lambda job: job.ready_count >= job.min_available)
-        hooks.job_pipelined(
-            lambda job: job.ready_count + job.counts[TaskStatus.PIPELINED] >= job.min_available
-        )
-        hooks.job_order(lambda job: 1 if job.ready_count >= job.min_available else 0)
-        hooks.victim_order(_shrinkable_first)
+    def open(self, session: Session) -> None:
+        """Nothing per session: every answer depends on the job alone."""
 
+    def job_valid(self, state: None, job: JobInfo) -> str | None:
+        total = len(job.tasks)
+        if job.min_available > total:
+            return (
+                f"minAvailable is {job.min_available} but the job has only {total} tasks; "
+                "fix: lower spec.minAvailable or add replicas"
+            )
+        return None
 
-def _valid(job: JobInfo) -> str | None:
-    total = len(job.tasks)
-    if job.min_available > total:
-        return (
-            f"minAvailable is {job.min_available} but the job has only {total} tasks; "
-            "fix: lower spec.minAvailable or add replicas"
-        )
-    return None
+    def job_ready(self, state: None, job: JobInfo) -> bool:
+        return job.ready_count >= job.min_available
 
+    def job_pipelined(self, state: None, job: JobInfo) -> bool:
+        return job.ready_count + job.counts[TaskStatus.PIPELINED] >= job.min_available
 
-def _shrinkable_first(task: TaskInfo) -> int:
-    job = task.job
-    return 0 if job.ready_count > job.min_available else 1
+    def job_order(self, state: None, job: JobInfo) -> int:
+        return 1 if job.ready_count >= job.min_available else 0
+
+    def victim_order(self, state: None, task: TaskInfo) -> int:
+        """Tasks whose job can shrink first."""
+        job = task.job
+        return 0 if job.ready_count > job.min_available else 1

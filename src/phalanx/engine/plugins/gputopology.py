@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from phalanx.domain.topology import GpuTopology, LinkLevel
 from phalanx.engine.cards import CardDemand
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
 
@@ -89,70 +89,77 @@ def _grown(topology: GpuTopology, free: list[int], count: int) -> list[tuple[int
     return sorted(set(sets))
 
 
-class GpuTopologyPlugin(Plugin):
+class _Choices:
+    """One session's cards and topologies, and the best set per (topology, demand, free
+    cards), each found on first use."""
+
+    def __init__(self, session: Session) -> None:
+        self.cards = session.snapshot.cards
+        self.topologies = session.kept.get(_topologies, Lifetime.FIXED)
+        self.known: dict[tuple[int, int, bool, bytes], Choice | None] = {}
+
+    def choose(self, node: int, free: NDArray[np.bool_], demand: CardDemand) -> Choice | None:
+        """The best set of ``free`` cards of ``node`` for ``demand``."""
+        kind = int(self.topologies.kind[node])
+        key = (kind, demand.whole, demand.exclusive_nic, np.packbits(free).tobytes())
+        if key not in self.known:
+            self.known[key] = best_set(
+                self.topologies.distinct[kind],
+                np.flatnonzero(free).tolist(),
+                demand.whole,
+                own_nics=demand.exclusive_nic,
+            )
+        return self.known[key]
+
+
+def _whole(task: TaskInfo) -> int:
+    demand = task.role.cards
+    return 0 if demand is None or demand.shared else demand.whole
+
+
+class GpuTopologyPlugin(Plugin[_Choices]):
     """Whole-GPU tasks get the best-connected free GPU set; nodes are ranked by it."""
 
     name = "gpu-topology"
     accepted_args = frozenset({"weight"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        cards = snapshot.cards
-        topologies = session.kept.get(_topologies, Lifetime.FIXED)
-        known: dict[tuple[int, int, bool, bytes], Choice | None] = {}
+    def open(self, session: Session) -> _Choices:
+        return _Choices(session)
 
-        def choose(node: int, free: NDArray[np.bool_], demand: CardDemand) -> Choice | None:
-            kind = int(topologies.kind[node])
-            key = (kind, demand.whole, demand.exclusive_nic, np.packbits(free).tobytes())
-            if key not in known:
-                known[key] = best_set(
-                    topologies.distinct[kind],
-                    np.flatnonzero(free).tolist(),
-                    demand.whole,
-                    own_nics=demand.exclusive_nic,
-                )
-            return known[key]
+    def gpu_select(self, state: _Choices, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        count = _whole(task)
+        if not count or state.topologies.kind[node] < 0:
+            return None
+        assert task.role.cards is not None
+        free = state.cards.usable(task.role.cards, slice(node, node + 1))[0]
+        found = state.choose(node, free, task.role.cards)
+        return None if found is None else found[1]
 
-        def whole(task: TaskInfo) -> int:
-            demand = task.role.cards
-            return 0 if demand is None or demand.shared else demand.whole
-
-        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
-            count = whole(task)
-            if not count or topologies.kind[node] < 0:
-                return None
-            assert task.role.cards is not None
-            free = cards.usable(task.role.cards, slice(node, node + 1))[0]
-            found = choose(node, free, task.role.cards)
-            return None if found is None else found[1]
-
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            count = whole(task)
-            scores = np.zeros(len(nodes))
-            if count < 2:
-                return scores
-            assert task.role.cards is not None
-            with_topology = np.flatnonzero(topologies.kind[nodes] >= 0)
-            if not with_topology.size:
-                return scores
-            usable = cards.usable(task.role.cards, nodes[with_topology])
-            # one evaluation per distinct (topology, free cards): nodes repeat a few states
-            states = np.column_stack(
-                (topologies.kind[nodes[with_topology]], np.packbits(usable, axis=1))
-            )
-            distinct, first, inverse = np.unique(
-                states, axis=0, return_index=True, return_inverse=True
-            )
-            values = np.zeros(len(distinct))
-            for j, row in enumerate(first):
-                found = choose(int(nodes[with_topology[row]]), usable[row], task.role.cards)
-                if found is not None:
-                    values[j] = _LEVEL_SCORE[LinkLevel(found[0][0])]
-            scores[with_topology] = values[inverse.ravel()]
+    def node_score(
+        self, state: _Choices, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        count = _whole(task)
+        scores = np.zeros(len(nodes))
+        if count < 2:
             return scores
-
-        hooks.gpu_select(select)
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
+        assert task.role.cards is not None
+        topologies = state.topologies
+        with_topology = np.flatnonzero(topologies.kind[nodes] >= 0)
+        if not with_topology.size:
+            return scores
+        usable = state.cards.usable(task.role.cards, nodes[with_topology])
+        # one evaluation per distinct (topology, free cards): nodes repeat a few states
+        states = np.column_stack(
+            (topologies.kind[nodes[with_topology]], np.packbits(usable, axis=1))
+        )
+        distinct, first, inverse = np.unique(states, axis=0, return_index=True, return_inverse=True)
+        values = np.zeros(len(distinct))
+        for j, row in enumerate(first):
+            found = state.choose(int(nodes[with_topology[row]]), usable[row], task.role.cards)
+            if found is not None:
+                values[j] = _LEVEL_SCORE[LinkLevel(found[0][0])]
+        scores[with_topology] = values[inverse.ravel()]
+        return scores
 
 
 class _Topologies:

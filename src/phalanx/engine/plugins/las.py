@@ -18,15 +18,36 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phalanx.domain.errors import PluginError
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo, TaskInfo
 
 
-class LasPlugin(Plugin):
+class _Levels:
+    """Jobs' levels at one session's time, each computed on first use."""
+
+    def __init__(self, plugin: LasPlugin, now: float) -> None:
+        self.plugin = plugin
+        self.now = now
+        self.levels: dict[str, int] = {}
+
+    def level(self, job: JobInfo) -> int:
+        """The job's level at the session's time."""
+        found = self.levels.get(job.name)
+        if found is None:
+            found = self.levels[job.name] = self.plugin.level(job, self.now)
+        return found
+
+    def rank(self, job: JobInfo) -> tuple[int, float, str]:
+        """Queue order: level, then submission (first come first served)."""
+        return (self.level(job), job.creation_time, job.name)
+
+
+class LasPlugin(Plugin[_Levels]):
     """Discretized 2D-LAS job order and preemption."""
 
     name = "las"
+    judges_each = True
     accepted_args = frozenset({"thresholds", "preemptWithinLevel"})
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -46,30 +67,26 @@ class LasPlugin(Plugin):
         """0 for the least served jobs, up to len(thresholds)."""
         return bisect.bisect_right(self.thresholds, job.service(now))
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        levels: dict[str, int] = {}  # a job's level at this session's time
+    def open(self, session: Session) -> _Levels:
+        return _Levels(self, session.now)
 
-        def level(job: JobInfo) -> int:
-            found = levels.get(job.name)
-            if found is None:
-                found = levels[job.name] = self.level(job, session.now)
-            return found
+    def job_order(self, state: _Levels, job: JobInfo) -> int | tuple[int, float, str]:
+        """Level (and, with ``preemptWithinLevel``, then submission)."""
+        return state.rank(job) if self.within_level else state.level(job)
 
-        def rank(job: JobInfo) -> tuple[int, float, str]:
-            """Queue order: level, then submission (first come first served)."""
-            return (level(job), job.creation_time, job.name)
-
-        def behind(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-            if self.within_level:
-                mine = rank(preemptor.job)
-                return [task for task in candidates if rank(task.job) > mine]
-            least = level(preemptor.job)
-            return [task for task in candidates if level(task.job) > least]
-
+    def victim_order(self, state: _Levels, task: TaskInfo) -> int | tuple[int, float]:
+        """Highest level first (then the latest submitted, with ``preemptWithinLevel``)."""
         if self.within_level:
-            hooks.job_order(rank)
-            hooks.victim_order(lambda task: (-level(task.job), -task.job.creation_time))
-        else:
-            hooks.job_order(level)
-            hooks.victim_order(lambda task: -level(task.job))
-        hooks.preemptable(behind, each=True)
+            return (-state.level(task.job), -task.job.creation_time)
+        return -state.level(task.job)
+
+    def preemptable(
+        self, state: _Levels, preemptor: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        """Work in a strictly higher level (or later in the queue order, with
+        ``preemptWithinLevel``)."""
+        if self.within_level:
+            mine = state.rank(preemptor.job)
+            return [task for task in candidates if state.rank(task.job) > mine]
+        least = state.level(preemptor.job)
+        return [task for task in candidates if state.level(task.job) > least]

@@ -3,7 +3,7 @@
 Volcano's HyperNodes and Kueue's Topology-Aware Scheduling, over the tiers nodes carry
 in ``Node.network`` (``tor``, then ``spine`` ...: the ``tiers`` arg, lowest first).
 A job with ``network`` set (or, with the ``default_tier`` arg, every multi-task job,
-softly) is confined through the ``domains`` point:
+softly) is confined through the ``confinement`` point:
 
 - the switches of the lowest tier come first, then each tier up to the job's ``tier``;
   at each tier only switches with room for the whole gang (or group) are offered,
@@ -34,9 +34,9 @@ from numpy.typing import NDArray
 from phalanx.domain.errors import PluginError
 from phalanx.domain.job import NetworkPlacement
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.kept import KeptState, Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot
 
@@ -79,7 +79,7 @@ class _Room:
 class _Demand:
     """What one query asks for, per node: tasks of each role that fit, and free room."""
 
-    def __init__(self, session: Session, query: DomainQuery) -> None:
+    def __init__(self, session: Session, query: ConfinementQuery) -> None:
         counts: dict[int, int] = {}
         for task in query.tasks:
             counts[task.role.index] = counts.get(task.role.index, 0) + 1
@@ -136,7 +136,16 @@ def _described(text: str) -> str:
     return f"({text})" if ", " in text else text
 
 
-class NetworkTopologyPlugin(Plugin):
+class _Tiers:
+    """One session: the tiers' switch indexes, and one rule per network placement."""
+
+    def __init__(self, session: Session, tiers: Sequence[str]) -> None:
+        self.session = session
+        self.tiers = {t: _cached_tier(session.kept, t) for t in tiers}
+        self.rules: dict[NetworkPlacement, Confinement] = {}
+
+
+class NetworkTopologyPlugin(Plugin[_Tiers]):
     """Confines jobs with a network placement to the fewest, tightest switches."""
 
     name = "network-topology"
@@ -164,46 +173,42 @@ class NetworkTopologyPlugin(Plugin):
             )
         self.default = None if default is None else NetworkPlacement(tier=default, mode="soft")
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        tiers = {t: _cached_tier(session.kept, t) for t in self.tiers}
-        rules: dict[NetworkPlacement, DomainRule] = {}
+    def open(self, session: Session) -> _Tiers:
+        return _Tiers(session, self.tiers)
 
-        def placement_of(job: JobInfo) -> NetworkPlacement | None:
-            if job.spec.network is not None:
-                return job.spec.network
-            return self.default if len(job.tasks) > 1 else None
+    def job_valid(self, state: _Tiers, job: JobInfo) -> str | None:
+        wanted = job.spec.network
+        if wanted is None or wanted.tier in state.tiers:
+            return None
+        return (
+            f"networkTopology.tier {wanted.tier!r} is not a network tier of this scheduler; "
+            f"fix: use one of {', '.join(self.tiers)} (the network-topology plugin's tiers)"
+        )
 
-        def valid(job: JobInfo) -> str | None:
-            wanted = job.spec.network
-            if wanted is None or wanted.tier in tiers:
-                return None
-            return (
-                f"networkTopology.tier {wanted.tier!r} is not a network tier of this scheduler; "
-                f"fix: use one of {', '.join(self.tiers)} (the network-topology plugin's tiers)"
+    def confinement(self, state: _Tiers, job: JobInfo) -> Confinement | None:
+        placement = self._placement_of(job)
+        if placement is None or placement.tier not in state.tiers:
+            return None
+        if placement not in state.rules:
+            state.rules[placement] = Confinement(
+                key=(self.name, placement),
+                group=placement.group,
+                offer=lambda query: self._offer(state.session, state.tiers, placement, query),
             )
+        return state.rules[placement]
 
-        def rule(job: JobInfo) -> DomainRule | None:
-            placement = placement_of(job)
-            if placement is None or placement.tier not in tiers:
-                return None
-            if placement not in rules:
-                rules[placement] = DomainRule(
-                    key=(self.name, placement),
-                    group=placement.group,
-                    offer=lambda query: self._offer(session, tiers, placement, query),
-                )
-            return rules[placement]
-
-        hooks.job_valid(valid)
-        hooks.domains(rule)
+    def _placement_of(self, job: JobInfo) -> NetworkPlacement | None:
+        if job.spec.network is not None:
+            return job.spec.network
+        return self.default if len(job.tasks) > 1 else None
 
     def _offer(
         self,
         session: Session,
         tiers: Mapping[str, _Tier],
         placement: NetworkPlacement,
-        query: DomainQuery,
-    ) -> DomainOffer:
+        query: ConfinementQuery,
+    ) -> ConfinementOffer:
         demand = _Demand(session, query)
         levels = self.tiers[: self.tiers.index(placement.tier) + 1]
         masks: list[NDArray[np.bool_]] = []
@@ -220,9 +225,9 @@ class NetworkTopologyPlugin(Plugin):
             if fewest is not None:
                 masks.append(fewest)
             masks.append(np.ones(len(query.slots), dtype=np.bool_))
-            return DomainOffer(masks=tuple(masks))
+            return ConfinementOffer(masks=tuple(masks))
         reason = None if masks else self._refusal(placement, levels, tiers, rooms, demand)
-        return DomainOffer(masks=tuple(masks), reason=reason)
+        return ConfinementOffer(masks=tuple(masks), reason=reason)
 
     def _refusal(
         self,

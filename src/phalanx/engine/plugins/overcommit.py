@@ -10,31 +10,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EPSILON, EVICTABLE, QueueInfo, TaskInfo
+from phalanx.engine.snapshot import EPSILON, EVICTABLE, QueueInfo, Snapshot, TaskInfo
 
 
-class OvercommitPlugin(Plugin):
+class _Marked:
+    """One session's overcommitted tasks, found on first use: the queue-share plugins
+    have set the queues' deserved shares by then."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.tasks: set[int] | None = None  # ids of the overcommitted tasks
+
+    def get(self) -> set[int]:
+        """Ids of the overcommitted tasks of every overcommit queue."""
+        if self.tasks is None:
+            self.tasks = set()
+            for queue in self.snapshot.leaf_queues():
+                if queue.spec.overcommit:
+                    self.tasks.update(_overcommitted(queue))
+        return self.tasks
+
+
+class OvercommitPlugin(Plugin[_Marked]):
     """Puts overcommitted tasks first in victim order."""
 
     name = "overcommit"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        marked: set[int] | None = None
+    def open(self, session: Session) -> _Marked:
+        return _Marked(session.snapshot)
 
-        def first_victims(task: TaskInfo) -> int:
-            nonlocal marked
-            if (
-                marked is None
-            ):  # computed on first use: queue-share plugins have set deserved by then
-                marked = set()
-                for queue in session.snapshot.leaf_queues():
-                    if queue.spec.overcommit:
-                        marked.update(_overcommitted(queue))
-            return 0 if id(task) in marked else 1
-
-        hooks.victim_order(first_victims)
+    def victim_order(self, state: _Marked, task: TaskInfo) -> int:
+        return 0 if id(task) in state.get() else 1
 
 
 def _overcommitted(queue: QueueInfo) -> set[int]:

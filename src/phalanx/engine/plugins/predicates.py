@@ -18,51 +18,64 @@ from numpy.typing import NDArray
 from phalanx.domain.job import SelectorOperator
 from phalanx.domain.node import CONTAINER_RUNTIME_LABEL, Taint, TaintEffect
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import RoleInfo, Snapshot
+from phalanx.engine.snapshot import RoleInfo, Snapshot, TaskInfo
 
 _HARD = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
 #: Weight of the soft-taint score: far above binpack/spread (0..100 times their weight).
 SOFT_TAINT_WEIGHT = 1000.0
 
 
-class PredicatesPlugin(Plugin):
-    """Filters nodes by labels and taints."""
+class _Masks:
+    """One session's hard taints, soft taints and masks per role signature."""
+
+    def __init__(self, session: Session) -> None:
+        self.snapshot = session.snapshot
+        self.taints = session.kept.get(_taint_masks, Lifetime.FIXED)
+        self.soft = session.kept.get(
+            _taint_masks, Lifetime.FIXED, (TaintEffect.PREFER_NO_SCHEDULE,)
+        )
+        self.masks: dict[tuple[object, ...], NDArray[np.bool_]] = {}
+
+
+class PredicatesPlugin(Plugin[_Masks]):
+    """Filters nodes by labels and taints; scores nodes by soft taints when any node has one."""
 
     name = "predicates"
+    default_weight = SOFT_TAINT_WEIGHT
+    # constant per node: never drops as the node fills; by the role's tolerations only
+    promises = ScorePromises(fills=True, per_class=True)
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        taints = session.kept.get(_taint_masks, Lifetime.FIXED)
-        masks: dict[tuple[object, ...], NDArray[np.bool_]] = {}
+    def open(self, session: Session) -> _Masks:
+        return _Masks(session)
 
-        def predicate(role: RoleInfo) -> NDArray[np.bool_]:
-            spec = role.spec
-            signature = (
-                tuple(sorted(spec.node_selector.items())),
-                spec.affinity,
-                spec.tolerations,
-                spec.image is not None,
-            )
-            mask = masks.get(signature)
-            if mask is None:
-                mask = masks[signature] = _mask(snapshot, taints, role)
-            return mask
+    def skipped(self, state: _Masks) -> tuple[str, ...]:
+        """No soft-taint score where no node has a soft taint."""
+        return () if state.soft else ("node_score",)
 
-        hooks.predicate(predicate)
-        soft = session.kept.get(_taint_masks, Lifetime.FIXED, (TaintEffect.PREFER_NO_SCHEDULE,))
-        if soft:
-            hooks.node_score(
-                lambda task, nodes: _untainted_score(soft, task.role, nodes),
-                weight=SOFT_TAINT_WEIGHT,
-                node_local=True,
-                fills=True,  # constant per node: never drops as the node fills
-                ahead=lambda task, node, count: _untainted_score(
-                    soft, task.role, np.full(count, node, dtype=np.intp)
-                ),
-                per_class=True,  # by the role's tolerations only
-            )
+    def predicate(self, state: _Masks, role: RoleInfo) -> NDArray[np.bool_]:
+        spec = role.spec
+        signature = (
+            tuple(sorted(spec.node_selector.items())),
+            spec.affinity,
+            spec.tolerations,
+            spec.image is not None,
+        )
+        mask = state.masks.get(signature)
+        if mask is None:
+            mask = state.masks[signature] = _mask(state.snapshot, state.taints, role)
+        return mask
+
+    def node_score(
+        self, state: _Masks, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        return _untainted_score(state.soft, task.role, nodes)
+
+    def score_ahead(
+        self, state: _Masks, task: TaskInfo, node: int, count: int
+    ) -> NDArray[np.float64]:
+        return _untainted_score(state.soft, task.role, np.full(count, node, dtype=np.intp))
 
 
 def _untainted_score(

@@ -16,18 +16,28 @@ card that cannot serve the task.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.cards import Cards
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.gpufit.base import TieBreak
 from phalanx.engine.snapshot import TaskInfo
 
 
-class RandomPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class _Draws:
+    """One session's cards and seeded draws."""
+
+    cards: Cards
+    draw: TieBreak
+
+
+class RandomPlugin(Plugin[_Draws]):
     """Uniform node among the feasible, uniform card among the fitting."""
 
     name = "random"
@@ -36,22 +46,20 @@ class RandomPlugin(Plugin):
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__({"seed": 0, **dict(args or {})})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        cards = session.snapshot.cards
-        draw = TieBreak(self, len(session.snapshot.nodes))
+    def open(self, session: Session) -> _Draws:
+        return _Draws(session.snapshot.cards, TieBreak(self, len(session.snapshot.nodes)))
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            return draw.uniform(task.name, nodes) * 100.0
+    def node_score(
+        self, state: _Draws, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        return state.draw.uniform(task.name, nodes) * 100.0
 
-        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
-            demand = task.role.cards
-            if demand is None or not demand.shared:
-                return None
-            fitting = cards.fitting(demand, node)
-            if fitting.size == 0:
-                return None
-            pick = draw.uniform(f"{task.name}@{node}", fitting.astype(np.intp))
-            return (int(fitting[int(np.argmax(pick))]),)
-
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(select)
+    def gpu_select(self, state: _Draws, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        demand = task.role.cards
+        if demand is None or not demand.shared:
+            return None
+        fitting = state.cards.fitting(demand, node)
+        if fitting.size == 0:
+            return None
+        pick = state.draw.uniform(f"{task.name}@{node}", fitting.astype(np.intp))
+        return (int(fitting[int(np.argmax(pick))]),)

@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import math
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo
 
 
-class SjfPlugin(Plugin):
+class SjfPlugin(Plugin[None]):
     """Orders jobs by expected run time, shortest first."""
 
     name = "sjf"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        hooks.job_order(_expected_runtime)
+    def open(self, session: Session) -> None:
+        """Nothing per session: the order depends on the job alone."""
 
-
-def _expected_runtime(job: JobInfo) -> float:
-    spec = job.spec
-    if spec.runtime_estimate is not None:
-        return spec.runtime_estimate
-    return spec.walltime if spec.walltime is not None else math.inf
+    def job_order(self, state: None, job: JobInfo) -> float:
+        spec = job.spec
+        if spec.runtime_estimate is not None:
+            return spec.runtime_estimate
+        return spec.walltime if spec.walltime is not None else math.inf

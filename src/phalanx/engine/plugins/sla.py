@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo
 
 
-class SlaPlugin(Plugin):
+class SlaPlugin(Plugin[float]):
     """Marks jobs that waited too long as starving."""
 
     name = "sla"
@@ -27,18 +27,20 @@ class SlaPlugin(Plugin):
             self.number("waitingTime", 0.0) if "waitingTime" in self.args else None
         )
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        now = session.now
+    def open(self, session: Session) -> float:
+        """The session's time."""
+        return session.now
 
-        def starving(job: JobInfo) -> bool:
-            if job.ready_count >= job.min_available:
-                return False
-            threshold = job.spec.starvation_threshold
-            if threshold is None:
-                threshold = job.queue.spec.starvation_threshold
-            if threshold is None:
-                threshold = self.waiting_time
-            return threshold is not None and now - job.pending_since >= threshold
+    def job_starving(self, state: float, job: JobInfo) -> bool:
+        if job.ready_count >= job.min_available:
+            return False
+        threshold = job.spec.starvation_threshold
+        if threshold is None:
+            threshold = job.queue.spec.starvation_threshold
+        if threshold is None:
+            threshold = self.waiting_time
+        return threshold is not None and state - job.pending_since >= threshold
 
-        hooks.job_starving(starving)
-        hooks.job_order(lambda job: 0 if starving(job) else 1)
+    def job_order(self, state: float, job: JobInfo) -> int:
+        """Starving jobs first."""
+        return 0 if self.job_starving(state, job) else 1

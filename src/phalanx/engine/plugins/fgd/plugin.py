@@ -60,7 +60,7 @@ from numpy.typing import NDArray
 
 from phalanx.domain.errors import InvalidInput, PluginError
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.fgd.learn import RecentJobs, learn
 from phalanx.engine.plugins.fgd.memo import States, Tables, task_shape
@@ -75,13 +75,60 @@ _SHAPE_KEYS: Final = frozenset({"cpu", "memory", "gpu", "gpuModels", "popularity
 DEFAULT_COVERAGE: Final = 0.95
 
 
-class FgdPlugin(Plugin):
+class _Target:
+    """One session: the memoised node states, the recent jobs and tie-break, and the
+    target's tables, resolved on first use (the jobs may change between sessions)."""
+
+    def __init__(self, plugin: FgdPlugin, session: Session) -> None:
+        self.plugin = plugin
+        self.snapshot = snapshot = session.snapshot
+        memory, integer = plugin.memory, plugin.integer
+        self.states = session.kept.get(States, Lifetime.FOLLOWS, memory=memory, integer=integer)
+        self.memory_column = snapshot.dim.get("memory") if memory else None
+        self.recent = session.kept.get(RecentJobs, Lifetime.FOLLOWS, plugin.window, follow=True)
+        self.ties = TieBreak(plugin, len(snapshot.nodes))
+        self.tables: list[Tables | None] = []  # this session's, resolved on first use
+
+    def resolve(self) -> Tables | None:
+        """The target's tables (None: no target), with the node states brought up to date."""
+        if not self.tables:  # first use in this session: the jobs may have changed in between
+            plugin = self.plugin
+            workload = plugin.fixed or learn(
+                self.snapshot,
+                plugin.window,
+                plugin.coverage,
+                memory=plugin.memory,
+                recent=self.recent,
+                relearn=plugin.relearn,
+            )
+            self.tables.append(None if workload is None else self.states.for_target(workload))
+        self.states.sync(self.snapshot)
+        return self.tables[0]
+
+    def asked(self, task: TaskInfo) -> float:
+        """The task's memory request, when the target counts memory."""
+        column = self.memory_column
+        return 0.0 if column is None else float(task.role.request[column])
+
+    def results(
+        self, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """Scores and best cards of ``nodes`` for ``task``; None without a target."""
+        found = self.resolve()
+        if found is None:
+            return None
+        shape = task_shape(task_cpu(self.snapshot, task), task.role.cards, self.asked(task))
+        return self.states.lookup(found, shape, self.states.of_node[nodes])
+
+
+class FgdPlugin(Plugin[_Target]):
     """Nodes and cards whose use lowers (or least raises) the expected GPU fragmentation."""
 
     name = "fgd"
     accepted_args = frozenset(
         {"weight", "seed", "workload", "window", "coverage", "memory", "relearn", "integerScores"}
     )
+    promises = ScorePromises(per_class=True)
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -97,76 +144,43 @@ class FgdPlugin(Plugin):
         self.memory = self.flag("memory", False)
         self.integer = self.flag("integerScores", True)
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        snapshot = session.snapshot
-        memory, integer = self.memory, self.integer
-        states = session.kept.get(States, Lifetime.FOLLOWS, memory=memory, integer=integer)
-        memory_column = snapshot.dim.get("memory") if memory else None
-        window = self.window
-        recent = session.kept.get(RecentJobs, Lifetime.FOLLOWS, window, follow=True)
-        ties = TieBreak(self, len(snapshot.nodes))
-        tables: list[Tables | None] = []  # this session's, resolved on first use
+    def open(self, session: Session) -> _Target:
+        return _Target(self, session)
 
-        def resolve() -> Tables | None:
-            if not tables:  # first use in this session: the jobs may have changed in between
-                workload = self.fixed or learn(
-                    snapshot,
-                    self.window,
-                    self.coverage,
-                    memory=memory,
-                    recent=recent,
-                    relearn=self.relearn,
-                )
-                tables.append(None if workload is None else states.for_target(workload))
-            states.sync(snapshot)
-            return tables[0]
+    def node_score(
+        self, state: _Target, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        found = state.results(task, nodes)
+        if found is None:
+            return np.zeros(len(nodes))
+        return found[0] + state.ties.noise(task, nodes)
 
-        def results(
-            task: TaskInfo, nodes: NDArray[np.intp]
-        ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-            found = resolve()
-            if found is None:
-                return None
-            asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
-            shape = task_shape(task_cpu(snapshot, task), task.role.cards, asked)
-            return states.lookup(found, shape, states.of_node[nodes])
+    def score_ahead(
+        self, state: _Target, task: TaskInfo, node: int, count: int
+    ) -> NDArray[np.float64] | None:
+        if task.role.cards is not None:  # which cards it takes is chosen as it is placed
+            return None
+        found = state.resolve()
+        if found is None:
+            return np.zeros(count)
+        snapshot = state.snapshot
+        shape = task_shape(task_cpu(snapshot, task), None, state.asked(task))
+        scores = state.states.ahead_scores(found, shape, snapshot, node, task.request, count)
+        return scores + state.ties.noise(task, np.full(count, node, dtype=np.intp))
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            found = results(task, nodes)
-            if found is None:
-                return np.zeros(len(nodes))
-            return found[0] + ties.noise(task, nodes)
+    def score_basis(self, state: _Target) -> Tables | None:
+        """The target: kept scores stand while it is the same."""
+        return state.resolve()
 
-        def select(task: TaskInfo, node: int) -> tuple[int, ...] | None:
-            demand = task.role.cards
-            if demand is None or not demand.shared:
-                return None
-            found = results(task, np.array([node], dtype=np.intp))
-            card = -1 if found is None else int(found[1][0])
-            if card < 0 or not snapshot.cards.serves(demand, node, (card,)):
-                return None
-            return (card,)
-
-        def ahead(task: TaskInfo, node: int, count: int) -> NDArray[np.float64] | None:
-            if task.role.cards is not None:  # which cards it takes is chosen as it is placed
-                return None
-            found = resolve()
-            if found is None:
-                return np.zeros(count)
-            asked = 0.0 if memory_column is None else float(task.role.request[memory_column])
-            shape = task_shape(task_cpu(snapshot, task), None, asked)
-            scores = states.ahead_scores(found, shape, snapshot, node, task.request, count)
-            return scores + ties.noise(task, np.full(count, node, dtype=np.intp))
-
-        hooks.node_score(
-            score,
-            weight=self.number("weight", 1.0),
-            node_local=True,
-            ahead=ahead,
-            per_class=True,
-            basis=resolve,  # the target: kept scores stand while it is the same
-        )
-        hooks.gpu_select(select)
+    def gpu_select(self, state: _Target, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        demand = task.role.cards
+        if demand is None or not demand.shared:
+            return None
+        found = state.results(task, np.array([node], dtype=np.intp))
+        card = -1 if found is None else int(found[1][0])
+        if card < 0 or not state.snapshot.cards.serves(demand, node, (card,)):
+            return None
+        return (card,)
 
 
 def _workload(given: object) -> TargetWorkload:

@@ -17,21 +17,17 @@ by about five points of GPU allocation.)
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
-from functools import partial
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine.cards import WHOLE, CardDemand, Cards
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
-
-#: A session's score formula: integer points in 0..100 for a task on each of ``nodes``.
-Points = Callable[[TaskInfo, NDArray[np.intp]], NDArray[np.float64]]
 
 #: The authors' normalisers: the largest node's CPU (millicores) and GPU (milli-GPU).
 MAX_SPEC_CPU: Final = 128000.0
@@ -48,7 +44,7 @@ class TieBreak:
     equal scores) decides.
     """
 
-    def __init__(self, plugin: Plugin, nodes: int) -> None:
+    def __init__(self, plugin: Plugin[Any], nodes: int) -> None:
         seed = plugin.args.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise PluginError(
@@ -123,10 +119,27 @@ def best_fit_card(cards: Cards, task: TaskInfo, node: int) -> tuple[int, ...] | 
     return (int(np.argmin(free)),)
 
 
-class GpuFitPlugin(Plugin):
+@dataclass(slots=True)
+class Fit:
+    """What a GPU-fit baseline's session holds: the snapshot and the tie-break."""
+
+    snapshot: Snapshot
+    ties: TieBreak
+
+    @classmethod
+    def of(cls, plugin: Plugin[Any], session: Session) -> Fit:
+        """The session's state for ``plugin``."""
+        snapshot = session.snapshot
+        return cls(snapshot, TieBreak(plugin, len(snapshot.nodes)))
+
+
+F = TypeVar("F", bound=Fit)
+
+
+class GpuFitPlugin(Plugin[F]):
     """A GPU-fit baseline: states its score formula (``points``) and nothing else.
 
-    The base registers it as a node-local node score (arg ``weight``, default 1) plus the
+    The base provides it as a node-local node score (arg ``weight``, default 1) plus the
     ``seed`` tie-break (``TieBreak``: below half a point, so it never reorders different
     integer scores), and gives a share of a GPU to the fullest card that holds it
     (``best_fit_card``; whole cards go to the engine's lowest-index free ones).
@@ -134,17 +147,13 @@ class GpuFitPlugin(Plugin):
 
     accepted_args = frozenset({"weight", "seed"})
 
-    def open(self, session: Session, hooks: Hooks) -> None:
-        ties = TieBreak(self, len(session.snapshot.nodes))
-        points = self.points(session, hooks)
+    def node_score(self, state: F, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        return self.points(state, task, nodes) + state.ties.noise(task, nodes)
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            return points(task, nodes) + ties.noise(task, nodes)
+    def gpu_select(self, state: F, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        return best_fit_card(state.snapshot.cards, task, node)
 
-        hooks.node_score(score, weight=self.number("weight", 1.0), node_local=True)
-        hooks.gpu_select(partial(best_fit_card, session.snapshot.cards))
-
-    def points(self, session: Session, hooks: Hooks) -> Points:
-        """This session's formula: integer points in 0..100 per node, depending on that
-        node only (``hooks`` is for a formula that follows the session's allocations)."""
+    def points(self, state: F, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        """The formula: integer points in 0..100 for ``task`` on each of ``nodes``, each
+        depending on that node only."""
         raise NotImplementedError

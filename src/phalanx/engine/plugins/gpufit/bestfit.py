@@ -18,13 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.gpufit.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
+    Fit,
     GpuFitPlugin,
-    Points,
     free_cpu,
     free_gpu_milli,
     task_cpu,
@@ -33,19 +32,18 @@ from phalanx.engine.plugins.gpufit.base import (
 from phalanx.engine.snapshot import TaskInfo
 
 
-class BestFitPlugin(GpuFitPlugin):
+class BestFitPlugin(GpuFitPlugin[Fit]):
     """Least CPU and GPU left over on the node, equally weighted."""
 
     name = "bestfit"
 
-    def points(self, session: Session, hooks: Hooks) -> Points:
-        snapshot = session.snapshot
+    def open(self, session: Session) -> Fit:
+        return Fit.of(self, session)
 
-        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            left_cpu = free_cpu(snapshot, nodes) - task_cpu(snapshot, task)
-            left_gpu = free_gpu_milli(snapshot.cards, nodes) - task_gpu_milli(task.role.cards)
-            raw = 0.5 * left_cpu / MAX_SPEC_CPU + 0.5 * left_gpu / MAX_SPEC_GPU
-            fit = np.trunc((1.0 - raw) * 100.0)
-            return np.where((left_cpu < 0) | (left_gpu < 0), 0.0, fit)
-
-        return points
+    def points(self, state: Fit, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        snapshot = state.snapshot
+        left_cpu = free_cpu(snapshot, nodes) - task_cpu(snapshot, task)
+        left_gpu = free_gpu_milli(snapshot.cards, nodes) - task_gpu_milli(task.role.cards)
+        raw = 0.5 * left_cpu / MAX_SPEC_CPU + 0.5 * left_gpu / MAX_SPEC_GPU
+        fit = np.trunc((1.0 - raw) * 100.0)
+        return np.where((left_cpu < 0) | (left_gpu < 0), 0.0, fit)

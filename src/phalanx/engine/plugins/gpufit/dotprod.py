@@ -20,13 +20,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.gpufit.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
+    Fit,
     GpuFitPlugin,
-    Points,
     free_cpu,
     free_gpu_milli,
     task_cpu,
@@ -35,21 +34,20 @@ from phalanx.engine.plugins.gpufit.base import (
 from phalanx.engine.snapshot import TaskInfo
 
 
-class DotProdPlugin(GpuFitPlugin):
+class DotProdPlugin(GpuFitPlugin[Fit]):
     """Smallest dot product of the node's free (CPU, GPU) and the task's request."""
 
     name = "dotprod"
 
-    def points(self, session: Session, hooks: Hooks) -> Points:
-        snapshot = session.snapshot
+    def open(self, session: Session) -> Fit:
+        return Fit.of(self, session)
 
-        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            cpu = task_cpu(snapshot, task) / MAX_SPEC_CPU
-            gpu = task_gpu_milli(task.role.cards) / MAX_SPEC_GPU
-            node_cpu = free_cpu(snapshot, nodes) / MAX_SPEC_CPU
-            node_gpu = free_gpu_milli(snapshot.cards, nodes) / MAX_SPEC_GPU
-            dot = node_cpu * cpu + node_gpu * gpu
-            fit: NDArray[np.float64] = np.trunc((1.0 - dot / 2.0) * 100.0)
-            return fit
-
-        return points
+    def points(self, state: Fit, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        snapshot = state.snapshot
+        cpu = task_cpu(snapshot, task) / MAX_SPEC_CPU
+        gpu = task_gpu_milli(task.role.cards) / MAX_SPEC_GPU
+        node_cpu = free_cpu(snapshot, nodes) / MAX_SPEC_CPU
+        node_gpu = free_gpu_milli(snapshot.cards, nodes) / MAX_SPEC_GPU
+        dot = node_cpu * cpu + node_gpu * gpu
+        fit: NDArray[np.float64] = np.trunc((1.0 - dot / 2.0) * 100.0)
+        return fit

@@ -26,9 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import CardDemand
-from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.gpufit.base import MAX_SPEC_GPU, GpuFitPlugin, Points, free_gpu_milli
+from phalanx.engine.plugins.gpufit.base import MAX_SPEC_GPU, Fit, GpuFitPlugin, free_gpu_milli
 from phalanx.engine.snapshot import ON_NODE, Snapshot, TaskInfo
 
 
@@ -73,43 +72,52 @@ class _Shapes:
             self.held[id(task)] = held  # still on its node (releasing): keeps its shape
 
 
-class GpuClusteringPlugin(GpuFitPlugin):
+class _Clustered(Fit):
+    """A session's state, with the shapes on each node built on first use: a session may
+    never score a GPU task."""
+
+    __slots__ = ("shapes",)
+
+    def __init__(self, fit: Fit) -> None:
+        super().__init__(fit.snapshot, fit.ties)
+        self.shapes: _Shapes | None = None
+
+    def table(self) -> _Shapes:
+        """The shapes on each node, kept up to date from their first use."""
+        if self.shapes is None:
+            self.shapes = _Shapes(self.snapshot)
+        return self.shapes
+
+
+class GpuClusteringPlugin(GpuFitPlugin[_Clustered]):
     """Nodes that run only the task's GPU shape first, then mixed, then idle, then others."""
 
     name = "gpuclustering"
 
-    def points(self, session: Session, hooks: Hooks) -> Points:
-        snapshot = session.snapshot
-        shapes: list[_Shapes] = []  # built on first use: a session may never score a GPU task
+    def open(self, session: Session) -> _Clustered:
+        return _Clustered(Fit.of(self, session))
 
-        def table() -> _Shapes:
-            if not shapes:
-                shapes.append(_Shapes(snapshot))
-            return shapes[0]
+    def points(
+        self, state: _Clustered, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        demand = task.role.cards
+        if demand is None:
+            return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
+        known = state.table()
+        counts = known.counts[nodes]
+        kinds = (counts > 0).sum(axis=1)
+        column = known.tags.get(shape_tag(demand))
+        mine = counts[:, column] > 0 if column is not None else np.zeros(len(nodes), bool)
+        left = free_gpu_milli(state.snapshot.cards, nodes)
+        used = np.floor(25.0 * (MAX_SPEC_GPU - left) / MAX_SPEC_GPU)
+        band = np.where(mine, np.where(kinds == 1, 75.0, 50.0), np.where(kinds == 0, 25.0, 0.0))
+        fit: NDArray[np.float64] = band + used
+        return fit
 
-        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            demand = task.role.cards
-            if demand is None:
-                return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
-            known = table()
-            counts = known.counts[nodes]
-            kinds = (counts > 0).sum(axis=1)
-            column = known.tags.get(shape_tag(demand))
-            mine = counts[:, column] > 0 if column is not None else np.zeros(len(nodes), bool)
-            left = free_gpu_milli(snapshot.cards, nodes)
-            used = np.floor(25.0 * (MAX_SPEC_GPU - left) / MAX_SPEC_GPU)
-            band = np.where(mine, np.where(kinds == 1, 75.0, 50.0), np.where(kinds == 0, 25.0, 0.0))
-            fit: NDArray[np.float64] = band + used
-            return fit
+    def on_allocate(self, state: _Clustered, task: TaskInfo) -> None:
+        if state.shapes is not None:
+            state.shapes.add(task)
 
-        def allocated(task: TaskInfo) -> None:
-            if shapes:
-                shapes[0].add(task)
-
-        def deallocated(task: TaskInfo) -> None:
-            if shapes:
-                shapes[0].remove(task)
-
-        hooks.on_allocate(allocated)
-        hooks.on_deallocate(deallocated)
-        return points
+    def on_deallocate(self, state: _Clustered, task: TaskInfo) -> None:
+        if state.shapes is not None:
+            state.shapes.remove(task)

@@ -24,37 +24,35 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.framework.plugin import Hooks
 from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.gpufit.base import GpuFitPlugin, Points
+from phalanx.engine.plugins.gpufit.base import Fit, GpuFitPlugin
 from phalanx.engine.snapshot import TaskInfo
 
 
-class GpuPackingPlugin(GpuFitPlugin):
+class GpuPackingPlugin(GpuFitPlugin[Fit]):
     """Partly used cards, then partly used nodes, then free nodes."""
 
     name = "gpupacking"
 
-    def points(self, session: Session, hooks: Hooks) -> Points:
-        cards = session.snapshot.cards
+    def open(self, session: Session) -> Fit:
+        return Fit.of(self, session)
 
-        def points(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            demand = task.role.cards
-            if demand is None:
-                return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
-            free = cards.milli_free[nodes]
-            count = (free >= 0).sum(axis=1)
-            whole_free = (free == WHOLE).sum(axis=1)
-            empty = np.maximum(33 - whole_free, whole_free).astype(np.float64)
-            if demand.shared:
-                best = np.where(free >= demand.milli, free, np.inf).min(axis=1)
-                fits = np.isfinite(best)
-                percent = np.floor(np.where(fits, best, 0.0) * 100.0 / WHOLE)
-                shared = np.maximum(100.0 - np.floor(percent / 10.0), 50.0)
-                fit = np.where(best == WHOLE, max(50.0 - 1, 33.0), shared)
-            else:
-                fits = whole_free >= demand.whole
-                fit = np.full(len(nodes), max(50.0 - demand.whole, 33.0))
-            return np.where(whole_free == count, empty, np.where(fits, fit, 0.0))
-
-        return points
+    def points(self, state: Fit, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
+        cards = state.snapshot.cards
+        demand = task.role.cards
+        if demand is None:
+            return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
+        free = cards.milli_free[nodes]
+        count = (free >= 0).sum(axis=1)
+        whole_free = (free == WHOLE).sum(axis=1)
+        empty = np.maximum(33 - whole_free, whole_free).astype(np.float64)
+        if demand.shared:
+            best = np.where(free >= demand.milli, free, np.inf).min(axis=1)
+            fits = np.isfinite(best)
+            percent = np.floor(np.where(fits, best, 0.0) * 100.0 / WHOLE)
+            shared = np.maximum(100.0 - np.floor(percent / 10.0), 50.0)
+            fit = np.where(best == WHOLE, max(50.0 - 1, 33.0), shared)
+        else:
+            fits = whole_free >= demand.whole
+            fit = np.full(len(nodes), max(50.0 - demand.whole, 33.0))
+        return np.where(whole_free == count, empty, np.where(fits, fit, 0.0))

@@ -24,20 +24,22 @@ domains" is two node cells, never 16 GPUs scattered over four nodes.
 
 Bindings are rebuilt each cycle from where tasks run (see ``virtual``). Put hived in
 a tier before other ``gpu_select`` plugins (gpu-topology ...): the first answer wins.
-A cluster without queues with cells costs nothing: the plugin registers no callback.
+A cluster without queues with cells costs nothing: the plugin joins no point (but
+``job_valid``, when a queue's cells are refused).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.kept import Lifetime
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.hived.buddy import CellAllocator
 from phalanx.engine.plugins.hived.cellplan import plan
@@ -47,25 +49,62 @@ from phalanx.engine.plugins.hived.virtual import Spot, VirtualClusters, whole_gp
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 
-class HivedPlugin(Plugin):
+@dataclass(frozen=True, slots=True)
+class _Open:
+    """One session: why queues' cells are refused, and the cells' session (None when no
+    queue has a guarantee)."""
+
+    invalid: dict[str, str]
+    cells: _Session | None
+
+    @property
+    def live(self) -> _Session:
+        """The cells' session (only asked for where there is one: see ``skipped``)."""
+        assert self.cells is not None
+        return self.cells
+
+
+class HivedPlugin(Plugin[_Open]):
     """Virtual clusters of whole cells, bound by buddy allocation."""
 
     name = "hived"
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def open(self, session: Session) -> _Open:
         tree = session.kept.get(CellTree, Lifetime.FIXED)
         guarantees, invalid = session.kept.get(_guarantees, Lifetime.FIXED, tree)
-        if invalid:
-            hooks.job_valid(lambda job: invalid.get(job.queue.name))
         if not guarantees:
-            return
-        hived = _Session(session, VirtualClusters(session, tree, guarantees))
-        hooks.domains(hived.rule)
-        hooks.gpu_select(hived.select)
-        hooks.preemptable(hived.victims)
-        hooks.reclaimable(hived.victims)
-        hooks.on_allocate(hived.allocated)
-        hooks.on_deallocate(hived.deallocated)
+            return _Open(invalid, None)
+        return _Open(invalid, _Session(session, VirtualClusters(session, tree, guarantees)))
+
+    def skipped(self, state: _Open) -> set[str]:
+        """Without refused cells no ``job_valid``; without guarantees nothing else."""
+        skipped = {point for point in self.provides if state.cells is None}
+        return skipped - {"job_valid"} if state.invalid else skipped | {"job_valid"}
+
+    def job_valid(self, state: _Open, job: JobInfo) -> str | None:
+        return state.invalid.get(job.queue.name)
+
+    def confinement(self, state: _Open, job: JobInfo) -> Confinement | None:
+        return state.live.rule(job)
+
+    def gpu_select(self, state: _Open, task: TaskInfo, node: int) -> tuple[int, ...] | None:
+        return state.live.select(task, node)
+
+    def preemptable(
+        self, state: _Open, preemptor: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        return state.live.victims(preemptor, candidates)
+
+    def reclaimable(
+        self, state: _Open, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        return state.live.victims(reclaimer, candidates)
+
+    def on_allocate(self, state: _Open, task: TaskInfo) -> None:
+        state.live.allocated(task)
+
+    def on_deallocate(self, state: _Open, task: TaskInfo) -> None:
+        state.live.deallocated(task)
 
 
 def _guarantees(
@@ -116,19 +155,19 @@ class _Session:
         self.spots: dict[str, dict[int, Spot]] = {}  # job -> node -> where its next task goes
         self.pools: dict[str, Pool] = {}  # opportunistic job -> the pool its offer saw
         self._pool: tuple[int, Pool] | None = None
-        self.guaranteed_rule = DomainRule(
+        self.guaranteed_rule = Confinement(
             key=("hived", "guaranteed"),
             offer=self.offer_guaranteed,
             group=1,
             evict_within=self.evict_within,
         )
-        self.opportunistic_rule = DomainRule(
+        self.opportunistic_rule = Confinement(
             key=("hived", "opportunistic"), offer=self.offer_opportunistic
         )
 
     # -- which rule ---------------------------------------------------------------------
 
-    def rule(self, job: JobInfo) -> DomainRule | None:
+    def rule(self, job: JobInfo) -> Confinement | None:
         """Guaranteed jobs go task by task into their cells; other GPU jobs are opportunistic."""
         if not any(role.cards is not None for role in job.roles):
             return None
@@ -158,11 +197,11 @@ class _Session:
 
     # -- guaranteed jobs ----------------------------------------------------------------
 
-    def offer_guaranteed(self, query: DomainQuery) -> DomainOffer:
+    def offer_guaranteed(self, query: ConfinementQuery) -> ConfinementOffer:
         (task,) = query.tasks
         n = len(query.slots)
         if not whole_gpus(task):
-            return DomainOffer(masks=(np.ones(n, dtype=np.bool_),))
+            return ConfinementOffer(masks=(np.ones(n, dtype=np.bool_),))
         vcs = self.vcs
         static = self.session.static_mask(task.role)[0]
         need = task.request > 0
@@ -172,11 +211,11 @@ class _Session:
         spot = plan(vcs, task, vcs.free_now() & cards, static & room & (query.slots >= 1))
         if spot is not None:
             self.spots[task.job.name] = {spot.node: spot}
-            return DomainOffer(masks=(_only(n, spot.node),))
+            return ConfinementOffer(masks=(_only(n, spot.node),))
         later = plan(vcs, task, vcs.evictable(task), static)
-        return DomainOffer(masks=(), reason=self._busy(task, later))
+        return ConfinementOffer(masks=(), reason=self._busy(task, later))
 
-    def evict_within(self, query: DomainQuery) -> NDArray[np.bool_] | None:
+    def evict_within(self, query: ConfinementQuery) -> NDArray[np.bool_] | None:
         (task,) = query.tasks
         if not whole_gpus(task):
             return None
@@ -225,12 +264,12 @@ class _Session:
             self._pool = (self.vcs.version, Pool(self.vcs))
         return self._pool[1]
 
-    def offer_opportunistic(self, query: DomainQuery) -> DomainOffer:
+    def offer_opportunistic(self, query: ConfinementQuery) -> ConfinementOffer:
         pool = self.pools[query.job.name] = self.pool()
         demands = [r.cards for r in query.job.roles if r.cards is not None and not r.cards.shared]
         if not demands:
-            return DomainOffer(masks=(np.ones(len(query.slots), dtype=np.bool_),))
-        return DomainOffer(masks=pool.masks(max(demands, key=lambda d: d.whole)))
+            return ConfinementOffer(masks=(np.ones(len(query.slots), dtype=np.bool_),))
+        return ConfinementOffer(masks=pool.masks(max(demands, key=lambda d: d.whole)))
 
     # -- shared callbacks ---------------------------------------------------------------
 

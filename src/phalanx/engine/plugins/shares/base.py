@@ -24,7 +24,7 @@ import numpy as np
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.shares import QueueShares
 from phalanx.engine.framework.wording import speak
@@ -72,34 +72,35 @@ def share(queue: QueueInfo, allocated: Vector, dims: np.ndarray | None = None) -
     return float((used[entitled] / deserved[entitled]).max())
 
 
-class QueueSharePlugin(Plugin):
+class QueueSharePlugin(Plugin[Session]):
     """Base of the queue-share plugins: a subclass sets each queue's ``deserved``
     (``compute_deserved``); the base publishes the shares (``Session.shares``), limits
     queues by capability, orders them by share, admits jobs and picks reclaim victims by
-    those shares (the module's guarantees)."""
-
-    use_overused = False
+    those shares (the module's guarantees). Its state is the session itself."""
 
     def compute_deserved(self, session: Session) -> None:
         """Fill ``deserved`` for every queue of the snapshot."""
         raise NotImplementedError
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def open(self, session: Session) -> Session:
         snapshot = session.snapshot
         # the root holds at most what schedulable nodes offer now (nodes come and go)
         written = snapshot.vector(snapshot.root.spec.capability, missing=np.inf)
         snapshot.root.capability = np.minimum(written, snapshot.total)
         self.compute_deserved(session)
         session.publish_shares(QueueShares.of(self.name, snapshot.queues.values()))
-        hooks.queue_order(_hierarchical_share)
-        if self.use_overused:
-            hooks.overused(_overused)
-        hooks.allocatable(lambda task: self._allocatable(session, task))
-        hooks.job_enqueueable(lambda job: self._enqueueable(session, job))
-        hooks.reclaimable(_reclaimable)
+        return session
 
-    @staticmethod
-    def _allocatable(session: Session, task: TaskInfo) -> str | None:
+    def queue_order(self, state: Session, queue: QueueInfo) -> tuple[float, ...]:
+        """By share, compared level by level from the root."""
+        return tuple(share(q, q.allocated) for q in reversed(queue.ancestors[:-1]))
+
+    def reclaimable(
+        self, state: Session, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        return _reclaimable(reclaimer, candidates)
+
+    def allocatable(self, session: Session, task: TaskInfo) -> str | None:
         leaf = task.job.queue
         if leaf.spec.overcommit:
             return None
@@ -121,8 +122,7 @@ class QueueSharePlugin(Plugin):
                 )
         return None
 
-    @staticmethod
-    def _enqueueable(session: Session, job: JobInfo) -> Vote:
+    def job_enqueueable(self, session: Session, job: JobInfo) -> Vote:
         leaf = job.queue
         if leaf.spec.overcommit:
             return Vote.PERMIT
@@ -180,16 +180,6 @@ def _evictions_can_fit(job: JobInfo, below: tuple[QueueInfo, ...], minimum: Vect
     preemption can free lower-priority, preemptible work of the job's own queue.
     """
     return (bool(below) and fits_deserved(below, minimum)) or preemption_covers(job, minimum)
-
-
-def _hierarchical_share(queue: QueueInfo) -> tuple[float, ...]:
-    return tuple(share(q, q.allocated) for q in reversed(queue.ancestors[:-1]))
-
-
-def _overused(queue: QueueInfo) -> bool:
-    if queue.spec.overcommit:
-        return False
-    return any(bool((q.deserved <= q.allocated + EPSILON).all()) for q in queue.ancestors[:-1])
 
 
 def _branches(

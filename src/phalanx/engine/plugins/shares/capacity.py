@@ -23,7 +23,6 @@ class CapacityPlugin(QueueSharePlugin):
     """Elastic quotas: guarantee, deserved, capability; borrowing and reclaim."""
 
     name = "capacity"
-    use_overused = False
 
     def compute_deserved(self, session: Session) -> None:
         """Deserved shares depend only on the queue specs and the root's capability, so they

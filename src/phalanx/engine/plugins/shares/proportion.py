@@ -13,14 +13,19 @@ import numpy as np
 from phalanx.domain.job import JobPhase
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.shares.base import QueueSharePlugin, water_fill
-from phalanx.engine.snapshot import QueueInfo, Vector
+from phalanx.engine.snapshot import EPSILON, QueueInfo, Vector
 
 
 class ProportionPlugin(QueueSharePlugin):
     """Weight-proportional fair shares, capped by demand and capability."""
 
     name = "proportion"
-    use_overused = True
+
+    def overused(self, state: Session, queue: QueueInfo) -> bool:
+        """At its deserved share in every resource, at some level of the tree."""
+        if queue.spec.overcommit:
+            return False
+        return any(bool((q.deserved <= q.allocated + EPSILON).all()) for q in queue.ancestors[:-1])
 
     def compute_deserved(self, session: Session) -> None:
         demand = _demands(session)

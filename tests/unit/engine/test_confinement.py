@@ -1,4 +1,4 @@
-"""The ``domains`` point: gangs confined to offered node masks, tried in order; groups;
+"""The ``confinement`` point: gangs confined to offered node masks, tried in order; groups;
 statement savepoints."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from phalanx.engine import Snapshot
 from phalanx.engine.actions.preempt import evict_for_gang
 from phalanx.engine.cycle import open_session
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.domains import DomainOffer, DomainQuery, DomainRule
+from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.extension import FirstPoint
 from phalanx.engine.framework.session import Session
 from phalanx.engine.placement.jobs import try_job
@@ -38,17 +38,17 @@ def nodes_of(job: JobInfo) -> list[int]:
     return sorted(t.node for t in job.tasks)
 
 
-def confine(session: Session, rule: DomainRule | None) -> list[DomainQuery]:
+def confine(session: Session, rule: Confinement | None) -> list[ConfinementQuery]:
     """Register ``rule`` for every job; return the queries the offers were made for."""
-    queries: list[DomainQuery] = []
+    queries: list[ConfinementQuery] = []
 
-    def recorded(query: DomainQuery) -> DomainOffer:
+    def recorded(query: ConfinementQuery) -> ConfinementOffer:
         queries.append(query)
         assert rule is not None
         return rule.offer(query)
 
-    wrapped = None if rule is None else DomainRule(key=rule.key, offer=recorded, group=rule.group)
-    session.points.domains.register("test", 0, lambda job: wrapped)
+    wrapped = None if rule is None else Confinement(key=rule.key, offer=recorded, group=rule.group)
+    session.points.confinement.register("test", 0, lambda job: wrapped)
     return queries
 
 
@@ -63,8 +63,8 @@ def test_first_point_takes_the_first_answer() -> None:
 
 def test_the_first_mask_the_gang_fits_in_wins() -> None:
     session = session_of(6, make_job("g", gpus=8, replicas=2))
-    offer = DomainOffer(masks=(mask(6, 0), mask(6, 3, 4), mask(6, 1, 2)))
-    confine(session, DomainRule(key="k", offer=lambda q: offer))
+    offer = ConfinementOffer(masks=(mask(6, 0), mask(6, 3, 4), mask(6, 1, 2)))
+    confine(session, Confinement(key="k", offer=lambda q: offer))
     job = session.snapshot.jobs["g"]
     assert try_job(session, job)
     assert nodes_of(job) == [3, 4]  # node 0 alone cannot hold two 8-GPU tasks
@@ -74,16 +74,16 @@ def test_a_failed_offer_leaves_the_snapshot_and_names_the_reason() -> None:
     session = session_of(4, make_job("g", gpus=8, replicas=3))
     used = session.snapshot.used.copy()
     refusal = Reason(code=ReasonCode.GANG, message="no switch fits")
-    offer = DomainOffer(masks=(mask(4, 0, 1), mask(4, 2)), reason=refusal)
-    confine(session, DomainRule(key="k", offer=lambda q: offer))
+    offer = ConfinementOffer(masks=(mask(4, 0, 1), mask(4, 2)), reason=refusal)
+    confine(session, Confinement(key="k", offer=lambda q: offer))
     job = session.snapshot.jobs["g"]
     assert not try_job(session, job)
     assert np.array_equal(session.snapshot.used, used)
     assert all(t.status is TaskStatus.PENDING for t in job.tasks)
     assert "only 1 fit" in session.reasons["g"].message  # the last attempt's shortage
-    empty = DomainOffer(masks=(), reason=refusal)
+    empty = ConfinementOffer(masks=(), reason=refusal)
     other = session_of(4, make_job("g", gpus=8, replicas=3))
-    confine(other, DomainRule(key="k", offer=lambda q: empty))
+    confine(other, Confinement(key="k", offer=lambda q: empty))
     assert not try_job(other, other.snapshot.jobs["g"])
     assert other.reasons["g"] is refusal
 
@@ -91,12 +91,12 @@ def test_a_failed_offer_leaves_the_snapshot_and_names_the_reason() -> None:
 def test_groups_are_offered_one_by_one_and_see_what_earlier_groups_took() -> None:
     session = session_of(4, make_job("g", gpus=4, replicas=4))
 
-    def offer(query: DomainQuery) -> DomainOffer:
+    def offer(query: ConfinementQuery) -> ConfinementOffer:
         room = query.free[:, session.snapshot.dim["gpu"]]
         best = int(np.argmax(room >= 8000))  # the first node with room for two 4-GPU tasks
-        return DomainOffer(masks=(mask(4, best),))
+        return ConfinementOffer(masks=(mask(4, best),))
 
-    queries = confine(session, DomainRule(key="k", offer=offer, group=2))
+    queries = confine(session, Confinement(key="k", offer=offer, group=2))
     job = session.snapshot.jobs["g"]
     assert try_job(session, job)
     assert nodes_of(job) == [0, 0, 1, 1]
@@ -106,8 +106,8 @@ def test_groups_are_offered_one_by_one_and_see_what_earlier_groups_took() -> Non
 def test_a_group_that_fits_nowhere_undoes_the_whole_gang() -> None:
     session = session_of(2, make_job("g", gpus=4, replicas=6))
     used = session.snapshot.used.copy()
-    offer = DomainOffer(masks=(mask(2, 0), mask(2, 1)))
-    confine(session, DomainRule(key="k", offer=lambda q: offer, group=3))
+    offer = ConfinementOffer(masks=(mask(2, 0), mask(2, 1)))
+    confine(session, Confinement(key="k", offer=lambda q: offer, group=3))
     job = session.snapshot.jobs["g"]
     assert not try_job(session, job)
     assert np.array_equal(session.snapshot.used, used)
@@ -118,15 +118,15 @@ def test_the_failure_memo_is_keyed_by_the_rule() -> None:
     session = session_of(2, make_job("a", gpus=8, replicas=2), make_job("b", gpus=8, replicas=2))
     keys = iter(["narrow", "wide"])
     offers = {
-        "narrow": DomainOffer(masks=(mask(2, 0),)),
-        "wide": DomainOffer(masks=(mask(2, 0, 1),)),
+        "narrow": ConfinementOffer(masks=(mask(2, 0),)),
+        "wide": ConfinementOffer(masks=(mask(2, 0, 1),)),
     }
 
-    def rule(job: JobInfo) -> DomainRule:
+    def rule(job: JobInfo) -> Confinement:
         key = next(keys)
-        return DomainRule(key=key, offer=lambda q: offers[key])
+        return Confinement(key=key, offer=lambda q: offers[key])
 
-    session.points.domains.register("test", 0, rule)
+    session.points.confinement.register("test", 0, rule)
     assert not try_job(session, session.snapshot.jobs["a"])
     assert try_job(session, session.snapshot.jobs["b"])  # same gang shape, another rule
 
@@ -159,16 +159,18 @@ def test_evictions_make_room_only_where_the_rule_allows() -> None:
     session = open_session(
         snapshot, config(["allocate", "preempt"], ["priority", "gang", "predicates"]), now=0.0
     )
-    asked: list[DomainQuery] = []
+    asked: list[ConfinementQuery] = []
 
-    def within(query: DomainQuery) -> np.ndarray:
+    def within(query: ConfinementQuery) -> np.ndarray:
         asked.append(query)
         return mask(3, 2)
 
-    session.points.domains.register(
+    session.points.confinement.register(
         "test",
         0,
-        lambda job: DomainRule(key="k", offer=lambda q: DomainOffer(masks=()), evict_within=within),
+        lambda job: Confinement(
+            key="k", offer=lambda q: ConfinementOffer(masks=()), evict_within=within
+        ),
     )
 
     def victims(job: JobInfo) -> list[TaskInfo]:

@@ -1,6 +1,7 @@
-"""Placement domains: a plugin's ordered offer of node masks a gang is confined to.
+"""Confinement: a plugin's ordered offer of node masks a job's gang is confined to (the
+types of the ``confinement`` point; ``placement.confined`` places by them).
 
-A plugin answering the ``domains`` point gives a job a ``DomainRule``. ``try_job`` then
+A plugin answering the ``confinement`` point gives a job a ``Confinement``. ``try_job`` then
 places the job's pending tasks inside each offered mask in turn, each attempt undone
 exactly when it fails, and the first attempt after which the job stands (ready, or
 pipelined) wins. With ``group``, the tasks are placed ``group`` at a time, each group
@@ -19,11 +20,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason
-from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, Vector
+from phalanx.engine.snapshot import JobInfo, TaskInfo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomainQuery:
+class ConfinementQuery:
     """What an offer is made for: ``tasks`` of ``job`` (role, then index order), and the
     room each node has for them now (read-only; the same rules as placement)."""
 
@@ -37,7 +38,7 @@ class DomainQuery:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomainOffer:
+class ConfinementOffer:
     """Node masks (over every node of the snapshot) to try, most preferred first, and why
     the tasks cannot go anywhere else: the job's reason when no mask is offered."""
 
@@ -46,29 +47,14 @@ class DomainOffer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomainRule:
+class Confinement:
     """How one job is confined. ``key`` names everything the offers depend on besides
     the snapshot's state (it joins the gang's shape in the known-failure memo);
     ``group`` places the tasks that many at a time, each group with its own offer."""
 
     key: object
-    offer: Callable[[DomainQuery], DomainOffer]
+    offer: Callable[[ConfinementQuery], ConfinementOffer]
     group: int | None = None
     #: asked by reclaim and preempt before they make room for one task (``tasks`` holds
     #: it alone): the nodes where evictions may make room for it; None: any node
-    evict_within: Callable[[DomainQuery], NDArray[np.bool_] | None] | None = None
-
-
-def free_room(
-    snapshot: Snapshot, *, withheld: Vector | None, allow_pipeline: bool
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per node: what tasks may still use (as ``ClassPlacer`` counts it), and free slots."""
-    now = snapshot.capacity - snapshot.used
-    if withheld is not None:
-        now -= withheld
-    future = now + snapshot.releasing - snapshot.pipelined
-    free = future if allow_pipeline else np.minimum(now, future)
-    free.flags.writeable = False
-    slots = snapshot.max_tasks - snapshot.task_count
-    slots.flags.writeable = False
-    return free, slots
+    evict_within: Callable[[ConfinementQuery], NDArray[np.bool_] | None] | None = None
