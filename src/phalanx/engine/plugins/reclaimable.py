@@ -8,7 +8,8 @@ task scores 100 on a reclaimable node and 0 elsewhere; any other task the revers
 When such a node is drained its elastic replicas leave and their jobs run on.
 
 Guarantees: a score depends on the task's role (elastic or not) and the node's label
-only, so it is the same for every task of a class and never changes in a session.
+only, so it is the same for every task of a class and never changes in a session; on a
+cluster without such nodes the plugin scores nothing.
 """
 
 from __future__ import annotations
@@ -18,35 +19,38 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.plugin import Hooks, Plugin
+from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import TaskInfo
 
 #: The node label that marks spot-like capacity, and the value that says so.
 RECLAIMABLE_LABEL: Final = "phalanx.io/reclaimable"
 
+#: Per session: each node's score for an elastic role's task (100 where reclaimable).
+_Prefer = NDArray[np.float64]
 
-class ReclaimablePlugin(Plugin):
+
+class ReclaimablePlugin(Plugin[_Prefer]):
     """Elastic replicas to reclaimable nodes first; everything else away from them."""
 
     name = "reclaimable"
     accepted_args = frozenset({"weight"})
+    promises = ScorePromises(per_class=True)
 
-    def open(self, session: Session, hooks: Hooks) -> None:
+    def open(self, session: Session) -> _Prefer:
         column = session.snapshot.label_column(RECLAIMABLE_LABEL)
-        reclaimable = np.array([value == "true" for value in column], dtype=bool)
-        if not reclaimable.any():
-            return
-        prefer = np.where(reclaimable, 100.0, 0.0)
-        avoid = 100.0 - prefer
+        return np.array([100.0 if value == "true" else 0.0 for value in column])
 
-        def score(task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-            elastic = task.role.spec.elastic is not None
-            return (prefer if elastic else avoid)[nodes]
+    def skipped(self, state: _Prefer) -> tuple[str, ...]:
+        """No score where no node is reclaimable."""
+        return () if state.any() else ("node_score",)
 
-        hooks.node_score(
-            score,
-            weight=self.number("weight", 1.0),
-            per_class=True,
-            basis=lambda: RECLAIMABLE_LABEL,
-        )
+    def node_score(
+        self, state: _Prefer, task: TaskInfo, nodes: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        scores = state if task.role.spec.elastic is not None else 100.0 - state
+        return scores[nodes]
+
+    def score_basis(self, state: _Prefer) -> object:
+        """The labels: fixed for the snapshot's life."""
+        return RECLAIMABLE_LABEL
