@@ -61,7 +61,7 @@ RULES = (
     Rule("phalanx.engine", IO_AND_CLOCK, "the engine does no I/O; time arrives as `now`"),
     Rule(
         "phalanx.engine.framework",
-        ("phalanx.engine.eviction", "phalanx.engine.placement"),
+        ("phalanx.engine.placement",),
         "the framework is the session, statement, extension points (with the values they "
         "carry: confinement, shares), plugin, registry and config; placement (with the "
         "room a confinement is offered on) and eviction are algorithms the actions use",
@@ -73,7 +73,7 @@ RULES = (
             "phalanx.engine.actions",
             "phalanx.engine.plugins",
             "phalanx.engine.placement",
-            "phalanx.engine.eviction",
+            "phalanx.engine.placement.eviction",
             "phalanx.engine.lifecycle",
             "phalanx.engine.cycle",
             "phalanx.engine.state",
@@ -83,13 +83,8 @@ RULES = (
     ),
     Rule(
         "phalanx.engine.placement",
-        ("phalanx.engine.actions", "phalanx.engine.plugins", "phalanx.engine.eviction"),
-        "placement serves the actions; it knows none of them, nor eviction",
-    ),
-    Rule(
-        "phalanx.engine.eviction",
         ("phalanx.engine.actions", "phalanx.engine.plugins"),
-        "eviction serves the actions; it knows none of them",
+        "placement (eviction included) serves the actions; it knows none of them",
     ),
     Rule(
         "phalanx.engine.plugins",
@@ -107,7 +102,7 @@ RULES = (
         (
             "phalanx.engine.framework",
             "phalanx.engine.placement",
-            "phalanx.engine.eviction",
+            "phalanx.engine.placement.eviction",
             "phalanx.engine.actions",
             "phalanx.engine.plugins",
             "phalanx.engine.snapshot",
@@ -228,8 +223,22 @@ def test_actions_depend_on_the_framework_and_eviction_not_on_each_other() -> Non
     assert not violations, "\n".join(violations)
 
 
+def test_placing_knows_nothing_of_evicting() -> None:
+    """Eviction (``placement.eviction``) makes room and then places; placing never evicts."""
+    eviction = "phalanx.engine.placement.eviction"
+    violations = [
+        f"{module} imports {name}"
+        for module, path in MODULES
+        if _within(module, "phalanx.engine.placement") and not _within(module, eviction)
+        for name in sorted(_imports(path, module))
+        if _within(name, eviction)
+    ]
+    assert not violations, "\n".join(violations)
+
+
 @pytest.mark.parametrize(
-    "package", ["phalanx.engine.placement", "phalanx.engine.eviction", "phalanx.engine.snapshot"]
+    "package",
+    ["phalanx.engine.placement", "phalanx.engine.placement.eviction", "phalanx.engine.snapshot"],
 )
 def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> None:
     inside = {module: path for module, path in MODULES if _within(module, package)}

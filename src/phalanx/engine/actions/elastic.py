@@ -32,11 +32,11 @@ import numpy as np
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Resize
-from phalanx.engine.eviction.gangs import evict_for_gang
-from phalanx.engine.eviction.growth import growth_of, lent
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.placement.eviction.gangs import evict_for_gang
+from phalanx.engine.placement.eviction.growth import growth_of, lent
 from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
 
 #: A job with a task in any of these is placing, losing or ending tasks: it is not grown.

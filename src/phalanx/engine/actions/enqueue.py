@@ -33,12 +33,12 @@ from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.eviction.growth import lent_total
-from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.wording import most_free, speak, unschedulable_note
+from phalanx.engine.placement.eviction.growth import lent_total
+from phalanx.engine.placement.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.snapshot import EPSILON, JobInfo, Snapshot, Vector
 
 

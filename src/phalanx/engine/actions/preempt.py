@@ -2,7 +2,7 @@
 
 Victims come from other jobs of the same queue that the plugins accept (priority:
 strictly lower priority); room is made for the whole gang or not at all
-(``phalanx.engine.eviction.gangs``: minAvailable, confinement, queue limits).
+(``phalanx.engine.placement.eviction.gangs``: minAvailable, confinement, queue limits).
 
 ``victimBudget`` (a number, default unbounded) caps what a preemptor may evict: the
 victims together may hold at most that many times what its pending tasks ask for
@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from phalanx.engine.eviction.gangs import evict_for_gang
-from phalanx.engine.eviction.victims import same_queue_victims
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.eviction.gangs import evict_for_gang
+from phalanx.engine.placement.eviction.victims import same_queue_victims
 from phalanx.engine.snapshot import TaskStatus
 
 

@@ -16,10 +16,10 @@ from functools import partial
 import numpy as np
 
 from phalanx.engine.decisions import ReasonCode
-from phalanx.engine.eviction.gangs import evict_for_gang
-from phalanx.engine.eviction.victims import other_queue_victims
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.eviction.gangs import evict_for_gang
+from phalanx.engine.placement.eviction.victims import other_queue_victims
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskStatus
 
 

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.shares import QueueShares
 from phalanx.engine.framework.wording import speak
+from phalanx.engine.placement.eviction.victims import fits_deserved, preemption_covers
 from phalanx.engine.snapshot import EPSILON, JobInfo, QueueInfo, TaskInfo, Vector
 
 

@@ -24,7 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.eviction.victims import (
+from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
+from phalanx.engine.framework.session import Session
+from phalanx.engine.framework.statement import OpKind, Statement
+from phalanx.engine.placement.confined import free_room
+from phalanx.engine.placement.eviction.victims import (
     Judge,
     evict_with_gang,
     held_per_node,
@@ -33,10 +37,6 @@ from phalanx.engine.eviction.victims import (
     past,
     undo_since,
 )
-from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
-from phalanx.engine.framework.session import Session
-from phalanx.engine.framework.statement import OpKind, Statement
-from phalanx.engine.placement.confined import free_room
 from phalanx.engine.placement.gangs import gang_shape
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, Vector
 
