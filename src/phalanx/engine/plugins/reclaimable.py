@@ -19,15 +19,24 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import TaskInfo
+from phalanx.engine.snapshot import Snapshot, TaskInfo
 
 #: The node label that marks spot-like capacity, and the value that says so.
 RECLAIMABLE_LABEL: Final = "phalanx.io/reclaimable"
 
 #: Per session: each node's score for an elastic role's task (100 where reclaimable).
 _Prefer = NDArray[np.float64]
+
+
+def _preferences(snapshot: Snapshot) -> _Prefer:
+    """100 on each reclaimable node, 0 elsewhere (labels are fixed for the snapshot's life)."""
+    column = snapshot.label_column(RECLAIMABLE_LABEL)
+    scores = np.array([100.0 if value == "true" else 0.0 for value in column])
+    scores.setflags(write=False)
+    return scores
 
 
 class ReclaimablePlugin(Plugin[_Prefer]):
@@ -38,8 +47,7 @@ class ReclaimablePlugin(Plugin[_Prefer]):
     promises = ScorePromises(per_class=True)
 
     def open(self, session: Session) -> _Prefer:
-        column = session.snapshot.label_column(RECLAIMABLE_LABEL)
-        return np.array([100.0 if value == "true" else 0.0 for value in column])
+        return session.kept.get(_preferences, Lifetime.FIXED)
 
     def skipped(self, state: _Prefer) -> tuple[str, ...]:
         """No score where no node is reclaimable."""
