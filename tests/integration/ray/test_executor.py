@@ -172,6 +172,19 @@ def test_the_ddp_example_trains_across_two_nodes(api: Api) -> None:
     assert "(mean of 3 ranks)" in log
 
 
+def test_an_elastic_jobs_progress_report_is_read_from_its_ray_node(api: Api) -> None:
+    reporter = (
+        "import time; from phalanx.client import progress; "
+        "progress.report(step=7, samples_per_second=64.0); time.sleep(600)"
+    )
+    spec = role(replicas=1, command=[sys.executable, "-c", reporter], cpu="100m", memory="256Mi")
+    spec["elastic"] = {"minReplicas": 1, "maxReplicas": 2}
+    api.submit("reports", "team", spec)
+    job = wait_for(lambda: (j := api.job("reports"))["progress"] and j, "its report", timeout=60)
+    assert (job["progress"]["step"], job["progress"]["samplesPerSecond"]) == (7, 64.0)
+    api.post("/api/v1/jobs/reports/cancel", expect=200)
+
+
 def test_logs_follow_streams_from_the_node_as_lines_are_written(api: Api, served: Served) -> None:
     go = served.tmp_path / "go-follow"
     script = f"echo first; while [ ! -e {go} ]; do sleep 0.1; done; echo second"

@@ -202,6 +202,10 @@ class NodeAgent:
         """Up to ``limit`` bytes of the task's ``stream`` from ``offset``."""
         return self._executor.logs(job, task, stream).read(offset, limit)
 
+    def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:
+        """The task's progress report on this node (``LocalExecutor.progress``)."""
+        return self._executor.progress(job, task, limit)
+
     def close(self) -> None:
         """Let go of the launcher and empty cgroup parents; the tasks keep running."""
         with self._lock:

@@ -293,6 +293,21 @@ class RayExecutor:
         check_directory_names(job, task)
         return RayTaskLog(self._cluster, self._last_node.get((job, task)), job, task, stream)
 
+    def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:
+        """The task's progress report (``ProgressSource``), read by the agent of the node it
+        last ran on; None when it wrote none or that agent cannot answer now."""
+        import ray  # noqa: PLC0415
+
+        node = self._last_node.get((job, task))
+        if node is None:
+            return None
+        try:
+            agent = self._cluster.agent(node)
+            found = ray.get(agent.progress.remote(job, task, limit), timeout=AGENT_TIMEOUT)
+        except Exception:  # no agent, or it died: nothing can be read there now
+            return None
+        return None if found is None else (int(found[0]), bytes(found[1]))
+
     def close(self) -> None:
         """Stop following the cluster; the agents and their tasks run on."""
         self._cluster.close()
