@@ -250,3 +250,23 @@ def test_elastic_replicas_take_reclaimable_nodes_first_and_other_work_avoids_the
     assert nodes_of("fixed") == {"on-demand0"}
     assert nodes_of("e") == {"spot0"}
     assert cluster.placed("e") == 4
+
+
+def test_reclaim_takes_an_elastic_jobs_replicas_above_its_minimum_and_it_runs_on() -> None:
+    cluster = Cluster()
+    queues = [
+        make_queue("a", deserved=res(8, 32, 4)),
+        make_queue("b", deserved=res(8, 32, 4)),
+    ]
+    cluster.life = Lifecycle(ClusterState(make_nodes(1), queues))
+    borrower = replace(_elastic_job(replicas=8, low=2, high=8, interval=1e9), queue="a")
+    cluster.submit(borrower)
+    cluster.cycle()
+    assert cluster.placed("e") == 8  # 4 of them borrowed from b
+    cluster.submit(make_job("owner", queue="b", replicas=4, gpus=1, phase=JobPhase.PENDING))
+    for second in (2.0, 3.0, 4.0):
+        cluster.cycle(at=second)
+    assert cluster.placed("owner") == 4
+    assert cluster.placed("e") == 4
+    life = cluster.life.jobs["e"]
+    assert life.phase is JobPhase.RUNNING and life.attempts == 0 and life.preemptions == 0
