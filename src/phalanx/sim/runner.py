@@ -142,7 +142,12 @@ class Simulation:
         )
         self.jobs = {w.name: w for w in workload.jobs}
         self._node_failures = workload.node_failures
-        self.cluster = SimCluster(self.jobs, watermark=self.options.sla_watermark)
+        #: elastic jobs are elastic only under a policy that rescales them (``elastic``
+        #: action); under any other they run at the size they ask for, by duration
+        self.elastic = any(action.name == "elastic" for action in config.actions)
+        self.cluster = SimCluster(
+            self.jobs, watermark=self.options.sla_watermark, elastic=self.elastic
+        )
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
         )
@@ -201,6 +206,7 @@ class Simulation:
             if until is not None and next_time is not None and next_time > until:
                 break
             self._handle(self.loop.pop())
+            self._pass_reports()
             self._schedule_wake()
             handled += 1
             if progress is not None and handled % 2000 == 0:
@@ -262,6 +268,11 @@ class Simulation:
         else:
             self._node_change(event, now)
 
+    def _pass_reports(self) -> None:
+        """Hand what elastic jobs reported of their training to the lifecycle."""
+        for name, progress in self.cluster.reports():
+            self.life.report(name, progress)
+
     def _triggered(self, now: float) -> None:
         """Something happened: a session soon, if any job waits for one."""
         if not self.state.snapshot.waiting:
@@ -291,6 +302,8 @@ class Simulation:
     def _arrive(self, workload_job: WorkloadJob, now: float) -> None:
         self._arrivals_left -= 1
         job = workload_job.job
+        if not self.elastic and job.elastic_role() is not None:
+            job = replace(job, roles=tuple(replace(r, elastic=None) for r in job.roles))
         if self.options.oracle_runtime:
             job = replace(job, runtime_estimate=workload_job.duration)
         gang = job.gang_size
