@@ -129,6 +129,13 @@ class Hooks:
         if self._on("victim_order"):
             self._points.victim_order.register(self._plugin, self._tier, fn)
 
+    def elastic_targets(self, fn: Callable[[], Mapping[str, int] | None]) -> None:
+        """The size each elastic job (by name) should have now; None: no opinion. Called
+        by the ``elastic`` action after the other actions ran; jobs not named keep the
+        action's own rule."""
+        if self._on("elastic_targets"):
+            self._points.elastic_targets.register(self._plugin, self._tier, fn)
+
     def job_valid(self, fn: Callable[[JobInfo], str | None]) -> None:
         """None when the job could ever run, else why not."""
         if self._on("job_valid"):
