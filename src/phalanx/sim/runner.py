@@ -273,9 +273,15 @@ class Simulation:
         for name, progress in self.cluster.reports():
             self.life.report(name, progress)
 
+    def _wants_sessions(self) -> bool:
+        """Whether a session could decide anything: a job waits, or (under an elastic
+        policy) an elastic job runs that may be resized."""
+        snapshot = self.state.snapshot
+        return bool(snapshot.waiting) or (self.elastic and bool(snapshot.elastic))
+
     def _triggered(self, now: float) -> None:
         """Something happened: a session soon, if any job waits for one."""
-        if not self.state.snapshot.waiting:
+        if not self._wants_sessions():
             return
         if self.options.fixed_period:  # the next whole period, this instant if it is one
             period = self.options.period
@@ -333,7 +339,10 @@ class Simulation:
             self._on_session(now, decisions)
         self._sample_fragmentation(now)
         self._plan_periodic(
-            now, decided=bool(decisions.binds or decisions.evictions or decisions.admitted)
+            now,
+            decided=bool(
+                decisions.binds or decisions.evictions or decisions.admitted or decisions.resized
+            ),
         )
 
     def _sample_fragmentation(self, now: float) -> None:
@@ -350,9 +359,10 @@ class Simulation:
         attained service crosses a level); events bring their own sessions. So each session
         that decides nothing doubles the wait, up to ``max_period``, and one that decides
         something resets it. With nothing running, nothing scheduled and nothing decided,
-        nothing can change: periodic sessions stop.
+        nothing can change: periodic sessions stop. Elastic jobs under an elastic policy
+        count as waiting (for their next size).
         """
-        if not self.state.snapshot.waiting:
+        if not self._wants_sessions():
             return
         busy = bool(self.state.snapshot.task_count.any()) or len(self.loop) > 0
         if not decided and not busy:
