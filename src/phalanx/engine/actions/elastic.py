@@ -59,7 +59,7 @@ class ElasticAction(Action):
         if not session.snapshot.elastic:
             return
         targets = session.points.elastic_targets()
-        if targets:
+        if targets is not None:  # a plugin decides, also when it changes nothing
             _follow(session, targets)
             return
         _give_up_unplaced_growth(session)
