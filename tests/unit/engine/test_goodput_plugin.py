@@ -3,6 +3,8 @@ from a job's reports."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from phalanx.engine.plugins.goodput.models import Fits, fitting_rows, speedups
 from phalanx.engine.plugins.goodput.search import EPS, search
 
 
-def _values(*curves: list[float]) -> np.ndarray:
+def _values(*curves: Sequence[float]) -> np.ndarray:
     """Rows of 1 / (speedup + EPS) from speedup curves (index = GPUs)."""
     return np.array([[1.0 / (s + EPS) for s in curve] for curve in curves])
 
