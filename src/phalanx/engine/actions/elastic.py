@@ -36,7 +36,7 @@ interval: nothing flaps.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
         session.explain(f"elastic: {job.name} {reason}")
 
 
-def _give_up_unplaced_growth(session: Session, skip: Mapping[str, JobInfo] = {}) -> None:
+def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:
     """A growth allocate could not place (the room went meanwhile) is given up (jobs in
     ``skip`` are left alone)."""
     for job in session.snapshot.elastic.values():
@@ -131,7 +131,7 @@ def _give_up_unplaced_growth(session: Session, skip: Mapping[str, JobInfo] = {})
             )
 
 
-def _shrink_for_waiting(session: Session, skip: Mapping[str, JobInfo] = {}) -> bool:
+def _shrink_for_waiting(session: Session, skip: Collection[str] = ()) -> bool:
     """Evict growth for each gang still below its minimum (but those in ``skip``);
     True when any room was made."""
     lent_tasks = lent(session.snapshot.elastic.values())
