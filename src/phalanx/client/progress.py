@@ -48,6 +48,9 @@ def report(
     batch_size: int | None = None,
     grad_sqr: float | None = None,
     grad_var: float | None = None,
+    init_batch_size: int | None = None,
+    max_batch_size: int | None = None,
+    local_batch_bounds: tuple[int, int] | None = None,
     timings: list[Timing] | None = None,
 ) -> bool:
     """Write this report to ``$PHALANX_PROGRESS_FILE``; False (nothing written) when the
@@ -62,6 +65,9 @@ def report(
         "batchSize": batch_size,
         "gradSqr": grad_sqr,
         "gradVar": grad_var,
+        "initBatchSize": init_batch_size,
+        "maxBatchSize": max_batch_size,
+        "localBatchBounds": None if local_batch_bounds is None else list(local_batch_bounds),
     }
     document: dict[str, object] = {k: v for k, v in fields.items() if v is not None}
     if timings:

@@ -52,7 +52,10 @@ class Progress:
     ``grad_sqr`` and ``grad_var`` the squared norm of the mean gradient and the
     variance of the per-sample gradients (Pollux's gradient statistics, from which
     statistical efficiency follows), measured at ``batch_size``; ``timings`` the step
-    times it measured in the configurations it ran in (newest last).
+    times it measured in the configurations it ran in (newest last). A job whose batch
+    size may adapt says within what, as Pollux's agent does: ``init_batch_size`` (the
+    batch its gradient statistics and progress are counted at), ``max_batch_size``,
+    and ``local_batch_bounds`` (least, most samples per replica and micro-step).
     """
 
     time: float
@@ -63,3 +66,6 @@ class Progress:
     grad_sqr: float | None = None
     grad_var: float | None = None
     timings: tuple[StepTiming, ...] = ()
+    init_batch_size: int | None = None
+    max_batch_size: int | None = None
+    local_batch_bounds: tuple[int, int] | None = None

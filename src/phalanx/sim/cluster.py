@@ -15,6 +15,14 @@ at the share that service leaves (1 - load). Services' loads follow their ``load
 Progress is work done at these rates; checkpoints count work, walltime counts seconds.
 A job with a ``restart_delay`` makes no progress in the first that many seconds of each
 run (its first and every resume), though its tasks run and hold their GPUs.
+
+Elastic training jobs (``WorkloadJob.elastic``, when the cluster is made with
+``elastic=True``) progress by Pollux's model instead (``sim.elastic.ElasticRun``): on
+whatever replicas run (one GPU each, counted per node), from one replica up, at a rate
+that changes with the placement, the batch and the epoch; every change of placement
+costs ``restart_delay`` seconds; nothing is lost when they stop. The job ends when its
+training is done: every running task exits with code 0. ``reports()`` hands over what
+such jobs say of their training (``Progress``), for the driver to pass on.
 """
 
 from __future__ import annotations
@@ -25,8 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from phalanx.domain.job import ServiceClass
+from phalanx.domain.progress import Progress
 from phalanx.engine.decisions import Bind, Evict
+from phalanx.engine.goodput import PerfParams
 from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.sim.elastic.job import profile_fit
+from phalanx.sim.elastic.tracker import ElasticRun
 from phalanx.sim.workload import WorkloadJob
 
 FAILED_CODE = 1  # the exit code of a task whose run the workload marks as failing
@@ -47,6 +59,7 @@ class _Run:
     rate: float = 1.0  # work per second now (below 1 while colocated services are busy)
     progress: float = 0.0  # work done in the current run up to ``since``
     since: float = 0.0  # when ``rate`` last changed in the current run, or its delay ends
+    elastic: ElasticRun | None = None  # an elastic training job's model (then the above rest)
 
     def work(self, now: float) -> float:
         """Work done in the current run by ``now``."""
@@ -63,8 +76,18 @@ class _Run:
 class SimCluster:
     """Runs simulated tasks; implements ``phalanx.executors.base.Executor``."""
 
-    def __init__(self, jobs: Mapping[str, WorkloadJob], *, watermark: float | None = None) -> None:
+    def __init__(
+        self,
+        jobs: Mapping[str, WorkloadJob],
+        *,
+        watermark: float | None = None,
+        elastic: bool = False,
+    ) -> None:
+        """``elastic``: jobs with an elastic model progress by it (else by duration)."""
         self._jobs = jobs
+        self._elastic = elastic
+        self._reports: dict[str, Progress] = {}
+        self._fits: dict[str, PerfParams] = {}  # per application: its whole profile's fit
         self._runs: dict[str, _Run] = {}
         self._events: list[tuple[float, int, TaskEvent]] = []
         self._ends: list[tuple[float, int, str, int]] = []  # (time, seq, job, attempt)
@@ -96,6 +119,12 @@ class SimCluster:
         for job in sorted({b.job for b in binds}):
             self._maybe_begin(self._runs[job], now)
         self._share_gpus(now)
+
+    def reports(self) -> list[tuple[str, Progress]]:
+        """What elastic jobs reported since the last call, by job name (each job's latest)."""
+        found = sorted(self._reports.items())
+        self._reports.clear()
+        return found
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
         for evict in evictions:
@@ -168,13 +197,88 @@ class SimCluster:
         run = self._runs.get(job)
         if run is None:
             spec = self._jobs[job]
-            run = self._runs[job] = _Run(spec=spec, gang=spec.job.gang_size)
+            gang = spec.job.gang_size
+            if not self._elastic and spec.job.min_available is None:
+                gang = sum(role.replicas for role in spec.job.roles)  # runs at its asked size
+            run = self._runs[job] = _Run(spec=spec, gang=gang)
+            model = spec.elastic
+            if model is not None and self._elastic:
+                known = self._fits.get(model.profile.name)
+                if known is None and model.adaptive:
+                    known = self._fits[model.profile.name] = profile_fit(model.profile)
+                run.elastic = ElasticRun(
+                    profile=model.profile,
+                    batch_size=None if model.adaptive else model.batch_size,
+                    delay=spec.restart_delay,
+                    known=known,
+                )
         return run
+
+    def _placement(self, run: _Run) -> list[int]:
+        """GPUs per node of ``run``'s replicas that run and are not stopping (one each)."""
+        per_node: dict[str, int] = {}
+        for task, node in sorted(run.running.items()):
+            if task not in run.stopping:
+                per_node[node] = per_node.get(node, 0) + 1
+        return [per_node[node] for node in sorted(per_node)]
+
+    def _moved(self, run: _Run, now: float) -> None:
+        """An elastic job's replicas changed: restart it on them, plan its next change."""
+        tracker = run.elastic
+        assert tracker is not None
+        moved = tracker.move(self._placement(run), now)
+        if tracker.completed_at is not None:  # it completed before this change
+            self._elastic_due(run, now)
+            return
+        if not moved:
+            return
+        run.started = now if tracker.placement else None
+        self._plan_elastic(run, now)
+        self._reports[run.spec.name] = tracker.report(now)
+
+    def _plan_elastic(self, run: _Run, now: float) -> None:
+        """Plan the next check of an elastic job (an earlier plan no longer applies)."""
+        tracker = run.elastic
+        assert tracker is not None
+        run.attempt += 1
+        due = tracker.next_change()
+        if due is not None:
+            self._seq += 1
+            heapq.heappush(self._ends, (max(due, now), self._seq, run.spec.name, run.attempt))
+
+    def _elastic_due(self, run: _Run, end: float) -> None:
+        """An elastic job's epoch ended (or it completed) at ``end``."""
+        tracker = run.elastic
+        assert tracker is not None
+        tracker.advance(end)
+        self._reports[run.spec.name] = tracker.report(end)
+        done = tracker.completed_at
+        if done is None:
+            self._plan_elastic(run, end)
+            return
+        run.attempt += 1  # no check of it is due any more
+        for task, node in sorted(t for t in run.running.items() if t[0] not in run.stopping):
+            run.stopping.add(task)
+            self._emit(
+                done,
+                TaskEvent(
+                    kind=TaskEventKind.EXITED,
+                    time=done,
+                    job=run.spec.name,
+                    task=task,
+                    node=node,
+                    exit_code=0,
+                ),
+            )
+        run.started = None
 
     def _active(self, run: _Run) -> int:
         return len(run.running) - len(run.stopping)
 
     def _maybe_begin(self, run: _Run, now: float) -> None:
+        if run.elastic is not None:
+            self._moved(run, now)
+            return
         if run.started is not None or self._active(run) < run.gang:
             return
         run.started = now
@@ -194,6 +298,9 @@ class SimCluster:
             heapq.heappush(self._ends, (end, self._seq, run.spec.name, run.attempt))
 
     def _maybe_pause(self, run: _Run, now: float) -> None:
+        if run.elastic is not None:
+            self._moved(run, now)
+            return
         if run.started is None or self._active(run) >= run.gang:
             return
         run.done = run.kept(run.work(now))
@@ -207,7 +314,7 @@ class SimCluster:
         busiest: dict[str, float] = {}
         offline: list[_Run] = []
         for run in self._runs.values():
-            if run.started is None:
+            if run.started is None or run.elastic is not None:
                 continue
             kind = run.spec.job.service_class
             if kind is ServiceClass.ONLINE:
@@ -230,6 +337,9 @@ class SimCluster:
             end, _, job, attempt = heapq.heappop(self._ends)
             run = self._runs.get(job)
             if run is None or run.attempt != attempt or run.started is None:
+                continue
+            if run.elastic is not None:
+                self._elastic_due(run, end)
                 continue
             work = run.work(end)
             completed = work >= run.spec.duration - run.done - 1e-9

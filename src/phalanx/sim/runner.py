@@ -142,7 +142,12 @@ class Simulation:
         )
         self.jobs = {w.name: w for w in workload.jobs}
         self._node_failures = workload.node_failures
-        self.cluster = SimCluster(self.jobs, watermark=self.options.sla_watermark)
+        #: elastic jobs are elastic only under a policy that rescales them (``elastic``
+        #: action); under any other they run at the size they ask for, by duration
+        self.elastic = any(action.name == "elastic" for action in config.actions)
+        self.cluster = SimCluster(
+            self.jobs, watermark=self.options.sla_watermark, elastic=self.elastic
+        )
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
         )
@@ -201,6 +206,7 @@ class Simulation:
             if until is not None and next_time is not None and next_time > until:
                 break
             self._handle(self.loop.pop())
+            self._pass_reports()
             self._schedule_wake()
             handled += 1
             if progress is not None and handled % 2000 == 0:
@@ -262,9 +268,20 @@ class Simulation:
         else:
             self._node_change(event, now)
 
+    def _pass_reports(self) -> None:
+        """Hand what elastic jobs reported of their training to the lifecycle."""
+        for name, progress in self.cluster.reports():
+            self.life.report(name, progress)
+
+    def _wants_sessions(self) -> bool:
+        """Whether a session could decide anything: a job waits, or (under an elastic
+        policy) an elastic job runs that may be resized."""
+        snapshot = self.state.snapshot
+        return bool(snapshot.waiting) or (self.elastic and bool(snapshot.elastic))
+
     def _triggered(self, now: float) -> None:
         """Something happened: a session soon, if any job waits for one."""
-        if not self.state.snapshot.waiting:
+        if not self._wants_sessions():
             return
         if self.options.fixed_period:  # the next whole period, this instant if it is one
             period = self.options.period
@@ -291,6 +308,8 @@ class Simulation:
     def _arrive(self, workload_job: WorkloadJob, now: float) -> None:
         self._arrivals_left -= 1
         job = workload_job.job
+        if not self.elastic and job.elastic_role() is not None:
+            job = replace(job, roles=tuple(replace(r, elastic=None) for r in job.roles))
         if self.options.oracle_runtime:
             job = replace(job, runtime_estimate=workload_job.duration)
         gang = job.gang_size
@@ -320,7 +339,10 @@ class Simulation:
             self._on_session(now, decisions)
         self._sample_fragmentation(now)
         self._plan_periodic(
-            now, decided=bool(decisions.binds or decisions.evictions or decisions.admitted)
+            now,
+            decided=bool(
+                decisions.binds or decisions.evictions or decisions.admitted or decisions.resized
+            ),
         )
 
     def _sample_fragmentation(self, now: float) -> None:
@@ -337,9 +359,10 @@ class Simulation:
         attained service crosses a level); events bring their own sessions. So each session
         that decides nothing doubles the wait, up to ``max_period``, and one that decides
         something resets it. With nothing running, nothing scheduled and nothing decided,
-        nothing can change: periodic sessions stop.
+        nothing can change: periodic sessions stop. Elastic jobs under an elastic policy
+        count as waiting (for their next size).
         """
-        if not self.state.snapshot.waiting:
+        if not self._wants_sessions():
             return
         busy = bool(self.state.snapshot.task_count.any()) or len(self.loop) > 0
         if not decided and not busy:

@@ -3,7 +3,10 @@
 A ``WorkloadJob`` is a domain ``Job`` (its ``creation_time`` is the submit time) plus what
 only a replay knows: how long it runs on the resources it asked for, how often it
 checkpoints (progress since the last checkpoint is lost on eviction) and how long each
-of its runs takes to start making progress.
+of its runs takes to start making progress. An elastic training job carries its
+application's profile (``ElasticModel``) instead: the simulator then advances it by
+that model on whatever placement it has, and ``duration`` is only its time at the
+size it asked for, for reports.
 """
 
 from __future__ import annotations
@@ -12,6 +15,20 @@ from dataclasses import dataclass, field
 
 from phalanx.domain.job import Job
 from phalanx.domain.queue import Queue
+from phalanx.sim.elastic.profile import AppProfile
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElasticModel:
+    """How an elastic training job progresses: Pollux's model of ``profile``'s
+    application (``phalanx.sim.elastic``). ``batch_size`` is the total batch it runs at
+    when the policy keeps it at a fixed size, or always when ``adaptive`` is False;
+    with ``adaptive`` (and an elastic policy) the job picks the batch of best goodput
+    for each placement from its own measurements, as Pollux's jobs do."""
+
+    profile: AppProfile
+    batch_size: int
+    adaptive: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +45,8 @@ class WorkloadJob:
     #: runs that fail: the n-th failing run has a task exit with code 1 after
     #: ``fail_after[n]`` seconds (its retries follow the job's maxRetry); then runs succeed
     fail_after: tuple[float, ...] = ()
+    #: an elastic training job's progress model; None: it runs ``duration`` seconds
+    elastic: ElasticModel | None = None
 
     def load_at(self, time: float) -> float:
         """The service's load at ``time``: the last step at or before it (0 before the first)."""

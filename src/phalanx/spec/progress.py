@@ -69,6 +69,12 @@ class ProgressReport(SpecModel):
     """Squared norm of the mean gradient (gradient noise scale's numerator)."""
     grad_var: NonNegative | None = None
     """Variance of the per-sample gradients."""
+    init_batch_size: Count | None = None
+    """The batch its gradient statistics and progress are counted at (adaptive batches)."""
+    max_batch_size: Count | None = None
+    """The largest global batch it may adapt to."""
+    local_batch_bounds: Annotated[list[Count], Field(min_length=2, max_length=2)] | None = None
+    """[least, most] samples per replica and micro-step it can run."""
     timings: Annotated[list[TimingSpec], Field(max_length=MAX_TIMINGS)] = Field(
         default_factory=list
     )
@@ -84,5 +90,12 @@ class ProgressReport(SpecModel):
             batch_size=self.batch_size,
             grad_sqr=self.grad_sqr,
             grad_var=self.grad_var,
+            init_batch_size=self.init_batch_size,
+            max_batch_size=self.max_batch_size,
+            local_batch_bounds=_bounds(self.local_batch_bounds),
             timings=tuple(t.to_domain() for t in self.timings),
         )
+
+
+def _bounds(written: list[int] | None) -> tuple[int, int] | None:
+    return None if written is None else (written[0], written[1])

@@ -16,6 +16,16 @@ could use in this session:
   by ``k`` for ``interval`` seconds, at a cost of ``cost`` seconds, does more work when
   ``k * (interval - cost) > n * cost`` (work taken as linear in the replicas).
 
+**Targets.** When a plugin gives the sizes elastic jobs should have
+(``elastic_targets``, e.g. ``goodput``), the jobs it names follow them instead of the
+rule above: a job above its target shrinks to it (below the size its owner asked for
+too, never below ``min_replicas``: the policy says so), a waiting job is sized to its
+target before it is placed, and a running job below its target grows towards it
+within the idle room left (its whole interval apart, as above; the room others' shrinks
+free is there in the next session). Only waiting gangs of jobs the plugin does not
+name take growth back by eviction. Hysteresis is then the plugin's (``goodput``
+charges every change its cost).
+
 A growth is a ``Resize`` decision: the lifecycle adds the replicas as pending tasks
 and the driver runs the next cycle at once, whose allocate places them; those it cannot
 place this action gives up (a ``Resize`` down). No growth happens in a session that evicted anything, so a
@@ -26,7 +36,7 @@ interval: nothing flaps.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -57,6 +67,10 @@ class ElasticAction(Action):
     def execute(self, session: Session) -> None:
         if not session.snapshot.elastic:
             return
+        targets = session.points.elastic_targets()
+        if targets is not None:  # a plugin decides, also when it changes nothing
+            _follow(session, targets)
+            return
         _give_up_unplaced_growth(session)
         if _shrink_for_waiting(session) or any(op.kind is OpKind.EVICT for op, _ in session.log):
             return
@@ -77,9 +91,42 @@ class ElasticAction(Action):
                 session.explain(f"elastic: {job.name} grows from {size} to {size + grow}")
 
 
-def _give_up_unplaced_growth(session: Session) -> None:
-    """A growth allocate could not place (the room went meanwhile) is given up."""
+def _follow(session: Session, targets: Mapping[str, int]) -> None:
+    """Size the jobs ``targets`` names towards their targets (see the module docstring);
+    the others as without targets."""
+    named = {name: job for name, job in session.snapshot.elastic.items() if name in targets}
+    _give_up_unplaced_growth(session, skip=named)
+    _shrink_for_waiting(session, skip=named)
+    growable = {job.name for job in _growable(session)}
+    claimed = 0
+    for job in session.ranked(named.values()):
+        role = job.spec.elastic_role()
+        assert role is not None and role.elastic is not None
+        size = _size(job)
+        target = max(targets[job.name], role.elastic.min_replicas)
+        waiting = job.ready_count == 0
+        if target < size or (waiting and target != size):
+            verb = "sized" if waiting else "shrunk"
+            reason = f"{verb} to the goodput policy's target ({size} -> {target})"
+        elif target > size and job.name in growable:
+            grow = min(target - size, _growth(session, job, paying=False) - claimed)
+            if grow <= 0:
+                continue
+            claimed += grow
+            target = size + grow
+            reason = f"grown towards the goodput policy's target ({size} -> {target})"
+        else:
+            continue
+        session.resizes.append(Resize(job=job.name, role=role.name, size=target, reason=reason))
+        session.explain(f"elastic: {job.name} {reason}")
+
+
+def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:
+    """A growth allocate could not place (the room went meanwhile) is given up (jobs in
+    ``skip`` are left alone)."""
     for job in session.snapshot.elastic.values():
+        if job.name in skip:
+            continue
         unplaced = [t for t in growth_of(job) if t.status is TaskStatus.PENDING]
         if unplaced:
             size = _size(job) - len(unplaced)
@@ -93,13 +140,18 @@ def _give_up_unplaced_growth(session: Session) -> None:
             )
 
 
-def _shrink_for_waiting(session: Session) -> bool:
-    """Evict growth for each gang still below its minimum; True when any room was made."""
+def _shrink_for_waiting(session: Session, skip: Collection[str] = ()) -> bool:
+    """Evict growth for each gang still below its minimum (but those in ``skip``);
+    True when any room was made."""
     lent_tasks = lent(session.snapshot.elastic.values())
     if not lent_tasks:
         return False
     made = False
-    waiting = [j for j in session.candidate_jobs() if j.ready_count < j.min_available]
+    waiting = [
+        j
+        for j in session.candidate_jobs()
+        if j.ready_count < j.min_available and j.name not in skip
+    ]
     for job in session.ranked(waiting):
         if job.counts[TaskStatus.PIPELINED]:
             continue
@@ -145,9 +197,10 @@ def _growable(session: Session) -> list[JobInfo]:
     return found
 
 
-def _growth(session: Session, job: JobInfo) -> int:
+def _growth(session: Session, job: JobInfo, *, paying: bool = True) -> int:
     """How many replicas ``job`` grows by now: what idle room and its queues hold, up to
-    its maximum, when the growth pays for the rescale (else 0)."""
+    its maximum, when the growth pays for the rescale (else 0; ``paying`` False: the
+    caller has weighed the cost)."""
     role = job.spec.elastic_role()
     assert role is not None and role.elastic is not None
     info = next(r for r in job.roles if r.name == role.name)
@@ -169,6 +222,6 @@ def _growth(session: Session, job: JobInfo) -> int:
     size = _size(job)
     grow = max(0, min(room, role.elastic.max_replicas - size))
     interval, cost = role.elastic.interval, role.elastic.cost
-    if grow and grow * (interval - cost) <= size * cost:
+    if paying and grow and grow * (interval - cost) <= size * cost:
         return 0
     return grow

@@ -61,7 +61,7 @@ def default_config() -> SchedulerConfig:
     tiers = SchedulerConfig.build(
         [],
         [
-            ["priority", "gang", ("sla", {"waitingTime": 3600}), "overcommit"],
+            ["priority", "gang", ("sla", {"waitingTime": 3600}), "overcommit", "goodput"],
             [
                 "drf",
                 "predicates",

@@ -21,7 +21,7 @@ in that order. Registering twice for one plugin is refused: it is always a bug.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
@@ -382,6 +382,11 @@ class Points:
     )
     confinement: FirstPoint[[JobInfo], Confinement] = field(
         default_factory=lambda: FirstPoint("confinement")
+    )
+    #: the size each elastic job should have now, by job name (the ``elastic`` action
+    #: grows and shrinks jobs towards it); the first plugin with an answer decides
+    elastic_targets: FirstPoint[[], Mapping[str, int]] = field(
+        default_factory=lambda: FirstPoint("elastic_targets")
     )
     on_allocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_allocate"))
     on_deallocate: EventPoint[TaskInfo] = field(default_factory=lambda: EventPoint("on_deallocate"))

@@ -150,6 +150,12 @@ class Plugin(_Configurable, Generic[S]):
         with and on the task's own job only: it is kept until a task of that job moves."""
         raise NotImplementedError
 
+    def elastic_targets(self, state: S) -> Mapping[str, int] | None:
+        """The size each elastic job (by name) should have now; None: no opinion. Asked
+        by the ``elastic`` action after the other actions ran; jobs not named keep their
+        size."""
+        raise NotImplementedError
+
     def job_valid(self, state: S, job: JobInfo) -> str | None:
         """None when the job could ever run, else why not."""
         raise NotImplementedError

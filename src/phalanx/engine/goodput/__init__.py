@@ -10,7 +10,7 @@ No I/O, no clock: the scheduler passes measurements in.
 """
 
 from phalanx.engine.goodput.efficiency import GradParams, efficiency, gain
-from phalanx.engine.goodput.fit import PerfObservations, fit_perf_params, objective
+from phalanx.engine.goodput.fit import GAMMA_STARTS, PerfObservations, fit_perf_params, objective
 from phalanx.engine.goodput.goodput import BatchChoice, BatchLimits, GoodputModel
 from phalanx.engine.goodput.perf import (
     PerfParams,
@@ -22,6 +22,7 @@ from phalanx.engine.goodput.perf import (
 from phalanx.engine.goodput.speedup import Speedup
 
 __all__ = [
+    "GAMMA_STARTS",
     "BatchChoice",
     "BatchLimits",
     "GoodputModel",

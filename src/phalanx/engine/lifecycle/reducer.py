@@ -326,6 +326,13 @@ class Lifecycle(Sizes):
         if resize.size > len(mine):
             self._add_tasks(life, resize.role, resize.size - len(mine), resize.reason)
             return
+        if resize.size < self._floor(role):
+            # The engine's policy shrinks the job below the size it asked for (never
+            # below its minimum): that is its ask now, so the leaving replicas leave
+            # rather than wait to be placed again. Growth above it is lent, as ever.
+            size = max(resize.size, role.elastic.min_replicas)
+            roles = tuple(replace(r, replicas=size) if r is role else r for r in life.job.roles)
+            life.job = replace(life.job, roles=roles)
         leaving = mine[: len(mine) - resize.size]
         self._drop_tasks(
             life, [t for t in leaving if t.status is TaskStatus.PENDING], resize.reason

@@ -10,6 +10,7 @@ from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
+from phalanx.engine.plugins.goodput import GoodputPlugin
 from phalanx.engine.plugins.gpufit.bestfit import BestFitPlugin
 from phalanx.engine.plugins.gpufit.dotprod import DotProdPlugin
 from phalanx.engine.plugins.gpufit.gpuclustering import GpuClusteringPlugin
@@ -39,6 +40,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     DrfPlugin,
     FgdPlugin,
     GangPlugin,
+    GoodputPlugin,
     GpuClusteringPlugin,
     GpuPackingPlugin,
     GpuSharePlugin,

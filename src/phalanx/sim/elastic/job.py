@@ -7,13 +7,18 @@ gradient statistics of its batch in the current epoch; (3) trains until the time
 or the epoch ends; (4) re-chooses its batch configuration: fixed at its row's batch
 size, or the goodput model's best (``batch_size=None``). The restart delay after a
 placement change (Pollux's 30 s) is the simulator's business, not this value's.
+
+``known``: a throughput model given instead of learnt (the simulator passes the fit of
+the application's whole profile, ``profile_fit``): the job takes it as its model once
+it has run, rather than refitting its log at every new configuration (a fit costs
+about 0.3 s; Pollux's jobs refit as they go, and converge towards this one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from phalanx.engine.goodput import GoodputModel, PerfParams, fit_perf_params
+from phalanx.engine.goodput import GoodputModel, PerfObservations, PerfParams, fit_perf_params
 from phalanx.sim.elastic.batch import BatchConfig, adaptive_batch, fixed_batch
 from phalanx.sim.elastic.observe import StepLog
 from phalanx.sim.elastic.profile import AppProfile
@@ -36,6 +41,7 @@ class ElasticJob:
     log: StepLog = field(default_factory=StepLog)
     perf: PerfParams | None = None
     trained: float = 0.0
+    known: PerfParams | None = None
 
     def complete(self, profile: AppProfile) -> bool:
         """Whether the job has trained its last epoch."""
@@ -76,7 +82,9 @@ class ElasticJob:
             config = job.config
             log = job.log.record(profile, job.placement, config.atomic)
             perf = job.perf
-            if log is not job.log:
+            if log is not job.log and job.known is not None:
+                perf = job.known
+            elif log is not job.log:
                 observations = log.observations()
                 perf = fit_perf_params(observations) if observations is not None else perf
             moved = advance(profile, job.position, job.placement, config, seconds)
@@ -91,3 +99,23 @@ class ElasticJob:
             if not job.complete(profile):
                 job = replace(job, config=job.choose(profile))
         return job
+
+
+def profile_fit(profile: AppProfile) -> PerfParams:
+    """The throughput model fitted to every step ``profile`` measured (each placement of
+    ``placements.csv`` at each local batch), as a job's fit would be had it run them all."""
+    rows = [
+        (len(str(placement)), sum(int(d) for d in str(placement)), int(b), float(t), float(y))
+        for placement, (local, step, sync) in sorted(profile.placements.items())
+        for b, t, y in zip(local, step, sync, strict=True)
+        if t > y > 0
+    ]
+    return fit_perf_params(
+        PerfObservations.of(
+            nodes=[r[0] for r in rows],
+            replicas=[r[1] for r in rows],
+            atomic_bsz=[r[2] for r in rows],
+            accum_time=[r[3] - r[4] for r in rows],
+            sync_time=[r[3] for r in rows],
+        )
+    )

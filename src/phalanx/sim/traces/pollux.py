@@ -30,9 +30,19 @@ its row, alone, from the measured application profiles beside the workloads
   Pollux rounds each epoch's end to a whole second within its 60 s steps; this does
   not (a difference of under half a second per epoch, either way).
 
-Adaptive batch sizes are not modelled: the job runs at the configuration of its row.
-``durations`` (seconds per application) overrides the derivation for the applications
-it names. Two more things of Pollux's model are kept: a job resumes where it stopped
+Elastic jobs (``elastic=True``, the default where the profiles are read). Each job's
+role is elastic, as Pollux's evaluation treats its jobs: it starts at its row's
+``num_replicas``, may run on 1 to ``min(64, max batch / smallest local batch)`` GPUs
+(Pollux's ``max_replicas``; ncf on 1, its batch fixed at 32,768), is rescaled at most
+every 60 s at a cost of ``restart_delay``, and carries its profile
+(``WorkloadJob.elastic``) so that the simulator advances it by Pollux's model on the
+placement it has, at the batch of best goodput it learns (``sim.elastic.ElasticJob``).
+A policy without the ``elastic`` action runs it at its row's size and batch, exactly
+the fixed-size job below (Pollux's baselines do the same).
+
+Fixed size: adaptive batch sizes are not modelled; the job runs at the configuration
+of its row. ``durations`` (seconds per application) overrides the derivation for the
+applications it names (those jobs are never elastic). Two more things of Pollux's model are kept: a job resumes where it stopped
 when preempted (adaptdl checkpoints when it is rescaled; phalanx keeps progress to the
 last second), and every start and resume spends ``restart_delay`` seconds (Pollux's 30)
 before it progresses.
@@ -41,12 +51,14 @@ before it progresses.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.domain.job import Elastic, Job
 from phalanx.domain.queue import Queue
 from phalanx.sim.elastic.batch import BatchConfig, fixed_batch
 from phalanx.sim.elastic.profile import AppProfile, Curve, build_profile
@@ -61,7 +73,7 @@ from phalanx.sim.traces._common import (
     read_csv,
     row_error,
 )
-from phalanx.sim.workload import Workload, WorkloadJob
+from phalanx.sim.workload import ElasticModel, Workload, WorkloadJob
 
 QUEUE: Final = "pollux"
 COLUMNS: Final = ("name", "time", "application", "num_replicas", "batch_size")
@@ -74,6 +86,12 @@ RESTART_DELAY: Final = 30.0
 #: A preempted job resumes from its progress at the last whole second (see the docstring).
 CHECKPOINT_INTERVAL: Final = 1.0
 VALIDATION: Final = ("progress", "grad_sqr", "grad_var")
+#: Most GPUs a job of Pollux's simulator may hold (``get_pollux_job_info``).
+MAX_REPLICAS: Final = 64
+#: Seconds between two rescales of a job: Pollux reallocates once a 60 s interval.
+RESCALE_INTERVAL: Final = 60.0
+#: Applications Pollux runs on one GPU at a fixed batch (``Cluster.__init__``).
+FIXED_APPS: Final = {"ncf": 32768}
 
 
 def read_profile(folder: Path) -> AppProfile:
@@ -148,8 +166,10 @@ def load_pollux(
     restart_delay: float = RESTART_DELAY,
     until: float | None = None,
     limit: int | None = None,
+    elastic: bool = True,
 ) -> Workload:
-    """The jobs of a Pollux workload CSV, in queue ``pollux``.
+    """The jobs of a Pollux workload CSV, in queue ``pollux``; elastic (see the module
+    docstring) unless ``elastic`` is False or ``durations`` names the application.
 
     ``profiles_dir`` defaults to ``app_profiles`` beside the workload's folder; it is
     read only for applications that ``durations`` does not name. Every job resumes
@@ -175,16 +195,23 @@ def load_pollux(
         else:
             duration = _derived(folder, profiles, app, replicas, batch, where=(path, line))
         job = one_role_job(name=name, queue=QUEUE, role=gpu_role(replicas, 1.0), submit_time=submit)
+        model = None
+        if elastic and app in profiles:
+            job, model = elastic_job(job, profiles[app], batch, restart_delay)
         jobs.append(
             WorkloadJob(
                 job=job,
                 duration=duration,
                 checkpoint_interval=CHECKPOINT_INTERVAL,
                 restart_delay=restart_delay,
+                elastic=model,
             )
         )
     notes = (
-        "each replica is a one-GPU task; all replicas form one gang",
+        "each replica is a one-GPU task; all replicas form one gang"
+        + (
+            " (elastic jobs: of 1 or more, grown and shrunk by elastic policies)" if elastic else ""
+        ),
         "durations: Pollux's progress model at the row's fixed size, from app_profiles"
         + (f", except {', '.join(sorted(durations))} given" if durations else ""),
         f"a preempted job resumes where it stopped; each start spends {restart_delay:g} s",
@@ -192,6 +219,34 @@ def load_pollux(
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
     )
+
+
+def max_replicas(profile: AppProfile) -> int:
+    """The most GPUs a job of ``profile`` may hold, as Pollux bounds it statically: its
+    largest batch over its smallest local batch, at most 64 (Pollux also bounds it by
+    twice the replicas the job has measured, a bound that grows as the job learns: the
+    ``goodput`` plugin applies that one)."""
+    if profile.name in FIXED_APPS:
+        return 1
+    return max(1, min(MAX_REPLICAS, profile.max_batch // profile.min_local_batch))
+
+
+def elastic_job(
+    job: Job, profile: AppProfile, batch: int, restart_delay: float
+) -> tuple[Job, ElasticModel]:
+    """``job`` (one role, its row's replicas) made elastic as Pollux's evaluation treats
+    it, and its progress model: adaptive batch, but ncf's fixed at 32,768."""
+    (role,) = job.roles
+    high = max(max_replicas(profile), role.replicas)
+    spec = Elastic(min_replicas=1, max_replicas=high, interval=RESCALE_INTERVAL, cost=restart_delay)
+    elastic_role = replace(role, elastic=spec)
+    fixed = FIXED_APPS.get(profile.name)
+    model = ElasticModel(
+        profile=profile,
+        batch_size=batch if fixed is None else fixed,
+        adaptive=fixed is None,
+    )
+    return replace(job, roles=(elastic_role,), min_available=None), model
 
 
 def _parse_row(

@@ -41,7 +41,12 @@ def test_every_workload_file_loads(traces_dir: Path, folder: str, jobs: int) -> 
             (role,) = item.job.roles
             assert item.job.queue == QUEUE
             assert item.submit_time == float(row["time"])
-            assert role.replicas == int(row["num_replicas"]) == item.job.min_available
+            assert role.replicas == int(row["num_replicas"]) == item.job.gang_size or (
+                role.elastic is not None and item.job.gang_size == 1
+            )
+            assert role.elastic is not None and item.elastic is not None
+            assert role.elastic.min_replicas == 1 <= role.replicas <= role.elastic.max_replicas
+            assert item.elastic.profile.name == row["application"]
             assert dict(role.resources.items()) == {"gpu": 1.0}
             assert 0 < item.duration < 12 * 3600 or folder == "workloads-realistic"
 

@@ -1,0 +1,135 @@
+"""A job's speedup curve, learnt from what it reports (``Job.progress``), as Pollux's
+scheduler learns it from its agents.
+
+- Throughput: ``PerfParams`` fitted (``engine.goodput.fit_perf_params``, Pollux's single
+  start) to the job's step timings, one per shape it ran on: the first timing reported
+  for each (nodes, replicas), in report order. A fit is a pure function of those rows;
+  ``Fits`` (kept across sessions) remembers the rows each job was last fitted to, so
+  a job is refitted only when it has run on a new shape (about 30 ms a fit).
+- Statistical efficiency: the job's gradient statistics (``grad_sqr``, ``grad_var``) at
+  its ``init_batch_size``.
+- Speedup at ``n`` GPUs: the best goodput on ``n`` GPUs packed ``per_node`` to a node,
+  over all batch configurations within the job's bounds, divided by the goodput of its
+  fair share (Pollux normalises to the fair share too). Before a job has reported all
+  of that, its speedup is linear: ``n / fair`` (Pollux's rule for a job with no model).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from phalanx.domain.progress import Progress, StepTiming
+from phalanx.engine.goodput import (
+    GAMMA_STARTS,
+    BatchLimits,
+    GoodputModel,
+    GradParams,
+    PerfObservations,
+    PerfParams,
+    Speedup,
+    fit_perf_params,
+)
+from phalanx.engine.snapshot import Snapshot
+
+#: Fitting rows: (nodes, replicas, local batch, compute seconds, synchronising seconds).
+Rows = tuple[tuple[int, int, int, float, float], ...]
+#: Fits remembered across jobs at most (the oldest are forgotten first).
+MAX_FITS = 4096
+
+
+class Fits:
+    """Fitted throughput models by their fitting rows (kept for a snapshot's life: a fit
+    is a pure function of its rows, so a remembered one is the one a fresh fit gives)."""
+
+    def __init__(self, _snapshot: Snapshot) -> None:
+        self._by_rows: dict[Rows, PerfParams] = {}
+
+    def perf(self, rows: Rows) -> PerfParams:
+        """The fit of ``rows`` (non-empty)."""
+        found = self._by_rows.get(rows)
+        if found is None:
+            observations = PerfObservations.of(
+                nodes=[r[0] for r in rows],
+                replicas=[r[1] for r in rows],
+                atomic_bsz=[r[2] for r in rows],
+                accum_time=[r[3] for r in rows],
+                sync_time=[r[4] for r in rows],
+            )
+            found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
+            if len(self._by_rows) >= MAX_FITS:
+                del self._by_rows[next(iter(self._by_rows))]
+            self._by_rows[rows] = found
+        return found
+
+
+def fitting_rows(timings: tuple[StepTiming, ...]) -> Rows:
+    """One fitting row per shape (nodes, replicas): its first timing with a sync time.
+
+    A timing's compute step is ``step - sync``; its synchronising step is ``step``."""
+    rows: dict[tuple[int, int], tuple[int, int, int, float, float]] = {}
+    for t in timings:
+        sync = t.sync_seconds
+        if sync is None or not t.step_seconds > sync or (t.nodes, t.replicas) in rows:
+            continue
+        rows[t.nodes, t.replicas] = (
+            t.nodes,
+            t.replicas,
+            t.local_batch,
+            t.step_seconds - sync,
+            t.step_seconds,
+        )
+    return tuple(rows[key] for key in sorted(rows))
+
+
+def model_of(progress: Progress | None, fits: Fits) -> tuple[GoodputModel, BatchLimits] | None:
+    """The job's goodput model and batch bounds from its report, or None when it has not
+    reported timings, gradient statistics and batch bounds."""
+    if progress is None:
+        return None
+    rows = fitting_rows(progress.timings)
+    init, largest, bounds = (
+        progress.init_batch_size,
+        progress.max_batch_size,
+        progress.local_batch_bounds,
+    )
+    if (
+        not rows
+        or progress.grad_sqr is None
+        or progress.grad_var is None
+        or init is None
+        or largest is None
+        or bounds is None
+    ):
+        return None
+    model = GoodputModel(
+        perf=fits.perf(rows),
+        grad=GradParams(sqr=progress.grad_sqr, var=progress.grad_var),
+        init_batch_size=init,
+    )
+    limits = BatchLimits(max_batch_size=largest, min_atomic_bsz=bounds[0], max_atomic_bsz=bounds[1])
+    return model, limits
+
+
+def speedups(
+    progress: Progress | None, fits: Fits, *, most: int, fair: int, per_node: int
+) -> NDArray[np.float64]:
+    """Speedup at 0..``most`` GPUs (index = GPUs) relative to ``fair`` GPUs (see the
+    module docstring); entry 0 is 0."""
+    gpus = np.arange(most + 1)
+    learnt = model_of(progress, fits)
+    if learnt is None:
+        return gpus / max(fair, 1)
+    model, limits = learnt
+    curve = Speedup(model, limits, memo_replicas=1)
+    wanted = np.unique(np.append(gpus[1:], fair))
+    nodes = np.array([math.ceil(n / per_node) for n in wanted])
+    values = dict(zip(wanted.tolist(), curve(nodes, wanted).tolist(), strict=True))
+    base = values[fair]
+    if not base > 0:
+        return gpus / max(fair, 1)
+    out = np.zeros(most + 1)
+    out[1:] = [values[n] / base for n in gpus[1:].tolist()]
+    return out

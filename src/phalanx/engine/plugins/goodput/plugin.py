@@ -1,0 +1,149 @@
+"""goodput: the size each elastic job should have, chosen to maximise the cluster's
+goodput as Pollux does (``elastic_targets``, read by the ``elastic`` action).
+
+Every session it sizes the elastic jobs of the snapshot together:
+
+- the GPUs to share: those of schedulable nodes, less what jobs that are not elastic
+  hold (those are the other actions' business); jobs whose replicas take other than
+  one GPU keep their size (Pollux's model sizes one-GPU replicas);
+- each job's speedup curve from its reports (``models``): fitted throughput and
+  gradient statistics, linear before it has reported;
+- what each job may have: 0 while it waits (it stays waiting), else 1 up to its
+  role's ``max_replicas`` and, as Pollux bounds a job that is still learning, at most
+  twice the most replicas it has reported a step on (``exploreFactor``); a job
+  rescaled less than its ``interval`` ago, or in a queue that is overused, keeps its
+  size (a waiting job of such a queue stays waiting);
+- a change costs: any size but the current one has its speedup multiplied by
+  ``since / (since + cost)``, where ``since`` is the time since the job last changed
+  size (or started, or arrived) and ``cost`` its ``Elastic.cost`` (Pollux's factor
+  ``age / (age + 30 s)`` for a job that has not restarted yet): a job just rescaled
+  pays dearly for another change, so nothing flaps;
+- then ``search`` (power mean p = -1 of the speedups) picks the sizes.
+
+The answer names every elastic job it sized; the action grows and shrinks them towards
+it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
+(true: speedups relative to an equal share of the GPUs, Pollux's normalisation;
+false: relative to one GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from phalanx.domain.job import JobPhase
+from phalanx.domain.resources import GPU
+from phalanx.engine.framework.kept import Lifetime
+from phalanx.engine.framework.plugin import Plugin
+from phalanx.engine.framework.session import Session
+from phalanx.engine.plugins.goodput.models import Fits, speedups
+from phalanx.engine.plugins.goodput.search import EPS, search
+from phalanx.engine.snapshot import ON_NODE, JobInfo
+from phalanx.engine.snapshot.units import ENGINE_UNITS
+
+
+class GoodputPlugin(Plugin[Session]):
+    """Targets for elastic jobs that maximise the power mean of their speedups."""
+
+    name = "goodput"
+    accepted_args = frozenset({"exploreFactor", "fairShare"})
+
+    def open(self, session: Session) -> Session:
+        return session
+
+    def elastic_targets(self, state: Session) -> Mapping[str, int] | None:
+        return _targets(
+            state,
+            explore=self.number("exploreFactor", 2.0),
+            fair_share=self.flag("fairShare", True),
+        )
+
+
+def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str, int] | None:
+    snapshot = session.snapshot
+    jobs = session.ranked(
+        j for j in snapshot.elastic.values() if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED)
+    )
+    gpu = snapshot.dim.get("gpu")
+    if not jobs or gpu is None:
+        return None
+    unit = ENGINE_UNITS.get(GPU, 1.0)
+    usable = snapshot.capacity[snapshot.schedulable, gpu] / unit
+    per_node = max(1, int(usable.max(initial=1.0)))
+    elastic_held = sum(float(j.allocated[gpu]) for j in jobs) / unit
+    others = float(snapshot.used[:, gpu].sum()) / unit - elastic_held
+    capacity = max(0, math.floor(float(usable.sum()) - others + 1e-9))
+    fair = max(1, math.ceil(capacity / len(jobs))) if fair_share else 1
+    fits = session.kept.get(Fits, Lifetime.FIXED)
+    width = capacity + 1
+    values = np.full((len(jobs), width), np.inf)
+    current = np.zeros(len(jobs), dtype=np.int64)
+    sized = np.zeros(len(jobs), dtype=np.bool_)
+    for row, job in enumerate(jobs):
+        size, placed = _sizes(job)
+        current[row] = min(placed, capacity)
+        allowed = _allowed(session, job, size, placed, explore, capacity)
+        if allowed is None:  # it keeps its size: its GPUs are not shared out
+            values[row, current[row]] = 0.0
+            continue
+        sized[row] = True
+        low, high = allowed
+        curve = speedups(job.spec.progress, fits, most=high, fair=fair, per_node=per_node)
+        role = job.spec.elastic_role()
+        assert role is not None and role.elastic is not None
+        since, cost = _since(session, job), role.elastic.cost
+        scaled = curve * (since / (since + cost) if since + cost > 0 else 1.0)
+        if placed <= high:
+            scaled[placed] = curve[placed]  # staying as it is costs nothing
+        values[row, low : high + 1] = 1.0 / (scaled[low : high + 1] + EPS)
+    chosen = search(values, current, capacity)
+    return {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+
+
+def _sizes(job: JobInfo) -> tuple[int, int]:
+    """(tasks of the elastic role, of those placed)."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    mine = [t for t in job.tasks if t.role.name == role.name]
+    return len(mine), sum(1 for t in mine if t.status in ON_NODE)
+
+
+def _allowed(
+    session: Session, job: JobInfo, size: int, placed: int, explore: float, capacity: int
+) -> tuple[int, int] | None:
+    """The sizes ``job`` (``size`` tasks, ``placed`` of them on nodes) may be given,
+    lowest and highest (0 for a waiting job: it waits), or None when it keeps its size."""
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    elastic = role.elastic
+    if role.resources.get("gpu") != 1.0:
+        return None  # sized in one-GPU replicas only (Pollux's model)
+    held = any(session.points.overused(q) for q in job.queue.ancestors)
+    last = job.spec.rescaled_at
+    recent = last is not None and session.now - last < elastic.interval
+    if placed and (held or recent):
+        return None
+    high = elastic.max_replicas
+    progress = job.spec.progress
+    if explore > 0 and progress is not None and progress.timings:
+        measured = max(t.replicas for t in progress.timings)
+        high = min(high, max(1, math.floor(explore * measured)))
+    high = max(min(high, capacity), min(placed, capacity))
+    if held and not placed:
+        return None
+    low = elastic.min_replicas if placed else 0
+    if high < max(low, 1):
+        return None
+    return low, high
+
+
+def _since(session: Session, job: JobInfo) -> float:
+    """Seconds since the job last changed size, or started, or arrived."""
+    marks = [job.spec.rescaled_at, job.creation_time]
+    starts = [t.start_time for t in job.tasks if t.start_time is not None]
+    if starts:
+        marks.append(min(starts))
+    latest = max(m for m in marks if m is not None)
+    return max(0.0, session.now - latest)

@@ -1,0 +1,93 @@
+"""Goodput-sized elastic jobs through the one lifecycle (policies ``pollux`` and
+``phalanx-default``): grow the job that gains most, shrink for a fair share, no flapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.domain.progress import Progress, StepTiming
+from phalanx.engine.framework.config import SchedulerConfig
+from phalanx.engine.lifecycle import Resized
+from phalanx.policies import load_policy
+from tests.scenarios.test_elastic import Cluster, _elastic_job
+
+
+class Sized(Cluster):
+    """The scenario cluster under a given policy."""
+
+    def __init__(self, config: SchedulerConfig, nodes: int = 1) -> None:
+        super().__init__(nodes)
+        self.config = config
+
+    def cycle(self, at: float | None = None) -> None:
+        self.now = self.now + 1.0 if at is None else at
+        for _ in range(3):
+            decisions = self.life.state.cycle(self.config, now=self.now)
+            before = len(self.effects)
+            self._carry_out(self.life.apply(decisions, now=self.now))
+            if not any(isinstance(e, Resized) for e in self.effects[before:]):
+                break
+
+    def resizes(self) -> int:
+        return sum(isinstance(e, Resized) for e in self.effects)
+
+
+POLICIES = ["pollux", "phalanx-default"]
+
+
+def _flat_report(now: float) -> Progress:
+    """A job whose steps cost the same on 1 and 2 GPUs of one node: the sync dominates."""
+    return Progress(
+        time=now,
+        grad_sqr=1.0,
+        grad_var=0.01,  # a small noise scale: a larger batch gains it little
+        timings=(
+            StepTiming(nodes=1, replicas=1, local_batch=32, step_seconds=0.1, sync_seconds=0.001),
+            StepTiming(nodes=1, replicas=2, local_batch=32, step_seconds=0.4, sync_seconds=0.3),
+        ),
+        init_batch_size=32,
+        max_batch_size=64,
+        local_batch_bounds=(32, 32),
+    )
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_lone_elastic_job_grows_into_the_idle_gpus(policy: str) -> None:
+    cluster = Sized(load_policy(policy).config)
+    cluster.submit(_elastic_job("a", replicas=2, high=8, cost=30.0))
+    cluster.cycle(0.0)
+    assert cluster.placed("a") == 2
+    cluster.cycle(100.0)  # linear speedup until it reports: every idle GPU pays
+    assert cluster.placed("a") == 8
+    grown = cluster.resizes()
+    cluster.cycle(130.0)  # within its interval: nothing changes
+    assert cluster.resizes() == grown
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_newcomer_gets_a_fair_share_and_then_nothing_flaps(policy: str) -> None:
+    cluster = Sized(load_policy(policy).config)
+    cluster.submit(_elastic_job("a", replicas=8, high=8, cost=30.0))
+    cluster.cycle(0.0)
+    assert cluster.placed("a") == 8
+    cluster.submit(_elastic_job("b", replicas=8, high=8, cost=30.0))
+    for at in (100.0, 101.0, 102.0):
+        cluster.cycle(at)
+    assert cluster.placed("a") == cluster.placed("b") == 4
+    settled = cluster.resizes()
+    for at in (103.0, 130.0, 400.0, 1000.0):  # within the interval and long after
+        cluster.cycle(at)
+    assert cluster.resizes() == settled
+    assert cluster.placed("a") == cluster.placed("b") == 4
+
+
+def test_the_job_that_gains_more_gets_the_gpus() -> None:
+    cluster = Sized(load_policy("pollux").config)
+    cluster.submit(_elastic_job("flat", replicas=1, high=8, cost=30.0))
+    cluster.submit(_elastic_job("linear", replicas=1, high=8, cost=30.0))
+    cluster.cycle(0.0)
+    cluster.life.report("flat", _flat_report(0.0))
+    for at in (100.0, 200.0, 300.0, 400.0):
+        cluster.cycle(at)
+    assert cluster.placed("flat") == 1
+    assert cluster.placed("linear") == 7

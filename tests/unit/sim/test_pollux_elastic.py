@@ -1,0 +1,51 @@
+"""One of Pollux's workloads end to end with elastic jobs (needs the public traces)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from phalanx.engine.decisions import Decisions
+from phalanx.policies import load_policy
+from phalanx.sim.clusters import load_cluster
+from phalanx.sim.runner import SimOptions, Simulation
+from phalanx.sim.traces.pollux import load_pollux
+
+WORKLOAD = "philly-jobs-pollux/workloads/workload-6.csv"
+
+
+def _run(traces_dir: Path, policy: str) -> tuple[Simulation, list[Decisions]]:
+    workload = load_pollux(traces_dir / WORKLOAD, limit=40)
+    sim = Simulation(
+        load_cluster("pollux"),
+        workload,
+        load_policy(policy).config,
+        options=SimOptions(fixed_period=True),
+        on_session=lambda _now, decisions: seen.append(decisions),
+    )
+    seen: list[Decisions] = []
+    sim.run()
+    return sim, seen
+
+
+@pytest.mark.traces
+def test_pollux_jobs_are_resized_report_their_progress_and_all_finish(traces_dir: Path) -> None:
+    sim, seen = _run(traces_dir, "pollux")
+    records = list(sim.metrics.jobs.values())
+    assert len(records) == 40 and all(r.outcome == "finished" for r in records)
+    assert sum(len(d.resized) for d in seen) > 40  # jobs grow and shrink, not once each
+    reported = [run.elastic for run in sim.cluster._runs.values() if run.elastic is not None]
+    assert len(reported) == 40 and all(r.completed_at is not None for r in reported)
+    # every job ends when its training is done: at its completion, to the second
+    for record in records:
+        run = sim.cluster._runs[record.name].elastic
+        assert run is not None and record.end == pytest.approx(run.completed_at)
+
+
+@pytest.mark.traces
+def test_fixed_size_policies_run_the_same_jobs_at_their_row_size(traces_dir: Path) -> None:
+    sim, seen = _run(traces_dir, "tiresias-las")
+    assert not sim.elastic and not any(d.resized for d in seen)
+    assert all(run.elastic is None for run in sim.cluster._runs.values())
+    assert all(r.outcome == "finished" for r in sim.metrics.jobs.values())
