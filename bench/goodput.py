@@ -42,15 +42,7 @@ def make_jobs(count: int, seed: int) -> list[tuple[GoodputModel, BatchLimits]]:
     for i in range(count):
         init, top, low, high = APPS[i % len(APPS)]
         a = rng.lognormal(mean=np.log([0.05, 0.002, 0.1, 0.01, 0.02, 0.002]), sigma=0.5)
-        perf = PerfParams(
-            alpha_c=a[0],
-            beta_c=a[1],
-            alpha_n=a[2],
-            beta_n=a[3],
-            alpha_r=a[4],
-            beta_r=a[5],
-            gamma=float(rng.uniform(1.0, 3.0)),
-        )
+        perf = PerfParams.from_array([*a, rng.uniform(1.0, 3.0)])
         grad = GradParams(sqr=float(rng.lognormal(0, 1)), var=float(rng.lognormal(2, 1)))
         limits = BatchLimits(max_batch_size=top, min_atomic_bsz=low, max_atomic_bsz=high)
         jobs.append((GoodputModel(perf=perf, grad=grad, init_batch_size=init), limits))
