@@ -501,7 +501,10 @@ class Controller:
         executor = self.core.executor
         if not isinstance(executor, ProgressSource):
             return
-        for name, info in list(self.core.state.snapshot.elastic.items()):
+        elastic = self.core.state.snapshot.elastic
+        for gone in self._progress_seen.keys() - elastic.keys():
+            del self._progress_seen[gone]  # ended: forget it
+        for name, info in list(elastic.items()):
             newest = None
             for task in info.tasks:
                 if task.status is TaskStatus.RUNNING:
