@@ -163,6 +163,15 @@ class Role:
     elastic: Elastic | None = None  # a size range: None, always ``replicas`` tasks
 
     @property
+    def kept_replicas(self) -> int:
+        """How many tasks of an elastic role are the job's own while it runs: the size
+        asked for, at least the minimum; any above are growth, lent and given back first
+        (``replicas`` for a role that is not elastic)."""
+        return (
+            self.replicas if self.elastic is None else max(self.replicas, self.elastic.min_replicas)
+        )
+
+    @property
     def gang_replicas(self) -> int:
         """How many of its tasks the gang needs: ``min_replicas`` when elastic."""
         return self.replicas if self.elastic is None else self.elastic.min_replicas

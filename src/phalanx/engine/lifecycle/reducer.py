@@ -326,7 +326,7 @@ class Lifecycle(Sizes):
         if resize.size > len(mine):
             self._add_tasks(life, resize.role, resize.size - len(mine), resize.reason)
             return
-        if resize.size < self._floor(role):
+        if resize.size < role.kept_replicas:
             # The engine's policy shrinks the job below the size it asked for (never
             # below its minimum): that is its ask now, so the leaving replicas leave
             # rather than wait to be placed again. Growth above it is lent, as ever.

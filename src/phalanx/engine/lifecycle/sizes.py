@@ -30,17 +30,12 @@ class Sizes(Ledger):
     def _role_tasks(self, life: JobLife, role: str) -> list[TaskInfo]:
         return [t for t in self.tasks(life) if t.role.name == role]
 
-    def _floor(self, role: Role) -> int:
-        """The size below which a stopped replica waits to be placed again."""
-        assert role.elastic is not None
-        return max(role.replicas, role.elastic.min_replicas)
-
     def _is_surplus(self, life: JobLife, task: TaskInfo) -> bool:
         """Whether ``task``, now stopped, leaves its job rather than waiting again."""
         role = self._elastic(life)
         if role is None or task.role.name != role.name or life.ending is not None:
             return False
-        return len(self._role_tasks(life, role.name)) > self._floor(role)
+        return len(self._role_tasks(life, role.name)) > role.kept_replicas
 
     def _add_tasks(self, life: JobLife, role: str, count: int, reason: str) -> None:
         """Give ``role`` ``count`` more Pending tasks."""

@@ -21,7 +21,7 @@ def growth_of(job: JobInfo) -> list[TaskInfo]:
     if role is None or role.elastic is None:
         return []
     mine = sorted((t for t in job.tasks if t.role.name == role.name), key=lambda t: -t.index)
-    surplus = len(mine) - max(role.replicas, role.elastic.min_replicas)
+    surplus = len(mine) - role.kept_replicas
     return mine[: max(surplus, 0)]
 
 
