@@ -37,10 +37,25 @@ _STEP = re.compile(r"step +(\d+)  loss ([0-9.]+)  \(mean of (\d+) ranks\)")
 SLOW = 120.0
 
 
-def _progress(api: Api, job: str) -> list[tuple[int, float, int]]:
-    """(step, loss, world size) of every progress line of every task of ``job``."""
-    text = api.http.get(f"/api/v1/jobs/{job}/logs", params={"all": "true"}).text
-    return [(int(s), float(loss), int(w)) for s, loss, w in _STEP.findall(text)]
+class Progress:
+    """Every progress line of a job's tasks, in the order they were first seen.
+
+    torchrun gives rank 0 (which prints) to any replica, and a grown replica's task
+    leaves the job, its log with it, once it is shrunk away: the lines are gathered
+    while the job runs, so none is lost and their order is the order they appeared.
+    """
+
+    def __init__(self, api: Api, job: str) -> None:
+        self.api, self.job = api, job
+        self.seen: dict[tuple[int, float, int], None] = {}
+
+    def __call__(self) -> list[tuple[int, float, int]]:
+        """(step, loss, world size) of every line seen so far."""
+        logs = f"/api/v1/jobs/{self.job}/logs"
+        text = self.api.http.get(logs, params={"all": "true"}).text
+        for s, loss, w in _STEP.findall(text):
+            self.seen.setdefault((int(s), float(loss), int(w)), None)
+        return list(self.seen)
 
 
 def _placed(api: Api, job: str) -> int:
@@ -79,35 +94,34 @@ def test_an_elastic_ddp_job_grows_and_shrinks_without_starting_over(tmp_path: Pa
         api.submit("blocker", "vision", role(command="sleep 600", gpu=6))
         api.wait_phase("blocker", "Running")
         api.submit("el", "vision", _elastic_role(tmp_path / "ckpt.pt"))
-        wait_for(
-            lambda: any(s >= 20 for s, _, _ in _progress(api, "el")), "20 steps at 2", timeout=SLOW
-        )
+        progress = Progress(api, "el")
+        wait_for(lambda: any(s >= 20 for s, _, _ in progress()), "20 steps at 2", timeout=SLOW)
 
         api.post("/api/v1/jobs/blocker/cancel", expect=200)
-        wait_for(lambda: any(w == 4 for _, _, w in _progress(api, "el")), "4 ranks", timeout=SLOW)
+        wait_for(lambda: any(w == 4 for _, _, w in progress()), "4 ranks", timeout=SLOW)
         assert _placed(api, "el") == 4
 
-        grown = max(s for s, _, w in _progress(api, "el") if w == 4)
+        grown = max(s for s, _, w in progress() if w == 4)
         api.submit("hi", "vision", role(command="sleep 600", gpu=6), priority=100)
         api.wait_phase("hi", "Running", timeout=SLOW)
 
         def shrunk() -> bool:
-            return any(s > grown and w == 2 for s, _, w in _progress(api, "el"))
+            return any(s > grown and w == 2 for s, _, w in progress())
 
         wait_for(shrunk, "2 ranks again after the growth", timeout=SLOW)
         job = api.wait_phase("el", "Succeeded", "Failed", timeout=SLOW * 2)
-        progress = _progress(api, "el")
-        assert job["phase"] == "Succeeded", progress[-5:]
+        seen = progress()
+        assert job["phase"] == "Succeeded", seen[-5:]
         assert job["attempts"] == 0 and job["preemptions"] == 0
 
-        worlds = [w for _, _, w in progress]
+        worlds = [w for _, _, w in seen]
         assert worlds.index(4) < len(worlds) - 1 - worlds[::-1].index(2)  # 2 -> 4 -> 2
-        steps = [s for s, _, _ in progress]
+        steps = [s for s, _, _ in seen]
         restarts = [i for i in range(1, len(steps)) if steps[i] < steps[i - 1]]
         for i in restarts:  # a restart resumes within a checkpoint of where it was
             assert steps[i - 1] - steps[i] <= 10, (steps[i - 1], steps[i])
         assert steps[-1] == 399
-        losses = [loss for _, loss, _ in progress]
+        losses = [loss for _, loss, _ in seen]
         assert losses[-1] < losses[0] / 10
 
         events = api.get("/api/v1/jobs/el/events")
