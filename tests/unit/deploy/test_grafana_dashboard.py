@@ -1,0 +1,333 @@
+"""``deploy/grafana/phalanx-dashboard.json`` asks only for what the server exports.
+
+Every metric that a panel's query or a template variable names is a series of a real
+``/metrics`` answer: the server's ``Metrics``, wired as ``Server`` wires them (the
+controller observes its sessions and evictions into them, they watch the store and the
+controller's view, the app serves them to the metrics token), after a queue with quotas,
+jobs, sessions and a preemption. Every label a query selects, groups by or names in its
+legend is on one of its metrics. Panels have unique ids and read the Prometheus picked in
+the dashboard's ``DS_PROMETHEUS`` variable.
+
+The PromQL is read by a small extractor, not a parser: it knows selectors, ranges,
+grouping clauses, string literals, function calls and Grafana's ``$variables``, enough
+for the dashboard's queries; ``test_the_extractor_*`` pins what it finds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from phalanx.control.app import create_app
+from phalanx.control.controllers.controller import Controller
+from phalanx.control.metrics import Metrics, metrics_token
+from phalanx.control.store.database import Database, sqlite_url
+from phalanx.control.store.models import QueueRow
+from phalanx.engine import default_config
+from phalanx.executors.base import TaskEventKind
+from phalanx.spec.loader import build_document
+from tests.unit.control.plane import NODES, TIMING, Clock, FakeExecutor, Plane
+
+DASHBOARD_FILE = (
+    Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "phalanx-dashboard.json"
+)
+DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+
+#: Sample names of the exposition, each with the labels its samples carry.
+Exported = Mapping[str, frozenset[str]]
+#: Each family of the exposition by name, with its samples' names and labels.
+Families = dict[str, dict[str, frozenset[str]]]
+
+# --- the extractor -------------------------------------------------------------------
+
+_GRAFANA_VARIABLE = re.compile(r"\$\{\w+(?::\w+)?\}|\$\w+")
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`""")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)")
+_SELECTOR = re.compile(r"([A-Za-z_:][\w:]*)?\s*\{([^}]*)\}")
+_MATCHER = re.compile(r"""([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*(?:""|'')""")
+_RANGE = re.compile(r"\[[^\]]*\]")
+_IDENTIFIER = re.compile(r"(?<![\w.:])([A-Za-z_:][\w:]*)(\s*\()?")
+_LABEL_VALUES = re.compile(
+    r"^\s*label_values\(\s*(?:(?P<series>.+),)?\s*(?P<label>[A-Za-z_]\w*)\s*\)\s*$"
+)
+_LEGEND_LABEL = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+#: PromQL words that are not series names (functions are known by the ``(`` after them).
+_KEYWORDS = frozenset(
+    {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or"}
+    | {"unless", "offset", "inf", "nan", "atan2"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What one PromQL expression asks for: the series it reads, the labels each selector
+    matches on (by series name), and the labels it groups by."""
+
+    metrics: frozenset[str]
+    selected: Mapping[str, frozenset[str]]
+    grouped: frozenset[str]
+
+
+def read_promql(expr: str) -> Query:
+    """The series names and labels in ``expr``. Grafana variables become ``0`` (they stand
+    for durations and label values, never for names) and strings become empty first."""
+    text = _STRING.sub('""', _GRAFANA_VARIABLE.sub("0", expr))
+    grouped = frozenset(
+        label.strip()
+        for clause in _GROUPING.findall(text)
+        for label in clause.split(",")
+        if label.strip()
+    )
+    text = _GROUPING.sub(" ", text)
+    selected: dict[str, frozenset[str]] = {}
+    for name, body in _SELECTOR.findall(text):
+        labels = frozenset(_MATCHER.findall(body))
+        selected[name] = selected.get(name, frozenset()) | labels
+    text = _RANGE.sub(" ", _SELECTOR.sub(r"\1 ", text))
+    metrics = frozenset(
+        name for name, call in _IDENTIFIER.findall(text) if not call and name not in _KEYWORDS
+    )
+    return Query(metrics=metrics, selected=selected, grouped=grouped)
+
+
+# --- the dashboard -------------------------------------------------------------------
+
+
+def load_dashboard() -> dict[str, Any]:
+    with DASHBOARD_FILE.open() as stream:
+        loaded: dict[str, Any] = json.load(stream)
+    return loaded
+
+
+def all_panels(dashboard: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every panel, rows and the panels of collapsed rows included."""
+    for panel in dashboard["panels"]:
+        yield panel
+        yield from panel.get("panels", [])
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """One query of the dashboard: a panel target's (with its legend) or a variable's."""
+
+    where: str
+    expr: str
+    legend: str = ""
+    variable: bool = False
+
+
+def queries(dashboard: Mapping[str, Any]) -> Iterator[Asked]:
+    """Every panel target and query variable of ``dashboard``."""
+    for panel in all_panels(dashboard):
+        for target in panel.get("targets", []):
+            where = f"panel {panel['id']} {panel['title']!r} {target['refId']}"
+            yield Asked(where, target["expr"], target.get("legendFormat", ""))
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            query = variable["query"]
+            expr = query["query"] if isinstance(query, dict) else query
+            yield Asked(f"variable {variable['name']}", expr, variable=True)
+
+
+def problems(dashboard: Mapping[str, Any], exported: Exported) -> list[str]:
+    """What the dashboard asks for that ``exported`` lacks, one line each."""
+    found = []
+    for asked in queries(dashboard):
+        where, expr = asked.where, asked.expr
+        if asked.variable:
+            match = _LABEL_VALUES.match(expr)
+            if match is None:
+                found.append(f"{where}: {expr!r} is not label_values(series, label)")
+                continue
+            query = read_promql(match["series"] or "")
+            wanted = query.grouped | {match["label"]}
+        else:
+            query = read_promql(expr)
+            wanted = query.grouped | set(_LEGEND_LABEL.findall(asked.legend))
+        if not query.metrics:
+            found.append(f"{where}: {expr!r} names no metric")
+        for metric in sorted(query.metrics - exported.keys()):
+            found.append(f"{where}: {metric} is not exported")
+        for metric, labels in query.selected.items():
+            for label in sorted(labels - exported.get(metric, labels)):
+                found.append(f"{where}: {metric} has no label {label}")
+        known = set().union(*(exported.get(m, frozenset()) for m in query.metrics))
+        for label in sorted(wanted - known):
+            found.append(f"{where}: no metric of {expr!r} has the label {label}")
+    return found
+
+
+# --- the server ----------------------------------------------------------------------
+
+_QUEUE = """
+{apiVersion: phalanx/v1, kind: Queue, metadata: {name: q},
+ spec: {guarantee: {gpu: 2}, capability: {gpu: 8}}}
+"""
+
+
+def _gang(replicas: int) -> list[dict[str, Any]]:
+    return [{"name": "w", "replicas": replicas, "resources": {"gpu": 4}, "command": "true"}]
+
+
+def _scrape(app: Any, token: str) -> httpx.Response:
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://phalanx") as client:
+            return await client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+
+    return asyncio.run(call())
+
+
+@pytest.fixture(scope="module")
+def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``/metrics`` of a server whose queue ``q`` (guarantee and capability of GPUs) ran a
+    gang of two 4-GPU tasks, then had it preempted by a higher-priority gang."""
+    data = tmp_path_factory.mktemp("server")
+    db = Database.open(sqlite_url(data))
+    queue = build_document(yaml.safe_load(_QUEUE))
+    with db.write() as session:
+        now = time.time()
+        document = queue.model_dump(mode="json", by_alias=True, exclude_none=True)
+        session.add(
+            QueueRow(name="q", parent="", document=document, created_at=now, updated_at=now)
+        )
+    metrics, executor, clock = Metrics(), FakeExecutor(), Clock()
+    controller = Controller(
+        db, NODES, default_config(), lambda _: executor, timing=TIMING, clock=clock, metrics=metrics
+    )
+    controller.recover()
+    metrics.watch(db, lambda: controller.view)  # as Server does
+    token = metrics_token(data)
+    app = create_app(db, controller, metrics, metrics_token=token)
+    plane = Plane(db, controller, executor, clock)
+    plane.submit("low", roles=_gang(2))
+    plane.tick()
+    for task in ("low-w-0", "low-w-1"):
+        plane.report(TaskEventKind.STARTED, task)
+    plane.tick()
+    plane.submit("high", priority=10, roles=_gang(2))
+    plane.tick()
+    assert [e.action for e in executor.stopped] == ["preempt", "preempt"]
+    scraped = _scrape(app, token)
+    app.state.submissions.close()
+    db.close()
+    assert scraped.status_code == 200, scraped.text
+    return scraped.text
+
+
+@pytest.fixture(scope="module")
+def families(exposition: str) -> Families:
+    """Each family of the exposition: its sample names, each with its labels."""
+    found: Families = {}
+    for family in text_string_to_metric_families(exposition):
+        samples = found.setdefault(family.name, {})
+        for sample in family.samples:
+            samples[sample.name] = samples.get(sample.name, frozenset()) | set(sample.labels)
+    return found
+
+
+@pytest.fixture(scope="module")
+def exported(families: Families) -> Exported:
+    return {name: labels for samples in families.values() for name, labels in samples.items()}
+
+
+# --- the tests -----------------------------------------------------------------------
+
+
+def test_every_family_the_server_exports_has_samples_here(families: Families) -> None:
+    """The activity is enough: a family without samples would hide its labels."""
+    assert {name for name, samples in families.items() if not samples} == set()
+    assert {"phalanx_preemptions", "phalanx_scheduling_session_seconds"} <= families.keys()
+
+
+def test_every_query_names_exported_metrics_and_labels(exported: Exported) -> None:
+    assert problems(load_dashboard(), exported) == []
+
+
+def test_every_exported_family_has_a_panel(families: Families) -> None:
+    """The ``_created`` timestamps aside, nothing the server exports is left off."""
+    used = {m for asked in queries(load_dashboard()) for m in read_promql(asked.expr).metrics}
+    unused = {
+        name
+        for name, samples in families.items()
+        if not name.endswith("_created") and not used & samples.keys()
+    }
+    assert unused == set()
+
+
+def test_a_wrong_metric_or_label_is_reported(exported: Exported) -> None:
+    dashboard = load_dashboard()
+    broken = copy.deepcopy(dashboard)
+    targets = broken["panels"][1]["targets"]
+    targets[0]["expr"] = 'sum by (node) (rate(phalanx_evictions_total{queue=~"$queue"}[5m]))'
+    targets.append({"refId": "Z", "expr": 'phalanx_jobs{gpu="0"}', "legendFormat": "{{job}}"})
+    assert problems(dashboard, exported) == []
+    where = f"panel {broken['panels'][1]['id']} {broken['panels'][1]['title']!r}"
+    assert problems(broken, exported) == [
+        f"{where} A: phalanx_evictions_total is not exported",
+        f"{where} A: no metric of {targets[0]['expr']!r} has the label node",
+        f"{where} Z: phalanx_jobs has no label gpu",
+        f"{where} Z: no metric of 'phalanx_jobs{{gpu=\"0\"}}' has the label job",
+    ]
+
+
+def test_a_variable_must_be_label_values_of_an_exported_series(exported: Exported) -> None:
+    broken = load_dashboard()
+    (queue,) = [v for v in broken["templating"]["list"] if v["name"] == "queue"]
+    queue["query"]["query"] = "label_values(phalanx_queues, queue)"
+    assert problems(broken, exported) == [
+        "variable queue: phalanx_queues is not exported",
+        "variable queue: no metric of 'label_values(phalanx_queues, queue)' has the label queue",
+    ]
+
+
+def test_the_extractor_finds_series_selectors_and_groupings() -> None:
+    latency = read_promql(
+        "histogram_quantile(0.99, sum by (le) "
+        "(rate(phalanx_scheduling_session_seconds_bucket[$__rate_interval])))"
+    )
+    assert latency == Query(
+        metrics=frozenset({"phalanx_scheduling_session_seconds_bucket"}),
+        selected={},
+        grouped=frozenset({"le"}),
+    )
+    ratio = read_promql(
+        'phalanx_queue_allocated{queue=~"$queue", resource="gpu"} '
+        "/ on (queue, resource) (phalanx_queue_deserved{resource='a,b}'} > 0) or vector(0)"
+    )
+    assert ratio.metrics == {"phalanx_queue_allocated", "phalanx_queue_deserved"}
+    assert ratio.selected == {
+        "phalanx_queue_allocated": {"queue", "resource"},
+        "phalanx_queue_deserved": {"resource"},
+    }
+    assert ratio.grouped == {"queue", "resource"}
+    assert read_promql("sum without (phase) (phalanx_jobs) offset 1h").metrics == {"phalanx_jobs"}
+
+
+def test_panels_have_unique_ids_and_read_the_chosen_prometheus() -> None:
+    dashboard = load_dashboard()
+    assert dashboard["schemaVersion"] >= 36 and dashboard["uid"] and dashboard["title"]
+    ids = [panel["id"] for panel in all_panels(dashboard)]
+    assert len(ids) == len(set(ids))
+    (source,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert (source["name"], source["query"]) == ("DS_PROMETHEUS", "prometheus")
+    shown = [p for p in all_panels(dashboard) if p["type"] != "row"]
+    assert shown and all(
+        p["targets"] and {"x", "y", "w", "h"} <= p["gridPos"].keys() for p in shown
+    )
+    assert all(p["datasource"] == DATASOURCE for p in shown)
+    assert all(t["datasource"] == DATASOURCE for p in shown for t in p["targets"])
+    variables = [v for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    assert variables and all(v["datasource"] == DATASOURCE for v in variables)
