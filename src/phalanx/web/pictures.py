@@ -15,8 +15,10 @@ from typing import Final, Literal
 
 from phalanx.client import NodeView, QueueView
 
-#: Resources a queue's bars show, in order (those a queue has no figure for are left out).
+#: Resources a queue's bars show, in order: always the first two, the others when the
+#: queue has a figure for them.
 BAR_RESOURCES: Final = ("gpu", "cpu", "memory")
+_ALWAYS: Final = BAR_RESOURCES[:2]
 #: The label naming a node's network domain (top-of-rack switch).
 DOMAIN_LABEL: Final = "tor"
 _EPSILON: Final = 1e-9
@@ -76,7 +78,7 @@ def _bar(queue: QueueView, resource: str) -> Bar | None:
         capability or 0.0,
         queue.allocated.get(resource, 0.0),
     )
-    if max(values) <= 0:
+    if max(values) <= 0 and resource not in _ALWAYS:
         return None
     return Bar(
         resource=resource,

@@ -47,7 +47,7 @@ def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
         ("b", 0),
     ]
     a, a1, a2, b = lines
-    assert a.bars == ()  # no figure of any resource: nothing drawn
+    assert [(bar.resource, bar.scale) for bar in a.bars] == [("gpu", 0), ("cpu", 0)]
     assert [bar.resource for bar in a1.bars] == ["gpu", "cpu"]
     assert a1.lending and not a1.borrowing and not a1.over
     assert a2.borrowing and a2.over
