@@ -81,15 +81,17 @@ def visitor(request: Request) -> Iterator[Visitor]:
     """The signed-in visitor (a plain function: FastAPI runs it on a worker thread, as
     it calls the API); ``LoginRequired`` without a session the API accepts."""
     token = request.cookies.get(COOKIE)
+    query = request.url.query
+    here = f"{request.url.path}?{query}" if query else request.url.path
     if not token:
-        raise LoginRequired(request.url.path)
+        raise LoginRequired(here)
     client = console_of(request).client(token)
     try:
         try:
             user = client.whoami()
         except ClientError as error:
             if error.status == 401:
-                raise LoginRequired(request.url.path, ended=error.detail) from None
+                raise LoginRequired(here, ended=error.detail) from None
             raise
         yield Visitor(client=client, user=user, csrf=csrf.token_for(request, token))
     finally:

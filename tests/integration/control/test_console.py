@@ -48,6 +48,8 @@ def test_pages_without_a_session_lead_to_the_login_form(server: Server) -> None:
     for path in PAGES:
         answer = visitor.get(path, expect=303)
         assert answer.headers["location"].startswith("/ui/login?next=")
+    answer = visitor.get("/jobs", expect=303, ended="true")
+    assert answer.headers["location"] == "/ui/login?next=%2Fui%2Fjobs%3Fended%3Dtrue"
     # a page's refresh is told 401 (its script reloads the page), never a login form
     assert (
         visitor.http.get("/fragments/jobs", headers={"X-Phalanx-Refresh": "1"}).status_code == 401
@@ -121,8 +123,8 @@ def test_a_user_sees_only_their_own_jobs_and_not_the_admin_page(server: Server) 
         answer = as_bob.get(path, expect=404)
         assert "secret" not in answer.text
         assert "no job named 'alice-job'" in answer.text.replace("&#39;", "'")
-    assert "alice-job" not in as_bob.get("/jobs").text
-    assert "alice-job" not in as_bob.get("/fragments/jobs").text
+    assert "alice-job" not in as_bob.get("/jobs", ended="true").text
+    assert "alice-job" not in as_bob.get("/fragments/jobs", ended="true").text
     as_bob.post("/jobs/alice-job/cancel", {}, page="/jobs", expect=404)
     refused = as_bob.get("/admin", expect=403).text
     assert "bob is not an admin" in refused
@@ -130,10 +132,11 @@ def test_a_user_sees_only_their_own_jobs_and_not_the_admin_page(server: Server) 
     assert 'href="/ui/admin"' not in as_bob.get("/jobs").text
     # alice sees hers, with its log; the admin sees it too
     as_alice = signed_in(server.url, alice.token)
-    assert "alice-job" in as_alice.get("/jobs").text
+    assert "alice-job" not in as_alice.get("/jobs").text  # live jobs only, unless asked
+    assert "alice-job" in as_alice.get("/jobs", ended="true").text
     assert "alice-job-worker-0 | secret" in as_alice.get("/fragments/jobs/alice-job/logs").text
     as_admin = signed_in(server.url, token)
-    assert "alice-job" in as_admin.get("/jobs").text
+    assert "alice-job" in as_admin.get("/fragments/jobs", ended="true").text
 
 
 def test_a_malformed_document_shows_the_field_error_and_a_good_one_creates_the_job(

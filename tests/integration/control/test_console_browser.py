@@ -201,7 +201,7 @@ def test_another_user_cannot_see_the_job_by_list_or_by_url(
     alice.submit("alice-secret", "default", role(command=["python", "-c", "print('s3cr3t')"]))
     alice.wait_phase("alice-secret", "Succeeded")
     bob.submit("bob-job", "default", role(command=["true"]))
-    page = _login(browser, server, bob.token, "/jobs")
+    page = _login(browser, server, bob.token, "/jobs?ended=true")
     page.wait_for_selector('a:has-text("bob-job")')
     assert "alice-secret" not in page.content()
     answer = page.goto(f"{server.url}/ui/jobs/alice-secret")
