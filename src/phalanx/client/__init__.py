@@ -29,6 +29,7 @@ from phalanx.client._documents import (
     ApplyInput,
     PreparedDocument,
     prepare_documents,
+    prepare_text,
     queues_first,
 )
 from phalanx.client._errors import ClientError
@@ -84,6 +85,7 @@ __all__ = [
     "WhyView",
     "config_path",
     "prepare_documents",
+    "prepare_text",
     "queues_first",
     "resolve_endpoint",
 ]

@@ -418,6 +418,7 @@ class Client:
         follow: bool = False,
         *,
         all_tasks: bool = False,
+        tail: int | None = None,
     ) -> LogChunks:
         """A task's output (the job's first task by default) as text chunks; with
         ``all_tasks``, every task's output as whole lines ``TASK | line`` (lines of
@@ -425,7 +426,8 @@ class Client:
         (errors raise here); with ``follow`` the chunks keep coming until the job has
         ended. Iterate to the end, or ``close()`` the answer, to free the connection.
         Naming a ``task`` together with ``all_tasks`` raises ``ClientError`` (field
-        ``all``) before anything is sent."""
+        ``all``) before anything is sent. ``tail``: how many bytes from the end of each
+        task's log to start with (None: the server's default, 1 MiB)."""
         if all_tasks and task is not None:
             raise ClientError(
                 f"task {task!r} and all_tasks ask for one task and for every task",
@@ -437,6 +439,8 @@ class Client:
             params["task"] = task
         if all_tasks:
             params["all"] = True
+        if tail is not None:
+            params["tail"] = tail
         path = f"{_API}/jobs/{_segment(name)}/logs"
         timeout = httpx.Timeout(self._timeout, read=None) if follow else None
         request = self._http.build_request("GET", path, params=params, timeout=timeout)

@@ -74,6 +74,21 @@ def prepare_documents(
     return queues_first(prepared)
 
 
+def prepare_text(
+    text: str, *, source: str = "<text>", warn: Warn | None = None
+) -> list[PreparedDocument]:
+    """``prepare_documents`` of YAML/JSON text that is never taken for a path (text from
+    a person over the network, such as the web console's form, must not name a file the
+    server would read or a ``.py`` it would run)."""
+    pairs = _from_text(text, source, warn)
+    if not pairs:
+        raise DocumentError(
+            f"{source} holds no documents",
+            fix="give Queue, Pipeline or Job documents (apiVersion, kind, metadata, spec)",
+        )
+    return queues_first([_prepared(raw, document, where) for raw, document, where in pairs])
+
+
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
     """``documents`` with every queue first, then every pipeline, then every job, each
     kind in its given order."""

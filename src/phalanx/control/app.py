@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -35,6 +36,7 @@ from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.spec.diagnostics import format_path
+from phalanx.web import create_console
 
 
 def create_app(
@@ -45,11 +47,14 @@ def create_app(
     *,
     metrics_token: str | None = None,
     workflows: Workflows | None = None,
+    console_api: Callable[[], str] | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
     Request bodies over ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they
-    are read. ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens."""
+    are read. ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens. With
+    ``console_api`` (the API's own base URL, as the server's loopback reaches it) the web
+    console is served at ``/ui``, reading everything through that URL as each visitor."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -71,6 +76,9 @@ def create_app(
     app.state.stopping = threading.Event()
     for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs, cache):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
+    app.state.console = None if console_api is None else create_console(console_api)
+    if app.state.console is not None:
+        app.mount("/ui", app.state.console)
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

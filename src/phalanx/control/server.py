@@ -63,6 +63,7 @@ from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
+from phalanx.web import close_console
 from phalanx.workflow import Workspace
 from phalanx.workflow.artifacts import check_workspace
 
@@ -238,6 +239,7 @@ class Server:
             self.tenancy,
             metrics_token=self.metrics_token,
             workflows=self.workflows,
+            console_api=lambda: self.loopback_url,
         )
         config = uvicorn.Config(
             self.app,
@@ -254,6 +256,16 @@ class Server:
     def url(self) -> str:
         """The API's base URL."""
         return f"http://{self.settings.host}:{self._bound_port()}"
+
+    @property
+    def loopback_url(self) -> str:
+        """The API's base URL as this host reaches it (the web console's client): the
+        bound address, or the loopback one when bound to every address."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(
+            self.settings.host, self.settings.host
+        )
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self._bound_port()}"
 
     def serve(self) -> Stopped:
         """Serve until SIGINT or SIGTERM (or uvicorn stops), then shut down in order and
@@ -311,6 +323,8 @@ class Server:
             for executor in self._executors:
                 executor.close()
         self.db.close()
+        if self.app.state.console is not None:
+            close_console(self.app.state.console)
         return stopped
 
     def _executor_news(self) -> None:

@@ -1,0 +1,68 @@
+"""How the console writes numbers and times: quantities in the units people read
+(cores, GiB, GPUs), times in UTC. Template filters, registered by name in ``FILTERS``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+_GI: Final = 1024**3
+
+
+def amount(value: float, resource: str) -> str:
+    """``value`` of ``resource`` as people read it: the API gives CPU in millicores and
+    memory in bytes."""
+    if resource == "cpu":
+        return _number(value / 1000)
+    if resource in ("memory", "gpu-memory"):
+        return f"{_number(value / _GI)}Gi"
+    return _number(value)
+
+
+def _number(value: float) -> str:
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def utc(epoch: float | None) -> str:
+    """An epoch time as ``2026-11-25 23:02:00``, UTC ("" for None)."""
+    if epoch is None:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
+
+
+def duration(start: float | None, end: float | None = None) -> str:
+    """From ``start`` to ``end`` (now when None), as ``3h12m``, ``4m05s`` or ``12s``."""
+    if start is None:
+        return ""
+    seconds = int(max(0.0, (end if end is not None else time.time()) - start))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{seconds:02d}s"
+    return f"{seconds}s"
+
+
+def percent(part: float, whole: float) -> str:
+    """``part`` of ``whole`` as a CSS width (``"37.5%"``), within 0..100."""
+    if whole <= 0:
+        return "0%"
+    return f"{min(100.0, max(0.0, 100.0 * part / whole)):.1f}%"
+
+
+def counts(tally: dict[str, int]) -> str:
+    """Task counts by phase: ``2 Running, 1 Pending``."""
+    return ", ".join(f"{n} {phase}" for phase, n in sorted(tally.items()) if n)
+
+
+FILTERS: Final[dict[str, Callable[..., Any]]] = {
+    "amount": amount,
+    "utc": utc,
+    "duration": duration,
+    "percent": percent,
+    "counts": counts,
+}

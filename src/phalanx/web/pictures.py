@@ -1,0 +1,178 @@
+"""The admin view's pictures, made from the API's answers: the queue tree with a bar
+per resource, and the cluster as nodes x GPUs grouped by network domain.
+
+Pure functions of ``QueueView`` and ``NodeView`` lists; nothing here asks the API.
+Only what the API gives is drawn: a queue's guarantee, deserved share, capability and
+allocation; a GPU's used fraction, its node's cordon and readiness, and the node's
+``tor`` label (the API does not give a node's network place otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from phalanx.client import NodeView, QueueView
+
+#: Resources a queue's bars show, in order: always the first two, the others when the
+#: queue has a figure for them.
+BAR_RESOURCES: Final = ("gpu", "cpu", "memory")
+_ALWAYS: Final = BAR_RESOURCES[:2]
+#: The label naming a node's network domain (top-of-rack switch).
+DOMAIN_LABEL: Final = "tor"
+_EPSILON: Final = 1e-9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bar:
+    """One resource of one queue, on a scale from 0 to ``scale``."""
+
+    resource: str
+    guarantee: float
+    deserved: float
+    capability: float | None  # None: no cap
+    allocated: float
+    scale: float
+
+    @property
+    def borrowing(self) -> bool:
+        """More allocated than its deserved share: borrowed from other queues."""
+        return self.allocated > self.deserved + _EPSILON
+
+    @property
+    def over(self) -> bool:
+        """More allocated than its capability."""
+        return self.capability is not None and self.allocated > self.capability + _EPSILON
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueLine:
+    """A queue in the tree, at ``depth`` (0: under the root)."""
+
+    queue: QueueView
+    depth: int
+    bars: tuple[Bar, ...]
+
+    @property
+    def borrowing(self) -> bool:
+        """Borrowing in some resource."""
+        return any(bar.borrowing for bar in self.bars)
+
+    @property
+    def over(self) -> bool:
+        """Over its capability in some resource."""
+        return any(bar.over for bar in self.bars)
+
+    @property
+    def lending(self) -> bool:
+        """Using less than its deserved share of some resource it has a share of."""
+        return any(bar.allocated + _EPSILON < bar.deserved for bar in self.bars)
+
+
+def _bar(queue: QueueView, resource: str) -> Bar | None:
+    capability = queue.capability.get(resource)
+    values = (
+        queue.guarantee.get(resource, 0.0),
+        queue.deserved.get(resource, 0.0),
+        capability or 0.0,
+        queue.allocated.get(resource, 0.0),
+    )
+    if max(values) <= 0 and resource not in _ALWAYS:
+        return None
+    return Bar(
+        resource=resource,
+        guarantee=values[0],
+        deserved=values[1],
+        capability=capability,
+        allocated=values[3],
+        scale=max(values),
+    )
+
+
+def queue_tree(queues: Sequence[QueueView]) -> list[QueueLine]:
+    """The queues depth first, children by name under their parent."""
+    names = {queue.name for queue in queues}
+    children: dict[str, list[QueueView]] = {}
+    for queue in queues:
+        parent = queue.parent if queue.parent in names else ""
+        children.setdefault(parent, []).append(queue)
+    lines: list[QueueLine] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for queue in sorted(children.get(parent, ()), key=lambda q: q.name):
+            bars = tuple(bar for r in BAR_RESOURCES if (bar := _bar(queue, r)) is not None)
+            lines.append(QueueLine(queue=queue, depth=depth, bars=bars))
+            walk(queue.name, depth + 1)
+
+    walk("", 0)
+    return lines
+
+
+CellState = Literal["idle", "shared", "allocated", "cordoned", "down"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cell:
+    """One GPU of the heatmap."""
+
+    index: int
+    state: CellState
+    used: float  # 0..1 of the card
+    title: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeRow:
+    """One node: its GPUs, and its CPU in use."""
+
+    node: NodeView
+    cells: tuple[Cell, ...]
+    cpu_used: float  # 0..1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Domain:
+    """The nodes of one network domain (``name`` "": nodes without a domain label)."""
+
+    name: str
+    rows: tuple[NodeRow, ...]
+
+
+def _cell(node: NodeView, index: int, used: float, title: str) -> Cell:
+    state: CellState
+    if not node.ready:
+        state = "down"
+    elif node.cordoned or node.draining:
+        state = "cordoned"
+    elif used >= 1 - _EPSILON:
+        state = "allocated"
+    elif used > _EPSILON:
+        state = "shared"
+    else:
+        state = "idle"
+    return Cell(index=index, state=state, used=used, title=title)
+
+
+def _row(node: NodeView) -> NodeRow:
+    cells = []
+    for gpu in node.gpus:
+        tasks = ", ".join(gpu.tasks)
+        others = f" (+{gpu.other_tasks} of others)" if gpu.other_tasks else ""
+        title = f"{node.name} GPU {gpu.index} {gpu.model}: {gpu.used:.0%} used"
+        if tasks or others:
+            title += f"; {tasks}{others}"
+        cells.append(_cell(node, gpu.index, gpu.used, title))
+    capacity = node.capacity.get("cpu", 0.0)
+    used = node.allocated.get("cpu", 0.0) / capacity if capacity else 0.0
+    return NodeRow(node=node, cells=tuple(cells), cpu_used=used)
+
+
+def heatmap(nodes: Sequence[NodeView]) -> list[Domain]:
+    """The nodes by network domain (named domains by name, then the unlabelled), each
+    domain's nodes in the API's order."""
+    found: dict[str, list[NodeRow]] = {}
+    for node in nodes:
+        found.setdefault(node.labels.get(DOMAIN_LABEL, ""), []).append(_row(node))
+    order = sorted(found, key=lambda name: (name == "", name))
+    return [Domain(name=name, rows=tuple(found[name])) for name in order]

@@ -1,0 +1,44 @@
+"""``/ui/admin`` (admins only): the queue tree as bars, the cluster as a heatmap of
+nodes x GPUs, and the jobs that wait with the scheduler's reasons; it refreshes itself
+(``/ui/fragments/admin``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from phalanx.web.console import console_of
+from phalanx.web.pictures import heatmap, queue_tree
+from phalanx.web.session import AdminVisitor, Visitor
+
+router = APIRouter()
+
+
+def _context(visitor: Visitor) -> dict[str, Any]:
+    client = visitor.client
+    waiting = client.jobs(phase=["Pending", "Queued"])
+    return {
+        "user": visitor.user,
+        "csrf": visitor.csrf,
+        "queues": queue_tree(client.queues()),
+        "domains": heatmap(client.nodes()),
+        "waiting": waiting,
+    }
+
+
+@router.get("/admin")
+def admin_page(request: Request, visitor: AdminVisitor) -> Response:
+    """The admin page."""
+    return console_of(request).templates.TemplateResponse(
+        request, "admin.html", {**_context(visitor), "page": "admin"}
+    )
+
+
+@router.get("/fragments/admin")
+def admin_fragment(request: Request, visitor: AdminVisitor) -> Response:
+    """The admin page's body alone, for its refresh."""
+    return console_of(request).templates.TemplateResponse(
+        request, "fragments/admin.html", _context(visitor)
+    )

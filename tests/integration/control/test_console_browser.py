@@ -1,0 +1,217 @@
+"""The web console in a real browser (headless Chromium) against a real server with the
+local executor: an admin sees the queue bars change when a job starts, without a
+reload; an engineer sees the field error of a malformed document, submits a good one
+and follows its log as it is written; another user sees nothing of it, by list or URL.
+
+Needs the ``playwright`` package and Debian's ``chromium``: skips with the reason where
+either is absent, and fails instead under PHALANX_REQUIRE_CHROMIUM=1 (CI). Each test
+saves a screenshot (1280x800) of its view into ``$PHALANX_CONSOLE_SCREENSHOTS`` (the
+README's are made with ``PHALANX_CONSOLE_SCREENSHOTS=docs/console``), else into its
+temporary directory. Waits are for conditions in the page, with a generous deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from phalanx.control.server import Server
+from tests.integration.control.console import good_job
+from tests.integration.control.serving import DEADLINE, Api, role, running_server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.browser
+
+#: Milliseconds a page has to show what is awaited (the server ticks every 0.2 s).
+WAIT_MS = int(DEADLINE * 1000)
+
+#: Two racks of two 4-GPU nodes: the heatmap groups them by their ``tor`` label.
+RACKS = """\
+apiVersion: phalanx/v1
+kind: Cluster
+metadata: {name: lab}
+spec:
+  nodeGroups:
+  - name: rack-a
+    count: 2
+    resources: {cpu: 8, memory: 32Gi}
+    gpus: {count: 4, model: virtual, memory: 16Gi}
+    labels: {tor: tor-a}
+  - name: rack-b
+    count: 2
+    resources: {cpu: 8, memory: 32Gi}
+    gpus: {count: 4, model: virtual, memory: 16Gi}
+    labels: {tor: tor-b}
+"""
+
+
+def _chromium() -> str:
+    """The Chromium executable, or skip (fail under PHALANX_REQUIRE_CHROMIUM=1)."""
+    missing = None
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing = "the playwright package is not installed (pip install playwright)"
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if missing is None and found is None:
+        missing = "no chromium on PATH (apt-get install chromium)"
+    if missing is None and found is not None:
+        return found
+    if os.environ.get("PHALANX_REQUIRE_CHROMIUM") == "1":
+        pytest.fail(f"the console's browser tests cannot run: {missing}")
+    pytest.skip(f"the console's browser tests need a browser: {missing}")
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _screenshot(page: Page, tmp_path: Path, name: str) -> Path:
+    folder = Path(os.environ.get("PHALANX_CONSOLE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 0
+    return path
+
+
+def _login(browser: Browser, server: Server, token: str, path: str) -> Page:
+    """A new page of a new browser context, logged in with ``token``, at ``path``."""
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(f"{server.url}/ui{path}")
+    assert "/ui/login" in page.url  # no session yet
+    page.fill("#token", token)
+    page.click("form.login button[type=submit]")
+    page.wait_for_url(f"{server.url}/ui{path}")
+    assert token not in page.url and token not in page.content()
+    page.evaluate("window.notReloaded = true")  # gone if the page is ever reloaded
+    return page
+
+
+def test_an_admin_sees_the_queue_bars_change_when_a_job_starts(
+    browser: Browser, tmp_path: Path
+) -> None:
+    with running_server(tmp_path, cluster=RACKS) as server:
+        token = server.admin_token
+        assert token is not None
+        api = Api(server.url, token)
+        api.queue("research", deserved={"gpu": 8, "cpu": 16000}, capability={"gpu": 12})
+        api.queue("nlp", parent="research", deserved={"gpu": 4, "cpu": 8000})
+        api.queue("vision", parent="research", deserved={"gpu": 4, "cpu": 8000})
+        api.queue("batch", deserved={"gpu": 8, "cpu": 16000})
+        alice = api.user("alice")
+        alice.submit("warmup", "vision", role(gpu=1, command=["sleep", "600"]))
+        alice.wait_phase("warmup", "Running")
+        page = _login(browser, server, token, "/admin")
+        bar = page.locator('tr[data-queue="nlp"] .bar-row[data-resource="gpu"]')
+        assert bar.get_attribute("data-allocated") == "0.0"
+        api.submit("bert", "nlp", role(replicas=2, gpu=3, command=["sleep", "600"]))
+        alice.submit("too-big", "vision", role(gpu=6, command=["true"]))
+        page.wait_for_selector(
+            'tr[data-queue="nlp"] .bar-row[data-resource="gpu"][data-allocated="6.0"]'
+        )
+        page.wait_for_selector('.waiting td:has-text("too-big")')
+        # warmup's GPU and bert's two tasks' three each
+        assert page.locator(".node-row .cell.allocated").count() == 7
+        assert page.locator(".domain h3").all_inner_texts() == [
+            "network domain tor-a",
+            "network domain tor-b",
+        ]
+        assert page.evaluate("window.notReloaded") is True
+        _screenshot(page, tmp_path, "admin")
+
+
+def test_an_engineer_sees_the_field_error_then_follows_the_log_of_a_good_job(
+    browser: Browser, server: Server, tmp_path: Path
+) -> None:
+    token = server.admin_token
+    assert token is not None
+    api = Api(server.url, token)
+    api.queue("default", deserved={"cpu": 8000})
+    alice = api.user("alice")
+    page = _login(browser, server, alice.token, "/submit")
+    page.fill("#document", good_job("train").replace("replicas: 1", "replicaz: 1"))
+    page.click("form.submit button[type=submit]")
+    error = page.locator("#document-error")
+    error.wait_for()
+    assert page.locator("#error-field").inner_text() == "spec.roles[0].replicaz"
+    assert "spec.roles[0].replicaz: unknown field" in error.inner_text()
+    _screenshot(page, tmp_path, "submit-error")
+
+    go = tmp_path / "go"
+    script = (
+        "import os, time; print('step 1', flush=True); "
+        f"[time.sleep(0.05) for _ in iter(lambda: os.path.exists({str(go)!r}), True)]; "
+        "print('step 2', flush=True)"
+    )
+    page.fill("#document", _with_command(good_job("train"), script))
+    page.click("form.submit button[type=submit]")
+    page.wait_for_url(f"{server.url}/ui/jobs/train")
+    page.evaluate("window.notReloaded = true")
+    log = page.locator("#log")
+    page.wait_for_function(
+        "() => document.getElementById('log').textContent.includes('train-worker-0 | step 1')"
+    )
+    assert "step 2" not in log.inner_text()
+    go.touch()  # the task may go on: its next line must appear in the page as it is written
+    page.wait_for_function(
+        "() => document.getElementById('log').textContent.includes('train-worker-0 | step 2')"
+    )
+    page.wait_for_selector("#job-phase:has-text('Succeeded')")
+    page.wait_for_selector("#log-state:has-text('the job has ended')")
+    assert page.evaluate("window.notReloaded") is True
+    page.select_option("#log-task", "train-worker-0")
+    page.wait_for_function(
+        "() => document.getElementById('log').textContent === 'step 1\\nstep 2\\n'"
+    )
+    _screenshot(page, tmp_path, "job")
+
+
+def _with_command(document: str, script: str) -> str:
+    """``document`` whose task runs ``python -c script`` (a YAML block scalar)."""
+    head, _, _ = document.partition("    command:")
+    return head + "    command:\n    - python\n    - -c\n    - |\n      " + script + "\n"
+
+
+def test_another_user_cannot_see_the_job_by_list_or_by_url(
+    browser: Browser, server: Server, tmp_path: Path
+) -> None:
+    token = server.admin_token
+    assert token is not None
+    api = Api(server.url, token)
+    api.queue("default", deserved={"cpu": 8000})
+    alice, bob = api.user("alice"), api.user("bob")
+    alice.submit("alice-secret", "default", role(command=["python", "-c", "print('s3cr3t')"]))
+    alice.wait_phase("alice-secret", "Succeeded")
+    bob.submit("bob-job", "default", role(command=["true"]))
+    page = _login(browser, server, bob.token, "/jobs?ended=true")
+    page.wait_for_selector('a:has-text("bob-job")')
+    assert "alice-secret" not in page.content()
+    answer = page.goto(f"{server.url}/ui/jobs/alice-secret")
+    assert answer is not None and answer.status == 404
+    assert "no job named 'alice-secret'" in page.locator("#message").inner_text()
+    assert "s3cr3t" not in page.content()
+    answer = page.goto(f"{server.url}/ui/fragments/jobs/alice-secret/logs")
+    assert answer is not None and answer.status == 404
+    assert "s3cr3t" not in page.content()
+    answer = page.goto(f"{server.url}/ui/admin")
+    assert answer is not None and answer.status == 403
+    page.goto(f"{server.url}/ui/jobs/alice-secret")
+    _screenshot(page, tmp_path, "other-user")

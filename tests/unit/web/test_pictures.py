@@ -1,0 +1,87 @@
+"""The admin view's pictures: the queue tree in order with its flags, and the heatmap
+grouped by network domain, each cell in the state its GPU is in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phalanx.client import GpuView, NodeView, QueueView
+from phalanx.web.formatting import amount, percent
+from phalanx.web.pictures import heatmap, queue_tree
+
+
+def make_queue(name: str, *, parent: str = "root", **figures: dict[str, float]) -> QueueView:
+    fields: dict[str, Any] = {"guarantee": {}, "deserved": {}, "capability": {}, "allocated": {}}
+    fields.update(figures)
+    return QueueView(name=name, parent=parent, weight=1.0, document={}, **fields)
+
+
+def make_node(
+    name: str, used: tuple[float, ...], *, tor: str | None = None, **flags: bool
+) -> NodeView:
+    return NodeView(
+        name=name,
+        capacity={"cpu": 8000.0},
+        allocated={"cpu": 2000.0},
+        labels={} if tor is None else {"tor": tor},
+        gpus=[GpuView(index=i, used=u, tasks=["t"] if u else []) for i, u in enumerate(used)],
+        **flags,
+    )
+
+
+def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
+    lines = queue_tree(
+        [
+            make_queue("b", deserved={"gpu": 4}, allocated={"gpu": 6}),
+            make_queue("a"),
+            make_queue(
+                "a-2", parent="a", deserved={"gpu": 2}, capability={"gpu": 2}, allocated={"gpu": 3}
+            ),
+            make_queue("a-1", parent="a", deserved={"gpu": 4, "cpu": 8000}, allocated={"gpu": 1}),
+        ]
+    )
+    assert [(line.queue.name, line.depth) for line in lines] == [
+        ("a", 0),
+        ("a-1", 1),
+        ("a-2", 1),
+        ("b", 0),
+    ]
+    a, a1, a2, b = lines
+    assert [(bar.resource, bar.scale) for bar in a.bars] == [("gpu", 0), ("cpu", 0)]
+    assert [bar.resource for bar in a1.bars] == ["gpu", "cpu"]
+    assert a1.lending and not a1.borrowing and not a1.over
+    assert a2.borrowing and a2.over
+    assert b.borrowing and not b.over  # no capability: never over it
+    assert b.bars[0].scale == 6
+
+
+def test_the_heatmap_groups_nodes_by_domain_and_colours_each_gpu() -> None:
+    domains = heatmap(
+        [
+            make_node("n1", (0.0, 0.5, 1.0), tor="tor-2"),
+            make_node("n2", (0.0,), cordoned=True),
+            make_node("n3", (1.0,), tor="tor-1", ready=False),
+            make_node("n4", (0.0,), tor="tor-2"),
+        ]
+    )
+    assert [(d.name, [r.node.name for r in d.rows]) for d in domains] == [
+        ("tor-1", ["n3"]),
+        ("tor-2", ["n1", "n4"]),
+        ("", ["n2"]),
+    ]
+    states = {r.node.name: [c.state for c in r.cells] for d in domains for r in d.rows}
+    assert states == {
+        "n1": ["idle", "shared", "allocated"],
+        "n2": ["cordoned"],
+        "n3": ["down"],
+        "n4": ["idle"],
+    }
+    assert domains[1].rows[0].cpu_used == 0.25
+    assert "n1 GPU 1" in domains[1].rows[0].cells[1].title
+
+
+def test_amounts_read_as_people_write_them() -> None:
+    assert amount(2500, "cpu") == "2.5"
+    assert amount(16 * 1024**3, "memory") == "16Gi"
+    assert amount(0.5, "gpu") == "0.5"
+    assert percent(3, 4) == "75.0%" and percent(5, 4) == "100.0%" and percent(1, 0) == "0%"
