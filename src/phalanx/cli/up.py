@@ -96,6 +96,12 @@ def up(
         "(s3://bucket/phalanx with s3fs installed, ...). Default: DATA_DIR/workspace, or "
         "DATA_DIR-workspace beside it when tasks run as their users' own uids.",
     ),
+    reports: Path | None = typer.Option(
+        None,
+        "--reports",
+        help="A folder of simulator reports (phalanx sim compare --out DIR/NAME) to list and "
+        "serve to signed-in users at /api/v1/reports and in the console at /ui/reports.",
+    ),
     shared_identity: bool = typer.Option(
         False,
         "--shared-identity",
@@ -135,6 +141,10 @@ def up(
         if workspace is not None:
             workspace = check_workspace(workspace)
         load_policy(scheduler)
+        if reports is not None and not reports.is_dir():
+            fail(
+                f"--reports: {reports} is not a directory; fix: give the folder holding the reports"
+            )
         _check_port(host, port)
         uids = UidRange.parse(task_uids)
         per_user = decide(root=os.geteuid() == 0, shared=shared_identity)
@@ -156,6 +166,7 @@ def up(
             executor=executor,
             ray_address=ray_address,
             workspace=workspace,
+            reports=None if reports is None else reports.absolute(),
         )
         _log_to_stderr()
         server = _server(settings)

@@ -23,7 +23,14 @@ Errors::
 
 from __future__ import annotations
 
-from phalanx.client._client import DEFAULT_TIMEOUT, Applied, Client, Health, LogChunks
+from phalanx.client._client import (
+    DEFAULT_TIMEOUT,
+    Applied,
+    Client,
+    Health,
+    LogChunks,
+    ReportFile,
+)
 from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolve_endpoint
 from phalanx.client._documents import (
     ApplyInput,
@@ -43,6 +50,7 @@ from phalanx.control.schemas.views import (
     NodeView,
     PipelineView,
     QueueView,
+    ReportView,
     RunView,
     StepView,
     TaskView,
@@ -74,6 +82,8 @@ __all__ = [
     "PipelineView",
     "PreparedDocument",
     "QueueView",
+    "ReportFile",
+    "ReportView",
     "RunView",
     "StepView",
     "TaskView",

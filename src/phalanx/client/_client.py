@@ -30,6 +30,7 @@ from phalanx.control.schemas.views import (
     NodeView,
     PipelineView,
     QueueView,
+    ReportView,
     RunPage,
     RunView,
     TaskPage,
@@ -62,6 +63,17 @@ class Health:
 
     status: str
     version: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportFile:
+    """One simulator report as the server serves it: its bytes, media type and the
+    Content-Security-Policy it was served under (show it under the same)."""
+
+    name: str
+    media_type: str
+    content: bytes
+    policy: str
 
 
 class LogChunks(Iterator[str]):
@@ -285,6 +297,23 @@ class Client:
     def delete_run(self, run_id: str) -> RunView:
         """Stop an active run, or forget an ended one."""
         return _parse(RunView, self._call("DELETE", f"/runs/{_segment(run_id)}"))
+
+    # -- simulator reports -----------------------------------------------------------------
+
+    def reports(self) -> list[ReportView]:
+        """The simulator reports the server shares (``phalanx up --reports DIR``), newest
+        first; ``ClientError`` 404 with ``field`` ``--reports`` when it shares none."""
+        return _parse_list(ReportView, self._call("GET", "/reports"))
+
+    def report(self, name: str) -> ReportFile:
+        """One shared report's bytes (HTML, SVG or JSON)."""
+        answer = self._call("GET", f"/reports/{_segment(name)}")
+        return ReportFile(
+            name=name,
+            media_type=answer.headers.get("content-type", "application/octet-stream"),
+            content=answer.content,
+            policy=answer.headers.get("content-security-policy", ""),
+        )
 
     def _job_again(self, document: PreparedDocument, taken: ClientError) -> Applied:
         """A job whose name is taken: ``unchanged`` when it is the caller's own and the

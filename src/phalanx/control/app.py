@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -21,6 +22,7 @@ from phalanx.control.api import (
     nodes,
     pipelines,
     queues,
+    reports,
     runs,
     system,
     tokens,
@@ -48,13 +50,16 @@ def create_app(
     metrics_token: str | None = None,
     workflows: Workflows | None = None,
     console_api: Callable[[], str] | None = None,
+    reports_dir: Path | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
     Request bodies over ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they
     are read. ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens. With
     ``console_api`` (the API's own base URL, as the server's loopback reaches it) the web
-    console is served at ``/ui``, reading everything through that URL as each visitor."""
+    console is served at ``/ui``, reading everything through that URL as each visitor.
+    With ``reports_dir`` the simulator's reports in it are listed and served at
+    ``/api/v1/reports`` (without it those routes answer 404, saying so)."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -70,11 +75,12 @@ def create_app(
     )
     app.state.tenancy = tenancy or Tenancy(IdentityMode.SHARED, db)
     app.state.tokens = TokenCache(db)
+    app.state.reports = reports_dir
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
-    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs, cache):
+    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs, cache, reports):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.state.console = None if console_api is None else create_console(console_api)
     if app.state.console is not None:

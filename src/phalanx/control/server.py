@@ -91,6 +91,7 @@ class ServerSettings:
     executor: str = "local"  # "local" (this host) or "ray" (the nodes of a Ray cluster)
     ray_address: str | None = None  # with "ray": the head's host:port
     workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
+    reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +241,7 @@ class Server:
             metrics_token=self.metrics_token,
             workflows=self.workflows,
             console_api=lambda: self.loopback_url,
+            reports_dir=settings.reports,
         )
         config = uvicorn.Config(
             self.app,

@@ -21,7 +21,7 @@ from phalanx.client import ClientError
 from phalanx.web.console import HERE, Console, console_of
 from phalanx.web.csrf import CsrfRefused
 from phalanx.web.session import ROOT, LoginRequired, Refused, end_session
-from phalanx.web.views import admin, job, jobs, login, run, runs, submit
+from phalanx.web.views import admin, job, jobs, login, reports, run, runs, submit
 
 #: Sent by the page's script with each refresh: answered with a status, not a page.
 REFRESH_HEADER: Final = "X-Phalanx-Refresh"
@@ -31,7 +31,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
     """The console, reading everything from the API at ``api_url()`` as each visitor."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.console = Console(api_url=api_url)
-    for module in (login, jobs, job, submit, admin, runs, run):
+    for module in (login, jobs, job, submit, admin, runs, run, reports):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(LoginRequired, _login_required)

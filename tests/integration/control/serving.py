@@ -57,10 +57,16 @@ def database_url(tmp_path: Path) -> str | None:
 
 @contextmanager
 def running_server(
-    tmp_path: Path, *, cluster: str = CLUSTER, timing: Timing = FAST, workspace: str | None = None
+    tmp_path: Path,
+    *,
+    cluster: str = CLUSTER,
+    timing: Timing = FAST,
+    workspace: str | None = None,
+    reports: Path | None = None,
 ) -> Iterator[Server]:
     """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
-    the data dir's); stopped (and its tasks killed) afterwards."""
+    the data dir's; simulator reports shared from ``reports``, default none); stopped
+    (and its tasks killed) afterwards."""
     cluster_file = tmp_path / "cluster.yaml"
     cluster_file.write_text(cluster)
     settings = ServerSettings(
@@ -74,6 +80,7 @@ def running_server(
         # covers tasks under their users' own uids).
         shared_identity=True,
         workspace=workspace,
+        reports=reports,
     )
     server = Server(settings)
     server.start()

@@ -305,3 +305,14 @@ class CacheEntryView(View):
     outputs: dict[str, Any] = {}
     artifacts: dict[str, Any] = {}
     material: dict[str, Any] = {}
+
+
+class ReportView(View):
+    """One report of the server's reports folder (``phalanx up --reports DIR``): read it
+    at ``/api/v1/reports/{name}``."""
+
+    name: str
+    media_type: str  # text/html, image/svg+xml or application/json
+    size: int  # bytes
+    modified_at: float
+    servable: bool = True  # False: over the size the server serves
