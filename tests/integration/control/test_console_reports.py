@@ -39,20 +39,26 @@ ESCAPES = (
     "/api/v1/reports/empty",
     "/api/v1/reports/notes.txt",
     "/api/v1/reports/pipe.html",
-    "/api/v1/reports/fifo-vs-drf%2Freport.html",
-    "/api/v1/reports/fifo-vs-drf/report.html",
+    "/api/v1/reports/fifo-vs-tiresias%2Freport.html",
+    "/api/v1/reports/fifo-vs-tiresias/report.html",
     "/api/v1/reports/.hidden.html",
 )
 
 
-def compare_into(folder: Path) -> None:
-    """``phalanx sim compare`` of two policies on a small synthetic workload into ``folder``."""
+#: A synthetic workload that keeps the pollux preset busy (the policies differ on it).
+BUSY = "jobs: 300\nrate: 0.05\ngpusPerNode: 4\n"
+
+
+def compare_into(folder: Path, scratch: Path) -> None:
+    """``phalanx sim compare`` of FIFO and Tiresias on a busy synthetic workload (its
+    parameters written in ``scratch``) into ``folder``."""
+    workload = scratch / "busy.yaml"
+    workload.write_text(BUSY)
     result = CliRunner().invoke(
         app,
         [
-            *("sim", "compare", "--cluster", "pollux", "--workload", "synthetic:"),
-            *("--scheduler", "fifo", "--scheduler", "drf", "--until", "2h"),
-            *("--out", str(folder)),
+            *("sim", "compare", "--cluster", "pollux", "--workload", f"synthetic:{workload}"),
+            *("--scheduler", "fifo", "--scheduler", "tiresias-las", "--out", str(folder)),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -66,7 +72,7 @@ def reports_folder(tmp_path: Path) -> Path:
     (outside / "secret.html").write_text(SECRET)
     (outside / "report.html").write_text(SECRET)
     folder = tmp_path / "reports"
-    compare_into(folder / "fifo-vs-drf")
+    compare_into(folder / "fifo-vs-tiresias", tmp_path)
     (folder / "chart.svg").write_text(HOSTILE_SVG)
     (folder / "figures.json").write_text('{"avg_jct_s": 12.5}')
     (folder / "notes.txt").write_text("not a report")
@@ -98,13 +104,13 @@ def test_the_api_serves_the_reports_of_its_folder_and_nothing_outside_it(
         api = Api(server.url, server.admin_token or "")
         bob = api.user("bob")
         listed = {r["name"]: r for r in bob.get("/api/v1/reports")}
-        assert set(listed) == {"fifo-vs-drf", "chart.svg", "figures.json"}
-        assert listed["fifo-vs-drf"]["media_type"] == "text/html"
+        assert set(listed) == {"fifo-vs-tiresias", "chart.svg", "figures.json"}
+        assert listed["fifo-vs-tiresias"]["media_type"] == "text/html"
         assert listed["chart.svg"]["media_type"] == "image/svg+xml"
         assert all(r["servable"] and r["size"] > 0 for r in listed.values())
         assert bob.http.get("/api/v1/reports", headers={"Authorization": ""}).status_code == 401
 
-        page = bob.http.get("/api/v1/reports/fifo-vs-drf")
+        page = bob.http.get("/api/v1/reports/fifo-vs-tiresias")
         assert page.status_code == 200 and "<svg" in page.text
         assert page.headers["content-type"] == "text/html; charset=utf-8"
         policy = page.headers["content-security-policy"]
@@ -127,7 +133,7 @@ def test_the_console_lists_reports_and_shows_one_sandboxed(tmp_path: Path) -> No
         bob = Api(server.url, server.admin_token or "").user("bob")
         visitor = signed_in(server.url, bob.token)
         listing = visitor.get("/reports").text
-        for name in ("fifo-vs-drf", "chart.svg", "figures.json"):
+        for name in ("fifo-vs-tiresias", "chart.svg", "figures.json"):
             assert f'href="/ui/reports/{name}"' in listing
         assert "notes.txt" not in listing and "escape.html" not in listing
         page = visitor.get("/reports/chart.svg").text
