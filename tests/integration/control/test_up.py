@@ -96,6 +96,7 @@ def test_the_data_dir_defaults_to_the_environment(
         (["--task-uids", "0-999"], "--task-uids: 0-999 is not a range of regular uids"),
         (["--workspace", "nosuch://x"], "--workspace: 'nosuch://x': fsspec knows no filesystem"),
         (["--workspace", "memory://x"], "a memory filesystem lives in the server alone"),
+        (["--reports", "no-such-folder"], "--reports: no-such-folder is not a directory"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(
