@@ -136,7 +136,9 @@ class _StateCollector(Collector):
         }
         over = GaugeMetricFamily(
             "phalanx_queue_over_quota",
-            "1 when a queue holds more than it deserves.",
+            "1 when a queue holds more than the deserved share the last scheduling session "
+            "gave it (0 until a session computed one: without waiting work there is no "
+            "contention to be over quota in).",
             labels=["queue"],
         )
         under = GaugeMetricFamily(
@@ -148,7 +150,7 @@ class _StateCollector(Collector):
             for key, family in families.items():
                 for resource, value in sorted(getattr(usage, key).items()):
                     family.add_metric([name, resource], value)
-            is_over = any(
+            is_over = usage.computed and any(
                 v > usage.deserved.get(r, float("inf")) + 1e-9 for r, v in usage.allocated.items()
             )
             is_under = any(

@@ -109,7 +109,14 @@ class QueueView(View):
     parent: str
     weight: float
     guarantee: dict[str, float]
+    #: the fair share the last scheduling session computed, never below the guarantee
+    #: (the guarantee alone until a session ran: ``share_computed``)
     deserved: dict[str, float]
+    #: whether ``deserved`` is a session's computed share rather than the guarantee alone
+    share_computed: bool = False
+    #: the deserved share the queue's document sets (``spec.deserved``); None: computed
+    #: from its weight
+    configured_deserved: dict[str, float] | None = None
     capability: dict[str, float]
     allocated: dict[str, float]
     submitters: list[str] | None = None
@@ -154,6 +161,9 @@ class NodeView(View):
     capacity: dict[str, float]
     allocated: dict[str, float]
     labels: dict[str, str] = {}
+    #: its switch at each network tier, as the Cluster document places it (``tor``,
+    #: ``spine``, ...; empty: no place declared)
+    network: dict[str, str] = {}
     gpus: list[GpuView] = []
     cordoned: bool = False
     draining: bool = False
