@@ -25,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from phalanx.control.history import History
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
 
@@ -57,9 +58,11 @@ def metrics_token(data_dir: Path) -> str:
 
 
 class Metrics:
-    """The registry and the instruments the controller updates."""
+    """The registry and the instruments the controller updates, and the ``history`` of
+    the same figures it keeps for the console's charts (``/api/v1/system/history``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: History | None = None) -> None:
+        self.history = history or History()
         self.registry = CollectorRegistry()
         self.session_seconds = Histogram(
             "phalanx_scheduling_session_seconds",

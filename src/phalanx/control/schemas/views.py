@@ -315,3 +315,29 @@ class CacheEntryView(View):
     outputs: dict[str, Any] = {}
     artifacts: dict[str, Any] = {}
     material: dict[str, Any] = {}
+
+
+class HistoryBucketView(View):
+    """What the control plane saw in ``[start, start + bucket_seconds)``: its scheduling
+    sessions (count, mean and longest duration in seconds), the jobs they started, the
+    tasks they evicted (preempt and reclaim), and the last pending-job count and GPU
+    allocation ratio (0..1) a tick saw (None: none recorded in the bucket)."""
+
+    start: float
+    sessions: int
+    session_mean: float
+    session_max: float
+    started: int
+    evicted: int
+    pending: int | None = None
+    gpu_ratio: float | None = None
+
+
+class HistoryView(View):
+    """The server's own recent metrics, oldest bucket first: only buckets in which
+    something was recorded (kept in memory: ``retention_seconds`` at most, none from
+    before the server's start)."""
+
+    bucket_seconds: float
+    retention_seconds: float
+    buckets: list[HistoryBucketView]

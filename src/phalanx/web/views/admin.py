@@ -1,14 +1,17 @@
 """``/ui/admin`` (admins only): the queue tree as bars, the cluster as a heatmap of
-nodes x GPUs, and the jobs that wait with the scheduler's reasons; it refreshes itself
+nodes x GPUs, the jobs that wait with the scheduler's reasons, and charts of the
+server's recent metrics (``/api/v1/system/history``); it refreshes itself
 (``/ui/fragments/admin``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from phalanx.web.charts import WINDOW, charts
 from phalanx.web.console import console_of
 from phalanx.web.pictures import heatmap, queue_tree
 from phalanx.web.session import AdminVisitor, Visitor
@@ -19,12 +22,15 @@ router = APIRouter()
 def _context(visitor: Visitor) -> dict[str, Any]:
     client = visitor.client
     waiting = client.jobs(phase=["Pending", "Queued"])
+    now = time.time()
     return {
         "user": visitor.user,
         "csrf": visitor.csrf,
         "queues": queue_tree(client.queues()),
         "domains": heatmap(client.nodes()),
         "waiting": waiting,
+        "charts": charts(client.history(since=now - WINDOW), now=now),
+        "window_minutes": int(WINDOW // 60),
     }
 
 
