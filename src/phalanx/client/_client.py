@@ -318,11 +318,14 @@ class Client:
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
         page_size: int = 100,
+        newest_first: bool = False,
     ) -> Iterator[JobSummaryView]:
-        """Every visible job matching the filters, oldest first, fetching page by page;
-        each with its task counts by phase, not its tasks (``job`` and ``iter_tasks``
-        read those)."""
+        """Every visible job matching the filters, oldest first (or newest first),
+        fetching page by page as the iteration goes; each with its task counts by phase,
+        not its tasks (``job`` and ``iter_tasks`` read those)."""
         params: dict[str, Any] = {"limit": page_size}
+        if newest_first:
+            params["order"] = "newest"
         if queue is not None:
             params["queue"] = queue
         if user is not None:

@@ -6,7 +6,8 @@ server's recent metrics (``/api/v1/system/history``); it refreshes itself
 from __future__ import annotations
 
 import time
-from typing import Any
+from itertools import islice
+from typing import Any, Final
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -18,17 +19,23 @@ from phalanx.web.session import AdminVisitor, Visitor
 
 router = APIRouter()
 
+#: Waiting jobs listed (the longest waiting first); the others are counted.
+WAITING_SHOWN: Final = 100
+_WAITING: Final = ("Pending", "Queued")
+
 
 def _context(visitor: Visitor) -> dict[str, Any]:
     client = visitor.client
-    waiting = client.jobs(phase=["Pending", "Queued"])
+    queues = client.queues()
+    waiting = list(islice(client.iter_jobs(phase=_WAITING, page_size=WAITING_SHOWN), WAITING_SHOWN))
     now = time.time()
     return {
         "user": visitor.user,
         "csrf": visitor.csrf,
-        "queues": queue_tree(client.queues()),
+        "queues": queue_tree(queues),
         "domains": heatmap(client.nodes()),
         "waiting": waiting,
+        "waiting_total": sum(q.jobs.get(p, 0) for q in queues for p in _WAITING),
         "charts": charts(client.history(since=now - WINDOW), now=now),
         "window_minutes": int(WINDOW // 60),
     }
