@@ -33,17 +33,18 @@ class Bar:
     resource: str
     guarantee: float
     deserved: float  # the share the last session computed
-    configured: float | None  # the document's deserved share; None: from the weight
+    configured: float | None  # the document's deserved share of it; None: not named
+    own: float | None  # what is its own: configured, or the guarantee; None: inherited
     capability: float | None  # None: no cap
     allocated: float
     scale: float
 
     @property
     def borrowing(self) -> bool:
-        """More allocated than its configured deserved share (its guarantee when the
-        document sets none): borrowed from other queues' idle share."""
-        own = self.guarantee if self.configured is None else self.configured
-        return self.allocated > own + _EPSILON
+        """More allocated than its own: the configured deserved share, or the guarantee
+        when the document sets no deserved share; never for a resource the document's
+        deserved share leaves out (its parent's share applies)."""
+        return self.own is not None and self.allocated > self.own + _EPSILON
 
     @property
     def over(self) -> bool:
@@ -81,8 +82,9 @@ class QueueLine:
 def _bar(queue: QueueView, resource: str) -> Bar | None:
     capability = queue.capability.get(resource)
     configured = None
+    own: float | None = queue.guarantee.get(resource, 0.0)
     if queue.configured_deserved is not None:
-        configured = queue.configured_deserved.get(resource, 0.0)
+        configured = own = queue.configured_deserved.get(resource)
     values = (
         queue.guarantee.get(resource, 0.0),
         queue.deserved.get(resource, 0.0),
@@ -97,6 +99,7 @@ def _bar(queue: QueueView, resource: str) -> Bar | None:
         guarantee=values[0],
         deserved=values[1],
         configured=configured,
+        own=own,
         capability=capability,
         allocated=values[3],
         scale=max(values),

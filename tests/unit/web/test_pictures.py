@@ -137,3 +137,17 @@ def test_amounts_read_as_people_write_them() -> None:
     assert amount(16 * 1024**3, "memory") == "16Gi"
     assert amount(0.5, "gpu") == "0.5"
     assert percent(3, 4) == "75.0%" and percent(5, 4) == "100.0%" and percent(1, 0) == "0%"
+
+
+def test_a_resource_the_configured_share_leaves_out_is_never_borrowed() -> None:
+    (line,) = queue_tree(
+        [
+            make_queue(
+                "q",
+                configured_deserved={"gpu": 4},
+                allocated={"gpu": 2, "memory": 2.0**30},
+            )
+        ]
+    )
+    memory = next(bar for bar in line.bars if bar.resource == "memory")
+    assert memory.own is None and not memory.borrowing and not line.borrowing
