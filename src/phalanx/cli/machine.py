@@ -3,7 +3,7 @@
 One rule for every kind (jobs, tasks, queues, nodes, users, tokens):
 
 - a resource map (``requests``, ``allocated``, ``capacity``, ``guarantee``,
-  ``deserved``, ``capability``) holds quantities as documents write them, as strings:
+  ``deserved``, ``configured_deserved``, ``capability``) holds quantities as documents write them, as strings:
   ``cpu: "32"``, ``cpu: 500m``, ``memory: 256Gi``, ``gpu: "0.5"`` (exact: an amount a
   suffix cannot say exactly is given in the base unit, ``memory: "1000000001"``);
 - a time (``created_at``, ``started_at``, ``finished_at``, ``expires_at``, an event's
@@ -25,7 +25,15 @@ from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY
 
 #: Fields holding a resource map in canonical units.
 QUANTITY_FIELDS: Final = frozenset(
-    {"requests", "allocated", "capacity", "guarantee", "deserved", "capability"}
+    {
+        "requests",
+        "allocated",
+        "capacity",
+        "guarantee",
+        "deserved",
+        "configured_deserved",
+        "capability",
+    }
 )
 #: Fields holding a time in seconds since the epoch.
 TIME_FIELDS: Final = frozenset({"created_at", "started_at", "finished_at", "expires_at", "time"})

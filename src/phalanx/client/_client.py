@@ -24,6 +24,7 @@ from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
 from phalanx.control.schemas.views import (
     CacheEntryView,
     EventView,
+    HistoryView,
     JobPage,
     JobSummaryView,
     JobView,
@@ -346,11 +347,14 @@ class Client:
         phase: str | Sequence[str] | None = None,
         user: str | None = None,
         page_size: int = 100,
+        newest_first: bool = False,
     ) -> Iterator[JobSummaryView]:
-        """Every visible job matching the filters, oldest first, fetching page by page;
-        each with its task counts by phase, not its tasks (``job`` and ``iter_tasks``
-        read those)."""
+        """Every visible job matching the filters, oldest first (or newest first),
+        fetching page by page as the iteration goes; each with its task counts by phase,
+        not its tasks (``job`` and ``iter_tasks`` read those)."""
         params: dict[str, Any] = {"limit": page_size}
+        if newest_first:
+            params["order"] = "newest"
         if queue is not None:
             params["queue"] = queue
         if user is not None:
@@ -565,6 +569,12 @@ class Client:
         if not isinstance(body, dict) or not isinstance(body.get("status"), str):
             raise _nonsense(answer, "a health report")
         return Health(status=body["status"], version=str(body.get("version", "")))
+
+    def history(self, *, since: float | None = None) -> HistoryView:
+        """The server's own recent metrics in time buckets (needs an admin's token or the
+        metrics token); ``since``: only buckets starting at or after that epoch time."""
+        params = {} if since is None else {"since": since}
+        return _parse(HistoryView, self._call("GET", "/system/history", params=params))
 
     def metrics_text(self) -> str:
         """The Prometheus text exposition of ``/metrics`` (needs an admin's token or the

@@ -25,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from phalanx.control.history import History
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
 
@@ -57,9 +58,11 @@ def metrics_token(data_dir: Path) -> str:
 
 
 class Metrics:
-    """The registry and the instruments the controller updates."""
+    """The registry and the instruments the controller updates, and the ``history`` of
+    the same figures it keeps for the console's charts (``/api/v1/system/history``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: History | None = None) -> None:
+        self.history = history or History()
         self.registry = CollectorRegistry()
         self.session_seconds = Histogram(
             "phalanx_scheduling_session_seconds",
@@ -136,7 +139,9 @@ class _StateCollector(Collector):
         }
         over = GaugeMetricFamily(
             "phalanx_queue_over_quota",
-            "1 when a queue holds more than it deserves.",
+            "1 when a queue holds more than the deserved share the last scheduling session "
+            "gave it (0 until a session computed one: without waiting work there is no "
+            "contention to be over quota in).",
             labels=["queue"],
         )
         under = GaugeMetricFamily(
@@ -148,7 +153,7 @@ class _StateCollector(Collector):
             for key, family in families.items():
                 for resource, value in sorted(getattr(usage, key).items()):
                     family.add_metric([name, resource], value)
-            is_over = any(
+            is_over = usage.computed and any(
                 v > usage.deserved.get(r, float("inf")) + 1e-9 for r, v in usage.allocated.items()
             )
             is_under = any(

@@ -28,6 +28,7 @@ from phalanx.engine.snapshot import (
     JobInfo,
     Snapshot,
     TaskInfo,
+    Vector,
     dimensions,
 )
 
@@ -49,6 +50,9 @@ class ClusterState:
         self.snapshot.epoch = 0  # every change below that can make room counts
         #: what one cycle keeps for the next (see ``framework.kept``)
         self.kept = KeptState(self.snapshot)
+        #: each queue's deserved share as the last session computed it, by name (empty
+        #: until a session ran on this state: the fork reverts the snapshot's own copy)
+        self.shares: dict[str, Vector] = {}
 
     def add_job(self, job: Job) -> JobInfo | None:
         """Track a new job (its tasks may already hold nodes). None when it cannot be tracked."""
@@ -116,6 +120,9 @@ class ClusterState:
         self, config: SchedulerConfig, *, now: float, registry: Registry | None = None
     ) -> Decisions:
         """One session on the current state, run in a fork of the snapshot: the state is
-        unchanged afterwards (the driver applies the Decisions as events)."""
+        unchanged afterwards (the driver applies the Decisions as events), but for
+        ``shares``, which holds the queues' deserved shares the session computed."""
         with self.snapshot.forked():
-            return run_cycle(self.snapshot, config, now=now, registry=registry, kept=self.kept)
+            decisions = run_cycle(self.snapshot, config, now=now, registry=registry, kept=self.kept)
+            self.shares = {name: q.deserved.copy() for name, q in self.snapshot.queues.items()}
+        return decisions

@@ -1,6 +1,8 @@
 """The console as an ASGI application, to be mounted at ``/ui`` by the server.
 
-One router per view (``views/``); refusals become pages, never tracebacks: no session
+One router per view (``views/``); at most ``gate.CONSOLE_CONCURRENCY`` requests are
+served at once (the rest wait, holding no thread: the API's handlers keep theirs);
+refusals become pages, never tracebacks: no session
 -> the login page (a refresh request gets 401, and its script reloads the page); an
 API refusal -> a page with the API's message (404 for another user's job, as the API
 says); a form without its CSRF token -> 403 with what to do.
@@ -20,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from phalanx.client import ClientError
 from phalanx.web.console import HERE, Console, console_of
 from phalanx.web.csrf import CsrfRefused
+from phalanx.web.gate import Gate
 from phalanx.web.session import ROOT, LoginRequired, Refused, end_session
 from phalanx.web.views import admin, job, jobs, login, reports, run, runs, submit
 
@@ -39,6 +42,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
     app.add_exception_handler(CsrfRefused, _csrf_refused)
     app.add_exception_handler(ClientError, _client_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_middleware(Gate)
     return app
 
 

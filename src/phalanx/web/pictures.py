@@ -2,9 +2,10 @@
 per resource, and the cluster as nodes x GPUs grouped by network domain.
 
 Pure functions of ``QueueView`` and ``NodeView`` lists; nothing here asks the API.
-Only what the API gives is drawn: a queue's guarantee, deserved share, capability and
-allocation; a GPU's used fraction, its node's cordon and readiness, and the node's
-``tor`` label (the API does not give a node's network place otherwise).
+Only what the API gives is drawn: a queue's guarantee, configured and computed deserved
+shares, capability and allocation; a GPU's used fraction, its node's cordon and
+readiness, and the node's place in the network (``NodeView.network``; a ``tor`` label
+stands in for a node the Cluster document gives no place).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from phalanx.client import NodeView, QueueView
 #: queue has a figure for them.
 BAR_RESOURCES: Final = ("gpu", "cpu", "memory")
 _ALWAYS: Final = BAR_RESOURCES[:2]
-#: The label naming a node's network domain (top-of-rack switch).
+#: The network tier (and, for nodes without a network place, the label) naming a node's
+#: network domain: its top-of-rack switch.
 DOMAIN_LABEL: Final = "tor"
 _EPSILON: Final = 1e-9
 
@@ -30,15 +32,19 @@ class Bar:
 
     resource: str
     guarantee: float
-    deserved: float
+    deserved: float  # the share the last session computed
+    configured: float | None  # the document's deserved share of it; None: not named
+    own: float | None  # what is its own: configured, or the guarantee; None: inherited
     capability: float | None  # None: no cap
     allocated: float
     scale: float
 
     @property
     def borrowing(self) -> bool:
-        """More allocated than its deserved share: borrowed from other queues."""
-        return self.allocated > self.deserved + _EPSILON
+        """More allocated than its own: the configured deserved share, or the guarantee
+        when the document sets no deserved share; never for a resource the document's
+        deserved share leaves out (its parent's share applies)."""
+        return self.own is not None and self.allocated > self.own + _EPSILON
 
     @property
     def over(self) -> bool:
@@ -66,17 +72,25 @@ class QueueLine:
 
     @property
     def lending(self) -> bool:
-        """Using less than its deserved share of some resource it has a share of."""
-        return any(bar.allocated + _EPSILON < bar.deserved for bar in self.bars)
+        """Using less than its configured deserved share of some resource it has one of."""
+        return any(
+            bar.configured is not None and bar.allocated + _EPSILON < bar.configured
+            for bar in self.bars
+        )
 
 
 def _bar(queue: QueueView, resource: str) -> Bar | None:
     capability = queue.capability.get(resource)
+    configured = None
+    own: float | None = queue.guarantee.get(resource, 0.0)
+    if queue.configured_deserved is not None:
+        configured = own = queue.configured_deserved.get(resource)
     values = (
         queue.guarantee.get(resource, 0.0),
         queue.deserved.get(resource, 0.0),
         capability or 0.0,
         queue.allocated.get(resource, 0.0),
+        configured or 0.0,
     )
     if max(values) <= 0 and resource not in _ALWAYS:
         return None
@@ -84,6 +98,8 @@ def _bar(queue: QueueView, resource: str) -> Bar | None:
         resource=resource,
         guarantee=values[0],
         deserved=values[1],
+        configured=configured,
+        own=own,
         capability=capability,
         allocated=values[3],
         scale=max(values),
@@ -133,10 +149,23 @@ class NodeRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Domain:
-    """The nodes of one network domain (``name`` "": nodes without a domain label)."""
+    """The nodes of one network domain (``name`` "": nodes without a network place), and
+    the domain's switches at the tiers above it (``above``: e.g. ``spine spine-0``)."""
 
     name: str
     rows: tuple[NodeRow, ...]
+    above: str = ""
+
+
+def domain_of(node: NodeView) -> tuple[str, str]:
+    """The node's network domain (its ``tor`` switch, else its first declared tier's,
+    else its ``tor`` label; "" for none) and its switches at the other tiers."""
+    network = node.network
+    if not network:
+        return node.labels.get(DOMAIN_LABEL, ""), ""
+    tier = DOMAIN_LABEL if DOMAIN_LABEL in network else next(iter(network))
+    above = ", ".join(f"{t} {switch}" for t, switch in network.items() if t != tier)
+    return network[tier], above
 
 
 def _cell(node: NodeView, index: int, used: float, title: str) -> Cell:
@@ -169,10 +198,13 @@ def _row(node: NodeView) -> NodeRow:
 
 
 def heatmap(nodes: Sequence[NodeView]) -> list[Domain]:
-    """The nodes by network domain (named domains by name, then the unlabelled), each
-    domain's nodes in the API's order."""
+    """The nodes by network domain (``domain_of``: named domains by name, then the nodes
+    without one), each domain's nodes in the API's order."""
     found: dict[str, list[NodeRow]] = {}
+    above: dict[str, str] = {}
     for node in nodes:
-        found.setdefault(node.labels.get(DOMAIN_LABEL, ""), []).append(_row(node))
+        name, over = domain_of(node)
+        found.setdefault(name, []).append(_row(node))
+        above.setdefault(name, over)
     order = sorted(found, key=lambda name: (name == "", name))
-    return [Domain(name=name, rows=tuple(found[name])) for name in order]
+    return [Domain(name=name, rows=tuple(found[name]), above=above[name]) for name in order]

@@ -138,6 +138,31 @@ def test_an_admin_sees_the_queue_bars_change_when_a_job_starts(
         _screenshot(page, tmp_path, "admin")
 
 
+def test_the_admin_charts_render_and_update_without_a_reload(
+    browser: Browser, tmp_path: Path
+) -> None:
+    with running_server(tmp_path, cluster=RACKS) as server:
+        token = server.admin_token
+        assert token is not None
+        api = Api(server.url, token)
+        api.queue("batch", deserved={"gpu": 8})
+        page = _login(browser, server, token, "/admin")
+        started = page.locator('figure.chart[data-series="started"]')
+        before = float(started.get_attribute("data-total") or "0")
+        assert page.locator("figure.chart svg.spark").count() == 6
+        api.submit("one", "batch", role(gpu=1, command=["sleep", "600"]))
+        page.wait_for_function(
+            """(before) => {
+                const chart = document.querySelector('figure.chart[data-series="started"]');
+                return Number(chart.dataset.total) > before && chart.querySelector("polyline");
+            }""",
+            arg=before,
+        )
+        ratio = page.locator('figure.chart[data-series="gpu-ratio"] polyline')
+        assert ratio.count() >= 1
+        assert page.evaluate("window.notReloaded") is True
+
+
 def test_an_engineer_sees_the_field_error_then_follows_the_log_of_a_good_job(
     browser: Browser, server: Server, tmp_path: Path
 ) -> None:

@@ -17,13 +17,19 @@ def make_queue(name: str, *, parent: str = "root", **figures: dict[str, float]) 
 
 
 def make_node(
-    name: str, used: tuple[float, ...], *, tor: str | None = None, **flags: bool
+    name: str,
+    used: tuple[float, ...],
+    *,
+    tor: str | None = None,
+    network: dict[str, str] | None = None,
+    **flags: bool,
 ) -> NodeView:
     return NodeView(
         name=name,
         capacity={"cpu": 8000.0},
         allocated={"cpu": 2000.0},
         labels={} if tor is None else {"tor": tor},
+        network=network or {},
         gpus=[GpuView(index=i, used=u, tasks=["t"] if u else []) for i, u in enumerate(used)],
         **flags,
     )
@@ -32,12 +38,24 @@ def make_node(
 def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
     lines = queue_tree(
         [
-            make_queue("b", deserved={"gpu": 4}, allocated={"gpu": 6}),
+            make_queue(
+                "b", deserved={"gpu": 6}, configured_deserved={"gpu": 4}, allocated={"gpu": 6}
+            ),
             make_queue("a"),
             make_queue(
-                "a-2", parent="a", deserved={"gpu": 2}, capability={"gpu": 2}, allocated={"gpu": 3}
+                "a-2",
+                parent="a",
+                configured_deserved={"gpu": 2},
+                capability={"gpu": 2},
+                allocated={"gpu": 3},
             ),
-            make_queue("a-1", parent="a", deserved={"gpu": 4, "cpu": 8000}, allocated={"gpu": 1}),
+            make_queue(
+                "a-1",
+                parent="a",
+                deserved={"gpu": 4},
+                configured_deserved={"gpu": 4, "cpu": 8000},
+                allocated={"gpu": 1},
+            ),
         ]
     )
     assert [(line.queue.name, line.depth) for line in lines] == [
@@ -53,6 +71,26 @@ def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
     assert a2.borrowing and a2.over
     assert b.borrowing and not b.over  # no capability: never over it
     assert b.bars[0].scale == 6
+    assert (b.bars[0].configured, b.bars[0].deserved) == (4, 6)
+
+
+def test_borrowing_is_over_the_configured_share_else_over_the_guarantee() -> None:
+    # a queue without a configured share whose computed share covers what it holds
+    # borrows all it holds above its guarantee
+    alone, guaranteed, within = queue_tree(
+        [
+            make_queue("alone", deserved={"gpu": 8}, allocated={"gpu": 2}),
+            make_queue(
+                "guaranteed", guarantee={"gpu": 2}, deserved={"gpu": 8}, allocated={"gpu": 2}
+            ),
+            make_queue(
+                "within", deserved={"gpu": 2}, configured_deserved={"gpu": 4}, allocated={"gpu": 3}
+            ),
+        ]
+    )
+    assert alone.borrowing and alone.bars[0].configured is None
+    assert not guaranteed.borrowing
+    assert not within.borrowing and within.lending
 
 
 def test_the_heatmap_groups_nodes_by_domain_and_colours_each_gpu() -> None:
@@ -80,8 +118,36 @@ def test_the_heatmap_groups_nodes_by_domain_and_colours_each_gpu() -> None:
     assert "n1 GPU 1" in domains[1].rows[0].cells[1].title
 
 
+def test_the_heatmap_groups_by_the_network_place_before_any_label() -> None:
+    domains = heatmap(
+        [
+            make_node("n1", (0.0,), network={"tor": "tor-1", "spine": "spine-0"}, tor="other"),
+            make_node("n2", (0.0,), network={"spine": "spine-1"}),
+            make_node("n3", (0.0,), tor="tor-1"),
+        ]
+    )
+    assert [(d.name, d.above, [r.node.name for r in d.rows]) for d in domains] == [
+        ("spine-1", "", ["n2"]),
+        ("tor-1", "spine spine-0", ["n1", "n3"]),
+    ]
+
+
 def test_amounts_read_as_people_write_them() -> None:
     assert amount(2500, "cpu") == "2.5"
     assert amount(16 * 1024**3, "memory") == "16Gi"
     assert amount(0.5, "gpu") == "0.5"
     assert percent(3, 4) == "75.0%" and percent(5, 4) == "100.0%" and percent(1, 0) == "0%"
+
+
+def test_a_resource_the_configured_share_leaves_out_is_never_borrowed() -> None:
+    (line,) = queue_tree(
+        [
+            make_queue(
+                "q",
+                configured_deserved={"gpu": 4},
+                allocated={"gpu": 2, "memory": 2.0**30},
+            )
+        ]
+    )
+    memory = next(bar for bar in line.bars if bar.resource == "memory")
+    assert memory.own is None and not memory.borrowing and not line.borrowing

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
@@ -81,10 +81,14 @@ def list_jobs(
         int | None, Query(ge=0, le=2**31 - 1, description="the 'next' of the previous page")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    order: Annotated[
+        Literal["oldest", "newest"], Query(description="oldest (default) or newest first")
+    ] = "oldest",
 ) -> JobPage:
-    """Jobs, oldest first, a page at a time, each with its task counts by phase (not its
-    tasks). Users see their own jobs; admins see all."""
-    query = select(JobRow).order_by(JobRow.id).limit(limit + 1)
+    """Jobs, oldest first (``order=newest``: newest first), a page at a time, each with
+    its task counts by phase (not its tasks). Users see their own jobs; admins see all."""
+    newest = order == "newest"
+    query = select(JobRow).order_by(JobRow.id.desc() if newest else JobRow.id).limit(limit + 1)
     if not caller.is_admin:
         query = query.where(JobRow.user == caller.name)
     elif user is not None:
@@ -94,7 +98,7 @@ def list_jobs(
     if phase:
         query = query.where(JobRow.phase.in_([p.value for p in phase]))
     if after is not None:
-        query = query.where(JobRow.id > after)
+        query = query.where(JobRow.id < after if newest else JobRow.id > after)
     rows = session.scalars(query).all()
     more = len(rows) > limit
     rows = rows[:limit]

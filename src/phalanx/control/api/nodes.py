@@ -117,6 +117,7 @@ def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
         capacity=dict(node.capacity),
         allocated=dict(node.allocated),
         labels=dict(node.labels),
+        network=dict(node.network),
         gpus=gpus,
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),

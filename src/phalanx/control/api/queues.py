@@ -191,6 +191,8 @@ def _view(row: QueueRow, usage: QueueUsage | None, counts: dict[str, int]) -> Qu
         guarantee=dict(usage.guarantee) if usage else dict(queue.guarantee.items()),
         # not yet in the controller's view (created since its last tick): its guarantee
         deserved=dict(usage.deserved) if usage else dict(queue.guarantee.items()),
+        share_computed=bool(usage and usage.computed),
+        configured_deserved=None if queue.deserved is None else dict(queue.deserved.items()),
         capability=dict(usage.capability)
         if usage
         else (dict(queue.capability.items()) if queue.capability else {}),

@@ -1,4 +1,6 @@
-"""``/healthz`` (open to all) and ``/metrics`` (for an admin's token or the metrics token)."""
+"""``/healthz`` (open to all); ``/metrics`` and ``/api/v1/system/history`` (for an admin's
+token or the metrics token: the history is the same cluster-wide figures as ``/metrics``,
+kept for the console's charts)."""
 
 from __future__ import annotations
 
@@ -6,13 +8,14 @@ import hashlib
 import hmac
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from phalanx.control.api.deps import ApiError, DbSession, errors, principal
 from phalanx.control.metrics import METRICS_TOKEN_FILE, Metrics
+from phalanx.control.schemas.views import HistoryBucketView, HistoryView
 
 router = APIRouter(tags=["system"], responses=errors(422))
 
@@ -70,3 +73,30 @@ def metrics(request: Request) -> Response:
     """Prometheus text exposition; needs the metrics token or an admin's token."""
     registry: Metrics = request.app.state.metrics
     return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get(
+    "/api/v1/system/history",
+    response_model=HistoryView,
+    dependencies=[Depends(scraper)],
+    responses=errors(401, 403),
+)
+def history(
+    request: Request,
+    since: Annotated[
+        float | None,
+        Query(description="only buckets starting at or after this time (seconds since the epoch)"),
+    ] = None,
+) -> HistoryView:
+    """The server's own metrics over the last hours in time buckets: scheduling session
+    latency, jobs started, tasks evicted, pending jobs, GPU allocation ratio. Needs the
+    metrics token or an admin's token, as ``/metrics`` does."""
+    kept = request.app.state.metrics.history
+    return HistoryView(
+        bucket_seconds=kept.width,
+        retention_seconds=kept.width * kept.capacity,
+        buckets=[
+            HistoryBucketView.model_validate(b, from_attributes=True)
+            for b in kept.buckets(since=since)
+        ],
+    )

@@ -344,7 +344,12 @@ class Controller:
                     listener()
             self._dispatch()
             self._record_processes()
-            self.view = cluster_view(core, self.host, self._alive)
+            self.view = view = cluster_view(core, self.host, self._alive)
+            if self.metrics is not None:
+                ratio = view.gpu_allocated / view.gpu_total if view.gpu_total else 0.0
+                self.metrics.history.gauges(
+                    now=core.now, pending=len(core.state.snapshot.waiting), gpu_ratio=ratio
+                )
             return decisions
 
     def _advance(self, job: str) -> None:
@@ -410,6 +415,12 @@ class Controller:
             self.metrics.session_seconds.observe(seconds)
             for eviction in decisions.evictions:
                 self.metrics.evictions.labels(eviction.action).inc()
+            self.metrics.history.session(
+                now=self.core.now,
+                seconds=seconds,
+                started=len({bind.job for bind in decisions.binds}),
+                evicted=len(decisions.evictions),
+            )
 
     def offer(self, stored: Sequence[tuple[int, Job]]) -> None:
         """Jobs this process just committed, by row id (thread-safe): the next tick takes

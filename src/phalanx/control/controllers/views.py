@@ -36,6 +36,7 @@ class NodeUsage:
     capacity: Mapping[str, float]
     allocated: Mapping[str, float]
     labels: Mapping[str, str]
+    network: Mapping[str, str] = field(default_factory=dict)  # tier -> switch (Node.network)
     gpu_models: tuple[str, ...]
     gpu_used: tuple[float, ...]
     gpu_tasks: tuple[tuple[str, ...], ...]
@@ -52,7 +53,9 @@ class QueueUsage:
 
     ``deserved`` is what the queue-share plugin gave it in the last session, never below its
     guarantee: a queue deserves its guarantee before any session ran (sessions run only
-    while work waits) and whatever its demand.
+    while work waits) and whatever its demand. ``computed`` says whether a session
+    computed it since the queues were last (re)built: when not, ``deserved`` is the
+    guarantee alone, a floor rather than a share.
     """
 
     name: str
@@ -60,6 +63,7 @@ class QueueUsage:
     deserved: Mapping[str, float]
     capability: Mapping[str, float]
     allocated: Mapping[str, float]
+    computed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +104,7 @@ def cluster_view(
                 capacity=_named(snapshot, snapshot.capacity[i]),
                 allocated=_named(snapshot, snapshot.used[i]),
                 labels=dict(node.labels),
+                network=dict(node.network),
                 gpu_models=tuple(g.model for g in node.gpus) or ("",) * count,
                 gpu_used=tuple(float(1.0 - f / WHOLE) for f in free),
                 gpu_tasks=tuple(tuple(held.get((i, card), ())) for card in range(count)),
@@ -110,13 +115,15 @@ def cluster_view(
                 identity=host.identity,
             )
         )
+    shares = state.shares
     queues = {
         name: QueueUsage(
             name=name,
             guarantee=_named(snapshot, info.guarantee),
-            deserved=_named(snapshot, np.maximum(info.deserved, info.guarantee)),
+            deserved=_named(snapshot, np.maximum(shares.get(name, info.guarantee), info.guarantee)),
             capability=_named(snapshot, info.capability),
             allocated=_named(snapshot, info.allocated),
+            computed=name in shares,
         )
         for name, info in snapshot.queues.items()
     }

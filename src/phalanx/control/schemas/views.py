@@ -109,7 +109,14 @@ class QueueView(View):
     parent: str
     weight: float
     guarantee: dict[str, float]
+    #: the fair share the last scheduling session computed, never below the guarantee
+    #: (the guarantee alone until a session ran: ``share_computed``)
     deserved: dict[str, float]
+    #: whether ``deserved`` is a session's computed share rather than the guarantee alone
+    share_computed: bool = False
+    #: the deserved share the queue's document sets (``spec.deserved``); None: computed
+    #: from its weight
+    configured_deserved: dict[str, float] | None = None
     capability: dict[str, float]
     allocated: dict[str, float]
     submitters: list[str] | None = None
@@ -154,6 +161,9 @@ class NodeView(View):
     capacity: dict[str, float]
     allocated: dict[str, float]
     labels: dict[str, str] = {}
+    #: its switch at each network tier, as the Cluster document places it (``tor``,
+    #: ``spine``, ...; empty: no place declared)
+    network: dict[str, str] = {}
     gpus: list[GpuView] = []
     cordoned: bool = False
     draining: bool = False
@@ -316,3 +326,29 @@ class ReportView(View):
     size: int  # bytes
     modified_at: float
     servable: bool = True  # False: over the size the server serves
+
+
+class HistoryBucketView(View):
+    """What the control plane saw in ``[start, start + bucket_seconds)``: its scheduling
+    sessions (count, mean and longest duration in seconds), the jobs they started, the
+    tasks they evicted (preempt and reclaim), and the last pending-job count and GPU
+    allocation ratio (0..1) a tick saw (None: none recorded in the bucket)."""
+
+    start: float
+    sessions: int
+    session_mean: float
+    session_max: float
+    started: int
+    evicted: int
+    pending: int | None = None
+    gpu_ratio: float | None = None
+
+
+class HistoryView(View):
+    """The server's own recent metrics, oldest bucket first: only buckets in which
+    something was recorded (kept in memory: ``retention_seconds`` at most, none from
+    before the server's start)."""
+
+    bucket_seconds: float
+    retention_seconds: float
+    buckets: list[HistoryBucketView]

@@ -1,10 +1,12 @@
 """``/ui/jobs``: the visitor's jobs (an admin's: everyone's), with phase, queue and why
 each waits; the list refreshes itself (``/ui/fragments/jobs``). Live jobs only, unless
-``ended`` asks for the ended ones too (the API lists jobs oldest first, page by page:
-the ended ones are most of a busy server's jobs, and are read only when asked for)."""
+``ended`` asks for the ended ones too (the ended ones are most of a busy server's jobs,
+and are read only when asked for). The newest ``SHOWN`` of each are read, newest first,
+never every job: a refresh costs one API page however many jobs wait."""
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query, Request
@@ -26,16 +28,26 @@ SHOWN: Final = 500
 Ended = Annotated[bool, Query(description="list the ended jobs too")]
 
 
+def _newest(visitor: Visitor, phases: tuple[str, ...]) -> tuple[list[JobSummaryView], bool]:
+    """The newest ``SHOWN`` visible jobs in ``phases``, and whether older ones exist."""
+    found = visitor.client.iter_jobs(phase=phases, newest_first=True, page_size=SHOWN + 1)
+    jobs = list(islice(found, SHOWN + 1))
+    return jobs[:SHOWN], len(jobs) > SHOWN
+
+
 def _context(visitor: Visitor, ended_too: bool) -> dict[str, Any]:
-    jobs: list[JobSummaryView] = visitor.client.jobs(phase=None if ended_too else LIVE)
-    live = [job for job in jobs if job.phase not in ENDED]
-    ended = [job for job in jobs if job.phase in ENDED]
+    live, more = _newest(visitor, LIVE)
+    ended: list[JobSummaryView] = []
+    if ended_too:
+        ended, more_ended = _newest(visitor, tuple(sorted(ENDED)))
+        more = more or more_ended
     return {
         "user": visitor.user,
         "csrf": visitor.csrf,
-        "live": list(reversed(live))[:SHOWN],
-        "ended": list(reversed(ended))[:SHOWN],
-        "omitted": max(0, len(live) - SHOWN) + max(0, len(ended) - SHOWN),
+        "live": live,
+        "ended": ended,
+        "more": more,
+        "shown": SHOWN,
         "everyone": visitor.is_admin,
         "ended_too": ended_too,
     }
