@@ -20,6 +20,11 @@ def csrf_of(page: str) -> str:
     return found.group(1)
 
 
+def altered(token: str) -> str:
+    """``token`` with its last character changed (a forged token that differs by one)."""
+    return token[:-1] + ("1" if token.endswith("0") else "0")
+
+
 class Visitor:
     """One browser: its cookies, not following redirects (tests look at them)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.integration.control.console import csrf_of, signed_in
+from tests.integration.control.console import altered, csrf_of, signed_in
 from tests.integration.control.serving import running_server, wait_for
 from tests.integration.control.test_pipeline_resume import RESUMABLE
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run, steps
@@ -78,7 +78,7 @@ def test_runs_are_the_users_own_and_a_run_page_draws_its_dag_and_resumes(
         # resume needs the session's CSRF token, sent from here
         good = csrf_of(page)
         other = csrf_of(as_bob.get("/runs").text)
-        for form in ({}, {"csrf": ""}, {"csrf": other}, {"csrf": good[:-1] + "0"}):
+        for form in ({}, {"csrf": ""}, {"csrf": other}, {"csrf": altered(good)}):
             as_alice.post(f"/runs/{first}/resume", form, expect=403)
         forged = as_alice.http.post(
             f"/runs/{first}/resume", data={"csrf": good}, headers={"Origin": "http://evil.example"}
