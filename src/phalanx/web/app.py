@@ -5,7 +5,8 @@ served at once (the rest wait, holding no thread: the API's handlers keep theirs
 refusals become pages, never tracebacks: no session
 -> the login page (a refresh request gets 401, and its script reloads the page); an
 API refusal -> a page with the API's message (404 for another user's job, as the API
-says); a form without its CSRF token -> 403 with what to do.
+says); a form without its CSRF token -> 403 with what to do. Every page carries the
+security headers of ``headers`` (no framing, no foreign script).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from phalanx.client import ClientError
 from phalanx.web.console import HERE, Console, console_of
 from phalanx.web.csrf import CsrfRefused
 from phalanx.web.gate import Gate
+from phalanx.web.headers import SecurityHeaders
 from phalanx.web.session import ROOT, LoginRequired, Refused, end_session
 from phalanx.web.views import admin, job, jobs, login, reports, run, runs, submit
 
@@ -43,6 +45,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
     app.add_exception_handler(ClientError, _client_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(Gate)
+    app.add_middleware(SecurityHeaders)
     return app
 
 

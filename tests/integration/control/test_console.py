@@ -43,6 +43,23 @@ def test_a_login_sets_an_http_only_cookie_and_no_page_or_url_holds_the_token(
     assert token not in answer.headers["location"]
 
 
+def test_pages_may_not_be_framed_nor_run_foreign_script(server: Server) -> None:
+    token = server.admin_token
+    assert token is not None
+    visitor = Visitor(server.url)
+    pages = [visitor.get("/login")]
+    visitor.login(token)
+    pages += [visitor.get("/jobs"), visitor.get("/admin"), visitor.get("/static/console.js")]
+    for page in pages:
+        policy = dict(
+            d.strip().split(" ", 1) for d in page.headers["content-security-policy"].split(";")
+        )
+        assert policy["frame-ancestors"] == "'none'"
+        assert policy.get("script-src", policy["default-src"]) == "'self'"  # no inline script
+        assert page.headers["x-frame-options"] == "DENY"
+        assert page.headers["x-content-type-options"] == "nosniff"
+
+
 def test_pages_without_a_session_lead_to_the_login_form(server: Server) -> None:
     visitor = Visitor(server.url)
     for path in PAGES:
