@@ -193,7 +193,8 @@ def scale_job(
             written["replicas"] = body.replicas
     row.document = document
     row.scale_requested = True
-    view = job_view(session, row)  # read before the commit ends the transaction
+    # read before the commit ends the transaction
+    view = job_view(session, row, places=controller.view.positions)
     session.commit()
     controller.wake(Intent.SCALES)
     return view
