@@ -6,7 +6,8 @@
 
 Shapes: YuniKorn's core benchmark (5,000 nodes, 5 queues x 80 jobs x 125 tasks),
 the same at 10,000 nodes, a GPU gang mix, and KAI-Scheduler's busy cluster
-(140,000 running tasks on 4,000 nodes, 1,000 pending). Each shape runs under each
+(140,000 running tasks on 4,000 nodes, 1,000 pending), and a backlog (1,000 GPU gangs
+on 250 nodes, most left pending: what reporting them costs). Each shape runs under each
 scheduler (a shipped policy name or a SchedulerConfig file; by default
 ``phalanx-default`` and ``phalanx-binpack.yaml`` beside this script, the same policy
 placing by binpack, so what placement quality costs is always in view). The runs of
@@ -31,6 +32,8 @@ SHAPES = {
     "kai-busy": EngineBenchSpec(
         nodes=4000, queues=5, jobs_per_queue=8, tasks_per_job=25, running=140000
     ),
+    # a backlog: 1,000 GPU gangs on 2,000 GPUs, most left pending (reasons and places)
+    "gpu-backlog": EngineBenchSpec(nodes=250, queues=5, jobs_per_queue=200, gpu_mix=True),
 }
 SCHEDULERS = ("phalanx-default", str(Path(__file__).with_name("phalanx-binpack.yaml")))
 

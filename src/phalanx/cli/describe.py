@@ -178,6 +178,11 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
         "Queue": job.queue,
         "User": job.user,
         "Phase": state,
+        **(
+            {"Position": f"{job.queue_position} in queue {job.queue}"}
+            if job.queue_position is not None
+            else {}
+        ),
         "Tasks": render.task_counts(job),
         "Requests": Resources.of(job.requests).describe(),
         "Allocated": Resources.of(job.allocated).describe() if job.allocated else "-",

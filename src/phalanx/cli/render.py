@@ -95,10 +95,11 @@ def node_status(node: NodeView) -> Text:
 
 
 def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False) -> Table:
-    """One row per job: name, queue, user, phase, running/total tasks, GPUs held, age;
-    wide adds what it requests, its nodes, attempts, preemptions and why it is where it is."""
+    """One row per job: name, queue, user, phase, its place in its queue's line while it
+    waits (``-`` otherwise), running/total tasks, GPUs held, age; wide adds what it
+    requests, its nodes, attempts, preemptions and why it is where it is."""
     table = Table(box=None, pad_edge=False)
-    for title in ("NAME", "QUEUE", "USER", "PHASE", "TASKS", "GPUS", "AGE"):
+    for title in ("NAME", "QUEUE", "USER", "PHASE", "POSITION", "TASKS", "GPUS", "AGE"):
         table.add_column(title, overflow="fold", no_wrap=title not in ("NAME",))
     if wide:
         for title in ("REQUESTS", "NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
@@ -110,6 +111,7 @@ def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False
             job.queue,
             job.user,
             phase(job.phase),
+            "-" if job.queue_position is None else str(job.queue_position),
             f"{running}/{sum(job.task_counts.values())}",
             amount("gpu", job.allocated.get("gpu", 0.0)),
             age(job.created_at, now),

@@ -170,7 +170,8 @@ def _bind(session: Session, task: TaskInfo) -> Bind:
 
 
 def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
-    """Every live job left without its gang placed, with the best reason known."""
+    """Every live job left without its gang placed, with the best reason known and its
+    place in its queue's line: orphans first, then the rest in arrival order."""
     found: list[Unschedulable] = []
     for job, why in session.snapshot.orphans:
         found.append(
@@ -181,6 +182,7 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
     live = session.waiting
     holds = {hold.job: hold for hold in session.holds}
     pending, pipelined = TaskStatus.PENDING, TaskStatus.PIPELINED
+    left: list[tuple[JobInfo, Reason]] = []
     for info in live:
         counts = info.counts
         waiting = counts[pending] + counts[pipelined]
@@ -199,8 +201,25 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
             )
         elif reason is None:
             reason = _default_reason(session, info.phase)
-        found.append(Unschedulable(job=info.name, reason=reason))
+        left.append((info, reason))
+    places = _places(session, [info for info, why in left if why.code is not ReasonCode.INVALID])
+    found.extend(
+        Unschedulable(job=info.name, reason=reason, position=places.get(info.name))
+        for info, reason in left
+    )
     return tuple(found)
+
+
+def _places(session: Session, jobs: list[JobInfo]) -> dict[str, int]:
+    """Each of ``jobs``' 1-based place among those of its leaf queue, in line order
+    (``Session.ranked``: ties end on creation time, then name, so the numbering is
+    deterministic). Only the jobs left pending are ranked, not every waiting job."""
+    places: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for info in session.ranked(jobs):
+        queue = info.queue.name
+        places[info.name] = counts[queue] = counts.get(queue, 0) + 1
+    return places
 
 
 def _default_reason(session: Session, phase: JobPhase) -> Reason:

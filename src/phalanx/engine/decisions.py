@@ -110,10 +110,14 @@ class Reservation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Unschedulable:
-    """A job left pending, and why."""
+    """A job left pending, and why; ``position`` is its 1-based place in its leaf queue's
+    line, counted among the jobs left pending there in the order allocate serves jobs
+    (queue's own order, user rank, job order, then arrival): 1 is served first. None for a
+    job refused as it stands (``Invalid``): it is not in any line."""
 
     job: str
     reason: Reason
+    position: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

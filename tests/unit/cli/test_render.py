@@ -59,6 +59,19 @@ def test_the_jobs_table_counts_running_tasks_and_held_gpus() -> None:
     assert render.task_counts(job) == "1 Pending, 1 Running"
 
 
+def test_the_jobs_table_shows_a_waiting_jobs_place_in_its_queues_line() -> None:
+    def job(name: str, phase: str, position: int | None) -> JobSummaryView:
+        return JobSummaryView(
+            name=name, queue="q", user="u", phase=phase, created_at=0.0, queue_position=position
+        )
+
+    text = text_of(render.jobs_table([job("a", "Running", None), job("b", "Queued", 2)], 0.0))
+    header, running, waiting = text.splitlines()[:3]
+    assert header.split()[3:5] == ["PHASE", "POSITION"]
+    assert running.split()[3:5] == ["Running", "-"]
+    assert waiting.split()[3:5] == ["Queued", "2"]
+
+
 def test_the_tasks_table_shows_each_task() -> None:
     tasks = [
         TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
@@ -126,7 +139,7 @@ def test_shared_gpus_count_as_the_share_they_hold_in_every_column() -> None:
         task_counts={"Running": 2},
     )
     row = text_of(render.jobs_table([job], 0.0, wide=True)).splitlines()[1].split()
-    assert row[5] == "1" and "gpu=1" in row  # GPUS, REQUESTS
+    assert row[6] == "1" and "gpu=1" in row  # GPUS, REQUESTS
     node = NodeView(
         name="n",
         capacity={"gpu": 4.0},

@@ -8,7 +8,7 @@ resources); no task row is loaded for a summary. A job's own view loads its firs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -18,11 +18,14 @@ from sqlalchemy.orm import Session
 from phalanx.control.schemas.views import JobSummaryView, JobView, TaskView
 from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.control.submit import TASKS_INLINE, requested
-from phalanx.domain.job import HOLDS_RESOURCES
+from phalanx.domain.job import HOLDS_RESOURCES, JobPhase
 from phalanx.domain.resources import Resources
 from phalanx.spec.quantity import resources_of
 
 _HOLDING: Final = sorted(phase.value for phase in HOLDS_RESOURCES)
+_WAITING: Final = frozenset({JobPhase.PENDING.value, JobPhase.QUEUED.value})
+#: no job has a place in line (a view built where the controller's is not at hand)
+NO_PLACES: Final[Mapping[str, int]] = {}
 
 
 @dataclass(slots=True)
@@ -64,20 +67,29 @@ def tallies(session: Session, job_ids: Sequence[int]) -> dict[int, Tally]:
     return found
 
 
-def job_summaries(session: Session, rows: Sequence[JobRow]) -> list[JobSummaryView]:
-    """The summaries of ``rows``, in order."""
+def job_summaries(
+    session: Session, rows: Sequence[JobRow], places: Mapping[str, int] = NO_PLACES
+) -> list[JobSummaryView]:
+    """The summaries of ``rows``, in order; a waiting job's ``queue_position`` from
+    ``places`` (the controller's view: ``ClusterView.positions``)."""
     counted = tallies(session, [row.id for row in rows])
-    return [JobSummaryView(**_summary_fields(row, counted[row.id])) for row in rows]
+    return [JobSummaryView(**_summary_fields(row, counted[row.id], places)) for row in rows]
 
 
-def job_view(session: Session, row: JobRow, *, with_document: bool = False) -> JobView:
-    """One job with its first ``TASKS_INLINE`` tasks."""
+def job_view(
+    session: Session,
+    row: JobRow,
+    *,
+    with_document: bool = False,
+    places: Mapping[str, int] = NO_PLACES,
+) -> JobView:
+    """One job with its first ``TASKS_INLINE`` tasks (``places`` as for ``job_summaries``)."""
     tally = tallies(session, [row.id])[row.id]
     tasks = session.scalars(
         select(TaskRow).where(TaskRow.job_id == row.id).order_by(TaskRow.id).limit(TASKS_INLINE)
     ).all()
     return JobView(
-        **_summary_fields(row, tally),
+        **_summary_fields(row, tally, places),
         tasks=[task_view(task) for task in tasks],
         tasks_omitted=max(0, sum(tally.counts.values()) - len(tasks)),
         document=row.document if with_document else None,
@@ -100,7 +112,10 @@ def task_view(row: TaskRow) -> TaskView:
     )
 
 
-def _summary_fields(row: JobRow, tally: Tally) -> dict[str, Any]:
+def _summary_fields(row: JobRow, tally: Tally, places: Mapping[str, int]) -> dict[str, Any]:
+    # The stored phase decides: a place the last session gave a job that has started or
+    # ended since is stale, never shown.
+    waiting = row.phase in _WAITING and not row.cancel_requested
     return {
         "name": row.name,
         "queue": row.queue,
@@ -119,6 +134,7 @@ def _summary_fields(row: JobRow, tally: Tally) -> dict[str, Any]:
         "task_counts": tally.counts,
         "allocated": _allocated(row.document, tally.held),
         "nodes": sorted(tally.nodes),
+        "queue_position": places.get(row.name) if waiting else None,
     }
 
 

@@ -74,6 +74,7 @@ async def submit(
 def list_jobs(
     caller: Caller,
     session: DbSession,
+    controller: TheController,
     queue: str | None = None,
     phase: Annotated[list[JobPhase] | None, Query()] = None,
     user: str | None = None,
@@ -86,7 +87,8 @@ def list_jobs(
     ] = "oldest",
 ) -> JobPage:
     """Jobs, oldest first (``order=newest``: newest first), a page at a time, each with
-    its task counts by phase (not its tasks). Users see their own jobs; admins see all."""
+    its task counts by phase (not its tasks) and, while it waits, its place in its
+    queue's line. Users see their own jobs; admins see all."""
     newest = order == "newest"
     query = select(JobRow).order_by(JobRow.id.desc() if newest else JobRow.id).limit(limit + 1)
     if not caller.is_admin:
@@ -102,14 +104,16 @@ def list_jobs(
     rows = session.scalars(query).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    return JobPage(items=job_summaries(session, rows), next=rows[-1].id if more and rows else None)
+    items = job_summaries(session, rows, controller.view.positions)
+    return JobPage(items=items, next=rows[-1].id if more and rows else None)
 
 
 @router.get("/{name}", response_model=JobView, responses=errors(404))
-def get_job(name: str, caller: Caller, session: DbSession) -> JobView:
-    """One job with its document, its task counts and its first 1,000 tasks (the rest:
-    ``/tasks``)."""
-    return job_view(session, _visible(session, name, caller), with_document=True)
+def get_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
+    """One job with its document, its task counts, its first 1,000 tasks (the rest:
+    ``/tasks``) and, while it waits, its place in its queue's line."""
+    row = _visible(session, name, caller)
+    return job_view(session, row, with_document=True, places=controller.view.positions)
 
 
 @router.get("/{name}/tasks", response_model=TaskPage, responses=errors(404))
@@ -189,7 +193,8 @@ def scale_job(
             written["replicas"] = body.replicas
     row.document = document
     row.scale_requested = True
-    view = job_view(session, row)  # read before the commit ends the transaction
+    # read before the commit ends the transaction
+    view = job_view(session, row, places=controller.view.positions)
     session.commit()
     controller.wake(Intent.SCALES)
     return view

@@ -26,7 +26,7 @@ from phalanx.control.controllers import adoption
 from phalanx.control.controllers.core import TERMINAL, Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
-from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view
+from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
@@ -344,7 +344,7 @@ class Controller:
                     listener()
             self._dispatch()
             self._record_processes()
-            self.view = view = cluster_view(core, self.host, self._alive)
+            self.view = view = cluster_view(core, self.host, self._alive, places(decisions))
             if self.metrics is not None:
                 ratio = view.gpu_allocated / view.gpu_total if view.gpu_total else 0.0
                 self.metrics.history.gauges(

@@ -13,6 +13,7 @@ import numpy as np
 
 from phalanx.control.controllers.core import Core
 from phalanx.engine.cards import WHOLE
+from phalanx.engine.decisions import Decisions
 from phalanx.engine.snapshot import ON_NODE, Snapshot
 from phalanx.engine.state import ClusterState
 
@@ -74,6 +75,11 @@ class ClusterView:
     Succeeded, Failed or Cancelled): the tasks of such a job may still write output (a
     retry or a restarted gang appends to the same logs). A job submitted since the last
     tick is not in it yet.
+
+    ``positions`` gives each job the last session left waiting its 1-based place in its
+    leaf queue's line (the engine's ``Unschedulable.position``), replaced after every
+    tick; a job absent from it is not waiting, or no session has ranked it yet (it was
+    submitted since, or was refused as written). Kept in memory only.
     """
 
     time: float = 0.0
@@ -82,13 +88,18 @@ class ClusterView:
     gpu_total: float = 0.0
     gpu_allocated: float = 0.0
     live_jobs: frozenset[str] = frozenset()
+    positions: Mapping[str, int] = field(default_factory=dict)
 
 
 def cluster_view(
-    core: Core, host: HostFacts | None = None, alive: frozenset[str] | None = None
+    core: Core,
+    host: HostFacts | None = None,
+    alive: frozenset[str] | None = None,
+    positions: Mapping[str, int] | None = None,
 ) -> ClusterView:
     """The current picture of ``core``'s engine state, every node on ``host``; a node
-    not in ``alive`` is not ready (None: every node is)."""
+    not in ``alive`` is not ready (None: every node is); ``positions`` as the last
+    session numbered the jobs it left waiting (None: none)."""
     host = host or HostFacts()
     state = core.state
     snapshot = state.snapshot
@@ -137,7 +148,16 @@ def cluster_view(
         gpu_total=total,
         gpu_allocated=used,
         live_jobs=frozenset(core.life.jobs),  # C-speed copy of the keys: cheap next to a tick
+        positions=positions or {},
     )
+
+
+def places(decisions: Decisions | None) -> dict[str, int]:
+    """The place in line of each job ``decisions`` left waiting (None: no session ran
+    because nothing waited, so no job has one)."""
+    if decisions is None:
+        return {}
+    return {u.job: u.position for u in decisions.unschedulable if u.position is not None}
 
 
 def _named(snapshot: Snapshot, row: np.ndarray) -> dict[str, float]:

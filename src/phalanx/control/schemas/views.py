@@ -53,6 +53,11 @@ class JobSummaryView(View):
     allocated: dict[str, float] = {}
     #: the nodes its tasks in Bound, Running or Releasing are on, by name
     nodes: list[str] = []
+    #: its place in its queue's line as of the last scheduling session (1: served
+    #: first), counted among the jobs that session left waiting in that queue in the
+    #: order the scheduler serves them (priority, then arrival); None unless waiting
+    #: (Pending or Queued) and ranked by a session since it was submitted
+    queue_position: int | None = None
 
 
 class JobView(JobSummaryView):

@@ -1,6 +1,6 @@
-"""``/ui/jobs/{name}``: one job: its tasks' placements (node, GPU ids), why it waits,
-its events, the size history of an elastic job, its logs (every task, or one) as they
-are written, and a cancel button.
+"""``/ui/jobs/{name}``: one job: its tasks' placements (node, GPU ids), why it waits and
+its place in its queue's line, its events, the size history of an elastic job, its logs
+(every task, or one) as they are written, and a cancel button.
 
 Another user's job is "not found", as the API says. The page refreshes its details
 (``/ui/fragments/jobs/{name}``) and its log (``/ui/fragments/jobs/{name}/logs``) until

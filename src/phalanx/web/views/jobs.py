@@ -1,8 +1,9 @@
-"""``/ui/jobs``: the visitor's jobs (an admin's: everyone's), with phase, queue and why
-each waits; the list refreshes itself (``/ui/fragments/jobs``). Live jobs only, unless
-``ended`` asks for the ended ones too (the ended ones are most of a busy server's jobs,
-and are read only when asked for). The newest ``SHOWN`` of each are read, newest first,
-never every job: a refresh costs one API page however many jobs wait."""
+"""``/ui/jobs``: the visitor's jobs (an admin's: everyone's), with phase, queue, place in
+its queue's line while waiting, and why each waits; the list refreshes itself
+(``/ui/fragments/jobs``). Live jobs only, unless ``ended`` asks for the ended ones too
+(the ended ones are most of a busy server's jobs, and are read only when asked for). The
+newest ``SHOWN`` of each are read, newest first, never every job: a refresh costs one
+API page however many jobs wait."""
 
 from __future__ import annotations
 
