@@ -23,7 +23,7 @@ from phalanx.engine.lifecycle.effects import Effect
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy
-from tests.builders import make_job, make_nodes, make_queue, res
+from tests.builders import make_job, make_node, make_nodes, make_queue, res
 
 CONFIG = load_policy("phalanx-default").config
 
@@ -139,9 +139,11 @@ def test_growth_waits_out_the_interval_and_a_grown_job_does_not_flap() -> None:
     cluster = Cluster()
     cluster.submit(_elastic_job(replicas=2, high=4, interval=300.0))
     cluster.cycle(at=1.0)
-    cluster.cycle(at=2.0)  # never rescaled: it may grow at once
+    cluster.cycle(at=2.0)  # goodput waits an interval for a report before going past 2
+    assert cluster.placed("e") == 2
+    cluster.cycle(at=302.0)  # none came: it grows as a linear speedup says
     assert cluster.placed("e") == 4
-    for second in range(3, 1000, 7):
+    for second in range(303, 1300, 7):
         cluster.cycle(at=float(second))
     assert cluster.sizes("e") == [4]  # one change, then none: nothing flaps
 
@@ -270,3 +272,28 @@ def test_reclaim_takes_an_elastic_jobs_replicas_above_its_minimum_and_it_runs_on
     assert cluster.placed("e") == 4
     life = cluster.life.jobs["e"]
     assert life.phase is JobPhase.RUNNING and life.attempts == 0 and life.preemptions == 0
+
+
+def test_an_elastic_jobs_replicas_go_to_as_few_nodes_as_hold_them_its_own_first() -> None:
+    cluster = Cluster()
+    nodes = [make_node("n0", gpus=1), make_node("n1", gpus=1), make_node("n2", gpus=2)]
+    nodes += [make_node("n3", gpus=4), make_node("n4", gpus=5)]
+    cluster.life = Lifecycle(ClusterState(nodes, [make_queue()]))
+    cluster.submit(_elastic_job(replicas=3, high=8))
+    cluster.cycle()
+    first = _nodes_of(cluster, "e")  # one node that holds all three, not the holes
+    assert list(first.values()) == [3] and set(first) <= {"n3", "n4"}
+    cluster.scale("e", 5)  # two more: its own node first, then one node for the rest
+    cluster.cycle()
+    grown = _nodes_of(cluster, "e")
+    own = next(iter(first))
+    assert grown[own] == (4 if own == "n3" else 5) and len(grown) == (2 if own == "n3" else 1)
+
+
+def _nodes_of(cluster: Cluster, job: str) -> dict[str, int]:
+    names = [n.name for n in cluster.life.state.snapshot.nodes]
+    placed: dict[str, int] = {}
+    for task in cluster.life.tasks(cluster.life.jobs[job]):
+        if task.status in ON_NODE:
+            placed[names[task.node]] = placed.get(names[task.node], 0) + 1
+    return placed

@@ -87,6 +87,7 @@ class SimCluster:
         self._jobs = jobs
         self._elastic = elastic
         self._reports: dict[str, Progress] = {}
+        self._told: dict[str, int] = {}  # steps in the log when each job last reported
         self._fits: dict[str, PerfParams] = {}  # per application: its whole profile's fit
         self._runs: dict[str, _Run] = {}
         self._events: list[tuple[float, int, TaskEvent]] = []
@@ -119,6 +120,25 @@ class SimCluster:
         for job in sorted({b.job for b in binds}):
             self._maybe_begin(self._runs[job], now)
         self._share_gpus(now)
+
+    def observe(self, now: float) -> None:
+        """Bring every training elastic job up to ``now`` and have each whose log grew
+        since it last reported report again, as a real job writes its progress file as it
+        trains (Pollux's agents report every interval): a scheduler then knows a new
+        configuration's step time once the job has trained on it, not only at the end of
+        an epoch. Training is a pure function of time, so when this is called changes no
+        result but what the scheduler is told."""
+        for name in sorted(self._runs):
+            tracker = self._runs[name].elastic
+            if tracker is None or tracker.completed_at is not None or not tracker.placement:
+                continue
+            tracker.advance(now)
+            if len(tracker.job.log.rows) != self._told.get(name):
+                self._report(name, tracker, now)
+
+    def _report(self, name: str, tracker: ElasticRun, now: float) -> None:
+        self._reports[name] = tracker.report(now)
+        self._told[name] = len(tracker.job.log.rows)
 
     def reports(self) -> list[tuple[str, Progress]]:
         """What elastic jobs reported since the last call, by job name (each job's latest)."""
@@ -234,7 +254,7 @@ class SimCluster:
             return
         run.started = now if tracker.placement else None
         self._plan_elastic(run, now)
-        self._reports[run.spec.name] = tracker.report(now)
+        self._report(run.spec.name, tracker, now)
 
     def _plan_elastic(self, run: _Run, now: float) -> None:
         """Plan the next check of an elastic job (an earlier plan no longer applies)."""
@@ -251,7 +271,7 @@ class SimCluster:
         tracker = run.elastic
         assert tracker is not None
         tracker.advance(end)
-        self._reports[run.spec.name] = tracker.report(end)
+        self._report(run.spec.name, tracker, end)
         done = tracker.completed_at
         if done is None:
             self._plan_elastic(run, end)

@@ -331,6 +331,9 @@ class Simulation:
         self._triggered(now)
 
     def _session(self, now: float) -> None:
+        if self.elastic:
+            self.cluster.observe(now)
+            self._pass_reports()
         started = time.perf_counter()
         decisions = self.state.cycle(self.config, now=now, registry=self.registry)
         self.metrics.session_seconds.append(time.perf_counter() - started)

@@ -49,3 +49,39 @@ def test_fixed_size_policies_run_the_same_jobs_at_their_row_size(traces_dir: Pat
     assert not sim.elastic and not any(d.resized for d in seen)
     assert all(run.elastic is None for run in sim.cluster._runs.values())
     assert all(r.outcome == "finished" for r in sim.metrics.jobs.values())
+
+
+@pytest.mark.traces
+def test_every_session_knows_the_step_time_of_each_running_configuration(
+    traces_dir: Path,
+) -> None:
+    """As Pollux's agents report every interval: once a job has trained on its current
+    placement, the next session sees that step time (not only after the epoch ends)."""
+    workload = load_pollux(traces_dir / WORKLOAD, limit=20)
+    behind: list[tuple[float, str]] = []
+    checked = 0
+
+    def check(now: float, _decisions: Decisions) -> None:
+        nonlocal checked
+        for name, run in sim.cluster._runs.items():
+            tracker = run.elastic
+            if tracker is None or not tracker.placement or tracker.completed_at is not None:
+                continue
+            if name not in sim.state.snapshot.elastic or tracker.resumes >= now:
+                continue
+            progress = sim.state.snapshot.elastic[name].spec.progress
+            assert progress is not None
+            shapes = {(t.nodes, t.replicas) for t in progress.timings}
+            checked += 1
+            if (len(tracker.placement), sum(tracker.placement)) not in shapes:
+                behind.append((now, name))
+
+    sim = Simulation(
+        load_cluster("pollux"),
+        workload,
+        load_policy("pollux").config,
+        options=SimOptions(fixed_period=True),
+        on_session=check,
+    )
+    sim.run()
+    assert checked > 100 and not behind

@@ -61,7 +61,14 @@ def default_config() -> SchedulerConfig:
     tiers = SchedulerConfig.build(
         [],
         [
-            ["priority", "gang", ("sla", {"waitingTime": 3600}), "overcommit", "goodput"],
+            [
+                "priority",
+                "gang",
+                ("sla", {"waitingTime": 3600}),
+                "overcommit",
+                "goodput",
+                "compact",
+            ],
             [
                 "drf",
                 "predicates",

@@ -7,6 +7,7 @@ from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.plugins.balanced import BalancedPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
+from phalanx.engine.plugins.compact import CompactPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
@@ -36,6 +37,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     BinpackPlugin,
     CapacityPlugin,
     ColocationPlugin,
+    CompactPlugin,
     DotProdPlugin,
     DrfPlugin,
     FgdPlugin,

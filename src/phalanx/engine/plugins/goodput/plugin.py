@@ -10,7 +10,11 @@ Every session it sizes the elastic jobs of the snapshot together:
   gradient statistics, linear before it has reported;
 - what each job may have: 0 while it waits (it stays waiting), else 1 up to its
   role's ``max_replicas`` and, as Pollux bounds a job that is still learning, at most
-  twice the most replicas it has reported a step on (``exploreFactor``); a job
+  twice the most replicas it has reported a step on (``exploreFactor``), or, before
+  it has reported one, the replicas its owner asked for (Pollux: 1, where a fresh job
+  waits a session per doubling for sizes its owner already chose); a job that
+  has run a whole ``interval`` without reporting anything grows as its linear speedup
+  says (it may never report); a job
   rescaled less than its ``interval`` ago, or in a queue that is overused, keeps its
   size (a waiting job of such a queue stays waiting);
 - a change costs: any size but the current one has its speedup multiplied by
@@ -130,6 +134,8 @@ def _allowed(
     if explore > 0 and progress is not None and progress.timings:
         measured = max(t.replicas for t in progress.timings)
         high = min(high, max(1, math.floor(explore * measured)))
+    elif explore > 0 and (progress is not None or _fresh(session, job, elastic.interval)):
+        high = min(high, max(1, role.replicas))  # nothing measured yet: what it asked
     high = max(min(high, capacity), min(placed, capacity))
     if held and not placed:
         return None
@@ -137,6 +143,12 @@ def _allowed(
     if high < max(low, 1):
         return None
     return low, high
+
+
+def _fresh(session: Session, job: JobInfo, interval: float) -> bool:
+    """Whether ``job`` has not yet run for ``interval`` seconds (no task started before)."""
+    starts = [t.start_time for t in job.tasks if t.start_time is not None]
+    return not starts or session.now - min(starts) < interval
 
 
 def _since(session: Session, job: JobInfo) -> float:
