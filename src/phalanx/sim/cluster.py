@@ -88,6 +88,7 @@ class SimCluster:
         self._elastic = elastic
         self._reports: dict[str, Progress] = {}
         self._told: dict[str, int] = {}  # steps in the log when each job last reported
+        self._training: dict[str, ElasticRun] = {}  # elastic jobs not yet complete
         self._fits: dict[str, PerfParams] = {}  # per application: its whole profile's fit
         self._runs: dict[str, _Run] = {}
         self._events: list[tuple[float, int, TaskEvent]] = []
@@ -128,9 +129,12 @@ class SimCluster:
         configuration's step time once the job has trained on it, not only at the end of
         an epoch. Training is a pure function of time, so when this is called changes no
         result but what the scheduler is told."""
-        for name in sorted(self._runs):
-            tracker = self._runs[name].elastic
-            if tracker is None or tracker.completed_at is not None or not tracker.placement:
+        for name in sorted(self._training):
+            tracker = self._training[name]
+            if tracker.completed_at is not None:
+                del self._training[name]
+                continue
+            if not tracker.placement:
                 continue
             tracker.advance(now)
             if len(tracker.job.log.rows) != self._told.get(name):
@@ -226,7 +230,7 @@ class SimCluster:
                 known = self._fits.get(model.profile.name)
                 if known is None and model.adaptive:
                     known = self._fits[model.profile.name] = profile_fit(model.profile)
-                run.elastic = ElasticRun(
+                run.elastic = self._training[job] = ElasticRun(
                     profile=model.profile,
                     batch_size=None if model.adaptive else model.batch_size,
                     delay=spec.restart_delay,
