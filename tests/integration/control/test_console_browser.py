@@ -13,7 +13,6 @@ temporary directory. Waits are for conditions in the page, with a generous deadl
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from phalanx.control.server import Server
+from tests.browser import chromium
 from tests.integration.control.console import good_job
 from tests.integration.control.serving import DEADLINE, Api, role, running_server
 
@@ -52,26 +52,9 @@ spec:
 """
 
 
-def _chromium() -> str:
-    """The Chromium executable, or skip (fail under PHALANX_REQUIRE_CHROMIUM=1)."""
-    missing = None
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing = "the playwright package is not installed (pip install playwright)"
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if missing is None and found is None:
-        missing = "no chromium on PATH (apt-get install chromium)"
-    if missing is None and found is not None:
-        return found
-    if os.environ.get("PHALANX_REQUIRE_CHROMIUM") == "1":
-        pytest.fail(f"the console's browser tests cannot run: {missing}")
-    pytest.skip(f"the console's browser tests need a browser: {missing}")
-
-
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    executable = _chromium()
+    executable = chromium("the console's browser tests")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -8,36 +8,17 @@ reason where either is absent, and fails instead with PHALANX_REQUIRE_CHROMIUM=1
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from phalanx.benchmarks.fgd import POLICIES as LABELS
 from phalanx.benchmarks.fgd import STEPS, Run
 from phalanx.benchmarks.fgd_report import _chart
+from tests.browser import chromium
 
 POLICIES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "default")
-
-
-def _chromium() -> str:
-    """The Chromium executable, or skip (fail under PHALANX_REQUIRE_CHROMIUM=1)."""
-    missing = None
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing = "the playwright package is not installed (pip install playwright)"
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if missing is None and found is None:
-        missing = "no chromium on PATH (apt-get install chromium)"
-    if missing is None and found is not None:
-        return found
-    if os.environ.get("PHALANX_REQUIRE_CHROMIUM") == "1":
-        pytest.fail(f"the SVG screenshot test cannot run: {missing}")
-    pytest.skip(f"the SVG screenshot test needs a browser: {missing}")
 
 
 def _runs() -> list[Run]:
@@ -71,7 +52,7 @@ def _authors(traces: Path) -> None:
 
 
 def test_the_fgd_chart_alone_has_a_white_plot_and_its_whole_legend(tmp_path: Path) -> None:
-    executable = _chromium()
+    executable = chromium("the SVG screenshot test")
     from playwright.sync_api import sync_playwright
 
     _authors(tmp_path / "traces")
