@@ -145,17 +145,19 @@ def _allowed(
     return low, high
 
 
+def _first_start(job: JobInfo) -> float | None:
+    """When the earliest of ``job``'s tasks now running started (None: none has)."""
+    return min((t.start_time for t in job.tasks if t.start_time is not None), default=None)
+
+
 def _fresh(session: Session, job: JobInfo, interval: float) -> bool:
     """Whether ``job`` has not yet run for ``interval`` seconds (no task started before)."""
-    starts = [t.start_time for t in job.tasks if t.start_time is not None]
-    return not starts or session.now - min(starts) < interval
+    first = _first_start(job)
+    return first is None or session.now - first < interval
 
 
 def _since(session: Session, job: JobInfo) -> float:
     """Seconds since the job last changed size, or started, or arrived."""
-    marks = [job.spec.rescaled_at, job.creation_time]
-    starts = [t.start_time for t in job.tasks if t.start_time is not None]
-    if starts:
-        marks.append(min(starts))
+    marks = [job.spec.rescaled_at, job.creation_time, _first_start(job)]
     latest = max(m for m in marks if m is not None)
     return max(0.0, session.now - latest)
