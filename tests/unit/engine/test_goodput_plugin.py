@@ -66,8 +66,11 @@ def test_a_report_gives_a_learnt_concave_speedup() -> None:
         StepTiming(nodes=1, replicas=4, local_batch=32, step_seconds=0.3, sync_seconds=0.15),
         StepTiming(nodes=2, replicas=8, local_batch=32, step_seconds=0.45, sync_seconds=0.3),
         StepTiming(nodes=1, replicas=4, local_batch=16, step_seconds=0.2, sync_seconds=0.1),
+        StepTiming(nodes=1, replicas=4, local_batch=16, step_seconds=0.25, sync_seconds=0.1),
     )
-    assert len(fitting_rows(timings)) == 3  # one per shape, the first reported
+    rows = fitting_rows(timings)  # one per configuration, the first reported
+    assert [row[:3] for row in rows] == [(1, 1, 32), (1, 4, 16), (1, 4, 32), (2, 8, 32)]
+    assert rows[1][4] == 0.2
     progress = Progress(
         time=0.0,
         grad_sqr=1.0,

@@ -2,10 +2,12 @@
 scheduler learns it from its agents.
 
 - Throughput: ``PerfParams`` fitted (``engine.goodput.fit_perf_params``, Pollux's single
-  start) to the job's step timings, one per shape it ran on: the first timing reported
-  for each (nodes, replicas), in report order. A fit is a pure function of those rows;
-  ``Fits`` (kept across sessions) remembers the rows each job was last fitted to, so
-  a job is refitted only when it has run on a new shape (about 30 ms a fit).
+  start) to the job's step timings, one per configuration it ran: the first timing
+  reported for each (nodes, replicas, local batch), as Pollux's agent keeps them (the
+  local batches tell the compute time's growth with the batch apart from the
+  synchronisation's cost). A fit is a pure function of those rows; ``Fits`` (kept
+  across sessions) remembers fits by their rows, so a job is refitted only when it has
+  run a new configuration (some 30 ms a fit).
 - Statistical efficiency: the job's gradient statistics (``grad_sqr``, ``grad_var``) at
   its ``init_batch_size``.
 - Speedup at ``n`` GPUs: the best goodput on ``n`` GPUs packed ``per_node`` to a node,
@@ -66,21 +68,17 @@ class Fits:
 
 
 def fitting_rows(timings: tuple[StepTiming, ...]) -> Rows:
-    """One fitting row per shape (nodes, replicas): its first timing with a sync time.
+    """One fitting row per configuration (nodes, replicas, local batch): its first
+    timing with a sync time (Pollux's agent keeps the first of each too).
 
     A timing's compute step is ``step - sync``; its synchronising step is ``step``."""
-    rows: dict[tuple[int, int], tuple[int, int, int, float, float]] = {}
+    rows: dict[tuple[int, int, int], tuple[int, int, int, float, float]] = {}
     for t in timings:
         sync = t.sync_seconds
-        if sync is None or not t.step_seconds > sync or (t.nodes, t.replicas) in rows:
+        key = (t.nodes, t.replicas, t.local_batch)
+        if sync is None or not t.step_seconds > sync or key in rows:
             continue
-        rows[t.nodes, t.replicas] = (
-            t.nodes,
-            t.replicas,
-            t.local_batch,
-            t.step_seconds - sync,
-            t.step_seconds,
-        )
+        rows[key] = (*key, t.step_seconds - sync, t.step_seconds)
     return tuple(rows[key] for key in sorted(rows))
 
 
