@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from phalanx.domain.job import JobPhase
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.lifecycle import Resized
+from phalanx.engine.lifecycle import Lifecycle, Resized
+from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy
-from tests.scenarios.test_elastic import Cluster, _elastic_job
+from tests.builders import make_job, make_node, make_queue
+from tests.scenarios.test_elastic import Cluster, _elastic_job, _nodes_of
 
 
 class Sized(Cluster):
@@ -91,3 +94,26 @@ def test_the_job_that_gains_more_gets_the_gpus() -> None:
         cluster.cycle(at)
     assert cluster.placed("flat") == 1
     assert cluster.placed("linear") == 7
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_job_spread_over_holes_moves_to_a_whole_node_when_it_grows(policy: str) -> None:
+    # Three nodes of 4 GPUs; fillers leave one GPU free on n0 and on n1, and hold n2.
+    # The elastic job starts on those two holes; once n2 frees, it grows to 4 and its
+    # two replicas in the holes move with it onto n2: one node, no preemption, no retry.
+    cluster = Sized(load_policy(policy).config)
+    nodes = [make_node(f"n{i}", gpus=4) for i in range(3)]
+    cluster.life = Lifecycle(ClusterState(nodes, [make_queue()]))
+    for name, gpus in (("f0", 3), ("f1", 3), ("f2", 4)):
+        cluster.submit(make_job(name, gpus=gpus, phase=JobPhase.PENDING))
+        cluster.cycle()
+    cluster.submit(_elastic_job("e", replicas=2, high=4, cost=30.0))
+    cluster.cycle()
+    assert _nodes_of(cluster, "e") == {"n0": 1, "n1": 1}
+    cluster.finish("f2")
+    cluster.cycle(200.0)
+    assert _nodes_of(cluster, "e") == {"n2": 4}
+    moved = [e for e in cluster.effects if isinstance(e, Resized) and e.job == "e"]
+    assert "moved to fewer nodes" in moved[0].reason and moved[-1].size == 4
+    life = cluster.life.jobs["e"]
+    assert life.phase is JobPhase.RUNNING and life.attempts == 0 and life.preemptions == 0

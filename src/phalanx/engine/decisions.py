@@ -91,12 +91,16 @@ class Evict:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Resize:
-    """Set the size of ``job``'s elastic ``role`` to ``size`` replicas, and why."""
+    """Set the size of ``job``'s elastic ``role`` to ``size`` replicas, and why.
+
+    ``leaving`` names running replicas of the role that stop and leave the job (the job
+    is re-placed as it is resized): the role then gets new replicas up to ``size``."""
 
     job: str
     role: str
     size: int
     reason: str
+    leaving: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,6 +39,7 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.decisions import Resize
@@ -47,6 +48,7 @@ from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
 from phalanx.engine.placement.eviction.gangs import evict_for_gang
 from phalanx.engine.placement.eviction.growth import growth_of, lent
+from phalanx.engine.placement.replan import Replan, replan, replica_fits
 from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
 
 #: A job with a task in any of these is placing, losing or ending tasks: it is not grown.
@@ -93,11 +95,13 @@ class ElasticAction(Action):
 
 def _follow(session: Session, targets: Mapping[str, int]) -> None:
     """Size the jobs ``targets`` names towards their targets (see the module docstring);
-    the others as without targets."""
+    the others as without targets. A running job that changes size is re-placed on the
+    fewest nodes (``replan``)."""
     named = {name: job for name, job in session.snapshot.elastic.items() if name in targets}
     _give_up_unplaced_growth(session, skip=named)
     _shrink_for_waiting(session, skip=named)
     growable = {job.name for job in _growable(session)}
+    idle = session.snapshot.idle.copy()  # less what the re-placed jobs' new replicas take
     claimed = 0
     for job in session.ranked(named.values()):
         role = job.spec.elastic_role()
@@ -112,13 +116,46 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
             grow = min(target - size, _growth(session, job, paying=False) - claimed)
             if grow <= 0:
                 continue
-            claimed += grow
             target = size + grow
             reason = f"grown towards the goodput policy's target ({size} -> {target})"
         else:
             continue
-        session.resizes.append(Resize(job=job.name, role=role.name, size=target, reason=reason))
+        plan = None if waiting else _replan(session, job, target, idle)
+        if plan is None:
+            claimed += max(target - size, 0)
+            leaving: tuple[str, ...] = ()
+        else:
+            claimed += int(plan.added.sum())
+            leaving = tuple(t.name for t in plan.leaving)
+            if leaving:
+                reason += f", {len(leaving)} replica(s) moved to fewer nodes"
+        session.resizes.append(
+            Resize(job=job.name, role=role.name, size=target, reason=reason, leaving=leaving)
+        )
         session.explain(f"elastic: {job.name} {reason}")
+
+
+def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]) -> Replan | None:
+    """Where ``job``'s elastic role goes at ``size`` replicas (``replan``), its new
+    replicas taken out of ``idle``; None when it cannot be re-placed now."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    info = next(r for r in job.roles if r.name == role.name)
+    tasks = [t for t in job.tasks if t.role is info]
+    if not tasks:
+        return None
+    mask, _ = session.static_mask(info)
+    fits = np.where(mask, replica_fits(idle, info.request), 0)
+    scores = np.zeros(len(fits))
+    if session.points.node_score:
+        held = np.zeros(len(fits), dtype=np.bool_)
+        held[[t.node for t in tasks if t.node >= 0]] = True
+        candidates = np.flatnonzero((fits > 0) | held)
+        scores[candidates] = session.points.node_score(tasks[0], candidates)
+    plan = replan(tasks, size, fits, scores)
+    if plan is not None:
+        idle -= plan.added[:, None] * info.request[None, :]
+    return plan
 
 
 def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:

@@ -312,7 +312,8 @@ class Lifecycle(Sizes):
         return alive - len(stopping) >= self.state.job(life.name).min_available
 
     def _resize(self, life: JobLife, resize: Resize) -> None:
-        """Make the elastic role ``resize.size`` tasks: add Pending ones, or stop the
+        """Make the elastic role ``resize.size`` tasks: stop the running ones
+        ``resize.leaving`` names (they leave the job), then add Pending ones, or stop the
         highest (those never started leave at once). Restart mode restarts the gang."""
         if not life.in_state or life.ending is not None:
             return
@@ -323,9 +324,6 @@ class Lifecycle(Sizes):
             if len(mine) != resize.size:
                 self._restart_at(life, resize.role, resize.size, resize.reason)
             return
-        if resize.size > len(mine):
-            self._add_tasks(life, resize.role, resize.size - len(mine), resize.reason)
-            return
         if resize.size < role.kept_replicas:
             # The engine's policy shrinks the job below the size it asked for (never
             # below its minimum): that is its ask now, so the leaving replicas leave
@@ -333,12 +331,24 @@ class Lifecycle(Sizes):
             size = max(resize.size, role.elastic.min_replicas)
             roles = tuple(replace(r, replicas=size) if r is role else r for r in life.job.roles)
             life.job = replace(life.job, roles=roles)
-        leaving = mine[: len(mine) - resize.size]
-        self._drop_tasks(
-            life, [t for t in leaving if t.status is TaskStatus.PENDING], resize.reason
+        named = set(resize.leaving)
+        moving = {t.name for t in mine if t.name in named and t.status in _ALIVE}
+        staying = [t for t in mine if t.name not in moving]
+        leaving = {t.name for t in staying[: max(len(staying) - resize.size, 0)]}
+        if resize.size > len(staying):
+            self._add_tasks(life, resize.role, resize.size - len(staying), resize.reason)
+
+        def now_of(names: set[str]) -> list[TaskInfo]:  # tracking anew replaces TaskInfos
+            return [t for t in self._role_tasks(life, resize.role) if t.name in names]
+
+        # the moved replicas are surplus now (the role has its size without them)
+        self._stop(
+            life, now_of(moving), "shrink", resize.reason, message=f"re-placed: {resize.reason}"
         )
-        on_node = [t for t in leaving if t.status in _ALIVE]
+        on_node = [t for t in now_of(leaving) if t.status in _ALIVE]
         self._stop(life, on_node, "shrink", resize.reason, message=f"shrunk: {resize.reason}")
+        pending = [t for t in now_of(leaving) if t.status is TaskStatus.PENDING]
+        self._drop_tasks(life, pending, resize.reason)
 
     def _restart_at(self, life: JobLife, role: str, size: int, reason: str) -> None:
         """Stop the whole gang and start it again with ``size`` replicas of ``role`` (a

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
-from phalanx.engine.snapshot import EPSILON, ON_NODE, JobInfo
+from phalanx.engine.snapshot import EPSILON, ON_NODE, JobInfo, TaskStatus
 
 
 class CompactPlugin(Plugin[Session]):
@@ -73,10 +73,10 @@ def _offer(session: Session, job: JobInfo, query: ConfinementQuery) -> Confineme
 
 
 def _holding(job: JobInfo, nodes: int) -> NDArray[np.bool_]:
-    """The nodes running replicas of ``job``."""
+    """The nodes running replicas of ``job`` (not those leaving)."""
     held = np.zeros(nodes, dtype=np.bool_)
     for task in job.tasks:
-        if task.status in ON_NODE and task.node >= 0:
+        if task.status in ON_NODE and task.status is not TaskStatus.RELEASING and task.node >= 0:
             held[task.node] = True
     return held
 
