@@ -117,3 +117,30 @@ def test_a_job_spread_over_holes_moves_to_a_whole_node_when_it_grows(policy: str
     assert "moved to fewer nodes" in moved[0].reason and moved[-1].size == 4
     life = cluster.life.jobs["e"]
     assert life.phase is JobPhase.RUNNING and life.attempts == 0 and life.preemptions == 0
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_job_at_its_target_but_spread_moves_to_fewer_nodes_once_its_interval_is_over(
+    policy: str,
+) -> None:
+    # Fillers pinned by label hold half of n0 and n1 and all of n2, so the job starts
+    # on two nodes; once n2 frees, a job already at its target moves there whole.
+    cluster = Sized(load_policy(policy).config)
+    nodes = [make_node(f"n{i}", gpus=4, labels={"at": f"n{i}"}) for i in range(3)]
+    cluster.life = Lifecycle(ClusterState(nodes, [make_queue()]))
+    for name, gpus, node in (("f0", 2, "n0"), ("f1", 2, "n1"), ("f2", 4, "n2")):
+        pinned = make_job(name, gpus=gpus, phase=JobPhase.PENDING, node_selector={"at": node})
+        cluster.submit(pinned)
+        cluster.cycle()
+    cluster.submit(_elastic_job("e", replicas=4, high=4, cost=30.0, interval=60.0))
+    cluster.cycle()
+    assert _nodes_of(cluster, "e") == {"n0": 2, "n1": 2}
+    cluster.finish("f2")
+    cluster.cycle(200.0)
+    assert _nodes_of(cluster, "e") == {"n2": 4}
+    cluster.cycle(201.0)
+    cluster.cycle(400.0)  # on the fewest nodes already: it stays
+    assert _nodes_of(cluster, "e") == {"n2": 4}
+    assert cluster.sizes("e")[-1] == 4
+    life = cluster.life.jobs["e"]
+    assert life.attempts == 0 and life.preemptions == 0

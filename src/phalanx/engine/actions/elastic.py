@@ -100,6 +100,7 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
     named = {name: job for name, job in session.snapshot.elastic.items() if name in targets}
     _give_up_unplaced_growth(session, skip=named)
     _shrink_for_waiting(session, skip=named)
+    settled = {job.name for job in _settled(session)}
     growable = {job.name for job in _growable(session)}
     idle = session.snapshot.idle.copy()  # less what the re-placed jobs' new replicas take
     claimed = 0
@@ -118,13 +119,20 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
                 continue
             target = size + grow
             reason = f"grown towards the goodput policy's target ({size} -> {target})"
+        elif target == size and job.name in settled:
+            reason = f"at the goodput policy's target ({size})"
         else:
             continue
         plan = None if waiting else _replan(session, job, target, idle)
         if plan is None:
+            if target == size:
+                continue
             claimed += max(target - size, 0)
             leaving: tuple[str, ...] = ()
         else:
+            if target == size and not _fewer_nodes(job, plan):
+                continue
+            _claim(idle, plan, job)
             claimed += int(plan.added.sum())
             leaving = tuple(t.name for t in plan.leaving)
             if leaving:
@@ -135,9 +143,20 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
         session.explain(f"elastic: {job.name} {reason}")
 
 
+def _fewer_nodes(job: JobInfo, plan: Replan) -> bool:
+    """Whether ``plan`` puts ``job``'s elastic role on fewer nodes than it runs on."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    leaving = {t.name for t in plan.leaving}
+    mine = [t for t in job.tasks if t.role.name == role.name and t.node >= 0]
+    after = {t.node for t in mine if t.name not in leaving}
+    after.update(int(n) for n in np.flatnonzero(plan.added))
+    return len(after) < len({t.node for t in mine})
+
+
 def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]) -> Replan | None:
-    """Where ``job``'s elastic role goes at ``size`` replicas (``replan``), its new
-    replicas taken out of ``idle``; None when it cannot be re-placed now."""
+    """Where ``job``'s elastic role goes at ``size`` replicas within ``idle`` room
+    (``replan``); None when it cannot be re-placed now."""
     role = job.spec.elastic_role()
     assert role is not None
     info = next(r for r in job.roles if r.name == role.name)
@@ -152,10 +171,15 @@ def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]
         held[[t.node for t in tasks if t.node >= 0]] = True
         candidates = np.flatnonzero((fits > 0) | held)
         scores[candidates] = session.points.node_score(tasks[0], candidates)
-    plan = replan(tasks, size, fits, scores)
-    if plan is not None:
-        idle -= plan.added[:, None] * info.request[None, :]
-    return plan
+    return replan(tasks, size, fits, scores)
+
+
+def _claim(idle: NDArray[np.float64], plan: Replan, job: JobInfo) -> None:
+    """Take the room of ``plan``'s new replicas out of ``idle``."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    request = next(r for r in job.roles if r.name == role.name).request
+    idle -= plan.added[:, None] * request[None, :]
 
 
 def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:
@@ -215,9 +239,9 @@ def _size(job: JobInfo) -> int:
     return sum(1 for t in job.tasks if t.role.name == role.name)
 
 
-def _growable(session: Session) -> list[JobInfo]:
-    """Running elastic jobs below their maximum, every replica placed and none leaving
-    or done, not rescaled within their interval."""
+def _settled(session: Session) -> list[JobInfo]:
+    """Running elastic jobs, every replica placed and none leaving or done, not rescaled
+    within their interval."""
     found = []
     for job in session.snapshot.elastic.values():
         role = job.spec.elastic_role()
@@ -225,12 +249,23 @@ def _growable(session: Session) -> list[JobInfo]:
             continue
         if any(job.counts[status] for status in _SETTLING):  # placing, leaving or ending
             continue
-        if job.ready_count < job.min_available or _size(job) >= role.elastic.max_replicas:
+        if job.ready_count < job.min_available:
             continue
         last = job.spec.rescaled_at
         if last is not None and session.now - last < role.elastic.interval:
             continue
         found.append(job)
+    return found
+
+
+def _growable(session: Session) -> list[JobInfo]:
+    """Settled elastic jobs (``_settled``) below their maximum."""
+    found = []
+    for job in _settled(session):
+        role = job.spec.elastic_role()
+        assert role is not None and role.elastic is not None
+        if _size(job) < role.elastic.max_replicas:
+            found.append(job)
     return found
 
 
