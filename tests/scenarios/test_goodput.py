@@ -144,3 +144,17 @@ def test_a_job_at_its_target_but_spread_moves_to_fewer_nodes_once_its_interval_i
     assert cluster.sizes("e")[-1] == 4
     life = cluster.life.jobs["e"]
     assert life.attempts == 0 and life.preemptions == 0
+
+
+def test_a_shrink_and_the_growth_it_makes_room_for_happen_in_one_session() -> None:
+    # One GPU is idle; linear's target needs it and two of flat's. Growing into the idle
+    # one alone would make linear wait out its interval for the rest.
+    cluster = Sized(load_policy("pollux").config)
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=5)], [make_queue()]))
+    cluster.submit(_elastic_job("flat", replicas=3, high=4, cost=30.0))
+    cluster.submit(_elastic_job("linear", replicas=1, high=4, cost=30.0))
+    cluster.cycle(0.0)
+    assert (cluster.placed("flat"), cluster.placed("linear")) == (3, 1)
+    cluster.life.report("flat", _flat_report(0.0))
+    cluster.cycle(100.0)  # flat gives up two GPUs and linear takes them with the idle one
+    assert (cluster.placed("flat"), cluster.placed("linear")) == (1, 4)

@@ -95,26 +95,29 @@ class ElasticAction(Action):
 
 def _follow(session: Session, targets: Mapping[str, int]) -> None:
     """Size the jobs ``targets`` names towards their targets (see the module docstring);
-    the others as without targets. A running job that changes size is re-placed on the
-    fewest nodes (``replan``)."""
+    the others as without targets. Shrinks come first, and the room their replicas free
+    is the growths' in the same session (a policy that shrinks one job to grow another
+    does both at once). A running job that changes size is re-placed on the fewest
+    nodes (``replan``), and one at its target that could run on fewer nodes moves."""
     named = {name: job for name, job in session.snapshot.elastic.items() if name in targets}
     _give_up_unplaced_growth(session, skip=named)
     _shrink_for_waiting(session, skip=named)
     settled = {job.name for job in _settled(session)}
     growable = {job.name for job in _growable(session)}
-    idle = session.snapshot.idle.copy()  # less what the re-placed jobs' new replicas take
-    claimed = 0
-    for job in session.ranked(named.values()):
+    room = _Room(session)
+    ranked = session.ranked(named.values())
+    shrinking = [j for j in ranked if _target(j, targets) < _size(j) or j.ready_count == 0]
+    unplanned = 0  # growth placed by allocate, not by a plan: not taken out of ``room``
+    for job in shrinking + [j for j in ranked if j not in shrinking]:
         role = job.spec.elastic_role()
         assert role is not None and role.elastic is not None
-        size = _size(job)
-        target = max(targets[job.name], role.elastic.min_replicas)
+        size, target = _size(job), _target(job, targets)
         waiting = job.ready_count == 0
         if target < size or (waiting and target != size):
             verb = "sized" if waiting else "shrunk"
             reason = f"{verb} to the goodput policy's target ({size} -> {target})"
         elif target > size and job.name in growable:
-            grow = min(target - size, _growth(session, job, paying=False) - claimed)
+            grow = min(target - size, _growth(session, job, paying=False, room=room) - unplanned)
             if grow <= 0:
                 continue
             target = size + grow
@@ -123,24 +126,58 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
             reason = f"at the goodput policy's target ({size})"
         else:
             continue
-        plan = None if waiting else _replan(session, job, target, idle)
+        plan = None if waiting else _replan(session, job, target, room.idle)
+        if plan is None and target == size:
+            continue
+        if plan is not None and target == size and not _fewer_nodes(job, plan):
+            continue
+        leaving = room.resize(job, target, plan)
         if plan is None:
-            if target == size:
-                continue
-            claimed += max(target - size, 0)
-            leaving: tuple[str, ...] = ()
-        else:
-            if target == size and not _fewer_nodes(job, plan):
-                continue
-            _claim(idle, plan, job)
-            claimed += int(plan.added.sum())
-            leaving = tuple(t.name for t in plan.leaving)
-            if leaving:
-                reason += f", {len(leaving)} replica(s) moved to fewer nodes"
+            unplanned += max(target - size, 0)
+        elif moved := int(plan.added.sum()) - max(target - size, 0):
+            reason += f", {moved} replica(s) moved to fewer nodes"
         session.resizes.append(
             Resize(job=job.name, role=role.name, size=target, reason=reason, leaving=leaving)
         )
         session.explain(f"elastic: {job.name} {reason}")
+
+
+def _target(job: JobInfo, targets: Mapping[str, int]) -> int:
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    return max(targets[job.name], role.elastic.min_replicas)
+
+
+class _Room:
+    """The room a session's resizes share: each node's idle resources, with what the
+    session's shrinks give back and its planned replicas take, and what each queue got
+    back (its headroom for growth grows by it)."""
+
+    def __init__(self, session: Session) -> None:
+        self.idle = session.snapshot.idle.copy()
+        self.returned: dict[str, NDArray[np.float64]] = {}
+
+    def resize(self, job: JobInfo, size: int, plan: Replan | None) -> tuple[str, ...]:
+        """Account for ``job``'s elastic role going to ``size`` replicas: the room of the
+        replicas that stop comes back, that of new ones ``plan`` places goes (unplanned
+        growth is placed by allocate wherever it fits). The names of the running
+        replicas that move (``plan``'s leaving ones)."""
+        role = job.spec.elastic_role()
+        assert role is not None
+        info = next(r for r in job.roles if r.name == role.name)
+        mine = sorted((t for t in job.tasks if t.role is info), key=lambda t: -t.index)
+        stopping = list(plan.leaving) if plan is not None else mine[: max(len(mine) - size, 0)]
+        back = np.zeros_like(info.request)
+        for task in stopping:
+            if task.status in EVICTABLE and task.node >= 0:
+                self.idle[task.node] += info.request
+                back += info.request
+        if plan is not None:
+            self.idle -= plan.added[:, None] * info.request[None, :]
+            back -= float(plan.added.sum()) * info.request
+        for queue in job.queue.ancestors:
+            self.returned[queue.name] = self.returned.get(queue.name, 0.0) + back
+        return () if plan is None else tuple(t.name for t in plan.leaving)
 
 
 def _fewer_nodes(job: JobInfo, plan: Replan) -> bool:
@@ -172,14 +209,6 @@ def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]
         candidates = np.flatnonzero((fits > 0) | held)
         scores[candidates] = session.points.node_score(tasks[0], candidates)
     return replan(tasks, size, fits, scores)
-
-
-def _claim(idle: NDArray[np.float64], plan: Replan, job: JobInfo) -> None:
-    """Take the room of ``plan``'s new replicas out of ``idle``."""
-    role = job.spec.elastic_role()
-    assert role is not None
-    request = next(r for r in job.roles if r.name == role.name).request
-    idle -= plan.added[:, None] * request[None, :]
 
 
 def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:
@@ -269,10 +298,16 @@ def _growable(session: Session) -> list[JobInfo]:
     return found
 
 
-def _growth(session: Session, job: JobInfo, *, paying: bool = True) -> int:
-    """How many replicas ``job`` grows by now: what idle room and its queues hold, up to
-    its maximum, when the growth pays for the rescale (else 0; ``paying`` False: the
-    caller has weighed the cost)."""
+def _growth(
+    session: Session,
+    job: JobInfo,
+    *,
+    paying: bool = True,
+    room: _Room | None = None,
+) -> int:
+    """How many replicas ``job`` grows by now: what idle room (the snapshot's, or
+    ``room``'s) and its queues hold, up to its maximum, when the growth pays for the
+    rescale (else 0; ``paying`` False: the caller has weighed the cost)."""
     role = job.spec.elastic_role()
     assert role is not None and role.elastic is not None
     info = next(r for r in job.roles if r.name == role.name)
@@ -284,15 +319,18 @@ def _growth(session: Session, job: JobInfo, *, paying: bool = True) -> int:
     if not asks.any():
         return 0
     mask, _ = session.static_mask(info)
-    idle = snapshot.idle[mask][:, asks]
+    idle = (snapshot.idle if room is None else room.idle)[mask][:, asks]
     fits = np.floor((idle + EPSILON) / request[asks]).min(axis=1)
-    room = int(fits[fits > 0].sum())
+    replicas = int(fits[fits > 0].sum())
     for queue in job.queue.ancestors:
-        headroom = float(((queue.capability - queue.allocated)[asks] / request[asks]).min())
+        free = queue.capability - queue.allocated
+        if room is not None and queue.name in room.returned:
+            free = free + room.returned[queue.name]
+        headroom = float((free[asks] / request[asks]).min())
         if math.isfinite(headroom):
-            room = min(room, max(0, math.floor(headroom + EPSILON)))
+            replicas = min(replicas, max(0, math.floor(headroom + EPSILON)))
     size = _size(job)
-    grow = max(0, min(room, role.elastic.max_replicas - size))
+    grow = max(0, min(replicas, role.elastic.max_replicas - size))
     interval, cost = role.elastic.interval, role.elastic.cost
     if paying and grow and grow * (interval - cost) <= size * cost:
         return 0

@@ -89,7 +89,9 @@ def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str,
         size, placed = _sizes(job)
         current[row] = min(placed, capacity)
         allowed = _allowed(session, job, size, placed, explore, capacity)
-        if allowed is None:  # it keeps its size: its GPUs are not shared out
+        if allowed is None:  # it keeps its size (growth still being placed too)
+            if placed:
+                current[row] = min(size, capacity)
             values[row, current[row]] = 0.0
             continue
         sized[row] = True
