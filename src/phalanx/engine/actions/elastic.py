@@ -20,17 +20,25 @@ could use in this session:
 (``elastic_targets``, e.g. ``goodput``), the jobs it names follow them instead of the
 rule above: a job above its target shrinks to it (below the size its owner asked for
 too, never below ``min_replicas``: the policy says so), a waiting job is sized to its
-target before it is placed, and a running job below its target grows towards it
-within the idle room left (its whole interval apart, as above; the room others' shrinks
-free is there in the next session). Only waiting gangs of jobs the plugin does not
-name take growth back by eviction. Hysteresis is then the plugin's (``goodput``
-charges every change its cost).
+target before it is placed, and a running job below its target grows towards it (its
+whole interval apart, as above). Shrinks are decided first, and the room their
+replicas give back (on their nodes and in their queues) is the growths' in the same
+session, so a policy that moves GPUs from one job to another does it at once. Only
+waiting gangs of jobs the plugin does not name take growth back by eviction.
+Hysteresis is then the plugin's (``goodput`` charges every change its cost).
+
+**Re-placing.** Every change of size restarts a job's workers (a re-rendezvous), so a
+job that changes size is re-placed then at no extra cost (``placement.replan``): its
+replicas go to the fewest nodes that hold them (its own and the idle room), those off
+that plan leave and new ones are placed where it has room (``Resize.leaving``). A job
+at its target whose replicas span more nodes than that needs moves too, at most once
+an interval.
 
 A growth is a ``Resize`` decision: the lifecycle adds the replicas as pending tasks
 and the driver runs the next cycle at once, whose allocate places them; those it cannot
-place this action gives up (a ``Resize`` down). No growth happens in a session that evicted anything, so a
-shrink and a growth never meet in one cycle, and no job is grown twice within its
-interval: nothing flaps.
+place this action gives up (a ``Resize`` down). Without targets, no growth happens in a
+session that evicted anything, so a shrink and a growth never meet in one cycle; no job
+is grown twice within its interval: nothing flaps.
 """
 
 from __future__ import annotations
