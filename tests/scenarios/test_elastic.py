@@ -207,6 +207,22 @@ def test_the_owner_scales_within_the_range_and_the_highest_replicas_leave() -> N
         cluster.scale("e", 9)
 
 
+def test_scaling_down_past_unplaced_replicas_stops_the_running_ones_too() -> None:
+    # 6 asked on a node of 4: 2 wait unplaced. Down to 2: both waiting ones are dropped
+    # and 2 running ones stop (one resize does both; the job is tracked anew between).
+    cluster = Cluster()
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=4)], [make_queue()]))
+    cluster.submit(_elastic_job(replicas=4, low=1, high=8, interval=1e9))
+    cluster.cycle()
+    cluster.scale("e", 6)
+    cluster.cycle()
+    assert cluster.placed("e") == 4
+    cluster.scale("e", 2)
+    assert cluster.placed("e") == 2
+    names = sorted(t.name for t in cluster.life.tasks(cluster.life.jobs["e"]))
+    assert names == ["e-worker-0", "e-worker-1"]
+
+
 def test_a_restart_mode_job_restarts_its_gang_at_the_new_size_without_a_retry() -> None:
     cluster = Cluster()
     cluster.submit(_elastic_job(replicas=2, high=4, mode=RescaleMode.RESTART))
