@@ -130,7 +130,7 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
                 continue
             target = size + grow
             reason = f"grown towards the goodput policy's target ({size} -> {target})"
-        elif target == size and job.name in settled:
+        elif target == size and job.name in settled and _spread(session, job):
             reason = f"at the goodput policy's target ({size})"
         else:
             continue
@@ -186,6 +186,21 @@ class _Room:
         for queue in job.queue.ancestors:
             self.returned[queue.name] = self.returned.get(queue.name, 0.0) + back
         return () if plan is None else tuple(t.name for t in plan.leaving)
+
+
+def _spread(session: Session, job: JobInfo) -> bool:
+    """Whether ``job``'s elastic role runs on more nodes than the fewest whose whole
+    capacity would hold it (a cheap test before ``replan``)."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    info = next(r for r in job.roles if r.name == role.name)
+    nodes = {t.node for t in job.tasks if t.role is info and t.node >= 0}
+    if len(nodes) < 2:
+        return False
+    mask, _ = session.static_mask(info)
+    most = np.sort(np.where(mask, replica_fits(session.snapshot.capacity, info.request), 0))
+    needed = int(np.searchsorted(np.cumsum(most[::-1]), _size(job))) + 1
+    return len(nodes) > needed
 
 
 def _fewer_nodes(job: JobInfo, plan: Replan) -> bool:
