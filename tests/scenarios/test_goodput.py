@@ -158,3 +158,19 @@ def test_a_shrink_and_the_growth_it_makes_room_for_happen_in_one_session() -> No
     cluster.life.report("flat", _flat_report(0.0))
     cluster.cycle(100.0)  # flat gives up two GPUs and linear takes them with the idle one
     assert (cluster.placed("flat"), cluster.placed("linear")) == (1, 4)
+
+
+def test_a_newcomer_that_has_measured_nothing_starts_at_most_at_an_equal_share() -> None:
+    # Two jobs hold the 8 GPUs and have measured that they hardly scale; a newcomer
+    # that cannot be placed asks for all 8. Its speedup is unknown (linear is assumed):
+    # it starts at an equal share, 3 of 8, not at the 6 the others could give up.
+    cluster = Sized(load_policy("pollux").config)
+    cluster.submit(_elastic_job("a", replicas=4, high=8, cost=30.0))
+    cluster.submit(_elastic_job("b", replicas=4, high=8, cost=30.0))
+    cluster.cycle(0.0)
+    for name in ("a", "b"):
+        cluster.life.report(name, _flat_report(0.0))
+    cluster.cycle(100.0)
+    cluster.submit(_elastic_job("c", replicas=8, high=8, cost=30.0))
+    cluster.cycle(200.0)
+    assert cluster.placed("c") == 3

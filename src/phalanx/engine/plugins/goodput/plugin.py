@@ -12,11 +12,13 @@ Every session it sizes the elastic jobs of the snapshot together:
   role's ``max_replicas`` and, as Pollux bounds a job that is still learning, at most
   twice the most replicas it has reported a step on (``exploreFactor``), or, before
   it has reported one, the replicas its owner asked for (Pollux: 1, where a fresh job
-  waits a session per doubling for sizes its owner already chose); a job that
-  has run a whole ``interval`` without reporting anything grows as its linear speedup
-  says (it may never report); a job
-  rescaled less than its ``interval`` ago, or in a queue that is overused, keeps its
-  size (a waiting job of such a queue stays waiting);
+  waits a session per doubling for sizes its owner already chose), and a job that
+  waits to start (allocate could not place it) without having measured anything no
+  more than an equal share of the GPUs (an unknown job's assumed linear speedup must not outbid what the others
+  have measured of theirs; it grows once it has); a job that has run a whole
+  ``interval`` without reporting anything grows as its linear speedup says (it may
+  never report); a job rescaled less than its ``interval`` ago, or in a queue that is
+  overused, keeps its size (a waiting job of such a queue stays waiting);
 - a change costs: any size but the current one has its speedup multiplied by
   ``since / (since + cost)``, where ``since`` is the time since the job last changed
   size (or started, or arrived) and ``cost`` its ``Elastic.cost`` (Pollux's factor
@@ -96,6 +98,9 @@ def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str,
             continue
         sized[row] = True
         low, high = allowed
+        progress = job.spec.progress
+        if not placed and not (progress is not None and progress.timings):
+            high = max(low, min(high, fair))  # a newcomer: an equal share at most
         curve = speedups(job.spec.progress, fits, most=high, fair=fair, per_node=per_node)
         role = job.spec.elastic_role()
         assert role is not None and role.elastic is not None
