@@ -3,14 +3,17 @@ from a job's reports."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.framework.extension import FirstPoint
-from phalanx.engine.plugins.goodput.models import Fits, fitting_rows, speedups
+from phalanx.engine.goodput import GAMMA_STARTS, PerfObservations, fit_perf_params, objective
+from phalanx.engine.plugins.goodput.models import REFIT_ABOVE, Fits, fitting_rows, speedups
 from phalanx.engine.plugins.goodput.search import EPS, search
 
 
@@ -95,3 +98,21 @@ def test_the_targets_point_takes_the_first_answer() -> None:
     point.register("b", 1, lambda: {"j": 3})
     point.register("c", 1, lambda: {"j": 5})
     assert point() == {"j": 3}
+
+
+def test_a_fit_whose_single_start_diverges_is_redone_from_every_start() -> None:
+    # Real rows on which Pollux's single start diverges (objective 26: every step off by
+    # orders of magnitude); the fit a scheduler keeps must explain them.
+    path = Path(__file__).parent / "goodput" / "diverging_rows.json"
+    rows = tuple(tuple(r) for r in json.loads(path.read_text())["rows"])
+    observations = PerfObservations.of(
+        nodes=[r[0] for r in rows],
+        replicas=[r[1] for r in rows],
+        atomic_bsz=[r[2] for r in rows],
+        accum_time=[r[3] for r in rows],
+        sync_time=[r[4] for r in rows],
+    )
+    single = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
+    assert objective(single, observations) > REFIT_ABOVE
+    kept = Fits(None).perf(rows)  # type: ignore[arg-type]
+    assert objective(kept, observations) < 0.1

@@ -5,7 +5,8 @@ scheduler learns it from its agents.
   start) to the job's step timings, one per configuration it ran: the first timing
   reported for each (nodes, replicas, local batch), as Pollux's agent keeps them (the
   local batches tell the compute time's growth with the batch apart from the
-  synchronisation's cost). A fit is a pure function of those rows; ``Fits`` (kept
+  synchronisation's cost), from every start of gamma when that one start fails
+  (``REFIT_ABOVE``). A fit is a pure function of those rows; ``Fits`` (kept
   across sessions) remembers fits by their rows, so a job is refitted only when it has
   run a new configuration (some 30 ms a fit).
 - Statistical efficiency: the job's gradient statistics (``grad_sqr``, ``grad_var``) at
@@ -33,6 +34,7 @@ from phalanx.engine.goodput import (
     PerfParams,
     Speedup,
     fit_perf_params,
+    objective,
 )
 from phalanx.engine.snapshot import Snapshot
 
@@ -40,6 +42,11 @@ from phalanx.engine.snapshot import Snapshot
 Rows = tuple[tuple[int, int, int, float, float], ...]
 #: Fits remembered across jobs at most (the oldest are forgotten first).
 MAX_FITS = 4096
+#: A fit from Pollux's single start whose objective is above this (its step times off
+#: by some 25% and more) is redone from every start of ``GAMMA_STARTS``: on many rows
+#: the single start can diverge (seen: an objective of 26 where four starts give 0.05,
+#: a speedup curve with a cliff no measurement shows, a job held at one node for a day).
+REFIT_ABOVE = 0.5
 
 
 class Fits:
@@ -61,6 +68,8 @@ class Fits:
                 sync_time=[r[4] for r in rows],
             )
             found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
+            if objective(found, observations) > REFIT_ABOVE:  # a failed start: try them all
+                found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS)
             if len(self._by_rows) >= MAX_FITS:
                 del self._by_rows[next(iter(self._by_rows))]
             self._by_rows[rows] = found
