@@ -12,8 +12,14 @@ import pytest
 
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.framework.extension import FirstPoint
-from phalanx.engine.goodput import GAMMA_STARTS, PerfObservations, fit_perf_params, objective
-from phalanx.engine.plugins.goodput.models import REFIT_ABOVE, Fits, fitting_rows, speedups
+from phalanx.engine.goodput import GAMMA_STARTS, fit_perf_params, objective
+from phalanx.engine.plugins.goodput.models import (
+    REFIT_ABOVE,
+    Fits,
+    fitting_rows,
+    observations_of,
+    speedups,
+)
 from phalanx.engine.plugins.goodput.search import EPS, search
 
 
@@ -105,13 +111,7 @@ def test_a_fit_whose_single_start_diverges_is_redone_from_every_start() -> None:
     # orders of magnitude); the fit a scheduler keeps must explain them.
     path = Path(__file__).parent / "goodput" / "diverging_rows.json"
     rows = tuple(tuple(r) for r in json.loads(path.read_text())["rows"])
-    observations = PerfObservations.of(
-        nodes=[r[0] for r in rows],
-        replicas=[r[1] for r in rows],
-        atomic_bsz=[r[2] for r in rows],
-        accum_time=[r[3] for r in rows],
-        sync_time=[r[4] for r in rows],
-    )
+    observations = observations_of(rows)
     single = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
     assert objective(single, observations) > REFIT_ABOVE
     kept = Fits(None).perf(rows)  # type: ignore[arg-type]

@@ -60,13 +60,7 @@ class Fits:
         """The fit of ``rows`` (non-empty)."""
         found = self._by_rows.get(rows)
         if found is None:
-            observations = PerfObservations.of(
-                nodes=[r[0] for r in rows],
-                replicas=[r[1] for r in rows],
-                atomic_bsz=[r[2] for r in rows],
-                accum_time=[r[3] for r in rows],
-                sync_time=[r[4] for r in rows],
-            )
+            observations = observations_of(rows)
             found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
             if objective(found, observations) > REFIT_ABOVE:  # a failed start: try them all
                 found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS)
@@ -74,6 +68,17 @@ class Fits:
                 del self._by_rows[next(iter(self._by_rows))]
             self._by_rows[rows] = found
         return found
+
+
+def observations_of(rows: Rows) -> PerfObservations:
+    """``rows`` (non-empty) as fitting input."""
+    return PerfObservations.of(
+        nodes=[r[0] for r in rows],
+        replicas=[r[1] for r in rows],
+        atomic_bsz=[r[2] for r in rows],
+        accum_time=[r[3] for r in rows],
+        sync_time=[r[4] for r in rows],
+    )
 
 
 def fitting_rows(timings: tuple[StepTiming, ...]) -> Rows:
