@@ -93,6 +93,9 @@ class Cluster:
         life = self.life.jobs.get(job)
         return 0 if life is None else sum(t.status in ON_NODE for t in self.life.tasks(life))
 
+    def task_names(self, job: str) -> list[str]:
+        return sorted(t.name for t in self.life.tasks(self.life.jobs[job]))
+
     def sizes(self, job: str) -> list[int]:
         return [e.size for e in self.effects if isinstance(e, Resized) and e.job == job]
 
@@ -198,8 +201,7 @@ def test_the_owner_scales_within_the_range_and_the_highest_replicas_leave() -> N
     assert cluster.placed("e") == 4
     cluster.scale("e", 2)
     assert cluster.placed("e") == 2
-    names = sorted(t.name for t in cluster.life.tasks(cluster.life.jobs["e"]))
-    assert names == ["e-worker-0", "e-worker-1"]
+    assert cluster.task_names("e") == ["e-worker-0", "e-worker-1"]
     cluster.scale("e", 5)
     cluster.cycle()
     assert cluster.placed("e") == 5
@@ -219,8 +221,7 @@ def test_scaling_down_past_unplaced_replicas_stops_the_running_ones_too() -> Non
     assert cluster.placed("e") == 4
     cluster.scale("e", 2)
     assert cluster.placed("e") == 2
-    names = sorted(t.name for t in cluster.life.tasks(cluster.life.jobs["e"]))
-    assert names == ["e-worker-0", "e-worker-1"]
+    assert cluster.task_names("e") == ["e-worker-0", "e-worker-1"]
 
 
 def test_a_restart_mode_job_restarts_its_gang_at_the_new_size_without_a_retry() -> None:

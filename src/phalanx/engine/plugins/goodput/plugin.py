@@ -12,9 +12,9 @@ Every session it sizes the elastic jobs of the snapshot together:
   role's ``max_replicas`` and, as Pollux bounds a job that is still learning, at most
   twice the most replicas it has reported a step on (``exploreFactor``), or, before
   it has reported one, the replicas its owner asked for (Pollux: 1, where a fresh job
-  waits a session per doubling for sizes its owner already chose), and a job that
-  waits to start (allocate could not place it) without having measured anything no
-  more than an equal share of the GPUs (an unknown job's assumed linear speedup must not outbid what the others
+  waits a session per doubling for sizes its owner already chose); a job that waits
+  to start (allocate could not place it) and has measured nothing, no more than an
+  equal share of the GPUs (its assumed linear speedup must not outbid what the others
   have measured of theirs; it grows once it has); a job that has run a whole
   ``interval`` without reporting anything grows as its linear speedup says (it may
   never report); a job rescaled less than its ``interval`` ago, or in a queue that is
