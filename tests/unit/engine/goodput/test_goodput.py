@@ -15,6 +15,7 @@ from phalanx.engine.goodput import (
     efficiency,
     fit_perf_params,
     iteration_time,
+    objective,
 )
 
 
@@ -91,6 +92,27 @@ def test_fit_holds_what_one_node_cannot_tell_at_pollux_priors() -> None:
     assert fitted.alpha_c == pytest.approx(0.05)  # one step size: half the compute time
     assert fitted.alpha_n >= 1.1 * fitted.alpha_r  # crossing nodes costs at least 10% more
     assert fitted.beta_r == pytest.approx(1e-8)  # never more than two replicas
+
+
+def test_a_slope_no_observation_can_tell_is_left_at_its_bound() -> None:
+    # yolov3 of Pollux's workload-3: 4 GPUs of one node at two local batches, then 6 GPUs
+    # on two nodes. Across nodes only one replica count was seen, so the data fix only
+    # alpha_n + 4 * beta_n; a slope there made 16 GPUs on four nodes step at 3.1 s
+    # (the profile: 1.3 s).
+    obs = PerfObservations.of(
+        nodes=[1, 1, 2],
+        replicas=[4, 4, 6],
+        atomic_bsz=[4, 8, 4],
+        accum_time=[0.3355, 0.3820, 0.2616],
+        sync_time=[0.4571, 0.5009, 1.4431],
+    )
+    fitted = fit_perf_params(obs)
+    assert fitted.beta_n == pytest.approx(1e-8)
+    assert fitted.beta_r == pytest.approx(1e-8)
+    seen = iteration_time(fitted, obs.nodes, obs.replicas, obs.atomic_bsz, 0)
+    np.testing.assert_allclose(seen, obs.sync_time, rtol=0.05)
+    assert float(iteration_time(fitted, 4, 16, 8, 0)) == pytest.approx(float(seen[2]), rel=0.1)
+    assert objective(fitted, obs) < 0.2
 
 
 def test_observations_must_be_rows_of_positive_times() -> None:
