@@ -168,6 +168,7 @@ class Simulation:
         self._arrivals_left = 0  # arrivals and calls scheduled and not yet handled
         self._resources: dict[str, dict[str, Resources]] = {}  # per live job: per role
         self._session_at: float | None = None
+        self._resized_at: float | None = None  # the last session that resized a job
         self._idle_sessions = 0
         self._wake_at: float | None = None
         self._rng = np.random.default_rng(options.seed)
@@ -347,6 +348,12 @@ class Simulation:
                 decisions.binds or decisions.evictions or decisions.admitted or decisions.resized
             ),
         )
+        if decisions.resized and self._resized_at != now:
+            # A grown job's new replicas wait to be placed: the next session comes as one
+            # would after an event (the control plane places them at its next tick, Pollux
+            # applies a new allocation at once), not a whole period later. Once an instant.
+            self._resized_at = now
+            self._triggered(now)
 
     def _sample_fragmentation(self, now: float) -> None:
         """Record GPU fragmentation after a session, at most every ``fragmentation_every`` s."""

@@ -85,3 +85,34 @@ def test_every_session_knows_the_step_time_of_each_running_configuration(
     )
     sim.run()
     assert checked > 100 and not behind
+
+
+@pytest.mark.traces
+def test_a_grown_jobs_new_replicas_are_placed_at_the_instant_it_grows(traces_dir: Path) -> None:
+    """Pollux applies a new allocation at once; sessions come only every 60 s here, so
+    the session that grows a job is followed at the same instant by one that places the
+    new replicas (they used to wait idle for the next period)."""
+    workload = load_pollux(traces_dir / WORKLOAD, limit=20)
+    resized_at: dict[str, float] = {}
+    late: list[tuple[float, str]] = []
+    grown = 0
+
+    def check(now: float, decisions: Decisions) -> None:
+        nonlocal grown
+        for bind in decisions.binds:
+            if bind.job in resized_at:
+                grown += 1
+                if resized_at[bind.job] != now:
+                    late.append((now, bind.task))
+        for resize in decisions.resized:
+            resized_at[resize.job] = now
+
+    sim = Simulation(
+        load_cluster("pollux"),
+        workload,
+        load_policy("pollux").config,
+        options=SimOptions(fixed_period=True),
+        on_session=check,
+    )
+    sim.run()
+    assert grown > 20 and not late
