@@ -174,3 +174,29 @@ def test_a_newcomer_that_has_measured_nothing_starts_at_most_at_an_equal_share()
     cluster.submit(_elastic_job("c", replicas=8, high=8, cost=30.0))
     cluster.cycle(200.0)
     assert cluster.placed("c") == 3
+
+
+def test_when_jobs_outnumber_the_gpus_the_least_served_run() -> None:
+    # Two GPUs, two one-GPU elastic jobs running. A newcomer waits while they have had
+    # little service (under phalanx-default's 600 GPU-s); once they have had more, the
+    # later of them is suspended for it (least attained service, Tiresias' levels), and
+    # it comes back when a GPU frees. Jobs of one level never displace each other.
+    cluster = Sized(load_policy("phalanx-default").config)
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], [make_queue()]))
+    for name in ("old1", "old2"):
+        cluster.submit(_elastic_job(name, replicas=1, high=1, cost=30.0))
+    cluster.cycle(0.0)
+    cluster.submit(_elastic_job("new", replicas=1, high=1, cost=30.0))
+    cluster.cycle(100.0)
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+    cluster.cycle(1000.0)  # the old ones have had 1,000 GPU-s each
+    cluster.cycle(1001.0)  # the next tick places the newcomer in the freed GPU
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)
+    suspended = cluster.life.jobs["old2"]
+    assert suspended.phase is not JobPhase.FAILED and suspended.attempts == 0
+    for at in (1002.0, 1100.0, 9000.0):  # old2 (waiting) never displaces old1 (running)
+        cluster.cycle(at)
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)
+    cluster.finish("new")
+    cluster.cycle(9001.0)
+    assert (cluster.placed("old1"), cluster.placed("old2")) == (1, 1)

@@ -19,9 +19,10 @@ could use in this session:
 **Targets.** When a plugin gives the sizes elastic jobs should have
 (``elastic_targets``, e.g. ``goodput``), the jobs it names follow them instead of the
 rule above: a job above its target shrinks to it (below the size its owner asked for
-too, never below ``min_replicas``: the policy says so), a waiting job is sized to its
-target before it is placed, and a running job below its target grows towards it (its
-whole interval apart, as above). Shrinks are decided first, and the room their
+too, never below ``min_replicas``: the policy says so), a running job whose target is
+0 is suspended (its tasks evicted: it waits again, keeping what it checkpointed), a
+waiting job is sized to its target before it is placed, and a running job below its
+target grows towards it (its whole interval apart, as above). Shrinks are decided first, and the room their
 replicas give back (on their nodes and in their queues) is the growths' in the same
 session, so a policy that moves GPUs from one job to another does it at once. Only
 waiting gangs of jobs the plugin does not name take growth back by eviction.
@@ -114,13 +115,20 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
     growable = {job.name for job in _growable(session)}
     room = _Room(session)
     ranked = session.ranked(named.values())
-    shrinking = [j for j in ranked if _target(j, targets) < _size(j) or j.ready_count == 0]
+    shrinking = [
+        j
+        for j in ranked
+        if _target(j, targets) < _size(j) or j.ready_count == 0 or not targets[j.name]
+    ]
     unplanned = 0  # growth placed by allocate, not by a plan: not taken out of ``room``
     for job in shrinking + [j for j in ranked if j not in shrinking]:
         role = job.spec.elastic_role()
         assert role is not None and role.elastic is not None
         size, target = _size(job), _target(job, targets)
         waiting = job.ready_count == 0
+        if targets[job.name] == 0 and not waiting:
+            _suspend(session, job, room)
+            continue
         if target < size or (waiting and target != size):
             verb = "sized" if waiting else "shrunk"
             reason = f"{verb} to the goodput policy's target ({size} -> {target})"
@@ -148,6 +156,20 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
             Resize(job=job.name, role=role.name, size=target, reason=reason, leaving=leaving)
         )
         session.explain(f"elastic: {job.name} {reason}")
+
+
+def _suspend(session: Session, job: JobInfo, room: _Room) -> None:
+    """Stop every task of ``job`` (the policy gives it no GPUs: jobs outnumber them); it
+    waits again with its progress, as a checkpointed job does, and its room is the
+    growths'."""
+    reason = "suspended for jobs that have had less service (jobs outnumber the GPUs)"
+    with session.statement() as stmt:
+        for task in job.tasks:
+            if task.status in EVICTABLE:
+                stmt.evict(task, action="elastic", by="", reason=reason)
+        stmt.commit()
+    room.resize(job, 0, None)
+    session.explain(f"elastic: {job.name} {reason}")
 
 
 def _target(job: JobInfo, targets: Mapping[str, int]) -> int:

@@ -57,7 +57,8 @@ def default_config() -> SchedulerConfig:
     """phalanx's default policy, the same as the shipped ``phalanx-default`` document: gang +
     priority first, then fairness, quota and placement (fgd with memory, balanced,
     spot-like nodes to elastic replicas first); preemption never evicts more than the
-    preemptor will use; elastic jobs grow into idle room."""
+    preemptor will use; elastic jobs grow into idle room, and when they outnumber the
+    GPUs the least served run."""
     tiers = SchedulerConfig.build(
         [],
         [
@@ -66,7 +67,7 @@ def default_config() -> SchedulerConfig:
                 "gang",
                 ("sla", {"waitingTime": 3600}),
                 "overcommit",
-                "goodput",
+                ("goodput", {"suspendAbove": 600}),
                 "compact",
             ],
             [

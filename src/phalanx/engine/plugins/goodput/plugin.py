@@ -24,18 +24,29 @@ Every session it sizes the elastic jobs of the snapshot together:
   size (or started, or arrived) and ``cost`` its ``Elastic.cost`` (Pollux's factor
   ``age / (age + 30 s)`` for a job that has not restarted yet): a job just rescaled
   pays dearly for another change, so nothing flaps;
+- when the jobs outnumber the GPUs (each needs its ``min_replicas``), which of them run
+  is decided first, by least attained service as Tiresias and Pollux's tie order do
+  (``suspendAbove`` GPU-seconds, two levels; first come first served within a level):
+  a running job that has had at least that much is given 0 (the ``elastic`` action
+  suspends it; it waits with its progress, as a checkpointed job does) for waiting jobs
+  that have had less, and those waiting beyond the GPUs stay waiting. A running job is
+  never suspended for one of its own level, so nothing flaps; the power mean is
+  indifferent here (a job without GPUs weighs the same whichever it is), and serving
+  the least served first is what keeps short jobs short under overload;
 - then ``search`` (power mean p = -1 of the speedups) picks the sizes.
 
 The answer names every elastic job it sized; the action grows and shrinks them towards
 it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
 (true: speedups relative to an equal share of the GPUs, Pollux's normalisation;
-false: relative to one GPU).
+false: relative to one GPU), ``suspendAbove`` (GPU-seconds; default 0: no job is
+suspended).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -54,20 +65,37 @@ class GoodputPlugin(Plugin[Session]):
     """Targets for elastic jobs that maximise the power mean of their speedups."""
 
     name = "goodput"
-    accepted_args = frozenset({"exploreFactor", "fairShare"})
+    accepted_args = frozenset({"exploreFactor", "fairShare", "suspendAbove"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.explore = self.number("exploreFactor", 2.0)
+        self.fair_share = self.flag("fairShare", True)
+        self.suspend_above = self.number("suspendAbove", 0.0)
 
     def open(self, session: Session) -> Session:
         return session
 
+    def job_order(self, state: Session, job: JobInfo) -> int:
+        """With ``suspendAbove``: elastic jobs that have had less service than that
+        first (so allocate places the jobs the targets let run, not one just
+        suspended); 0 for every other job."""
+        if self.suspend_above <= 0 or job.spec.elastic_role() is None:
+            return 0
+        return int(job.service(state.now) >= self.suspend_above)
+
     def elastic_targets(self, state: Session) -> Mapping[str, int] | None:
         return _targets(
             state,
-            explore=self.number("exploreFactor", 2.0),
-            fair_share=self.flag("fairShare", True),
+            explore=self.explore,
+            fair_share=self.fair_share,
+            suspend_above=self.suspend_above,
         )
 
 
-def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str, int] | None:
+def _targets(
+    session: Session, *, explore: float, fair_share: bool, suspend_above: float = 0.0
+) -> dict[str, int] | None:
     snapshot = session.snapshot
     jobs = session.ranked(
         j for j in snapshot.elastic.values() if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED)
@@ -87,9 +115,14 @@ def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str,
     values = np.full((len(jobs), width), np.inf)
     current = np.zeros(len(jobs), dtype=np.int64)
     sized = np.zeros(len(jobs), dtype=np.bool_)
+    shut = _shut_out(session, jobs, capacity, suspend_above) if suspend_above > 0 else set()
     for row, job in enumerate(jobs):
         size, placed = _sizes(job)
         current[row] = min(placed, capacity)
+        if job.name in shut:  # suspended, or left waiting: no GPUs this session
+            sized[row] = True
+            values[row, 0] = 0.0
+            continue
         allowed = _allowed(session, job, size, placed, explore, capacity)
         if allowed is None:  # it keeps its size (growth still being placed too)
             if placed:
@@ -111,6 +144,42 @@ def _targets(session: Session, *, explore: float, fair_share: bool) -> dict[str,
         values[row, low : high + 1] = 1.0 / (scaled[low : high + 1] + EPS)
     chosen = search(values, current, capacity)
     return {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+
+
+def _shut_out(
+    session: Session, jobs: list[JobInfo], capacity: int, suspend_above: float
+) -> set[str]:
+    """The jobs that get no GPUs because the jobs outnumber them: by least attained
+    service, two levels at ``suspend_above`` GPU-seconds, running jobs before waiting
+    ones within a level, then first come first served. Jobs that keep their size, and
+    running jobs under ``suspend_above``, run whatever their place."""
+    now = session.now
+    budget = capacity
+    contenders: list[tuple[int, int, float, str, int]] = []
+    for job in jobs:
+        role = job.spec.elastic_role()
+        assert role is not None and role.elastic is not None
+        size, placed = _sizes(job)
+        served = job.service(now)
+        if placed and _allowed(session, job, size, placed, 0.0, capacity) is None:
+            budget -= placed  # it keeps its size this session
+            continue
+        if placed and served < suspend_above:
+            budget -= role.elastic.min_replicas  # not to be suspended: at least its minimum
+            continue
+        level = int(served >= suspend_above)
+        contenders.append(
+            (level, 0 if placed else 1, job.creation_time, job.name, role.elastic.min_replicas)
+        )
+    if sum(c[4] for c in contenders) <= budget:
+        return set()
+    shut: set[str] = set()
+    for _level, _waiting, _created, name, least in sorted(contenders):
+        if least <= budget:
+            budget -= least
+        else:
+            shut.add(name)
+    return shut
 
 
 def _sizes(job: JobInfo) -> tuple[int, int]:
