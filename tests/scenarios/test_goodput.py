@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from phalanx.domain.job import JobPhase
@@ -200,3 +202,22 @@ def test_when_jobs_outnumber_the_gpus_the_least_served_run() -> None:
     cluster.finish("new")
     cluster.cycle(9001.0)
     assert (cluster.placed("old1"), cluster.placed("old2")) == (1, 1)
+
+
+@pytest.mark.parametrize("guard", ["priority", "queue"])
+def test_no_job_is_suspended_for_a_lower_priority_one_or_another_queues(guard: str) -> None:
+    # As above, but the newcomer has a lower priority than the old jobs, or is in
+    # another queue (across queues, reclaim keeps the shares; the old jobs' queue is
+    # not reclaimable here): it waits.
+    cluster = Sized(load_policy("phalanx-default").config)
+    queues = [make_queue(reclaimable=False), make_queue("other")]
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], queues))
+    for name in ("old1", "old2"):
+        job = _elastic_job(name, replicas=1, high=1, cost=30.0, priority=5)
+        cluster.submit(job if guard == "priority" else replace(job, priority=0))
+    cluster.cycle(0.0)
+    newcomer = _elastic_job("new", replicas=1, high=1, cost=30.0)
+    cluster.submit(newcomer if guard == "priority" else replace(newcomer, queue="other"))
+    for at in (1000.0, 1001.0, 2000.0):
+        cluster.cycle(at)
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)

@@ -22,9 +22,10 @@ rule above: a job above its target shrinks to it (below the size its owner asked
 too, never below ``min_replicas``: the policy says so), a running job whose target is
 0 is suspended (its tasks evicted: it waits again, keeping what it checkpointed), a
 waiting job is sized to its target before it is placed, and a running job below its
-target grows towards it (its whole interval apart, as above). Shrinks are decided first, and the room their
-replicas give back (on their nodes and in their queues) is the growths' in the same
-session, so a policy that moves GPUs from one job to another does it at once. Only
+target grows towards it (its whole interval apart, as above). Shrinks are decided
+first, and the room their replicas give back (on their nodes and in their queues) is
+the growths' in the same session, so a policy that moves GPUs from one job to another
+does it at once. Only
 waiting gangs of jobs the plugin does not name take growth back by eviction.
 Hysteresis is then the plugin's (``goodput`` charges every change its cost).
 

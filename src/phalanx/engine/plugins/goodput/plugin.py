@@ -149,36 +149,44 @@ def _targets(
 def _shut_out(
     session: Session, jobs: list[JobInfo], capacity: int, suspend_above: float
 ) -> set[str]:
-    """The jobs that get no GPUs because the jobs outnumber them: by least attained
-    service, two levels at ``suspend_above`` GPU-seconds, running jobs before waiting
-    ones within a level, then first come first served. Jobs that keep their size, and
-    running jobs under ``suspend_above``, run whatever their place."""
+    """The jobs that get no GPUs because the jobs outnumber them (their minimums sum to
+    more than ``capacity``). Within each queue (across queues, reclaim keeps the
+    shares), the GPUs its jobs hold and the idle ones go by priority, then least
+    attained service (two levels at ``suspend_above`` GPU-seconds), running jobs before
+    waiting ones within a level, then first come first served. Jobs that keep their
+    size, and running jobs under ``suspend_above``, run whatever their place."""
     now = session.now
-    budget = capacity
-    contenders: list[tuple[int, int, float, str, int]] = []
+    needed = 0
+    held: dict[str, int] = {}
+    contenders: dict[str, list[tuple[int, int, int, float, str, int]]] = {}
     for job in jobs:
         role = job.spec.elastic_role()
         assert role is not None and role.elastic is not None
         size, placed = _sizes(job)
+        least = role.elastic.min_replicas
+        queue = job.queue.name
+        if _allowed(session, job, size, placed, 0.0, capacity) is None:
+            needed += placed  # it keeps its size this session (and holds it)
+            continue
+        needed += least
         served = job.service(now)
-        if placed and _allowed(session, job, size, placed, 0.0, capacity) is None:
-            budget -= placed  # it keeps its size this session
-            continue
+        held[queue] = held.get(queue, 0) + placed
         if placed and served < suspend_above:
-            budget -= role.elastic.min_replicas  # not to be suspended: at least its minimum
+            held[queue] -= least  # not to be suspended: at least its minimum
             continue
-        level = int(served >= suspend_above)
-        contenders.append(
-            (level, 0 if placed else 1, job.creation_time, job.name, role.elastic.min_replicas)
-        )
-    if sum(c[4] for c in contenders) <= budget:
+        rank = (-job.priority, int(served >= suspend_above), 0 if placed else 1)
+        contenders.setdefault(queue, []).append((*rank, job.creation_time, job.name, least))
+    if needed <= capacity:
         return set()
+    idle = max(0, capacity - sum(_sizes(job)[1] for job in jobs))
     shut: set[str] = set()
-    for _level, _waiting, _created, name, least in sorted(contenders):
-        if least <= budget:
-            budget -= least
-        else:
-            shut.add(name)
+    for queue, line in contenders.items():
+        budget = held.get(queue, 0) + idle
+        for *_rank, _created, name, least in sorted(line):
+            if least <= budget:
+                budget -= least
+            else:
+                shut.add(name)
     return shut
 
 
