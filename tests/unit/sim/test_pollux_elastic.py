@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from phalanx.policies import load_policy
 from phalanx.sim.clusters import load_cluster
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces.pollux import load_pollux
+from phalanx.sim.workload import Workload
 
 WORKLOAD = "philly-jobs-pollux/workloads/workload-6.csv"
 
@@ -27,6 +29,17 @@ def _run(traces_dir: Path, policy: str) -> tuple[Simulation, list[Decisions]]:
     seen: list[Decisions] = []
     sim.run()
     return sim, seen
+
+
+def _pollux_run(workload: Workload, on_session: Callable[[float, Decisions], None]) -> Simulation:
+    """``workload`` under the ``pollux`` policy at Pollux's fixed 60 s periods, not yet run."""
+    return Simulation(
+        load_cluster("pollux"),
+        workload,
+        load_policy("pollux").config,
+        options=SimOptions(fixed_period=True),
+        on_session=on_session,
+    )
 
 
 @pytest.mark.traces
@@ -76,13 +89,7 @@ def test_every_session_knows_the_step_time_of_each_running_configuration(
             if (len(tracker.placement), sum(tracker.placement)) not in shapes:
                 behind.append((now, name))
 
-    sim = Simulation(
-        load_cluster("pollux"),
-        workload,
-        load_policy("pollux").config,
-        options=SimOptions(fixed_period=True),
-        on_session=check,
-    )
+    sim = _pollux_run(workload, check)
     sim.run()
     assert checked > 100 and not behind
 
@@ -107,12 +114,6 @@ def test_a_grown_jobs_new_replicas_are_placed_at_the_instant_it_grows(traces_dir
         for resize in decisions.resized:
             resized_at[resize.job] = now
 
-    sim = Simulation(
-        load_cluster("pollux"),
-        workload,
-        load_policy("pollux").config,
-        options=SimOptions(fixed_period=True),
-        on_session=check,
-    )
+    sim = _pollux_run(workload, check)
     sim.run()
     assert grown > 20 and not late
