@@ -221,3 +221,20 @@ def test_no_job_is_suspended_for_a_lower_priority_one_or_another_queues(guard: s
     for at in (1000.0, 1001.0, 2000.0):
         cluster.cycle(at)
     assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+
+
+def test_a_job_whose_rescale_costs_much_is_suspended_only_after_ten_times_that() -> None:
+    # As above with a rescale cost of 200 s: the old jobs are not suspended at 1,000
+    # GPU-s each (a stop and a restart would cost them too much of it), at 2,500 they are.
+    cluster = Sized(load_policy("phalanx-default").config)
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], [make_queue()]))
+    for name in ("old1", "old2"):
+        cluster.submit(_elastic_job(name, replicas=1, high=1, cost=200.0))
+    cluster.cycle(0.0)
+    cluster.submit(_elastic_job("new", replicas=1, high=1, cost=200.0))
+    for at in (1000.0, 1001.0):
+        cluster.cycle(at)
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+    for at in (2500.0, 2501.0):
+        cluster.cycle(at)
+    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)

@@ -26,10 +26,11 @@ Every session it sizes the elastic jobs of the snapshot together:
   pays dearly for another change, so nothing flaps;
 - when the jobs outnumber the GPUs (each needs its ``min_replicas``), which of them run
   is decided first, by least attained service as Tiresias and Pollux's tie order do
-  (``suspendAbove`` GPU-seconds, two levels; first come first served within a level):
-  a running job that has had at least that much is given 0 (the ``elastic`` action
-  suspends it; it waits with its progress, as a checkpointed job does) for waiting jobs
-  that have had less, and those waiting beyond the GPUs stay waiting. A running job is
+  (``suspendAbove`` GPU-seconds, and ten times the job's rescale cost, two levels;
+  first come first served within a level): a running job that has had at least that
+  much is given 0 (the ``elastic`` action suspends it; it waits with its progress, as
+  a checkpointed job does) for waiting jobs that have had less, and those waiting
+  beyond the GPUs stay waiting. A running job is
   never suspended for one of its own level, so nothing flaps; the power mean is
   indifferent here (a job without GPUs weighs the same whichever it is), and serving
   the least served first is what keeps short jobs short under overload;
@@ -60,6 +61,10 @@ from phalanx.engine.plugins.goodput.search import EPS, search
 from phalanx.engine.snapshot import ON_NODE, JobInfo
 from phalanx.engine.snapshot.units import ENGINE_UNITS
 
+#: A job is suspended only once it has had this many times its rescale cost in service
+#: (GPU-seconds against seconds), as well as ``suspendAbove``.
+SUSPEND_COSTS = 10.0
+
 
 class GoodputPlugin(Plugin[Session]):
     """Targets for elastic jobs that maximise the power mean of their speedups."""
@@ -82,7 +87,7 @@ class GoodputPlugin(Plugin[Session]):
         suspended); 0 for every other job."""
         if self.suspend_above <= 0 or job.spec.elastic_role() is None:
             return 0
-        return int(job.service(state.now) >= self.suspend_above)
+        return _served_level(job, state.now, self.suspend_above)
 
     def elastic_targets(self, state: Session) -> Mapping[str, int] | None:
         return _targets(
@@ -152,9 +157,9 @@ def _shut_out(
     """The jobs that get no GPUs because the jobs outnumber them (their minimums sum to
     more than ``capacity``). Within each queue (across queues, reclaim keeps the
     shares), the GPUs its jobs hold and the idle ones go by priority, then least
-    attained service (two levels at ``suspend_above`` GPU-seconds), running jobs before
-    waiting ones within a level, then first come first served. Jobs that keep their
-    size, and running jobs under ``suspend_above``, run whatever their place."""
+    attained service (two levels, ``_served_level``), running jobs before waiting ones
+    within a level, then first come first served. Jobs that keep their size, and
+    running jobs of the lower level, run whatever their place."""
     now = session.now
     needed = 0
     held: dict[str, int] = {}
@@ -169,12 +174,12 @@ def _shut_out(
             needed += placed  # it keeps its size this session (and holds it)
             continue
         needed += least
-        served = job.service(now)
+        level = _served_level(job, now, suspend_above)
         held[queue] = held.get(queue, 0) + placed
-        if placed and served < suspend_above:
+        if placed and not level:
             held[queue] -= least  # not to be suspended: at least its minimum
             continue
-        rank = (-job.priority, int(served >= suspend_above), 0 if placed else 1)
+        rank = (-job.priority, level, 0 if placed else 1)
         contenders.setdefault(queue, []).append((*rank, job.creation_time, job.name, least))
     if needed <= capacity:
         return set()
@@ -188,6 +193,15 @@ def _shut_out(
             else:
                 shut.add(name)
     return shut
+
+
+def _served_level(job: JobInfo, now: float, suspend_above: float) -> int:
+    """1 when ``job`` has had at least ``suspend_above`` GPU-seconds and
+    ``SUSPEND_COSTS`` times its rescale cost in seconds (a suspension costs it a stop
+    and a restart: one that has run little is not worth suspending), else 0."""
+    role = job.spec.elastic_role()
+    cost = role.elastic.cost if role is not None and role.elastic is not None else 0.0
+    return int(job.service(now) >= max(suspend_above, SUSPEND_COSTS * cost))
 
 
 def _sizes(job: JobInfo) -> tuple[int, int]:
