@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from phalanx.domain.job import JobPhase
 from phalanx.domain.progress import Progress, StepTiming
+from phalanx.domain.queue import Queue
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.lifecycle import Lifecycle, Resized
 from phalanx.engine.state import ClusterState
@@ -178,63 +180,72 @@ def test_a_newcomer_that_has_measured_nothing_starts_at_most_at_an_equal_share()
     assert cluster.placed("c") == 3
 
 
-def test_when_jobs_outnumber_the_gpus_the_least_served_run() -> None:
-    # Two GPUs, two one-GPU elastic jobs running. A newcomer waits while they have had
-    # little service (under phalanx-default's 600 GPU-s); once they have had more, the
-    # later of them is suspended for it (least attained service, Tiresias' levels), and
-    # it comes back when a GPU frees. Jobs of one level never displace each other.
+def _crowded(
+    *,
+    cost: float = 30.0,
+    old: dict[str, Any] | None = None,
+    new: dict[str, Any] | None = None,
+    queues: list[Queue] | None = None,
+) -> Sized:
+    """Two GPUs; two one-GPU elastic jobs, old1 and old2, placed at 0 s; a third, new,
+    submitted then (``old``, ``new``: fields of those jobs to replace)."""
     cluster = Sized(load_policy("phalanx-default").config)
-    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], [make_queue()]))
+    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], queues or [make_queue()]))
     for name in ("old1", "old2"):
-        cluster.submit(_elastic_job(name, replicas=1, high=1, cost=30.0))
+        cluster.submit(replace(_elastic_job(name, replicas=1, high=1, cost=cost), **(old or {})))
     cluster.cycle(0.0)
-    cluster.submit(_elastic_job("new", replicas=1, high=1, cost=30.0))
+    cluster.submit(replace(_elastic_job("new", replicas=1, high=1, cost=cost), **(new or {})))
+    return cluster
+
+
+def _running(cluster: Sized) -> tuple[int, int, int]:
+    return cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")
+
+
+def test_when_jobs_outnumber_the_gpus_the_least_served_run() -> None:
+    # The newcomer waits while the old jobs have had little service (under
+    # phalanx-default's 600 GPU-s); once they have had more, the later of them is
+    # suspended for it (least attained service, Tiresias' levels), and it comes back
+    # when a GPU frees. Jobs of one level never displace each other.
+    cluster = _crowded()
     cluster.cycle(100.0)
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+    assert _running(cluster) == (1, 1, 0)
     cluster.cycle(1000.0)  # the old ones have had 1,000 GPU-s each
     cluster.cycle(1001.0)  # the next tick places the newcomer in the freed GPU
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)
+    assert _running(cluster) == (1, 0, 1)
     suspended = cluster.life.jobs["old2"]
     assert suspended.phase is not JobPhase.FAILED and suspended.attempts == 0
     for at in (1002.0, 1100.0, 9000.0):  # old2 (waiting) never displaces old1 (running)
         cluster.cycle(at)
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)
+    assert _running(cluster) == (1, 0, 1)
     cluster.finish("new")
     cluster.cycle(9001.0)
     assert (cluster.placed("old1"), cluster.placed("old2")) == (1, 1)
 
 
-@pytest.mark.parametrize("guard", ["priority", "queue"])
-def test_no_job_is_suspended_for_a_lower_priority_one_or_another_queues(guard: str) -> None:
-    # As above, but the newcomer has a lower priority than the old jobs, or is in
-    # another queue (across queues, reclaim keeps the shares; the old jobs' queue is
-    # not reclaimable here): it waits.
-    cluster = Sized(load_policy("phalanx-default").config)
-    queues = [make_queue(reclaimable=False), make_queue("other")]
-    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], queues))
-    for name in ("old1", "old2"):
-        job = _elastic_job(name, replicas=1, high=1, cost=30.0, priority=5)
-        cluster.submit(job if guard == "priority" else replace(job, priority=0))
-    cluster.cycle(0.0)
-    newcomer = _elastic_job("new", replicas=1, high=1, cost=30.0)
-    cluster.submit(newcomer if guard == "priority" else replace(newcomer, queue="other"))
+def test_no_job_is_suspended_for_a_lower_priority_one() -> None:
+    cluster = _crowded(old={"priority": 5})
     for at in (1000.0, 1001.0, 2000.0):
         cluster.cycle(at)
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+    assert _running(cluster) == (1, 1, 0)
+
+
+def test_no_job_is_suspended_for_another_queues() -> None:
+    # Across queues reclaim keeps the shares (the old jobs' queue is not reclaimable here).
+    queues = [make_queue(reclaimable=False), make_queue("other")]
+    cluster = _crowded(new={"queue": "other"}, queues=queues)
+    for at in (1000.0, 1001.0, 2000.0):
+        cluster.cycle(at)
+    assert _running(cluster) == (1, 1, 0)
 
 
 def test_a_job_whose_rescale_costs_much_is_suspended_only_after_ten_times_that() -> None:
-    # As above with a rescale cost of 200 s: the old jobs are not suspended at 1,000
-    # GPU-s each (a stop and a restart would cost them too much of it), at 2,500 they are.
-    cluster = Sized(load_policy("phalanx-default").config)
-    cluster.life = Lifecycle(ClusterState([make_node("n0", gpus=2)], [make_queue()]))
-    for name in ("old1", "old2"):
-        cluster.submit(_elastic_job(name, replicas=1, high=1, cost=200.0))
-    cluster.cycle(0.0)
-    cluster.submit(_elastic_job("new", replicas=1, high=1, cost=200.0))
+    # A rescale cost of 200 s: the old jobs are not suspended at 1,000 GPU-s each (a stop
+    # and a restart would cost them too much of it); at 2,500 GPU-s one is.
+    cluster = _crowded(cost=200.0)
     for at in (1000.0, 1001.0):
         cluster.cycle(at)
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 1, 0)
+    assert _running(cluster) == (1, 1, 0)
     for at in (2500.0, 2501.0):
         cluster.cycle(at)
-    assert (cluster.placed("old1"), cluster.placed("old2"), cluster.placed("new")) == (1, 0, 1)
+    assert _running(cluster) == (1, 0, 1)
