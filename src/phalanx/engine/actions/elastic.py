@@ -25,9 +25,9 @@ waiting job is sized to its target before it is placed, and a running job below 
 target grows towards it (its whole interval apart, as above). Shrinks are decided
 first, and the room their replicas give back (on their nodes and in their queues) is
 the growths' in the same session, so a policy that moves GPUs from one job to another
-does it at once. Only
-waiting gangs of jobs the plugin does not name take growth back by eviction.
-Hysteresis is then the plugin's (``goodput`` charges every change its cost).
+does it at once. Only waiting gangs of jobs the plugin does not name take growth back
+by eviction. Hysteresis is then the plugin's (``goodput`` charges every change its
+cost).
 
 **Re-placing.** Every change of size restarts a job's workers (a re-rendezvous), so a
 job that changes size is re-placed then at no extra cost (``placement.replan``): its

@@ -30,10 +30,10 @@ Every session it sizes the elastic jobs of the snapshot together:
   first come first served within a level): a running job that has had at least that
   much is given 0 (the ``elastic`` action suspends it; it waits with its progress, as
   a checkpointed job does) for waiting jobs that have had less, and those waiting
-  beyond the GPUs stay waiting. A running job is
-  never suspended for one of its own level, so nothing flaps; the power mean is
-  indifferent here (a job without GPUs weighs the same whichever it is), and serving
-  the least served first is what keeps short jobs short under overload;
+  beyond the GPUs stay waiting. A running job is never suspended for one of its own
+  level, so nothing flaps; the power mean is indifferent here (a job without GPUs
+  weighs the same whichever it is), and serving the least served first is what keeps
+  short jobs short under overload;
 - then ``search`` (power mean p = -1 of the speedups) picks the sizes.
 
 The answer names every elastic job it sized; the action grows and shrinks them towards
@@ -160,15 +160,18 @@ def _shut_out(
     attained service (two levels, ``_served_level``), running jobs before waiting ones
     within a level, then first come first served. Jobs that keep their size, and
     running jobs of the lower level, run whatever their place."""
+    sizes = [_sizes(job) for job in jobs]
+    least_of = [_least(job) for job in jobs]
+    if (
+        sum(max(placed, least) for (_, placed), least in zip(sizes, least_of, strict=True))
+        <= capacity
+    ):
+        return set()  # room for every job whatever it keeps: the common case, cheaply
     now = session.now
     needed = 0
     held: dict[str, int] = {}
     contenders: dict[str, list[tuple[int, int, int, float, str, int]]] = {}
-    for job in jobs:
-        role = job.spec.elastic_role()
-        assert role is not None and role.elastic is not None
-        size, placed = _sizes(job)
-        least = role.elastic.min_replicas
+    for job, (size, placed), least in zip(jobs, sizes, least_of, strict=True):
         queue = job.queue.name
         if _allowed(session, job, size, placed, 0.0, capacity) is None:
             needed += placed  # it keeps its size this session (and holds it)
@@ -183,7 +186,7 @@ def _shut_out(
         contenders.setdefault(queue, []).append((*rank, job.creation_time, job.name, least))
     if needed <= capacity:
         return set()
-    idle = max(0, capacity - sum(_sizes(job)[1] for job in jobs))
+    idle = max(0, capacity - sum(placed for _, placed in sizes))
     shut: set[str] = set()
     for queue, line in contenders.items():
         budget = held.get(queue, 0) + idle
@@ -193,6 +196,13 @@ def _shut_out(
             else:
                 shut.add(name)
     return shut
+
+
+def _least(job: JobInfo) -> int:
+    """The fewest replicas ``job``'s elastic role runs at."""
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    return role.elastic.min_replicas
 
 
 def _served_level(job: JobInfo, now: float, suspend_above: float) -> int:
