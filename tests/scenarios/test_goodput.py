@@ -249,3 +249,42 @@ def test_a_job_whose_rescale_costs_much_is_suspended_only_after_ten_times_that()
     for at in (2500.0, 2501.0):
         cluster.cycle(at)
     assert _running(cluster) == (1, 0, 1)
+
+
+def _scaling_report(now: float, *, samples: float, total: float) -> Progress:
+    """A job whose steps cost the same on 1, 2 and 4 GPUs of one node (near-linear
+    speedup), ``samples`` of its ``total`` done."""
+    timings = tuple(
+        StepTiming(nodes=1, replicas=r, local_batch=32, step_seconds=0.1, sync_seconds=0.001)
+        for r in (1, 2, 4)
+    )
+    return Progress(
+        time=now,
+        samples=samples,
+        total_samples=total,
+        grad_sqr=0.01,
+        grad_var=100.0,  # a large noise scale: a larger batch trains as fast per sample
+        timings=timings,
+        init_batch_size=32,
+        max_batch_size=256,
+        local_batch_bounds=(32, 32),
+    )
+
+
+@pytest.mark.parametrize(("policy", "near", "far"), [("phalanx-default", 5, 3), ("pollux", 4, 4)])
+def test_the_job_nearer_its_end_gets_more_gpus_under_phalanx_default(
+    policy: str, near: int, far: int
+) -> None:
+    # Two alike jobs on 8 GPUs, one with a tenth of its work left, one with nine tenths:
+    # weighing the remaining work (remainingExponent 0.5) gives the near one more, so it
+    # ends sooner and gives its GPUs back (the mean completion time falls); Pollux's
+    # objective, which cannot see the remaining work, splits them evenly.
+    cluster = Sized(load_policy(policy).config)
+    for name in ("near", "far"):
+        cluster.submit(_elastic_job(name, replicas=4, high=8, cost=30.0))
+    cluster.cycle(0.0)
+    cluster.life.report("near", _scaling_report(0.0, samples=9e6, total=10e6))
+    cluster.life.report("far", _scaling_report(0.0, samples=1e6, total=10e6))
+    for at in (100.0, 1000.0, 2000.0):  # a change pays for itself once they have run long
+        cluster.cycle(at)
+    assert (cluster.placed("near"), cluster.placed("far")) == (near, far)

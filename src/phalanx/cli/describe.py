@@ -196,10 +196,13 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
 
 
 def _progress(report: dict[str, Any], now: float) -> str:
-    """A job's latest progress report in one line: step, throughput, batch, age."""
+    """A job's latest progress report in one line: step, share done, throughput, batch,
+    age."""
     said = []
     if "step" in report:
         said.append(f"step {report['step']:,}")
+    if report.get("totalSamples") and "samples" in report:
+        said.append(f"{100 * report['samples'] / report['totalSamples']:.0f}% of its samples")
     if "samplesPerSecond" in report:
         said.append(f"{report['samplesPerSecond']:,.1f} samples/s")
     if "batchSize" in report:

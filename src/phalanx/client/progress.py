@@ -44,6 +44,7 @@ def report(
     *,
     step: int | None = None,
     samples: float | None = None,
+    total_samples: float | None = None,
     samples_per_second: float | None = None,
     batch_size: int | None = None,
     grad_sqr: float | None = None,
@@ -61,6 +62,7 @@ def report(
     fields = {
         "step": step,
         "samples": samples,
+        "totalSamples": total_samples,
         "samplesPerSecond": samples_per_second,
         "batchSize": batch_size,
         "gradSqr": grad_sqr,

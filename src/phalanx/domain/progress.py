@@ -47,7 +47,9 @@ class StepTiming:
 class Progress:
     """A job's latest report, made at ``time`` (seconds, the clock of its driver).
 
-    ``step`` counts optimizer steps so far and ``samples`` training samples;
+    ``step`` counts optimizer steps so far and ``samples`` training samples, of
+    ``total_samples`` it will have processed when it is done (its target: what is left
+    tells a policy which jobs are near their end);
     ``samples_per_second`` is its throughput now; ``batch_size`` its global batch;
     ``grad_sqr`` and ``grad_var`` the squared norm of the mean gradient and the
     variance of the per-sample gradients (Pollux's gradient statistics, from which
@@ -61,6 +63,7 @@ class Progress:
     time: float
     step: int | None = None
     samples: float | None = None
+    total_samples: float | None = None
     samples_per_second: float | None = None
     batch_size: int | None = None
     grad_sqr: float | None = None

@@ -1,10 +1,10 @@
 """The progress report a task writes to ``$PHALANX_PROGRESS_FILE``: a JSON object.
 
-``{"step": 1200, "samples": 153600, "samplesPerSecond": 812.5, "batchSize": 128,
-"gradSqr": 0.012, "gradVar": 0.87, "timings": [{"nodes": 1, "replicas": 2,
-"localBatch": 64, "stepSeconds": 0.157, "syncSeconds": 0.021}]}``: every field is
-optional; unknown fields are refused by name (a typo is not silently dropped). The SDK
-writes it for you: ``phalanx.client.progress.report``.
+``{"step": 1200, "samples": 153600, "totalSamples": 9600000, "samplesPerSecond": 812.5,
+"batchSize": 128, "gradSqr": 0.012, "gradVar": 0.87, "timings": [{"nodes": 1,
+"replicas": 2, "localBatch": 64, "stepSeconds": 0.157, "syncSeconds": 0.021}]}``: every
+field is optional; unknown fields are refused by name (a typo is not silently
+dropped). The SDK writes it for you: ``phalanx.client.progress.report``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class ProgressReport(SpecModel):
     """Optimizer steps so far."""
     samples: NonNegative | None = None
     """Training samples processed so far."""
+    total_samples: NonNegative | None = None
+    """Training samples processed when the job is done (its target: epochs x dataset)."""
     samples_per_second: NonNegative | None = None
     """Throughput now, in samples per second over every replica."""
     batch_size: Count | None = None
@@ -86,6 +88,7 @@ class ProgressReport(SpecModel):
             time=time,
             step=self.step,
             samples=self.samples,
+            total_samples=self.total_samples,
             samples_per_second=self.samples_per_second,
             batch_size=self.batch_size,
             grad_sqr=self.grad_sqr,

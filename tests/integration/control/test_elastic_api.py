@@ -12,8 +12,8 @@ from tests.integration.control.serving import Api, role, running_server, wait_fo
 REPORTER = """\
 import sys, time
 from phalanx.client import progress
-progress.report(step=40, samples_per_second=256.0, batch_size=64, grad_sqr=0.5, grad_var=2.0,
-                timings=[progress.Timing(nodes=1, replicas=2, local_batch=32, step_seconds=0.25)])
+progress.report(step=40, samples=2560, total_samples=64000, samples_per_second=256.0,
+                batch_size=64, grad_sqr=0.5, grad_var=2.0, timings=[progress.Timing(nodes=1, replicas=2, local_batch=32, step_seconds=0.25)])
 time.sleep(600)
 """
 
@@ -41,6 +41,7 @@ def test_a_report_reaches_the_engine_and_the_jobs_view(tmp_path: Path) -> None:
         assert job["progress"]["timings"][0]["localBatch"] == 32
         engine = server.controller.core.state.snapshot.jobs["rep"].spec.progress
         assert engine is not None and engine.grad_var == 2.0 and engine.batch_size == 64
+        assert (engine.samples, engine.total_samples) == (2560, 64000)
 
 
 def test_a_malformed_report_is_said_on_the_job_naming_the_field(tmp_path: Path) -> None:

@@ -20,12 +20,15 @@ def test_a_report_is_written_whole_and_reads_back_as_the_domain_progress(
     target = tmp_path / "progress.json"
     monkeypatch.setenv(progress.PROGRESS_FILE, str(target))
     timing = progress.Timing(nodes=1, replicas=2, local_batch=64, step_seconds=0.25)
-    assert progress.report(step=12, samples_per_second=512.0, timings=[timing])
+    assert progress.report(
+        step=12, samples=6144, total_samples=60_000, samples_per_second=512.0, timings=[timing]
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["progress.json"]  # no partial left
     found = read_report(target, 1024)
     assert found is not None
     report = ProgressReport.model_validate_json(found[1]).to_domain(time=5.0)
     assert (report.step, report.samples_per_second, report.time) == (12, 512.0, 5.0)
+    assert (report.samples, report.total_samples) == (6144, 60_000)
     assert report.timings[0].replicas == 2 and report.timings[0].accumulation == 1
     assert report.grad_sqr is None
 

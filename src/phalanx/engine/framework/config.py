@@ -57,8 +57,8 @@ def default_config() -> SchedulerConfig:
     """phalanx's default policy, the same as the shipped ``phalanx-default`` document: gang +
     priority first, then fairness, quota and placement (fgd with memory, balanced,
     spot-like nodes to elastic replicas first); preemption never evicts more than the
-    preemptor will use; elastic jobs grow into idle room, and when they outnumber the
-    GPUs the least served run."""
+    preemptor will use; elastic jobs grow into idle room, those nearest their end
+    weighing most, and when they outnumber the GPUs the least served run."""
     tiers = SchedulerConfig.build(
         [],
         [
@@ -67,7 +67,7 @@ def default_config() -> SchedulerConfig:
                 "gang",
                 ("sla", {"waitingTime": 3600}),
                 "overcommit",
-                ("goodput", {"suspendAbove": 600}),
+                ("goodput", {"suspendAbove": 600, "remainingExponent": 0.5}),
                 "compact",
             ],
             [

@@ -118,6 +118,7 @@ class ElasticRun:
         return Progress(
             time=now,
             samples=job.position.progress * profile.init_batch,
+            total_samples=float(profile.progress[-1]) * profile.init_batch,
             samples_per_second=speed,
             batch_size=None if config is None else config.batch,
             grad_sqr=None if grad is None else grad.sqr,

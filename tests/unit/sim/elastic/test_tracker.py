@@ -76,3 +76,5 @@ def test_the_report_carries_timings_gradients_and_bounds() -> None:
     assert report.init_batch_size == 8 and report.max_batch_size == 32
     assert report.local_batch_bounds == (8, 16)
     assert report.samples_per_second is not None and report.samples_per_second > 0
+    assert report.samples is not None and report.total_samples is not None
+    assert 0 < report.samples < report.total_samples  # the target: its last epoch's end

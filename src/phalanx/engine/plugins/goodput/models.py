@@ -145,3 +145,22 @@ def speedups(
     out = np.zeros(most + 1)
     out[1:] = [values[n] / base for n in gpus[1:].tolist()]
     return out
+
+
+def remaining_seconds(
+    progress: Progress | None, fits: Fits, *, gpus: int, per_node: int
+) -> float | None:
+    """Seconds ``progress``'s job still needs on ``gpus`` GPUs packed ``per_node`` to a
+    node, at its best batch and its current statistical efficiency (None when it has not
+    reported its target, what it has done, or its goodput model)."""
+    if progress is None or progress.total_samples is None or progress.samples is None:
+        return None
+    learnt = model_of(progress, fits)
+    if learnt is None:
+        return None
+    model, limits = learnt
+    nodes = math.ceil(gpus / per_node)
+    goodput = float(model.optimize(nodes, gpus, limits).goodput)
+    if not goodput > 0:
+        return None
+    return max(0.0, progress.total_samples - progress.samples) / goodput
