@@ -2,14 +2,16 @@
 
     from phalanx.client import progress
 
-    progress.report(step=step, samples_per_second=812.5, batch_size=128,
+    progress.report(step=step, samples=samples, total_samples=epochs * len(dataset),
+                    samples_per_second=812.5, batch_size=128,
                     timings=[progress.Timing(nodes=1, replicas=2, local_batch=64,
                                              step_seconds=0.157, sync_seconds=0.021)])
 
 The report goes to the file ``$PHALANX_PROGRESS_FILE`` names (phalanx sets it for every
 task), replaced whole each time, so a reader never sees half of one. The control plane
 reads the newest report of each running elastic job and hands it to the scheduler,
-whose goodput-aware policy learns from it how much each job gains from more GPUs.
+whose goodput-aware policy learns from it how much each job gains from more GPUs
+(and, from ``total_samples``, how near its end it is).
 Outside phalanx (the variable unset) ``report`` does nothing. Report every few seconds,
 not every step: only the latest report counts.
 """
