@@ -41,9 +41,10 @@ Every session it sizes the elastic jobs of the snapshot together:
   weighs 1). A job near its end is given GPUs before one far from it, which lowers the
   mean completion time (shortest remaining first is optimal on one machine; with
   sublinear speedups the optimum shares, favouring the shortest: heSRPT, Berg et al.
-  SIGMETRICS '20); the power mean still runs every job it has room for (one without
-  GPUs weighs ``weight / EPS``, far above any gain), so a long job is slowed, not
-  stopped;
+  SIGMETRICS '20); the power mean still runs every job it has room for unless weights
+  differ some hundredfold (a job without GPUs weighs ``weight / EPS``, a thousand times
+  its term on an equal share; with k = 0.5 that takes a ten-thousandfold difference in
+  what is left), so a long job is slowed, not stopped;
 - then ``search`` (power mean p = -1 of the speedups) picks the sizes.
 
 The answer names every elastic job it sized; the action grows and shrinks them towards
