@@ -13,7 +13,8 @@ REPORTER = """\
 import sys, time
 from phalanx.client import progress
 progress.report(step=40, samples=2560, total_samples=64000, samples_per_second=256.0,
-                batch_size=64, grad_sqr=0.5, grad_var=2.0, timings=[progress.Timing(nodes=1, replicas=2, local_batch=32, step_seconds=0.25)])
+                batch_size=64, grad_sqr=0.5, grad_var=2.0,
+                timings=[progress.Timing(nodes=1, replicas=2, local_batch=32, step_seconds=0.25)])
 time.sleep(600)
 """
 
