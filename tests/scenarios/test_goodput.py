@@ -288,3 +288,17 @@ def test_the_job_nearer_its_end_gets_more_gpus_under_phalanx_default(
     for at in (100.0, 1000.0, 2000.0):  # a change pays for itself once they have run long
         cluster.cycle(at)
     assert (cluster.placed("near"), cluster.placed("far")) == (near, far)
+
+
+def test_when_jobs_outnumber_the_gpus_the_served_job_with_more_left_is_suspended() -> None:
+    # As the least-served test, but old1 has nine tenths of its work left and old2 a
+    # tenth: the newcomer now takes old1's GPU (before, first come first served: old2's).
+    cluster = _crowded()
+    cluster.life.report("old1", _scaling_report(0.0, samples=1e6, total=10e6))
+    cluster.life.report("old2", _scaling_report(0.0, samples=9e6, total=10e6))
+    for at in (1000.0, 1001.0):
+        cluster.cycle(at)
+    assert _running(cluster) == (0, 1, 1)
+    for at in (1002.0, 1100.0, 1500.0):  # old1 (more left) never displaces old2
+        cluster.cycle(at)
+    assert _running(cluster) == (0, 1, 1)

@@ -31,9 +31,12 @@ Every session it sizes the elastic jobs of the snapshot together:
   much is given 0 (the ``elastic`` action suspends it; it waits with its progress, as
   a checkpointed job does) for waiting jobs that have had less, and those waiting
   beyond the GPUs stay waiting. A running job is never suspended for one of its own
-  level, so nothing flaps; the power mean is indifferent here (a job without GPUs
-  weighs the same whichever it is), and serving the least served first is what keeps
-  short jobs short under overload;
+  level, so nothing flaps, but with ``remainingExponent`` > 0 the served level goes
+  shortest remaining first (on one GPU; a job that does not say after those that do):
+  one there is suspended only for a job with less left, whose lead only grows while
+  it runs. The power mean is indifferent here (a job without GPUs weighs the same
+  whichever it is), and serving the least served first is what keeps short jobs short
+  under overload;
 - with ``remainingExponent`` k > 0, each job's term in the power mean is weighted by
   ``(left / typical) ** -k``: ``left`` the seconds it still needs on an equal share
   (from the ``total_samples`` it reports, what it has done, and its goodput model),
@@ -139,7 +142,9 @@ def _targets(
     values = np.full((len(jobs), width), np.inf)
     current = np.zeros(len(jobs), dtype=np.int64)
     sized = np.zeros(len(jobs), dtype=np.bool_)
-    shut = _shut_out(session, jobs, capacity, suspend_above) if suspend_above > 0 else set()
+    shut = set()
+    if suspend_above > 0:
+        shut = _shut_out(session, jobs, capacity, suspend_above, by_left=remaining_exponent > 0)
     for row, job in enumerate(jobs):
         size, placed = _sizes(job)
         current[row] = min(placed, capacity)
@@ -190,14 +195,15 @@ def _near_end_weights(
 
 
 def _shut_out(
-    session: Session, jobs: list[JobInfo], capacity: int, suspend_above: float
+    session: Session, jobs: list[JobInfo], capacity: int, suspend_above: float, *, by_left: bool
 ) -> set[str]:
     """The jobs that get no GPUs because the jobs outnumber them (their minimums sum to
     more than ``capacity``). Within each queue (across queues, reclaim keeps the
     shares), the GPUs its jobs hold and the idle ones go by priority, then least
-    attained service (two levels, ``_served_level``), running jobs before waiting ones
-    within a level, then first come first served. Jobs that keep their size, and
-    running jobs of the lower level, run whatever their place."""
+    attained service (two levels, ``_served_level``), then (``by_left``, in the served
+    level) least remaining on one GPU, then running jobs before waiting ones, then first
+    come first served. Jobs that keep their size, and running jobs of the lower level,
+    run whatever their place."""
     sizes = [_sizes(job) for job in jobs]
     least_of = [_least(job) for job in jobs]
     if (
@@ -208,7 +214,8 @@ def _shut_out(
     now = session.now
     needed = 0
     held: dict[str, int] = {}
-    contenders: dict[str, list[tuple[int, int, int, float, str, int]]] = {}
+    fits = session.kept.get(Fits, Lifetime.FIXED)
+    contenders: dict[str, list[tuple[int, int, float, int, float, str, int]]] = {}
     for job, (size, placed), least in zip(jobs, sizes, least_of, strict=True):
         queue = job.queue.name
         if _allowed(session, job, size, placed, 0.0, capacity) is None:
@@ -220,7 +227,8 @@ def _shut_out(
         if placed and not level:
             held[queue] -= least  # not to be suspended: at least its minimum
             continue
-        rank = (-job.priority, level, 0 if placed else 1)
+        left = _left_on_one(job, fits) if by_left and level else 0.0
+        rank = (-job.priority, level, left, 0 if placed else 1)
         contenders.setdefault(queue, []).append((*rank, job.creation_time, job.name, least))
     if needed <= capacity:
         return set()
@@ -234,6 +242,12 @@ def _shut_out(
             else:
                 shut.add(name)
     return shut
+
+
+def _left_on_one(job: JobInfo, fits: Fits) -> float:
+    """Seconds ``job`` still needs on one GPU (infinite when it does not say)."""
+    left = remaining_seconds(job.spec.progress, fits, gpus=1, per_node=1)
+    return math.inf if left is None else left
 
 
 def _least(job: JobInfo) -> int:
