@@ -27,7 +27,7 @@ Every session it sizes the elastic jobs of the snapshot together:
 - when the jobs outnumber the GPUs (each needs its ``min_replicas``), which of them run
   is decided first, by least attained service as Tiresias and Pollux's tie order do
   (``suspendAbove`` GPU-seconds, and ten times the job's rescale cost, two levels;
-  first come first served within a level): a running job that has had at least that
+  within a level first come first served, but see below): a running job that has had at least that
   much is given 0 (the ``elastic`` action suspends it; it waits with its progress, as
   a checkpointed job does) for waiting jobs that have had less, and those waiting
   beyond the GPUs stay waiting. A running job is never suspended for one of its own
@@ -142,7 +142,7 @@ def _targets(
     values = np.full((len(jobs), width), np.inf)
     current = np.zeros(len(jobs), dtype=np.int64)
     sized = np.zeros(len(jobs), dtype=np.bool_)
-    shut = set()
+    shut: set[str] = set()
     if suspend_above > 0:
         shut = _shut_out(session, jobs, capacity, suspend_above, by_left=remaining_exponent > 0)
     for row, job in enumerate(jobs):
