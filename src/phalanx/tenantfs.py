@@ -1,0 +1,397 @@
+"""Paths a tenant controls: the one way the server and its node agents read, hash,
+stat, create or mount them.
+
+A task can write its working directory, its outputs in the workspace, its home, and
+whatever else its uid may write; there it can leave a symbolic link to the database, a
+hard link to another tenant's file, a FIFO, a device node or a file of a hundred
+gigabytes. The server runs as root. So every such path goes through this module, and
+its guarantees hold whatever the tenant left there, even if it changes the path while
+it is being read:
+
+- **no link is followed**: each component is opened relative to its parent's
+  descriptor with ``O_NOFOLLOW`` (a ``..`` component is refused); the walk starts at a
+  ``trusted`` base the server chose (the workspace's ``runs/``, ``/``), which is opened
+  as given;
+- **nothing blocks**: components are opened with ``O_PATH`` (which opens no FIFO or
+  device) and examined with ``fstat``; only a regular file is then opened for reading
+  (``O_NONBLOCK``), and checked to be the very file that was examined;
+- **only what the tenant could read itself**: with a ``Reader`` (the task's uid and
+  groups) every directory on the way must let it pass and the file must let it read,
+  by mode bits (an ACL that grants more is not seen: such a path is refused), so no
+  byte of another tenant's or root's file can come back through the server, as a value,
+  a digest or an error message;
+- **capped** in bytes (``Limits``) and in time: a read or hash past its deadline
+  stops between two chunks;
+- a refusal is ``TenantPathRefused`` naming the path, what it was ("a link to
+  /var/lib/phalanx/phalanx.db-wal", "a FIFO", "owned by uid 0 and not readable by uid
+  70001") and the fix; a path that does not exist is ``TenantPathMissing``.
+
+Directories the server creates where a tenant can write (``make_dirs``) are made and
+handed to the tenant's uid through descriptors, so a link planted on the way is never
+followed, created through or chowned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+from phalanx.domain.errors import InvalidInput
+
+#: How components are walked: a handle on the entry itself, never its target.
+_PATH: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How a regular file already examined is opened for reading.
+_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+#: Bytes read at a time.
+CHUNK: Final = 1 << 20
+
+
+class TenantPathRefused(InvalidInput):
+    """A path a tenant controls that the server will not read, hash or mount: ``path``,
+    ``why`` (what it was) and the fix."""
+
+    def __init__(self, path: str, why: str, *, fix: str, field: str | None = None) -> None:
+        self.path, self.why = path, why
+        super().__init__(f"{path}: {why}", field=field, fix=fix)
+
+
+class TenantPathMissing(TenantPathRefused):
+    """A path a tenant controls that does not exist (a step that did not write it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reader:
+    """Whose reach a read stays within: a task's uid, its gid and supplementary groups."""
+
+    uid: int
+    gids: tuple[int, ...]
+
+    def may(self, status: os.stat_result, want: int) -> bool:
+        """Whether the mode bits of ``status`` give this reader ``want`` (an ``R_OK`` /
+        ``X_OK`` mask) as owner, group or other, whichever applies."""
+        if status.st_uid == self.uid:
+            shift = 6
+        elif status.st_gid in self.gids:
+            shift = 3
+        else:
+            shift = 0
+        return (status.st_mode >> shift) & want == want
+
+    def __str__(self) -> str:
+        return f"uid {self.uid}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """How much one read or hash may take: bytes, files (of a directory) and seconds."""
+
+    max_bytes: int
+    max_files: int = 100_000
+    seconds: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A path a tenant controls: ``relative`` (``/``-separated, no ``..``) under a
+    ``trusted`` directory the server chose; ``Place.absolute(path)`` is one under ``/``."""
+
+    trusted: Path
+    relative: str
+
+    @classmethod
+    def absolute(cls, path: str | os.PathLike[str]) -> Place:
+        """``path`` (absolute) walked from ``/``: no component of it is trusted."""
+        text = os.fspath(path)
+        if not os.path.isabs(text):
+            raise TenantPathRefused(text, "not an absolute path", fix="give an absolute path")
+        return cls(Path("/"), text.lstrip("/"))
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The components walked without following links; ``..`` refused."""
+        parts = tuple(p for p in PurePosixPath(self.relative).parts if p not in ("", "."))
+        if ".." in parts or any(p.startswith("/") for p in parts):
+            raise TenantPathRefused(str(self), "it goes up with '..'", fix="give it without '..'")
+        return parts
+
+    def child(self, name: str) -> Place:
+        """The entry ``name`` of this directory."""
+        return Place(self.trusted, f"{self.relative}/{name}" if self.relative else name)
+
+    def __str__(self) -> str:
+        return str(self.trusted / self.relative) if self.relative else str(self.trusted)
+
+
+_KINDS: Final = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISREG, "a regular file"),
+)
+#: The fix of every refusal of what a path is.
+_FIX: Final = (
+    "write a regular file or directory there (no link, FIFO or device), readable by the "
+    "task's own user: the server reads only what the task could read itself"
+)
+
+
+def kind_of(mode: int) -> str:
+    """What an entry of ``mode`` is, in words ("a FIFO")."""
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+
+
+def _what(fd: int, name: str) -> str:
+    """What the entry ``name`` of directory ``fd`` is, a link with its target."""
+    status = os.lstat(name, dir_fd=fd)
+    if stat.S_ISLNK(status.st_mode):
+        try:
+            return f"a symbolic link to {os.readlink(name, dir_fd=fd)}"
+        except OSError:
+            return "a symbolic link"
+    return kind_of(status.st_mode)
+
+
+@contextmanager
+def _opened(place: Place, *, reader: Reader | None) -> Iterator[int]:
+    """An ``O_PATH`` descriptor of ``place``, reached without following links (a link
+    anywhere, the last component included, is refused) and, with a ``reader``, through
+    directories it may pass."""
+    parts = place.parts
+    try:
+        fd = os.open(place.trusted, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise TenantPathMissing(
+            str(place.trusted),
+            f"cannot be opened: {error.strerror}",
+            fix="check the server's directories",
+        ) from None
+    walked = place.trusted
+    try:
+        for index, part in enumerate(parts, start=1):
+            if reader is not None and not reader.may(os.fstat(fd), os.X_OK):
+                raise TenantPathRefused(
+                    str(place), f"{walked} does not let {reader} pass", fix=_FIX
+                )
+            try:
+                child = os.open(part, _PATH, dir_fd=fd)
+            except FileNotFoundError:
+                raise TenantPathMissing(str(place), "does not exist", fix="write it") from None
+            except OSError as error:
+                why = f"{walked / part} cannot be opened: {error.strerror}"
+                raise TenantPathRefused(str(place), why, fix=_FIX) from None
+            mode = os.fstat(child).st_mode
+            if stat.S_ISLNK(mode) or (index < len(parts) and not stat.S_ISDIR(mode)):
+                os.close(child)
+                raise TenantPathRefused(
+                    str(place), f"{walked / part} is {_what(fd, part)}", fix=_FIX
+                )
+            os.close(fd)
+            fd, walked = child, walked / part
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check(place: Place, fd: int, reader: Reader | None) -> os.stat_result:
+    """``fstat`` of the walked ``fd``: a regular file or directory the reader may read."""
+    status = os.fstat(fd)
+    if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+        raise TenantPathRefused(str(place), f"it is {kind_of(status.st_mode)}", fix=_FIX)
+    need = os.R_OK | (os.X_OK if stat.S_ISDIR(status.st_mode) else 0)
+    if reader is not None and not reader.may(status, need):
+        mode = stat.S_IMODE(status.st_mode)
+        why = f"it is uid {status.st_uid}'s (mode {mode:04o}) and {reader} cannot read it"
+        raise TenantPathRefused(str(place), why, fix=_FIX)
+    return status
+
+
+def _reopen(fd: int, status: os.stat_result, flags: int) -> int:
+    """A readable descriptor of what the ``O_PATH`` ``fd`` holds (examined as ``status``):
+    reopened through the descriptor itself, so it is the very same file."""
+    readable = os.open(f"/proc/self/fd/{fd}", flags & ~os.O_NOFOLLOW)
+    again = os.fstat(readable)
+    if (again.st_dev, again.st_ino) != (status.st_dev, status.st_ino):  # a bug, never a race
+        os.close(readable)
+        raise OSError(f"descriptor {fd} changed while it was reopened")
+    return readable
+
+
+def stat_of(place: Place, *, reader: Reader | None) -> os.stat_result:
+    """The status of ``place``: a regular file or a directory, reached and readable as
+    the module says; ``TenantPathMissing`` or ``TenantPathRefused`` otherwise."""
+    with _opened(place, reader=reader) as fd:
+        return _check(place, fd, reader)
+
+
+def read_file(place: Place, *, reader: Reader | None, limits: Limits) -> bytes:
+    """The bytes of the regular file at ``place``, at most ``limits.max_bytes`` (more is
+    refused, never cut), read within ``limits.seconds``."""
+    with _opened(place, reader=reader) as fd:
+        status = _check(place, fd, reader)
+        if not stat.S_ISREG(status.st_mode):
+            raise TenantPathRefused(str(place), "it is a directory, not a file", fix=_FIX)
+        data = bytearray()
+        for piece in _chunks(place, fd, status, limits, time.monotonic() + limits.seconds):
+            data += piece
+            if len(data) > limits.max_bytes:
+                raise _too_big(place, limits)
+        return bytes(data)
+
+
+def _too_big(place: Place, limits: Limits) -> TenantPathRefused:
+    why = f"it is over the {limits.max_bytes} bytes the server reads"
+    return TenantPathRefused(str(place), why, fix="write less there")
+
+
+def _chunks(
+    place: Place, fd: int, status: os.stat_result, limits: Limits, deadline: float
+) -> Iterator[bytes]:
+    if status.st_size > limits.max_bytes:
+        raise _too_big(place, limits)
+    readable = _reopen(fd, status, _READ)
+    try:
+        while piece := os.read(readable, CHUNK):
+            yield piece
+            if time.monotonic() > deadline:
+                why = f"it took over {limits.seconds:g} s to read"
+                raise TenantPathRefused(str(place), why, fix="keep it on a local filesystem")
+    finally:
+        os.close(readable)
+
+
+def hash_path(place: Place, *, reader: Reader | None, limits: Limits) -> str:
+    """``sha256:<hex>`` of the regular file or directory at ``place``. A directory's
+    digest covers each entry's relative path and content (a link inside it: its target's
+    text, never what it points to); FIFOs, devices and sockets inside are refused.
+    ``limits`` bound the bytes and files hashed in all, and the time taken."""
+    budget = _Budget(limits, time.monotonic() + limits.seconds)
+    with _opened(place, reader=reader) as fd:
+        status = _check(place, fd, reader)
+        if stat.S_ISREG(status.st_mode):
+            return "sha256:" + _hash_file(place, fd, status, budget)
+        digest = hashlib.sha256(b"phalanx-directory\n")
+        for relative, entry in _tree(place, fd, status, reader, budget):
+            digest.update(f"{relative}\0{entry}\n".encode())
+        return "sha256:" + digest.hexdigest()
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What one hash may still take: bytes, files, and its deadline."""
+
+    limits: Limits
+    deadline: float
+    bytes_left: int = 0
+    files_left: int = 0
+
+    def __post_init__(self) -> None:
+        self.bytes_left, self.files_left = self.limits.max_bytes, self.limits.max_files
+
+    def take(self, place: Place, *, size: int = 0) -> None:
+        self.bytes_left -= size
+        self.files_left -= 1
+        if self.bytes_left < 0 or self.files_left < 0:
+            why = (
+                f"it holds over {self.limits.max_bytes} bytes or {self.limits.max_files} "
+                "files, more than the server hashes"
+            )
+            raise TenantPathRefused(str(place), why, fix="hash fewer or smaller files")
+
+
+def _hash_file(place: Place, fd: int, status: os.stat_result, budget: _Budget) -> str:
+    budget.take(place, size=status.st_size)
+    digest = hashlib.sha256()
+    limits = Limits(max_bytes=status.st_size, seconds=budget.limits.seconds)
+    for piece in _chunks(place, fd, status, limits, budget.deadline):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+def _tree(
+    place: Place,
+    fd: int,
+    status: os.stat_result,
+    reader: Reader | None,
+    budget: _Budget,
+    prefix: str = "",
+) -> Iterator[tuple[str, str]]:
+    """(relative path, hex digest or ``link:TARGET``) of every entry under the directory
+    ``fd`` (examined as ``status``), sorted; subdirectories recursed into, no link
+    followed."""
+    listing = _reopen(fd, status, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        names = sorted(os.listdir(listing))
+    finally:
+        os.close(listing)
+    for name in names:
+        inner = place.child(name)
+        budget.take(inner)
+        child = os.open(name, _PATH, dir_fd=fd)
+        try:
+            found = os.fstat(child)
+            if stat.S_ISLNK(found.st_mode):
+                yield prefix + name, "link:" + os.readlink(name, dir_fd=fd)
+                continue
+            found = _check(inner, child, reader)
+            if stat.S_ISDIR(found.st_mode):
+                yield from _tree(inner, child, found, reader, budget, f"{prefix}{name}/")
+            else:
+                yield prefix + name, _hash_file(inner, child, found, budget)
+        finally:
+            os.close(child)
+
+
+def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700) -> None:
+    """Make each directory of ``place`` under its trusted base that is not there yet,
+    and give each (made now or before) ``mode`` and, with one, ``owner`` (uid, gid). A
+    component that is not a real directory (a link, a file) is refused: nothing is
+    created, chmodded or chowned through it."""
+    fd = os.open(place.trusted, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in place.parts:
+            with suppress(FileExistsError):
+                os.mkdir(part, mode, dir_fd=fd)
+            try:
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                why = f"{part} is {_what(fd, part)}"
+                raise TenantPathRefused(str(place), why, fix="remove it") from None
+            os.close(fd)
+            fd = child
+            if owner is not None:
+                os.fchown(fd, *owner)
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def check_mount_source(path: str, *, reader: Reader | None) -> None:
+    """Refuse a container mount source that is not a real directory (no link on its
+    path) which ``reader`` can already read and enter: ``TenantPathRefused`` naming
+    ``mounts`` and the fix."""
+    fix = (
+        "mount a real directory (no symbolic link on its path) that the job's user can "
+        "already read and enter"
+    )
+    try:
+        status = stat_of(Place.absolute(path), reader=reader)
+    except TenantPathRefused as error:
+        raise TenantPathRefused(error.path, error.why, fix=fix, field="mounts") from None
+    if not stat.S_ISDIR(status.st_mode):
+        why = f"it is {kind_of(status.st_mode)}, not a directory"
+        raise TenantPathRefused(path, why, fix=fix, field="mounts")
+
+
+#: What turns a user's name into the ``Reader`` its tasks are (None: they run as the
+#: server, which then reads as itself, following no link).
+ReaderOf = Callable[[str], "Reader | None"]
