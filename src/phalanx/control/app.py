@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from phalanx.control.api import (
     tokens,
     users,
 )
-from phalanx.control.api.deps import ApiError, errors
+from phalanx.control.api.deps import ApiError, errors, visitor_headers
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
@@ -37,6 +39,7 @@ from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
+from phalanx.control.throttle import Throttle
 from phalanx.spec.diagnostics import format_path
 from phalanx.web import create_console
 
@@ -51,6 +54,7 @@ def create_app(
     workflows: Workflows | None = None,
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
+    throttle: Throttle | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -59,12 +63,17 @@ def create_app(
     ``console_api`` (the API's own base URL, as the server's loopback reaches it) the web
     console is served at ``/ui``, reading everything through that URL as each visitor.
     With ``reports_dir`` the simulator's reports in it are listed and served at
-    ``/api/v1/reports`` (without it those routes answer 404, saying so)."""
+    ``/api/v1/reports`` (without it those routes answer 404, saying so). Unknown and
+    invalid tokens are counted per client address by ``throttle`` (default: a
+    ``Throttle`` with its default settings); a locked-out address gets 429 with
+    ``Retry-After`` (``api.deps.principal``). The console's requests for its visitors
+    count against the visitors' addresses, never against the loopback's."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
         description="A scheduler for AI jobs on shared GPU clusters.",
-        responses=errors(413),  # any request with a body over the limit (``BodyLimit``)
+        # Any request: a body over the limit (``BodyLimit``); a token from a locked-out address.
+        responses=errors(413, 429),
     )
     app.state.db = db
     app.state.controller = controller
@@ -75,6 +84,9 @@ def create_app(
     )
     app.state.tenancy = tenancy or Tenancy(IdentityMode.SHARED, db)
     app.state.tokens = TokenCache(db)
+    app.state.throttle = throttle or Throttle()
+    # Proves that a request naming a visitor's address comes from this app's console.
+    app.state.visitor_key = secrets.token_urlsafe(32)
     app.state.reports = reports_dir
     app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
     # Set when the server begins to stop: open streams (followed logs) end at once, so
@@ -84,6 +96,7 @@ def create_app(
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.state.console = None if console_api is None else create_console(console_api)
     if app.state.console is not None:
+        app.state.console.state.visitor_headers = partial(visitor_headers, app.state.visitor_key)
         app.mount("/ui", app.state.console)
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)

@@ -53,6 +53,7 @@ from phalanx.control.tenancy.places import (
     default_tasks_dir,
     open_tasks_dir,
 )
+from phalanx.control.throttle import Throttle, ThrottleSettings
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind
@@ -92,6 +93,8 @@ class ServerSettings:
     ray_address: str | None = None  # with "ray": the head's host:port
     workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
+    # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
+    throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,6 +245,7 @@ class Server:
             workflows=self.workflows,
             console_api=lambda: self.loopback_url,
             reports_dir=settings.reports,
+            throttle=Throttle(settings.throttle),
         )
         config = uvicorn.Config(
             self.app,

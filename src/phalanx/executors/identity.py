@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.tenantfs import Reader
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +66,10 @@ class TaskIdentity:
         return [
             setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", groups, "--inh-caps=-all", "--",
         ]  # fmt: skip
+
+    def reader(self) -> Reader:
+        """This identity as ``tenantfs`` reads on its behalf: its uid, gid and groups."""
+        return Reader(uid=self.uid, gids=(self.gid, *self.groups))
 
     def env(self, workdir: Path) -> dict[str, str]:
         """``HOME``, ``USER`` and ``LOGNAME`` for a task in ``workdir``."""

@@ -24,13 +24,12 @@ from phalanx.workflow.cache import (
     CACHE_VERSION,
     CacheEntry,
     KeyMaterial,
-    MissingContent,
     artifact_references,
-    hash_content,
     key_material,
     servable,
 )
 from phalanx.workflow.conditions import Condition, ConditionError
+from phalanx.workflow.contents import MissingContent, content_hash
 from phalanx.workflow.cron import CronError, CronSchedule
 from phalanx.workflow.dag import Graph, GraphError, StepNode, build_graph
 from phalanx.workflow.dsl import ITEM, RUN_ID, PipelineBuilder, item_key
@@ -91,7 +90,7 @@ __all__ = [
     "build_graph",
     "build_pipeline",
     "check_transition",
-    "hash_content",
+    "content_hash",
     "item_key",
     "job_name",
     "job_spec",

@@ -26,14 +26,20 @@ from typing import Any, Final
 import fsspec
 
 from phalanx.domain.errors import InvalidInput, PhalanxError
+from phalanx.tenantfs import Reader
+from phalanx.workflow.contents import (
+    MAX_PARAM_BYTES,
+    SERVER,
+    Access,
+    MissingContent,
+    TenantPathRefused,
+    read_param,
+)
 from phalanx.workflow.dag import StepNode
 from phalanx.workflow.params import a, check_value
 from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Unit
 from phalanx.workflow.templates import Value, to_text
-
-#: Largest output param file read (JSON text).
-MAX_PARAM_BYTES: Final = 1 << 20
 
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
@@ -57,6 +63,11 @@ class Workspace:
         if protocol not in (None, "file", "local"):
             return ()
         return (os.path.abspath(fsspec.core.strip_protocol(self.root)),)
+
+    def access(self, reader: Reader | None) -> Access:
+        """How the server reads runs' files here as ``reader`` (``workflow.contents``)."""
+        local = self.mounts()
+        return Access(workspace_root=local[0] if local else None, reader=reader)
 
     def run_url(self, run_id: str) -> str:
         """The directory of one run."""
@@ -135,33 +146,30 @@ def read_output_param(name: str, spec: OutputParam, text: str, *, step: str = ""
     return list(checked) if isinstance(checked, list) else checked
 
 
-def read_outputs(node: StepNode, urls: Mapping[str, str], *, fs: Any = None) -> dict[str, Value]:
-    """Every output param of ``node`` read from ``urls`` (``Workspace.outputs``); raises
-    ``OutputError`` (a missing file, or a directory where a file belongs, included)."""
+def read_outputs(
+    node: StepNode,
+    urls: Mapping[str, str],
+    access: Access = SERVER,
+) -> dict[str, Value]:
+    """Every output param of ``node`` read from ``urls`` (``Workspace.outputs``) with
+    ``access`` (``workflow.contents``: no link followed, no FIFO opened); raises
+    ``OutputError`` naming what was there instead of a file, or that nothing was."""
     values: dict[str, Value] = {}
     for name, spec in node.outputs.params.items():
         url = urls[spec.from_artifact or name]
+        where = f"step {node.name}, outputs.params.{name}"
         try:
-            if fs is not None:
-                with fs.open(url, "rb") as stream:
-                    data = stream.read(MAX_PARAM_BYTES + 1)
-            else:
-                with fsspec.open(url, "rb") as stream:
-                    data = stream.read(MAX_PARAM_BYTES + 1)
-        except FileNotFoundError:
+            data = read_param(url, access)
+        except MissingContent:
+            raise OutputError(f"{where}: the step did not write {url}") from None
+        except TenantPathRefused as error:
             raise OutputError(
-                f"step {node.name}, outputs.params.{name}: the step did not write {url}"
-            ) from None
-        except IsADirectoryError:
-            raise OutputError(
-                f"step {node.name}, outputs.params.{name}: {url} is a directory, not a JSON "
-                "file; write the value into a file (fromArtifact names a file artifact)"
+                f"{where}: {error.why} at {error.path}, not a JSON file the step wrote; "
+                "write the value into a regular file (fromArtifact names a file artifact)"
             ) from None
         try:
             text = data.decode()
         except UnicodeDecodeError:
-            raise OutputError(
-                f"step {node.name}, outputs.params.{name}: {url} is not UTF-8 text"
-            ) from None
+            raise OutputError(f"{where}: {url} is not UTF-8 text") from None
         values[name] = read_output_param(name, spec, text, step=node.name)
     return values

@@ -1,4 +1,4 @@
-"""Cache keys of steps, and content hashes of artifacts and files through fsspec.
+"""Cache keys of steps (the content hashes that go into them: ``workflow.contents``).
 
 A step's key is the SHA-256 of one canonical JSON document (``KeyMaterial.document``):
 
@@ -14,14 +14,15 @@ A step's key is the SHA-256 of one canonical JSON document (``KeyMaterial.docume
   ``cache.excludeParams``) and ``item``;
 - ``content``: the content hash of every artifact the step reads (its input artifacts and
   upstream artifacts it refers to) and of every file of ``cache.files``;
-- ``outputs``: the names of the step's outputs.
+- ``outputs``: the names of the step's outputs;
+- ``user``: the run's user, so that no run of another user is ever served an entry, or
+  overwrites one (a user reads the artifacts of their own runs only).
 
 Guarantees: the same material gives the same key on any machine and Python (keys sorted,
 no whitespace, UTF-8, no NaN); changing one used param, one byte of an input artifact or
 listed file, the image, the command, the item or either version changes it; the order of
-env keys or of params does not, nor do the run id and workspace paths. ``hash_content``
-streams in ``CHUNK`` pieces (never the whole file in memory); a directory's hash covers
-every file's relative path and content. ``servable`` tells whether an entry may be used:
+env keys or of params does not, nor do the run id and workspace paths. ``servable``
+tells whether an entry may be used:
 never past its ttl, never with a recorded artifact gone (a miss, not an error).
 """
 
@@ -33,14 +34,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-import fsspec
-
-from phalanx.domain.errors import PhalanxError
 from phalanx.workflow.dag import Graph, StepNode
 from phalanx.workflow.templates import Context, Kind, Template, Value, render_argv
 
 #: Phalanx's part of every key: bumped whenever what goes into a key changes.
-CACHE_VERSION: Final = "phalanx-cache/1"
+CACHE_VERSION: Final = "phalanx-cache/2"
 #: Fields of a job step's job that decide where and when it runs, not what it computes:
 #: left out of the key (a command step's queue is not in it either).
 _SCHEDULING_ONLY: Final = {
@@ -53,39 +51,6 @@ _SCHEDULING_ONLY: Final = {
     "starvation_threshold",
     "max_retry",
 }
-#: Bytes read at a time when hashing.
-CHUNK: Final = 1 << 20
-
-
-class MissingContent(PhalanxError):
-    """An artifact or file to hash does not exist (for a cached entry: a miss)."""
-
-
-def hash_content(url: str, *, fs: Any = None, chunk: int = CHUNK) -> str:
-    """``sha256:<hex>`` of the file or directory at ``url`` (a path, or any fsspec URL;
-    ``fs``: an fsspec filesystem ``url`` is a path on). Raises ``MissingContent``."""
-    filesystem, path = (fs, url) if fs is not None else fsspec.core.url_to_fs(url)
-    if not filesystem.exists(path):
-        raise MissingContent(f"{url} does not exist")
-    if not filesystem.isdir(path):
-        return "sha256:" + _hash_file(filesystem, path, chunk)
-    root = path.rstrip("/")
-    digest = hashlib.sha256(b"phalanx-directory\n")
-    for member in sorted(filesystem.find(root, withdirs=False)):
-        relative = str(member)[len(root) :].lstrip("/")
-        digest.update(f"{relative}\0{_hash_file(filesystem, member, chunk)}\n".encode())
-    return "sha256:" + digest.hexdigest()
-
-
-def _hash_file(filesystem: Any, path: str, chunk: int) -> str:
-    digest = hashlib.sha256()
-    try:
-        with filesystem.open(path, "rb") as stream:
-            while piece := stream.read(chunk):
-                digest.update(piece)
-    except FileNotFoundError:
-        raise MissingContent(f"{path} does not exist") from None
-    return digest.hexdigest()
 
 
 def placeholder(ref: str) -> str:
@@ -150,6 +115,7 @@ class KeyMaterial:
     content: Mapping[str, str] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     version: str = ""
+    user: str = ""
 
     def document(self) -> dict[str, Any]:
         """The canonical document hashed into the key (shown by ``cache show``)."""
@@ -163,6 +129,7 @@ class KeyMaterial:
             "item": self.item,
             "content": dict(self.content),
             "outputs": sorted(self.outputs),
+            "user": self.user,
         }
 
     def key(self) -> str:
@@ -184,10 +151,11 @@ def key_material(
     *,
     content: Mapping[str, str],
     files: Mapping[str, str],
+    user: str = "",
 ) -> KeyMaterial:
-    """The key material of ``node`` run in ``context`` (with its inputs and outputs);
-    ``content``: the hash of each of ``artifact_references``; ``files``: of each of
-    ``cache.files``. Raises ``TemplateError`` as rendering does."""
+    """The key material of ``node`` run in ``context`` (with its inputs and outputs) by
+    ``user``; ``content``: the hash of each of ``artifact_references``; ``files``: of
+    each of ``cache.files``. Raises ``TemplateError`` as rendering does."""
     keyed = key_context(graph, node, context)
     templates: dict[str, str] = {}
     if node.command is not None:
@@ -216,6 +184,7 @@ def key_material(
         content={**{f"file:{k}": v for k, v in files.items()}, **dict(content)},
         outputs=node.outputs.names,
         version=node.cache.version,
+        user=user,
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.store.database import Database
 from phalanx.workflow import Graph, build_graph
-from phalanx.workflow.cache import MissingContent
+from phalanx.workflow.contents import SERVER, MissingContent
 from phalanx.workflow.spec import load_pipelines
 from phalanx.workflow.templates import Context
 
@@ -52,16 +52,23 @@ def test_the_key_follows_the_content_of_inputs_and_listed_files(tmp_path: Path) 
     data.write_text("hello\n")
     g = graph(script)
     node = g.node("train")
-    base = material_of(g, node, context(data)).key()
-    assert material_of(g, node, context(data, run="r2")).key() == base  # run id: no
+    base = material_of(g, node, context(data), user="ann", access=SERVER).key()
+    assert (
+        material_of(g, node, context(data, run="r2"), user="ann", access=SERVER).key() == base
+    )  # run id: no
     script.write_text("cat $1 \n")
-    changed_file = material_of(g, node, context(data)).key()
+    changed_file = material_of(g, node, context(data), user="ann", access=SERVER).key()
     assert changed_file != base
     data.write_text("hellO\n")
-    assert material_of(g, node, context(data)).key() not in (base, changed_file)
+    assert material_of(g, node, context(data), user="ann", access=SERVER).key() not in (
+        base,
+        changed_file,
+    )
+    other = material_of(g, node, context(data), user="bob", access=SERVER)
+    assert other.key() != material_of(g, node, context(data), user="ann", access=SERVER).key()
     data.unlink()
     with pytest.raises(MissingContent):
-        material_of(g, node, context(data))
+        material_of(g, node, context(data), user="ann", access=SERVER)
 
 
 def test_an_entry_is_served_until_its_ttl_or_an_artifact_is_gone(tmp_path: Path) -> None:
@@ -82,16 +89,23 @@ def test_an_entry_is_served_until_its_ttl_or_an_artifact_is_gone(tmp_path: Path)
             user="ann",
             outputs={"model": str(model)},
             now=100.0,
+            access=SERVER,
         )
     with db.session() as session:
-        found = lookup(session, "k" * 64, user="ann", ttl=60, now=150.0)
+        found = lookup(session, "k" * 64, user="ann", ttl=60, now=150.0, access=SERVER)
         assert found is not None and found.outputs == {"model": str(model)}
         assert found.artifacts["model"]["hash"].startswith("sha256:")
         assert found.expires_at == 160.0 and found.run_id == "r1"
-        assert lookup(session, "k" * 64, user="ann", ttl=60, now=161.0) is None  # past its ttl
-        assert lookup(session, "x" * 64, user="ann", ttl=None, now=150.0) is None  # no entry
-        assert lookup(session, "k" * 64, user="bob", ttl=None, now=150.0) is None  # ann's
+        assert (
+            lookup(session, "k" * 64, user="ann", ttl=60, now=161.0, access=SERVER) is None
+        )  # past its ttl
+        assert (
+            lookup(session, "x" * 64, user="ann", ttl=None, now=150.0, access=SERVER) is None
+        )  # no entry
+        assert (
+            lookup(session, "k" * 64, user="bob", ttl=None, now=150.0, access=SERVER) is None
+        )  # ann's
         model.unlink()
         assert (
-            lookup(session, "k" * 64, user="ann", ttl=None, now=150.0) is None
+            lookup(session, "k" * 64, user="ann", ttl=None, now=150.0, access=SERVER) is None
         )  # a miss, no error

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hmac
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, TypeVar
 
@@ -15,10 +16,16 @@ from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.schemas.views import ErrorView
 from phalanx.control.store.database import Database
+from phalanx.control.throttle import Throttle, address_key, retry_after
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.loader import build_document
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
+
+#: Sent by the console with each request it makes for a visitor: the visitor's address,
+#: and the key that proves the console sent it (``visitor_headers``).
+VISITOR_HEADER: Final = "X-Phalanx-Visitor"
+VISITOR_KEY_HEADER: Final = "X-Phalanx-Visitor-Key"
 
 
 #: What each error status a route documents means, in general (the body says exactly).
@@ -30,6 +37,8 @@ _MEANINGS: Final = {
     409: "It conflicts with what is stored.",
     413: "The request body is over the API's 10 MiB limit.",
     422: "A parameter or the body is invalid.",
+    429: "Too many unknown or invalid tokens came from the caller's address: it is locked "
+    "out for the seconds in Retry-After, whatever token it sends.",
     501: "This server cannot do this.",
 }
 
@@ -40,17 +49,26 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 class ApiError(HTTPException):
-    """An error answer ``{"detail", "field", "fix"}``: what is wrong, where, and what to do."""
+    """An error answer ``{"detail", "field", "fix"}``: what is wrong, where, and what to
+    do (with ``headers``, such as ``Retry-After``, sent along)."""
 
     def __init__(
-        self, status: int, message: str, *, field: str | None = None, fix: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        field: str | None = None,
+        fix: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         body: dict[str, Any] = {"detail": message}
         if field is not None:
             body["field"] = field
         if fix is not None:
             body["fix"] = fix
-        super().__init__(status_code=status, detail=body)
+        super().__init__(
+            status_code=status, detail=body, headers=None if headers is None else dict(headers)
+        )
 
 
 def session(request: Request) -> Iterator[Session]:
@@ -70,12 +88,56 @@ async def controller(request: Request) -> Controller:
     return found
 
 
+def visitor_headers(key: str, address: str) -> dict[str, str]:
+    """The headers by which the console says that its request carries a visitor's, from
+    ``address``; ``key`` is the app's ``visitor_key``, known only inside this process."""
+    return {VISITOR_KEY_HEADER: key, VISITOR_HEADER: address}
+
+
+def client_address(request: Request) -> str:
+    """The address the request's failed sign-ins count against: its peer's, or for a
+    request the console makes for a visitor, the visitor's (only when the request
+    carries the app's ``visitor_key``: nobody else can name an address)."""
+    forwarded = request.headers.get(VISITOR_HEADER)
+    if forwarded is not None:
+        key: str = request.app.state.visitor_key
+        given = request.headers.get(VISITOR_KEY_HEADER, "")
+        if hmac.compare_digest(given.encode(), key.encode()):
+            return forwarded
+    return request.client.host if request.client is not None else ""
+
+
+def check_throttle(request: Request) -> tuple[Throttle, tuple[str, ...]]:
+    """The app's throttle and the keys a token sent with ``request`` is counted against;
+    a 429 ``ApiError`` with ``Retry-After`` while any of them is locked out."""
+    throttle: Throttle = request.app.state.throttle
+    address = client_address(request)
+    keys = (address_key(address),)
+    wait = throttle.wait(keys)
+    if wait > 0:
+        seconds = retry_after(wait)
+        longest = throttle.settings.max_lockout
+        raise ApiError(
+            429,
+            f"too many unknown or invalid tokens from {address or 'this address'}: every "
+            f"token from there is refused for {seconds} s more",
+            field="Authorization",
+            fix=f"wait {seconds} s (Retry-After), then send a valid token; each further "
+            f"failure doubles the wait, up to {longest:g} s",
+            headers={"Retry-After": str(seconds)},
+        )
+    return throttle, keys
+
+
 async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """The caller, from ``Authorization: Bearer <token>``; 401 without a valid token (one
-    that is unknown, revoked, or past its expiry, which the answer says)."""
+    that is unknown, revoked, or past its expiry, which the answer says). Such a token
+    counts as a failure against the caller's address; while that address is locked out
+    (``check_throttle``), every token from it is refused with 429 before it is looked at,
+    valid ones included. A valid token clears its address's failures."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(
             401,
@@ -83,9 +145,14 @@ async def principal(
             field="Authorization",
             fix="send 'Authorization: Bearer <token>' (export PHALANX_TOKEN for the CLI)",
         )
+    throttle, keys = check_throttle(request)
     tokens: TokenCache = request.app.state.tokens
     token = credentials.credentials
     found = tokens.remembered(token) or await run_in_threadpool(tokens.check, token)
+    if found is None or isinstance(found, Expired):
+        throttle.failed(keys)
+    else:
+        throttle.succeeded(keys)
     if isinstance(found, Expired):
         when = datetime.fromtimestamp(found.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         raise ApiError(

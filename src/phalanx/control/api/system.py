@@ -13,7 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from phalanx.control.api.deps import ApiError, DbSession, errors, principal
+from phalanx.control.api.deps import ApiError, DbSession, check_throttle, errors, principal
 from phalanx.control.metrics import METRICS_TOKEN_FILE, Metrics
 from phalanx.control.schemas.views import HistoryBucketView, HistoryView
 
@@ -40,9 +40,12 @@ async def scraper(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
     """Lets through the metrics token and admins' tokens; 401 without a valid token, 403
-    for a user who is not an admin."""
+    for a user who is not an admin. A wrong token counts against the caller's address as
+    any other (``principal``), and while that address is locked out every token from it
+    is refused with 429, the metrics token included."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "no bearer token", field="Authorization", fix=_SCRAPE_FIX)
+    check_throttle(request)
     token = credentials.credentials
     expected: bytes | None = request.app.state.metrics_digest
     if expected is not None and hmac.compare_digest(
@@ -52,6 +55,8 @@ async def scraper(
     try:
         caller = await principal(request, credentials)
     except ApiError as refused:
+        if refused.status_code == 429:
+            raise  # its own fix (wait) and its Retry-After
         detail = refused.detail["detail"] if isinstance(refused.detail, dict) else "refused"
         raise ApiError(
             refused.status_code, str(detail), field="Authorization", fix=_SCRAPE_FIX

@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import fsspec
@@ -66,6 +66,7 @@ from phalanx.domain.job import JobPhase
 from phalanx.executors.identity import TaskIdentity
 from phalanx.spec.common import Metadata
 from phalanx.spec.job import JobDocument
+from phalanx.tenantfs import Place, TenantPathRefused, make_dirs
 from phalanx.workflow import (
     Graph,
     OutputError,
@@ -84,6 +85,7 @@ from phalanx.workflow import (
     resolve,
     unit_context,
 )
+from phalanx.workflow.contents import Access, written
 from phalanx.workflow.dag import StepNode
 from phalanx.workflow.jobs import attempt_ended
 from phalanx.workflow.parts import FailureCause
@@ -94,6 +96,8 @@ log = logging.getLogger(__name__)
 
 #: The label of every step job: the run it belongs to.
 RUN_LABEL = "phalanx.run"
+#: The mode of a local workspace's ``runs/``: users enter their runs, list no one's.
+RUNS_MODE = 0o711
 #: Run phases the controller still works on.
 ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 _TERMINAL_JOBS = [p.value for p in TERMINAL]
@@ -329,7 +333,7 @@ class Workflows:
             if job.phase == JobPhase.SUCCEEDED.value:
                 node = graph.node(unit.step)
                 try:
-                    unit_record.outputs = self._outputs(row.id, unit, node)
+                    unit_record.outputs = self._outputs(row, unit, node)
                 except OutputError as error:
                     _end(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
                     continue
@@ -405,7 +409,8 @@ class Workflows:
         try:
             outputs = self.workspace.outputs(row.id, start.unit, node)
             context = unit_context(graph, state, start, outputs=outputs)
-            material = material_of(graph, node, context)
+            access = self._access(row.user)
+            material = material_of(graph, node, context, user=row.user, access=access)
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             log.info("run %s, unit %s: not cached: %s", row.id, start.unit, error)
             return False
@@ -413,7 +418,14 @@ class Workflows:
         self._materials[(row.id, start.unit)] = material.document()
         if row.cache_mode != "use":
             return False
-        entry = lookup(session, unit_record.cache_key, user=row.user, ttl=node.cache.ttl, now=now)
+        entry = lookup(
+            session,
+            unit_record.cache_key,
+            user=row.user,
+            ttl=node.cache.ttl,
+            now=now,
+            access=access,
+        )
         if entry is None:
             return False
         unit_record.outputs = dict(entry.outputs)
@@ -444,23 +456,37 @@ class Workflows:
                 user=row.user,
                 outputs=unit_record.outputs,
                 now=now,
+                access=self._access(row.user),
             )
         except (PhalanxError, OSError, ValueError) as error:
             log.warning("run %s, unit %s: no cache entry written: %s", row.id, unit, error)
 
-    def _outputs(self, run_id: str, unit: Unit, node: StepNode) -> dict[str, Value]:
+    def _access(self, user: str) -> Access:
+        """How the server reads what ``user``'s steps wrote: as their task identity."""
+        identity = None if self._identity_of is None else self._identity_of(user)
+        return self.workspace.access(None if identity is None else identity.reader())
+
+    def _outputs(self, row: RunRow, unit: Unit, node: StepNode) -> dict[str, Value]:
         """What downstream steps see of a unit that succeeded: each output artifact's URL
-        and each output param's value; ``OutputError`` when one was not written."""
-        urls = self.workspace.outputs(run_id, unit, node)
+        and each output param's value; ``OutputError`` when one was not written, or
+        something else than a file or directory the run's user can read was."""
+        urls = self.workspace.outputs(row.id, unit, node)
+        access = self._access(row.user)
         for name in node.outputs.artifacts:
-            fs, path = fsspec.core.url_to_fs(urls[name])
-            if not fs.exists(path):
+            try:
+                found = written(urls[name], access)
+            except TenantPathRefused as error:
+                raise OutputError(
+                    f"step {unit}, outputs.artifacts.{name}: {error.why} at {error.path}; "
+                    f"fix: write a file or directory at {{{{outputs.{name}}}}}"
+                ) from None
+            if not found:
                 raise OutputError(
                     f"step {unit}, outputs.artifacts: the step did not write {name} at "
                     f"{urls[name]}; fix: write it at {{{{outputs.{name}}}}}"
                 )
         values: dict[str, Value] = {name: urls[name] for name in node.outputs.artifacts}
-        values.update(read_outputs(node, urls))
+        values.update(read_outputs(node, urls, access))
         return values
 
     def _submit(
@@ -576,26 +602,21 @@ class Workflows:
         self._wake.set()  # the next tick plans it
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
-        """The unit's output directory, owned by the run's user when tasks run as theirs."""
+        """The unit's output directory. In a local workspace: ``runs/`` the server's
+        (0711: entered, not listed), the run's directory and those below it 0700 and
+        the run's user's when tasks run as theirs, made through descriptors
+        (``tenantfs.make_dirs``: never through a link a step left)."""
         url = self.workspace.unit_url(row.id, unit)
-        fs, path = fsspec.core.url_to_fs(url)
-        fs.makedirs(path, exist_ok=True)
-        if self._identity_of is None or not os.path.isdir(path):
+        local = self.workspace.mounts()
+        if not local:
+            fs, path = fsspec.core.url_to_fs(url)
+            fs.makedirs(path, exist_ok=True)
             return
-        identity = self._identity_of(row.user)
-        run_dir = self.workspace.run_url(row.id)
-        for directory in _parents(path, run_dir):
-            os.chown(directory, identity.uid, identity.gid)
-            os.chmod(directory, 0o700)
-
-
-def _parents(path: str, top: str) -> Sequence[str]:
-    """``path`` and each of its parents up to ``top`` included."""
-    found = [path]
-    while path.rstrip("/") != top.rstrip("/") and len(path) > len(top):
-        path = os.path.dirname(path)
-        found.append(path)
-    return found
+        make_dirs(Place(Path(local[0]), "runs"), owner=None, mode=RUNS_MODE)
+        identity = None if self._identity_of is None else self._identity_of(row.user)
+        owner = None if identity is None else (identity.uid, identity.gid)
+        runs = Path(local[0], "runs")
+        make_dirs(Place(runs, str(Path(url).relative_to(runs))), owner=owner)
 
 
 def _run_of(document: dict[str, Any]) -> str | None:

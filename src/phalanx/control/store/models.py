@@ -62,9 +62,11 @@ class TaskUidRow(Base):
 
 class TokenRow(Base):
     """A bearer token, kept only as its SHA-256 digest; refused from ``expires_at`` on
-    (None: it never expires). Revoking a token deletes its row."""
+    (None: it never expires). Revoking a token deletes its row; its id is never given to
+    another token (SQLite: AUTOINCREMENT; PostgreSQL: its sequence), across restarts."""
 
     __tablename__ = "tokens"
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

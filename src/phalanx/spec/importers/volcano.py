@@ -1,9 +1,22 @@
 """Import Volcano's ``batch.volcano.sh/v1alpha1 Job`` and ``scheduling.volcano.sh/v1beta1 Queue``.
 
-Read-side tolerance: fields phalanx does not model (namespace, plugins, policies,
-volumes ...) are ignored; a field it does model must still have the right
-shape, or a ``ValidationError`` names its path in the Volcano document. The result
-is a ``JobDocument`` or ``QueueDocument``, validated like a hand-written one.
+Read-side shape: a field phalanx maps must be well-formed, or a ``ValidationError``
+names its path in the Volcano document (``spec.tasks[1].replicas``) and the fix. The
+result is a ``JobDocument`` or ``QueueDocument``, validated like a hand-written one.
+Every other field present is read but not honoured, and each one is reported as a
+``Notice`` (to ``note``, as the Kubeflow importer does) naming its path and what
+phalanx does instead: ``metadata.namespace``; the job's ``schedulerName``,
+``volumes``, ``policies``, ``plugins``, ``runningEstimate``,
+``ttlSecondsAfterFinished``, ``minSuccess`` and ``networkTopology``; a task's
+``minAvailable``, ``maxRetry``, ``policies``, ``topologyPolicy`` and ``dependsOn``
+with ``iteration: any``; the pod template's ``metadata``, every field of a pod's or
+container's ``securityContext`` (``privileged`` ...), each volume's source
+(``hostPath`` ...), ``hostNetwork``, ``affinity``, ``restartPolicy`` and the other pod
+fields; a toleration's ``tolerationSeconds``; a container's ``env``, ``volumeMounts``,
+``ports``, probes ... (see ``pod_fields``); each container after the first (not run);
+a queue's ``affinity`` and ``extendClusters``. Nothing is dropped without a word; only
+what the Kubernetes API server writes (``status``, ``metadata.uid`` ...) passes in
+silence.
 
 Mapping:
 
@@ -25,14 +38,25 @@ reported at the Volcano field.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from phalanx.domain.resources import parse_quantity
-from phalanx.spec.common import API_VERSION, DnsLabel, ImageRef, Name, Priority
+from phalanx.spec.common import API_VERSION, DnsLabel, ImageRef, Loc, Name, Priority
+from phalanx.spec.diagnostics import Notice, format_path
+from phalanx.spec.importers import pod_fields
+from phalanx.spec.importers.kubeflow_schema import (
+    Container,
+    ObjectMeta,
+    PodSpec,
+    PodTemplate,
+    ReadModel,
+    Requirements,
+    Toleration,
+)
+from phalanx.spec.importers.pod_fields import SecurityContext, Volume
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_REPLICAS, MAX_RETRY, MAX_ROLES, MAX_WEIGHT, MIN_WEIGHT
 from phalanx.spec.quantity import Quantity, QuantityValue
@@ -52,76 +76,123 @@ DEFAULT_PRIORITY_CLASSES: Final[Mapping[str, int]] = {
 PRIORITY_CLASS_ANNOTATION: Final = "phalanx.io/priority-class"
 
 
-class _ReadModel(BaseModel):
-    """A read schema: unknown fields are ignored, known ones must be well-formed."""
-
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, alias_generator=to_camel)
-
-
-class _ObjectMeta(_ReadModel):
-    name: Name
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
+_POLICIES: Final = (
+    "phalanx retries a failed job whole, up to maxRetry: no event or exit code "
+    "triggers another action"
+)
 
 
-class _Requirements(_ReadModel):
-    requests: dict[str, Quantity] = {}
-    limits: dict[str, Quantity] = {}
-
-
-class _Container(_ReadModel):
+class _Container(ReadModel):
+    name: str = ""
     image: ImageRef | None = None
     command: list[str] = []
     args: list[str] = []
-    resources: _Requirements = _Requirements()
+    resources: Requirements = Requirements()
+    security_context: SecurityContext | None = None
+
+    unhonoured = {
+        **Container.unhonoured,
+        **pod_fields.CONTAINER,
+        "env": "the Volcano importer sets no variables: write them under env of the "
+        "role in a phalanx Job",
+    }
 
 
-class _Toleration(_ReadModel):
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""  # Kubernetes: empty matches every effect
-
-
-class _PodSpec(_ReadModel):
+class _PodSpec(ReadModel):
     containers: Annotated[list[_Container], Field(min_length=1)]
     node_selector: dict[str, str] = {}
-    tolerations: list[_Toleration] = []
+    tolerations: list[Toleration] = []
+    security_context: SecurityContext | None = None
+    volumes: list[Volume] = []
+
+    unhonoured = {
+        **PodSpec.unhonoured,
+        **pod_fields.POD,
+        "priorityClassName": "use spec.priorityClassName of the Volcano job",
+    }
+
+    def notices(self, path: Loc) -> Iterator[Notice]:
+        """Containers after the first are reported once each, besides their fields."""
+        yield from super().notices(path)
+        for i, other in enumerate(self.containers[1:], start=1):
+            named = f" ({other.name})" if other.name else ""
+            yield Notice(
+                path=format_path((*path, "containers", i)),
+                detail=f"not run{named}: phalanx runs the first container only; "
+                "its resources are added to the task's",
+            )
 
 
-class _PodTemplate(_ReadModel):
+class _PodTemplate(ReadModel):
     spec: _PodSpec
 
+    unhonoured = PodTemplate.unhonoured
 
-class _DependsOn(_ReadModel):
+
+class _DependsOn(ReadModel):
     name: list[str] = []
+    iteration: str | None = None
+
+    def notices(self, path: Loc) -> Iterator[Notice]:
+        """``iteration: any`` is reported: phalanx waits for every task named."""
+        yield from super().notices(path)
+        if self.iteration not in (None, "all"):
+            yield Notice(
+                path=format_path((*path, "iteration")),
+                detail="not honoured: a task starts once every task it names is Running "
+                "(iteration: all)",
+            )
 
 
-class _Task(_ReadModel):
+class _Task(ReadModel):
     name: DnsLabel
     replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
     template: _PodTemplate
     depends_on: _DependsOn = _DependsOn()
 
+    unhonoured = {
+        "minAvailable": "phalanx gangs the job as a whole (spec.minAvailable), not each task",
+        "maxRetry": "phalanx retries the whole job (spec.maxRetry), not one task",
+        "policies": _POLICIES,
+        "topologyPolicy": "phalanx applies no NUMA topology policy to a task",
+    }
 
-class _JobSpec(_ReadModel):
+
+class _JobSpec(ReadModel):
     tasks: Annotated[list[_Task], Field(min_length=1, max_length=MAX_ROLES)]
     min_available: Annotated[int, Field(ge=0)] | None = None
     queue: Name = "default"
     priority_class_name: str | None = None
     max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
 
+    unhonoured = {
+        "schedulerName": "phalanx schedules every task itself",
+        "volumes": "phalanx creates and mounts no PersistentVolumeClaim: nothing is "
+        "mounted at its mountPath",
+        "policies": _POLICIES,
+        "plugins": "phalanx runs no job plugin (env, svc, ssh ...): tasks find each other "
+        "through phalanx's rendezvous variables (RANK, MASTER_ADDR, PHALANX_HOSTS_*), "
+        "and no ssh keys are made",
+        "runningEstimate": "write it as runtimeEstimate in a phalanx Job",
+        "ttlSecondsAfterFinished": "phalanx keeps a job until it is deleted",
+        "minSuccess": "a phalanx job succeeds when every task does",
+        "networkTopology": "write phalanx's networkTopology (a tier of the cluster's "
+        "network) in a phalanx Job to use it",
+    }
 
-class _VolcanoJob(_ReadModel):
-    metadata: _ObjectMeta
+
+class _VolcanoJob(ReadModel):
+    metadata: ObjectMeta
     spec: _JobSpec
 
+    silent = frozenset({"apiVersion", "kind", "status"})
 
-class _Guarantee(_ReadModel):
+
+class _Guarantee(ReadModel):
     resource: dict[str, Quantity] = {}
 
 
-class _QueueSpec(_ReadModel):
+class _QueueSpec(ReadModel):
     weight: Annotated[float, Field(ge=MIN_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)] = 1.0
     capability: dict[str, Quantity] | None = None
     deserved: dict[str, Quantity] | None = None
@@ -130,16 +201,28 @@ class _QueueSpec(_ReadModel):
     parent: Name | None = None
     priority: Priority = 0
 
+    unhonoured = {
+        "affinity": "a phalanx queue has no node-group affinity: its jobs run wherever "
+        "their own nodeSelector and affinity allow",
+        "extendClusters": "phalanx schedules one cluster",
+    }
 
-class _VolcanoQueue(_ReadModel):
-    metadata: _ObjectMeta
+
+class _VolcanoQueue(ReadModel):
+    metadata: ObjectMeta
     spec: _QueueSpec = _QueueSpec()
+
+    silent = frozenset({"apiVersion", "kind", "status"})
 
 
 def import_volcano_job(
-    raw: Mapping[str, Any], *, priority_classes: Mapping[str, int] = DEFAULT_PRIORITY_CLASSES
+    raw: Mapping[str, Any],
+    *,
+    note: Callable[[Notice], None] | None = None,
+    priority_classes: Mapping[str, int] = DEFAULT_PRIORITY_CLASSES,
 ) -> JobDocument:
-    """The ``JobDocument`` for a Volcano vcjob; raises ``ValidationError`` naming the field."""
+    """The ``JobDocument`` for a Volcano vcjob; raises ``ValidationError`` naming the field.
+    ``note`` gets a ``Notice`` for every field read but not honoured."""
     job = _VolcanoJob.model_validate(raw)
     spec = job.spec
     metadata = _metadata(job.metadata)
@@ -153,13 +236,18 @@ def import_volcano_job(
     if spec.priority_class_name is not None:
         job_spec["priority"] = priority_of_class(spec.priority_class_name, priority_classes)
         metadata["annotations"][PRIORITY_CLASS_ANNOTATION] = spec.priority_class_name
-    return JobDocument.model_validate(
+    document = JobDocument.model_validate(
         {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": job_spec}
     )
+    _report(job, note)
+    return document
 
 
-def import_volcano_queue(raw: Mapping[str, Any]) -> QueueDocument:
-    """The ``QueueDocument`` for a Volcano Queue; raises ``ValidationError`` naming the field."""
+def import_volcano_queue(
+    raw: Mapping[str, Any], *, note: Callable[[Notice], None] | None = None
+) -> QueueDocument:
+    """The ``QueueDocument`` for a Volcano Queue; raises ``ValidationError`` naming the
+    field. ``note`` gets a ``Notice`` for every field read but not honoured."""
     queue = _VolcanoQueue.model_validate(raw)
     spec = queue.spec
     queue_spec: dict[str, Any] = {
@@ -173,7 +261,7 @@ def import_volcano_queue(raw: Mapping[str, Any]) -> QueueDocument:
     for field, amounts in (("capability", spec.capability), ("deserved", spec.deserved)):
         if amounts is not None:
             queue_spec[field] = _summed([amounts])
-    return QueueDocument.model_validate(
+    document = QueueDocument.model_validate(
         {
             "apiVersion": API_VERSION,
             "kind": "Queue",
@@ -181,9 +269,18 @@ def import_volcano_queue(raw: Mapping[str, Any]) -> QueueDocument:
             "spec": queue_spec,
         }
     )
+    _report(queue, note)
+    return document
 
 
-def _metadata(meta: _ObjectMeta) -> dict[str, Any]:
+def _report(read: ReadModel, note: Callable[[Notice], None] | None) -> None:
+    """Gives ``note`` what ``read`` read but phalanx does not honour, once the import holds."""
+    if note is not None:
+        for notice in read.notices(()):
+            note(notice)
+
+
+def _metadata(meta: ObjectMeta) -> dict[str, Any]:
     return {"name": meta.name, "labels": dict(meta.labels), "annotations": dict(meta.annotations)}
 
 
@@ -207,7 +304,7 @@ def _role(task: _Task) -> dict[str, Any]:
     return role
 
 
-def _toleration(toleration: _Toleration) -> dict[str, Any]:
+def _toleration(toleration: Toleration) -> dict[str, Any]:
     fields = {"key": toleration.key, "operator": toleration.operator, "value": toleration.value}
     return fields | ({"effect": toleration.effect} if toleration.effect else {})
 

@@ -1,7 +1,10 @@
 """``/ui/login`` and ``/ui/logout``: a session from a pasted API token, and its end.
 
 The token is checked with the API (``whoami``) before the session starts; a wrong one
-is refused at the field. ``next`` only ever leads to a page of the console.
+is refused at the field. Refused tokens count against the visitor's address (the API
+limits them: see ``session.api_client``); while it is locked out, the form answers 429
+saying how long to wait, whatever token is sent. ``next`` only ever leads to a page of
+the console.
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from fastapi.responses import RedirectResponse, Response
 from phalanx.client import ClientError
 from phalanx.web import csrf
 from phalanx.web.console import console_of
-from phalanx.web.session import LOGIN_COOKIE, ROOT, SignedForm, end_session, set_session
+from phalanx.web.session import (
+    LOGIN_COOKIE,
+    ROOT,
+    SignedForm,
+    api_client,
+    end_session,
+    set_session,
+)
 
 router = APIRouter()
 
@@ -79,10 +89,12 @@ def login(request: Request, form: Annotated[dict[str, str], Depends(_login_form)
         return _form(
             request, wanted=wanted, error="token: paste your API token (phx_...)", status=422
         )
-    with console_of(request).client(token) as client:
+    with api_client(request, token) as client:
         try:
             client.whoami()
         except ClientError as error:
+            if error.status == 429:
+                return _form(request, wanted=wanted, error=error.message(), status=429)
             return _form(
                 request,
                 wanted=wanted,
