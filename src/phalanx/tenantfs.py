@@ -202,15 +202,20 @@ def _opened(place: Place, *, reader: Reader | None) -> Iterator[int]:
         os.close(fd)
 
 
-def _check(place: Place, fd: int, reader: Reader | None) -> os.stat_result:
-    """``fstat`` of the walked ``fd``: a regular file or directory the reader may read."""
+def _check(
+    place: Place, fd: int, reader: Reader | None, *, need: int | None = None
+) -> os.stat_result:
+    """``fstat`` of the walked ``fd``: a regular file or directory the reader may use as
+    ``need`` says (default: read a file; read and enter a directory)."""
     status = os.fstat(fd)
     if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
         raise TenantPathRefused(str(place), f"it is {kind_of(status.st_mode)}", fix=_FIX)
-    need = os.R_OK | (os.X_OK if stat.S_ISDIR(status.st_mode) else 0)
+    if need is None:
+        need = os.R_OK | (os.X_OK if stat.S_ISDIR(status.st_mode) else 0)
     if reader is not None and not reader.may(status, need):
         mode = stat.S_IMODE(status.st_mode)
-        why = f"it is uid {status.st_uid}'s (mode {mode:04o}) and {reader} cannot read it"
+        verb = "read" if need & os.R_OK else "enter"
+        why = f"it is uid {status.st_uid}'s (mode {mode:04o}) and {reader} cannot {verb} it"
         raise TenantPathRefused(str(place), why, fix=_FIX)
     return status
 
@@ -377,14 +382,18 @@ def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700)
 
 def check_mount_source(path: str, *, reader: Reader | None) -> None:
     """Refuse a container mount source that is not a real directory (no link on its
-    path) which ``reader`` can already read and enter: ``TenantPathRefused`` naming
-    ``mounts`` and the fix."""
+    path) which ``reader`` can already reach: enter it and every directory above it, as
+    it could on the host (a bind mount skips the directories above, so this is where
+    they count; inside, the kernel applies each entry's own mode as usual).
+    ``TenantPathRefused`` naming ``mounts`` and the fix."""
     fix = (
         "mount a real directory (no symbolic link on its path) that the job's user can "
-        "already read and enter"
+        "already reach"
     )
+    place = Place.absolute(path)
     try:
-        status = stat_of(Place.absolute(path), reader=reader)
+        with _opened(place, reader=reader) as fd:
+            status = _check(place, fd, reader, need=os.X_OK)
     except TenantPathRefused as error:
         raise TenantPathRefused(error.path, error.why, fix=fix, field="mounts") from None
     if not stat.S_ISDIR(status.st_mode):

@@ -195,9 +195,12 @@ def test_a_mount_source_must_be_a_real_directory_the_user_can_read(
     closed.mkdir(mode=0o700)
     with pytest.raises(TenantPathRefused, match="uid 70001"):
         check_mount_source(str(closed), reader=STRANGER)
+    (closed / "inner").mkdir(mode=0o755)  # open itself, behind a closed directory
+    with pytest.raises(TenantPathRefused, match="does not let uid 70001 pass"):
+        check_mount_source(str(closed / "inner"), reader=STRANGER)
     with pytest.raises(TenantPathRefused, match="not an absolute path"):
         check_mount_source("data", reader=None)
-    closed.chmod(0o755)
+    closed.chmod(0o711)  # entered, not listed: reachable, as on the host
     yard.chmod(0o755)
     tmp_path.chmod(0o755)
     if _passable(tmp_path):  # pytest's base directory may not let others pass

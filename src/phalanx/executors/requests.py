@@ -43,6 +43,7 @@ from phalanx.executors.rendezvous import Placement
 from phalanx.executors.taskdirs import TaskDirs
 from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import TaskGroups
+from phalanx.tenantfs import TenantPathRefused, check_mount_source
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +145,8 @@ class StartRequests:
             problem = self._images.problem(image, now)
         if problem is None and launch.gpus:
             problem = cdi_problem()
+        if problem is None:
+            problem = mount_problem(launch)
         if problem is not None or runtime is None:
             return problem or NO_CONTAINERS
         workdir = self._dirs.workdir(launch.job, launch.task)
@@ -173,6 +176,20 @@ class StartRequests:
     def _new_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+
+def mount_problem(launch: TaskLaunch) -> str | None:
+    """Why a mount of ``launch`` cannot be given to its container (a link on its path,
+    not a directory, out of its user's reach: ``tenantfs.check_mount_source``), or None.
+    The runtime resolves a mount's source as root, so this is checked as the task's user
+    just before its start."""
+    reader = None if launch.identity is None else launch.identity.reader()
+    for path in launch.mounts:
+        try:
+            check_mount_source(path, reader=reader)
+        except TenantPathRefused as refused:
+            return str(refused)
+    return None
 
 
 def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecord:

@@ -96,8 +96,11 @@ log = logging.getLogger(__name__)
 
 #: The label of every step job: the run it belongs to.
 RUN_LABEL = "phalanx.run"
-#: The mode of a local workspace's ``runs/``: users enter their runs, list no one's.
-RUNS_MODE = 0o711
+#: The mode of a local workspace and its ``runs/`` where tasks run as their users' own
+#: uids: each enters their runs, and lists no one's.
+PASSAGE_MODE = 0o711
+#: The mode of every other directory the controller makes.
+PRIVATE_MODE = 0o700
 #: Run phases the controller still works on.
 ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 _TERMINAL_JOBS = [p.value for p in TERMINAL]
@@ -602,20 +605,24 @@ class Workflows:
         self._wake.set()  # the next tick plans it
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
-        """The unit's output directory. In a local workspace: ``runs/`` the server's
-        (0711: entered, not listed), the run's directory and those below it 0700 and
-        the run's user's when tasks run as theirs, made through descriptors
-        (``tenantfs.make_dirs``: never through a link a step left)."""
+        """The unit's output directory. In a local workspace, made through descriptors
+        (``tenantfs.make_dirs``: never through a link a step left): the run's directory
+        and those below it 0700; where tasks run as their users' own uids, those are the
+        run's user's and the workspace and its ``runs/`` the server's, 0711 (entered,
+        not listed); else every one of them is 0700."""
         url = self.workspace.unit_url(row.id, unit)
         local = self.workspace.mounts()
         if not local:
             fs, path = fsspec.core.url_to_fs(url)
             fs.makedirs(path, exist_ok=True)
             return
-        make_dirs(Place(Path(local[0]), "runs"), owner=None, mode=RUNS_MODE)
         identity = None if self._identity_of is None else self._identity_of(row.user)
+        shared = PASSAGE_MODE if identity is not None else PRIVATE_MODE
+        root = Path(local[0])
+        root.mkdir(mode=shared, parents=True, exist_ok=True)
+        make_dirs(Place(root, "runs"), owner=None, mode=shared)
+        runs = root / "runs"
         owner = None if identity is None else (identity.uid, identity.gid)
-        runs = Path(local[0], "runs")
         make_dirs(Place(runs, str(Path(url).relative_to(runs))), owner=owner)
 
 
