@@ -605,6 +605,13 @@ class LocalExecutor:
             live.paused_since = None
 
     def _exited(self, live: _Live, ended: Exit, now: float, *, oom: bool) -> TaskEvent:
+        """How ``live`` ended: EXITED with its code and why, or FAILED_TO_START for a
+        container its runtime refused to start (never a success: nothing ran)."""
+        refused = live.process.start_failure if isinstance(live.process, ContainerTask) else None
+        if refused is not None and live.stop_deadline is None:
+            said = _runtime_words(self.logs(live.job, live.task, LogStream.STDERR)) or refused
+            message = f"the container runtime refused to start its container: {said}"
+            return _failed_to_start(live.job, live.task, live.node, max(now, live.since), message)
         code = ended.code
         if code is None and live.killed:
             code = KILLED_CODE  # we killed it; nothing else could tell us
@@ -624,6 +631,21 @@ class LocalExecutor:
             reason=_exit_reason(oom, code)
             or (live.process.reason(code) if isinstance(live.process, ContainerTask) else None),
         )
+
+
+#: The most of a task's ``stderr.log`` read for the runtime's words, from its end.
+_RUNTIME_WORDS_MAX = 8192
+
+
+def _runtime_words(log: FileLog) -> str | None:
+    """The last error the runtime's client wrote (``Error: ...``) at the end of a
+    task's ``stderr.log`` (read as ``FileLog`` reads: no link, no FIFO), if any."""
+    size = log.size()
+    tail = log.read(max(0, size - _RUNTIME_WORDS_MAX), _RUNTIME_WORDS_MAX)
+    said = [
+        line for line in tail.decode(errors="replace").splitlines() if line.startswith("Error: ")
+    ]
+    return said[-1].removeprefix("Error: ").strip()[:1000] if said else None
 
 
 def _exit_reason(oom: bool, code: int | None) -> str | None:

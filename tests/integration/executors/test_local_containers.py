@@ -304,3 +304,25 @@ def test_a_container_the_runtime_cannot_set_up_ends_with_its_reason(
     finally:
         h.close()
     assert containers_of(tmp_path / "data") == []
+
+
+def test_a_container_its_oci_runtime_refuses_to_start_fails_to_start_with_its_words(
+    podman: Harness, busybox_image: str
+) -> None:
+    """runc refuses a mount inside /proc: the container is made and never started, and
+    its record says 0. The task could not start, in runc's words; it never succeeded."""
+    podman.start(podman.launch(command="true", image=busybox_image, mounts=("/proc/1",)))
+    event = podman.wait_event("t0", TaskEventKind.FAILED_TO_START)
+    assert "the container runtime refused to start its container" in event.message
+    assert "/proc" in event.message
+
+
+def test_a_mount_through_a_link_fails_to_start_naming_the_link(
+    podman: Harness, busybox_image: str, tmp_path: Path
+) -> None:
+    (tmp_path / "wal").symlink_to(tmp_path / "data")
+    podman.start(
+        podman.launch(command="true", image=busybox_image, mounts=(str(tmp_path / "wal"),))
+    )
+    event = podman.wait_event("t0", TaskEventKind.FAILED_TO_START)
+    assert f"{tmp_path / 'wal'} is a symbolic link to {tmp_path / 'data'}" in event.message

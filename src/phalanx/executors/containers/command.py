@@ -34,12 +34,20 @@ ENV_FILE: Final = "container.env"
 #: on to the container), exits with the container's exit code, and removes the container
 #: after. The code is the runtime's record of the container (``wait``) when it has one:
 #: podman 4.3's client, signalled or busy, sometimes says 0 for a container that exited
-#: otherwise. Else the client's own (125 when it could not make the container). ``$0``
-#: is the container's name, ``$1`` the client.
+#: otherwise. Else the client's own (125 when it could not make the container). A
+#: container that was made but never started (the OCI runtime refused it: a mount it
+#: cannot make, a limit it cannot set) is left for the server to read why
+#: (``ContainerRuntime.never_started``), and its code is never 0: the runtime's record
+#: of it says 0, and nothing ran. ``$0`` is the container's name, ``$1`` the client.
 CLEANUP: Final = """\
 trap : HUP INT QUIT TERM
 "$@"
 code=$?
+state=$("$1" inspect --format '{{.State.Status}}' "$0" 2>/dev/null)
+if [ "$state" = created ]; then
+  [ "$code" = 0 ] && code=125
+  exit "$code"
+fi
 recorded=$("$1" wait "$0" 2>/dev/null)
 case $recorded in ''|*[!0-9]*) ;; *) code=$recorded ;; esac
 "$1" rm -f "$0" >/dev/null 2>&1

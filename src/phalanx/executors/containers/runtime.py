@@ -107,6 +107,19 @@ class ContainerRuntime:
         done = self._call([self.client, "unpause", name])
         return done is not None and done.returncode == 0
 
+    def never_started(self, name: str) -> str | None:
+        """Why the container ``name`` was made and never started, in the runtime's words
+        (its record's error), or None when it started, or is not there."""
+        done = self._call(
+            [self.client, "inspect", "--format", "{{.State.Status}}\t{{.State.Error}}", name]
+        )
+        if done is None or done.returncode != 0:
+            return None
+        state, _, error = done.stdout.strip().partition("\t")
+        if state.lower() != "created":
+            return None
+        return error.strip()[:2000] or "it was made and never started"
+
     def remove(self, name: str) -> None:
         """Remove the container ``name``, killing it if it runs; none is fine."""
         self._call([self.client, "rm", "-f", name])

@@ -33,16 +33,19 @@ class ContainerTask(GroupSignals):
 
     Its end is the wrapper's, with the container's exit code. A task that was killed,
     or ended with no code or one of the runtime's own (125 and over: the client failed
-    or died of a signal), may have left its container behind: it is removed then.
+    or died of a signal), may have left its container behind: it is removed then. One
+    whose container was made and never started (the OCI runtime refused it) has
+    ``start_failure``, the runtime's words: its task could not start, whatever its code.
     """
 
-    __slots__ = ("_killed", "inner", "name", "runtime")
+    __slots__ = ("_killed", "inner", "name", "runtime", "start_failure")
 
     def __init__(self, inner: _Process, runtime: ContainerRuntime, name: str) -> None:
         self.inner = inner
         self.runtime = runtime
         self.name = name
         self._killed = False
+        self.start_failure: str | None = None
 
     @property
     def pid(self) -> int:
@@ -84,5 +87,7 @@ class ContainerTask(GroupSignals):
     def poll(self) -> Exit | None:
         ended = self.inner.poll()
         if ended is not None and (self._killed or ended.code is None or ended.code >= 125):
+            if not self._killed:
+                self.start_failure = self.runtime.never_started(self.name)
             self.runtime.remove(self.name)
         return ended
