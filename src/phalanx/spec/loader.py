@@ -84,14 +84,26 @@ def _kubeflow(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
     return import_kubeflow_job(raw, note=note)
 
 
+def _volcano_job(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
+    return import_volcano_job(raw, note=note)
+
+
+def _volcano_queue(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
+    return import_volcano_queue(raw, note=note)
+
+
+def _openpai(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
+    return import_openpai_job(raw, note=note)
+
+
 _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Queue"): _quiet(QueueDocument.model_validate),
     (API_VERSION, "Job"): _quiet(JobDocument.model_validate),
     (API_VERSION, "Cluster"): _quiet(ClusterDocument.model_validate),
     (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
     (API_VERSION, "Pipeline"): _pipeline,
-    (BATCH_API_VERSION, "Job"): _quiet(import_volcano_job),
-    (SCHEDULING_API_VERSION, "Queue"): _quiet(import_volcano_queue),
+    (BATCH_API_VERSION, "Job"): _volcano_job,
+    (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},
 }
 
@@ -248,7 +260,7 @@ def _builder(raw: dict[str, Any], header: str) -> Builder:
     """What turns ``raw`` into a document: by ``(apiVersion, kind)``, or the OpenPAI
     importer for a mapping with ``protocolVersion`` and neither of them."""
     if is_openpai(raw):
-        return _quiet(import_openpai_job)
+        return _openpai
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     builder = None
     if isinstance(api_version, str) and isinstance(kind, str):

@@ -29,17 +29,21 @@ Mapping:
   ``<% $output.x %>`` are substituted (see ``openpai_commands`` for what is refused
   where OpenPAI would render an empty string).
 
-Read but ignored, because phalanx does not model them: ``version``, ``contributor``,
-``description``, ``secrets`` (never copied; a ``$secrets`` reference in a command
-is refused), the other prerequisites themselves (script, data and output: the
-commands fetch them), every ``extras`` entry but ``gangAllocation``
-(``hivedScheduler``, ``com.microsoft.pai.runtimeplugin``, ``storages`` ...), and per
-task role ``completion`` (phalanx ends a job when its tasks end), ``taskRetryCount``
-(phalanx retries whole jobs), ``extraContainerOptions`` other than ``infiniband``
-and ``resourcePerInstance.ports``. An unknown field is refused at the top level, in
-a task role, its ``resourcePerInstance`` and ``completion``, in ``defaults`` and in
-a deployment's task role; prerequisites, deployments, ``extras`` and
-``extraContainerOptions`` are open to extensions and keep theirs. Still checked, because a broken reference is a broken document:
+Read but not honoured, each reported as a ``Notice`` to ``note`` naming its OpenPAI
+path and what phalanx does instead (worded in ``openpai_schema``): the job's
+``version``, ``contributor``, ``description`` and ``secrets`` (never copied; a
+``$secrets`` reference in a command is refused); per task role a ``completion`` other
+than OpenPAI's default (a phalanx job fails at its first failed task and succeeds
+when all its tasks have), a ``taskRetryCount`` other than 0 (phalanx retries whole jobs),
+``resourcePerInstance.ports``, ``extraContainerOptions`` other than ``infiniband``, and
+a listed prerequisite that names a runtime ``plugin``; a ``dockerimage``
+prerequisite's ``auth``; every other extension of a prerequisite (but its
+``protocolVersion``, ``version``, ``contributor`` and ``description``), a deployment or
+``extras`` (every entry but ``gangAllocation``: ``hivedScheduler``,
+``com.microsoft.pai.runtimeplugin``, ``storages`` ...). Script, data and output
+prerequisites are used as OpenPAI uses them: values the commands refer to (the
+commands fetch them). An unknown field is refused where the protocol is closed (see
+``openpai_schema``). Still checked, because a broken reference is a broken document:
 ``dockerImage``, ``script``, ``data``, ``output`` and a task role's
 ``prerequisites`` must name a prerequisite of the right type, ``defaults.deployment``
 a deployment; a prerequisite a task role lists must not carry runtime-plugin
@@ -52,17 +56,18 @@ The limits of ``phalanx.spec.limits`` hold for imported jobs too; ``instances``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from phalanx.spec.common import API_VERSION, ImageRef, Loc, SpecModel, located
-from phalanx.spec.importers import openpai_commands
+from phalanx.spec.common import API_VERSION, ImageRef, Loc, located
+from phalanx.spec.diagnostics import Notice
+from phalanx.spec.importers import openpai_commands, openpai_schema
+from phalanx.spec.importers.openpai_schema import Deployment, OpenPaiJob, Prerequisite, TaskRole
 from phalanx.spec.job import JobDocument
-from phalanx.spec.limits import MAX_LABEL, MAX_NAME, MAX_REPLICAS, MAX_RETRY, MAX_ROLES
+from phalanx.spec.limits import MAX_LABEL, MAX_NAME
 
 #: The key that marks a mapping as an OpenPAI document (it has no apiVersion or kind).
 PROTOCOL_KEY: Final = "protocolVersion"
@@ -74,92 +79,7 @@ _OPENPAI_NAME: Final = re.compile(r"[A-Za-z0-9_-]+")
 _MAX_JOB_NAME: Final = MAX_NAME
 _MAX_ROLE_NAME: Final = MAX_LABEL
 
-_ProtocolVersion = Literal[2, "2"]
-_Count = Annotated[int, Field(ge=0)]
-
-
-class _Lenient(BaseModel):
-    """A part of the protocol open to extensions: unknown fields are kept, not checked."""
-
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True, alias_generator=to_camel)
-
-
-class _Prerequisite(_Lenient):
-    name: str
-    type: Literal["dockerimage", "script", "data", "output"]
-    uri: Any = None
-    callbacks: list[Any] | None = None
-
-
 _IMAGE: Final = TypeAdapter(ImageRef)
-
-
-class _Completion(SpecModel):
-    min_failed_instances: int | None = None
-    min_succeeded_instances: int | None = None
-
-
-class _ContainerOptions(_Lenient):
-    shm_mb: Annotated[_Count | None, Field(alias="shmMB")] = None
-    infiniband: bool = False
-
-
-class _Resources(SpecModel):
-    cpu: _Count
-    memory_mb: Annotated[_Count, Field(alias="memoryMB")]
-    gpu: _Count
-    ports: dict[str, _Count] = Field(default_factory=dict)
-
-
-class _TaskRole(SpecModel):
-    protocol_version: _ProtocolVersion | None = None
-    instances: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] = 1
-    completion: _Completion = _Completion()
-    task_retry_count: _Count = 0
-    docker_image: str | None = None
-    script: str | None = None
-    data: str | None = None
-    output: str | None = None
-    prerequisites: list[str] = Field(default_factory=list)
-    extra_container_options: _ContainerOptions = _ContainerOptions()
-    resource_per_instance: _Resources
-    commands: Annotated[list[str], Field(min_length=1)]
-
-
-class _DeploymentRole(SpecModel):
-    pre_commands: list[str] = Field(default_factory=list)
-    post_commands: list[str] = Field(default_factory=list)
-
-
-class _Deployment(_Lenient):
-    name: str
-    task_roles: dict[str, _DeploymentRole]
-
-
-class _Defaults(SpecModel):
-    virtual_cluster: str | None = None
-    deployment: str | None = None
-
-
-class _Extras(_Lenient):
-    gang_allocation: bool = True
-
-
-class _OpenPaiJob(SpecModel):
-    protocol_version: _ProtocolVersion
-    name: str
-    type: Literal["job"]
-    version: str | int | float | None = None
-    contributor: str | None = None
-    description: str | None = None
-    prerequisites: list[_Prerequisite] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    secrets: dict[str, Any] = Field(default_factory=dict)
-    job_retry_count: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 0
-    task_roles: Annotated[dict[str, _TaskRole], Field(min_length=1, max_length=MAX_ROLES)]
-    deployments: list[_Deployment] = Field(default_factory=list)
-    defaults: _Defaults = _Defaults()
-    extras: _Extras = _Extras()
 
 
 def is_openpai(raw: Mapping[str, Any]) -> bool:
@@ -168,16 +88,23 @@ def is_openpai(raw: Mapping[str, Any]) -> bool:
     return PROTOCOL_KEY in raw and "apiVersion" not in raw and "kind" not in raw
 
 
-def import_openpai_job(raw: Mapping[str, Any]) -> JobDocument:
+def import_openpai_job(
+    raw: Mapping[str, Any], *, note: Callable[[Notice], None] | None = None
+) -> JobDocument:
     """The ``JobDocument`` for an OpenPAI job; raises ``ValidationError`` naming the
-    OpenPAI field and the fix."""
-    job = _OpenPaiJob.model_validate(raw)
+    OpenPAI field and the fix. ``note`` gets a ``Notice`` for every field read but not
+    honoured."""
+    job = OpenPaiJob.model_validate(raw)
     try:
-        document = _job_document(job)
+        built = _job_document(job)
     except PydanticCustomError as error:
         details = InitErrorDetails(type=error, loc=(), input=None)
         raise ValidationError.from_exception_data("OpenPAI job", [details]) from None
-    return JobDocument.model_validate(document)
+    document = JobDocument.model_validate(built)
+    if note is not None:
+        for notice in openpai_schema.notices(job):
+            note(notice)
+    return document
 
 
 def dns_name(name: str, *, max_length: int, at: Loc = ()) -> str:
@@ -205,7 +132,7 @@ def dns_name(name: str, *, max_length: int, at: Loc = ()) -> str:
     return result
 
 
-def _job_document(job: _OpenPaiJob) -> dict[str, Any]:
+def _job_document(job: OpenPaiJob) -> dict[str, Any]:
     prerequisites = _prerequisites(job.prerequisites)
     selected = _selected_deployment(job)
     roles: list[dict[str, Any]] = []
@@ -251,8 +178,8 @@ def _job_document(job: _OpenPaiJob) -> dict[str, Any]:
     }
 
 
-def _prerequisites(items: list[_Prerequisite]) -> dict[tuple[str, str], _Prerequisite]:
-    found: dict[tuple[str, str], _Prerequisite] = {}
+def _prerequisites(items: list[Prerequisite]) -> dict[tuple[str, str], Prerequisite]:
+    found: dict[tuple[str, str], Prerequisite] = {}
     for i, item in enumerate(items):
         if (item.type, item.name) in found:
             raise located(
@@ -279,7 +206,7 @@ def _check_image(uri: Any, *, at: Loc) -> None:
         ) from None
 
 
-def _selected_deployment(job: _OpenPaiJob) -> tuple[int, _Deployment] | None:
+def _selected_deployment(job: OpenPaiJob) -> tuple[int, Deployment] | None:
     names = [deployment.name for deployment in job.deployments]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -308,10 +235,10 @@ def _selected_deployment(job: _OpenPaiJob) -> tuple[int, _Deployment] | None:
 
 
 def _scopes(
-    job: _OpenPaiJob,
+    job: OpenPaiJob,
     written: str,
-    role: _TaskRole,
-    prerequisites: Mapping[tuple[str, str], _Prerequisite],
+    role: TaskRole,
+    prerequisites: Mapping[tuple[str, str], Prerequisite],
 ) -> dict[str, Any]:
     """What the task role's commands may refer to; checks the role's references."""
     scopes: dict[str, Any] = {"parameters": job.parameters}
@@ -350,14 +277,14 @@ def _scopes(
     return scopes
 
 
-def _choose(kind: str, prerequisites: Mapping[tuple[str, str], _Prerequisite]) -> str:
+def _choose(kind: str, prerequisites: Mapping[tuple[str, str], Prerequisite]) -> str:
     names = [name for (k, name) in prerequisites if k == kind]
     if names:
         return f"name one of: {', '.join(names)}"
     return f"add a {kind} prerequisite under prerequisites, or remove this field"
 
 
-def _resources(role: _TaskRole) -> dict[str, int | str]:
+def _resources(role: TaskRole) -> dict[str, int | str]:
     wanted = role.resource_per_instance
     resources: dict[str, int | str] = {
         "cpu": wanted.cpu,
@@ -371,8 +298,8 @@ def _resources(role: _TaskRole) -> dict[str, int | str]:
 
 def _command(
     written: str,
-    role: _TaskRole,
-    selected: tuple[int, _Deployment] | None,
+    role: TaskRole,
+    selected: tuple[int, Deployment] | None,
     scopes: Mapping[str, Any],
 ) -> str:
     """The task role's lines (deployment pre- and post-commands around its own),

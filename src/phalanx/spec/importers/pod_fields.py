@@ -12,7 +12,7 @@ for a read model's ``unhonoured`` (on top of those that ``kubeflow_schema`` word
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Final
+from typing import ClassVar, Final
 
 from phalanx.spec.common import Loc
 from phalanx.spec.diagnostics import Notice, format_path
@@ -30,7 +30,7 @@ _END: Final = "a task's end is its exit code; its last words are in its stderr.l
 class SecurityContext(ReadModel):
     """A pod's or a container's ``securityContext``: none of it is applied."""
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         "privileged": "phalanx runs no privileged containers: the task runs unprivileged",
         "allowPrivilegeEscalation": "a container runs with no-new-privileges, whatever this says",
         "capabilities": "phalanx adds no capabilities: the task has its user's",
@@ -57,7 +57,7 @@ class Volume(ReadModel):
 
     name: str = ""
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         **dict.fromkeys(
             (
                 "persistentVolumeClaim",

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import Field
 
@@ -85,12 +85,12 @@ _POLICIES: Final = (
 class _Container(ReadModel):
     name: str = ""
     image: ImageRef | None = None
-    command: list[str] = []
-    args: list[str] = []
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
     resources: Requirements = Requirements()
     security_context: SecurityContext | None = None
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         **Container.unhonoured,
         **pod_fields.CONTAINER,
         "env": "the Volcano importer sets no variables: write them under env of the "
@@ -100,12 +100,12 @@ class _Container(ReadModel):
 
 class _PodSpec(ReadModel):
     containers: Annotated[list[_Container], Field(min_length=1)]
-    node_selector: dict[str, str] = {}
-    tolerations: list[Toleration] = []
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
     security_context: SecurityContext | None = None
-    volumes: list[Volume] = []
+    volumes: list[Volume] = Field(default_factory=list)
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         **PodSpec.unhonoured,
         **pod_fields.POD,
         "priorityClassName": "use spec.priorityClassName of the Volcano job",
@@ -126,11 +126,11 @@ class _PodSpec(ReadModel):
 class _PodTemplate(ReadModel):
     spec: _PodSpec
 
-    unhonoured = PodTemplate.unhonoured
+    unhonoured: ClassVar[Mapping[str, str]] = PodTemplate.unhonoured
 
 
 class _DependsOn(ReadModel):
-    name: list[str] = []
+    name: list[str] = Field(default_factory=list)
     iteration: str | None = None
 
     def notices(self, path: Loc) -> Iterator[Notice]:
@@ -150,7 +150,7 @@ class _Task(ReadModel):
     template: _PodTemplate
     depends_on: _DependsOn = _DependsOn()
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         "minAvailable": "phalanx gangs the job as a whole (spec.minAvailable), not each task",
         "maxRetry": "phalanx retries the whole job (spec.maxRetry), not one task",
         "policies": _POLICIES,
@@ -165,7 +165,7 @@ class _JobSpec(ReadModel):
     priority_class_name: str | None = None
     max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         "schedulerName": "phalanx schedules every task itself",
         "volumes": "phalanx creates and mounts no PersistentVolumeClaim: nothing is "
         "mounted at its mountPath",
@@ -185,11 +185,11 @@ class _VolcanoJob(ReadModel):
     metadata: ObjectMeta
     spec: _JobSpec
 
-    silent = frozenset({"apiVersion", "kind", "status"})
+    silent: ClassVar[frozenset[str]] = frozenset({"apiVersion", "kind", "status"})
 
 
 class _Guarantee(ReadModel):
-    resource: dict[str, Quantity] = {}
+    resource: dict[str, Quantity] = Field(default_factory=dict)
 
 
 class _QueueSpec(ReadModel):
@@ -201,7 +201,7 @@ class _QueueSpec(ReadModel):
     parent: Name | None = None
     priority: Priority = 0
 
-    unhonoured = {
+    unhonoured: ClassVar[Mapping[str, str]] = {
         "affinity": "a phalanx queue has no node-group affinity: its jobs run wherever "
         "their own nodeSelector and affinity allow",
         "extendClusters": "phalanx schedules one cluster",
@@ -212,7 +212,7 @@ class _VolcanoQueue(ReadModel):
     metadata: ObjectMeta
     spec: _QueueSpec = _QueueSpec()
 
-    silent = frozenset({"apiVersion", "kind", "status"})
+    silent: ClassVar[frozenset[str]] = frozenset({"apiVersion", "kind", "status"})
 
 
 def import_volcano_job(
