@@ -152,21 +152,30 @@ def test_the_cache_commands_list_show_and_evict(tmp_path: Path) -> None:
         assert train["key"] in shown and "train.sh" in shown and first in shown
         assert "no cache entry" in refused(phalanx(server, "cache", "show", "0" * 64))
 
-        # Only an admin or the pipeline's owner evicts; every user reads.
+        # An entry is its user's: bob neither sees, shows nor evicts the admin's, and
+        # running the same pipeline he is served none of them and overwrites none.
         bob = api.user("bob")
-        assert len(bob.get("/api/v1/cache")) == 3
+        assert bob.get("/api/v1/cache") == []
+        assert bob.http.get(f"/api/v1/cache/{train['key']}").status_code == 404
         refusal = bob.http.delete(f"/api/v1/cache/{train['key']}")
-        assert refusal.status_code == 403, refusal.text
-        assert bob.http.delete("/api/v1/cache", params={"pipeline": "cached"}).status_code == 403
+        assert refusal.status_code == 404, refusal.text
+        assert bob.http.delete("/api/v1/cache", params={"pipeline": "cached"}).json() == []
+        his = bob.post("/api/v1/pipelines/cached/runs", {})["id"]
+        assert phases(finished(bob, his)) == ["Succeeded"] * 3
+        assert executed(work) == (2, 2, 2)
+        assert {e["user"] for e in bob.get("/api/v1/cache")} == {"bob"}
+        assert {e["key"]: e["run_id"] for e in api.get("/api/v1/cache") if e["user"] != "bob"} == {
+            e["key"]: e["run_id"] for e in listed
+        }
 
         evicted = ok(phalanx(server, "cache", "evict", train["key"][:16]))
         assert evicted == f"cache/{train['key'][:16]} evicted\n"
         again = run(api, "cached")
         assert phases(finished(api, again)) == ["Cached", "Succeeded", "Cached"]
-        assert executed(work) == (1, 2, 1)
+        assert executed(work) == (2, 3, 2)
 
         gone = ok(phalanx(server, "cache", "evict", "--pipeline", "cached")).splitlines()
-        assert len(gone) == 3 and api.get("/api/v1/cache") == []
+        assert len(gone) == 6 and api.get("/api/v1/cache") == []
         assert "give a KEY or --pipeline" in refused(phalanx(server, "cache", "evict"))
         assert api.http.delete("/api/v1/cache/" + "0" * 64).status_code == 404
 

@@ -1,7 +1,9 @@
 """``/api/v1/cache``: the step cache's entries, listed, shown and evicted.
 
-Every user reads the entries (as every user reads pipelines); an entry is evicted by an
-admin or by the owner of its pipeline. The workflow controller alone writes entries.
+An entry is its user's: the key of a step includes the run's user, so only that user's
+runs make, replace or are served it. A user lists, shows and evicts their own entries
+(another user's entry is not found); an admin, every entry. The workflow controller
+alone writes entries.
 """
 
 from __future__ import annotations
@@ -9,55 +11,56 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select, true
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import CacheEntryView
-from phalanx.control.store.models import CacheEntryRow, PipelineRow
+from phalanx.control.store.models import CacheEntryRow
 
 router = APIRouter(prefix="/api/v1/cache", tags=["cache"], responses=errors(401, 422))
 
 
 @router.get("", response_model=list[CacheEntryView])
 def list_entries(
-    _: Caller,
+    caller: Caller,
     session: DbSession,
     pipeline: str | None = None,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
 ) -> list[CacheEntryView]:
-    """Entries, oldest first (of one pipeline with ``pipeline``)."""
-    query = select(CacheEntryRow).order_by(CacheEntryRow.created_at).limit(limit)
+    """The caller's entries (an admin's: everyone's), oldest first (of one pipeline with
+    ``pipeline``)."""
+    query = select(CacheEntryRow).where(_visible(caller)).order_by(CacheEntryRow.created_at)
     if pipeline is not None:
         query = query.where(CacheEntryRow.pipeline == pipeline)
-    return [view(row) for row in session.scalars(query)]
+    return [view(row) for row in session.scalars(query.limit(limit))]
 
 
 @router.get("/{key}", response_model=CacheEntryView, responses=errors(404))
-def get_entry(key: str, _: Caller, session: DbSession) -> CacheEntryView:
-    """One entry, with the canonical document its key hashes."""
-    return view(_existing(session, key))
+def get_entry(key: str, caller: Caller, session: DbSession) -> CacheEntryView:
+    """One entry of the caller's, with the canonical document its key hashes."""
+    return view(_existing(session, key, caller))
 
 
-@router.delete("/{key}", response_model=list[CacheEntryView], responses=errors(403, 404))
+@router.delete("/{key}", response_model=list[CacheEntryView], responses=errors(404))
 def evict_entry(key: str, caller: Caller, session: DbSession) -> list[CacheEntryView]:
-    """Evict one entry (its artifacts stay in their run's workspace): the next run of its
-    step runs it again."""
-    row = _existing(session, key)
-    _may_evict(session, row.pipeline, caller)
+    """Evict one entry of the caller's (its artifacts stay in their run's workspace): the
+    next run of its step runs it again."""
+    row = _existing(session, key, caller)
     evicted = [view(row)]
     session.delete(row)
     session.commit()
     return evicted
 
 
-@router.delete("", response_model=list[CacheEntryView], responses=errors(403))
+@router.delete("", response_model=list[CacheEntryView])
 def evict_pipeline(
     caller: Caller, session: DbSession, pipeline: Annotated[str, Query(min_length=1)]
 ) -> list[CacheEntryView]:
-    """Evict every entry of ``pipeline``; the answer lists them."""
-    _may_evict(session, pipeline, caller)
-    rows = session.scalars(select(CacheEntryRow).where(CacheEntryRow.pipeline == pipeline)).all()
+    """Evict every entry of ``pipeline`` the caller may see (an admin: everyone's); the
+    answer lists them."""
+    query = select(CacheEntryRow).where(_visible(caller))
+    rows = session.scalars(query.where(CacheEntryRow.pipeline == pipeline)).all()
     evicted = [view(row) for row in rows]
     for row in rows:
         session.delete(row)
@@ -82,9 +85,15 @@ def view(row: CacheEntryRow) -> CacheEntryView:
     )
 
 
-def _existing(session: DbSession, key: str) -> CacheEntryRow:
+def _visible(caller: Principal) -> ColumnElement[bool]:
+    """Which entries ``caller`` may see: their own, or all (an admin)."""
+    return true() if caller.is_admin else CacheEntryRow.user == caller.name
+
+
+def _existing(session: DbSession, key: str, caller: Principal) -> CacheEntryRow:
+    """The entry ``key`` if the caller may see it; another user's is not found."""
     row = session.get(CacheEntryRow, key)
-    if row is None:
+    if row is None or not (caller.is_admin or row.user == caller.name):
         raise ApiError(
             404,
             f"no cache entry {key[:64]!r}",
@@ -92,13 +101,3 @@ def _existing(session: DbSession, key: str) -> CacheEntryRow:
             fix="list the entries: phalanx cache list",
         )
     return row
-
-
-def _may_evict(session: DbSession, pipeline: str, caller: Principal) -> None:
-    owner = session.scalar(select(PipelineRow.user).where(PipelineRow.name == pipeline))
-    if not caller.is_admin and owner != caller.name:
-        raise ApiError(
-            403,
-            f"the cache of pipeline {pipeline[:253]} is its owner's to evict",
-            fix="ask the pipeline's owner or an admin",
-        )
