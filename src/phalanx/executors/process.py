@@ -103,6 +103,7 @@ trap : HUP INT QUIT TERM
 exit_file=$1 memory_kib=$2 held=$3
 shift 3
 finish() {
+  umask 077
   printf '%s %s\\n' "$1" "$$" > "$exit_file"
   exit "$1"
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.executors.cgroups import GROUPED, IsolationKind
+from phalanx.executors.taskdirs import private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +118,18 @@ class ProcessRecord:
 
 def write_record(path: Path, record: ProcessRecord) -> None:
     """Write ``record`` as JSON whole or not at all (a reader never sees half of it),
-    making its directory if needed.
+    mode 0600, making its missing directories 0700 (the server's alone: records live in
+    its data dir).
 
     A failure is logged, not raised: the controller's own copy of the record covers it.
     """
     partial = path.with_suffix(".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(record.to_dict()))
+        private_dirs(path.parent)
+        partial.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(partial, flags, 0o600), "w") as out:
+            out.write(json.dumps(record.to_dict()))
         partial.replace(path)
     except OSError as error:
         log.warning("cannot write %s: %s", path, error)

@@ -57,6 +57,21 @@ TASK_DIR_MODE: Final = 0o700
 TASK_FILE_MODE: Final = 0o600
 
 
+def private_dirs(directory: Path) -> None:
+    """``directory`` and its missing parents, each made with mode 0700 (the server's
+    alone, whatever the umask)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(made, 0o700)
+
+
 class TaskDirs:
     """The directories of one executor's tasks (see the module docstring)."""
 
@@ -80,13 +95,10 @@ class TaskDirs:
         it with mode 0700 below passages of mode 0711 (see above). True when this call
         created it (empty then: nothing in it can be a task's trap). Raises ``OSError``
         when it cannot be made so."""
-        if identity is None:
-            try:
-                os.mkdir(workdir)
-            except FileExistsError:
+        if identity is None:  # the server's own (in its data dir by default): 0700
+            if workdir.is_dir():
                 return False
-            except FileNotFoundError:
-                workdir.mkdir(parents=True, exist_ok=True)
+            private_dirs(workdir)
             return True
         for path in (self.tasks_root, workdir.parent):
             if path not in self._passages:

@@ -6,6 +6,8 @@ so a data dir written by an older phalanx is upgraded in place and a new one is 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +70,8 @@ class Database:
             options["pool_pre_ping"] = True
             options["pool_size"] = 16  # kept open: API worker threads, controller, writer
             options["max_overflow"] = 32
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            private_sqlite_files(Path(parsed.database))
         engine = create_engine(parsed, **options)
         if parsed.get_backend_name() == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
@@ -104,6 +108,22 @@ class Database:
     def close(self) -> None:
         """Release every pooled connection."""
         self.engine.dispose()
+
+
+#: What SQLite keeps beside a database file (it gives them the database file's mode).
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def private_sqlite_files(path: Path) -> None:
+    """Make the SQLite database at ``path`` and the files SQLite keeps beside it mode
+    0600: a new database file is created so before SQLite opens it, and SQLite makes its
+    ``-wal`` and ``-shm`` with the database file's mode (they hold recent writes: tokens'
+    hashes, users' environments). An existing one is tightened."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    for suffix in ("", *SQLITE_SIDE_FILES):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(f"{path}{suffix}", 0o600, follow_symlinks=False)
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
