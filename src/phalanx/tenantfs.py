@@ -179,9 +179,8 @@ def _opened(place: Place, *, reader: Reader | None) -> Iterator[int]:
     try:
         for index, part in enumerate(parts, start=1):
             if reader is not None and not reader.may(os.fstat(fd), os.X_OK):
-                raise TenantPathRefused(
-                    str(place), f"{walked} does not let {reader} pass", fix=_FIX
-                )
+                why = f"{walked}, on its way, does not let {reader} pass"
+                raise TenantPathRefused(str(place), why, fix=_FIX)
             try:
                 child = os.open(part, _PATH, dir_fd=fd)
             except FileNotFoundError:
@@ -192,9 +191,9 @@ def _opened(place: Place, *, reader: Reader | None) -> Iterator[int]:
             mode = os.fstat(child).st_mode
             if stat.S_ISLNK(mode) or (index < len(parts) and not stat.S_ISDIR(mode)):
                 os.close(child)
-                raise TenantPathRefused(
-                    str(place), f"{walked / part} is {_what(fd, part)}", fix=_FIX
-                )
+                what = _what(fd, part)
+                why = f"it is {what}" if index == len(parts) else f"{walked / part} is {what}"
+                raise TenantPathRefused(str(place), why, fix=_FIX)
             os.close(fd)
             fd, walked = child, walked / part
         yield fd

@@ -164,8 +164,8 @@ def read_outputs(
             raise OutputError(f"{where}: the step did not write {url}") from None
         except TenantPathRefused as error:
             raise OutputError(
-                f"{where}: {error.why} at {error.path}, not a JSON file the step wrote; "
-                "write the value into a regular file (fromArtifact names a file artifact)"
+                f"{where}: {error.path}: {error.why}; fix: write the value into a regular "
+                "file there, no link (fromArtifact names a file artifact)"
             ) from None
         try:
             text = data.decode()

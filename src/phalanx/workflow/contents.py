@@ -81,7 +81,8 @@ def local_path(url: str) -> str | None:
 
 
 def read_param(url: str, access: Access) -> bytes:
-    """At most ``MAX_PARAM_BYTES`` + 1 bytes of the file at ``url`` (the caller refuses
+    """The bytes of the file at ``url``: a local one of at most ``MAX_PARAM_BYTES`` (more
+    is refused), a remote one cut after ``MAX_PARAM_BYTES`` + 1 (the caller refuses
     more); ``MissingContent`` when it is not there, ``TenantPathRefused`` for what is
     not a regular file the reader may read."""
     place = access.place(url)
@@ -92,7 +93,7 @@ def read_param(url: str, access: Access) -> bytes:
         except FileNotFoundError:
             raise MissingContent(f"{url} does not exist") from None
     try:
-        return read_file(place, reader=access.reader, limits=Limits(max_bytes=MAX_PARAM_BYTES + 1))
+        return read_file(place, reader=access.reader, limits=Limits(max_bytes=MAX_PARAM_BYTES))
     except TenantPathMissing:
         raise MissingContent(f"{url} does not exist") from None
 

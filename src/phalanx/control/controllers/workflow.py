@@ -403,7 +403,9 @@ class Workflows:
         """For a started unit whose step is cached (and the run uses the cache): record
         its key, and when a servable entry has it, the unit Cached with the entry's
         outputs (True: no job). A key that cannot be made (a file or artifact gone, a
-        reference that does not resolve) means no caching: the unit runs as usual."""
+        reference that does not resolve) means no caching: the unit runs as usual; one
+        whose file or artifact the server refuses to hash (a link, a FIFO, a file the
+        run's user could not read: ``tenantfs``) fails the unit with why (True)."""
         node = graph.node(start.unit.step)
         if not node.cache.enabled or row.cache_mode == "off":
             return False
@@ -414,6 +416,14 @@ class Workflows:
             context = unit_context(graph, state, start, outputs=outputs)
             access = self._access(row.user)
             material = material_of(graph, node, context, user=row.user, access=access)
+        except TenantPathRefused as error:  # a link, a FIFO, a file its user cannot read
+            why = (
+                f"step {start.unit}, cache: {error.path}: {error.why}; fix: have the key hash "
+                f"only files and directories {row.user} can read, with no link, FIFO or "
+                "device on their path"
+            )[:2000]
+            _end(start.unit, unit_record, Phase.FAILED, why, now)
+            return True
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             log.info("run %s, unit %s: not cached: %s", row.id, start.unit, error)
             return False
@@ -480,8 +490,8 @@ class Workflows:
                 found = written(urls[name], access)
             except TenantPathRefused as error:
                 raise OutputError(
-                    f"step {unit}, outputs.artifacts.{name}: {error.why} at {error.path}; "
-                    f"fix: write a file or directory at {{{{outputs.{name}}}}}"
+                    f"step {unit}, outputs.artifacts.{name}: {error.path}: {error.why}; "
+                    f"fix: write a file or directory at {{{{outputs.{name}}}}}, no link"
                 ) from None
             if not found:
                 raise OutputError(
