@@ -156,3 +156,25 @@ def test_every_plant_is_refused_with_its_reason_and_nothing_of_its_target_comes_
     # SIGTERM ends the server, FIFO or not (waiting past the deadline raises).
     up.process.send_signal(signal.SIGTERM)
     assert up.process.wait(servers.DEADLINE) == 0
+
+
+def test_a_mount_through_a_link_to_the_database_fails_to_start_saying_so(
+    up: Up, world: Path, busybox_image: str
+) -> None:
+    """bob links his task's directory to the WAL, then mounts the link in an image job:
+    rootful podman would resolve it as root. The job fails to start, naming the link."""
+    up.admin().queue(QUEUE)
+    bob = up.user("bob")
+    wal = up.data / "phalanx.db-wal"
+    bob.post("/api/v1/jobs", job("plant", f"ln -sfn {wal} wal"))
+    assert bob.wait_phase("plant", "Succeeded", "Failed")["phase"] == "Succeeded"
+    link = world / "data-tasks" / "plant" / "plant-main-0" / "wal"
+    assert link.is_symlink()
+    mounted = job("peek", "grep -a hf_ /mnt/wal || true")
+    mounted["spec"]["maxRetry"] = 0
+    mounted["spec"]["roles"][0].update(image=busybox_image, mounts=[str(link)])
+    bob.post("/api/v1/jobs", mounted)
+    view = bob.wait_phase("peek", "Succeeded", "Failed")
+    assert view["phase"] == "Failed", view
+    assert f"is a symbolic link to {wal}" in view["message"], view["message"]
+    assert "hf_" not in servers.output(bob, "peek")
