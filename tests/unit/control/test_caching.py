@@ -10,7 +10,7 @@ import pytest
 from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.store.database import Database
 from phalanx.workflow import Graph, build_graph
-from phalanx.workflow.contents import SERVER, MissingContent
+from phalanx.workflow.contents import SERVER, MissingContent, content_hash
 from phalanx.workflow.spec import load_pipelines
 from phalanx.workflow.templates import Context
 
@@ -46,29 +46,34 @@ def context(data: Path, run: str = "r1") -> Context:
     )
 
 
+def hashed(url: str) -> str:
+    """What ``Hashes.batch`` hands the controller: the content hash as the server reads."""
+    return content_hash(url, SERVER)
+
+
 def test_the_key_follows_the_content_of_inputs_and_listed_files(tmp_path: Path) -> None:
     script, data = tmp_path / "train.sh", tmp_path / "data"
     script.write_text("cat $1\n")
     data.write_text("hello\n")
     g = graph(script)
     node = g.node("train")
-    base = material_of(g, node, context(data), user="ann", access=SERVER).key()
+    base = material_of(g, node, context(data), user="ann", hash_of=hashed).key()
     assert (
-        material_of(g, node, context(data, run="r2"), user="ann", access=SERVER).key() == base
+        material_of(g, node, context(data, run="r2"), user="ann", hash_of=hashed).key() == base
     )  # run id: no
     script.write_text("cat $1 \n")
-    changed_file = material_of(g, node, context(data), user="ann", access=SERVER).key()
+    changed_file = material_of(g, node, context(data), user="ann", hash_of=hashed).key()
     assert changed_file != base
     data.write_text("hellO\n")
-    assert material_of(g, node, context(data), user="ann", access=SERVER).key() not in (
+    assert material_of(g, node, context(data), user="ann", hash_of=hashed).key() not in (
         base,
         changed_file,
     )
-    other = material_of(g, node, context(data), user="bob", access=SERVER)
-    assert other.key() != material_of(g, node, context(data), user="ann", access=SERVER).key()
+    other = material_of(g, node, context(data), user="bob", hash_of=hashed)
+    assert other.key() != material_of(g, node, context(data), user="ann", hash_of=hashed).key()
     data.unlink()
     with pytest.raises(MissingContent):
-        material_of(g, node, context(data), user="ann", access=SERVER)
+        material_of(g, node, context(data), user="ann", hash_of=hashed)
 
 
 def test_an_entry_is_served_until_its_ttl_or_an_artifact_is_gone(tmp_path: Path) -> None:
@@ -89,7 +94,7 @@ def test_an_entry_is_served_until_its_ttl_or_an_artifact_is_gone(tmp_path: Path)
             user="ann",
             outputs={"model": str(model)},
             now=100.0,
-            access=SERVER,
+            hash_of=hashed,
         )
     with db.session() as session:
         found = lookup(session, "k" * 64, user="ann", ttl=60, now=150.0, access=SERVER)

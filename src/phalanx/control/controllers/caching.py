@@ -14,6 +14,7 @@ artifacts are theirs), and every file hashed is read as that user
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -27,7 +28,7 @@ from phalanx.workflow.cache import (
     key_material,
     servable,
 )
-from phalanx.workflow.contents import Access, MissingContent, content_hash, written
+from phalanx.workflow.contents import Access, MissingContent, written
 from phalanx.workflow.dag import Graph, StepNode
 from phalanx.workflow.templates import Context, Value
 
@@ -43,21 +44,40 @@ def _referenced(context: Context, ref: str) -> Value:
     return context.steps.get(parts[1], {}).get(parts[3])
 
 
+def _urls(value: Value) -> list[Value]:
+    return value if isinstance(value, list) else [value]
+
+
+def key_contents(graph: Graph, node: StepNode, context: Context) -> list[str]:
+    """Every URL and path whose content ``material_of`` hashes for ``node`` in
+    ``context``: the artifacts it reads, then its ``cache.files``."""
+    found = [
+        url
+        for ref in artifact_references(graph, node)
+        for url in _urls(_referenced(context, ref))
+        if isinstance(url, str)
+    ]
+    return [*found, *node.cache.files]
+
+
+def artifact_urls(node: StepNode, outputs: dict[str, Value]) -> list[str]:
+    """The URLs of the output artifacts ``store`` hashes (one that is not a URL: none)."""
+    return [url for name in node.outputs.artifacts if isinstance(url := outputs.get(name), str)]
+
+
 def material_of(
-    graph: Graph, node: StepNode, context: Context, *, user: str, access: Access
+    graph: Graph, node: StepNode, context: Context, *, user: str, hash_of: Callable[[str], str]
 ) -> KeyMaterial:
     """The key material of ``node`` run in ``context`` (``unit_context``) by ``user``,
-    its artifacts and files hashed with ``access`` (as that user); raises
-    ``MissingContent`` when one is gone, ``TenantPathRefused`` for one the user could
-    not read or that is not a file or directory, ``TemplateError`` as rendering does."""
+    the content of each of ``key_contents`` given by ``hash_of`` (the hashes
+    ``Hashes.batch`` made as that user); raises ``TemplateError`` as rendering does."""
     content: dict[str, str] = {}
     for ref in artifact_references(graph, node):
-        value = _referenced(context, ref)
-        urls = value if isinstance(value, list) else [value]
         content[ref] = ",".join(
-            content_hash(url, access) if isinstance(url, str) else "none" for url in urls
+            hash_of(url) if isinstance(url, str) else "none"
+            for url in _urls(_referenced(context, ref))
         )
-    files = {path: content_hash(path, access) for path in node.cache.files}
+    files = {path: hash_of(path) for path in node.cache.files}
     return key_material(graph, node, context, content=content, files=files, user=user)
 
 
@@ -101,17 +121,16 @@ def store(
     user: str,
     outputs: dict[str, Value],
     now: float,
-    access: Access,
+    hash_of: Callable[[str], str],
 ) -> None:
-    """Write (or replace) the entry of ``key`` for a unit that succeeded with ``outputs``
-    (its artifacts hashed with ``access``); raises ``MissingContent`` if an artifact is
-    already gone, ``TenantPathRefused`` if it is not a file or directory."""
+    """Write (or replace) the entry of ``key`` for a unit that succeeded with ``outputs``,
+    the content of each of ``artifact_urls`` given by ``hash_of``."""
     artifacts: dict[str, Any] = {}
     for name in node.outputs.artifacts:
         url = outputs[name]
         if not isinstance(url, str):
             raise MissingContent(f"output {name} is not a URL")
-        artifacts[name] = {"url": url, "hash": content_hash(url, access)}
+        artifacts[name] = {"url": url, "hash": hash_of(url)}
     ttl = node.cache.ttl
     session.merge(
         CacheEntryRow(

@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,16 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from phalanx.control.auth import Principal, UserRole
-from phalanx.control.controllers.caching import lookup, material_of, store
+from phalanx.control.controllers.caching import (
+    artifact_urls,
+    key_contents,
+    lookup,
+    material_of,
+    store,
+)
 from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.core import TERMINAL
+from phalanx.control.controllers.hashing import Hashes, NotYetHashed
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
 from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.store.database import Database
@@ -111,6 +119,14 @@ MAX_NESTING = 5
 _PLANS_PER_TICK = 1_000
 
 
+class _Begin(Enum):
+    """What became of a unit the plan started, as far as the cache goes."""
+
+    JOB = "job"  # it runs a job (not cached, or a miss)
+    DONE = "done"  # no job: served from the cache, or failed for what its key reads
+    HASHING = "hashing"  # its key's contents are being hashed: it stays Pending
+
+
 @dataclass(slots=True)
 class _Tick:
     """What one run's pass produced: jobs to insert and jobs to cancel."""
@@ -143,6 +159,8 @@ class Workflows:
         self._materials: dict[tuple[str, Unit], dict[str, Any]] = {}
         self._schedules_minute = -1.0  # the minute (time // 60) schedules were looked at
         self._wake = threading.Event()
+        #: The contents of cache keys and entries, hashed off this thread.
+        self._hashes = Hashes(self.poke)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -159,6 +177,7 @@ class Workflows:
         """Stop once the tick under way is done; False if it was still running."""
         self._stop.set()
         self._wake.set()
+        self._hashes.close()
         if self._thread is not None:
             self._thread.join(timeout)
             return not self._thread.is_alive()
@@ -275,14 +294,19 @@ class Workflows:
                 record.expanded[step] = count
             for settle in decided.settle:
                 _end(settle.unit, record.unit(settle.unit), settle.phase, settle.reason, now)
+            hashing = set()
             for start in decided.start:
                 unit_record = record.unit(start.unit)
                 check_transition(start.unit, unit_record.phase, Phase.RUNNING)
-                if self._cached(session, row, graph, record, start, now):
+                begun = self._cached(session, row, graph, record, start, now)
+                if begun is _Begin.HASHING:
+                    hashing.add(start.unit)  # started once its key's contents are hashed
+                if begun is not _Begin.JOB:
                     continue
                 unit_record.phase, unit_record.attempt = Phase.RUNNING, 1
                 self._submit(session, row, graph, record, start.unit, work, now, start=start)
-            if not (decided.expand or decided.settle or decided.start):
+            started = [start for start in decided.start if start.unit not in hashing]
+            if not (decided.expand or decided.settle or started):
                 break
         row.state = record.to_json()
         return phase
@@ -344,9 +368,11 @@ class Workflows:
                     why = f"step {unit}: its outputs cannot be read: {error}"[:2000]
                     _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
                     continue
+                cached = unit_record.cache_key and row.cache_mode != "off"
+                if cached and not self._remember(session, row, node, unit, unit_record, now):
+                    unit_record.outputs = {}  # observed again once its artifacts are hashed
+                    continue
                 _end(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
-                if unit_record.cache_key and row.cache_mode != "off":
-                    self._remember(session, row, node, unit, unit_record, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value or job.preemptions:
@@ -399,23 +425,28 @@ class Workflows:
         record: RunRecord,
         start: Start,
         now: float,
-    ) -> bool:
+    ) -> _Begin:
         """For a started unit whose step is cached (and the run uses the cache): record
         its key, and when a servable entry has it, the unit Cached with the entry's
-        outputs (True: no job). A key that cannot be made (a file or artifact gone, a
-        reference that does not resolve) means no caching: the unit runs as usual; one
-        whose file or artifact the server refuses to hash (a link, a FIFO, a file the
-        run's user could not read: ``tenantfs``) fails the unit with why (True)."""
+        outputs (DONE). A key that cannot be made (a file or artifact gone, a reference
+        that does not resolve) means no caching: the unit runs as usual (JOB); one whose
+        file or artifact the server refuses to hash (a link, a FIFO, a file the run's
+        user could not read: ``tenantfs``) fails the unit with why (DONE). While the
+        contents of its key are hashed (``Hashes``), HASHING: it stays Pending."""
         node = graph.node(start.unit.step)
         if not node.cache.enabled or row.cache_mode == "off":
-            return False
+            return _Begin.JOB
         unit_record = record.unit(start.unit)
         state = record.state(run_id=row.id, params=row.params, stopping=False)
+        access = self._access(row.user)
         try:
             outputs = self.workspace.outputs(row.id, start.unit, node)
             context = unit_context(graph, state, start, outputs=outputs)
-            access = self._access(row.user)
-            material = material_of(graph, node, context, user=row.user, access=access)
+            contents = key_contents(graph, node, context)
+            hashes = self._hashes.batch(f"{row.id}/{start.unit}/key", contents, access)
+            material = material_of(graph, node, context, user=row.user, hash_of=hashes.__getitem__)
+        except NotYetHashed:
+            return _Begin.HASHING
         except TenantPathRefused as error:  # a link, a FIFO, a file its user cannot read
             why = (
                 f"step {start.unit}, cache: {error.path}: {error.why}; fix: have the key hash "
@@ -423,14 +454,14 @@ class Workflows:
                 "device on their path"
             )[:2000]
             _end(start.unit, unit_record, Phase.FAILED, why, now)
-            return True
+            return _Begin.DONE
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             log.info("run %s, unit %s: not cached: %s", row.id, start.unit, error)
-            return False
+            return _Begin.JOB
         unit_record.cache_key = material.key()
         self._materials[(row.id, start.unit)] = material.document()
         if row.cache_mode != "use":
-            return False
+            return _Begin.JOB
         entry = lookup(
             session,
             unit_record.cache_key,
@@ -440,11 +471,11 @@ class Workflows:
             access=access,
         )
         if entry is None:
-            return False
+            return _Begin.JOB
         unit_record.outputs = dict(entry.outputs)
         why = f"cache hit {entry.key[:12]}: from run {entry.run_id} step {entry.unit}"
         _end(start.unit, unit_record, Phase.CACHED, why, now)
-        return True
+        return _Begin.DONE
 
     def _remember(
         self,
@@ -454,25 +485,33 @@ class Workflows:
         unit: Unit,
         unit_record: UnitRecord,
         now: float,
-    ) -> None:
-        """Write the cache entry of a unit that succeeded (never fails the unit)."""
-        material = self._materials.pop((row.id, unit), None)
+    ) -> bool:
+        """Write the cache entry of a unit that succeeded (a failure to is logged, never
+        fails the unit); False while its artifacts are being hashed."""
+        urls = artifact_urls(node, unit_record.outputs)
+        asker = f"{row.id}/{unit}/{unit_record.attempt}/entry"
         try:
-            store(
-                session,
-                key=unit_record.cache_key,
-                material=material or {},
-                pipeline=row.pipeline,
-                node=node,
-                unit=str(unit),
-                run_id=row.id,
-                user=row.user,
-                outputs=unit_record.outputs,
-                now=now,
-                access=self._access(row.user),
-            )
+            hashes = self._hashes.batch(asker, urls, self._access(row.user))
+        except NotYetHashed:
+            return False
         except (PhalanxError, OSError, ValueError) as error:
+            self._materials.pop((row.id, unit), {})
             log.warning("run %s, unit %s: no cache entry written: %s", row.id, unit, error)
+            return True
+        store(
+            session,
+            key=unit_record.cache_key,
+            material=self._materials.pop((row.id, unit), {}),
+            pipeline=row.pipeline,
+            node=node,
+            unit=str(unit),
+            run_id=row.id,
+            user=row.user,
+            outputs=unit_record.outputs,
+            now=now,
+            hash_of=hashes.__getitem__,
+        )
+        return True
 
     def _access(self, user: str) -> Access:
         """How the server reads what ``user``'s steps wrote: as their task identity."""
