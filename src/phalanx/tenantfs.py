@@ -252,6 +252,21 @@ def read_file(place: Place, *, reader: Reader | None, limits: Limits) -> bytes:
         return bytes(data)
 
 
+def read_head(place: Place, *, reader: Reader | None, limit: int) -> tuple[os.stat_result, bytes]:
+    """The status of the regular file at ``place`` and its first ``limit`` bytes at most
+    (a longer file is cut, not refused: for small files of known shape, such as a
+    progress report or an exit code)."""
+    with _opened(place, reader=reader) as fd:
+        status = _check(place, fd, reader)
+        if not stat.S_ISREG(status.st_mode):
+            raise TenantPathRefused(str(place), "it is a directory, not a file", fix=_FIX)
+        readable = _reopen(fd, status, _READ)
+        try:
+            return status, os.read(readable, limit)
+        finally:
+            os.close(readable)
+
+
 def _too_big(place: Place, limits: Limits) -> TenantPathRefused:
     why = f"it is over the {limits.max_bytes} bytes the server reads"
     return TenantPathRefused(str(place), why, fix="write less there")

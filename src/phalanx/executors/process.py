@@ -57,7 +57,6 @@ import hashlib
 import os
 import shutil
 import signal
-import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +70,7 @@ from phalanx.executors.cgroupfs import write_value
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.logfiles import open_log
+from phalanx.tenantfs import Place, TenantPathRefused, read_head
 
 EXIT_FILE: Final = "exit_code"
 STDOUT_LOG: Final = "stdout.log"
@@ -160,20 +160,13 @@ def shell_code(returncode: int) -> int:
 def read_exit_code(workdir: Path, pid: int | None) -> int | None:
     """The status the wrapper with ``pid`` (None: any) recorded in ``workdir``, if any.
 
-    Only a regular file is read, never through a link, never blocking, at most
-    ``EXIT_FILE_MAX`` bytes: the task's uid may have put anything there."""
+    Read through ``tenantfs``: only a regular file, never through a link, never blocking,
+    at most ``EXIT_FILE_MAX`` bytes: the task's uid may have put anything there."""
     try:
-        fd = os.open(workdir / EXIT_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        _, head = read_head(Place(workdir, EXIT_FILE), reader=None, limit=EXIT_FILE_MAX)
+    except (TenantPathRefused, OSError):
         return None  # none, a link, or a directory of someone else's: no code recorded
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        fields = os.read(fd, EXIT_FILE_MAX).decode(errors="replace").split()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    fields = head.decode(errors="replace").split()
     if len(fields) != 2 or not all(f.isdigit() for f in fields):
         return None
     if pid is not None and int(fields[1]) != pid:

@@ -7,14 +7,13 @@ own uid, and the scheduler's assignment (ranks, GPUs, NICs) over anything the us
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.rendezvous import hostfile_text
+from phalanx.tenantfs import Place, TenantPathRefused, read_head
 
 #: Variables a task inherits from the server. Everything else is left out on purpose:
 #: the server's credentials (database URL, API tokens) must not reach user code.
@@ -91,18 +90,11 @@ def task_files(launch: TaskLaunch, injected: Mapping[str, str]) -> dict[str, str
 
 def read_report(path: Path, limit: int) -> tuple[int, bytes] | None:
     """(modification time in ns, at most ``limit`` bytes) of the regular file at
-    ``path``, or None when there is none. A symbolic link is not followed and a pipe or
-    device is not read: a task owns its directory and may put anything there."""
+    ``path``, or None when there is none. Read through ``tenantfs`` (a task owns its
+    directory and may put anything there): a link is not followed, a pipe or device is
+    not read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        status, head = read_head(Place(path.parent, path.name), reader=None, limit=limit)
+    except (TenantPathRefused, OSError):
         return None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            return None
-        return status.st_mtime_ns, os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return status.st_mtime_ns, head

@@ -255,6 +255,24 @@ def test_an_image_job_runs_in_a_container_on_its_ray_node(api: Api, busybox_imag
     assert log_of(api, "boxed", "boxed-worker-0").strip() == f"contained on {task['node']}"
 
 
+def test_a_mount_through_a_link_fails_to_start_on_its_ray_node(
+    api: Api, served: Served, busybox_image: str
+) -> None:
+    """The node's agent checks a mount's source as the server does: a link on its path
+    (here, to the server's database) is refused before the container is made."""
+    link = served.tmp_path / "wal"
+    link.symlink_to(served.data / "phalanx.db-wal")
+    boxed = {
+        **role(command=["sh", "-c", "cat /x"], cpu="100m", memory="64Mi"),
+        "image": busybox_image,
+        "mounts": [str(link)],
+    }
+    api.submit("linked", "team", boxed, maxRetry=0)
+    job = api.wait_phase("linked", "Succeeded", "Failed", timeout=DEADLINE)
+    assert job["phase"] == "Failed", job
+    assert f"is a symbolic link to {served.data / 'phalanx.db-wal'}" in job["message"], job
+
+
 def test_a_node_that_joins_is_scheduled_on(
     api: Api, ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:

@@ -13,6 +13,11 @@ from phalanx.executors.process import Exit, GroupSignals
 RUNTIME_FAILED: Final = "the container runtime could not run it: see the task's stderr.log"
 
 
+#: The client's codes for a container it could not run (its own failure, a command it
+#: could not invoke or find): a container that was made then may never have started.
+RUNTIME_CODES: Final = frozenset({125, 126, 127})
+
+
 class _Process(Protocol):
     """What a task's process offers (``process.TaskProcess``, ``launcher.LaunchedTask``)."""
 
@@ -87,7 +92,7 @@ class ContainerTask(GroupSignals):
     def poll(self) -> Exit | None:
         ended = self.inner.poll()
         if ended is not None and (self._killed or ended.code is None or ended.code >= 125):
-            if not self._killed:
+            if not self._killed and ended.code in RUNTIME_CODES:
                 self.start_failure = self.runtime.never_started(self.name)
             self.runtime.remove(self.name)
         return ended
