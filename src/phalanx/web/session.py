@@ -6,9 +6,9 @@ over https); it is never put in a URL or a page. Each request checks it with the
 sent to the login page. Every request the console makes for a visitor names the
 visitor's address to the API (``api_client``), so that a refused token counts against
 that address and not the console's own: while it is locked out, each page is refused
-with 429 (the session is kept). A page for signed-in visitors takes ``Visitor`` (or ``AdminVisitor``);
-a form that changes something takes ``SignedForm``, whose CSRF token is checked before
-anything is asked of the API.
+with 429 (the session is kept). A page for signed-in visitors takes ``Visitor`` (or
+``AdminVisitor``); a form that changes something takes ``SignedForm``, whose CSRF token
+is checked before anything is asked of the API.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def visitor(request: Request) -> Iterator[Visitor]:
             if error.status == 401:
                 raise LoginRequired(here, ended=error.detail) from None
             if error.status == 429:
-                raise HTTPException(429, error.message()) from None
+                raise HTTPException(429, f"{error.detail}; wait, then reload") from None
             raise
         yield Visitor(client=client, user=user, csrf=csrf.token_for(request, token))
     finally:

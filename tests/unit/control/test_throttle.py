@@ -4,6 +4,7 @@ a cap, a success or a quiet period clearing a key, bounded memory."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -27,8 +28,8 @@ class Clock:
         return self.now
 
 
-def throttle(clock: Clock, **settings: float) -> Throttle:
-    return Throttle(ThrottleSettings(**settings), clock=clock)  # type: ignore[arg-type]
+def throttle(clock: Clock, **settings: Any) -> Throttle:
+    return Throttle(ThrottleSettings(**settings), clock=clock)
 
 
 def fail(limiter: Throttle, keys: tuple[str, ...], times: int) -> float:
@@ -179,8 +180,8 @@ def test_addresses_are_keyed_by_host_and_ipv6_by_its_64() -> None:
     ],
 )
 def test_settings_that_cannot_work_are_refused_naming_the_field(
-    settings: dict[str, float], field: str
+    settings: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InvalidInput) as refused:
-        ThrottleSettings(**settings)  # type: ignore[arg-type]
+        ThrottleSettings(**settings)
     assert refused.value.field == field and refused.value.fix

@@ -66,7 +66,7 @@ class TokenRow(Base):
     another token (SQLite: AUTOINCREMENT; PostgreSQL: its sequence), across restarts."""
 
     __tablename__ = "tokens"
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

@@ -94,7 +94,8 @@ def login(request: Request, form: Annotated[dict[str, str], Depends(_login_form)
             client.whoami()
         except ClientError as error:
             if error.status == 429:
-                return _form(request, wanted=wanted, error=error.message(), status=429)
+                message = f"{error.detail}; wait that long, then log in again"
+                return _form(request, wanted=wanted, error=message, status=429)
             return _form(
                 request,
                 wanted=wanted,
