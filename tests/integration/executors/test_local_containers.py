@@ -325,4 +325,4 @@ def test_a_mount_through_a_link_fails_to_start_naming_the_link(
         podman.launch(command="true", image=busybox_image, mounts=(str(tmp_path / "wal"),))
     )
     event = podman.wait_event("t0", TaskEventKind.FAILED_TO_START)
-    assert f"{tmp_path / 'wal'} is a symbolic link to {tmp_path / 'data'}" in event.message
+    assert f"{tmp_path / 'wal'}: it is a symbolic link to {tmp_path / 'data'}" in event.message
