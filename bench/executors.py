@@ -46,7 +46,7 @@ SERVE = textwrap.dedent(
     from phalanx.control.controllers.core import Timing
     from phalanx.control.server import Server, ServerSettings
     data, port, executor, target = sys.argv[1:5]
-    timing = Timing(period=1.0, grace=2.0, backoff=0.2, max_backoff=1.0)
+    timing = Timing(grace=2.0)  # the default period and retry backoff, as a user gets them
     settings = ServerSettings(
         data_dir=Path(data), port=int(port), timing=timing, shared_identity=True,
         executor=executor, ray_address=target if executor == "ray" else None,

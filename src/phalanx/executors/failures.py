@@ -93,6 +93,20 @@ def missing_command(
     )
 
 
+#: The errnos of a start that a retry of the same task cannot fix.
+_LASTING_ERRNOS = frozenset({errno.E2BIG, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM})
+
+
+def retriable(error: BaseException) -> bool:
+    """Whether a retry could start a task whose start raised ``error``: not for a command
+    line over the kernel's limit, a path too long, a program its user may not run, or a
+    launch the executor refuses (``InvalidInput``, ``ValueError``); yes for the rest (a
+    full disk, a program that may be installed by then, a bug)."""
+    if isinstance(error, OSError):
+        return error.errno not in _LASTING_ERRNOS
+    return not isinstance(error, InvalidInput | ValueError)
+
+
 def start_failure(
     error: BaseException, *, workdir: Path, identity: TaskIdentity | None = None
 ) -> str:

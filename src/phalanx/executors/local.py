@@ -54,9 +54,7 @@ from phalanx.executors.containers import (
     ContainerTask,
     detect_runtime,
 )
-from phalanx.executors.failures import (
-    start_failure,
-)
+from phalanx.executors.failures import retriable, start_failure
 from phalanx.executors.gangs import GangPlanner, PlannedStart
 from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.launcher import Failed, LaunchedTask, Launcher
@@ -72,7 +70,7 @@ from phalanx.executors.process import (
 )
 from phalanx.executors.records import ProcessRecord, read_record
 from phalanx.executors.rendezvous import Placement, free_ports
-from phalanx.executors.requests import Pending, StartRequests
+from phalanx.executors.requests import Pending, Refusal, StartRequests
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
 from phalanx.executors.taskenv import PROGRESS_NAME, read_report
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
@@ -476,8 +474,12 @@ class LocalExecutor:
         except Exception as error:
             self._cannot_start(launch, error, now)
             return None
-        if isinstance(built, str):
-            self._events.append(_failed_to_start(launch.job, launch.task, launch.node, now, built))
+        if isinstance(built, Refusal):
+            self._events.append(
+                _failed_to_start(
+                    launch.job, launch.task, launch.node, now, built.message, built.retriable
+                )
+            )
             return None
         return built
 
@@ -581,7 +583,10 @@ class LocalExecutor:
         else:
             message = start_failure(error, workdir=workdir, identity=launch.identity)
         log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
-        self._events.append(_failed_to_start(launch.job, launch.task, launch.node, now, message))
+        again = isinstance(error, LauncherGone) or retriable(error)
+        self._events.append(
+            _failed_to_start(launch.job, launch.task, launch.node, now, message, again)
+        )
 
     def _record_of(self, live: _Live) -> ProcessRecord:
         return ProcessRecord(
@@ -611,7 +616,8 @@ class LocalExecutor:
         if refused is not None and live.stop_deadline is None:
             said = _runtime_words(self.logs(live.job, live.task, LogStream.STDERR)) or refused
             message = f"the container runtime refused to start its container: {said}"
-            return _failed_to_start(live.job, live.task, live.node, max(now, live.since), message)
+            at = max(now, live.since)
+            return _failed_to_start(live.job, live.task, live.node, at, message, False)
         code = ended.code
         if code is None and live.killed:
             code = KILLED_CODE  # we killed it; nothing else could tell us
@@ -662,9 +668,17 @@ def _started(launch: TaskLaunch, now: float) -> TaskEvent:
     )
 
 
-def _failed_to_start(job: str, task: str, node: str, now: float, message: str) -> TaskEvent:
+def _failed_to_start(
+    job: str, task: str, node: str, now: float, message: str, retriable: bool = True
+) -> TaskEvent:
     return TaskEvent(
-        kind=TaskEventKind.FAILED_TO_START, time=now, job=job, task=task, node=node, message=message
+        kind=TaskEventKind.FAILED_TO_START,
+        time=now,
+        job=job,
+        task=task,
+        node=node,
+        message=message,
+        retriable=retriable,
     )
 
 

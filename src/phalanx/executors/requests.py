@@ -89,7 +89,7 @@ class StartRequests:
         injected: Mapping[str, str],
         *,
         now: float,
-    ) -> Pending | str:
+    ) -> Pending | Refusal:
         """The request for ``launch``, or why it cannot start. Raises what preparing it
         raised (an environment too big, a full disk ...): the caller words it."""
         if launch.image is not None:
@@ -101,7 +101,7 @@ class StartRequests:
         if self._per_user and launch.identity is None:
             missing = NO_IDENTITY
         if missing is not None:
-            return missing
+            return Refusal(message=missing, retriable=False)
         group = self._groups.plan(
             launch.job,
             launch.task,
@@ -135,20 +135,19 @@ class StartRequests:
         placement: Placement,
         injected: Mapping[str, str],
         now: float,
-    ) -> Pending | str:
+    ) -> Pending | Refusal:
         """The request for a task that runs in ``image``: the runtime's client."""
         runtime = self._containers
-        problem = NO_CONTAINERS if runtime is None else None
-        if self._per_user and launch.identity is None:
-            problem = NO_IDENTITY
+        if runtime is None:  # the node's runtime went away: another node may have one
+            return Refusal(message=NO_CONTAINERS, retriable=True)
+        if launch.gpus and (problem := cdi_problem()) is not None:
+            return Refusal(message=problem, retriable=True)  # another node may have a spec
+        problem = NO_IDENTITY if self._per_user and launch.identity is None else None
         if problem is None and self._images is not None:
             problem = self._images.problem(image, now)
-        if problem is None and launch.gpus:
-            problem = cdi_problem()
-        if problem is None:
-            problem = mount_problem(launch)
-        if problem is not None or runtime is None:
-            return problem or NO_CONTAINERS
+        problem = problem or mount_problem(launch)
+        if problem is not None:
+            return Refusal(message=problem, retriable=False)
         workdir = self._dirs.workdir(launch.job, launch.task)
         control = self._dirs.record(launch.job, launch.task).parent  # the server's own
         env = task_environment(launch, injected, workdir=workdir, inherited=self._environ)
@@ -176,6 +175,16 @@ class StartRequests:
     def _new_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal:
+    """Why a task cannot start on this node, and whether a retry could help (an image
+    pulled or a runtime installed meanwhile) or not (a program its user cannot run, a
+    refused mount: the job fails at once)."""
+
+    message: str
+    retriable: bool
 
 
 def mount_problem(launch: TaskLaunch) -> str | None:

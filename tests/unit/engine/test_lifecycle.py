@@ -104,3 +104,46 @@ def test_a_task_lost_or_unstartable_while_it_is_stopped_ends_as_a_stopped_task()
     effects = life.on_event(_event(TaskEventKind.FAILED_TO_START, tasks[1], message="x"), now=3.0)
     assert _phases(effects) == [JobPhase.CANCELLED]
     assert not [e for e in effects if isinstance(e, Event) and e.kind is EventKind.TASK_FAILED]
+
+
+def _settled(life: Lifecycle, tasks: list[str], *, now: float) -> list[Effect]:
+    """The other task of the gang reports its stop: the attempt settles."""
+    return life.on_event(
+        _event(TaskEventKind.EXITED, tasks[1], exit_code=143, stopped=True), now=now
+    )
+
+
+def test_a_start_no_retry_can_fix_fails_the_job_at_once() -> None:
+    life, tasks = _running()
+    effects = life.on_event(
+        _event(TaskEventKind.FAILED_TO_START, tasks[0], message="no python", retriable=False),
+        now=2.0,
+    )
+    effects += _settled(life, tasks, now=2.0)
+    assert [(e.phase, e.reason) for e in effects if isinstance(e, JobChanged)] == [
+        (JobPhase.FAILED, "RetriesExhausted")
+    ]
+    (failed,) = [e for e in effects if isinstance(e, Event) and e.kind is EventKind.TASK_FAILED]
+    assert "no python; not retried: a retry cannot fix this" in failed.message
+
+
+def test_a_gang_whose_node_was_lost_restarts_without_the_backoff() -> None:
+    life, tasks = _running()
+    effects = life.on_event(_event(TaskEventKind.LOST, tasks[0]), now=2.0)
+    effects += _settled(life, tasks, now=2.0)
+    assert [(e.phase, e.message) for e in effects if isinstance(e, JobChanged)] == [
+        (
+            JobPhase.PENDING,
+            "task j-worker-0 was lost with its node n0; retry 1 of 3 at once (the node "
+            "failed, not the job)",
+        )
+    ]
+    job = life.jobs["j"]
+    assert job.attempts == 1 and job.not_before is None  # a retry spent, no wait
+
+
+def test_a_failed_task_still_waits_its_backoff() -> None:
+    life, tasks = _running()
+    life.on_event(_event(TaskEventKind.EXITED, tasks[0], exit_code=1), now=2.0)
+    _settled(life, tasks, now=2.0)
+    assert life.jobs["j"].not_before == 2.0 + RetryPolicy().delay(1)

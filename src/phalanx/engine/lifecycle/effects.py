@@ -56,6 +56,9 @@ class TaskEvent:
     stopped: bool = False  # EXITED because it was asked to stop (evicted, cancelled, killed)
     reason: str | None = None  # for EXITED, when the executor knows why: OOM_KILLED, ...
     message: str = ""
+    #: False for a FAILED_TO_START that no retry can fix (a program its user cannot run
+    #: or find, an image not on the node, a refused mount): the job fails at once.
+    retriable: bool = True
 
 
 class EventKind(StrEnum):

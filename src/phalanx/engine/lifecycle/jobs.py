@@ -34,7 +34,8 @@ class Ending(StrEnum):
     CANCEL = "cancel"  # the user asked: Cancelled
     WALLTIME = "walltime"  # ran past its walltime: Failed, not retried (as Slurm's TIMEOUT)
     FAIL = "fail"  # out of retries: Failed
-    RETRY = "retry"  # a task failed or was lost: Pending again after a backoff
+    RETRY = "retry"  # a task failed: Pending again after a backoff
+    RETRY_NOW = "retry-now"  # a task's node was lost (not the job's doing): Pending at once
     RESTART = "restart"  # evicted below its gang minimum: Pending again at once
     ABORT = "abort"  # its state cannot be reconciled, or handling it met a bug: Failed
 

@@ -58,6 +58,7 @@ _SETTLED = {
     Ending.WALLTIME: (JobPhase.FAILED, "WalltimeExceeded"),
     Ending.FAIL: (JobPhase.FAILED, "RetriesExhausted"),
     Ending.RETRY: (JobPhase.PENDING, "Retrying"),
+    Ending.RETRY_NOW: (JobPhase.PENDING, "Retrying"),
     Ending.RESTART: (JobPhase.PENDING, "Preempted"),
     Ending.ABORT: (JobPhase.FAILED, "Aborted"),
 }
@@ -179,7 +180,7 @@ class Lifecycle(Sizes):
         else:
             self._task(task, TaskPhase.FAILED, exit_code=event.exit_code, at=event.time)
             if life.ending is None:
-                self._fail(life, task.name, _failure(event))
+                self._fail(life, task.name, _failure(event), how=_retry_of(event))
         self._settle(life)
         return self._flush()
 
@@ -422,18 +423,19 @@ class Lifecycle(Sizes):
             if not all(running.get(dep, False) for dep in role.depends_on)
         }
 
-    def _fail(self, life: JobLife, task: str, message: str) -> None:
-        """A task failed: restart the whole gang after a backoff, or fail the job when no
-        retries are left."""
+    def _fail(self, life: JobLife, task: str, message: str, *, how: Ending) -> None:
+        """A task failed: restart the whole gang (``how``: after a backoff, RETRY; at once,
+        RETRY_NOW), or fail the job when no retries are left or ``how`` is FAIL (no retry
+        can fix it)."""
         life.attempts += 1
-        if life.attempts <= life.job.max_retry:
-            self._end(
-                life, Ending.RETRY, f"{message}; retry {life.attempts} of {life.job.max_retry}"
-            )
+        retries = life.job.max_retry
+        if how is Ending.FAIL:
+            self._end(life, Ending.FAIL, f"{message}; not retried: a retry cannot fix this")
+        elif life.attempts <= retries:
+            at_once = " at once (the node failed, not the job)" if how is Ending.RETRY_NOW else ""
+            self._end(life, how, f"{message}; retry {life.attempts} of {retries}{at_once}")
         else:
-            self._end(
-                life, Ending.FAIL, f"{message}; no retries left (maxRetry {life.job.max_retry})"
-            )
+            self._end(life, Ending.FAIL, f"{message}; no retries left (maxRetry {retries})")
         self._event(life, EventKind.TASK_FAILED, life.ending_message, tasks=(task,))
         self._stop(life, self.tasks(life), "restart", message)
 
@@ -554,6 +556,16 @@ def _eviction_message(evict: Evict) -> str:
     """``preempted by J: why``, ``shrunk for J: why`` ..., for the job's events."""
     verb = "shrunk for" if evict.action == "shrink" else f"{evict.action}ed by"
     return f"{verb} {evict.by}: {evict.reason}"
+
+
+def _retry_of(event: TaskEvent) -> Ending:
+    """How an attempt that ``event`` failed is retried: at once after a lost node (the
+    job did nothing wrong), never after a start no retry can fix, else after a backoff."""
+    if event.kind is TaskEventKind.LOST:
+        return Ending.RETRY_NOW
+    if event.kind is TaskEventKind.FAILED_TO_START and not event.retriable:
+        return Ending.FAIL
+    return Ending.RETRY
 
 
 def _failure(event: TaskEvent) -> str:
