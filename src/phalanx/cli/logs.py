@@ -5,7 +5,9 @@ as ``TASK | line`` (as ``kubectl logs --prefix`` does); with ``-f`` the lines of
 different tasks interleave as they come, and a line is never printed half.
 
 A job (or task) that has not started yet has no output: a note on stderr says so, and
-with ``-f`` that the command waits for the start, then follows. When a task ran more
+with ``-f`` that the command waits for the start, then follows. A followed job that
+ended Failed or Cancelled (one that never started included) ends the command with an
+``error:`` line saying so and why, and exit code 1; a Succeeded one ends it quietly. When a task ran more
 than once (a retry), each later run's output begins with a line
 ``--- attempt N (retry after: ...) ---`` (written by the executor as the run starts).
 """
@@ -88,12 +90,15 @@ def _check_ended(client: Client, job: str) -> None:
     )
     fix = f"once the server is back, run phalanx logs -f {job} again"
     try:
-        phase = client.job(job).phase
+        view = client.job(job)
     except ClientError as error:
         if error.status == 404:  # ended, and deleted since (a delete while it ran)
             return
         if error.status is not None:
             raise
         fail(f"{stopped}; fix: {fix}")
-    if phase not in _ENDED:
-        fail(f"{stopped}; job {job} is {phase}; fix: {fix}")
+    if view.phase not in _ENDED:
+        fail(f"{stopped}; job {job} is {view.phase}; fix: {fix}")
+    if view.phase != "Succeeded":
+        why = f" ({view.reason}): {view.message}" if view.message else ""
+        fail(f"job {job} ended {view.phase}{why}; fix: phalanx describe job {job}")

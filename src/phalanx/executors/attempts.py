@@ -1,14 +1,17 @@
 """The line that separates a task's runs in its logs: ``--- attempt 2 (retry after:
 exit code 1) ---``.
 
-Every run of a task appends to the same ``stdout.log`` and ``stderr.log``. Guarantees:
-from its second run on, a run's output in both logs begins with one such header line,
-written by the launcher before the task's process exists (so it comes before any of
-the run's output, wherever the launcher runs: the local executor or a Ray node's
-agent). The first run has none: a task that ran once has its output alone. Runs are
-counted in ``RUNS_FILE`` in the task's directory, one byte a run, through
-``logfiles.open_log`` (never a link, never another file). The task may write there, or
-write such lines itself: the headers are a reading aid in its own logs, not a record.
+Every run of a task on a node appends to the same ``stdout.log`` and ``stderr.log``.
+Guarantees: every run but the job's first attempt on a fresh directory begins, in both
+logs, with one such header line, written by the launcher before the task's process
+exists (so it comes before any of the run's output, wherever the launcher runs: the
+local executor or a Ray node's agent). Its number is the job's attempt, as the server
+counts them (``TaskLaunch.attempt``), so a retry on another node says its real number;
+a run that is not a new attempt (a gang restarted after an eviction) says "again".
+Runs on the node are counted in ``RUNS_FILE`` in the task's directory, one byte a run,
+through ``logfiles.open_log`` (never a link, never another file): the number when the
+attempt is not known. The task may write there, or write such lines itself: the headers
+are a reading aid in its own logs, not a record.
 """
 
 from __future__ import annotations
@@ -27,19 +30,32 @@ RUNS_FILE: Final = ".phalanx-runs"
 
 
 def attempt_header(
-    workdir: Path, identity: TaskIdentity | None, *, fresh: bool, previous: int | None
+    workdir: Path,
+    identity: TaskIdentity | None,
+    *,
+    fresh: bool,
+    previous: int | None,
+    attempt: int | None = None,
 ) -> bytes:
-    """Count a new run of the task in ``workdir``; its header (``b""`` for the first).
-    ``previous`` is the status the previous run recorded (None: it recorded none)."""
+    """Count a new run of the task in ``workdir``; its header (``b""`` for the job's first
+    attempt in a fresh directory). ``previous`` is the status the previous run here
+    recorded (None: it recorded none); ``attempt`` the job's attempt this run belongs to
+    (None: not known, the runs here count)."""
     fd = open_log(workdir / RUNS_FILE, identity, fresh=fresh)
     try:
         os.write(fd, b".")
         runs = os.fstat(fd).st_size
     finally:
         os.close(fd)
-    if fresh:
+    if fresh and (attempt is None or attempt <= 1):
         return b""
-    return f"--- attempt {max(runs, 2)} (retry after: {_ending(previous)}) ---\n".encode()
+    if fresh:
+        line = f"--- attempt {attempt} (a retry: the earlier attempts ran on another node) ---"
+    elif attempt == 1:
+        line = f"--- attempt 1 again (restarted after: {_ending(previous)}) ---"
+    else:
+        line = f"--- attempt {attempt or max(runs, 2)} (retry after: {_ending(previous)}) ---"
+    return (line + "\n").encode()
 
 
 def write_header(header: bytes, logs: Sequence[int]) -> None:

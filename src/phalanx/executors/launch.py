@@ -126,6 +126,8 @@ class TaskLaunch:
     directory, named by ``PHALANX_HOSTFILE`` (``taskenv.task_files``); None: no file.
     ``elastic_nodes`` is the ``(min, max)`` replicas of an elastic role in rendezvous
     mode: the task gets torchrun's rendezvous variables (``rendezvous.torchrun_env``).
+    ``attempt`` is the job's attempt this start belongs to (1: the first; None: not
+    known), for the header of its run in the logs (``attempts``).
     """
 
     job: str
@@ -150,6 +152,7 @@ class TaskLaunch:
     mounts: tuple[str, ...] = ()
     hostfile: Hostfile | None = None
     elastic_nodes: tuple[int, int] | None = None
+    attempt: int | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

@@ -188,14 +188,24 @@ class LocalExecutor:
         )
         self._scope = scope_of(self.data_dir)
         self._containers = detect_runtime(self._environ) if containers == "detect" else containers
-        self._requests = StartRequests(
+        self._requests = self._start_requests()
+
+    def _start_requests(self) -> StartRequests:
+        return StartRequests(
             dirs=self._dirs,
             groups=self._groups,
             environ=self._environ,
-            per_user=per_user,
+            per_user=self.per_user,
             containers=self._containers,
             scope=self._scope,
         )
+
+    def reconfigure(self, *, per_user: bool, limits: LimitDefaults | None) -> None:
+        """Start tasks from now on with ``per_user`` identities and ``limits`` (a restarted
+        server's settings); the tasks running now go on as they are."""
+        self.per_user = per_user
+        self._groups.defaults = limits or LimitDefaults()
+        self._requests = self._start_requests()
 
     # -- the Executor protocol ---------------------------------------------------------
 

@@ -303,6 +303,7 @@ def spawn(
     fresh: bool = False,
     exit_dir: Path | None = None,
     as_server: bool = False,
+    attempt: int | None = None,
 ) -> TaskProcess:
     """Start ``argv`` under the wrapper in ``workdir``, with exactly ``env``.
 
@@ -322,10 +323,12 @@ def spawn(
     ``identity`` itself (``containers``). Its wrapper then writes ``exit_code`` into
     ``exit_dir``, which must be the server's alone: a root wrapper must never write
     where the task could have put a link. The returned process reads its code there.
+    ``attempt`` is the job's attempt the run belongs to, for its logs' header
+    (``attempts.attempt_header``).
     """
     codes = workdir if exit_dir is None else exit_dir
     previous = None if fresh else read_exit_code(codes, None)
-    header = attempt_header(workdir, identity, fresh=fresh, previous=previous)
+    header = attempt_header(workdir, identity, fresh=fresh, previous=previous, attempt=attempt)
     if not fresh or exit_dir is not None:
         (codes / EXIT_FILE).unlink(missing_ok=True)
     limit = None if cgroups else memory_kib

@@ -125,6 +125,7 @@ class StartRequests:
             memory_kib=None if group is not None else address_space_kib(launch),
             record=record,
             files=files,
+            attempt=launch.attempt,
         )
         return Pending(launch=launch, placement=placement, request=request)
 
@@ -169,6 +170,7 @@ class StartRequests:
             record=_unstarted(launch, control, container=name),  # control: its exit_code
             files=task_files(launch, injected),  # the workdir is mounted at its own path
             client=True,
+            attempt=launch.attempt,
         )
         return Pending(launch=launch, placement=placement, request=request)
 

@@ -206,6 +206,24 @@ def test_logs_of_a_job_not_started_says_so_and_follow_waits_for_the_start(
             follower.communicate()
 
 
+def test_a_job_no_retry_can_start_fails_at_once_and_its_follower_says_so(
+    server: Server,
+) -> None:
+    """A program that is not there: no retry can fix it, so the job fails at once (not
+    after maxRetry back-offs), and ``logs -f`` ends saying how the job ended."""
+    missing = QUEUE_AND_JOB.replace(
+        '"echo rank=$RANK; echo warn-$RANK >&2"', "[no-such-program-anywhere]"
+    ).replace("name: hello", "name: nowhere")
+    ok(phalanx(server, "apply", "-f", "-", stdin=missing))
+    followed = phalanx(server, "logs", "nowhere", "--all", "-f")
+    assert followed.exit_code == 1, followed.stderr
+    assert "error: job nowhere ended Failed (RetriesExhausted)" in followed.stderr
+    assert "not retried: a retry cannot fix this" in followed.stderr
+    shown = json.loads(ok(phalanx(server, "get", "job", "nowhere", "-o", "json")))
+    assert shown["attempts"] == 1, shown  # maxRetry 3 left unspent
+    ok(phalanx(server, "delete", "job", "nowhere", "--wait"))
+
+
 FLAKY = """\
 apiVersion: phalanx/v1
 kind: Job

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -31,10 +33,11 @@ SERVE = textwrap.dedent(
     from phalanx.control.controllers.core import Timing
     from phalanx.control.server import Server, ServerSettings
     data, port, address = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    shared = sys.argv[4] == "shared"
     timing = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
     settings = ServerSettings(
         data_dir=Path(data), port=port, executor="ray", ray_address=address,
-        timing=timing, shared_identity=True,
+        timing=timing, shared_identity=shared,
     )
     Server(settings).serve()
     """
@@ -46,9 +49,10 @@ SMALL, LARGE = "ray-127-0-0-2", "ray-127-0-0-3"
 class Served:
     """One server process on the Ray cluster, restartable on the same data dir."""
 
-    def __init__(self, tmp_path: Path, address: str) -> None:
+    def __init__(self, tmp_path: Path, address: str, *, identity: str = "shared") -> None:
         self.tmp_path = tmp_path
         self.address = address
+        self.identity = identity  # "shared" (--shared-identity) or "per-user"
         self.data = tmp_path / "data"
         (self.port,) = free_ports(1)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -60,7 +64,15 @@ class Served:
         err = self.tmp_path / f"server-{self.runs}.err"
         with err.open("wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", SERVE, str(self.data), str(self.port), self.address],
+                [
+                    sys.executable,
+                    "-c",
+                    SERVE,
+                    str(self.data),
+                    str(self.port),
+                    self.address,
+                    self.identity,
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
             )
@@ -236,6 +248,38 @@ def test_a_restarted_server_reattaches_to_running_tasks(served: Served) -> None:
     assert api.wait_phase("survivor", "Succeeded", "Failed")["phase"] == "Succeeded"
     for name in tasks_of(api, "survivor"):
         assert log_of(api, "survivor", name).split() == ["started", "done"]  # never restarted
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-user identities need a server run as root")
+def test_a_server_restarted_with_other_settings_hands_them_to_its_agents(
+    ray_cluster: LoopbackCluster,
+) -> None:
+    """Restarted without --shared-identity, the server's agents start new tasks as their
+    users' own uids at once, while a task started before the restart runs on to its end."""
+    world = Path(tempfile.mkdtemp(prefix="phalanx-ray-", dir="/tmp"))
+    world.chmod(0o711)  # tasks of other uids pass through to their directories
+    served = Served(world, ray_cluster.address)
+    try:
+        api = served.start()
+        api.queue("team")
+        go = world / "go"
+        script = f"id -u; while [ ! -e {go} ]; do sleep 0.1; done; echo done"
+        api.submit("before", "team", role(command=script, cpu="100m", memory="64Mi"))
+        wait_for(lambda: log_of(api, "before", "before-worker-0").strip() == "0", "root's task")
+        served.kill()
+        served.identity = "per-user"
+        api = served.start()
+        api.submit("after", "team", role(command="id -u", cpu="100m", memory="64Mi"))
+        job = api.wait_phase("after", "Succeeded", "Failed", timeout=DEADLINE)
+        assert job["phase"] == "Succeeded", job["message"]
+        assert int(log_of(api, "after", "after-worker-0")) >= 1000  # the admin's own uid
+        assert api.job("before")["phase"] == "Running"
+        go.touch()
+        assert api.wait_phase("before", "Succeeded", "Failed")["phase"] == "Succeeded"
+        assert log_of(api, "before", "before-worker-0").split() == ["0", "done"]
+    finally:
+        served.stop()
+        shutil.rmtree(world, ignore_errors=True)
 
 
 def test_an_image_job_runs_in_a_container_on_its_ray_node(api: Api, busybox_image: str) -> None:

@@ -43,3 +43,21 @@ def test_the_header_goes_to_every_log(tmp_path: Path) -> None:
     for fd in fds:
         os.close(fd)
     assert [p.read_bytes() for p in paths] == [b"--- attempt 2 ---\n"] * 2
+
+
+def test_the_jobs_own_attempt_numbers_each_run(tmp_path: Path) -> None:
+    """The server's count, not the node's: a retry on a node where the task never ran
+    says its real number, and a restart that is no new attempt says "again"."""
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
+    other.mkdir()
+    assert attempt_header(first, None, fresh=True, previous=None, attempt=1) == b""
+    assert attempt_header(first, None, fresh=False, previous=143, attempt=1) == (
+        b"--- attempt 1 again (restarted after: exit code 143, SIGTERM) ---\n"
+    )
+    assert attempt_header(other, None, fresh=True, previous=None, attempt=3) == (
+        b"--- attempt 3 (a retry: the earlier attempts ran on another node) ---\n"
+    )
+    assert attempt_header(other, None, fresh=False, previous=1, attempt=4) == (
+        b"--- attempt 4 (retry after: exit code 1) ---\n"
+    )

@@ -636,7 +636,9 @@ class Controller:
         )
         address = nodes[snapshot.node_index[bind.node]].address
         identity = None if self._identity_of is None else self._identity_of(life.job.user)
-        return launch_of(life.job, bind, gang, address=address, identity=identity)
+        return launch_of(
+            life.job, bind, gang, address=address, identity=identity, attempt=life.attempts + 1
+        )
 
     def _record_processes(self) -> None:
         """Persist a record for every task the executor started since the last tick."""

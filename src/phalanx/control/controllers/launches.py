@@ -15,6 +15,7 @@ def launch_of(
     *,
     address: str | None = None,
     identity: TaskIdentity | None = None,
+    attempt: int | None = None,
 ) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
@@ -23,7 +24,8 @@ def launch_of(
     percentage and memory). Offline jobs run as the colocation throttle's ``offline``
     class. ``gang`` is every placed task of the job with its node's declared address,
     for the rendezvous; ``address`` is the declared address of ``bind.node``;
-    ``identity`` is the Unix identity of the job's user (None: the server's own). A
+    ``identity`` is the Unix identity of the job's user (None: the server's own);
+    ``attempt`` the job's attempt the start belongs to. A
     replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
     role = next(r for r in job.roles if r.name == bind.role)
@@ -63,4 +65,5 @@ def launch_of(
             if role.elastic is not None and role.elastic.mode is RescaleMode.RENDEZVOUS
             else None
         ),
+        attempt=attempt,
     )

@@ -74,6 +74,7 @@ class Agent:
                 fresh=fresh,
                 exit_dir=Path(request.record.workdir) if request.client else None,
                 as_server=request.client,
+                attempt=request.attempt,
             )
         except Exception as error:
             if group is not None:

@@ -42,6 +42,7 @@ class Start:
     record: ProcessRecord
     files: Mapping[str, str] = field(default_factory=dict)
     client: bool = False
+    attempt: int | None = None  # the job's attempt, for the logs' header (None: unknown)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,8 +12,10 @@ Guarantees:
   ``CUDA_VISIBLE_DEVICES`` (the environment the executor builds does);
 - it is detached, named ``agent_name(node)`` in the server's Ray namespace: it outlives
   the server, and a restarted server finds it, its live tasks and its unreported
-  events by that name (``RayCluster``). Its data dir holds the task records on the
-  node, so a replacement agent re-adopts the tasks of one that died;
+  events by that name (``RayCluster``), and hands it its own settings (``configure``:
+  identities and limits apply from the next start; no task is stopped). Its data dir
+  holds the task records on the node, so a replacement agent re-adopts the tasks of
+  one that died;
 - ``events`` waits at most ``wait`` seconds and returns what happened since the last
   call, with the node's records; stop deadlines are enforced while someone calls it
   (the server's pump does, continuously);
@@ -30,7 +32,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -125,6 +127,32 @@ class NodeAgent:
             limits=settings.limits,
             on_events=self._news.set,
             tasks_die_with_it=True,
+        )
+
+    def configure(self, settings: AgentSettings) -> str:
+        """Run with ``settings`` (a restarted server's) from now on, without stopping a
+        task: identities and limits apply to every start after this call. Directories
+        and address are the agent's for life (its records live there): what it says
+        when they differ, for the server to log; empty when all could be applied."""
+        with self._lock:
+            self._executor.reconfigure(per_user=settings.per_user, limits=settings.limits)
+            kept = [
+                f"{name} {getattr(self.settings, name)} (not {getattr(settings, name)})"
+                for name in ("address", "data_dir", "tasks_dir")
+                if getattr(self.settings, name) != getattr(settings, name)
+            ]
+            self.settings = replace(
+                settings,
+                address=self.settings.address,
+                data_dir=self.settings.data_dir,
+                tasks_dir=self.settings.tasks_dir,
+            )
+        if not kept:
+            return ""
+        return (
+            f"the agent of {settings.node} keeps its " + ", ".join(kept) + ": its tasks' "
+            "records live there; it takes the new ones once it is replaced (ray.kill it "
+            "while it runs no task)"
         )
 
     def ping(self) -> str:

@@ -215,25 +215,27 @@ class RayCluster:
             return {node for node, agent in self._agents.items() if agent.handle is None}
 
     def _ensure_agent(self, node: Node, node_id: str) -> None:
-        """Find the node's agent by name, or start it there (Ray node ``node_id``)."""
+        """Find the node's agent by name and hand it this server's settings
+        (``NodeAgent.configure``: its tasks go on), or start it there (Ray node
+        ``node_id``)."""
         import ray  # noqa: PLC0415
         from ray.util.scheduling_strategies import (  # noqa: PLC0415
             NodeAffinitySchedulingStrategy,
         )
 
         name = agent_name(node.name)
+        settings = AgentSettings(
+            node=node.name,
+            address=node.address or "",
+            data_dir=self.agent_root / node.name / "data",
+            tasks_dir=self.agent_root / node.name / "tasks",
+            per_user=self._per_user,
+            limits=self._limits,
+        )
         handle: Any
         try:
             handle = ray.get_actor(name, namespace=self.namespace)
         except ValueError:  # none yet
-            settings = AgentSettings(
-                node=node.name,
-                address=node.address or "",
-                data_dir=self.agent_root / node.name / "data",
-                tasks_dir=self.agent_root / node.name / "tasks",
-                per_user=self._per_user,
-                limits=self._limits,
-            )
             remote = ray.remote(NodeAgent)
             handle = remote.options(
                 name=name,
@@ -246,6 +248,9 @@ class RayCluster:
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
             ).remote(settings)
         ray.get(handle.ping.remote(), timeout=AGENT_START_TIMEOUT)  # next round retries
+        kept = ray.get(handle.configure.remote(settings), timeout=AGENT_START_TIMEOUT)
+        if kept:
+            log.warning("%s", kept)
         with self._lock:
             previous = self._agents.get(node.name)
             records = previous.records if previous is not None else []
