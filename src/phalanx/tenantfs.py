@@ -22,9 +22,10 @@ it is being read:
   a digest or an error message;
 - **capped** in bytes (``Limits``) and in time: a read or hash past its deadline
   stops between two chunks;
-- a refusal is ``TenantPathRefused`` naming the path, what it was ("a link to
-  /var/lib/phalanx/phalanx.db-wal", "a FIFO", "owned by uid 0 and not readable by uid
-  70001") and the fix; a path that does not exist is ``TenantPathMissing``.
+- a refusal is ``TenantPathRefused`` naming the path, what it was ("it is a symbolic
+  link to /var/lib/phalanx/phalanx.db-wal", "it is a FIFO", "it is uid 0's (mode 0600)
+  and uid 70001 cannot read it") and the fix; a path that does not exist is
+  ``TenantPathMissing``.
 
 Directories the server creates where a tenant can write (``make_dirs``) are made and
 handed to the tenant's uid through descriptors, so a link planted on the way is never
@@ -37,7 +38,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -414,7 +415,3 @@ def check_mount_source(path: str, *, reader: Reader | None) -> None:
         why = f"it is {kind_of(status.st_mode)}, not a directory"
         raise TenantPathRefused(path, why, fix=fix, field="mounts")
 
-
-#: What turns a user's name into the ``Reader`` its tasks are (None: they run as the
-#: server, which then reads as itself, following no link).
-ReaderOf = Callable[[str], "Reader | None"]
