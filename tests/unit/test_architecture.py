@@ -129,6 +129,11 @@ RULES = (
         "workflow depends on domain and spec only",
     ),
     Rule(
+        "phalanx.tenantfs",
+        ("phalanx.engine", *UPPER_LAYERS),
+        "paths a tenant controls are reached one way, below every layer that reads them",
+    ),
+    Rule(
         "phalanx.control.api",
         ("phalanx.engine",),
         "the API records intent; it never calls the engine",
