@@ -45,13 +45,14 @@ def test_an_environment_over_the_kernel_limit_fails_only_its_job(tmp_path: Path)
         api.submit("big-env", "team-a", big, maxRetry=1)
         api.submit("fine", "team-a", role(replicas=2))
         bad = api.wait_phase("big-env", "Failed")
-        assert bad["attempts"] == 2 and bad["reason"] == "RetriesExhausted"
+        # No retry can shrink the environment: the job fails at once, its retry unspent.
+        assert bad["attempts"] == 1 and bad["reason"] == "RetriesExhausted"
         assert "could not start" in bad["message"] and "ARG_MAX" in bad["message"]
         assert "pass large values in a file" in bad["message"]
-        assert "no retries left (maxRetry 1)" in bad["message"]
+        assert "not retried: a retry cannot fix this" in bad["message"]
         assert [t["phase"] for t in bad["tasks"]] == ["Failed", "Failed"]
-        retried = [e for e in _events(api, "big-env") if e["kind"] == "TaskFailed"]
-        assert len(retried) == 2 and "retry 1 of 1" in retried[0]["message"]
+        failed = [e for e in _events(api, "big-env") if e["kind"] == "TaskFailed"]
+        assert len(failed) == 1
         api.wait_phase("fine", "Succeeded")
         api.http.close()
         _restart_and_run_one(tmp_path, db, server)
