@@ -51,6 +51,7 @@ SERVE = textwrap.dedent(
         data_dir=Path(data), port=int(port), timing=timing, shared_identity=True,
         executor=executor, ray_address=target if executor == "ray" else None,
         cluster=Path(target) if executor == "local" else None,
+        workspace=f"file://{data}-workspace",  # every node is this machine
     )
     Server(settings).serve()
     """

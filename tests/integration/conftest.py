@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.images import build_busybox_image, require_podman
+from tests.integration.s3 import s3_endpoint
+
+__all__ = ["busybox_image", "s3_endpoint"]
 
 
 @pytest.fixture(scope="session")

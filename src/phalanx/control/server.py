@@ -66,7 +66,7 @@ from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
 from phalanx.web import close_console
 from phalanx.workflow import Workspace
-from phalanx.workflow.artifacts import check_workspace
+from phalanx.workflow.artifacts import check_shared, check_workspace
 
 if TYPE_CHECKING:
     from phalanx.executors.ray.cluster import RayCluster
@@ -189,6 +189,11 @@ class Server:
         if settings.executor == "ray":
             ray = ray_cluster(settings, self.tasks_dir, per_user, defaults, self._executor_news)
             nodes = ray.state.nodes
+            try:  # steps on several machines hand artifacts on through the workspace
+                check_shared(settings.workspace, nodes=len(nodes))
+            except InvalidInput:
+                ray.close()
+                raise
         else:
             nodes = cluster_nodes(settings.cluster)
 

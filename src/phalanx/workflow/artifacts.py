@@ -120,6 +120,25 @@ def check_workspace(url: str) -> str:
     return url
 
 
+def check_shared(url: str | None, *, nodes: int) -> None:
+    """Refuse a workspace that the tasks of a cluster of ``nodes`` machines could not all
+    reach: a plain local path (``url`` None: the default, in the data dir) on more than
+    one node. A ``file://`` URL is the admin's word that every node mounts that path
+    (NFS, a shared volume); any other URL (``s3://``) every node reaches by its URL.
+    Raises ``InvalidInput`` naming ``--workspace`` and the fix."""
+    if nodes <= 1 or (url is not None and fsspec.core.split_protocol(url)[0] is not None):
+        return
+    where = "the default, in the data dir" if url is None else url
+    raise InvalidInput(
+        f"the workspace ({where}) is a path on the server's machine, and the tasks of "
+        f"this cluster run on {nodes} nodes, which would each see a directory of their own",
+        field="--workspace",
+        fix="give a URL every node reaches, such as s3://bucket/phalanx (s3fs installed "
+        "on the server and the nodes: pip install 'phalanx[s3]'), or file:///PATH for a "
+        "file system every node mounts at PATH",
+    )
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 

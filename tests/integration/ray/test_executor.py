@@ -25,6 +25,7 @@ import pytest
 from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from phalanx.executors.rendezvous import free_ports
 from tests.integration.control.serving import Api, role, wait_for
+from tests.integration.s3 import S3
 
 SERVE = textwrap.dedent(
     """
@@ -33,11 +34,12 @@ SERVE = textwrap.dedent(
     from phalanx.control.controllers.core import Timing
     from phalanx.control.server import Server, ServerSettings
     data, port, address = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    shared = sys.argv[4] == "shared"
+    shared, workspace = sys.argv[4] == "shared", sys.argv[5]
     timing = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
     settings = ServerSettings(
         data_dir=Path(data), port=port, executor="ray", ray_address=address,
         timing=timing, shared_identity=shared,
+        workspace=workspace,
     )
     Server(settings).serve()
     """
@@ -49,10 +51,21 @@ SMALL, LARGE = "ray-127-0-0-2", "ray-127-0-0-3"
 class Served:
     """One server process on the Ray cluster, restartable on the same data dir."""
 
-    def __init__(self, tmp_path: Path, address: str, *, identity: str = "shared") -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        address: str,
+        *,
+        identity: str = "shared",
+        workspace: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.tmp_path = tmp_path
         self.address = address
         self.identity = identity  # "shared" (--shared-identity) or "per-user"
+        # Every node is this machine: a file:// workspace is one they all mount.
+        self.workspace = workspace or f"file://{tmp_path}/workspace"
+        self.env = {**os.environ, **(env or {})}
         self.data = tmp_path / "data"
         (self.port,) = free_ports(1)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -72,7 +85,9 @@ class Served:
                     str(self.port),
                     self.address,
                     self.identity,
+                    self.workspace,
                 ],
+                env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
             )
@@ -280,6 +295,92 @@ def test_a_server_restarted_with_other_settings_hands_them_to_its_agents(
     finally:
         served.stop()
         shutil.rmtree(world, ignore_errors=True)
+
+
+#: A step's part of the artifact: each replica writes one object through s3fs.
+WRITE_PART = (
+    "import fsspec, os, sys; "
+    "fsspec.open(sys.argv[1] + '/part-' + os.environ['RANK'], 'w').write("
+    "os.environ['PHALANX_NODE'])"
+)
+#: The next step reads every part back and says on how many nodes they were written.
+COUNT_NODES = (
+    "import fsspec, json, sys; fs = fsspec.filesystem('s3'); "
+    "nodes = {fs.cat(p).decode() for p in fs.ls(sys.argv[1])}; "
+    "fsspec.open(sys.argv[2], 'w').write(json.dumps(sorted(nodes)))"
+)
+
+
+def test_a_pipeline_hands_artifacts_on_through_s3_across_two_nodes(
+    ray_cluster: LoopbackCluster, tmp_path: Path, s3_endpoint: S3
+) -> None:
+    """No shared disk: the workspace is an S3 URL (moto's server), a gang of three
+    spread over both GPU nodes writes its parts there, and a step after it reads them."""
+    s3_endpoint.make_bucket("phalanx-runs")
+    served = Served(
+        tmp_path, ray_cluster.address, workspace="s3://phalanx-runs/ws", env=s3_endpoint.env
+    )
+    api = served.start()
+    try:
+        api.queue("team")
+        python = sys.executable
+        pipeline = {
+            "apiVersion": "phalanx/v1",
+            "kind": "Pipeline",
+            "metadata": {"name": "handoff"},
+            "spec": {
+                "defaults": {"queue": "team", "env": s3_endpoint.env},
+                "steps": {
+                    "write": {
+                        "job": {
+                            "roles": [
+                                role(
+                                    replicas=3,
+                                    command=[python, "-c", WRITE_PART, "{{outputs.parts}}"],
+                                    cpu="100m",
+                                    memory="128Mi",
+                                    gpu=2,  # three of them fill both GPU nodes
+                                )
+                            ]
+                        },
+                        "outputs": {"artifacts": ["parts"]},
+                    },
+                    "count": {
+                        "command": [
+                            python,
+                            "-c",
+                            COUNT_NODES,
+                            "{{steps.write.outputs.parts}}",
+                            "{{outputs.nodes}}",
+                        ],
+                        "resources": {"cpu": "100m", "memory": "128Mi"},
+                        "outputs": {"params": {"nodes": {"type": "json"}}},
+                    },
+                },
+            },
+        }
+        api.post("/api/v1/pipelines", pipeline)
+        run_id = api.post("/api/v1/pipelines/handoff/runs", {})["id"]
+        run = wait_for(
+            lambda: (
+                (r := api.get(f"/api/v1/runs/{run_id}"))["phase"] in ("Succeeded", "Failed") and r
+            ),
+            "the run ended",
+            timeout=2 * DEADLINE,
+        )
+        assert run["phase"] == "Succeeded", run
+        (count,) = [unit for unit in run["steps"] if unit["unit"] == "count"]
+        assert count["outputs"]["nodes"] == sorted([SMALL, LARGE])
+    finally:
+        served.stop()
+
+
+def test_a_local_workspace_on_several_nodes_is_refused_at_start(
+    ray_cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    served = Served(tmp_path, ray_cluster.address, workspace=str(tmp_path / "ws"))
+    with pytest.raises(AssertionError, match=r"--workspace: the workspace .* is a path on"):
+        served.start()
 
 
 def test_an_image_job_runs_in_a_container_on_its_ray_node(api: Api, busybox_image: str) -> None:

@@ -88,7 +88,14 @@ def test_the_kustomization_lists_every_manifest() -> None:
 
 def test_the_server_runs_phalanx_up_with_the_ray_executor_at_the_head_service() -> None:
     given = up_flags()
-    assert set(given) == {"--executor", "--ray-address", "--host", "--port", "--data-dir"}
+    assert set(given) == {
+        "--executor",
+        "--ray-address",
+        "--host",
+        "--port",
+        "--data-dir",
+        "--workspace",
+    }
     assert given["--executor"] == "ray"
     assert given["--host"] == "0.0.0.0"
     ray = one("RayCluster")
@@ -97,6 +104,21 @@ def test_the_server_runs_phalanx_up_with_the_ray_executor_at_the_head_service() 
     assert (host, int(port)) == (f"{ray['metadata']['name']}-head-svc", GCS_PORT)
     (head,) = ray["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert {"name": "gcs", "containerPort": GCS_PORT} in head["ports"]
+
+
+def test_the_workspace_is_a_url_every_ray_node_reaches_with_the_servers_credentials() -> None:
+    """Steps run on any Ray node: the workspace is an S3 URL from the ConfigMap (never
+    a path on the server's volume, which phalanx up refuses on several nodes)."""
+    assert up_flags()["--workspace"] == "$PHALANX_WORKSPACE"
+    env = {item["name"]: item for item in server_container()["env"]}
+    reference = env["PHALANX_WORKSPACE"]["valueFrom"]["configMapKeyRef"]
+    config = one("ConfigMap")
+    assert reference == {"name": config["metadata"]["name"], "key": "url"}
+    assert config["data"]["url"].startswith("s3://")
+    assert {"secretRef": {"name": "phalanx-workspace-s3", "optional": True}} in (
+        server_container()["envFrom"]
+    )
+    assert '"/tmp/phalanx[ray,s3]"' in (DEPLOY / "Dockerfile").read_text()  # s3fs
 
 
 def test_the_server_pod_joins_the_ray_cluster_it_drives_offering_nothing() -> None:
