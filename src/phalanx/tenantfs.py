@@ -414,4 +414,3 @@ def check_mount_source(path: str, *, reader: Reader | None) -> None:
     if not stat.S_ISDIR(status.st_mode):
         why = f"it is {kind_of(status.st_mode)}, not a directory"
         raise TenantPathRefused(path, why, fix=fix, field="mounts")
-
