@@ -4,7 +4,10 @@ its own ``ray start`` on its own loopback address.
 Ray 2.60 keeps every node on the address it is given when the head is on 127.0.0.4
 and the workers on 127.0.0.2, 127.0.0.3 (a head on 127.0.0.1 advertises the machine's
 interface address instead), so all traffic stays inside 127.0.0.0/8. Health checks run
-every 500 ms, so a lost node is declared dead in a few seconds. ``stop`` ends only the
+every 500 ms, so a lost node is declared dead in a few seconds. The cluster is locked
+with Ray's token authentication (``RAY_AUTH_MODE=token``): a fresh random token that
+every node, this process and its children (the servers tests start) present, and
+nothing else has, so nothing without it reaches the GCS, a raylet or an agent. ``stop`` ends only the
 processes started here, by process group: every ``ray start`` runs with ``--block`` in a
 session of its own, so killing its group ends the node's raylet, its workers and (for the
 head) the GCS. Never ``ray stop``, which would end every Ray process on the machine.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -46,11 +50,18 @@ RAY_CLI: Final = str(Path(sys.executable).parent / "ray")
 COMMON: Final = ("--num-cpus", "1", "--object-store-memory", "80000000")
 
 
+#: The variables of Ray's token authentication.
+AUTH_MODE: Final = "RAY_AUTH_MODE"
+AUTH_TOKEN: Final = "RAY_AUTH_TOKEN"
+
+
 @dataclass
 class LoopbackCluster:
-    """The running cluster: its address and each worker's ``ray start`` process group."""
+    """The running cluster: its address, its authentication token and each worker's
+    ``ray start`` process group."""
 
     address: str
+    token: str = ""
     workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     head: subprocess.Popen[bytes] | None = None
 
@@ -113,7 +124,9 @@ def loopback_cluster(
     import ray  # noqa: PLC0415  # the optional extra
 
     (port,) = free_ports(1, HEAD)
-    cluster = LoopbackCluster(address=f"{HEAD}:{port}")
+    cluster = LoopbackCluster(address=f"{HEAD}:{port}", token=secrets.token_hex(32))
+    before = {name: os.environ.get(name) for name in (AUTH_MODE, AUTH_TOKEN)}
+    os.environ.update({AUTH_MODE: "token", AUTH_TOKEN: cluster.token})
     log = scratch / "ray-start.log"
     head = [
         "--head", "--node-ip-address", HEAD, "--port", str(port), "--num-gpus", "0",
@@ -143,3 +156,8 @@ def loopback_cluster(
     finally:
         ray.shutdown()
         cluster.stop()
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -187,3 +187,55 @@ def test_up_takes_the_flags_the_deployment_gives_it() -> None:
     given = up_flags()
     assert set(given) <= options, set(given) - options
     assert given["--executor"] in EXECUTORS
+
+
+def ray_containers() -> list[dict[str, Any]]:
+    """Every container of the RayCluster (head and workers) and the server's (a node too)."""
+    spec = one("RayCluster")["spec"]
+    pods = [spec["headGroupSpec"]] + spec["workerGroupSpecs"]
+    found = [c for pod in pods for c in pod["template"]["spec"]["containers"]]
+    return [*found, server_container()]
+
+
+def test_every_ray_process_presents_the_clusters_token() -> None:
+    """Ray's token authentication, on every process of the cluster, from one Secret."""
+    for container in ray_containers():
+        env = {item["name"]: item for item in container["env"]}
+        assert env["RAY_AUTH_MODE"]["value"] == "token", container["name"]
+        secret = env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert secret == {"name": "phalanx-ray-auth", "key": "token"}, container["name"]
+
+
+def test_the_dashboard_is_not_on_the_network_and_node_loss_is_seen_fast() -> None:
+    head = one("RayCluster")["spec"]["headGroupSpec"]
+    assert head["rayStartParams"]["dashboard-host"] == "127.0.0.1"
+    (container,) = head["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    period, threshold = (
+        int(env["RAY_health_check_period_ms"]),
+        int(env["RAY_health_check_failure_threshold"]),
+    )
+    assert period * threshold <= 5000  # a lost node is dead within seconds, not 30 s
+
+
+def test_only_ray_pods_and_the_server_reach_the_ray_pods() -> None:
+    policy = one("NetworkPolicy")["spec"]
+    ray_pods = one("RayCluster")["spec"]["headGroupSpec"]["template"]["metadata"]["labels"]
+    selected = policy["podSelector"]["matchLabels"]
+    assert selected.items() <= ray_pods.items()
+    (rule,) = policy["ingress"]
+    allowed = [peer["podSelector"]["matchLabels"] for peer in rule["from"]]
+    server_pod = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert any(labels.items() <= server_pod.items() for labels in allowed)
+    assert all(
+        labels.items() <= server_pod.items() or labels.items() <= ray_pods.items()
+        for labels in allowed
+    )
+    assert "ports" not in rule  # every Ray port, to those peers only
+
+
+def test_workers_run_as_root_for_per_user_identities() -> None:
+    """Switching a task to its user's uid takes root in the worker (said in the file)."""
+    (workers,) = one("RayCluster")["spec"]["workerGroupSpecs"]
+    assert workers["template"]["spec"]["securityContext"]["runAsUser"] == 0
+    assert "--shared-identity" in (DEPLOY / "raycluster.yaml").read_text()
