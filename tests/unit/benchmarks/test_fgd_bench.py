@@ -80,7 +80,8 @@ def _bench(traces_dir: Path, out: Path) -> dict[str, object]:
         ],
     )
     assert result.exit_code == 0, result.output
-    summary: dict[str, object] = json.loads(result.output)
+    # stdout alone: a slow run also says its progress, on stderr (after 2 s of wall time)
+    summary: dict[str, object] = json.loads(result.stdout)
     return summary
 
 

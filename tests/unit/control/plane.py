@@ -124,6 +124,17 @@ class Plane:
             )
             return [row.kind for row in rows]
 
+    def event_messages(self, name: str, kind: str) -> list[str]:
+        """The messages of the job's events of ``kind``, oldest first."""
+        with self.db.session() as session:
+            job_id = self.job(name).id
+            rows = session.scalars(
+                select(EventRow)
+                .where(EventRow.job_id == job_id, EventRow.kind == kind)
+                .order_by(EventRow.id)
+            )
+            return [row.message for row in rows]
+
     def restart(self, executor: FakeExecutor | None = None) -> Plane:
         """A new controller on the same store, as after a crash of the server."""
         fresh = executor or FakeExecutor()
