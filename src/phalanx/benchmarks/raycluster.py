@@ -104,6 +104,23 @@ def _node(args: list[str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def _authenticate(variables: Mapping[str, str | None]) -> None:
+    """Set (None: unset) Ray's authentication variables for this process and its
+    children, and have this process's Ray read them again (it read them at import)."""
+    from ray._raylet import (  # type: ignore[attr-defined]  # noqa: PLC0415
+        AuthenticationTokenLoader,
+        Config,
+    )
+
+    for name, value in variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
 def _listening(host: str, port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1)
@@ -126,7 +143,7 @@ def loopback_cluster(
     (port,) = free_ports(1, HEAD)
     cluster = LoopbackCluster(address=f"{HEAD}:{port}", token=secrets.token_hex(32))
     before = {name: os.environ.get(name) for name in (AUTH_MODE, AUTH_TOKEN)}
-    os.environ.update({AUTH_MODE: "token", AUTH_TOKEN: cluster.token})
+    _authenticate({AUTH_MODE: "token", AUTH_TOKEN: cluster.token})
     log = scratch / "ray-start.log"
     head = [
         "--head", "--node-ip-address", HEAD, "--port", str(port), "--num-gpus", "0",
@@ -156,8 +173,4 @@ def loopback_cluster(
     finally:
         ray.shutdown()
         cluster.stop()
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _authenticate(before)

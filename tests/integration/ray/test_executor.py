@@ -7,6 +7,7 @@ The tests share one cluster and run in file order; the last one kills a worker n
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -300,14 +301,14 @@ def test_a_server_restarted_with_other_settings_hands_them_to_its_agents(
 #: A step's part of the artifact: each replica writes one object through s3fs.
 WRITE_PART = (
     "import fsspec, os, sys; "
-    "fsspec.open(sys.argv[1] + '/part-' + os.environ['RANK'], 'w').write("
-    "os.environ['PHALANX_NODE'])"
+    "fsspec.filesystem('s3').pipe("
+    "sys.argv[1] + '/part-' + os.environ['RANK'], os.environ['PHALANX_NODE'].encode())"
 )
 #: The next step reads every part back and says on how many nodes they were written.
 COUNT_NODES = (
     "import fsspec, json, sys; fs = fsspec.filesystem('s3'); "
     "nodes = {fs.cat(p).decode() for p in fs.ls(sys.argv[1])}; "
-    "fsspec.open(sys.argv[2], 'w').write(json.dumps(sorted(nodes)))"
+    "fs.pipe(sys.argv[2], json.dumps(sorted(nodes)).encode())"
 )
 
 
@@ -368,7 +369,7 @@ def test_a_pipeline_hands_artifacts_on_through_s3_across_two_nodes(
             "the run ended",
             timeout=2 * DEADLINE,
         )
-        assert run["phase"] == "Succeeded", run
+        assert run["phase"] == "Succeeded", json.dumps(run, indent=1)
         (count,) = [unit for unit in run["steps"] if unit["unit"] == "count"]
         assert count["outputs"]["nodes"] == sorted([SMALL, LARGE])
     finally:
