@@ -13,7 +13,8 @@ Guarantees: ``batch`` never reads a file and never waits; answers are kept per a
 asker is ever given a digest computed for another (content may change in between);
 an asker is given either every digest or, when a hash failed, its error
 (``MissingContent``, ``TenantPathRefused``, ``OSError``); answers nobody collects are
-dropped after ``KEEP_SECONDS``; workers are daemon threads, so a hash under way never
+dropped after ``KEEP_SECONDS``; workers are daemon threads, started with the first hash
+asked, so a controller that never hashes starts none, and a hash under way never
 delays the server's exit.
 """
 
@@ -68,12 +69,8 @@ class Hashes:
         self._asked: set[_Key] = set()
         self._answers: dict[_Key, _Answer] = {}
         self._work: queue.SimpleQueue[_Key | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"phalanx-hashes-{n}", daemon=True)
-            for n in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._workers = workers
+        self._threads: list[threading.Thread] = []  # started with the first hash asked
 
     def batch(self, asker: str, urls: Sequence[str], access: Access) -> dict[str, str]:
         """The content hash of each of ``urls`` read with ``access``, for ``asker``;
@@ -87,6 +84,8 @@ class Hashes:
                 if key not in self._asked:
                     self._asked.add(key)
                     self._work.put(key)
+            if missing and not self._threads:
+                self._start_workers()
             if missing:
                 raise NotYetHashed(f"{len(missing)} of {len(keys)} contents are being hashed")
             answers = [self._answers.pop(key) for key in keys]
@@ -97,8 +96,18 @@ class Hashes:
 
     def close(self) -> None:
         """Stop the workers once each has finished the hash it is on (not waited for)."""
-        for _ in self._threads:
-            self._work.put(None)
+        with self._lock:
+            for _ in self._threads:
+                self._work.put(None)
+            self._threads = []
+
+    def _start_workers(self) -> None:
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"phalanx-hashes-{n}", daemon=True)
+            for n in range(self._workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def _forget_stale(self) -> None:
         cutoff = self._clock() - KEEP_SECONDS
