@@ -4,7 +4,8 @@
 ``list`` shows each entry's key (its first 16 hex digits; ``-o json`` gives it whole),
 pipeline, unit, the run that produced it and its age; ``show`` one entry in full as
 YAML (outputs, artifacts with their content hashes, the document its key hashes);
-``evict`` prints one ``cache/KEY evicted`` line per entry.
+``evict`` prints one ``cache/KEY evicted`` line per entry. Each sees the caller's own
+entries (an admin's: everyone's): an entry is its user's.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def evict(
     key: str | None = typer.Argument(None, help="The entry's key (or a unique prefix)."),
     pipeline: str | None = typer.Option(None, "--pipeline", help="Every entry of it."),
 ) -> None:
-    """Evict one entry, or every entry of a pipeline (admins and the pipeline's owner)."""
+    """Evict one of your entries, or every one of a pipeline's (an admin: anyone's)."""
     if (key is None) == (pipeline is None):
         fail("give a KEY or --pipeline P (one of them)")
     with connect(ctx) as client:
