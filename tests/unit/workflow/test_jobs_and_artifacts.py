@@ -14,6 +14,7 @@ from phalanx.workflow.artifacts import (
     MAX_PARAM_BYTES,
     OutputError,
     Workspace,
+    check_shared,
     read_output_param,
     read_outputs,
 )
@@ -248,3 +249,14 @@ def test_an_output_param_read_from_a_directory_fails_its_step_saying_so(tmp_path
     Path(urls["metrics"]).mkdir(parents=True)  # the step made a directory of its artifact
     with pytest.raises(OutputError, match=r"outputs\.params\.accuracy: .* is a directory, not a"):
         read_outputs(node, urls)
+
+
+def test_a_plain_path_workspace_is_refused_on_several_nodes() -> None:
+    """Steps on other machines would each see a directory of their own."""
+    check_shared(None, nodes=1)  # one node: its own disk is every step's
+    check_shared("s3://bucket/ws", nodes=3)  # every node reaches a URL
+    check_shared("file:///mnt/shared/ws", nodes=3)  # the admin's word: mounted everywhere
+    for plain in (None, "/var/lib/phalanx-workspace"):
+        with pytest.raises(InvalidInput, match=r"--workspace: .* 3 nodes") as refused:
+            check_shared(plain, nodes=3)
+        assert "s3://bucket/phalanx" in str(refused.value) and "file:///PATH" in str(refused.value)
