@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from sqlalchemy import ColumnElement, select, true
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import CacheEntryView
+from phalanx.control.store import cache
 from phalanx.control.store.models import CacheEntryRow
 
 router = APIRouter(prefix="/api/v1/cache", tags=["cache"], responses=errors(401, 422))
@@ -30,10 +30,8 @@ def list_entries(
 ) -> list[CacheEntryView]:
     """The caller's entries (an admin's: everyone's), oldest first (of one pipeline with
     ``pipeline``)."""
-    query = select(CacheEntryRow).where(_visible(caller)).order_by(CacheEntryRow.created_at)
-    if pipeline is not None:
-        query = query.where(CacheEntryRow.pipeline == pipeline)
-    return [view(row) for row in session.scalars(query.limit(limit))]
+    rows = cache.entries(session, owner=_owner(caller), pipeline=pipeline, limit=limit)
+    return [view(row) for row in rows]
 
 
 @router.get("/{key}", response_model=CacheEntryView, responses=errors(404))
@@ -48,8 +46,7 @@ def evict_entry(key: str, caller: Caller, session: DbSession) -> list[CacheEntry
     next run of its step runs it again."""
     row = _existing(session, key, caller)
     evicted = [view(row)]
-    session.delete(row)
-    session.commit()
+    cache.delete(session, [row])
     return evicted
 
 
@@ -59,12 +56,9 @@ def evict_pipeline(
 ) -> list[CacheEntryView]:
     """Evict every entry of ``pipeline`` the caller may see (an admin: everyone's); the
     answer lists them."""
-    query = select(CacheEntryRow).where(_visible(caller))
-    rows = session.scalars(query.where(CacheEntryRow.pipeline == pipeline)).all()
+    rows = cache.entries(session, owner=_owner(caller), pipeline=pipeline)
     evicted = [view(row) for row in rows]
-    for row in rows:
-        session.delete(row)
-    session.commit()
+    cache.delete(session, rows)
     return evicted
 
 
@@ -85,15 +79,15 @@ def view(row: CacheEntryRow) -> CacheEntryView:
     )
 
 
-def _visible(caller: Principal) -> ColumnElement[bool]:
-    """Which entries ``caller`` may see: their own, or all (an admin)."""
-    return true() if caller.is_admin else CacheEntryRow.user == caller.name
+def _owner(caller: Principal) -> str | None:
+    """Whose entries ``caller`` sees: their own, or everyone's (None) for an admin."""
+    return None if caller.is_admin else caller.name
 
 
 def _existing(session: DbSession, key: str, caller: Principal) -> CacheEntryRow:
     """The entry ``key`` if the caller may see it; another user's is not found."""
-    row = session.get(CacheEntryRow, key)
-    if row is None or not (caller.is_admin or row.user == caller.name):
+    row = cache.entry(session, key, owner=_owner(caller))
+    if row is None:
         raise ApiError(
             404,
             f"no cache entry {key[:64]!r}",

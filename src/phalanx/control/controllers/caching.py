@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from phalanx.control.store import cache
 from phalanx.control.store.models import CacheEntryRow
 from phalanx.tenantfs import TenantPathRefused
 from phalanx.workflow.cache import (
@@ -94,8 +95,8 @@ def lookup(
         except (TenantPathRefused, OSError, ValueError):
             return False
 
-    row = session.get(CacheEntryRow, key)
-    if row is None or row.user != user:
+    row = cache.entry(session, key, owner=user)
+    if row is None:
         return None
     entry = CacheEntry(
         key=row.key,
@@ -132,7 +133,8 @@ def store(
             raise MissingContent(f"output {name} is not a URL")
         artifacts[name] = {"url": url, "hash": hash_of(url)}
     ttl = node.cache.ttl
-    session.merge(
+    cache.put(
+        session,
         CacheEntryRow(
             key=key,
             pipeline=pipeline,
@@ -145,5 +147,5 @@ def store(
             outputs=dict(outputs),
             artifacts=artifacts,
             material=material,
-        )
+        ),
     )
