@@ -39,7 +39,7 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -371,16 +371,21 @@ def _tree(
             os.close(child)
 
 
-def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700) -> None:
+def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700) -> bool:
     """Make each directory of ``place`` under its trusted base that is not there yet,
     and give each (made now or before) ``mode`` and, with one, ``owner`` (uid, gid). A
     component that is not a real directory (a link, a file) is refused: nothing is
-    created, chmodded or chowned through it."""
+    created, chmodded or chowned through it. True when the last one was made now (it is
+    empty, then)."""
+    made = False
     fd = os.open(place.trusted, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in place.parts:
-            with suppress(FileExistsError):
+            try:
                 os.mkdir(part, mode, dir_fd=fd)
+                made = True
+            except FileExistsError:
+                made = False
             try:
                 child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError:
@@ -393,6 +398,21 @@ def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700)
             os.fchmod(fd, mode)
     finally:
         os.close(fd)
+    return made
+
+
+def read_tail(place: Place, *, reader: Reader | None, limit: int) -> bytes:
+    """The last ``limit`` bytes at most of the regular file at ``place`` (a log, say),
+    reached and read as the module says."""
+    with _opened(place, reader=reader) as fd:
+        status = _check(place, fd, reader)
+        if not stat.S_ISREG(status.st_mode):
+            raise TenantPathRefused(str(place), "it is a directory, not a file", fix=_FIX)
+        readable = _reopen(fd, status, _READ)
+        try:
+            return os.pread(readable, limit, max(0, status.st_size - limit))
+        finally:
+            os.close(readable)
 
 
 def check_mount_source(path: str, *, reader: Reader | None) -> None:

@@ -20,6 +20,7 @@ from phalanx.tenantfs import (
     hash_path,
     make_dirs,
     read_file,
+    read_tail,
     stat_of,
 )
 
@@ -210,3 +211,22 @@ def test_a_mount_source_must_be_a_real_directory_the_user_can_read(
 def _passable(path: Path) -> bool:
     """Whether every directory above ``path`` lets other users pass."""
     return all(os.stat(p).st_mode & 0o001 for p in path.parents)
+
+
+def test_a_tail_is_read_without_following_a_link_or_opening_a_fifo(yard: Path) -> None:
+    (yard / "log").write_bytes(b"a" * 100 + b"end")
+    assert read_tail(_place(yard, "log"), reader=None, limit=3) == b"end"
+    (yard / "linked").symlink_to("../secret")
+    with pytest.raises(TenantPathRefused, match=r"a symbolic link to \.\./secret"):
+        read_tail(_place(yard, "linked"), reader=None, limit=10)
+    os.mkfifo(yard / "pipe")
+    with pytest.raises(TenantPathRefused, match="a FIFO"):
+        read_tail(_place(yard, "pipe"), reader=None, limit=10)
+
+
+def test_make_dirs_says_whether_it_made_the_last_one(yard: Path) -> None:
+    assert make_dirs(_place(yard, "a/b"), owner=None) is True
+    assert make_dirs(_place(yard, "a/b"), owner=None) is False
+    os.mkfifo(yard / "pipe")
+    with pytest.raises(TenantPathRefused, match="pipe is a FIFO"):
+        make_dirs(_place(yard, "pipe/inner"), owner=None)

@@ -74,6 +74,7 @@ from phalanx.executors.requests import Pending, Refusal, StartRequests
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
 from phalanx.executors.taskenv import PROGRESS_NAME, read_report
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
+from phalanx.tenantfs import Place, TenantPathRefused, read_tail
 
 log = logging.getLogger(__name__)
 
@@ -624,7 +625,13 @@ class LocalExecutor:
         container its runtime refused to start (never a success: nothing ran)."""
         refused = live.process.start_failure if isinstance(live.process, ContainerTask) else None
         if refused is not None and live.stop_deadline is None:
-            said = _runtime_words(self.logs(live.job, live.task, LogStream.STDERR)) or refused
+            stderr = self.workdir(live.job, live.task) / STDERR_LOG
+            said = (
+                _runtime_words(
+                    Place(self._dirs.tasks_root, str(stderr.relative_to(self._dirs.tasks_root)))
+                )
+                or refused
+            )
             message = f"the container runtime refused to start its container: {said}"
             at = max(now, live.since)
             return _failed_to_start(live.job, live.task, live.node, at, message, False)
@@ -653,11 +660,14 @@ class LocalExecutor:
 _RUNTIME_WORDS_MAX = 8192
 
 
-def _runtime_words(log: FileLog) -> str | None:
+def _runtime_words(log: Place) -> str | None:
     """The last error the runtime's client wrote (``Error: ...``) at the end of a
-    task's ``stderr.log`` (read as ``FileLog`` reads: no link, no FIFO), if any."""
-    size = log.size()
-    tail = log.read(max(0, size - _RUNTIME_WORDS_MAX), _RUNTIME_WORDS_MAX)
+    task's ``stderr.log``, read through ``tenantfs`` (the task's own file: no link
+    followed, no FIFO opened, at most ``_RUNTIME_WORDS_MAX`` bytes), if any."""
+    try:
+        tail = read_tail(log, reader=None, limit=_RUNTIME_WORDS_MAX)
+    except (TenantPathRefused, OSError):
+        return None
     said = [
         line for line in tail.decode(errors="replace").splitlines() if line.startswith("Error: ")
     ]

@@ -12,7 +12,7 @@ from pathlib import Path
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.executors.cgroups import GROUPED, IsolationKind
-from phalanx.executors.taskdirs import private_dirs
+from phalanx.tenantfs import Place, make_dirs
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,8 @@ def write_record(path: Path, record: ProcessRecord) -> None:
     """
     partial = path.with_suffix(".tmp")
     try:
-        private_dirs(path.parent)
+        # ROOT/records/JOB/TASK/process.json: ROOT is the data dir, the server's own.
+        make_dirs(Place(path.parents[3], "/".join(path.parent.parts[-3:])), owner=None)
         partial.unlink(missing_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         with os.fdopen(os.open(partial, flags, 0o600), "w") as out:

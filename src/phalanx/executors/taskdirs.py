@@ -44,6 +44,7 @@ from typing import Final
 
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.process import dir_name
+from phalanx.tenantfs import Place, make_dirs
 
 #: The server's records of its tasks' processes, inside its data dir.
 RECORDS_DIR: Final = "records"
@@ -55,21 +56,6 @@ PASSAGE_MODE: Final = 0o711
 TASK_DIR_MODE: Final = 0o700
 #: The mode of a file the server writes for a task into its directory.
 TASK_FILE_MODE: Final = 0o600
-
-
-def private_dirs(directory: Path) -> None:
-    """``directory`` and its missing parents, each made with mode 0700 (the server's
-    alone, whatever the umask)."""
-    missing = []
-    while not directory.is_dir():
-        missing.append(directory)
-        directory = directory.parent
-    for made in reversed(missing):
-        try:
-            os.mkdir(made, 0o700)
-        except FileExistsError:
-            continue
-        os.chmod(made, 0o700)
 
 
 class TaskDirs:
@@ -94,12 +80,12 @@ class TaskDirs:
         """Make ``workdir`` ready for a start: created, and with an ``identity``, owned by
         it with mode 0700 below passages of mode 0711 (see above). True when this call
         created it (empty then: nothing in it can be a task's trap). Raises ``OSError``
-        when it cannot be made so."""
+        when it cannot be made so, ``TenantPathRefused`` when a task left a link or a
+        file in its way (``tenantfs.make_dirs``: nothing is made through it)."""
         if identity is None:  # the server's own (in its data dir by default): 0700
-            if workdir.is_dir():
-                return False
-            private_dirs(workdir)
-            return True
+            self.tasks_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            relative = workdir.relative_to(self.tasks_root)
+            return make_dirs(Place(self.tasks_root, str(relative)), owner=None)
         for path in (self.tasks_root, workdir.parent):
             if path not in self._passages:
                 passage(path)

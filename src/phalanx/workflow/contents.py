@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from phalanx.domain.errors import PhalanxError
 from phalanx.tenantfs import (
@@ -73,11 +74,22 @@ SERVER: Final = Access()
 
 
 def local_path(url: str) -> str | None:
-    """The local path of ``url`` (a path or a ``file://`` URL), None for a remote one."""
+    """The local path of ``url`` (a path, or a URL of a filesystem on this machine:
+    ``file://``, ``local://`` ...), None for a remote one. A chained URL
+    (``simplecache::file://...``) is refused: fsspec would read the local file under it
+    following links."""
+    if "::" in url:
+        raise TenantPathRefused(
+            url, "a chained fsspec URL is not read", fix="give a path or a plain URL"
+        )
     protocol, path = fsspec.core.split_protocol(url)
-    if protocol not in (None, "file", "local"):
+    if protocol is None:
+        return os.path.abspath(str(path))
+    try:
+        local = issubclass(fsspec.get_filesystem_class(protocol), LocalFileSystem)
+    except (ValueError, ImportError):  # unknown or not installed: fsspec says so on use
         return None
-    return os.path.abspath(str(path))
+    return os.path.abspath(str(path)) if local else None
 
 
 def read_param(url: str, access: Access) -> bytes:

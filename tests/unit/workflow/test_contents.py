@@ -83,3 +83,14 @@ def test_missing_is_missing_and_a_fifo_is_refused(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "p")
     with pytest.raises(TenantPathRefused, match="a FIFO"):
         read_param(str(tmp_path / "p"), SERVER)
+
+
+def test_a_chained_url_is_refused_never_read_through_fsspec(tmp_path: Path) -> None:
+    """``simplecache::file://`` would have fsspec read the local file, following links."""
+    (tmp_path / "secret").write_text("s")
+    url = f"simplecache::file://{tmp_path / 'secret'}"
+    with pytest.raises(TenantPathRefused, match="a chained fsspec URL is not read"):
+        content_hash(url, SERVER)
+    with pytest.raises(TenantPathRefused, match="a chained fsspec URL is not read"):
+        read_param(url, SERVER)
+    assert read_param(f"local://{tmp_path / 'secret'}", SERVER) == b"s"  # local: tenantfs
