@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.engine.lifecycle.effects import TaskEvent, TaskEventKind
 from phalanx.executors.identity import TaskIdentity, unreachable
 
 #: The sentence for E2BIG: one argument or variable over MAX_ARG_STRLEN (32 pages,
@@ -90,6 +91,21 @@ def missing_command(
         f"command not found: {program!r} is in no directory of the task's PATH "
         f"({env.get('PATH', '')}): install it there, give its full path, "
         "or set PATH in the role's env"
+    )
+
+
+def failed_to_start(
+    job: str, task: str, node: str, now: float, message: str, *, retriable: bool = True
+) -> TaskEvent:
+    """The FAILED_TO_START of ``task`` of ``job`` on ``node`` at ``now``, saying why."""
+    return TaskEvent(
+        kind=TaskEventKind.FAILED_TO_START,
+        time=now,
+        job=job,
+        task=task,
+        node=node,
+        message=message,
+        retriable=retriable,
     )
 
 

@@ -54,7 +54,7 @@ from phalanx.executors.containers import (
     ContainerTask,
     detect_runtime,
 )
-from phalanx.executors.failures import retriable, start_failure
+from phalanx.executors.failures import failed_to_start, retriable, start_failure
 from phalanx.executors.gangs import GangPlanner, PlannedStart
 from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.launcher import Failed, LaunchedTask, Launcher
@@ -238,7 +238,7 @@ class LocalExecutor:
                     message = start_failure(error, workdir=self.workdir(job, bind.task))
                     log.warning("cannot start %s of %s: %s", bind.task, job, message)
                     self._events.append(
-                        _failed_to_start(bind.job, bind.task, bind.node, now, message)
+                        failed_to_start(bind.job, bind.task, bind.node, now, message)
                     )
         self.launch(planned, now=now)
 
@@ -487,8 +487,13 @@ class LocalExecutor:
             return None
         if isinstance(built, Refusal):
             self._events.append(
-                _failed_to_start(
-                    launch.job, launch.task, launch.node, now, built.message, built.retriable
+                failed_to_start(
+                    launch.job,
+                    launch.task,
+                    launch.node,
+                    now,
+                    built.message,
+                    retriable=built.retriable,
                 )
             )
             return None
@@ -596,7 +601,7 @@ class LocalExecutor:
         log.warning("cannot start %s of %s: %s", launch.task, launch.job, message)
         again = isinstance(error, LauncherGone) or retriable(error)
         self._events.append(
-            _failed_to_start(launch.job, launch.task, launch.node, now, message, again)
+            failed_to_start(launch.job, launch.task, launch.node, now, message, retriable=again)
         )
 
     def _record_of(self, live: _Live) -> ProcessRecord:
@@ -634,7 +639,7 @@ class LocalExecutor:
             )
             message = f"the container runtime refused to start its container: {said}"
             at = max(now, live.since)
-            return _failed_to_start(live.job, live.task, live.node, at, message, False)
+            return failed_to_start(live.job, live.task, live.node, at, message, retriable=False)
         code = ended.code
         if code is None and live.killed:
             code = KILLED_CODE  # we killed it; nothing else could tell us
@@ -685,20 +690,6 @@ def _exit_reason(oom: bool, code: int | None) -> str | None:
 def _started(launch: TaskLaunch, now: float) -> TaskEvent:
     return TaskEvent(
         kind=TaskEventKind.STARTED, time=now, job=launch.job, task=launch.task, node=launch.node
-    )
-
-
-def _failed_to_start(
-    job: str, task: str, node: str, now: float, message: str, retriable: bool = True
-) -> TaskEvent:
-    return TaskEvent(
-        kind=TaskEventKind.FAILED_TO_START,
-        time=now,
-        job=job,
-        task=task,
-        node=node,
-        message=message,
-        retriable=retriable,
     )
 
 

@@ -38,7 +38,8 @@ from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import LogStream, TaskEvent, TaskEventKind
+from phalanx.executors.base import LogStream, TaskEvent
+from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
@@ -177,14 +178,7 @@ class NodeAgent:
             self._executor.stop([_stale(launch) for launch in stale], now=now, grace=0.0)
             for launch in stale:
                 self._refused.append(
-                    TaskEvent(
-                        kind=TaskEventKind.FAILED_TO_START,
-                        time=now,
-                        job=launch.job,
-                        task=launch.task,
-                        node=launch.node,
-                        message=STALE_RUN,
-                    )
+                    failed_to_start(launch.job, launch.task, launch.node, now, STALE_RUN)
                 )
             fresh = [s for s in planned if (s.launch.job, s.launch.task) not in live]
             self._executor.launch(fresh, now=now)

@@ -45,6 +45,7 @@ from phalanx.executors.base import (
     TaskEvent,
     TaskEventKind,
 )
+from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import GangPlanner, PlannedStart
 from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.ray.cluster import RayCluster
@@ -351,16 +352,7 @@ class RayExecutor:
 
     def _failed(self, job: str, task: str, node: str, now: float, message: str) -> None:
         log.warning("cannot start %s of %s on %s: %s", task, job, node, message)
-        self._events.append(
-            TaskEvent(
-                kind=TaskEventKind.FAILED_TO_START,
-                time=now,
-                job=job,
-                task=task,
-                node=node,
-                message=message,
-            )
-        )
+        self._events.append(failed_to_start(job, task, node, now, message))
 
 
 class RayTaskLog:
