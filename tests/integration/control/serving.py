@@ -155,6 +155,16 @@ class Api:
             timeout=timeout,
         )
 
+    def wait_run(self, run_id: str, *, timeout: float = 2 * DEADLINE) -> Any:
+        """The view of pipeline run ``run_id`` once it has ended (Succeeded or Failed)."""
+        return wait_for(
+            lambda: (
+                (r := self.get(f"/api/v1/runs/{run_id}"))["phase"] in ("Succeeded", "Failed") and r
+            ),
+            f"run {run_id} ended",
+            timeout=timeout,
+        )
+
 
 def role(
     name: str = "worker", replicas: int = 1, command: str | list[str] = "true", **resources: Any

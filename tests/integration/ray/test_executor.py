@@ -362,13 +362,7 @@ def test_a_pipeline_hands_artifacts_on_through_s3_across_two_nodes(
         }
         api.post("/api/v1/pipelines", pipeline)
         run_id = api.post("/api/v1/pipelines/handoff/runs", {})["id"]
-        run = wait_for(
-            lambda: (
-                (r := api.get(f"/api/v1/runs/{run_id}"))["phase"] in ("Succeeded", "Failed") and r
-            ),
-            "the run ended",
-            timeout=2 * DEADLINE,
-        )
+        run = api.wait_run(run_id, timeout=2 * DEADLINE)
         assert run["phase"] == "Succeeded", json.dumps(run, indent=1)
         (count,) = [unit for unit in run["steps"] if unit["unit"] == "count"]
         assert count["outputs"]["nodes"] == sorted([SMALL, LARGE])

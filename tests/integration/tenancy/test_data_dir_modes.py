@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from tests.integration.control.console import signed_in
-from tests.integration.control.serving import wait_for
 from tests.integration.tenancy import servers
 from tests.integration.tenancy.servers import QUEUE, Up, job
 
@@ -90,13 +89,7 @@ def test_every_entry_has_the_mode_and_owner_its_place_says(up: Up, world: Path) 
     phases = []
     for _ in range(2):
         run_id = alice.post("/api/v1/pipelines/counted/runs", {})["id"]
-        view = wait_for(
-            lambda r=run_id: (
-                (v := alice.get(f"/api/v1/runs/{r}"))["phase"] in ("Succeeded", "Failed") and v
-            ),
-            "the run ended",
-            timeout=60,
-        )
+        view = alice.wait_run(run_id)
         phases.append([unit["phase"] for unit in view["steps"]])
     assert phases == [["Succeeded"], ["Cached"]]
     console = signed_in(up.url, (up.data / "admin.token").read_text().strip())

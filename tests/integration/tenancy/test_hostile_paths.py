@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from tests.integration.control.serving import Api, wait_for
 from tests.integration.tenancy import servers
 from tests.integration.tenancy.servers import QUEUE, Up, job
 
@@ -95,15 +94,6 @@ def up(world: Path, tmp_path: Path) -> Iterator[Up]:
     served.stop()
 
 
-def ended(api: Api, run_id: str) -> dict[str, Any]:
-    view: dict[str, Any] = wait_for(
-        lambda: (r := api.get(f"/api/v1/runs/{run_id}"))["phase"] in ("Succeeded", "Failed") and r,
-        f"run {run_id} ended",
-        timeout=120,
-    )
-    return view
-
-
 def test_every_plant_is_refused_with_its_reason_and_nothing_of_its_target_comes_back(
     up: Up, world: Path
 ) -> None:
@@ -122,7 +112,7 @@ def test_every_plant_is_refused_with_its_reason_and_nothing_of_its_target_comes_
         pipeline("prep", {"prep": param_step(f"echo {ALICE_VALUE} > {{{{outputs.r}}}}")}),
     )
     first = alice.post("/api/v1/pipelines/prep/runs", {})["id"]
-    assert ended(alice, first)["phase"] == "Succeeded"
+    assert alice.wait_run(first)["phase"] == "Succeeded"
     alices = world / "data-workspace" / "runs" / first / "prep" / "r"
 
     planted = plants(up.data, root_only, alices)
@@ -133,8 +123,8 @@ def test_every_plant_is_refused_with_its_reason_and_nothing_of_its_target_comes_
     hostile = bob.post("/api/v1/pipelines/plants/runs", {})["id"]
     again = alice.post("/api/v1/pipelines/prep/runs", {"cache": "off"})["id"]
 
-    assert ended(alice, again)["phase"] == "Succeeded"  # the FIFO held no one up
-    run = ended(bob, hostile)
+    assert alice.wait_run(again)["phase"] == "Succeeded"  # the FIFO held no one up
+    run = bob.wait_run(hostile)
     assert run["phase"] == "Failed"
     reasons = {unit["unit"]: unit["reason"] for unit in run["steps"]}
     for step, (_, words) in planted.items():

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.control.serving import wait_for
 from tests.integration.tenancy import servers
 from tests.integration.tenancy.servers import QUEUE, Up
 
@@ -47,13 +46,7 @@ def test_a_users_run_keeps_its_artifacts_in_a_workspace_of_their_own(up: Up, wor
     alice = up.user("alice")
     alice.post("/api/v1/pipelines", WHO)
     run_id = alice.post("/api/v1/pipelines/who/runs", {})["id"]
-    view = wait_for(
-        lambda: (
-            (r := alice.get(f"/api/v1/runs/{run_id}"))["phase"] in ("Succeeded", "Failed") and r
-        ),
-        "the run ended",
-        timeout=60,
-    )
+    view = alice.wait_run(run_id)
     assert view["phase"] == "Succeeded", view
     run_dir = world / "data-workspace" / "runs" / run_id
     uid = run_dir.stat().st_uid
