@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -201,16 +202,13 @@ def test_a_mount_source_must_be_a_real_directory_the_user_can_read(
         check_mount_source(str(closed / "inner"), reader=STRANGER)
     with pytest.raises(TenantPathRefused, match="not an absolute path"):
         check_mount_source("data", reader=None)
-    closed.chmod(0o711)  # entered, not listed: reachable, as on the host
-    yard.chmod(0o755)
-    tmp_path.chmod(0o755)
-    if _passable(tmp_path):  # pytest's base directory may not let others pass
-        check_mount_source(str(closed), reader=STRANGER)
-
-
-def _passable(path: Path) -> bool:
-    """Whether every directory above ``path`` lets other users pass."""
-    return all(os.stat(p).st_mode & 0o001 for p in path.parents)
+    # Where every directory on the way lets others pass (pytest's own base may not):
+    # a directory they may enter is a source, though they cannot list it.
+    with tempfile.TemporaryDirectory(dir="/tmp") as base:
+        os.chmod(base, 0o711)
+        reachable = Path(base) / "entered"
+        reachable.mkdir(mode=0o711)
+        check_mount_source(str(reachable), reader=STRANGER)
 
 
 def test_a_tail_is_read_without_following_a_link_or_opening_a_fifo(yard: Path) -> None:
