@@ -125,8 +125,11 @@ def write_record(path: Path, record: ProcessRecord) -> None:
     """
     partial = path.with_suffix(".tmp")
     try:
-        # ROOT/records/JOB/TASK/process.json: ROOT is the data dir, the server's own.
-        make_dirs(Place(path.parents[3], "/".join(path.parent.parts[-3:])), owner=None)
+        # ROOT/records/JOB/TASK/process.json: ROOT is the data dir, the server's own,
+        # made here when no database made it first (an executor of its own, say).
+        root = path.parents[3]
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(Place(root, "/".join(path.parent.parts[-3:])), owner=None)
         partial.unlink(missing_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         with os.fdopen(os.open(partial, flags, 0o600), "w") as out:
