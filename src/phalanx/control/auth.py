@@ -25,6 +25,8 @@ from phalanx.control.store.models import TokenRow, UserRow
 
 TOKEN_PREFIX = "phx_"
 ADMIN_TOKEN_FILE = "admin.token"
+#: The key the agents on a Ray cluster's nodes obey (``executors.ray.agent``).
+AGENT_KEY_FILE = "agent.key"
 
 
 class UserRole(StrEnum):
@@ -109,6 +111,20 @@ def bootstrap_admin(db: Database, data_dir: Path) -> str | None:
         handle.write(token + "\n")
     path.chmod(0o600)
     return token
+
+
+def kept_secret(path: Path) -> str:
+    """The secret in ``path`` (a file of the server's data dir, mode 0600), made there
+    at its first use: 32 random bytes in hex. The same in every later run on that data
+    dir, so what a server handed it to (its Ray agents) knows it again after a restart."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    secret = secrets.token_hex(32)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(secret + "\n")
+    return secret
 
 
 class TokenCache:

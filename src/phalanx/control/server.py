@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from phalanx.control.app import create_app
-from phalanx.control.auth import bootstrap_admin
+from phalanx.control.auth import AGENT_KEY_FILE, bootstrap_admin, kept_secret
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
 from phalanx.control.controllers.views import HostFacts
@@ -379,6 +379,12 @@ def default_workspace(data_dir: Path, *, per_user: bool) -> Path:
     return data_dir / "workspace"
 
 
+def ray_namespace(data_dir: Path) -> str:
+    """The Ray namespace of the server on ``data_dir``: its agents' names live there."""
+    digest = hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:12]
+    return f"phalanx-{digest}"
+
+
 def ray_cluster(
     settings: ServerSettings,
     tasks_dir: Path,
@@ -388,8 +394,8 @@ def ray_cluster(
 ) -> RayCluster:
     """Connect to the Ray cluster of ``settings`` and follow it (``executors.ray``).
 
-    Its namespace is the data dir's (one server's agents are never another's); each
-    node's agent keeps its records and tasks under ``TASKS_DIR-ray/<node>`` on its node.
+    Its namespace is the data dir's (one server's agents are never another's), and its
+    agents obey the key kept in the data dir (``AGENT_KEY_FILE``); each node's agent keeps its records and tasks under ``TASKS_DIR-ray/<node>`` on its node.
     A ``--cluster`` document's nodes lend their declared GPUs to the Ray nodes of the
     same name. Raises ``InvalidInput`` without an address, or when it has no node."""
     from phalanx.executors.ray.cluster import RayCluster, connect  # noqa: PLC0415
@@ -400,12 +406,12 @@ def ray_cluster(
             field="--ray-address",
             fix="give the head's host:port, as `ray start --head` printed it",
         )
-    digest = hashlib.sha256(str(settings.data_dir.absolute()).encode()).hexdigest()[:12]
-    namespace = f"phalanx-{digest}"
+    namespace = ray_namespace(settings.data_dir)
     connect(settings.ray_address, namespace)
     declared = cluster_nodes(settings.cluster) if settings.cluster is not None else ()
     cluster = RayCluster(
         namespace=namespace,
+        key=kept_secret(settings.data_dir / AGENT_KEY_FILE),
         agent_root=tasks_dir.with_name(f"{tasks_dir.name}-ray"),
         per_user=per_user,
         limits=limits,

@@ -10,7 +10,7 @@ import pytest
 
 from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from tests.integration.control.serving import Api
-from tests.integration.ray.test_executor import Served, log_of, tasks_of
+from tests.integration.ray.served import Served, log_of, tasks_of
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
 """Where a server keeps its own data and where its tasks run, per identity mode.
 
-- The data dir (database, admin token, the records of task processes) is the server's
-  alone: created with mode 0700, and with per-user identities an existing one that lets
-  anyone else in is closed (0700) at start, since SQLite creates its files readable by all.
+- The data dir (database, admin token, the Ray agents' key, the records of task
+  processes) is the server's alone: created with mode 0700, and with per-user identities
+  an existing one that lets anyone else in is closed (0700) at start, since SQLite
+  creates its files readable by all.
 - Task directories live in the tasks dir. Without per-user identities it is
   ``DATA_DIR/tasks``, as it always was: every task runs as the server and can read the
   data dir anyway. With per-user identities a task must reach its own directory by its

@@ -22,27 +22,37 @@ Guarantees:
 - its tasks die with it (``LocalExecutor``'s ``tasks_die_with_it``): when the node's
   Ray dies, so do they, as Ray's own workers do, and none runs on unseen after phalanx
   reported it LOST and started its gang elsewhere;
+- it obeys its server alone: it is made with the digest of the server's key
+  (``key_digest``; the key itself lives in the server's data dir, never in Ray), and
+  every call must present the key as its first argument, or is refused with
+  ``AgentRefused`` before it does anything. Ray's token authentication keeps everyone
+  else off the cluster; the key keeps a caller that has Ray's token (a driver on any
+  node, a task run as Ray's user) from commanding the agent;
 - every call is serialised on one lock (the executor is not thread-safe); ``events``
   waits outside it.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import hmac
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from phalanx.domain.errors import InvalidInput
+from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import LogStream, TaskEvent
 from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
+from phalanx.executors.ray.nodes import Probe, probe
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.rendezvous import free_ports
 from phalanx.executors.taskgroups import LimitDefaults
@@ -56,6 +66,39 @@ AGENT_CONCURRENCY: Final = 16
 def agent_name(node: str) -> str:
     """The Ray actor name of ``node``'s agent."""
     return AGENT_PREFIX + node
+
+
+def key_digest(key: str) -> str:
+    """What an agent keeps of its server's key: its SHA-256, in hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class AgentRefused(PhalanxError):
+    """A call to an agent that did not present its server's key."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _obeys(
+    method: Callable[Concatenate[NodeAgent, _P], _R],
+) -> Callable[Concatenate[NodeAgent, str, _P], _R]:
+    """``method``, callable only with the server's key before its own arguments."""
+
+    @functools.wraps(method)
+    def guarded(agent: NodeAgent, key: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if not hmac.compare_digest(key_digest(str(key)), agent.digest):
+            raise AgentRefused(
+                f"the agent of {agent.settings.node} obeys its server alone: "
+                f"{method.__name__} was called without that server's key"
+            )
+        return method(agent, *args, **kwargs)
+
+    # Ray reads a method's signature (following ``__wrapped__``) to check each call's
+    # arguments: it must see the key's parameter.
+    del guarded.__wrapped__
+    return guarded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,13 +152,16 @@ def _planned_only(bind: Bind) -> TaskLaunch:
 
 
 class NodeAgent:
-    """The actor's class (see the module docstring); ``RayCluster`` makes it remote."""
+    """The actor's class (see the module docstring); ``RayCluster`` makes it remote.
+    ``digest`` is its server's ``key_digest``; every method but ``__init__`` takes the
+    key first."""
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, digest: str) -> None:
         settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(settings.data_dir, 0o700)
         settings.tasks_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
         self.settings = settings
+        self.digest = digest
         self._news = threading.Event()
         self._lock = threading.Lock()
         self._refused: list[TaskEvent] = []  # starts of tasks still running here
@@ -130,6 +176,7 @@ class NodeAgent:
             tasks_die_with_it=True,
         )
 
+    @_obeys
     def configure(self, settings: AgentSettings) -> str:
         """Run with ``settings`` (a restarted server's) from now on, without stopping a
         task: identities and limits apply to every start after this call. Directories
@@ -156,14 +203,18 @@ class NodeAgent:
             "while it runs no task)"
         )
 
-    def ping(self) -> str:
-        """The node's address (a cheap call that proves the agent answers)."""
-        return self.settings.address
+    @_obeys
+    def probe(self) -> Probe:
+        """What the node is (``nodes.probe``: its address as Ray sees it, its GPUs and
+        container runtime), seen from here."""
+        return probe()
 
+    @_obeys
     def free_ports(self, count: int) -> tuple[int, ...]:
         """``count`` distinct ports free on the node's address a moment ago."""
         return free_ports(count, self.settings.address)
 
+    @_obeys
     def launch(self, planned: Sequence[PlannedStart], now: float) -> None:
         """Start the planned tasks (``LocalExecutor.launch``); their STARTED or
         FAILED_TO_START come with the next ``events``.
@@ -184,12 +235,14 @@ class NodeAgent:
             self._executor.launch(fresh, now=now)
         self._news.set()
 
+    @_obeys
     def stop(self, evictions: Sequence[Evict], now: float, grace: float) -> None:
         """SIGTERM now, SIGKILL ``grace`` seconds after ``now`` (``LocalExecutor.stop``)."""
         with self._lock:
             self._executor.stop(evictions, now=now, grace=grace)
         self._news.set()
 
+    @_obeys
     def events(self, wait: float) -> Report:
         """What happened since the last call, once there is news or ``wait`` seconds
         have passed; stop deadlines due by then are enforced first."""
@@ -200,6 +253,7 @@ class NodeAgent:
             self._refused = []
             return Report(events=events, records=self._executor.records())
 
+    @_obeys
     def adopt(self, records: Iterable[ProcessRecord], now: float) -> None:
         """Re-attach the recorded tasks of this node (``LocalExecutor.adopt``); those
         live here already are left alone, the others are reported by ``events``."""
@@ -207,27 +261,33 @@ class NodeAgent:
             self._executor.adopt(records, now=now)
         self._news.set()
 
+    @_obeys
     def recorded(self, job: str, task: str) -> ProcessRecord | None:
         """The record the task's last start on this node left, if any."""
         with self._lock:
             return self._executor.recorded(job, task)
 
+    @_obeys
     def ran(self, job: str, task: str) -> bool:
         """True when the task has a directory on this node (it ran here)."""
         return self._executor.workdir(job, task).is_dir()
 
+    @_obeys
     def log_size(self, job: str, task: str, stream: LogStream) -> int:
         """How many bytes the task's ``stream`` holds on this node."""
         return self._executor.logs(job, task, stream).size()
 
+    @_obeys
     def log_read(self, job: str, task: str, stream: LogStream, offset: int, limit: int) -> bytes:
         """Up to ``limit`` bytes of the task's ``stream`` from ``offset``."""
         return self._executor.logs(job, task, stream).read(offset, limit)
 
+    @_obeys
     def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:
         """The task's progress report on this node (``LocalExecutor.progress``)."""
         return self._executor.progress(job, task, limit)
 
+    @_obeys
     def close(self) -> None:
         """Let go of the launcher and empty cgroup parents; the tasks keep running."""
         with self._lock:

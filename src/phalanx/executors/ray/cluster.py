@@ -1,14 +1,18 @@
 """The Ray cluster as phalanx sees it: its nodes, their agents, and the news from both.
 
 ``RayCluster`` connects to a running Ray cluster (``ray.init(address=...)``: never
-``"local"`` or ``"auto"``, which could start a cluster or attach a stale one), reads its
-nodes (``nodes.discover``), makes sure every alive node has its agent (``agent``), and
-keeps watching: every ``refresh`` seconds it reads Ray's node table, probes the nodes
+``"local"`` or ``"auto"``, which could start a cluster or attach a stale one), makes
+sure every alive node has its agent (``agent``), has each probe its node
+(``nodes.probe``), and keeps watching: every ``refresh`` seconds it reads Ray's node table, probes the nodes
 that joined (or whose raylet restarted), marks those Ray declared dead, and calls
 ``on_change``. A second thread, the pump, keeps one ``events`` call outstanding on every
 agent and queues what they report (``take``); it calls ``on_news`` when it queued
 something. An agent that dies on a node Ray still calls alive is replaced, and the
 replacement re-adopts the node's tasks from the records its predecessor last reported.
+
+Every call to an agent presents the server's key (``AgentHandle``; the agent obeys no
+one else, ``agent``'s docstring). An agent that refuses it belongs to another server
+(or to this data dir before its key was lost): its node is left out, said once.
 
 How fast a lost node is noticed is Ray's health check: ``period x threshold`` plus a
 timeout (``RAY_health_check_period_ms``, ``..._failure_threshold``, ``..._timeout_ms``
@@ -31,12 +35,14 @@ from phalanx.domain.node import Node
 from phalanx.executors.base import NodeState
 from phalanx.executors.ray.agent import (
     AGENT_CONCURRENCY,
+    AgentRefused,
     AgentSettings,
     NodeAgent,
     Report,
     agent_name,
+    key_digest,
 )
-from phalanx.executors.ray.nodes import discover, node_name
+from phalanx.executors.ray.nodes import Probe, node_name, probed_node
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.taskgroups import LimitDefaults
 
@@ -54,9 +60,32 @@ AMBIGUOUS_ADDRESSES: Final = frozenset({"", "local", "auto"})
 NODE_ID_LABEL: Final = "ray.io/node-id"
 
 
+class AgentHandle:
+    """A node agent's actor handle that presents the server's key with every call:
+    ``handle.launch.remote(*args)`` is the agent's ``launch(key, *args)``."""
+
+    __slots__ = ("_actor", "_key")
+
+    def __init__(self, actor: Any, key: str) -> None:
+        self._actor = actor
+        self._key = key
+
+    def __getattr__(self, method: str) -> _KeyedMethod:
+        return _KeyedMethod(getattr(self._actor, method), self._key)
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyedMethod:
+    method: Any  # the actor method's handle
+    key: str
+
+    def remote(self, *args: Any) -> Any:
+        return self.method.remote(self.key, *args)
+
+
 @dataclass(slots=True)
 class _Agent:
-    handle: Any  # the actor handle
+    handle: AgentHandle | None
     node: str
     pending: Any = None  # the outstanding ``events`` call
     records: list[ProcessRecord] = field(default_factory=list)
@@ -88,7 +117,8 @@ def connect(address: str, namespace: str) -> None:
 class RayCluster:
     """Nodes and agents of one Ray cluster (see the module docstring).
 
-    ``agent_root`` is where on each node its agent keeps its data dir and tasks dir
+    ``key`` is the server's secret, which its agents obey (kept in its data dir, handed
+    to no one). ``agent_root`` is where on each node its agent keeps its data dir and tasks dir
     (``<agent_root>/<node>/data`` and ``.../tasks``). ``declared`` maps node names to a
     Cluster document's nodes (for GPUs a node's probe cannot see). Call ``start`` once,
     ``close`` at the end; ``state``, ``take`` and ``agent`` may be called from any thread.
@@ -98,6 +128,7 @@ class RayCluster:
         self,
         *,
         namespace: str,
+        key: str,
         agent_root: Path,
         per_user: bool = False,
         limits: LimitDefaults | None = None,
@@ -107,6 +138,7 @@ class RayCluster:
         on_news: Callable[[], object] | None = None,
     ) -> None:
         self.namespace = namespace
+        self._key = key
         self.agent_root = agent_root
         self._per_user = per_user
         self._limits = limits
@@ -118,6 +150,7 @@ class RayCluster:
         self._refreshing = threading.Lock()  # one reader of the node table at a time
         self._state = NodeState()
         self._ids: dict[str, str] = {}  # node name -> Ray node id it was probed with
+        self._refusals: set[str] = set()  # Ray node ids whose agent refused the key (said)
         self._agents: dict[str, _Agent] = {}
         self._reports: list[tuple[str, Report]] = []
         self._stop = threading.Event()
@@ -130,8 +163,8 @@ class RayCluster:
         """The nodes as last read (replaced whole on each change: no lock needed)."""
         return self._state
 
-    def agent(self, node: str) -> Any:
-        """The actor handle of ``node``'s agent. Raises ``KeyError`` for a node without
+    def agent(self, node: str) -> AgentHandle:
+        """The handle of ``node``'s agent (with the key). Raises ``KeyError`` for a node without
         one (never seen, or its agent died and has no successor yet)."""
         with self._lock:
             handle = self._agents[node].handle
@@ -185,23 +218,15 @@ class RayCluster:
         import ray  # noqa: PLC0415
 
         table: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
-        alive_ids = {
-            str(info["NodeManagerAddress"]): str(info["NodeID"])
-            for info in table
-            if info.get("Alive")
-        }
-        alive_names = {node_name(address): node_id for address, node_id in alive_ids.items()}
-        joined = {n for n, node_id in alive_names.items() if self._ids.get(n) != node_id}
+        infos = {node_name(str(i["NodeManagerAddress"])): i for i in table if i.get("Alive")}
+        ids = {name: str(info["NodeID"]) for name, info in infos.items()}
         state = self._state
         nodes = {node.name: node for node in state.nodes}
-        if joined:
-            for node in discover(self._declared):
-                if node.name in joined:  # taken in once its agent answers; else next round
-                    node_id = node.labels.get(NODE_ID_LABEL, "")
-                    self._ensure_agent(node, node_id)
-                    nodes[node.name] = node
-                    self._ids[node.name] = node_id
-        alive = frozenset(n for n in alive_names if n in nodes and n not in self._dead_agents())
+        joined = self._join([infos[n] for n in sorted(infos) if self._ids.get(n) != ids[n]])
+        for node in joined:
+            nodes[node.name] = node
+            self._ids[node.name] = ids[node.name]
+        alive = frozenset(n for n in infos if n in nodes and n not in self._dead_agents())
         if alive == state.alive and not joined:
             return
         self._state = NodeState(nodes=tuple(nodes.values()), alive=alive, version=state.version + 1)
@@ -214,49 +239,84 @@ class RayCluster:
         with self._lock:
             return {node for node, agent in self._agents.items() if agent.handle is None}
 
-    def _ensure_agent(self, node: Node, node_id: str) -> None:
-        """Find the node's agent by name and hand it this server's settings
-        (``NodeAgent.configure``: its tasks go on), or start it there (Ray node
-        ``node_id``)."""
+    def _join(self, infos: list[dict[str, Any]]) -> list[Node]:
+        """The nodes of ``infos`` (entries of ``ray.nodes()``) whose agent answers, each
+        as its agent probed it. Each node's agent is found by name and handed this
+        server's settings (``NodeAgent.configure``: its tasks go on), or started there;
+        all in one round of calls. A node whose agent does not answer in time is left
+        for the next round; one whose agent refuses the key, left out (said once)."""
+        import ray  # noqa: PLC0415
+
+        calls = []
+        for info in infos:
+            name = node_name(str(info["NodeManagerAddress"]))
+            settings = AgentSettings(
+                node=name,
+                address=str(info["NodeManagerAddress"]),
+                data_dir=self.agent_root / name / "data",
+                tasks_dir=self.agent_root / name / "tasks",
+                per_user=self._per_user,
+                limits=self._limits,
+            )
+            agent = AgentHandle(self._actor(settings, str(info["NodeID"])), self._key)
+            calls.append((info, agent, agent.configure.remote(settings), agent.probe.remote()))
+        deadline = time.monotonic() + AGENT_START_TIMEOUT
+        joined = []
+        for info, agent, configured, probed in calls:
+            name, node_id = node_name(str(info["NodeManagerAddress"])), str(info["NodeID"])
+            try:
+                kept: str = ray.get(configured, timeout=max(0.0, deadline - time.monotonic()))
+                seen: Probe = ray.get(probed, timeout=max(0.0, deadline - time.monotonic()))
+            except AgentRefused as refused:
+                if node_id not in self._refusals:
+                    self._refusals.add(node_id)
+                    log.error(
+                        "Ray node %s is left out: %s. Its agent (%s in namespace %s) serves "
+                        "another server, or this data dir's before its key was lost; once "
+                        "its tasks may die, ray.kill it and this server makes its own",
+                        name, refused, agent_name(name), self.namespace,
+                    )  # fmt: skip
+                continue
+            except Exception as error:  # not up yet, or the node died meanwhile
+                log.info("the agent of Ray node %s did not answer: %s", name, error)
+                continue
+            if kept:
+                log.warning("%s", kept)
+            joined.append(probed_node(info, seen, self._declared.get(name)))
+            with self._lock:
+                previous = self._agents.get(name)
+                records = previous.records if previous is not None else []
+                self._agents[name] = _Agent(handle=agent, node=name, records=records)
+            if records:  # a replacement: take over what its predecessor ran
+                agent.adopt.remote(records, time.time())
+        return joined
+
+    def _actor(self, settings: AgentSettings, node_id: str) -> Any:
+        """The actor of the agent of ``settings.node``, found by name or started on Ray
+        node ``node_id`` (without waiting for it)."""
         import ray  # noqa: PLC0415
         from ray.util.scheduling_strategies import (  # noqa: PLC0415
             NodeAffinitySchedulingStrategy,
         )
 
-        name = agent_name(node.name)
-        settings = AgentSettings(
-            node=node.name,
-            address=node.address or "",
-            data_dir=self.agent_root / node.name / "data",
-            tasks_dir=self.agent_root / node.name / "tasks",
-            per_user=self._per_user,
-            limits=self._limits,
-        )
-        handle: Any
+        name = agent_name(settings.node)
         try:
-            handle = ray.get_actor(name, namespace=self.namespace)
+            return ray.get_actor(name, namespace=self.namespace)
         except ValueError:  # none yet
-            remote = ray.remote(NodeAgent)
-            handle = remote.options(
-                name=name,
-                namespace=self.namespace,
-                lifetime="detached",
-                get_if_exists=True,
-                num_cpus=0,
-                num_gpus=0,
-                max_concurrency=AGENT_CONCURRENCY,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-            ).remote(settings)
-        ray.get(handle.ping.remote(), timeout=AGENT_START_TIMEOUT)  # next round retries
-        kept = ray.get(handle.configure.remote(settings), timeout=AGENT_START_TIMEOUT)
-        if kept:
-            log.warning("%s", kept)
-        with self._lock:
-            previous = self._agents.get(node.name)
-            records = previous.records if previous is not None else []
-            self._agents[node.name] = _Agent(handle=handle, node=node.name, records=records)
-        if records:  # a replacement: take over what its predecessor ran
-            handle.adopt.remote(records, time.time())
+            return (
+                ray.remote(NodeAgent)
+                .options(
+                    name=name,
+                    namespace=self.namespace,
+                    lifetime="detached",
+                    get_if_exists=True,
+                    num_cpus=0,
+                    num_gpus=0,
+                    max_concurrency=AGENT_CONCURRENCY,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+                )
+                .remote(settings, key_digest(self._key))
+            )
 
     def _pump(self) -> None:
         import ray  # noqa: PLC0415
@@ -265,7 +325,7 @@ class RayCluster:
             with self._lock:
                 agents = [a for a in self._agents.values() if a.handle is not None]
                 for agent in agents:
-                    if agent.pending is None:
+                    if agent.pending is None and agent.handle is not None:
                         agent.pending = agent.handle.events.remote(EVENTS_WAIT)
                 pending = {agent.pending: agent for agent in agents}
             if not pending:

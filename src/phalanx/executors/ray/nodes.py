@@ -10,23 +10,22 @@ For each alive node of the Ray cluster the driver is connected to:
 - its labels are Ray's (``ray.io/node-id`` among them) and the probe's (the node's
   container runtime, ``containers.node_labels``); its address is Ray's
   ``NodeManagerAddress``, where its tasks' peers reach them;
-- its GPUs come from a probe that runs *on that node* through Ray (hard node affinity,
-  no CPU or GPU asked, so it runs on a busy node too): NVML there, where nvidia-ml-py
-  and a driver are (``executors.gpus``). A node whose probe finds none takes the GPUs of
+- its GPUs come from a probe that runs *on that node*, in its agent (pinned there, and
+  already running when a server restarts, so a restart probes in one round trip):
+  NVML there, where nvidia-ml-py and a driver are (``executors.gpus``). A node whose probe finds none takes the GPUs of
   the declared node of the same name (a Cluster document's), when that declares as
   many; else its cards are known by count alone. phalanx must be importable on every
   node (it is installed beside Ray), since the probe is its code.
 
-``discover`` reads the cluster (I/O through Ray); ``ray_node`` is the mapping alone.
+``probe`` runs on the node; ``ray_node`` and ``probed_node`` are the mapping alone.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import GPU_MODEL_LABEL, Gpu, Node
@@ -35,9 +34,6 @@ from phalanx.executors.containers import node_labels
 from phalanx.executors.gpus import nvidia_gpus
 
 log = logging.getLogger(__name__)
-
-#: How long ``discover`` waits for every node's probe.
-PROBE_TIMEOUT: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,52 +93,24 @@ def _cards(count: int, probed: Sequence[Gpu], declared: Node | None) -> tuple[Gp
 
 
 def probe() -> Probe:
-    """Run on a node (``discover`` sends it there): its address and its GPUs."""
+    """Run on a node (by its agent): its address as Ray knows it, its GPUs and its
+    container runtime's labels."""
     import ray  # noqa: PLC0415  # the optional extra: only a Ray worker runs this
 
     address = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
     return Probe(address=address, gpus=nvidia_gpus(), labels=node_labels())
 
 
-def discover(
-    declared: Mapping[str, Node] | None = None, *, timeout: float = PROBE_TIMEOUT
-) -> list[Node]:
-    """Every alive node of the Ray cluster this process is connected to (``ray.init``),
-    in Ray's order, with its GPUs probed on it; a node that dies while it is probed is
-    left out. ``declared`` maps node names to their declaration (a Cluster document's
-    nodes). Raises Ray's ``GetTimeoutError`` when the probes take over ``timeout``
-    seconds, and ``InvalidInput`` when a probe ran on another node than the one it was
-    sent to (then the cluster's addresses are not what its nodes report: set each
-    node's ``--node-ip-address``)."""
-    import ray  # noqa: PLC0415  # the optional extra
-    from ray.util.scheduling_strategies import (  # noqa: PLC0415
-        NodeAffinitySchedulingStrategy,
-    )
-
-    every: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
-    infos = [info for info in every if info.get("Alive")]  # one may die meanwhile: skipped
-    remote = ray.remote(num_cpus=0)(probe)
-    pending = [
-        remote.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=info["NodeID"], soft=False)
-        ).remote()
-        for info in infos
-    ]
-    deadline = time.monotonic() + timeout
-    nodes = []
-    for info, reference in zip(infos, pending, strict=True):
-        address = str(info["NodeManagerAddress"])
-        try:
-            seen: Probe = ray.get(reference, timeout=max(0.0, deadline - time.monotonic()))
-        except (ray.exceptions.TaskUnschedulableError, ray.exceptions.NodeDiedError):
-            log.info("Ray node %s died while it was probed: not a node now", address)
-            continue
-        if seen.address != address:
-            raise InvalidInput(
-                f"the probe sent to Ray node {address} ran at {seen.address}",
-                field="--ray-address",
-                fix="start every Ray node with --node-ip-address set to its own address",
-            )
-        name = node_name(address)
-        nodes.append(ray_node(info, seen.gpus, (declared or {}).get(name), seen.labels))
-    return nodes
+def probed_node(info: Mapping[str, Any], seen: Probe, declared: Node | None) -> Node:
+    """The phalanx node for ``info`` (an entry of ``ray.nodes()``) as ``seen`` by a probe
+    run on it (by its agent). Raises ``InvalidInput`` when the probe ran at another
+    address than Ray's for the node (then the cluster's addresses are not what its
+    nodes report: set each node's ``--node-ip-address``)."""
+    address = str(info["NodeManagerAddress"])
+    if seen.address != address:
+        raise InvalidInput(
+            f"the probe sent to Ray node {address} ran at {seen.address}",
+            field="--ray-address",
+            fix="start every Ray node with --node-ip-address set to its own address",
+        )
+    return ray_node(info, seen.gpus, declared, seen.labels)
