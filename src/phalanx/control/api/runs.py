@@ -16,10 +16,10 @@ from sqlalchemy import and_, or_, select
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
-from phalanx.control.controllers.workflow import ACTIVE
 from phalanx.control.schemas.bodies import ResumeRun
 from phalanx.control.schemas.views import RunPage, RunView, StepView
 from phalanx.control.store.models import JobRow, RunRow
+from phalanx.control.store.runs import ACTIVE
 from phalanx.domain.errors import InvalidInput
 from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
 

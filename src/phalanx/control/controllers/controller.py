@@ -19,17 +19,18 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload
 
 from phalanx.control.controllers import adoption
-from phalanx.control.controllers.core import TERMINAL, Core, Rows, Timing
+from phalanx.control.controllers.core import Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
+from phalanx.control.store import Session
+from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow, NodeRow, QueueRow, TaskRow
+from phalanx.control.store.models import JobRow
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions, by_job
@@ -78,7 +79,6 @@ class Intent(StrEnum):
 ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
 #: The Unix identity a user's tasks run as (raises ``InvalidInput`` for a user without).
 IdentityOf = Callable[[str], TaskIdentity]
-_ACTIVE = [p.value for p in JobPhase if p not in TERMINAL]
 _Arg = TypeVar("_Arg")
 
 
@@ -235,12 +235,7 @@ class Controller:
         with self.db.session() as session:
             self._read_nodes(session)
             self._rebuild(session, force=True)
-            rows = session.scalars(
-                select(JobRow)
-                .where(JobRow.ingested.is_(True), JobRow.phase.in_(_ACTIVE))
-                .order_by(JobRow.id)
-                .options(selectinload(JobRow.tasks))
-            ).all()
+            rows = stored_jobs.active_with_tasks(session)
             records = []
             for row in rows:
                 try:
@@ -433,12 +428,7 @@ class Controller:
         job's other columns still hold their defaults)."""
         with self._changed_lock:
             offered, self._offered = self._offered, {}
-        rows = session.execute(
-            select(JobRow.id, JobRow.name, JobRow.created_at)
-            .where(JobRow.ingested.is_(False))
-            .order_by(JobRow.id)
-            .limit(10_000)
-        ).all()
+        rows = stored_jobs.not_ingested(session, limit=10_000)
         # An offer newer than every row read was committed after this read began: kept for
         # the next tick. Older offers not read were taken in already, or deleted: dropped.
         newest = rows[-1].id if rows else -1
@@ -451,20 +441,10 @@ class Controller:
         # Jobs stored by another process (or before a restart) are read from the store.
         created = {row.id: row.created_at for row in rows if row.id not in offered}
         if created:
-            for job_id, document in session.execute(
-                select(JobRow.id, JobRow.document).where(JobRow.id.in_(created))
-            ):
+            for job_id, document in stored_jobs.documents(session, created).items():
                 spec = JobDocument.model_validate(document)
                 offered[job_id] = spec.to_domain(creation_time=created[job_id])
-        wanted = {row.id for row in rows}
-        task_ids: dict[int, dict[str, int]] = {}
-        for task_id, name, job_id in session.execute(
-            select(TaskRow.id, TaskRow.name, TaskRow.job_id).where(
-                TaskRow.job_id.between(rows[0].id, rows[-1].id)
-            )
-        ):
-            if job_id in wanted:
-                task_ids.setdefault(job_id, {})[name] = task_id
+        task_ids = stored_jobs.task_ids(session, rows[0].id, rows[-1].id)
         core = self.core
         for row in rows:
             core.journal.job(row.id, ingested=True)
@@ -478,22 +458,14 @@ class Controller:
         self.core.decided = True
 
     def _cancels(self, session: Session) -> None:
-        names = session.scalars(
-            select(JobRow.name).where(JobRow.cancel_requested.is_(True), JobRow.phase.in_(_ACTIVE))
-        ).all()
-        for name in names:
+        for name in stored_jobs.cancel_requested(session):
             self._guarded(name, self._cancel, name)
 
     def _cancel(self, name: str) -> None:
         self.core.record(self.core.life.cancel(name, "cancelled by request", now=self.core.now))
 
     def _scales(self, session: Session) -> None:
-        rows = session.execute(
-            select(JobRow.id, JobRow.name, JobRow.document).where(
-                JobRow.scale_requested.is_(True), JobRow.phase.in_(_ACTIVE)
-            )
-        ).all()
-        for row_id, name, document in rows:
+        for row_id, name, document in stored_jobs.scale_requested(session):
             self._guarded(name, self._scale, (name, document))
             self.core.journal.job(row_id, scale_requested=False)
 
@@ -551,12 +523,11 @@ class Controller:
 
     def _rebuild(self, session: Session, *, force: bool = False) -> None:
         """Rebuild the engine state when the queues changed (or at start-up)."""
-        seen = session.execute(select(func.count(), func.max(QueueRow.updated_at))).one()
-        version = (int(seen[0]), seen[1])
+        version = stored_cluster.queues_version(session)
         if version == self._queues_seen and not force:
             return
         self._queues_seen = version
-        queues = queues_of(session.scalars(select(QueueRow)).all())
+        queues = queues_of(stored_cluster.queues(session))
         core = self.core
         ready = {node.name: self._ready(node) for node in self.nodes}
         core.record(core.life.rebuild(new_state(self.nodes, queues, ready)))
@@ -565,12 +536,11 @@ class Controller:
         return Lifecycle(state, self._policy)
 
     def _read_nodes(self, session: Session) -> None:
-        seen = session.execute(select(func.count(), func.max(NodeRow.updated_at))).one()
-        version = (int(seen[0]), seen[1])
+        version = stored_cluster.nodes_version(session)
         if version == self._nodes_seen:
             return
         self._nodes_seen = version
-        rows = session.scalars(select(NodeRow)).all()
+        rows = stored_cluster.nodes(session)
         self._schedulable = {row.name: not (row.cordoned or row.draining) for row in rows}
         self._apply_schedulable()
         self._draining = {row.name for row in rows if row.draining}

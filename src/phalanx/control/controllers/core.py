@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from phalanx.control.controllers.journal import Journal
+from phalanx.control.store.journal import Journal
 from phalanx.domain.job import TaskPhase
 from phalanx.engine.decisions import Bind, Evict, by_job
 from phalanx.engine.lifecycle import (

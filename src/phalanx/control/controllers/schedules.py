@@ -25,19 +25,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
 from phalanx.control.controllers.runs import new_run
-from phalanx.control.store.models import PipelineRow, RunRow
-from phalanx.workflow import CronSchedule, PipelineDocument, RunPhase, resolve
+from phalanx.control.store import Session
+from phalanx.control.store import runs as stored_runs
+from phalanx.control.store.models import RunRow
+from phalanx.workflow import CronSchedule, PipelineDocument, resolve
 from phalanx.workflow.parts import ScheduleSpec
 
 log = logging.getLogger(__name__)
 
 #: Firings older than this (seconds) when they are noticed are not started.
 CATCH_UP: Final = 86_400.0
-_ACTIVE: Final = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
 
 
 def latest_firing(cron: CronSchedule, after: float, now: float) -> tuple[float | None, int]:
@@ -71,8 +69,7 @@ def next_firing(schedule: ScheduleSpec | None, after: float) -> float | None:
 def fire_due(session: Session, now: float) -> list[str]:
     """Start the runs due (see the module docstring); the ids of those started."""
     started = []
-    pipelines = session.scalars(select(PipelineRow).order_by(PipelineRow.name)).all()
-    for row in pipelines:
+    for row in stored_runs.pipelines(session):
         schedule = schedule_of(row.document)
         if schedule is None:
             continue
@@ -88,22 +85,13 @@ def fire_due(session: Session, now: float) -> list[str]:
         run_id = _run_id(row.name, firing)
         if session.get(RunRow, run_id) is not None:
             continue  # started before a restart
-        active = session.scalars(
-            select(RunRow.id).where(
-                RunRow.pipeline == row.name,
-                RunRow.scheduled_at.is_not(None),
-                RunRow.phase.in_(_ACTIVE),
-            )
-        ).all()
+        active = stored_runs.active_scheduled(session, row.name)
         policy = schedule.concurrency_policy
         if active and policy == "skip":
             log.info("pipeline %s: firing skipped, runs still under way: %s", row.name, active)
             continue
         if active and policy == "replace":
-            session.execute(
-                update(RunRow).where(RunRow.id.in_(active)).values(stop_requested=True),
-                execution_options={"synchronize_session": False},
-            )
+            stored_runs.request_stop(session, active)
         document = PipelineDocument.model_validate(row.document)  # only when it fires
         params = resolve(document.spec.declared_params(), {})
         session.add(

@@ -50,8 +50,6 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.caching import (
@@ -62,12 +60,14 @@ from phalanx.control.controllers.caching import (
     store,
 )
 from phalanx.control.controllers.controller import Controller, Intent
-from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.hashing import Hashes, NotYetHashed
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
 from phalanx.control.controllers.schedules import fire_due
+from phalanx.control.store import Session
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow, PipelineRow, RunRow
+from phalanx.control.store.models import PipelineRow, RunRow
 from phalanx.control.submit import check_queues, store_jobs
 from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.job import JobPhase
@@ -110,8 +110,6 @@ PASSAGE_MODE = 0o711
 #: The mode of every other directory the controller makes.
 PRIVATE_MODE = 0o700
 #: Run phases the controller still works on.
-ACTIVE = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
-_TERMINAL_JOBS = [p.value for p in TERMINAL]
 #: Sub-pipelines nest at most this deep (a run, its child, the child's child ...).
 MAX_NESTING = 5
 #: Plans made in one tick for one run, at most (each records something, so a run needs
@@ -203,9 +201,7 @@ class Workflows:
                 fire_due(session, now)
             self._schedules_minute = now // 60
         with self.db.session() as session:
-            ids = session.scalars(
-                select(RunRow.id).where(RunRow.phase.in_(ACTIVE)).order_by(RunRow.created_at)
-            ).all()
+            ids = stored_runs.active_ids(session)
         for run_id in ids:
             try:
                 self._advance(run_id)
@@ -222,24 +218,14 @@ class Workflows:
         now = self.clock()
         with self.db.write() as session:
             row = session.get(RunRow, run_id)
-            if row is None or row.phase not in ACTIVE:
+            if row is None or row.phase not in stored_runs.ACTIVE:
                 return
             work = _Tick()
             phase = self._plan_run(session, row, now, work)
             stored = store_jobs(session, work.jobs) if work.jobs else []
             if work.cancel:
-                session.execute(
-                    update(JobRow)
-                    .where(JobRow.name.in_(work.cancel), JobRow.phase.not_in(_TERMINAL_JOBS))
-                    .values(cancel_requested=True),
-                    execution_options={"synchronize_session": False},
-                )
-                session.execute(  # the child runs of sub-pipeline units
-                    update(RunRow)
-                    .where(RunRow.id.in_(work.cancel), RunRow.phase.in_(ACTIVE))
-                    .values(stop_requested=True),
-                    execution_options={"synchronize_session": False},
-                )
+                stored_jobs.request_cancel(session, work.cancel)
+                stored_runs.request_stop(session, work.cancel)  # sub-pipeline units' runs
             if phase is not RunPhase.RUNNING:
                 row.finished_at = now
                 row.message = _summary(row, phase)
@@ -254,7 +240,7 @@ class Workflows:
     def _fail(self, run_id: str, message: str) -> None:
         with self.db.write() as session:
             row = session.get(RunRow, run_id)
-            if row is not None and row.phase in ACTIVE:
+            if row is not None and row.phase in stored_runs.ACTIVE:
                 row.phase, row.message, row.finished_at = (
                     RunPhase.FAILED.value,
                     message,
@@ -337,20 +323,7 @@ class Workflows:
             self._observe_children(session, graph, children, stopping, now)
         if not waiting:
             return
-        jobs = {
-            job.name: job
-            for job in session.execute(
-                select(
-                    JobRow.name,
-                    JobRow.phase,
-                    JobRow.reason,
-                    JobRow.message,
-                    JobRow.started_at,
-                    JobRow.finished_at,
-                    JobRow.preemptions,
-                ).where(JobRow.name.in_([r.job for r in waiting.values()]))
-            )
-        }
+        jobs = stored_jobs.outcomes(session, [r.job for r in waiting.values()])
         for unit, unit_record in sorted(waiting.items()):
             job = jobs.get(unit_record.job)
             if job is None:
@@ -393,14 +366,7 @@ class Workflows:
         now: float,
     ) -> None:
         """Feed the ended child runs of Running sub-pipeline units to their units."""
-        runs = {
-            run.id: run
-            for run in session.execute(
-                select(
-                    RunRow.id, RunRow.phase, RunRow.message, RunRow.created_at, RunRow.finished_at
-                ).where(RunRow.id.in_([r.job for r in waiting.values()]))
-            )
-        }
+        runs = stored_runs.children(session, [r.job for r in waiting.values()])
         for unit, unit_record in sorted(waiting.items()):
             child = runs.get(unit_record.job)
             if child is None:
@@ -584,12 +550,10 @@ class Workflows:
             detail: dict[str, Any] = refused.detail  # type: ignore[assignment]
             _end(unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now)
             return
-        held = session.execute(
-            select(JobRow.user, JobRow.document).where(JobRow.name == name)
-        ).one_or_none()
+        held = stored_jobs.owner_and_document(session, name)
         if held is None:
             work.jobs.append(document)
-        elif held.user != row.user or _run_of(held.document) != _label(row.id):
+        elif held[0] != row.user or _run_of(held[1]) != _label(row.id):
             _end(
                 unit,
                 unit_record,
@@ -743,13 +707,11 @@ def _ancestry(session: Session, row: RunRow) -> list[str]:
     chain = [row.pipeline]
     parent = row.parent
     while parent is not None and len(chain) <= MAX_NESTING:
-        found = session.execute(
-            select(RunRow.pipeline, RunRow.parent).where(RunRow.id == parent)
-        ).one_or_none()
+        found = stored_runs.lineage(session, parent)
         if found is None:
             break
-        chain.append(found.pipeline)
-        parent = found.parent
+        chain.append(found[0])
+        parent = found[1]
     return chain
 
 

@@ -1,0 +1,155 @@
+"""Jobs and their tasks in the store: every query of ``JobRow`` and ``TaskRow``.
+
+Phases are stored as their values; "active" means not terminal (``lifecycle.TERMINAL``).
+Reads return rows or plain tuples; writes go through the session's unit of work (or
+``journal`` for the controller's batched ones) and are committed by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, selectinload
+
+from phalanx.control.store.models import EventRow, JobRow, TaskRow
+from phalanx.domain.job import JobPhase
+from phalanx.engine.lifecycle import TERMINAL
+
+#: The stored values of the phases a job may still leave.
+ACTIVE: tuple[str, ...] = tuple(p.value for p in JobPhase if p not in TERMINAL)
+#: The stored values of the phases a job never leaves.
+ENDED: tuple[str, ...] = tuple(p.value for p in TERMINAL)
+
+
+class NewJob(NamedTuple):
+    """A job the API stored that the controller has not taken in yet."""
+
+    id: int
+    name: str
+    created_at: float
+
+
+class JobOutcome(NamedTuple):
+    """What a pipeline's step reads of its job."""
+
+    name: str
+    phase: str
+    reason: str
+    message: str
+    started_at: float | None
+    finished_at: float | None
+    preemptions: int
+
+
+def outcomes(session: Session, names: Iterable[str]) -> dict[str, JobOutcome]:
+    """The jobs ``names`` that exist, by name (see ``JobOutcome``)."""
+    query = select(
+        JobRow.name,
+        JobRow.phase,
+        JobRow.reason,
+        JobRow.message,
+        JobRow.started_at,
+        JobRow.finished_at,
+        JobRow.preemptions,
+    ).where(JobRow.name.in_(list(names)))
+    return {row.name: JobOutcome(*row) for row in session.execute(query)}
+
+
+def start_times(session: Session, names: Iterable[str]) -> dict[str, float | None]:
+    """When each of the jobs ``names`` that exist started (None: not yet), by name."""
+    query = select(JobRow.name, JobRow.started_at).where(JobRow.name.in_(list(names)))
+    return {row.name: row.started_at for row in session.execute(query)}
+
+
+def by_name(session: Session, name: str) -> JobRow | None:
+    """The job called ``name``, if any."""
+    return session.scalar(select(JobRow).where(JobRow.name == name))
+
+
+def owner(session: Session, name: str) -> str | None:
+    """The user who submitted job ``name``; None when there is no such job."""
+    return session.scalar(select(JobRow.user).where(JobRow.name == name))
+
+
+def owner_and_document(session: Session, name: str) -> tuple[str, dict[str, Any]] | None:
+    """Job ``name``'s user and stored document; None when there is no such job."""
+    found = session.execute(select(JobRow.user, JobRow.document).where(JobRow.name == name)).first()
+    return None if found is None else (found[0], found[1])
+
+
+def active_with_tasks(session: Session) -> Sequence[JobRow]:
+    """Every taken-in job still active, oldest first, with its tasks loaded."""
+    return session.scalars(
+        select(JobRow)
+        .where(JobRow.ingested.is_(True), JobRow.phase.in_(ACTIVE))
+        .order_by(JobRow.id)
+        .options(selectinload(JobRow.tasks))
+    ).all()
+
+
+def not_ingested(session: Session, limit: int) -> list[NewJob]:
+    """Up to ``limit`` jobs not taken in by the controller yet, oldest first (plain
+    column reads: a new job's other columns still hold their defaults)."""
+    rows = session.execute(
+        select(JobRow.id, JobRow.name, JobRow.created_at)
+        .where(JobRow.ingested.is_(False))
+        .order_by(JobRow.id)
+        .limit(limit)
+    )
+    return [NewJob(*row) for row in rows]
+
+
+def documents(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The stored documents of the jobs ``ids``, by id."""
+    query = select(JobRow.id, JobRow.document).where(JobRow.id.in_(list(ids)))
+    return {row.id: row.document for row in session.execute(query)}
+
+
+def task_ids(session: Session, first: int, last: int) -> dict[int, dict[str, int]]:
+    """The task row ids of the jobs with ids from ``first`` to ``last``: job id ->
+    task name -> task id."""
+    found: dict[int, dict[str, int]] = {}
+    for task_id, name, job_id in session.execute(
+        select(TaskRow.id, TaskRow.name, TaskRow.job_id).where(TaskRow.job_id.between(first, last))
+    ):
+        found.setdefault(job_id, {})[name] = task_id
+    return found
+
+
+def cancel_requested(session: Session) -> Sequence[str]:
+    """The names of the active jobs whose cancel was asked for."""
+    return session.scalars(
+        select(JobRow.name).where(JobRow.cancel_requested.is_(True), JobRow.phase.in_(ACTIVE))
+    ).all()
+
+
+def scale_requested(session: Session) -> list[tuple[int, str, dict[str, Any]]]:
+    """(id, name, document) of each active job whose owner asked for a new size."""
+    rows = session.execute(
+        select(JobRow.id, JobRow.name, JobRow.document).where(
+            JobRow.scale_requested.is_(True), JobRow.phase.in_(ACTIVE)
+        )
+    )
+    return [(row_id, name, document) for row_id, name, document in rows]
+
+
+def request_cancel(session: Session, names: Iterable[str], *, delete: bool = False) -> int:
+    """Ask the controller to cancel the jobs ``names`` that have not ended (and, with
+    ``delete``, to delete them once ended). How many jobs were asked (0: all ended)."""
+    flags = {"cancel_requested": True, **({"delete_requested": True} if delete else {})}
+    marked = session.execute(
+        update(JobRow)
+        .where(JobRow.name.in_(list(names)), JobRow.phase.not_in(ENDED))
+        .values(**flags),
+        execution_options={"synchronize_session": False},
+    )
+    return int(marked.rowcount)  # type: ignore[attr-defined]
+
+
+def events(session: Session, job_id: int) -> Sequence[EventRow]:
+    """The events of job ``job_id``, oldest first."""
+    return session.scalars(
+        select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
+    ).all()
