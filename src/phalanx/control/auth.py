@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
+from phalanx.control.store import Session
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import TokenRow, UserRow
 
@@ -100,7 +99,7 @@ def bootstrap_admin(db: Database, data_dir: Path) -> str | None:
     """On a store with no users, create ``admin`` with a token saved to ``admin.token``
     (mode 0600) and return the token; otherwise None. That token never expires."""
     with db.session() as session:
-        if session.scalar(select(UserRow.id).limit(1)) is not None:
+        if stored_users.any_user(session):
             return None
         admin = UserRow(name="admin", role=UserRole.ADMIN.value, created_at=time.time())
         session.add(admin)
@@ -166,7 +165,7 @@ class TokenCache:
         with self._lock:
             generation = self._generation
         with self._db.session() as session:
-            row = session.scalar(select(TokenRow).where(TokenRow.digest == key))
+            row = stored_users.token(session, key)
             if row is None:
                 holder, expires_at = None, None
             else:

@@ -12,12 +12,12 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
-from sqlalchemy import func, select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal, TokenCache, UserRole, issue_token
 from phalanx.control.schemas.bodies import TokenRequest
 from phalanx.control.schemas.views import TokenInfoView, TokenView
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import TokenRow, UserRow
 
 TokenId = Annotated[
@@ -31,9 +31,7 @@ router = APIRouter(prefix="/api/v1", tags=["tokens"], responses=errors(401, 422)
 def list_tokens(name: str, caller: Caller, session: DbSession) -> list[TokenInfoView]:
     """``name``'s tokens, oldest first, without their secrets (users: their own)."""
     user = _owner(session, name, caller, "list the tokens of")
-    rows = session.scalars(
-        select(TokenRow).where(TokenRow.user_id == user.id).order_by(TokenRow.id)
-    )
+    rows = stored_users.tokens(session, user.id)
     now = time.time()
     return [_info(row, caller, now) for row in rows]
 
@@ -66,7 +64,10 @@ def revoke_token(token_id: TokenId, caller: Caller, session: DbSession, request:
             field="token_id",
             fix="list your tokens: phalanx token list",
         )
-    if row.user.role == UserRole.ADMIN.value and not _other_admin_token(session, row.id):
+    admin = UserRole.ADMIN.value
+    if row.user.role == admin and not stored_users.another_token_of_role(
+        session, admin, row.id, time.time()
+    ):
         raise ApiError(
             409,
             f"token {token_id} is the last valid token of any admin; without it nobody "
@@ -102,26 +103,10 @@ def _owner(session: DbSession, name: str, caller: Principal, verb: str) -> UserR
             field="name",
             fix="name yourself, or ask an admin",
         )
-    user = session.scalar(select(UserRow).where(UserRow.name == name))
+    user = stored_users.user(session, name)
     if user is None:
         raise ApiError(404, f"no user named {name!r}", field="name", fix="create the user first")
     return user
-
-
-def _other_admin_token(session: DbSession, token_id: int) -> bool:
-    """True when an admin holds a valid token besides ``token_id``."""
-    now = time.time()
-    query = (
-        select(func.count())
-        .select_from(TokenRow)
-        .join(UserRow, TokenRow.user_id == UserRow.id)
-        .where(
-            UserRow.role == UserRole.ADMIN.value,
-            TokenRow.id != token_id,
-            (TokenRow.expires_at.is_(None)) | (TokenRow.expires_at > now),
-        )
-    )
-    return bool(session.scalar(query))
 
 
 def _info(row: TokenRow, caller: Principal, now: float) -> TokenInfoView:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter, Request
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, errors
 from phalanx.control.api.tokens import token_view
 from phalanx.control.auth import TokenCache, issue_token
 from phalanx.control.schemas.bodies import NewUser
 from phalanx.control.schemas.views import TokenView, UserView
+from phalanx.control.store import IntegrityError
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import UserRow
 from phalanx.control.tenancy import IdentityRefused, Tenancy
 
@@ -36,7 +36,7 @@ def list_users(_: Admin, session: DbSession) -> list[UserView]:
     """Every user, by name, with the uid their tasks run as."""
     return [
         UserView(name=u.name, role=u.role, uid=u.uid, account=u.account)
-        for u in session.scalars(select(UserRow).order_by(UserRow.name))
+        for u in stored_users.users(session)
     ]
 
 
@@ -69,7 +69,7 @@ def delete_user(name: str, caller: Admin, session: DbSession, request: Request) 
     """Delete a user and revoke their tokens (their jobs stay)."""
     if name == caller.name:
         raise ApiError(409, "an admin cannot delete themselves", fix="ask another admin")
-    user = session.scalar(select(UserRow).where(UserRow.name == name))
+    user = stored_users.user(session, name)
     if user is None:
         raise ApiError(404, f"no user named {name!r}", field="name", fix="list users")
     session.delete(user)

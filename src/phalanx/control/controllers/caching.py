@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from phalanx.control.store import cache
+from phalanx.control.store import Session, cache
 from phalanx.control.store.models import CacheEntryRow
 from phalanx.tenantfs import TenantPathRefused
 from phalanx.workflow.cache import (

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import os
 
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
+from phalanx.control.store import IntegrityError, Session
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import UserRow
 from phalanx.control.tenancy.accounts import ACCOUNT_FIELD, IdentityRefused, allocate, map_account
@@ -119,7 +117,7 @@ class Tenancy:
         if not self.per_user:
             return []
         with db.write() as session:
-            bare = list(session.scalars(select(UserRow).where(UserRow.uid.is_(None))))
+            bare = stored_users.without_identity(session)
             for user in bare:
                 _give_identity(session, user, None, self.uids)
             return [user.name for user in bare]
@@ -127,7 +125,7 @@ class Tenancy:
     def count_users(self, db: Database) -> int:
         """How many users the store holds."""
         with db.session() as session:
-            return int(session.scalar(select(func.count(UserRow.id))) or 0)
+            return stored_users.count(session)
 
 
 def _give_identity(session: Session, user: UserRow, account: str | None, uids: UidRange) -> None:

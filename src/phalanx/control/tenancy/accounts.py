@@ -18,9 +18,8 @@ import os
 import pwd
 import time
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
+from phalanx.control.store import Session
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import TaskUidRow, UserRow
 from phalanx.control.tenancy.modes import UIDS_FLAG, UidRange
 from phalanx.domain.errors import InvalidInput
@@ -60,7 +59,7 @@ def map_account(session: Session, user: UserRow, account: str) -> None:
             field=ACCOUNT_FIELD,
             fix="name an account that is not root and not in group 0",
         )
-    holder = session.scalar(select(UserRow.name).where(UserRow.uid == entry.pw_uid))
+    holder = stored_users.holder_of_uid(session, entry.pw_uid)
     if holder is not None:
         raise IdentityRefused(
             409,
@@ -74,8 +73,7 @@ def map_account(session: Session, user: UserRow, account: str) -> None:
 def allocate(session: Session, user: UserRow, uids: UidRange) -> None:
     """Give ``user`` the lowest uid of ``uids`` never allocated and unknown to the host,
     with the same gid; ``IdentityRefused`` (409) when none is left."""
-    given = set(session.scalars(select(TaskUidRow.uid).where(TaskUidRow.uid >= uids.first)))
-    taken = given | set(session.scalars(select(UserRow.uid).where(UserRow.uid.is_not(None))))
+    taken = stored_users.uids_taken(session, uids.first)
     for uid in range(uids.first, uids.last + 1):
         if uid in taken or id_on_host(uid):
             continue

@@ -6,10 +6,8 @@ import os
 import pwd
 import threading
 
-from sqlalchemy import select
-
+from phalanx.control.store import users as stored_users
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import UserRow
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.identity import TaskIdentity
 
@@ -37,7 +35,7 @@ class Identities:
         if known is not None:
             return known
         with self._db.session() as session:
-            row = session.scalar(select(UserRow).where(UserRow.name == user))
+            row = stored_users.user(session, user)
             found = None if row is None else (row.uid, row.gid, row.account)
         if found is None or found[0] is None or found[1] is None:
             raise InvalidInput(
