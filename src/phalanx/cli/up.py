@@ -177,9 +177,8 @@ def up(
 
 
 def _server(settings: ServerSettings) -> Server:
-    from sqlalchemy.exc import SQLAlchemyError  # noqa: PLC0415
-
     from phalanx.control.server import Server  # noqa: PLC0415
+    from phalanx.control.store import SQLAlchemyError  # noqa: PLC0415
     from phalanx.domain.errors import InvalidInput  # noqa: PLC0415
 
     try:

@@ -14,7 +14,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
@@ -37,6 +36,7 @@ from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.metrics import Metrics
+from phalanx.control.store import DataError
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.control.throttle import Throttle

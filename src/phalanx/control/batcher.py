@@ -18,12 +18,12 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-from sqlalchemy.exc import DataError, IntegrityError
-
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView
+from phalanx.control.store import DataError, IntegrityError
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
-from phalanx.control.submit import check_queues, name_taken, owner_of, store_jobs
+from phalanx.control.submit import check_queues, name_taken, store_jobs
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 
@@ -122,7 +122,7 @@ class SubmissionWriter:
         does not name the submitter's own job as such)."""
         try:
             with self._db.session() as session:
-                return owner_of(session, name)
+                return stored_jobs.owner(session, name)
         except Exception:
             log.exception("reading the owner of job %s failed", name)
             return None

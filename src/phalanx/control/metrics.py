@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
 
 from phalanx.control.history import History
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
-from phalanx.control.store.models import JobRow
 
 if TYPE_CHECKING:
     from phalanx.control.controllers.views import ClusterView
@@ -105,23 +104,12 @@ class _StateCollector(Collector):
         )
         now = time.time()
         with self._db.session() as session:
-            for queue, phase, count in session.execute(
-                select(JobRow.queue, JobRow.phase, func.count()).group_by(
-                    JobRow.queue, JobRow.phase
-                )
-            ):
+            for (queue, phase), count in stored_jobs.count_by_queue_and_phase(session).items():
                 jobs.add_metric([queue, phase], count)
-            for queue, reason, count in session.execute(
-                select(JobRow.queue, JobRow.reason, func.count())
-                .where(JobRow.phase.in_(_WAITING))
-                .group_by(JobRow.queue, JobRow.reason)
-            ):
+            waiting = stored_jobs.waiting_by_queue(session, _WAITING)
+            for (queue, reason), count in waiting.reasons.items():
                 reasons.add_metric([queue, reason], count)
-            for queue, since in session.execute(
-                select(JobRow.queue, func.min(JobRow.phase_time))
-                .where(JobRow.phase.in_(_WAITING))
-                .group_by(JobRow.queue)
-            ):
+            for queue, since in waiting.since.items():
                 starving.add_metric([queue], max(0.0, now - since))
         yield jobs
         yield reasons

@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Select, bindparam, insert, select
-from sqlalchemy.orm import Session
-
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
 from phalanx.control.schemas.views import JobView, TaskView
-from phalanx.control.store.models import JobRow, QueueRow, TaskRow
+from phalanx.control.store import Session
+from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.resources import Resources
@@ -64,31 +63,13 @@ def parse_job(raw: Any, caller: Principal, warn: Warn | None = None) -> JobDocum
     return document
 
 
-def _queue_lookup() -> Select[tuple[str, dict[str, Any], bool]]:
-    """Name, document and "has children" of the queues named by ``:names``."""
-    queues = QueueRow.metadata.tables[QueueRow.__tablename__]
-    child = queues.alias("child")
-    has_children = select(child.c.name).where(child.c.parent == queues.c.name).exists()
-    return select(queues.c.name, queues.c.document, has_children).where(
-        queues.c.name.in_(bindparam("names", expanding=True))
-    )
-
-
-_QUEUE_LOOKUP = _queue_lookup()  # built once: building it costs more than running it
-
-
 def check_queues(
     session: Session, submissions: Sequence[tuple[JobDocument, Principal]]
 ) -> list[ApiError | None]:
     """For each (job, submitter): None when the job's queue exists, is a leaf and lets the
     submitter in; otherwise the error to answer. One query for the whole batch."""
     names = sorted({document.spec.queue for document, _ in submissions})
-    found = {
-        name: (document, bool(leafless))
-        for name, document, leafless in session.connection().execute(
-            _QUEUE_LOOKUP, {"names": names}
-        )
-    }
+    found = stored_cluster.queue_documents(session, names)
     return [_queue_error(found.get(d.spec.queue), d, caller) for d, caller in submissions]
 
 
@@ -158,16 +139,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
         }
         for job, document in zip(jobs, documents, strict=True)
     ]
-    # Core statements on the session's connection: the ORM's bulk path costs twice as much.
-    connection = session.connection()
-    job_table, task_table = (JobRow.metadata.tables[row.__tablename__] for row in (JobRow, TaskRow))
-    ids = (
-        connection.execute(
-            insert(job_table).returning(job_table.c.id, sort_by_parameter_order=True), rows
-        )
-        .scalars()
-        .all()
-    )
+    ids = stored_jobs.insert_jobs(session, rows)
     tasks: list[dict[str, Any]] = [
         {
             "job_id": job_id,
@@ -180,7 +152,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
         for job, job_id in zip(jobs, ids, strict=True)
         for task in job.all_tasks()
     ]
-    connection.execute(insert(task_table), tasks)
+    stored_jobs.insert_tasks(session, tasks)
     by_job: dict[int, list[TaskView]] = {}
     counts: dict[int, int] = {}
     for task in tasks:
@@ -220,11 +192,6 @@ def requested(document: dict[str, Any]) -> dict[str, float]:
     for role in document["spec"]["roles"]:
         total = total + resources_of(role["resources"]).scaled(role["replicas"])
     return dict(total.items())
-
-
-def owner_of(session: Session, name: str) -> str | None:
-    """The user whose job is named ``name``, or None."""
-    return session.scalar(select(JobRow.user).where(JobRow.name == name))
 
 
 def name_taken(name: str, caller: Principal, owner: str | None) -> ApiError:

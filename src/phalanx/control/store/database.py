@@ -16,7 +16,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +24,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from phalanx.domain.errors import InvalidInput
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def ping(session: Session) -> None:
+    """Ask the database the smallest question; raises when it does not answer."""
+    session.execute(text("SELECT 1"))
 
 
 def sqlite_url(data_dir: Path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from phalanx.control.store.models import EventRow, JobRow, TaskRow
@@ -61,6 +61,50 @@ def start_times(session: Session, names: Iterable[str]) -> dict[str, float | Non
     """When each of the jobs ``names`` that exist started (None: not yet), by name."""
     query = select(JobRow.name, JobRow.started_at).where(JobRow.name.in_(list(names)))
     return {row.name: row.started_at for row in session.execute(query)}
+
+
+def insert_jobs(session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Insert job rows (their columns as dicts) in one statement; their ids, in order.
+    Raises ``IntegrityError`` when a name is taken (the caller rolls back)."""
+    # Core statements on the session's connection: the ORM's bulk path costs twice as much.
+    table = JobRow.metadata.tables[JobRow.__tablename__]
+    statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+    return list(session.connection().execute(statement, rows).scalars().all())
+
+
+def insert_tasks(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert task rows (their columns as dicts) in one statement."""
+    session.connection().execute(insert(TaskRow.metadata.tables[TaskRow.__tablename__]), rows)
+
+
+class Waiting(NamedTuple):
+    """The waiting jobs of each queue: how many wait for each reason, by (queue,
+    reason), and since when the longest has waited, by queue."""
+
+    reasons: dict[tuple[str, str], int]
+    since: dict[str, float]
+
+
+def count_by_queue_and_phase(session: Session) -> dict[tuple[str, str], int]:
+    """How many jobs each (queue, phase) holds."""
+    query = select(JobRow.queue, JobRow.phase, func.count()).group_by(JobRow.queue, JobRow.phase)
+    return {(queue, phase): count for queue, phase, count in session.execute(query)}
+
+
+def waiting_by_queue(session: Session, phases: Sequence[str]) -> Waiting:
+    """The jobs in ``phases`` (those that wait), per queue (see ``Waiting``)."""
+    waiting = JobRow.phase.in_(list(phases))
+    reasons = select(JobRow.queue, JobRow.reason, func.count()).where(waiting)
+    since = select(JobRow.queue, func.min(JobRow.phase_time)).where(waiting)
+    return Waiting(
+        reasons={
+            (queue, reason): count
+            for queue, reason, count in session.execute(
+                reasons.group_by(JobRow.queue, JobRow.reason)
+            )
+        },
+        since={row[0]: row[1] for row in session.execute(since.group_by(JobRow.queue))},
+    )
 
 
 def by_name(session: Session, name: str) -> JobRow | None:
