@@ -10,11 +10,11 @@ from typing import Annotated, Any, Final, TypeVar
 from fastapi import Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
 
 from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.schemas.views import ErrorView
+from phalanx.control.store import Session
 from phalanx.control.store.database import Database
 from phalanx.control.throttle import Throttle, address_key, retry_after
 from phalanx.domain.errors import DocumentError

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from phalanx.control.schemas.views import JobSummaryView, JobView, TaskView
+from phalanx.control.store import Session
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.control.submit import TASKS_INLINE, requested
 from phalanx.domain.job import HOLDS_RESOURCES, JobPhase
@@ -42,28 +41,13 @@ def tallies(session: Session, job_ids: Sequence[int]) -> dict[int, Tally]:
     found: dict[int, Tally] = {job_id: Tally() for job_id in job_ids}
     if not job_ids:
         return found
-    counted = (
-        select(TaskRow.job_id, TaskRow.role, TaskRow.phase, func.count())
-        .where(TaskRow.job_id.in_(job_ids))
-        .group_by(TaskRow.job_id, TaskRow.role, TaskRow.phase)
-    )
-    for job_id, role, phase, count in session.execute(counted):
+    for job_id, role, phase, count in stored_jobs.task_counts(session, job_ids):
         tally = found[job_id]
         tally.counts[phase] = tally.counts.get(phase, 0) + count
         if phase in _HOLDING:
             tally.held[role] = tally.held.get(role, 0) + count
-    placed = (
-        select(TaskRow.job_id, TaskRow.node)
-        .where(
-            TaskRow.job_id.in_(job_ids),
-            TaskRow.phase.in_(_HOLDING),
-            TaskRow.node.is_not(None),
-        )
-        .distinct()
-    )
-    for job_id, node in session.execute(placed):
-        if node is not None:  # never, by the query; for the type checker
-            found[job_id].nodes.add(node)
+    for job_id, node in stored_jobs.task_nodes(session, job_ids, _HOLDING):
+        found[job_id].nodes.add(node)
     return found
 
 
@@ -85,9 +69,7 @@ def job_view(
 ) -> JobView:
     """One job with its first ``TASKS_INLINE`` tasks (``places`` as for ``job_summaries``)."""
     tally = tallies(session, [row.id])[row.id]
-    tasks = session.scalars(
-        select(TaskRow).where(TaskRow.job_id == row.id).order_by(TaskRow.id).limit(TASKS_INLINE)
-    ).all()
+    tasks = stored_jobs.tasks(session, row.id, limit=TASKS_INLINE)
     return JobView(
         **_summary_fields(row, tally, places),
         tasks=[task_view(task) for task in tasks],

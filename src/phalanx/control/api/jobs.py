@@ -7,7 +7,6 @@ from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
-from sqlalchemy import select, update
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.api.job_views import job_summaries, job_view, task_view
@@ -17,18 +16,16 @@ from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
-from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.schemas.bodies import ScaleRequest
 from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskPage, WhyView
-from phalanx.control.store.models import EventRow, JobRow, TaskRow
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store.models import JobRow
 from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.executors.base import LogStream, TaskLog
 from phalanx.spec.job import JobDocument
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 422))
-
-_TERMINAL = [p.value for p in TERMINAL]
 
 
 #: Warning headers of one answer, at most (a document has few fields; this bounds it).
@@ -89,19 +86,15 @@ def list_jobs(
     """Jobs, oldest first (``order=newest``: newest first), a page at a time, each with
     its task counts by phase (not its tasks) and, while it waits, its place in its
     queue's line. Users see their own jobs; admins see all."""
-    newest = order == "newest"
-    query = select(JobRow).order_by(JobRow.id.desc() if newest else JobRow.id).limit(limit + 1)
-    if not caller.is_admin:
-        query = query.where(JobRow.user == caller.name)
-    elif user is not None:
-        query = query.where(JobRow.user == user)
-    if queue is not None:
-        query = query.where(JobRow.queue == queue)
-    if phase:
-        query = query.where(JobRow.phase.in_([p.value for p in phase]))
-    if after is not None:
-        query = query.where(JobRow.id < after if newest else JobRow.id > after)
-    rows = session.scalars(query).all()
+    rows = stored_jobs.page(
+        session,
+        limit=limit + 1,
+        newest=order == "newest",
+        user=user if caller.is_admin else caller.name,
+        queue=queue,
+        phases=[p.value for p in phase or ()],
+        after=after,
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     items = job_summaries(session, rows, controller.view.positions)
@@ -129,12 +122,9 @@ def list_tasks(
 ) -> TaskPage:
     """A job's tasks in order (role by role, replica by replica), a page at a time."""
     row = _visible(session, name, caller)
-    query = select(TaskRow).where(TaskRow.job_id == row.id).order_by(TaskRow.id).limit(limit + 1)
-    if phase:
-        query = query.where(TaskRow.phase.in_([p.value for p in phase]))
-    if after is not None:
-        query = query.where(TaskRow.id > after)
-    tasks = session.scalars(query).all()
+    tasks = stored_jobs.tasks(
+        session, row.id, limit=limit + 1, phases=[p.value for p in phase or ()], after=after
+    )
     more = len(tasks) > limit
     tasks = tasks[:limit]
     return TaskPage(
@@ -146,7 +136,7 @@ def list_tasks(
 def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Ask for the job to be cancelled: its tasks are stopped, then it is Cancelled."""
     row = _visible(session, name, caller)
-    live = row.phase not in _TERMINAL
+    live = row.phase not in stored_jobs.ENDED
     if live:
         row.cancel_requested = True
     view = job_view(session, row)
@@ -167,7 +157,7 @@ def scale_job(
     """Set the size the job's owner asks of its elastic role, within its range: replicas
     are added (and placed when there is room) or the highest are stopped."""
     row = _visible(session, name, caller)
-    if row.phase in _TERMINAL:
+    if row.phase in stored_jobs.ENDED:
         raise ApiError(
             409, f"job {name!r} has ended ({row.phase})", field="name", fix="scale a live job"
         )
@@ -206,16 +196,10 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
     removed by the controller once its tasks have stopped (``delete_requested``)."""
     row = _visible(session, name, caller)
     view = job_view(session, row)
-    if row.phase not in _TERMINAL:
+    if row.phase not in stored_jobs.ENDED:
         # Only while it is live: a job the controller ends meanwhile is deleted here
         # instead (its ending tick would not see a flag set after it).
-        marked = session.execute(
-            update(JobRow)
-            .where(JobRow.id == row.id, JobRow.phase.not_in(_TERMINAL))
-            .values(cancel_requested=True, delete_requested=True),
-            execution_options={"synchronize_session": False},
-        )
-        if marked.rowcount:  # type: ignore[attr-defined]
+        if stored_jobs.request_cancel(session, [row.name], delete=True):
             session.commit()
             controller.wake(Intent.CANCELS)
             view.cancel_requested = view.delete_requested = True
@@ -231,9 +215,7 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
 def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]:
     """What happened to the job, oldest first."""
     row = _visible(session, name, caller)
-    events = session.scalars(
-        select(EventRow).where(EventRow.job_id == row.id).order_by(EventRow.id)
-    )
+    events = stored_jobs.events(session, row.id)
     return [EventView(time=e.time, kind=e.kind, message=e.message) for e in events]
 
 
@@ -286,7 +268,9 @@ def job_logs(
         )
     chosen = _task_names(session, row, None if all_tasks else task or "")
     logs = [(each, _task_log(controller, row.name, each, stream)) for each in chosen]
-    live = JobLiveness(lambda: controller.view, row.name, stored_live=row.phase not in _TERMINAL)
+    live = JobLiveness(
+        lambda: controller.view, row.name, stored_live=row.phase not in stored_jobs.ENDED
+    )
     stopping = request.app.state.stopping.is_set
     if all_tasks:
         lines = (
@@ -312,23 +296,22 @@ def _task_log(controller: TheController, job: str, task: str, stream: LogStream)
 
 def _task_names(session: DbSession, row: JobRow, task: str | None) -> list[str]:
     """Every task of the job (``task`` None), or the one named ``task`` ("": its first)."""
-    names = select(TaskRow.name).where(TaskRow.job_id == row.id).order_by(TaskRow.id)
     if task is None:
-        return list(session.scalars(names))
-    found = session.scalar(names.where(TaskRow.name == task) if task else names.limit(1))
-    if found is None:
-        some = session.scalars(names.limit(20)).all()
+        return list(stored_jobs.task_names(session, row.id))
+    found = stored_jobs.task_names(session, row.id, name=task or None, limit=1)
+    if not found:
+        some = stored_jobs.task_names(session, row.id, limit=20)
         raise ApiError(
             404,
             f"job {row.name} has no task {task!r}",
             field="task",
             fix=f"one of: {', '.join(some)}",
         )
-    return [found]
+    return list(found)
 
 
 def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:
-    row = session.scalar(select(JobRow).where(JobRow.name == name))
+    row = stored_jobs.by_name(session, name)
     # Another user's job is reported as missing: its existence is not theirs to know.
     if row is None or (not caller.is_admin and row.user != caller.name):
         raise ApiError(

@@ -10,15 +10,15 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter
-from sqlalchemy import select
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.controller import Intent
-from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.schemas.views import GpuView, NodeView
-from phalanx.control.store.models import JobRow, NodeRow, TaskRow
+from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store.models import NodeRow
 
 router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401, 422))
 
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401,
 @router.get("", response_model=list[NodeView])
 def list_nodes(caller: Caller, session: DbSession, controller: TheController) -> list[NodeView]:
     """Every node, in the cluster's order (task names: the caller's own, or all for admins)."""
-    flags = {row.name: row for row in session.scalars(select(NodeRow))}
+    flags = {row.name: row for row in stored_cluster.nodes(session)}
     own = _own_tasks(session, caller)
     return [_view(node, flags.get(node.name), own) for node in controller.view.nodes]
 
@@ -88,16 +88,7 @@ def _own_tasks(session: DbSession, caller: Principal, *, node: str | None = None
     given); None for an admin, who may see every task."""
     if caller.is_admin:
         return None
-    query = (
-        select(TaskRow.node, TaskRow.name)
-        .join(JobRow, TaskRow.job_id == JobRow.id)
-        .where(
-            JobRow.user == caller.name,
-            JobRow.phase.not_in([p.value for p in TERMINAL]),
-            TaskRow.node.is_not(None) if node is None else TaskRow.node == node,
-        )
-    )
-    return frozenset((str(on), name) for on, name in session.execute(query))
+    return frozenset(stored_jobs.placed_tasks(session, caller.name, node))
 
 
 def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:

@@ -12,7 +12,6 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
-from sqlalchemy import select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, document_of, errors
 from phalanx.control.api.runs import poke, run_view
@@ -21,6 +20,7 @@ from phalanx.control.controllers.runs import new_run
 from phalanx.control.controllers.schedules import next_firing, schedule_of
 from phalanx.control.schemas.bodies import NewRun
 from phalanx.control.schemas.views import PipelineView, RunView
+from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput
 from phalanx.workflow import PipelineDocument, resolve
@@ -33,7 +33,7 @@ PipelineBody = Annotated[dict[str, Any], Body(description="a Pipeline document")
 @router.get("", response_model=list[PipelineView])
 def list_pipelines(_: Caller, session: DbSession) -> list[PipelineView]:
     """Every pipeline, by name."""
-    rows = session.scalars(select(PipelineRow).order_by(PipelineRow.name)).all()
+    rows = stored_runs.pipelines(session)
     return [_view(row) for row in rows]
 
 

@@ -6,7 +6,6 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
-from sqlalchemy import func, select
 
 from phalanx.control.api.deps import (
     Admin,
@@ -18,10 +17,11 @@ from phalanx.control.api.deps import (
     errors,
 )
 from phalanx.control.controllers.controller import Intent
-from phalanx.control.controllers.core import TERMINAL
 from phalanx.control.controllers.views import QueueUsage
 from phalanx.control.schemas.views import QueueView
-from phalanx.control.store.models import JobRow, QueueRow
+from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store.models import QueueRow
 from phalanx.domain.queue import ROOT_QUEUE
 from phalanx.spec.queue import QueueDocument
 
@@ -36,11 +36,9 @@ QueueBody = Annotated[
 def list_queues(_: Caller, session: DbSession, controller: TheController) -> list[QueueView]:
     """Every queue with its quotas, allocation and job counts, by name."""
     counts: dict[str, dict[str, int]] = {}
-    for queue, phase, count in session.execute(
-        select(JobRow.queue, JobRow.phase, func.count()).group_by(JobRow.queue, JobRow.phase)
-    ):
+    for (queue, phase), count in stored_jobs.count_by_queue_and_phase(session).items():
         counts.setdefault(queue, {})[phase] = count
-    rows = session.scalars(select(QueueRow).order_by(QueueRow.name)).all()
+    rows = stored_cluster.queues(session)
     usage = controller.view.queues
     return [_view(row, usage.get(row.name), counts.get(row.name, {})) for row in rows]
 
@@ -49,8 +47,7 @@ def list_queues(_: Caller, session: DbSession, controller: TheController) -> lis
 def get_queue(name: str, _: Caller, session: DbSession, controller: TheController) -> QueueView:
     """One queue."""
     row = _existing(session, name)
-    query = select(JobRow.phase, func.count()).where(JobRow.queue == name).group_by(JobRow.phase)
-    counts = dict(session.execute(query).all())
+    counts = stored_jobs.count_by_phase(session, name)
     return _view(row, controller.view.queues.get(name), counts)
 
 
@@ -107,15 +104,11 @@ def update_queue(
 def delete_queue(name: str, _: Admin, session: DbSession, controller: TheController) -> None:
     """Delete a queue that has no child queues and no live jobs."""
     row = _existing(session, name)
-    if session.scalar(select(QueueRow.name).where(QueueRow.parent == name).limit(1)):
+    if stored_cluster.has_children(session, name):
         raise ApiError(
             409, f"queue {name} has child queues", fix="delete or move its children first"
         )
-    live = session.scalar(
-        select(func.count()).where(
-            JobRow.queue == name, JobRow.phase.not_in([p.value for p in TERMINAL])
-        )
-    )
+    live = stored_jobs.count_active(session, name)
     if live:
         raise ApiError(
             409,
@@ -142,11 +135,7 @@ def _check_parent(session: DbSession, document: QueueDocument) -> None:
             field="spec.parent",
             fix="create the parent first",
         )
-    live = session.scalar(
-        select(func.count()).where(
-            JobRow.queue == parent, JobRow.phase.not_in([p.value for p in TERMINAL])
-        )
-    )
+    live = stored_jobs.count_active(session, parent)
     if live:
         raise ApiError(
             409,

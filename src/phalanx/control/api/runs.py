@@ -11,14 +11,15 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy import and_, or_, select
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
 from phalanx.control.schemas.bodies import ResumeRun
 from phalanx.control.schemas.views import RunPage, RunView, StepView
-from phalanx.control.store.models import JobRow, RunRow
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import runs as stored_runs
+from phalanx.control.store.models import RunRow
 from phalanx.control.store.runs import ACTIVE
 from phalanx.domain.errors import InvalidInput
 from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
@@ -47,22 +48,14 @@ def list_runs(
     """Runs, oldest first (without their units), a page at a time: your own; admins see
     every user's. Paging is by (creation time, id), so a page never repeats or skips a
     run, even as runs are made."""
-    query = select(RunRow).order_by(RunRow.created_at, RunRow.id).limit(limit + 1)
-    if not caller.is_admin:
-        query = query.where(RunRow.user == caller.name)
-    if pipeline is not None:
-        query = query.where(RunRow.pipeline == pipeline)
-    if phase:
-        query = query.where(RunRow.phase.in_([p.value for p in phase]))
-    if after is not None:
-        last = _visible(session, after, caller, field="after")
-        query = query.where(
-            or_(
-                RunRow.created_at > last.created_at,
-                and_(RunRow.created_at == last.created_at, RunRow.id > last.id),
-            )
-        )
-    rows = session.scalars(query).all()
+    rows = stored_runs.page(
+        session,
+        limit=limit + 1,
+        user=None if caller.is_admin else caller.name,
+        pipeline=pipeline,
+        phases=[p.value for p in phase or ()],
+        after=None if after is None else _visible(session, after, caller, field="after"),
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     return RunPage(
@@ -186,10 +179,7 @@ def _steps(session: DbSession, row: RunRow) -> list[StepView]:
     graph = build_graph(PipelineDocument.model_validate(row.document).spec)
     record = RunRecord.from_json(row.state)
     live = [r.job for r in record.units.values() if r.job and r.phase is Phase.RUNNING]
-    started: dict[str, Any] = {}
-    if live:
-        query = select(JobRow.name, JobRow.started_at).where(JobRow.name.in_(live))
-        started = {row.name: row.started_at for row in session.execute(query)}
+    started = stored_jobs.start_times(session, live) if live else {}
     views = []
     for step in [*graph.order, *graph.final]:
         units = sorted(u for u in record.units if u.step == step)

@@ -56,6 +56,12 @@ def queues(session: Session) -> Sequence[QueueRow]:
     return session.scalars(select(QueueRow).order_by(QueueRow.name)).all()
 
 
+def has_children(session: Session, queue: str) -> bool:
+    """Whether ``queue`` has a child queue."""
+    query = select(QueueRow.name).where(QueueRow.parent == queue).limit(1)
+    return session.scalar(query) is not None
+
+
 def nodes(session: Session) -> Sequence[NodeRow]:
     """Every node's stored flags (cordoned, draining), by name."""
     return session.scalars(select(NodeRow).order_by(NodeRow.name)).all()

@@ -107,6 +107,112 @@ def waiting_by_queue(session: Session, phases: Sequence[str]) -> Waiting:
     )
 
 
+def page(
+    session: Session,
+    *,
+    limit: int,
+    newest: bool = False,
+    user: str | None = None,
+    queue: str | None = None,
+    phases: Sequence[str] = (),
+    after: int | None = None,
+) -> Sequence[JobRow]:
+    """Up to ``limit`` jobs in id order (``newest``: newest first), past id ``after``
+    when given; of ``user`` and ``queue`` alone, and in ``phases``, when given."""
+    query = select(JobRow).order_by(JobRow.id.desc() if newest else JobRow.id).limit(limit)
+    if user is not None:
+        query = query.where(JobRow.user == user)
+    if queue is not None:
+        query = query.where(JobRow.queue == queue)
+    if phases:
+        query = query.where(JobRow.phase.in_(list(phases)))
+    if after is not None:
+        query = query.where(JobRow.id < after if newest else JobRow.id > after)
+    return session.scalars(query).all()
+
+
+def tasks(
+    session: Session,
+    job_id: int,
+    *,
+    limit: int | None = None,
+    phases: Sequence[str] = (),
+    after: int | None = None,
+) -> Sequence[TaskRow]:
+    """Job ``job_id``'s tasks in order (role by role, replica by replica): at most
+    ``limit``, past task id ``after``, and in ``phases``, when given."""
+    query = select(TaskRow).where(TaskRow.job_id == job_id).order_by(TaskRow.id).limit(limit)
+    if phases:
+        query = query.where(TaskRow.phase.in_(list(phases)))
+    if after is not None:
+        query = query.where(TaskRow.id > after)
+    return session.scalars(query).all()
+
+
+def task_names(
+    session: Session, job_id: int, *, name: str | None = None, limit: int | None = None
+) -> Sequence[str]:
+    """The names of job ``job_id``'s tasks in order (at most ``limit``); with ``name``,
+    that one alone if the job has it."""
+    query = select(TaskRow.name).where(TaskRow.job_id == job_id).order_by(TaskRow.id)
+    if name is not None:
+        query = query.where(TaskRow.name == name)
+    return session.scalars(query.limit(limit)).all()
+
+
+def task_counts(session: Session, job_ids: Sequence[int]) -> list[tuple[int, str, str, int]]:
+    """(job id, role, phase, tasks) for the jobs ``job_ids``."""
+    query = (
+        select(TaskRow.job_id, TaskRow.role, TaskRow.phase, func.count())
+        .where(TaskRow.job_id.in_(list(job_ids)))
+        .group_by(TaskRow.job_id, TaskRow.role, TaskRow.phase)
+    )
+    return [(job_id, role, phase, count) for job_id, role, phase, count in session.execute(query)]
+
+
+def task_nodes(
+    session: Session, job_ids: Sequence[int], phases: Sequence[str]
+) -> list[tuple[int, str]]:
+    """(job id, node) for each node a task in ``phases`` of the jobs ``job_ids`` is on."""
+    query = (
+        select(TaskRow.job_id, TaskRow.node)
+        .where(
+            TaskRow.job_id.in_(list(job_ids)),
+            TaskRow.phase.in_(list(phases)),
+            TaskRow.node.is_not(None),
+        )
+        .distinct()
+    )
+    return [(job_id, node) for job_id, node in session.execute(query) if node is not None]
+
+
+def count_by_phase(session: Session, queue: str) -> dict[str, int]:
+    """How many jobs of ``queue`` each phase holds."""
+    query = select(JobRow.phase, func.count()).where(JobRow.queue == queue)
+    return {row[0]: row[1] for row in session.execute(query.group_by(JobRow.phase))}
+
+
+def count_active(session: Session, queue: str) -> int:
+    """How many jobs of ``queue`` have not ended."""
+    query = select(func.count()).where(JobRow.queue == queue, JobRow.phase.not_in(ENDED))
+    return int(session.scalar(query) or 0)
+
+
+def placed_tasks(session: Session, user: str, node: str | None = None) -> set[tuple[str, str]]:
+    """(node, task name) of each task of ``user``'s active jobs that is on a node (on
+    ``node`` alone, when given)."""
+    query = (
+        select(TaskRow.node, TaskRow.name)
+        .join(JobRow, TaskRow.job_id == JobRow.id)
+        .where(
+            JobRow.user == user,
+            JobRow.phase.not_in(ENDED),
+            TaskRow.node.is_not(None) if node is None else TaskRow.node == node,
+        )
+    )
+    return {(str(on), name) for on, name in session.execute(query)}
+
+
 def by_name(session: Session, name: str) -> JobRow | None:
     """The job called ``name``, if any."""
     return session.scalar(select(JobRow).where(JobRow.name == name))
