@@ -6,7 +6,9 @@ import pytest
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine import default_config
+from phalanx.engine.decisions import Decisions
 from phalanx.engine.lifecycle import (
+    STAGES,
     Event,
     EventKind,
     JobChanged,
@@ -16,6 +18,7 @@ from phalanx.engine.lifecycle import (
     Stop,
     TaskEvent,
     TaskEventKind,
+    parts_by_job,
 )
 from phalanx.engine.lifecycle.effects import Effect
 from phalanx.engine.state import ClusterState
@@ -147,3 +150,40 @@ def test_a_failed_task_still_waits_its_backoff() -> None:
     life.on_event(_event(TaskEventKind.EXITED, tasks[0], exit_code=1), now=2.0)
     _settled(life, tasks, now=2.0)
     assert life.jobs["j"].not_before == 2.0 + RetryPolicy().delay(1)
+
+
+def test_a_sessions_parts_by_job_applied_in_turn_record_what_the_whole_does() -> None:
+    """Low-priority jobs run; a high-priority one arrives and preempts: one session
+    that admits, evicts, binds and leaves jobs waiting. The controller applies it a
+    job's part at a time (``parts_by_job``); the simulator applies it whole."""
+
+    def lifecycle() -> tuple[Lifecycle, Decisions]:
+        life = Lifecycle(ClusterState(make_nodes(2), [make_queue()]))
+        for n in range(4):
+            life.submit(make_job(f"low{n}", gpus=4, phase=JobPhase.PENDING), now=0.0)
+        for start in life.apply(life.state.cycle(default_config(), now=1.0), now=1.0):
+            for bind in start.binds if isinstance(start, Start) else ():
+                started = TaskEvent(
+                    kind=TaskEventKind.STARTED,
+                    time=1.0,
+                    job=bind.job,
+                    task=bind.task,
+                    node=bind.node,
+                )
+                life.on_event(started, now=1.0)
+        life.submit(make_job("high", gpus=4, priority=10, phase=JobPhase.PENDING), now=2.0)
+        life.submit(make_job("wide", gpus=8, replicas=4, phase=JobPhase.PENDING), now=2.0)
+        return life, life.state.cycle(default_config(), now=3.0)
+
+    whole, decisions = lifecycle()
+    parted, same = lifecycle()
+    assert same == decisions
+    assert decisions.evictions and decisions.unschedulable  # the stages this is about
+    parts = parts_by_job(decisions)
+    stages = [next(s for s in STAGES if getattr(part, s)) for _, part in parts]
+    assert stages == sorted(stages, key=STAGES.index)  # stage by stage
+    expected = whole.apply(decisions, now=3.0)
+    assert [e for _, part in parts for e in parted.apply(part, now=3.0)] == expected
+    assert {n: (j.phase, j.reason) for n, j in parted.jobs.items()} == {
+        n: (j.phase, j.reason) for n, j in whole.jobs.items()
+    }

@@ -33,13 +33,14 @@ from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
-from phalanx.engine.decisions import Bind, Decisions, by_job
+from phalanx.engine.decisions import Bind, Decisions
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.lifecycle import (
     Lifecycle,
     RetryPolicy,
     TaskEvent,
     TaskEventKind,
+    parts_by_job,
 )
 from phalanx.engine.snapshot import ON_NODE, TaskStatus
 from phalanx.engine.state import ClusterState
@@ -355,18 +356,10 @@ class Controller:
             self.core.record(self.core.life.on_event(event, now=self.core.now))
 
     def _apply(self, decisions: Decisions) -> None:
-        """Hand a session's Decisions to the lifecycle a job at a time (admissions, then
-        evictions, binds, new sizes, then reasons, as one ``apply`` would)."""
-        stages: tuple[tuple[str, Sequence[Any]], ...] = (
-            ("admitted", decisions.admitted),
-            ("evictions", decisions.evictions),
-            ("binds", decisions.binds),
-            ("resized", decisions.resized),
-            ("unschedulable", decisions.unschedulable),
-        )
-        for field_name, items in stages:
-            for job, mine in by_job(items).items():
-                self._guarded(job, self._decided, Decisions(**{field_name: tuple(mine)}))
+        """Hand a session's Decisions to the lifecycle a job's part at a time, in the
+        lifecycle's own order (``parts_by_job``), so that one job's error fails it alone."""
+        for job, part in parts_by_job(decisions):
+            self._guarded(job, self._decided, part)
 
     def _decided(self, part: Decisions) -> None:
         self.core.record(self.core.life.apply(part, now=self.core.now))

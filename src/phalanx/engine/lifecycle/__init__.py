@@ -17,13 +17,14 @@ from phalanx.engine.lifecycle.effects import (
 )
 from phalanx.engine.lifecycle.jobs import BACKOFF, MAX_BACKOFF, Ending, JobLife, RetryPolicy
 from phalanx.engine.lifecycle.ledger import PHASE_OF_STATUS, TERMINAL
-from phalanx.engine.lifecycle.reducer import Lifecycle
+from phalanx.engine.lifecycle.reducer import STAGES, Lifecycle, parts_by_job
 
 __all__ = [
     "BACKOFF",
     "MAX_BACKOFF",
     "OOM_KILLED",
     "PHASE_OF_STATUS",
+    "STAGES",
     "TERMINAL",
     "Effect",
     "Ending",
@@ -41,4 +42,5 @@ __all__ = [
     "TaskEvent",
     "TaskEventKind",
     "Waiting",
+    "parts_by_job",
 ]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, RescaleMode, Task, TaskPhase
@@ -64,6 +65,22 @@ _SETTLED = {
 }
 _WAITING = (JobPhase.PENDING, JobPhase.QUEUED)
 _ALIVE = (TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+#: The order ``Lifecycle.apply`` records a session's decisions in, by field of
+#: ``Decisions``: a job's evictions before any job's binds, which may use what they free.
+STAGES: Final = ("admitted", "evictions", "binds", "resized", "unschedulable")
+
+
+def parts_by_job(decisions: Decisions) -> list[tuple[str, Decisions]]:
+    """``decisions`` cut into one part per job and stage, in ``apply``'s order (stage
+    by stage, jobs in first-seen order): applying the parts in turn records what
+    applying the whole does, and a driver can fail one job's part alone."""
+    return [
+        (job, Decisions(**{stage: tuple(mine)}))
+        for stage in STAGES
+        for job, mine in by_job(getattr(decisions, stage)).items()
+    ]
 
 
 class Lifecycle(Sizes):
@@ -135,7 +152,9 @@ class Lifecycle(Sizes):
     # -- inputs -----------------------------------------------------------------------------
 
     def apply(self, decisions: Decisions, *, now: float) -> list[Effect]:
-        """Record what a session decided: admissions, evictions, binds, pending reasons."""
+        """Record what a session decided, stage by stage (``STAGES``: admissions,
+        evictions, binds, new sizes, pending reasons). Applying each of
+        ``parts_by_job(decisions)`` in turn records the same, a job at a time."""
         self.now = now
         for admit in decisions.admitted:
             life = self.jobs[admit.job]
@@ -144,8 +163,9 @@ class Lifecycle(Sizes):
             self._evicted(self.jobs[name], evictions)
         for name, binds in by_job(decisions.binds).items():
             self._place(self.jobs[name], binds)
-        for resize in decisions.resized:
-            self._resize(self.jobs[resize.job], resize)
+        for name, resizes in by_job(decisions.resized).items():
+            for resize in resizes:
+                self._resize(self.jobs[name], resize)
         for item in decisions.unschedulable:
             waiting = self.jobs.get(item.job)
             key = (item.reason.code.value, item.reason.message)
