@@ -41,7 +41,8 @@ from phalanx.client._documents import (
 )
 from phalanx.client._errors import ClientError
 from phalanx.client._wait import JobEnded, WaitError, WaitTimeout
-from phalanx.control.schemas.views import (
+from phalanx.domain.errors import DocumentError
+from phalanx.wire.views import (
     CacheEntryView,
     EventView,
     GpuView,
@@ -61,7 +62,6 @@ from phalanx.control.schemas.views import (
     UserView,
     WhyView,
 )
-from phalanx.domain.errors import DocumentError
 
 __all__ = [
     "DEFAULT_SERVER",

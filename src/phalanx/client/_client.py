@@ -21,7 +21,7 @@ from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_docu
 from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._unchanged import describe, differences
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
-from phalanx.control.schemas.views import (
+from phalanx.wire.views import (
     CacheEntryView,
     EventView,
     HistoryView,

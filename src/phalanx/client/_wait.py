@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from phalanx.client._errors import ClientError
-from phalanx.control.schemas.views import JobView
 from phalanx.domain.job import JobPhase
+from phalanx.wire.views import JobView
 
 #: Phases a job never leaves.
 ENDED: Final = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})

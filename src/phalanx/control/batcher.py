@@ -19,13 +19,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from phalanx.control.auth import Principal
-from phalanx.control.schemas.views import JobView
 from phalanx.control.store import DataError, IntegrityError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.submit import check_queues, name_taken, store_jobs
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
+from phalanx.wire.views import JobView
 
 log = logging.getLogger(__name__)
 

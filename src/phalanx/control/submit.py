@@ -14,7 +14,6 @@ from typing import Any, Final
 
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
-from phalanx.control.schemas.views import JobView, TaskView
 from phalanx.control.store import Session
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
@@ -25,6 +24,7 @@ from phalanx.spec.diagnostics import Warn
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
 from phalanx.spec.quantity import resources_of
+from phalanx.wire.views import JobView, TaskView
 
 #: Tasks a job's own view carries (the submitter's answer included); the rest are read a
 #: page at a time from ``/api/v1/jobs/{name}/tasks``.

@@ -18,10 +18,10 @@ from sqlalchemy import func, select
 from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.batcher import SubmissionWriter
-from phalanx.control.schemas.views import JobView
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.spec.job import JobDocument
+from phalanx.wire.views import JobView
 from tests.integration.control import serving
 
 ALICE = Principal(name="alice", role=UserRole.USER)

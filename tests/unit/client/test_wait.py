@@ -8,7 +8,7 @@ import pytest
 
 from phalanx.client import Client, ClientError, JobEnded, WaitTimeout
 from phalanx.client._wait import wait_for_phase
-from phalanx.control.schemas.views import JobView
+from phalanx.wire.views import JobView
 
 
 def view(phase: str, reason: str = "") -> JobView:

@@ -7,8 +7,8 @@ import pytest
 from phalanx.cli.render import node_status
 from phalanx.control.api.nodes import _view
 from phalanx.control.controllers.views import NodeUsage
-from phalanx.control.schemas.views import NodeView
 from phalanx.control.store.models import NodeRow
+from phalanx.wire.views import NodeView
 
 
 def _usage(*, tasks: int = 0, ready: bool = True) -> NodeUsage:

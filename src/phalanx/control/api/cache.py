@@ -14,9 +14,9 @@ from fastapi import APIRouter, Query
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
-from phalanx.control.schemas.views import CacheEntryView
 from phalanx.control.store import cache
 from phalanx.control.store.models import CacheEntryRow
+from phalanx.wire.views import CacheEntryView
 
 router = APIRouter(prefix="/api/v1/cache", tags=["cache"], responses=errors(401, 422))
 

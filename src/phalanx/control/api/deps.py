@@ -13,12 +13,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
-from phalanx.control.schemas.views import ErrorView
 from phalanx.control.store import Session
 from phalanx.control.store.database import Database
 from phalanx.control.throttle import Throttle, address_key, retry_after
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.loader import build_document
+from phalanx.wire.views import ErrorView
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from phalanx.control.schemas.views import JobSummaryView, JobView, TaskView
 from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow, TaskRow
@@ -20,6 +19,7 @@ from phalanx.control.submit import TASKS_INLINE, requested
 from phalanx.domain.job import HOLDS_RESOURCES, JobPhase
 from phalanx.domain.resources import Resources
 from phalanx.spec.quantity import resources_of
+from phalanx.wire.views import JobSummaryView, JobView, TaskView
 
 _HOLDING: Final = sorted(phase.value for phase in HOLDS_RESOURCES)
 _WAITING: Final = frozenset({JobPhase.PENDING.value, JobPhase.QUEUED.value})

@@ -16,14 +16,14 @@ from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.controller import Intent
-from phalanx.control.schemas.bodies import ScaleRequest
-from phalanx.control.schemas.views import EventView, JobPage, JobView, TaskPage, WhyView
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow
 from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.executors.base import LogStream, TaskLog
 from phalanx.spec.job import JobDocument
+from phalanx.wire.bodies import ScaleRequest
+from phalanx.wire.views import EventView, JobPage, JobView, TaskPage, WhyView
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=errors(401, 422))
 

@@ -15,10 +15,10 @@ from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheCont
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.views import NodeUsage
-from phalanx.control.schemas.views import GpuView, NodeView
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import NodeRow
+from phalanx.wire.views import GpuView, NodeView
 
 router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=errors(401, 422))
 

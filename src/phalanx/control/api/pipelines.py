@@ -18,11 +18,11 @@ from phalanx.control.api.runs import poke, run_view
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import new_run
 from phalanx.control.controllers.schedules import next_firing, schedule_of
-from phalanx.control.schemas.bodies import NewRun
-from phalanx.control.schemas.views import PipelineView, RunView
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput
+from phalanx.wire.bodies import NewRun
+from phalanx.wire.views import PipelineView, RunView
 from phalanx.workflow import PipelineDocument, resolve
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=errors(401, 422))

@@ -18,12 +18,12 @@ from phalanx.control.api.deps import (
 )
 from phalanx.control.controllers.controller import Intent
 from phalanx.control.controllers.views import QueueUsage
-from phalanx.control.schemas.views import QueueView
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import QueueRow
 from phalanx.domain.queue import ROOT_QUEUE
 from phalanx.spec.queue import QueueDocument
+from phalanx.wire.views import QueueView
 
 router = APIRouter(prefix="/api/v1/queues", tags=["queues"], responses=errors(401, 422))
 

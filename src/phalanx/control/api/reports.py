@@ -19,7 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from phalanx.control import reports
 from phalanx.control.api.deps import ApiError, Caller, errors
-from phalanx.control.schemas.views import ReportView
+from phalanx.wire.views import ReportView
 
 router = APIRouter(prefix="/api/v1/reports", tags=["reports"], responses=errors(401, 404, 422))
 

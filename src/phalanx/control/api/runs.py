@@ -15,13 +15,13 @@ from fastapi import APIRouter, Query, Request
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
-from phalanx.control.schemas.bodies import ResumeRun
-from phalanx.control.schemas.views import RunPage, RunView, StepView
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import RunRow
 from phalanx.control.store.runs import ACTIVE
 from phalanx.domain.errors import InvalidInput
+from phalanx.wire.bodies import ResumeRun
+from phalanx.wire.views import RunPage, RunView, StepView
 from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=errors(401, 422))

@@ -14,8 +14,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from phalanx.control.api.deps import ApiError, DbSession, check_throttle, errors, principal
 from phalanx.control.metrics import METRICS_TOKEN_FILE, Metrics
-from phalanx.control.schemas.views import HistoryBucketView, HistoryView
 from phalanx.control.store.database import ping
+from phalanx.wire.views import HistoryBucketView, HistoryView
 
 router = APIRouter(tags=["system"], responses=errors(422))
 

@@ -15,10 +15,10 @@ from fastapi import APIRouter, Path, Request
 
 from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
 from phalanx.control.auth import Principal, TokenCache, UserRole, issue_token
-from phalanx.control.schemas.bodies import TokenRequest
-from phalanx.control.schemas.views import TokenInfoView, TokenView
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import TokenRow, UserRow
+from phalanx.wire.bodies import TokenRequest
+from phalanx.wire.views import TokenInfoView, TokenView
 
 TokenId = Annotated[
     int, Path(ge=1, le=2**31 - 1, description="the token's id (phalanx token list)")

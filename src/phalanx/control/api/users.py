@@ -15,12 +15,12 @@ from fastapi import APIRouter, Request
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, errors
 from phalanx.control.api.tokens import token_view
 from phalanx.control.auth import TokenCache, issue_token
-from phalanx.control.schemas.bodies import NewUser
-from phalanx.control.schemas.views import TokenView, UserView
 from phalanx.control.store import IntegrityError
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import UserRow
 from phalanx.control.tenancy import IdentityRefused, Tenancy
+from phalanx.wire.bodies import NewUser
+from phalanx.wire.views import TokenView, UserView
 
 router = APIRouter(prefix="/api/v1/users", tags=["users"], responses=errors(401, 422))
 

@@ -1,1 +1,0 @@
-"""API bodies. Write schemas forbid unknown fields; read schemas ignore them."""
