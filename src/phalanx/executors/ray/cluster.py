@@ -25,7 +25,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -172,6 +172,23 @@ class RayCluster:
             raise KeyError(node)
         return handle
 
+    def ask(self, nodes: Iterable[str], method: str, *args: Any, timeout: float) -> dict[str, Any]:
+        """Each of ``nodes``' agents' answer to ``method(*args)``, asked of all at once,
+        by node; a node whose agent cannot answer within ``timeout`` seconds (it has
+        none, it died, or the call raised) is left out."""
+        import ray  # noqa: PLC0415
+
+        calls = {}
+        for node in nodes:
+            with contextlib.suppress(KeyError):  # no agent: that node cannot answer
+                calls[node] = getattr(self.agent(node), method).remote(*args)
+        answers = {}
+        deadline = time.monotonic() + timeout
+        for node, call in calls.items():
+            with contextlib.suppress(ray.exceptions.RayError):
+                answers[node] = ray.get(call, timeout=max(0.0, deadline - time.monotonic()))
+        return answers
+
     def records(self) -> dict[str, list[ProcessRecord]]:
         """Each node's records as its live agent last reported them."""
         with self._lock:
@@ -207,8 +224,8 @@ class RayCluster:
         while not self._stop.wait(self._refresh):
             try:
                 self._refresh_nodes()
-            except Exception:  # Ray's GCS briefly away: try again next round
-                log.exception("cannot read the Ray cluster's nodes")
+            except Exception:  # anything (the GCS briefly away, say): this thread lives on
+                log.exception("cannot read the Ray cluster's nodes; trying again")
 
     def _refresh_nodes(self) -> None:
         with self._refreshing:
@@ -277,7 +294,7 @@ class RayCluster:
                         name, refused, agent_name(name), self.namespace,
                     )  # fmt: skip
                 continue
-            except Exception as error:  # not up yet, or the node died meanwhile
+            except ray.exceptions.RayError as error:  # not up yet, or the node died meanwhile
                 log.info("the agent of Ray node %s did not answer: %s", name, error)
                 continue
             if kept:

@@ -110,7 +110,9 @@ class RayExecutor:
             try:
                 launches = [self._resolve(bind) for bind in group.values()]
                 planned = self._gangs.plan(job, launches, self._placements(job))
-            except Exception as error:  # resolve, or a node that cannot give ports
+            # Anything resolve (the caller's code) or the rendezvous raises is this job's
+            # failure to start, never the executor's: ``start`` never raises for a job.
+            except Exception as error:
                 self._forget_if_idle(job)
                 for bind in group.values():
                     self._failed(
@@ -135,7 +137,7 @@ class RayExecutor:
         for node, starts, call in calls:
             try:
                 ray.get(call, timeout=AGENT_TIMEOUT)
-            except Exception as error:
+            except ray.exceptions.RayError as error:  # it died, timed out, or raised
                 self._cannot_launch(starts, now, f"the agent of node {node} failed: {error}")
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
@@ -222,19 +224,10 @@ class RayExecutor:
 
     def recorded(self, job: str, task: str) -> ProcessRecord | None:
         """The record the task's last start left on its node, if any node has one."""
-        import ray  # noqa: PLC0415
-
-        nodes = [self._last_node[job, task]] if (job, task) in self._last_node else None
-        for node in nodes or [n.name for n in self._cluster.state.nodes]:
-            try:
-                found: ProcessRecord | None = ray.get(
-                    self._cluster.agent(node).recorded.remote(job, task), timeout=AGENT_TIMEOUT
-                )
-            except Exception:  # no agent, or it died: that node cannot tell
-                continue
-            if found is not None:
-                return found
-        return None
+        last = self._last_node.get((job, task))
+        nodes = [last] if last is not None else [n.name for n in self._cluster.state.nodes]
+        answers = self._cluster.ask(nodes, "recorded", job, task, timeout=AGENT_TIMEOUT)
+        return next((found for found in answers.values() if found is not None), None)
 
     def adopt(self, records: Iterable[ProcessRecord], *, now: float) -> None:
         """Hand each record to its node's agent, which re-attaches the task (or reports
@@ -250,7 +243,7 @@ class RayExecutor:
                 if node not in self._cluster.state.alive:
                     raise KeyError(node)
                 ray.get(self._cluster.agent(node).adopt.remote(found, now), timeout=AGENT_TIMEOUT)
-            except Exception:
+            except (KeyError, ray.exceptions.RayError):  # no agent, or it could not adopt
                 for record in found:
                     self._events.append(
                         TaskEvent(
@@ -305,7 +298,7 @@ class RayExecutor:
         try:
             agent = self._cluster.agent(node)
             found = ray.get(agent.progress.remote(job, task, limit), timeout=AGENT_TIMEOUT)
-        except Exception:  # no agent, or it died: nothing can be read there now
+        except (KeyError, ray.exceptions.RayError):  # no agent, or it died: nothing to read
             return None
         return None if found is None else (int(found[0]), bytes(found[1]))
 
@@ -392,21 +385,15 @@ class RayTaskLog:
         try:
             agent = self._cluster.agent(node)
             return ray.get(getattr(agent, method).remote(*args), timeout=AGENT_TIMEOUT)
-        except Exception:  # no agent, or it died: nothing can be read there now
+        except (KeyError, ray.exceptions.RayError):  # no agent, or it died: nothing to read
             return None
 
     def _find(self) -> str | None:
-        import ray  # noqa: PLC0415
-
         job, task, _ = self._args
-        for node in self._cluster.state.alive:
-            try:
-                if ray.get(self._cluster.agent(node).ran.remote(job, task), timeout=AGENT_TIMEOUT):
-                    self._node = node
-                    return node
-            except Exception:
-                continue
-        return None
+        alive = self._cluster.state.alive
+        answers = self._cluster.ask(alive, "ran", job, task, timeout=AGENT_TIMEOUT)
+        self._node = next((node for node, ran in sorted(answers.items()) if ran), None)
+        return self._node
 
 
 if TYPE_CHECKING:
