@@ -24,6 +24,7 @@ from phalanx.control.controllers import adoption
 from phalanx.control.controllers.core import Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
+from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
 from phalanx.control.store import Session
@@ -116,15 +117,14 @@ class Controller:
         self.clock = clock
         self.stats = SessionStats()
         self.lock = threading.Lock()  # held during a tick; readers of ``core`` take it too
-        self._wake = threading.Event()
+        self._ticker = Ticker("phalanx-controller", self._round, pace=self._pace)
+        self._began = self._busy = 0.0  # the last tick's start (monotonic) and CPU seconds
         self._changed: set[Intent] = set(Intent)
         self._changed_lock = threading.Lock()
         self._wakes = 0  # API requests since the last tick began
         self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
         self._progress_seen: dict[str, int] = {}  # per elastic job: its report's mtime read
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._queues_seen: tuple[int, float | None] = (0, None)
         self._nodes_seen: tuple[int, float | None] = (0, None)
         self._schedulable: dict[str, bool] = {}  # cordons and drains, by node
@@ -150,13 +150,12 @@ class Controller:
     def start(self) -> None:
         """Recover from the store, then tick on a daemon thread until ``shutdown``."""
         self.recover()
-        self._thread = threading.Thread(target=self._run, name="phalanx-controller", daemon=True)
-        self._thread.start()
+        self._ticker.start()
 
     def poke(self) -> None:
         """Ask for a tick as soon as possible (thread-safe) with nothing changed in the
         store: the executor has news (a task ended)."""
-        self._wake.set()
+        self._ticker.poke()
 
     def wake(self, *changed: Intent) -> None:
         """Ask for a tick as soon as possible (thread-safe), naming what the caller changed
@@ -165,48 +164,44 @@ class Controller:
         with self._changed_lock:
             self._changed.update(changed or Intent)
             self._wakes += 1
-        self._wake.set()
+        self._ticker.poke()
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         """Stop ticking once the tick under way is done (running tasks are left alone: a
         restart re-adopts them). False when the tick was still running after ``timeout``."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            return not self._thread.is_alive()
-        return True
+        return self._ticker.stop(timeout)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            began, cpu = time.monotonic(), time.thread_time()
-            if self._broken:  # memory was dropped and not rebuilt yet: no tick without it
+    def _round(self) -> float:
+        """One tick (or, after a failed one, a rebuild from the store); how long the next
+        may wait: a period, or less when a deadline (a backoff, a walltime) falls sooner."""
+        self._began, cpu = time.monotonic(), time.thread_time()
+        if self._broken:  # memory was dropped and not rebuilt yet: no tick without it
+            self._recover_after_failure()
+        else:
+            try:
+                self.tick()
+            except Exception:  # a bug in one tick must not stop the service
+                log.exception("controller tick failed; rebuilding from the store")
+                self._broken = True
                 self._recover_after_failure()
-            else:
-                try:
-                    self.tick()
-                except Exception:  # a bug in one tick must not stop the service
-                    log.exception("controller tick failed; rebuilding from the store")
-                    self._broken = True
-                    self._recover_after_failure()
-            # CPU time, not wall time: a tick that waits (for the launcher, the database)
-            # leaves the interpreter to the API meanwhile.
-            busy = time.thread_time() - cpu
-            wait = self.core.timing.period
-            if self._next_deadline is not None:
-                wait = max(0.0, min(wait, self._next_deadline - self.clock()))
-            self._wake.wait(wait)
-            # A burst of wake-ups makes one tick. A costly tick spaces ticks out: the
-            # controller takes at most half of the interpreter, and a quarter while the
-            # API is flooded (over SATURATED requests a second), so the API keeps up.
-            with self._changed_lock:
-                rate, self._wakes = self._wakes / max(time.monotonic() - began, 1e-3), 0
-            share = 0.25 if rate > SATURATED else 0.5
-            gap = max(self.core.timing.coalesce, busy / share)
-            rest = gap - (time.monotonic() - began)
-            if rest > 0:
-                self._stop.wait(rest)
-            self._wake.clear()
+        # CPU time, not wall time: a tick that waits (for the launcher, the database)
+        # leaves the interpreter to the API meanwhile.
+        self._busy = time.thread_time() - cpu
+        wait = self.core.timing.period
+        if self._next_deadline is not None:
+            wait = max(0.0, min(wait, self._next_deadline - self.clock()))
+        return wait
+
+    def _pace(self) -> float:
+        """How much longer to rest after a tick's wait: a burst of wake-ups makes one
+        tick, and a costly tick spaces ticks out. The controller takes at most half of
+        the interpreter, and a quarter while the API is flooded (over SATURATED requests
+        a second), so the API keeps up."""
+        with self._changed_lock:
+            rate, self._wakes = self._wakes / max(time.monotonic() - self._began, 1e-3), 0
+        share = 0.25 if rate > SATURATED else 0.5
+        gap = max(self.core.timing.coalesce, self._busy / share)
+        return gap - (time.monotonic() - self._began)
 
     # -- recovery ------------------------------------------------------------------------
 
@@ -394,7 +389,7 @@ class Controller:
                 )
                 for bind in binds
             )
-            self._wake.set()
+            self._ticker.poke()
 
     def _observe(self, decisions: Decisions, seconds: float) -> None:
         self.stats.last = decisions

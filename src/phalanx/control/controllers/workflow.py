@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +62,7 @@ from phalanx.control.controllers.controller import Controller, Intent
 from phalanx.control.controllers.hashing import Hashes, NotYetHashed
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
 from phalanx.control.controllers.schedules import fire_due
+from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import runs as stored_runs
@@ -156,39 +156,30 @@ class Workflows:
         #: Key material of cached units under way (shown by ``cache show``), by run and unit.
         self._materials: dict[tuple[str, Unit], dict[str, Any]] = {}
         self._schedules_minute = -1.0  # the minute (time // 60) schedules were looked at
-        self._wake = threading.Event()
+        self._ticker = Ticker("phalanx-workflows", self._round)
         #: The contents of cache keys and entries, hashed off this thread.
         self._hashes = Hashes(self.poke)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Tick on a daemon thread until ``shutdown``."""
-        self._thread = threading.Thread(target=self._run, name="phalanx-workflows", daemon=True)
-        self._thread.start()
+        self._ticker.start()
 
     def poke(self) -> None:
         """Ask for a tick soon (thread-safe): a run or a job changed."""
-        self._wake.set()
+        self._ticker.poke()
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         """Stop once the tick under way is done; False if it was still running."""
-        self._stop.set()
-        self._wake.set()
+        stopped = self._ticker.stop(timeout)
         self._hashes.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            return not self._thread.is_alive()
-        return True
+        return stopped
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            try:
-                self.tick()
-            except Exception:  # a bug must not stop the service: the next tick retries
-                log.exception("workflow tick failed")
-            self._wake.wait(self.period)
+    def _round(self) -> float:
+        try:
+            self.tick()
+        except Exception:  # a bug must not stop the service: the next tick retries
+            log.exception("workflow tick failed")
+        return self.period
 
     # -- one tick ------------------------------------------------------------------------
 
@@ -615,7 +606,7 @@ class Workflows:
                 parent=row.id,
             )
         )
-        self._wake.set()  # the next tick plans it
+        self._ticker.poke()  # the next tick plans it
 
     def _make_dirs(self, row: RunRow, unit: Unit) -> None:
         """The unit's output directory. In a local workspace, made through descriptors
