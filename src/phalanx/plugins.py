@@ -37,9 +37,10 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
+from phalanx.engine.cycle import builtin_registry
 from phalanx.engine.framework.registry import ENTRY_POINT_GROUP, Registry
 
 
 def installed_registry() -> Registry:
     """Shipped plugins and actions, plus every plugin installed under the entry-point group."""
-    return Registry.builtin().with_entry_points(entry_points(group=ENTRY_POINT_GROUP))
+    return builtin_registry().with_entry_points(entry_points(group=ENTRY_POINT_GROUP))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from phalanx.domain.errors import EngineInvariantError
 from phalanx.domain.job import JobPhase
+from phalanx.engine.actions import BUILTIN_ACTIONS
 from phalanx.engine.cards import WHOLE
 from phalanx.engine.decisions import (
     Admit,
@@ -25,16 +27,17 @@ from phalanx.engine.framework.plugin import join
 from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
+from phalanx.engine.plugins import BUILTIN_PLUGINS
 from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
 
-_BUILTIN: Registry | None = None
+#: Built once: a registry is immutable, and a ``KeptState`` keeps what a config builds
+#: per registry (by identity), so every cycle without a registry of its own shares it.
+_BUILTIN: Final = Registry.of(BUILTIN_PLUGINS, BUILTIN_ACTIONS)
 
 
 def builtin_registry() -> Registry:
-    """The registry of shipped plugins and actions (built once)."""
-    global _BUILTIN  # noqa: PLW0603  (an immutable value, cached)
-    if _BUILTIN is None:
-        _BUILTIN = Registry.builtin()
+    """Every plugin and action that ships with phalanx, registered here (next to the
+    cycle that runs them) so that the framework imports none of them."""
     return _BUILTIN
 
 

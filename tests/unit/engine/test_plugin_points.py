@@ -12,11 +12,10 @@ from numpy.typing import NDArray
 
 from phalanx.domain.errors import PluginError
 from phalanx.engine import SchedulerConfig, Snapshot
-from phalanx.engine.cycle import open_session
+from phalanx.engine.cycle import builtin_registry, open_session
 from phalanx.engine.framework.config import ActionConfig, PluginConfig
 from phalanx.engine.framework.extension import POINT_NAMES
 from phalanx.engine.framework.plugin import Plugin, ScorePromises
-from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.gang import GangPlugin
 from phalanx.engine.plugins.shares.capacity import CapacityPlugin
@@ -64,7 +63,7 @@ class _Probe(Plugin[list[str]]):
 def _session(plugin: PluginConfig) -> Session:
     snapshot = Snapshot.build(nodes=make_nodes(2), queues=[make_queue()], jobs=[make_job("a")])
     config = SchedulerConfig(actions=(ActionConfig(name="allocate"),), tiers=((plugin,),))
-    return open_session(snapshot, config, now=0.0, registry=Registry.builtin().with_plugin(_Probe))
+    return open_session(snapshot, config, now=0.0, registry=builtin_registry().with_plugin(_Probe))
 
 
 def test_a_class_provides_the_points_it_defines_in_points_order() -> None:

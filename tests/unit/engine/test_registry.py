@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from phalanx.domain.errors import PluginError
+from phalanx.engine.cycle import builtin_registry
 from phalanx.engine.framework.plugin import Plugin
-from phalanx.engine.framework.registry import Registry
 from phalanx.engine.plugins.gang import GangPlugin
 
 
@@ -29,7 +29,7 @@ class _Entry:
 
 
 def test_builtin_registry_knows_every_shipped_name() -> None:
-    registry = Registry.builtin()
+    registry = builtin_registry()
     assert set(registry.action_names) == {
         "enqueue",
         "allocate",
@@ -54,21 +54,21 @@ def test_builtin_registry_knows_every_shipped_name() -> None:
 
 def test_duplicates_are_refused() -> None:
     with pytest.raises(PluginError, match="already registered"):
-        Registry.builtin().with_plugin(GangPlugin)
+        builtin_registry().with_plugin(GangPlugin)
 
 
 def test_unknown_names_list_the_known_ones() -> None:
     with pytest.raises(PluginError, match=r"unknown plugin 'gnag'.*gang"):
-        Registry.builtin().plugin("gnag", {})
+        builtin_registry().plugin("gnag", {})
 
 
 def test_unknown_plugin_args_are_refused() -> None:
     with pytest.raises(PluginError, match="does not take"):
-        Registry.builtin().plugin("gang", {"minMember": 3})
+        builtin_registry().plugin("gang", {"minMember": 3})
 
 
 def test_entry_points_add_third_party_plugins() -> None:
-    registry = Registry.builtin().with_entry_points([_Entry("extra", _Extra)])
+    registry = builtin_registry().with_entry_points([_Entry("extra", _Extra)])
     assert "extra" in registry.plugin_names
     assert isinstance(registry.plugin("extra", {}), _Extra)
 
@@ -76,13 +76,13 @@ def test_entry_points_add_third_party_plugins() -> None:
 @pytest.mark.parametrize("target", [ImportError("no module named x"), object, GangPlugin])
 def test_broken_or_clashing_entry_points_are_refused_by_name(target: Any) -> None:
     with pytest.raises(PluginError):
-        Registry.builtin().with_entry_points([_Entry("bad", target)])
+        builtin_registry().with_entry_points([_Entry("bad", target)])
 
 
 def test_check_refuses_bad_configs_before_any_session() -> None:
     from phalanx.engine import SchedulerConfig, default_config
 
-    registry = Registry.builtin()
+    registry = builtin_registry()
     registry.check(default_config())
     with pytest.raises(PluginError, match="unknown action 'alocate'"):
         registry.check(SchedulerConfig.build(["alocate"], [["gang"]]))
@@ -93,7 +93,7 @@ def test_check_refuses_bad_configs_before_any_session() -> None:
 def test_action_args_and_disabled_points_are_checked() -> None:
     from phalanx.engine import ActionConfig, PluginConfig, SchedulerConfig
 
-    registry = Registry.builtin()
+    registry = builtin_registry()
     bad_factor = SchedulerConfig(
         actions=(ActionConfig(name="enqueue", args={"overcommitFactor": "lots"}),), tiers=()
     )

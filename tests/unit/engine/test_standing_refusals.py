@@ -13,9 +13,9 @@ from typing import ClassVar
 
 from phalanx.domain.job import JobPhase, TaskPhase
 from phalanx.engine import ReasonCode, SchedulerConfig
+from phalanx.engine.cycle import builtin_registry
 from phalanx.engine.framework.extension import Vote
 from phalanx.engine.framework.plugin import Plugin
-from phalanx.engine.framework.registry import Registry
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import JobInfo
 from phalanx.engine.state import ClusterState
@@ -36,7 +36,7 @@ class Tally(Plugin[None]):
         return Vote.ABSTAIN
 
 
-REGISTRY = Registry.builtin().with_plugin(Tally)
+REGISTRY = builtin_registry().with_plugin(Tally)
 CONFIG: SchedulerConfig = config(
     ["enqueue", "allocate"],
     ["priority", "gang", ("sla", {"waitingTime": 100})],

@@ -1,8 +1,9 @@
 """Plugin and action registries: values passed in, refusing duplicate names.
 
 Third-party plugins are classes exposed in the ``phalanx.plugins`` entry-point group;
-``Registry.builtin().with_entry_points(entries)`` adds them (the caller reads the
-entry points, so the engine itself does no I/O).
+``builtin_registry().with_entry_points(entries)`` adds them (the caller reads the
+entry points, so the engine itself does no I/O). The shipped plugins and actions are
+registered by ``phalanx.engine.cycle.builtin_registry``: the framework knows none of them.
 """
 
 from __future__ import annotations
@@ -46,14 +47,6 @@ class Registry:
         for action in actions:
             registry = registry.with_action(action)
         return registry
-
-    @staticmethod
-    def builtin() -> Registry:
-        """Every plugin and action that ships with phalanx."""
-        from phalanx.engine.actions import BUILTIN_ACTIONS  # noqa: PLC0415  (they import the framework)
-        from phalanx.engine.plugins import BUILTIN_PLUGINS  # noqa: PLC0415
-
-        return Registry.of(BUILTIN_PLUGINS, BUILTIN_ACTIONS)
 
     def with_plugin(self, plugin: type[Plugin[Any]]) -> Registry:
         """A new registry that also knows ``plugin``."""
