@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
-from phalanx.domain.errors import PhalanxError
+from phalanx.domain.errors import RemoteError
 
 
-class ClientError(PhalanxError):
+class ClientError(RemoteError):
     """The server refused a request, could not be reached, or answered nonsense."""
 
     def __init__(

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from phalanx.domain.errors import ContentError
+
 #: Largest report served (a week of a busy cluster's Gantt charts is a few MiB).
 MAX_BYTES: Final = 32 * 1024 * 1024
 #: Most reports listed (the newest).
@@ -47,7 +49,7 @@ POLICY: Final = (
 _OPEN: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-class NoReport(Exception):
+class NoReport(ContentError):
     """No report of that name can be served, and why."""
 
 

@@ -111,12 +111,13 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
 KNOWN_KINDS: Final = tuple(f"{api} {kind}" for api, kind in _BUILDERS)
 
 
-class _Refused(yaml.MarkedYAMLError):
-    """YAML that parses but that phalanx refuses; carries its own fix."""
+class _Refused(yaml.MarkedYAMLError, DocumentError):
+    """YAML that parses but that phalanx refuses; carries its own fix. A PyYAML error
+    (with its mark) for the loader, a ``DocumentError`` in the tree."""
 
     def __init__(self, problem: str, fix: str, mark: yaml.Mark | None) -> None:
-        super().__init__(problem=problem, problem_mark=mark)
-        self.fix = fix
+        DocumentError.__init__(self, problem, fix=fix)
+        yaml.MarkedYAMLError.__init__(self, problem=problem, problem_mark=mark)
 
 
 class _GuardedLoader(yaml.SafeLoader):

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from phalanx.domain.errors import PhalanxError
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
@@ -53,7 +54,7 @@ refused with the closest known name. Examples of each kind are in the README.
 """
 
 
-class MissingMeaning(LookupError):
+class MissingMeaning(PhalanxError):
     """A field has no docstring: the reference would not say what it means."""
 
 

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
+from phalanx.domain.errors import RequestRefused
 from phalanx.web.console import console_of
 
 #: The form field that carries the token.
@@ -26,7 +27,7 @@ FIELD: Final = "csrf"
 MAX_FORM: Final = 10 * 1024 * 1024
 
 
-class CsrfRefused(Exception):
+class CsrfRefused(RequestRefused):
     """A state-changing request without a valid CSRF token, or from another origin."""
 
     def __init__(self, reason: str) -> None:

@@ -21,6 +21,7 @@ import httpx
 from fastapi import Depends, HTTPException, Request, Response
 
 from phalanx.client import Client, ClientError, UserView
+from phalanx.domain.errors import RequestRefused
 from phalanx.web import csrf
 from phalanx.web.console import API_TIMEOUT, console_of
 
@@ -31,7 +32,7 @@ LOGIN_COOKIE: Final = "phalanx_login"
 ROOT: Final = "/ui"
 
 
-class LoginRequired(Exception):
+class LoginRequired(RequestRefused):
     """No session, or one whose token the API no longer accepts."""
 
     def __init__(self, path: str, *, ended: str = "") -> None:
@@ -40,7 +41,7 @@ class LoginRequired(Exception):
         self.ended = ended  # why a session ended ("": there was none)
 
 
-class Refused(Exception):
+class Refused(RequestRefused):
     """The visitor may not see this page (``status`` 403 or 404), with what to do."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import fsspec
 
-from phalanx.domain.errors import InvalidInput, PhalanxError
+from phalanx.domain.errors import ContentError, InvalidInput
 from phalanx.tenantfs import Reader
 from phalanx.workflow.contents import (
     MAX_PARAM_BYTES,
@@ -44,7 +44,7 @@ from phalanx.workflow.templates import Value, to_text
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
-class OutputError(PhalanxError):
+class OutputError(ContentError):
     """A step's output param that is missing or not what its ``outputs`` entry declares;
     the step fails with this message."""
 

@@ -25,7 +25,7 @@ from typing import Final
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from phalanx.domain.errors import PhalanxError
+from phalanx.domain.errors import ContentError
 from phalanx.tenantfs import (
     Limits,
     Place,
@@ -45,7 +45,7 @@ HASH_LIMITS: Final = Limits(max_bytes=64 << 30, max_files=200_000, seconds=120.0
 CHUNK: Final = 1 << 20
 
 
-class MissingContent(PhalanxError):
+class MissingContent(ContentError):
     """An artifact or file that is not there (for a cached entry: a miss)."""
 
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.spec.common import Loc
 from phalanx.spec.job import JobSpec
 from phalanx.spec.quantity import QuantityValue
@@ -50,13 +51,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class GraphError(Exception):
+class GraphError(InvalidInput):
     """A pipeline whose steps do not form a valid graph: ``at`` (a place under ``spec``),
     the ``reason`` and the ``fix``."""
 
+    fix: str
+
     def __init__(self, reason: str, fix: str, *, at: Loc) -> None:
-        super().__init__(f"{'.'.join(map(str, at))}: {reason}; fix: {fix}")
-        self.reason, self.fix, self.at = reason, fix, at
+        super().__init__(reason, field=".".join(map(str, at)), fix=fix)
+        self.reason, self.at = reason, at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

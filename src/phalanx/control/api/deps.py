@@ -16,7 +16,7 @@ from phalanx.control.controllers.controller import Controller
 from phalanx.control.store import Session
 from phalanx.control.store.database import Database
 from phalanx.control.throttle import Throttle, address_key, retry_after
-from phalanx.domain.errors import DocumentError
+from phalanx.domain.errors import DocumentError, RequestRefused
 from phalanx.spec.loader import build_document
 from phalanx.wire.views import ErrorView
 
@@ -48,7 +48,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorView, "description": _MEANINGS[status]} for status in statuses}
 
 
-class ApiError(HTTPException):
+class ApiError(HTTPException, RequestRefused):
     """An error answer ``{"detail", "field", "fix"}``: what is wrong, where, and what to
     do (with ``headers``, such as ``Retry-After``, sent along)."""
 

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Final
 
+from phalanx.domain.errors import RemoteError
 from phalanx.executors.launcher.agent import TASKS_DIE_WITH_IT
 from phalanx.executors.launcher.messages import Exited, Failed, Signal, Start, Started
 from phalanx.executors.process import Exit, GroupSignals
@@ -36,7 +37,7 @@ WINDOW: Final = 64
 CLOSE_TIMEOUT: Final = 5.0
 
 
-class LauncherGone(RuntimeError):
+class LauncherGone(RemoteError):
     """The launcher process ended (or could not be started) under a live server."""
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from phalanx.domain.errors import InvalidInput, PhalanxError
+from phalanx.domain.errors import InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import LogStream, TaskEvent
 from phalanx.executors.failures import failed_to_start
@@ -73,7 +73,7 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-class AgentRefused(PhalanxError):
+class AgentRefused(RequestRefused):
     """A call to an agent that did not present its server's key."""
 
 
