@@ -104,6 +104,28 @@ def task_gpu_milli(demand: CardDemand | None) -> float:
     return demand.milli if demand.shared else demand.whole * WHOLE
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuGpu:
+    """The two dimensions the authors' scores read, in their units: each node's free CPU
+    (millicores) and free GPU (milli-GPU summed over its cards), and the task's request
+    of each."""
+
+    free_cpu: NDArray[np.float64]
+    free_gpu: NDArray[np.float64]
+    cpu: float
+    gpu: float
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, task: TaskInfo, nodes: NDArray[np.intp]) -> CpuGpu:
+        """``task``'s request against the free room of ``nodes``."""
+        return cls(
+            free_cpu=free_cpu(snapshot, nodes),
+            free_gpu=free_gpu_milli(snapshot.cards, nodes),
+            cpu=task_cpu(snapshot, task),
+            gpu=task_gpu_milli(task.role.cards),
+        )
+
+
 def best_fit_card(cards: Cards, task: TaskInfo, node: int) -> tuple[int, ...] | None:
     """The authors' ``best`` GPU selection (``allocateGpuIdBasedOnBestFit``), usable as a
     ``gpu_select`` callback as it stands: a share goes to the card with the least free
@@ -142,7 +164,13 @@ class GpuFitPlugin(Plugin[F]):
     The base provides it as a node-local node score (arg ``weight``, default 1) plus the
     ``seed`` tie-break (``TieBreak``: below half a point, so it never reorders different
     integer scores), and gives a share of a GPU to the fullest card that holds it
-    (``best_fit_card``; whole cards go to the engine's lowest-index free ones).
+    (``best_fit_card``, the authors' ``best`` GPU selection; whole cards go to the
+    engine's lowest-index free ones).
+
+    Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
+    point: a seeded random node order, the same for every task); a node's score depends
+    only on that node (``points`` promises it); never picks a card that cannot serve the
+    task.
     """
 
     accepted_args = frozenset({"weight", "seed"})
@@ -157,3 +185,10 @@ class GpuFitPlugin(Plugin[F]):
         """The formula: integer points in 0..100 for ``task`` on each of ``nodes``, each
         depending on that node only."""
         raise NotImplementedError
+
+
+class PlainFitPlugin(GpuFitPlugin[Fit]):
+    """A GPU-fit baseline whose session holds the snapshot and the tie-break alone."""
+
+    def open(self, session: Session) -> Fit:
+        return Fit.of(self, session)

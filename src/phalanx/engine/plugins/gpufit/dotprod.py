@@ -6,13 +6,7 @@ Packing for Cluster Schedulers", SIGCOMM '14), as their experiments run it
 ``normMethod: max``; ``experiments/run_scripts/generate_run_scripts.py``): with free
 CPU and the node's total free milli-GPU normalised by 128000 and 8000, a node scores
 ``int(100 x (1 - (cpu_free x cpu_req + gpu_free x gpu_req) / 2))``, i.e. the smaller the
-dot product of the node's free vector and the task's request, the better. A share of a
-GPU goes to the fullest card that holds it (their ``best`` GPU selection); whole cards
-to the lowest-index free ones.
-
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
-point: a seeded random node order, the same for every task); a node's score depends only
-on that node; never picks a card that cannot serve the task.
+dot product of the node's free vector and the task's request, the better.
 """
 
 from __future__ import annotations
@@ -20,34 +14,27 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.gpufit.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
+    CpuGpu,
     Fit,
-    GpuFitPlugin,
-    free_cpu,
-    free_gpu_milli,
-    task_cpu,
-    task_gpu_milli,
+    PlainFitPlugin,
 )
 from phalanx.engine.snapshot import TaskInfo
 
 
-class DotProdPlugin(GpuFitPlugin[Fit]):
+class DotProdPlugin(PlainFitPlugin):
     """Smallest dot product of the node's free (CPU, GPU) and the task's request."""
 
     name = "dotprod"
 
-    def open(self, session: Session) -> Fit:
-        return Fit.of(self, session)
-
     def points(self, state: Fit, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-        snapshot = state.snapshot
-        cpu = task_cpu(snapshot, task) / MAX_SPEC_CPU
-        gpu = task_gpu_milli(task.role.cards) / MAX_SPEC_GPU
-        node_cpu = free_cpu(snapshot, nodes) / MAX_SPEC_CPU
-        node_gpu = free_gpu_milli(snapshot.cards, nodes) / MAX_SPEC_GPU
+        room = CpuGpu.of(state.snapshot, task, nodes)
+        cpu = room.cpu / MAX_SPEC_CPU
+        gpu = room.gpu / MAX_SPEC_GPU
+        node_cpu = room.free_cpu / MAX_SPEC_CPU
+        node_gpu = room.free_gpu / MAX_SPEC_GPU
         dot = node_cpu * cpu + node_gpu * gpu
         fit: NDArray[np.float64] = np.trunc((1.0 - dot / 2.0) * 100.0)
         return fit

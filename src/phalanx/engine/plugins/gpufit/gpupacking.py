@@ -10,12 +10,7 @@ from best to worst:
    least 33;
 3. every card of the node is free: ``max(33 - free cards, free cards)``.
 
-A task without GPU scores 0 everywhere. A share goes to the fullest card that holds it
-(their ``best`` GPU selection); whole cards to the lowest-index free ones.
-
-Guarantees: integer scores in 0..100 (plus, with ``seed``, a tie-break below half a
-point: a seeded random node order, the same for every task); a node's score depends only
-on that node; never picks a card that cannot serve the task.
+A task without GPU scores 0 everywhere.
 """
 
 from __future__ import annotations
@@ -24,18 +19,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.cards import WHOLE
-from phalanx.engine.framework.session import Session
-from phalanx.engine.plugins.gpufit.base import Fit, GpuFitPlugin
+from phalanx.engine.plugins.gpufit.base import Fit, PlainFitPlugin
 from phalanx.engine.snapshot import TaskInfo
 
 
-class GpuPackingPlugin(GpuFitPlugin[Fit]):
+class GpuPackingPlugin(PlainFitPlugin):
     """Partly used cards, then partly used nodes, then free nodes."""
 
     name = "gpupacking"
-
-    def open(self, session: Session) -> Fit:
-        return Fit.of(self, session)
 
     def points(self, state: Fit, task: TaskInfo, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
         cards = state.snapshot.cards
