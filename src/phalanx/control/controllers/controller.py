@@ -23,12 +23,12 @@ from pydantic import ValidationError
 from phalanx.control.controllers import adoption
 from phalanx.control.controllers.core import Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
-from phalanx.control.controllers.rebuild import life_of, new_state, queues_of, stored_tasks
+from phalanx.control.controllers.nodes import Cluster
+from phalanx.control.controllers.rebuild import life_of, new_state, stored_tasks
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
 from phalanx.control.store import Session
-from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
@@ -49,7 +49,6 @@ from phalanx.executors.base import (
     Executor,
     LogSource,
     LogStream,
-    NodeSource,
     ProgressSource,
     Recoverable,
     TaskLog,
@@ -112,7 +111,7 @@ class Controller:
         self.host = host or HostFacts()
         self._identity_of = identity_of
         self.metrics = metrics
-        self.nodes = tuple(nodes)
+        self.cluster = Cluster(nodes)
         self.config = config
         self.clock = clock
         self.stats = SessionStats()
@@ -125,22 +124,16 @@ class Controller:
         self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
         self._progress_seen: dict[str, int] = {}  # per elastic job: its report's mtime read
-        self._queues_seen: tuple[int, float | None] = (0, None)
-        self._nodes_seen: tuple[int, float | None] = (0, None)
-        self._schedulable: dict[str, bool] = {}  # cordons and drains, by node
-        self._alive: frozenset[str] | None = None  # None: every node (a fixed node set)
-        self._node_version = -1  # of the executor's NodeState, when it has one
         self._recorded: set[tuple[str, str]] = set()
         timing = timing or Timing()
         self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
         self.core = Core(
-            self._lifecycle(new_state(self.nodes, [], {})), executor(self._launch), timing
+            self._lifecycle(new_state(self.cluster.nodes, [], {})), executor(self._launch), timing
         )
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
         self._broken = False  # a tick failed and memory is not rebuilt yet
         self._ended_seen = 0
-        self._draining: set[str] = set()
         self.view = ClusterView()  # replaced whole after every tick: readers need no lock
         #: called (on the controller's thread) after a tick that ended jobs was committed
         self.on_jobs_ended: list[Callable[[], None]] = []
@@ -221,16 +214,15 @@ class Controller:
         A job whose stored state cannot be taken back (a bug, or a task on a node the
         cluster no longer has) is marked Failed with the reason; the others go on.
         """
-        core = self.core
-        self._node_version = -1
-        self._follow_nodes(rebuild=False)
-        core.reset(self._lifecycle(new_state(self.nodes, [], {})))
+        core, cluster = self.core, self.cluster
+        cluster.forget()
+        cluster.follow(core, db=None)
+        core.reset(self._lifecycle(new_state(cluster.nodes, [], {})))
         self._recorded.clear()
-        self._queues_seen = self._nodes_seen = (0, None)
         core.now = self.clock()
         with self.db.session() as session:
-            self._read_nodes(session)
-            self._rebuild(session, force=True)
+            cluster.read_flags(session, core)
+            cluster.read_queues(session, core, force=True)
             rows = stored_jobs.active_with_tasks(session)
             records = []
             for row in rows:
@@ -252,11 +244,10 @@ class Controller:
                 executor.adopt(records, now=core.now)
             for job, events in adoption.reconcile(core, self._recorded).items():
                 self._guarded(job, self._hear, events)
-            for node in sorted(self._draining):  # read before the jobs were back
-                self._drain(node)
+            cluster.drain(core)  # again: the flags were read before the jobs were back
             core.journal.flush(session)
         self._dispatch()
-        self.view = cluster_view(core, self.host, self._alive)
+        self.view = cluster_view(core, self.host, cluster.alive)
 
     def _unrecoverable(self, row: JobRow, error: Exception) -> None:
         """Mark a stored job Failed when it cannot be taken back at start-up, asking the
@@ -297,13 +288,13 @@ class Controller:
             if core.now - self._full_read_at >= core.timing.period:
                 changed, self._full_read_at = set(Intent), core.now
                 self._read_progress()
-            self._follow_nodes()
+            self.cluster.follow(core, self.db)
             if changed:
                 with self.db.session() as session:
                     if Intent.NODES in changed:
-                        self._read_nodes(session)
+                        self.cluster.read_flags(session, core)
                     if Intent.QUEUES in changed:
-                        self._rebuild(session)
+                        self.cluster.read_queues(session, core)
                     if Intent.JOBS in changed:
                         self._ingest(session)
                     if Intent.CANCELS in changed:
@@ -335,7 +326,7 @@ class Controller:
                     listener()
             self._dispatch()
             self._record_processes()
-            self.view = view = cluster_view(core, self.host, self._alive, places(decisions))
+            self.view = view = cluster_view(core, self.host, self.cluster.alive, places(decisions))
             if self.metrics is not None:
                 ratio = view.gpu_allocated / view.gpu_total if view.gpu_total else 0.0
                 self.metrics.history.gauges(
@@ -507,68 +498,8 @@ class Controller:
         written = report.model_dump(mode="json", by_alias=True, exclude_none=True)
         core.journal.job(row, progress={**written, "time": core.now})
 
-    # -- queues and nodes ------------------------------------------------------------------
-
-    def _rebuild(self, session: Session, *, force: bool = False) -> None:
-        """Rebuild the engine state when the queues changed (or at start-up)."""
-        version = stored_cluster.queues_version(session)
-        if version == self._queues_seen and not force:
-            return
-        self._queues_seen = version
-        queues = queues_of(stored_cluster.queues(session))
-        core = self.core
-        ready = {node.name: self._ready(node) for node in self.nodes}
-        core.record(core.life.rebuild(new_state(self.nodes, queues, ready)))
-
     def _lifecycle(self, state: ClusterState) -> Lifecycle:
         return Lifecycle(state, self._policy)
-
-    def _read_nodes(self, session: Session) -> None:
-        version = stored_cluster.nodes_version(session)
-        if version == self._nodes_seen:
-            return
-        self._nodes_seen = version
-        rows = stored_cluster.nodes(session)
-        self._schedulable = {row.name: not (row.cordoned or row.draining) for row in rows}
-        self._apply_schedulable()
-        self._draining = {row.name for row in rows if row.draining}
-        for name in sorted(self._draining):
-            self._drain(name)
-
-    def _ready(self, node: Node) -> bool:
-        """Whether ``node`` takes new tasks: not cordoned or draining, and alive."""
-        ok = self._schedulable.get(node.name, node.schedulable)
-        return ok and (self._alive is None or node.name in self._alive)
-
-    def _apply_schedulable(self) -> None:
-        snapshot = self.core.state.snapshot
-        for node in self.nodes:
-            snapshot.set_schedulable(snapshot.node_index[node.name], self._ready(node))
-
-    def _follow_nodes(self, *, rebuild: bool = True) -> None:
-        """Take in the executor's node changes (``NodeSource``): new or changed nodes
-        join the engine's state (rebuilt from the store's queues), and a node that is
-        not alive takes no new task. Its tasks' LOST come from the executor. Without
-        ``rebuild`` only the node list is taken (the caller builds the state)."""
-        executor = self.core.executor
-        if not isinstance(executor, NodeSource):
-            return
-        state = executor.node_state()
-        if state.version == self._node_version:
-            return
-        self._node_version = state.version
-        self._alive = state.alive
-        if state.nodes and state.nodes != self.nodes:
-            self.nodes = state.nodes
-            if rebuild:
-                with self.db.session() as session:
-                    self._rebuild(session, force=True)
-        if rebuild:
-            self._apply_schedulable()
-
-    def _drain(self, node: str) -> None:
-        core = self.core
-        core.record(core.life.drain(node, now=core.now))
 
     # -- the executor's side ---------------------------------------------------------------
 
