@@ -20,26 +20,20 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from phalanx.domain.progress import StepTiming
 
 #: The variable naming the file a task reports to.
 PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Timing:
-    """One measured optimizer step: ``replicas`` over ``nodes``, ``local_batch`` samples
-    per replica per micro-step, ``accumulation`` micro-steps, ``step_seconds`` in all of
-    which ``sync_seconds`` went to the gradient all-reduce."""
-
-    nodes: int
-    replicas: int
-    local_batch: int
-    step_seconds: float
-    accumulation: int = 1
-    sync_seconds: float | None = None
+#: One measured optimizer step: ``replicas`` over ``nodes``, ``local_batch`` samples per
+#: replica per micro-step, ``accumulation`` micro-steps, ``step_seconds`` in all of which
+#: ``sync_seconds`` went to the gradient all-reduce. The domain's value, which the
+#: control plane reads the report back into: a count under 1 or a step time that is not
+#: positive is refused as it is made (``InvalidInput``, naming the field and the fix).
+Timing = StepTiming
 
 
 def report(
