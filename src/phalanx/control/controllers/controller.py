@@ -18,12 +18,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from phalanx.control.controllers import adoption
 from phalanx.control.controllers.core import Core, Rows, Timing
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.nodes import Cluster
+from phalanx.control.controllers.progress import ProgressReader
 from phalanx.control.controllers.rebuild import life_of, new_state, stored_tasks
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
@@ -43,22 +42,19 @@ from phalanx.engine.lifecycle import (
     TaskEventKind,
     parts_by_job,
 )
-from phalanx.engine.snapshot import ON_NODE, TaskStatus
+from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import (
     Executor,
     LogSource,
     LogStream,
-    ProgressSource,
     Recoverable,
     TaskLog,
 )
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
-from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobDocument
-from phalanx.spec.progress import MAX_REPORT_BYTES, ProgressReport
 
 log = logging.getLogger(__name__)
 
@@ -123,13 +119,13 @@ class Controller:
         self._wakes = 0  # API requests since the last tick began
         self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
         self._full_read_at = 0.0
-        self._progress_seen: dict[str, int] = {}  # per elastic job: its report's mtime read
         self._recorded: set[tuple[str, str]] = set()
         timing = timing or Timing()
         self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
         self.core = Core(
             self._lifecycle(new_state(self.cluster.nodes, [], {})), executor(self._launch), timing
         )
+        self._progress = ProgressReader(self.core)
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
         self._broken = False  # a tick failed and memory is not rebuilt yet
@@ -287,7 +283,7 @@ class Controller:
                 changed, self._changed = self._changed, set()
             if core.now - self._full_read_at >= core.timing.period:
                 changed, self._full_read_at = set(Intent), core.now
-                self._read_progress()
+                self._progress.read(self._guarded)
             self.cluster.follow(core, self.db)
             if changed:
                 with self.db.session() as session:
@@ -456,47 +452,6 @@ class Controller:
             return
         message = f"scaled to {role.replicas} by its owner"
         self.core.record(self.core.life.scale(name, role.replicas, message, now=self.core.now))
-
-    def _read_progress(self) -> None:
-        """Hand each running elastic job's newest progress report to the lifecycle (for
-        the engine) and the store (for people); a report is read once per change."""
-        executor = self.core.executor
-        if not isinstance(executor, ProgressSource):
-            return
-        elastic = self.core.state.snapshot.elastic
-        for gone in self._progress_seen.keys() - elastic.keys():
-            del self._progress_seen[gone]  # ended: forget it
-        for name, info in list(elastic.items()):
-            newest = None
-            for task in info.tasks:
-                if task.status is TaskStatus.RUNNING:
-                    found = executor.progress(name, task.name, MAX_REPORT_BYTES + 1)
-                    if found is not None and (newest is None or found[0] > newest[0]):
-                        newest = found
-            if newest is not None and self._progress_seen.get(name) != newest[0]:
-                self._progress_seen[name] = newest[0]
-                self._guarded(name, self._report, (name, newest[1]))
-
-    def _report(self, read: tuple[str, bytes]) -> None:
-        name, raw = read
-        core = self.core
-        row = core.rows[name].id
-        problem = None
-        if len(raw) > MAX_REPORT_BYTES:
-            problem = f"it is over {MAX_REPORT_BYTES} bytes; fix: report only the latest figures"
-        else:
-            try:
-                report = ProgressReport.model_validate_json(raw)
-            except ValidationError as error:
-                problem = "; ".join(
-                    f"{p.path}: {p.detail}" if p.path else p.detail for p in problems_of(error)[:3]
-                )
-        if problem is not None:
-            core.journal.event(row, core.now, "ProgressIgnored", f"progress report: {problem}")
-            return
-        core.life.report(name, report.to_domain(core.now))
-        written = report.model_dump(mode="json", by_alias=True, exclude_none=True)
-        core.journal.job(row, progress={**written, "time": core.now})
 
     def _lifecycle(self, state: ClusterState) -> Lifecycle:
         return Lifecycle(state, self._policy)
