@@ -14,7 +14,7 @@ import typer
 
 from phalanx.cli.remote import connect, reported
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.params import parse_assignments
+from phalanx.spec.pipeline.params import parse_assignments
 
 app = typer.Typer(help="Run pipelines registered with phalanx apply.", no_args_is_help=True)
 

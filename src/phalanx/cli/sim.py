@@ -41,7 +41,7 @@ from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import DEFAULT_PATHS, load_workload
 from phalanx.sim.workload import Workload
 from phalanx.spec import QueueDocument, load_file, parse_duration
-from phalanx.workflow import build_graph, parse_assignments, resolve
+from phalanx.spec.pipeline import build_graph, parse_assignments, resolve
 
 app = typer.Typer(help="Trace-driven simulation with the production engine.", no_args_is_help=True)
 app.command("story")(story.story)

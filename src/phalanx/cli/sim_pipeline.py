@@ -14,7 +14,7 @@ from rich.table import Table
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.queue import Queue
 from phalanx.spec import QueueDocument, load_file, parse_duration
-from phalanx.workflow import PipelineDocument
+from phalanx.spec.pipeline import PipelineDocument
 
 #: The simulation figures shown under a replay (summary.json holds them all).
 SIM_FIGURES = (

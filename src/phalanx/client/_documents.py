@@ -34,9 +34,9 @@ from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
 from phalanx.spec.diagnostics import Warn
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
+from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 from phalanx.workflow.dsl import PipelineBuilder
-from phalanx.workflow.spec import PipelineDocument
 
 #: What ``apply`` accepts: a path, YAML/JSON text, one mapping or document, or a list of them.
 ApplyInput: TypeAlias = (

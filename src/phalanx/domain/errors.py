@@ -10,10 +10,10 @@ this module); a test (tests/unit/domain/test_error_tree.py) holds the two togeth
     │   ├── QuantityError       a resource quantity that does not parse ("16GB" -> "16Gi")
     │   ├── DocumentError       a YAML/JSON document that does not validate
     │   │   └── _Refused        (spec.loader) YAML that parses but that phalanx refuses
-    │   ├── GraphError          (workflow.dag) pipeline steps that do not form a graph
-    │   ├── TemplateError       (workflow.templates) a template or reference that fails
-    │   ├── ConditionError      (workflow.conditions) a step's condition that fails
-    │   ├── CronError           (workflow.cron) a cron expression that never fires
+    │   ├── GraphError          (spec.pipeline.dag) pipeline steps that do not form a graph
+    │   ├── TemplateError       (spec.pipeline.templates) a template or reference that fails
+    │   ├── ConditionError      (spec.pipeline.conditions) a step's condition that fails
+    │   ├── CronError           (spec.pipeline.cron) a cron expression that never fires
     │   ├── IdentityRefused     (control.tenancy.accounts) a user identity not given
     │   └── TenantPathRefused   (tenantfs) a path a tenant controls, not read as it is
     │       └── TenantPathMissing   (tenantfs) ... because nothing is there

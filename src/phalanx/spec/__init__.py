@@ -1,4 +1,4 @@
-"""User documents (Queue, Job, Cluster, SchedulerConfig) and their loading.
+"""User documents (Queue, Job, Cluster, SchedulerConfig, Pipeline) and their loading.
 
 ``load_documents`` / ``load_file`` read YAML or JSON, validate each document and
 raise ``phalanx.domain.errors.DocumentError`` naming the source, document, field

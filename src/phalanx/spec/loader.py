@@ -9,8 +9,9 @@ characters, YAML aliases (the "billion laughs"), nesting deeper than
 A document is dispatched on its ``(apiVersion, kind)``; a mapping with
 ``protocolVersion`` and neither of them is an OpenPAI job (see
 ``phalanx.spec.importers.openpai``). Kubeflow's ``kubeflow.org/v1`` PyTorchJob, TFJob
-and MPIJob become Jobs (``phalanx.spec.importers.kubeflow``). ``phalanx/v1 Pipeline``
-is read by ``phalanx.workflow.spec`` (imported when one is met: it uses this module).
+and MPIJob become Jobs (``phalanx.spec.importers.kubeflow``). ``load_pipelines`` and
+``build_pipeline`` read Pipelines alone (``phalanx.spec.pipeline.document``), with the
+same guarantees, and a hint where an unquoted ``{{...}}`` broke the YAML.
 
 Warnings: every field of a foreign document that is read but not honoured is given to
 ``warn`` (when passed) as one line naming the source, the document, the field and what
@@ -20,8 +21,9 @@ phalanx does instead (``diagnostics.notice_line``); nothing is dropped without a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import yaml
 from pydantic import ValidationError
@@ -51,11 +53,9 @@ from phalanx.spec.importers.volcano import (
 )
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_INPUT_SIZE
+from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
-
-if TYPE_CHECKING:
-    from phalanx.workflow.spec import PipelineDocument
 
 #: Deepest nesting of mappings and lists accepted.
 MAX_DEPTH: Final = 64
@@ -71,13 +71,6 @@ Builder: TypeAlias = Callable[[dict[str, Any], Callable[[Notice], None]], Docume
 def _quiet(build: Callable[[dict[str, Any]], Document]) -> Builder:
     """A builder for a document of which phalanx honours every field it reads."""
     return lambda raw, _note: build(raw)
-
-
-def _pipeline(raw: dict[str, Any], _note: Callable[[Notice], None]) -> Document:
-    # Imported here: ``phalanx.workflow.spec`` reads this module's YAML helpers.
-    from phalanx.workflow.spec import PipelineDocument  # noqa: PLC0415 (cycle)
-
-    return PipelineDocument.model_validate(raw)
 
 
 def _kubeflow(raw: dict[str, Any], note: Callable[[Notice], None]) -> Document:
@@ -101,7 +94,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Job"): _quiet(JobDocument.model_validate),
     (API_VERSION, "Cluster"): _quiet(ClusterDocument.model_validate),
     (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
-    (API_VERSION, "Pipeline"): _pipeline,
+    (API_VERSION, "Pipeline"): _quiet(PipelineDocument.model_validate),
     (BATCH_API_VERSION, "Job"): _volcano_job,
     (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},
@@ -204,6 +197,56 @@ def build_document(raw: Any, *, source: str = "<request>", warn: Warn | None = N
     """One already-parsed document (a JSON body, say) validated like ``load_documents``
     validates each document of a stream. Raises ``DocumentError``."""
     return _build(raw, source, 1, warn)
+
+
+def load_pipelines(text: str, *, source: str = "<input>") -> list[PipelineDocument]:
+    """Every non-empty document of ``text``, each a validated Pipeline; raises
+    ``DocumentError`` (source, document number, kind and name, field, fix)."""
+    if len(text) > MAX_INPUT_SIZE:
+        raise DocumentError(
+            f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
+            fix="split it into several files",
+        )
+    try:
+        raws = _parse(text, source)
+    except DocumentError as error:
+        raise _with_quoting_hint(error, text) from None
+    return [
+        build_pipeline(raw, source=source, number=n)
+        for n, raw in enumerate(raws, 1)
+        if raw is not None
+    ]
+
+
+_QUOTE_HINT: Final = 'quote every value holding {{...}} references, e.g. "{{params.lr}}"'
+
+
+def _with_quoting_hint(error: DocumentError, text: str) -> DocumentError:
+    """``error`` with a hint when the YAML it reports is on a line with ``{{``: an
+    unquoted reference reads as a YAML mapping."""
+    found = re.search(r", line (\d+), column", str(error))
+    lines = text.splitlines()
+    if found is None or not 0 < int(found[1]) <= len(lines) or "{{" not in lines[int(found[1]) - 1]:
+        return error
+    message = str(error).removesuffix(f"; fix: {error.fix}")
+    return DocumentError(message, fix=f"{_QUOTE_HINT}; {error.fix}")
+
+
+def build_pipeline(raw: Any, *, source: str = "<request>", number: int = 1) -> PipelineDocument:
+    """One already-parsed document validated as a Pipeline; raises ``DocumentError``."""
+    header = _header(source, number, raw)
+    if not isinstance(raw, dict):
+        raise document_error(header, [_not_a_mapping(raw)])
+    for key, wanted in (("apiVersion", API_VERSION), ("kind", "Pipeline")):
+        if raw.get(key) != wanted:
+            fix = f"write {key}: {wanted}"
+            got = "is required" if key not in raw else f"{str(raw[key])[:40]!r} is not {wanted}"
+            problem = Problem(path=key, detail=f"{got}; fix: {fix}", fix=fix)
+            raise document_error(header, [problem])
+    try:
+        return PipelineDocument.model_validate(raw)
+    except ValidationError as error:
+        raise document_error(header, problems_of(error)) from None
 
 
 def _parse(text: str, source: str) -> list[Any]:

@@ -22,9 +22,9 @@ from pydantic_core import PydanticUndefined
 from phalanx.domain.errors import PhalanxError
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.job import JobDocument
+from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
-from phalanx.workflow.spec import PipelineDocument
 
 #: The kinds, in the order the page gives them.
 KINDS: Final[tuple[type[BaseModel], ...]] = (

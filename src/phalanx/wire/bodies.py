@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from phalanx.spec.common import Duration, UserName, located
 from phalanx.spec.limits import MAX_REPLICAS
-from phalanx.workflow.templates import Value
+from phalanx.spec.pipeline.templates import Value
 
 #: The longest a token may be made to last (ten years); without an expiry it lasts until
 #: it is revoked.

@@ -1,11 +1,12 @@
-"""Pipelines of jobs: the ``Pipeline`` document, its graph, the run planner, cache keys, DSL.
+"""Running pipelines of jobs: the run planner, its state, cache keys, artifacts, the DSL.
 
-Pure: nothing here starts a process, reads the clock or keeps state between calls (the
-cache and artifact helpers read files through fsspec when asked to). The workflow
-controller drives it::
+The ``Pipeline`` document and its graph are ``phalanx.spec.pipeline``'s; this package
+runs them. Pure: nothing here starts a process, reads the clock or keeps state between
+calls (the cache and artifact helpers read files through fsspec when asked to). The
+workflow controller drives it::
 
-    [pipeline] = load_pipelines(text)                  # spec: DocumentError naming the field
-    graph = build_graph(pipeline.spec)                 # dag: resolved steps, order
+    [pipeline] = load_pipelines(text)                  # spec.loader: DocumentError naming the field
+    graph = build_graph(pipeline.spec)                 # spec.pipeline.dag: resolved steps, order
     params = resolve(pipeline.spec.declared_params(), parse_assignments(["lr=0.1"]))
     state = RunState(params=params, run_id="r1")
     p = plan(graph, state)                             # planner: expand, start, settle, stop
@@ -28,14 +29,9 @@ from phalanx.workflow.cache import (
     key_material,
     servable,
 )
-from phalanx.workflow.conditions import Condition, ConditionError
 from phalanx.workflow.contents import MissingContent, content_hash
-from phalanx.workflow.cron import CronError, CronSchedule
-from phalanx.workflow.dag import Graph, GraphError, StepNode, build_graph
 from phalanx.workflow.dsl import ITEM, RUN_ID, PipelineBuilder, item_key
 from phalanx.workflow.jobs import job_name, job_spec, unit_context
-from phalanx.workflow.params import Param, parse_assignments, resolve
-from phalanx.workflow.parts import MAX_FANOUT
 from phalanx.workflow.planner import (
     Phase,
     Plan,
@@ -51,57 +47,35 @@ from phalanx.workflow.planner import (
     step_phase,
 )
 from phalanx.workflow.resume import resume_state
-from phalanx.workflow.spec import Pipeline, PipelineDocument, build_pipeline, load_pipelines
-from phalanx.workflow.templates import Context, Template, TemplateError, render_argv
 
 __all__ = [
     "CACHE_VERSION",
     "ITEM",
-    "MAX_FANOUT",
     "RUN_ID",
     "CacheEntry",
-    "Condition",
-    "ConditionError",
-    "Context",
-    "CronError",
-    "CronSchedule",
-    "Graph",
-    "GraphError",
     "KeyMaterial",
     "MissingContent",
     "OutputError",
-    "Param",
     "Phase",
-    "Pipeline",
     "PipelineBuilder",
-    "PipelineDocument",
     "Plan",
     "RunPhase",
     "RunState",
     "Settle",
     "Start",
-    "StepNode",
-    "Template",
-    "TemplateError",
     "Unit",
     "Workspace",
     "apply",
     "artifact_references",
-    "build_graph",
-    "build_pipeline",
     "check_transition",
     "content_hash",
     "item_key",
     "job_name",
     "job_spec",
     "key_material",
-    "load_pipelines",
-    "parse_assignments",
     "plan",
     "read_output_param",
     "read_outputs",
-    "render_argv",
-    "resolve",
     "resume_state",
     "servable",
     "step_outputs",

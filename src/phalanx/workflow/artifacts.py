@@ -26,6 +26,10 @@ from typing import Any, Final
 import fsspec
 
 from phalanx.domain.errors import ContentError, InvalidInput
+from phalanx.spec.pipeline.dag import StepNode
+from phalanx.spec.pipeline.params import a, check_value
+from phalanx.spec.pipeline.parts import OutputParam
+from phalanx.spec.pipeline.templates import Value, to_text
 from phalanx.tenantfs import Reader
 from phalanx.workflow.contents import (
     MAX_PARAM_BYTES,
@@ -35,11 +39,7 @@ from phalanx.workflow.contents import (
     TenantPathRefused,
     read_param,
 )
-from phalanx.workflow.dag import StepNode
-from phalanx.workflow.params import a, check_value
-from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Unit
-from phalanx.workflow.templates import Value, to_text
 
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 

@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from phalanx.workflow.dag import Graph, StepNode
-from phalanx.workflow.templates import Context, Kind, Template, Value, render_argv
+from phalanx.spec.pipeline.dag import Graph, StepNode
+from phalanx.spec.pipeline.templates import Context, Kind, Template, Value, render_argv
 
 #: Phalanx's part of every key: bumped whenever what goes into a key changes.
 CACHE_VERSION: Final = "phalanx-cache/2"

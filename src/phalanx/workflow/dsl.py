@@ -36,7 +36,8 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from phalanx.workflow.spec import PipelineDocument, build_pipeline
+from phalanx.spec.loader import build_pipeline
+from phalanx.spec.pipeline.document import PipelineDocument
 
 #: ``{{item}}`` of a foreach step, and ``{{run.id}}``.
 ITEM: Final = "{{item}}"

@@ -3,7 +3,7 @@
 Guarantees of ``job_spec``: the result is a validated ``JobSpec`` (so it converts to a
 domain Job and passes every limit of ``phalanx.spec.limits``) or ``InvalidInput``
 naming the step, the field and the fix (a reference that does not resolve, a rendered
-command over the limits). Templates are rendered by ``phalanx.workflow.templates``
+command over the limits). Templates are rendered by ``phalanx.spec.pipeline.templates``
 (values quoted inside shell scripts). A command step becomes one role ``main`` of one
 replica with the step's resources, image and env; a job step keeps its roles, each
 role's command and env rendered, the pipeline's default env under each role's and the
@@ -30,10 +30,10 @@ from pydantic import ValidationError
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.diagnostics import problems_of
 from phalanx.spec.job import JobSpec
-from phalanx.workflow.dag import Graph, StepNode
-from phalanx.workflow.parts import FailureCause
+from phalanx.spec.pipeline.dag import Graph, StepNode
+from phalanx.spec.pipeline.parts import FailureCause
+from phalanx.spec.pipeline.templates import Context, Template, Value, render_argv
 from phalanx.workflow.planner import RunState, Start, Unit, base_context, render_value
-from phalanx.workflow.templates import Context, Template, Value, render_argv
 
 #: The role of a command step's job.
 MAIN_ROLE: Final = "main"

@@ -36,8 +36,9 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from phalanx.workflow.conditions import ConditionError
-from phalanx.workflow.dag import Graph, StepNode
+from phalanx.spec.pipeline.conditions import ConditionError
+from phalanx.spec.pipeline.dag import Graph, StepNode
+from phalanx.spec.pipeline.templates import Context, TemplateError, Value
 from phalanx.workflow.state import (
     DONE,
     ENDED,
@@ -54,7 +55,6 @@ from phalanx.workflow.state import (
     step_outputs,
     step_phase,
 )
-from phalanx.workflow.templates import Context, TemplateError, Value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.dag import Graph
+from phalanx.spec.pipeline.dag import Graph
+from phalanx.spec.pipeline.templates import Value
 from phalanx.workflow.planner import DONE, Phase, RunState, Unit, step_phase
-from phalanx.workflow.templates import Value
 
 
 def _rerun(

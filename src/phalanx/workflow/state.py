@@ -15,8 +15,8 @@ from enum import StrEnum
 from typing import Final, cast
 
 from phalanx.domain.errors import IllegalTransition
-from phalanx.workflow.dag import Graph, StepNode
-from phalanx.workflow.templates import Context, Kind, Template, TemplateError, Value, to_text
+from phalanx.spec.pipeline.dag import Graph, StepNode
+from phalanx.spec.pipeline.templates import Context, Kind, Template, TemplateError, Value, to_text
 
 
 class Phase(StrEnum):
@@ -96,7 +96,7 @@ class Unit:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunState:
     """What the controller knows of a run: phases and outputs of units, the run's params
-    (resolved, see ``phalanx.workflow.params.resolve``) and whether a stop was asked."""
+    (resolved, see ``phalanx.spec.pipeline.params.resolve``) and whether a stop was asked."""
 
     params: Mapping[str, Value]
     phases: Mapping[Unit, Phase] = field(default_factory=dict)

@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from phalanx.control.controllers.controller import Controller, Intent
+from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import EventRow, JobRow, TaskRow
 from phalanx.control.submit import store_jobs

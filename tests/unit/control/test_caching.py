@@ -9,10 +9,10 @@ import pytest
 
 from phalanx.control.controllers.caching import lookup, material_of, store
 from phalanx.control.store.database import Database
-from phalanx.workflow import Graph, build_graph
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import Graph, build_graph
+from phalanx.spec.pipeline.templates import Context
 from phalanx.workflow.contents import SERVER, MissingContent, content_hash
-from phalanx.workflow.spec import load_pipelines
-from phalanx.workflow.templates import Context
 
 PIPE = """\
 apiVersion: phalanx/v1

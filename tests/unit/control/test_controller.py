@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import update
 
 from phalanx.control.controllers.adoption import UNRECORDED
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.executors.base import TaskEventKind
 from phalanx.executors.records import ProcessRecord

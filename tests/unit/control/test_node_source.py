@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.store.models import NodeRow
 from phalanx.domain.node import Node
 from phalanx.domain.resources import Resources

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from phalanx.control.api.queues import _view
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.metrics import Metrics
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.store.models import QueueRow

@@ -8,8 +8,9 @@ import pytest
 
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record, unit_of
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow import Phase, Unit, build_graph
-from phalanx.workflow.spec import load_pipelines
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import build_graph
+from phalanx.workflow import Phase, Unit
 
 
 def test_a_record_survives_json_and_gives_the_planner_its_phases_and_outputs() -> None:

@@ -15,8 +15,9 @@ from phalanx.control.controllers.schedules import CATCH_UP, fire_due, latest_fir
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import PipelineRow, RunRow
 from phalanx.domain.errors import DocumentError
-from phalanx.workflow import CronSchedule, PipelineDocument, RunPhase
-from phalanx.workflow.spec import load_pipelines
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import CronSchedule, PipelineDocument
+from phalanx.workflow import RunPhase
 
 NIGHTLY = """\
 apiVersion: phalanx/v1

@@ -45,4 +45,3 @@ def test_stop_cuts_a_rest_short_that_pokes_do_not() -> None:
     ticker.poke()
     assert not ticked.wait(0.2)  # resting: the poke waits for the rest's end
     assert ticker.stop(SOON)
-

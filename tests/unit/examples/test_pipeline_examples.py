@@ -21,7 +21,8 @@ from phalanx.examples.pipelines import (
     validate,
 )
 from phalanx.spec import QueueDocument, load_file
-from phalanx.workflow import build_graph, load_pipelines
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import build_graph
 
 PACKAGE = "phalanx.examples.pipelines"
 

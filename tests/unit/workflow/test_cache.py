@@ -7,6 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from phalanx.spec.loader import build_pipeline
+from phalanx.spec.pipeline.dag import Graph, build_graph
+from phalanx.spec.pipeline.templates import Context
 from phalanx.workflow.cache import (
     CacheEntry,
     KeyMaterial,
@@ -14,9 +17,6 @@ from phalanx.workflow.cache import (
     key_material,
     servable,
 )
-from phalanx.workflow.dag import Graph, build_graph
-from phalanx.workflow.spec import build_pipeline
-from phalanx.workflow.templates import Context
 
 TRAIN: dict[str, Any] = {
     "command": ["sh", "-c", "python train.py --lr {{params.lr}} {{inputs.data}} {{outputs.model}}"],
@@ -128,7 +128,7 @@ def test_keys_do_not_depend_on_mapping_order(params: dict[str, Any]) -> None:
 
 
 def test_a_job_steps_key_covers_its_roles_but_not_where_it_is_scheduled() -> None:
-    from phalanx.workflow.spec import load_pipelines
+    from phalanx.spec.loader import load_pipelines
     from tests.unit.workflow.examples import FULL
 
     def dist_key(text: str) -> str:

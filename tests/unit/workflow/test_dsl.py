@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import DocumentError
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline.parts import RetrySpec
 from phalanx.workflow.dsl import ITEM, RUN_ID, PipelineBuilder, item_key
-from phalanx.workflow.parts import RetrySpec
-from phalanx.workflow.spec import load_pipelines
 from tests.unit.workflow.examples import FULL, TRI
 
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import DocumentError
-from phalanx.workflow.dag import build_graph
+from phalanx.spec.loader import build_pipeline, load_pipelines
+from phalanx.spec.pipeline.dag import build_graph
 from phalanx.workflow.planner import RunState, plan
-from phalanx.workflow.spec import build_pipeline, load_pipelines
 from tests.unit.workflow.examples import FULL, TRI
 
 BASES = [yaml.safe_load(FULL), yaml.safe_load(TRI)]

@@ -10,6 +10,10 @@ import fsspec
 import pytest
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline.dag import build_graph
+from phalanx.spec.pipeline.parts import OutputParam
+from phalanx.spec.pipeline.templates import Context, TemplateError
 from phalanx.workflow.artifacts import (
     MAX_PARAM_BYTES,
     OutputError,
@@ -18,12 +22,8 @@ from phalanx.workflow.artifacts import (
     read_output_param,
     read_outputs,
 )
-from phalanx.workflow.dag import build_graph
 from phalanx.workflow.jobs import MAIN_ROLE, attempt_ended, job_spec, unit_context
-from phalanx.workflow.parts import OutputParam
 from phalanx.workflow.planner import Phase, RunState, Unit, apply, plan
-from phalanx.workflow.spec import load_pipelines
-from phalanx.workflow.templates import Context, TemplateError
 from tests.unit.workflow.examples import FULL, TRI
 
 WS = Workspace("/data/wf")
@@ -210,7 +210,7 @@ def test_job_names_are_valid_stable_and_distinct() -> None:
 
 
 def test_retry_delays_double_up_to_the_maximum_for_the_causes_asked() -> None:
-    from phalanx.workflow.parts import RetrySpec
+    from phalanx.spec.pipeline.parts import RetrySpec
 
     retry = RetrySpec.model_validate(
         {"maxAttempts": 5, "backoff": {"initial": "10s", "factor": 3, "max": "1m"}}

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import IllegalTransition
-from phalanx.workflow.dag import Graph, build_graph
+from phalanx.spec.loader import build_pipeline
+from phalanx.spec.pipeline.dag import Graph, build_graph
 from phalanx.workflow.planner import (
     DONE,
     ENDED,
@@ -27,7 +28,6 @@ from phalanx.workflow.planner import (
     step_outputs,
     step_phase,
 )
-from phalanx.workflow.spec import build_pipeline
 from tests.unit.workflow.examples import FULL, TRI
 
 RES = {"cpu": 1, "memory": "1Gi"}
@@ -66,7 +66,7 @@ def started(p: Plan) -> list[str]:
 
 
 def test_a_chain_runs_in_order_and_succeeds() -> None:
-    from phalanx.workflow.spec import load_pipelines
+    from phalanx.spec.loader import load_pipelines
 
     graph = build_graph(load_pipelines(TRI)[0].spec)
     state = RunState(params={"lr": 0.01}, run_id="r1")
@@ -234,7 +234,7 @@ def test_stop_cancels_pending_lists_running_and_still_runs_finally() -> None:
 
 
 def test_full_example_context_renders_inputs_and_items() -> None:
-    from phalanx.workflow.spec import load_pipelines
+    from phalanx.spec.loader import load_pipelines
 
     graph = build_graph(load_pipelines(FULL)[0].spec)
     params = {"lrs": [0.1, 0.2], "threshold": 0.9, "tag": "v1", "dry": False}

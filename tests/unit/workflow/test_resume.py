@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.dag import Graph, build_graph
+from phalanx.spec.loader import build_pipeline, load_pipelines
+from phalanx.spec.pipeline.dag import Graph, build_graph
 from phalanx.workflow.planner import DONE, Phase, RunPhase, RunState, Unit, apply, plan
 from phalanx.workflow.resume import resume_state
-from phalanx.workflow.spec import build_pipeline, load_pipelines
 from tests.unit.workflow.examples import TRI
 
 

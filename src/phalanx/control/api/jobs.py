@@ -15,7 +15,7 @@ from phalanx.control.api.logs import follow as follow_log
 from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow
 from phalanx.control.submit import parse_job

@@ -13,7 +13,7 @@ from fastapi import APIRouter
 
 from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
 from phalanx.control.auth import Principal
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs

@@ -21,9 +21,9 @@ from phalanx.control.controllers.schedules import next_firing, schedule_of
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput
+from phalanx.spec.pipeline import PipelineDocument, resolve
 from phalanx.wire.bodies import NewRun
 from phalanx.wire.views import PipelineView, RunView
-from phalanx.workflow import PipelineDocument, resolve
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"], responses=errors(401, 422))
 

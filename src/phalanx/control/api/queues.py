@@ -16,7 +16,7 @@ from phalanx.control.api.deps import (
     document_of,
     errors,
 )
-from phalanx.control.controllers.controller import Intent
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.views import QueueUsage
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs

@@ -20,9 +20,10 @@ from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import RunRow
 from phalanx.control.store.runs import ACTIVE
 from phalanx.domain.errors import InvalidInput
+from phalanx.spec.pipeline import PipelineDocument, build_graph, resolve
 from phalanx.wire.bodies import ResumeRun
 from phalanx.wire.views import RunPage, RunView, StepView
-from phalanx.workflow import Phase, PipelineDocument, RunPhase, Unit, build_graph, resolve
+from phalanx.workflow import Phase, RunPhase, Unit
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=errors(401, 422))
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from phalanx.control.store import Session, cache
 from phalanx.control.store.models import CacheEntryRow
+from phalanx.spec.pipeline.dag import Graph, StepNode
+from phalanx.spec.pipeline.templates import Context, Value
 from phalanx.tenantfs import TenantPathRefused
 from phalanx.workflow.cache import (
     CacheEntry,
@@ -28,8 +30,6 @@ from phalanx.workflow.cache import (
     servable,
 )
 from phalanx.workflow.contents import Access, MissingContent, written
-from phalanx.workflow.dag import Graph, StepNode
-from phalanx.workflow.templates import Context, Value
 
 #: A run's cache modes: read and write entries; write only; neither.
 MODES = ("use", "refresh", "off")

@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from phalanx.control.controllers import adoption
-from phalanx.control.controllers.core import Core, Rows, Timing
+from phalanx.control.controllers.core import Core, Timing
+from phalanx.control.controllers.intents import Intent, Intents
 from phalanx.control.controllers.launches import launch_of
 from phalanx.control.controllers.nodes import Cluster
 from phalanx.control.controllers.progress import ProgressReader
@@ -27,7 +27,6 @@ from phalanx.control.controllers.rebuild import life_of, new_state, stored_tasks
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
-from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
@@ -54,23 +53,12 @@ from phalanx.executors.base import (
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
-from phalanx.spec.job import JobDocument
 
 log = logging.getLogger(__name__)
 
 
 #: API requests per second above which the controller yields more of the interpreter.
 SATURATED = 200.0
-
-
-class Intent(StrEnum):
-    """What the API changed in the store, for ``Controller.wake``."""
-
-    JOBS = "jobs"  # new jobs
-    CANCELS = "cancels"  # cancel requests
-    SCALES = "scales"  # new sizes of elastic roles
-    QUEUES = "queues"  # queue documents
-    NODES = "nodes"  # cordon, drain
 
 
 ExecutorFactory = Callable[[Callable[[Bind], TaskLaunch]], Executor]
@@ -114,11 +102,6 @@ class Controller:
         self.lock = threading.Lock()  # held during a tick; readers of ``core`` take it too
         self._ticker = Ticker("phalanx-controller", self._round, pace=self._pace)
         self._began = self._busy = 0.0  # the last tick's start (monotonic) and CPU seconds
-        self._changed: set[Intent] = set(Intent)
-        self._changed_lock = threading.Lock()
-        self._wakes = 0  # API requests since the last tick began
-        self._offered: dict[int, Job] = {}  # jobs committed by this process's API, by row id
-        self._full_read_at = 0.0
         self._recorded: set[tuple[str, str]] = set()
         timing = timing or Timing()
         self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
@@ -126,6 +109,7 @@ class Controller:
             self._lifecycle(new_state(self.cluster.nodes, [], {})), executor(self._launch), timing
         )
         self._progress = ProgressReader(self.core)
+        self.intents = Intents(self.core)
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
         self._broken = False  # a tick failed and memory is not rebuilt yet
@@ -150,9 +134,7 @@ class Controller:
         """Ask for a tick as soon as possible (thread-safe), naming what the caller changed
         in the store; the tick reads just that. Everything is read again every period
         anyway, so a writer outside this process is seen too."""
-        with self._changed_lock:
-            self._changed.update(changed or Intent)
-            self._wakes += 1
+        self.intents.wake(changed)
         self._ticker.poke()
 
     def shutdown(self, timeout: float = 10.0) -> bool:
@@ -186,8 +168,7 @@ class Controller:
         tick, and a costly tick spaces ticks out. The controller takes at most half of
         the interpreter, and a quarter while the API is flooded (over SATURATED requests
         a second), so the API keeps up."""
-        with self._changed_lock:
-            rate, self._wakes = self._wakes / max(time.monotonic() - self._began, 1e-3), 0
+        rate = self.intents.take_wakes() / max(time.monotonic() - self._began, 1e-3)
         share = 0.25 if rate > SATURATED else 0.5
         gap = max(self.core.timing.coalesce, self._busy / share)
         return gap - (time.monotonic() - self._began)
@@ -279,10 +260,8 @@ class Controller:
             core = self.core
             core.now = self.clock()
             core.decided = False
-            with self._changed_lock:
-                changed, self._changed = self._changed, set()
-            if core.now - self._full_read_at >= core.timing.period:
-                changed, self._full_read_at = set(Intent), core.now
+            changed, full = self.intents.take(core.now, core.timing.period)
+            if full:
                 self._progress.read(self._guarded)
             self.cluster.follow(core, self.db)
             if changed:
@@ -291,12 +270,7 @@ class Controller:
                         self.cluster.read_flags(session, core)
                     if Intent.QUEUES in changed:
                         self.cluster.read_queues(session, core)
-                    if Intent.JOBS in changed:
-                        self._ingest(session)
-                    if Intent.CANCELS in changed:
-                        self._cancels(session)
-                    if Intent.SCALES in changed:
-                        self._scales(session)
+                    self.intents.read(session, changed, self._guarded)
             events: dict[str, list[TaskEvent]] = {}
             reported, self._failed_starts = self._failed_starts, []
             for event in [*reported, *core.executor.poll(now=core.now)]:
@@ -394,64 +368,8 @@ class Controller:
 
     def offer(self, stored: Sequence[tuple[int, Job]]) -> None:
         """Jobs this process just committed, by row id (thread-safe): the next tick takes
-        them as they are instead of reading and validating their documents again."""
-        with self._changed_lock:
-            self._offered.update(stored)
-
-    def _ingest(self, session: Session) -> None:
-        """Take in the jobs the API stored since the last tick (plain column reads: a new
-        job's other columns still hold their defaults)."""
-        with self._changed_lock:
-            offered, self._offered = self._offered, {}
-        rows = stored_jobs.not_ingested(session, limit=10_000)
-        # An offer newer than every row read was committed after this read began: kept for
-        # the next tick. Older offers not read were taken in already, or deleted: dropped.
-        newest = rows[-1].id if rows else -1
-        later = {job_id: job for job_id, job in offered.items() if job_id > newest}
-        if later:
-            with self._changed_lock:
-                self._offered.update(later)
-        if not rows:
-            return
-        # Jobs stored by another process (or before a restart) are read from the store.
-        created = {row.id: row.created_at for row in rows if row.id not in offered}
-        if created:
-            for job_id, document in stored_jobs.documents(session, created).items():
-                spec = JobDocument.model_validate(document)
-                offered[job_id] = spec.to_domain(creation_time=created[job_id])
-        task_ids = stored_jobs.task_ids(session, rows[0].id, rows[-1].id)
-        core = self.core
-        for row in rows:
-            core.journal.job(row.id, ingested=True)
-            if row.name in core.rows:  # taken in already; the flag was not yet written
-                continue
-            core.rows[row.name] = Rows(id=row.id, tasks=task_ids.get(row.id, {}))
-            self._guarded(row.name, self._submit, offered[row.id])
-
-    def _submit(self, job: Job) -> None:
-        self.core.record(self.core.life.submit(job, now=self.core.now))
-        self.core.decided = True
-
-    def _cancels(self, session: Session) -> None:
-        for name in stored_jobs.cancel_requested(session):
-            self._guarded(name, self._cancel, name)
-
-    def _cancel(self, name: str) -> None:
-        self.core.record(self.core.life.cancel(name, "cancelled by request", now=self.core.now))
-
-    def _scales(self, session: Session) -> None:
-        for row_id, name, document in stored_jobs.scale_requested(session):
-            self._guarded(name, self._scale, (name, document))
-            self.core.journal.job(row_id, scale_requested=False)
-
-    def _scale(self, asked: tuple[str, dict[str, Any]]) -> None:
-        """Apply the size the job's stored document now asks of its elastic role."""
-        name, document = asked
-        role = JobDocument.model_validate(document).to_domain(creation_time=0.0).elastic_role()
-        if role is None:
-            return
-        message = f"scaled to {role.replicas} by its owner"
-        self.core.record(self.core.life.scale(name, role.replicas, message, now=self.core.now))
+        them as they are (``Intents.offer``)."""
+        self.intents.offer(stored)
 
     def _lifecycle(self, state: ClusterState) -> Lifecycle:
         return Lifecycle(state, self._policy)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from phalanx.control.store.models import RunRow
-from phalanx.workflow import Graph, Phase, RunPhase, RunState, Unit, resume_state
-from phalanx.workflow.templates import Value
+from phalanx.spec.pipeline import Graph
+from phalanx.spec.pipeline.templates import Value
+from phalanx.workflow import Phase, RunPhase, RunState, Unit, resume_state
 
 _UNIT: Final = re.compile(r"(?P<step>[^\[\]]+)(?:\[(?P<index>\d+)\])?")
 

@@ -29,8 +29,8 @@ from phalanx.control.controllers.runs import new_run
 from phalanx.control.store import Session
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import RunRow
-from phalanx.workflow import CronSchedule, PipelineDocument, resolve
-from phalanx.workflow.parts import ScheduleSpec
+from phalanx.spec.pipeline import CronSchedule, PipelineDocument, resolve
+from phalanx.spec.pipeline.parts import ScheduleSpec
 
 log = logging.getLogger(__name__)
 

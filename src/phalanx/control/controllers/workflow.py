@@ -58,8 +58,9 @@ from phalanx.control.controllers.caching import (
     material_of,
     store,
 )
-from phalanx.control.controllers.controller import Controller, Intent
+from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.hashing import Hashes, NotYetHashed
+from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
 from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.controllers.ticker import Ticker
@@ -74,31 +75,29 @@ from phalanx.domain.job import JobPhase
 from phalanx.executors.identity import TaskIdentity
 from phalanx.spec.common import Metadata
 from phalanx.spec.job import JobDocument
+from phalanx.spec.pipeline import Graph, PipelineDocument, build_graph, resolve
+from phalanx.spec.pipeline.dag import StepNode
+from phalanx.spec.pipeline.parts import FailureCause
+from phalanx.spec.pipeline.templates import Context, TemplateError, Value
 from phalanx.tenantfs import Place, TenantPathRefused, make_dirs
 from phalanx.workflow import (
-    Graph,
     OutputError,
     Phase,
-    PipelineDocument,
     RunPhase,
     Start,
     Unit,
     Workspace,
-    build_graph,
     check_transition,
     job_name,
     job_spec,
     plan,
     read_outputs,
-    resolve,
     unit_context,
 )
 from phalanx.workflow.contents import Access, written
-from phalanx.workflow.dag import StepNode
 from phalanx.workflow.jobs import attempt_ended
-from phalanx.workflow.parts import FailureCause
 from phalanx.workflow.planner import render_value
-from phalanx.workflow.templates import Context, TemplateError, Value
+from phalanx.workflow.state import items_of
 
 log = logging.getLogger(__name__)
 
@@ -660,7 +659,6 @@ def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start
     planner read it."""
     if unit.index is None:
         return Start(unit=unit)
-    from phalanx.workflow.state import items_of  # noqa: PLC0415 (a query of the state)
 
     state = record.state(run_id=row.id, params=row.params, stopping=False)
     items = items_of(graph, state, unit.step)

@@ -39,13 +39,15 @@ from phalanx.sim.metrics import Metrics
 from phalanx.sim.pipeline.timings import Timings
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.workload import Workload, WorkloadJob
+from phalanx.spec.pipeline import Graph, StepNode
+from phalanx.spec.pipeline.params import ParamValue
+from phalanx.spec.pipeline.parts import FailureCause
+from phalanx.spec.pipeline.templates import Value
 from phalanx.workflow import (
-    Graph,
     Phase,
     RunPhase,
     RunState,
     Start,
-    StepNode,
     Unit,
     Workspace,
     job_name,
@@ -54,9 +56,6 @@ from phalanx.workflow import (
     unit_context,
 )
 from phalanx.workflow.jobs import attempt_ended
-from phalanx.workflow.params import ParamValue
-from phalanx.workflow.parts import FailureCause
-from phalanx.workflow.templates import Value
 
 #: Where replayed runs "write" their artifacts: the paths templates render to.
 SIM_WORKSPACE = Workspace("sim://workspace")

@@ -32,10 +32,11 @@ import yaml
 
 from phalanx.domain.errors import DocumentError, InvalidInput
 from phalanx.spec import parse_duration
-from phalanx.workflow import Graph, Unit
-from phalanx.workflow.conditions import Condition
-from phalanx.workflow.params import a, check_value
-from phalanx.workflow.templates import Kind, Template, Value
+from phalanx.spec.pipeline import Graph
+from phalanx.spec.pipeline.conditions import Condition
+from phalanx.spec.pipeline.params import a, check_value
+from phalanx.spec.pipeline.templates import Kind, Template, Value
+from phalanx.workflow import Unit
 
 _KEY: Final = re.compile(r"(?P<step>[a-z0-9]([-a-z0-9]*[a-z0-9])?)(\[(?P<index>\d{1,6})\])?")
 _FIELDS: Final = ("duration", "outputs", "failures")

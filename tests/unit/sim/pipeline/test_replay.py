@@ -10,7 +10,9 @@ from phalanx.domain.resources import Resources
 from phalanx.policies import load_policy
 from phalanx.sim.pipeline import Replay, pipeline_queues, replay_pipeline, summary, timings_of
 from phalanx.sim.runner import SimOptions
-from phalanx.workflow import Phase, RunPhase, build_graph, load_pipelines, resolve
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import build_graph, resolve
+from phalanx.workflow import Phase, RunPhase
 
 GIB = 2**30
 CONFIG = load_policy("phalanx-default").config

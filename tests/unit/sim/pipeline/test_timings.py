@@ -10,7 +10,9 @@ import pytest
 from phalanx.domain.errors import DocumentError
 from phalanx.examples.pipelines import DIRECTORY, PIPELINES
 from phalanx.sim.pipeline import load_timings, timings_of
-from phalanx.workflow import Graph, Unit, build_graph, load_pipelines
+from phalanx.spec.loader import load_pipelines
+from phalanx.spec.pipeline import Graph, build_graph
+from phalanx.workflow import Unit
 
 TEXT = """\
 apiVersion: phalanx/v1

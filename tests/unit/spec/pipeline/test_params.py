@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.params import Param, ParamType, parse_text, resolve, type_of
-from phalanx.workflow.templates import to_text
+from phalanx.spec.pipeline.params import Param, ParamType, parse_text, resolve, type_of
+from phalanx.spec.pipeline.templates import to_text
 
 VALUES: dict[ParamType, st.SearchStrategy[Any]] = {
     "string": st.text(max_size=30),

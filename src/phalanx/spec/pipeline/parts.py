@@ -2,7 +2,7 @@
 
 Each is a strict ``SpecModel`` (camelCase, unknown fields refused with the closest
 name). Templates in them are parsed when the document is validated; what they refer
-to is checked by ``phalanx.workflow.dag`` once the whole pipeline is known.
+to is checked by ``phalanx.spec.pipeline.dag`` once the whole pipeline is known.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from phalanx.spec.common import UNION_TAG, Duration, Loc, SpecModel, located
-from phalanx.workflow.conditions import Condition, ConditionError
-from phalanx.workflow.cron import CronError, CronSchedule
-from phalanx.workflow.params import MAX_LIST, MAX_STRING, ParamType, ParamValue, a, check_value
-from phalanx.workflow.templates import Template, TemplateError, Value
+from phalanx.spec.pipeline.conditions import Condition, ConditionError
+from phalanx.spec.pipeline.cron import CronError, CronSchedule
+from phalanx.spec.pipeline.params import MAX_LIST, MAX_STRING, ParamType, ParamValue, a, check_value
+from phalanx.spec.pipeline.templates import Template, TemplateError, Value
 
 #: Most items one foreach may fan out to (``maxItems`` is at most this).
 MAX_FANOUT: Final = 10_000
@@ -75,9 +75,9 @@ def _cron(value: str) -> str:
 
 #: A name templates refer to: a param, an input or an output (``[A-Za-z_][A-Za-z0-9_]*``).
 Identifier = Annotated[str, AfterValidator(_identifier)]
-#: Text with ``{{...}}`` references (see ``phalanx.workflow.templates``).
+#: Text with ``{{...}}`` references (see ``phalanx.spec.pipeline.templates``).
 TemplateText = Annotated[str, AfterValidator(_template)]
-#: A ``when`` condition (see ``phalanx.workflow.conditions``).
+#: A ``when`` condition (see ``phalanx.spec.pipeline.conditions``).
 ConditionText = Annotated[str, AfterValidator(_condition)]
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.templates import Value
+from phalanx.spec.pipeline.templates import Value
 
 ParamType: TypeAlias = Literal["string", "int", "float", "bool", "list"]
 #: A scalar a parameter or a list parameter's item may hold.

@@ -10,7 +10,7 @@ Grammar (whitespace between tokens is free)::
     operand    := {{reference}} | number | 'text' | "text" | true | false | null
                 | [operand, ...] | ( condition )
 
-References are those of ``phalanx.workflow.templates`` (``{{params.x}}``,
+References are those of ``phalanx.spec.pipeline.templates`` (``{{params.x}}``,
 ``{{steps.s.outputs.x}}``, ``{{item}}``, ``{{item.key}}``, ``{{run.id}}``); their filters are
 refused here. Example: ``{{steps.eval.outputs.accuracy}} >= 0.9 and not {{params.dry}}``.
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.workflow.templates import (
+from phalanx.spec.pipeline.templates import (
     Context,
     Filter,
     Reference,

@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.common import Loc
 from phalanx.spec.job import JobSpec
-from phalanx.spec.quantity import QuantityValue
-from phalanx.workflow.conditions import Condition
-from phalanx.workflow.params import Param, type_of
-from phalanx.workflow.parts import (
+from phalanx.spec.pipeline.conditions import Condition
+from phalanx.spec.pipeline.params import Param, type_of
+from phalanx.spec.pipeline.parts import (
     CacheSpec,
     ForeachSpec,
     Inputs,
@@ -43,10 +42,11 @@ from phalanx.workflow.parts import (
     RetrySpec,
     SubPipelineSpec,
 )
-from phalanx.workflow.templates import Kind, Reference, Template
+from phalanx.spec.pipeline.templates import Kind, Reference, Template
+from phalanx.spec.quantity import QuantityValue
 
 if TYPE_CHECKING:
-    from phalanx.workflow.spec import PipelineSpec, StepSpec
+    from phalanx.spec.pipeline.document import PipelineSpec, StepSpec
 
 T = TypeVar("T")
 

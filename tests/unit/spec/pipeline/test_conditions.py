@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.workflow.conditions import MAX_DEPTH, Condition, ConditionError
-from phalanx.workflow.templates import Context, Kind, TemplateError
+from phalanx.spec.pipeline.conditions import MAX_DEPTH, Condition, ConditionError
+from phalanx.spec.pipeline.templates import Context, Kind, TemplateError
 
 CTX = Context(
     step="promote",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phalanx.workflow.cron import CronError, CronSchedule
+from phalanx.spec.pipeline.cron import CronError, CronSchedule
 
 T0 = datetime(2026, 11, 25, 23, 15, 30, tzinfo=UTC)  # a Wednesday
 

@@ -1,31 +1,27 @@
-"""The ``Pipeline`` document: a graph of steps, each a phalanx Job, and its loading.
+"""The ``Pipeline`` document: a graph of steps, each a phalanx Job.
 
 A step is a command (one task of ``resources``), a whole job spec (``job``: several
 roles, a gang), or a reference to a named entry of ``components`` (``uses``) whose
 fields it may override. Every field a step leaves out is taken from its component,
 then from ``defaults``; ``env`` maps are merged (the step's keys win).
 
-Guarantees: a validated ``PipelineDocument`` is a valid graph (``phalanx.workflow.dag``
+Guarantees: a validated ``PipelineDocument`` is a valid graph (``dag.build_graph``
 builds it without error): step names are unique across ``steps`` and ``finally``, every
 ``dependsOn`` and reference names something that exists and may be used there, there is
 no cycle, every step has a command or a job and resources for it, a literal foreach list
-fits its ``maxItems`` and every template parses. ``load_pipelines`` refuses anything
-else with ``DocumentError`` naming the source, the document, the field and the fix,
-exactly as ``phalanx.spec.loader`` does for the other kinds.
-
-``phalanx.spec.loader`` reads Pipelines too (``phalanx apply`` registers them); it
-imports this module when it meets one, as this module imports its YAML helpers.
+fits its ``maxItems`` and every template parses. ``phalanx.spec.loader`` reads Pipelines
+like the other kinds (``phalanx apply`` registers them); its ``load_pipelines`` refuses
+anything else with ``DocumentError`` naming the source, the document, the field and the
+fix.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Final, Literal, Self
 
 import yaml
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from phalanx.domain.errors import DocumentError
 from phalanx.spec.common import (
     API_VERSION,
     DnsLabel,
@@ -37,13 +33,10 @@ from phalanx.spec.common import (
     SpecModel,
     located,
 )
-from phalanx.spec.diagnostics import Problem, document_error, problems_of
 from phalanx.spec.job import Command, JobSpec
-from phalanx.spec.limits import MAX_INPUT_SIZE
-from phalanx.spec.loader import _header, _not_a_mapping, _parse  # the one YAML reader
-from phalanx.spec.quantity import ResourceMap
-from phalanx.workflow.params import Param, type_of
-from phalanx.workflow.parts import (
+from phalanx.spec.pipeline.dag import GraphError, build_graph
+from phalanx.spec.pipeline.params import Param, type_of
+from phalanx.spec.pipeline.parts import (
     CacheSpec,
     ConditionText,
     ForeachSpec,
@@ -57,7 +50,8 @@ from phalanx.workflow.parts import (
     SubPipelineSpec,
     TemplateText,
 )
-from phalanx.workflow.templates import Template, TemplateError
+from phalanx.spec.pipeline.templates import Template, TemplateError
+from phalanx.spec.quantity import ResourceMap
 
 #: Most steps of one pipeline (``steps`` and ``finally`` together) and components.
 MAX_STEPS: Final = 1_000
@@ -239,8 +233,6 @@ class PipelineSpec(SpecModel):
 
     @model_validator(mode="after")
     def _a_graph(self) -> Self:
-        from phalanx.workflow.dag import GraphError, build_graph  # noqa: PLC0415 (cycle)
-
         try:
             build_graph(self)
         except GraphError as error:
@@ -286,56 +278,6 @@ class PipelineDocument(SpecModel):
 Pipeline = PipelineDocument
 
 
-def load_pipelines(text: str, *, source: str = "<input>") -> list[PipelineDocument]:
-    """Every non-empty document of ``text``, each a validated Pipeline; raises
-    ``DocumentError`` (source, document number, kind and name, field, fix)."""
-    if len(text) > MAX_INPUT_SIZE:
-        raise DocumentError(
-            f"{source}: input of {len(text)} characters is over the {MAX_INPUT_SIZE} limit",
-            fix="split it into several files",
-        )
-    try:
-        raws = _parse(text, source)
-    except DocumentError as error:
-        raise _with_quoting_hint(error, text) from None
-    return [
-        build_pipeline(raw, source=source, number=n)
-        for n, raw in enumerate(raws, 1)
-        if raw is not None
-    ]
-
-
-_QUOTE_HINT: Final = 'quote every value holding {{...}} references, e.g. "{{params.lr}}"'
-
-
-def _with_quoting_hint(error: DocumentError, text: str) -> DocumentError:
-    """``error`` with a hint when the YAML it reports is on a line with ``{{``: an
-    unquoted reference reads as a YAML mapping."""
-    found = re.search(r", line (\d+), column", str(error))
-    lines = text.splitlines()
-    if found is None or not 0 < int(found[1]) <= len(lines) or "{{" not in lines[int(found[1]) - 1]:
-        return error
-    message = str(error).removesuffix(f"; fix: {error.fix}")
-    return DocumentError(message, fix=f"{_QUOTE_HINT}; {error.fix}")
-
-
-def build_pipeline(raw: Any, *, source: str = "<request>", number: int = 1) -> PipelineDocument:
-    """One already-parsed document validated as a Pipeline; raises ``DocumentError``."""
-    header = _header(source, number, raw)
-    if not isinstance(raw, dict):
-        raise document_error(header, [_not_a_mapping(raw)])
-    for key, wanted in (("apiVersion", API_VERSION), ("kind", "Pipeline")):
-        if raw.get(key) != wanted:
-            fix = f"write {key}: {wanted}"
-            got = "is required" if key not in raw else f"{str(raw[key])[:40]!r} is not {wanted}"
-            problem = Problem(path=key, detail=f"{got}; fix: {fix}", fix=fix)
-            raise document_error(header, [problem])
-    try:
-        return PipelineDocument.model_validate(raw)
-    except ValidationError as error:
-        raise document_error(header, problems_of(error)) from None
-
-
 __all__ = [
     "ComponentSpec",
     "Defaults",
@@ -344,6 +286,4 @@ __all__ = [
     "PipelineDocument",
     "PipelineSpec",
     "StepSpec",
-    "build_pipeline",
-    "load_pipelines",
 ]

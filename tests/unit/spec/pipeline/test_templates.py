@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.workflow.templates import (
+from phalanx.spec.pipeline.templates import (
     Context,
     Filter,
     Kind,

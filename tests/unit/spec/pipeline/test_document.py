@@ -9,9 +9,10 @@ import pytest
 
 from phalanx.domain.errors import DocumentError, InvalidInput
 from phalanx.spec import KNOWN_KINDS, load_documents
-from phalanx.workflow.dag import build_graph
-from phalanx.workflow.params import parse_assignments, resolve
-from phalanx.workflow.spec import Pipeline, PipelineDocument, build_pipeline, load_pipelines
+from phalanx.spec.loader import build_pipeline, load_pipelines
+from phalanx.spec.pipeline.dag import build_graph
+from phalanx.spec.pipeline.document import Pipeline, PipelineDocument
+from phalanx.spec.pipeline.params import parse_assignments, resolve
 from tests.unit.workflow.examples import FULL, TRI
 
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import DocumentError
-from phalanx.workflow.dag import build_graph
-from phalanx.workflow.spec import build_pipeline
+from phalanx.spec.loader import build_pipeline
+from phalanx.spec.pipeline.dag import build_graph
 
 
 def document(edges: dict[str, list[str]], *, implied: bool = False) -> dict[str, Any]:
