@@ -89,6 +89,24 @@ def read_csv(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple
     return header, rows
 
 
+def note_unique(
+    first: dict[str, int],
+    name: str,
+    *,
+    where: tuple[Path, int, str],
+    fix: str,
+    shown: str | None = None,
+) -> None:
+    """Record in ``first`` that ``name`` stands on the line of ``where`` (file, line,
+    column); a row error ``<shown> is also on line <n>`` when an earlier line had it
+    (``shown``: the name, quoted, unless given)."""
+    path, line, column = where
+    if name in first:
+        said = repr(name) if shown is None else shown
+        raise row_error(path, line, column, f"{said} is also on line {first[name]}", fix)
+    first[name] = line
+
+
 def number(
     text: str,
     *,
@@ -164,6 +182,15 @@ def gpu_role(
         replicas=replicas,
         resources=Resources.of({k: v for k, v in amounts.items() if v}),
     )
+
+
+def gang_role(
+    gpus: int, gpus_per_node: int, *, cpu_per_gpu: float = 0.0, memory_per_gpu: float = 0.0
+) -> Role:
+    """Role ``worker`` of a gang of ``gpus`` GPUs: the fewest even tasks no larger than a
+    node (``split_gang``), with cpu and memory in proportion to their GPUs (``gpu_role``)."""
+    tasks, per_task = split_gang(gpus, gpus_per_node)
+    return gpu_role(tasks, per_task, cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu)
 
 
 def assemble(

@@ -35,7 +35,14 @@ from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, NodeSelectorRequirement, Role
 from phalanx.domain.node import Toleration
 from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY
-from phalanx.sim.traces._common import assemble, default_queues, file_error, open_text, row_error
+from phalanx.sim.traces._common import (
+    assemble,
+    default_queues,
+    file_error,
+    note_unique,
+    open_text,
+    row_error,
+)
 from phalanx.sim.workload import Workload, WorkloadJob
 from phalanx.spec.common import Duration, Name, SpecModel
 from phalanx.spec.diagnostics import document_error, problems_of
@@ -118,15 +125,12 @@ def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = No
                 if not text.strip():
                     continue
                 job = _parse_line(text, path, number, shapes)
-                if job.name in lines:
-                    raise row_error(
-                        path,
-                        number,
-                        "name",
-                        f"{job.name!r} is also on line {lines[job.name]}",
-                        "give every job its own name",
-                    )
-                lines[job.name] = number
+                note_unique(
+                    lines,
+                    job.name,
+                    where=(path, number, "name"),
+                    fix="give every job its own name",
+                )
                 jobs.append(job)
     except UnicodeDecodeError as error:
         raise file_error(path, f"byte {error.start} is not UTF-8", "save it as UTF-8") from None

@@ -36,6 +36,7 @@ from phalanx.domain.resources import Resources
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
+    note_unique,
     number,
     one_role_job,
     read_csv,
@@ -152,15 +153,12 @@ def _priority(qos: str, table: Mapping[str, int], path: Path, line: int) -> int:
 def _check_unique(jobs: list[WorkloadJob], rows: list[tuple[int, list[str]]], path: Path) -> None:
     first: dict[str, int] = {}
     for job, (line, _) in zip(jobs, rows, strict=True):
-        if job.name in first:
-            raise row_error(
-                path,
-                line,
-                "name",
-                f"{job.name!r} is also on line {first[job.name]}",
-                "give each pod its own name",
-            )
-        first[job.name] = line
+        note_unique(
+            first,
+            job.name,
+            where=(path, line, "name"),
+            fix="give each pod its own name",
+        )
 
 
 def openb_nodes(path: Path) -> tuple[Node, ...]:

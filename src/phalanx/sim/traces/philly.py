@@ -35,12 +35,11 @@ from phalanx.domain.resources import Resources, canonical_amount
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
-    gpu_role,
+    gang_role,
     number,
     one_role_job,
     read_csv,
     row_error,
-    split_gang,
 )
 from phalanx.sim.workload import Workload, WorkloadJob
 
@@ -121,8 +120,7 @@ def load_philly(
 
     def role_of(gpus: int) -> Role:
         if gpus not in roles:
-            tasks, per_task = split_gang(gpus, gpus_per_node)
-            roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
+            roles[gpus] = gang_role(gpus, gpus_per_node, cpu_per_gpu=cpu, memory_per_gpu=memory)
         return roles[gpus]
 
     known = {vc for vc, _ in vcs}

@@ -68,6 +68,7 @@ from phalanx.sim.traces._common import (
     assemble,
     file_error,
     gpu_role,
+    note_unique,
     number,
     one_role_job,
     read_csv,
@@ -185,11 +186,7 @@ def load_pollux(
     lines: dict[str, int] = {}
     for line, cells in rows:
         name, app, submit, replicas, batch = _parse_row(cells, at, (path, line))
-        if name in lines:
-            raise row_error(
-                path, line, "name", f"{name!r} is also on line {lines[name]}", "name jobs once"
-            )
-        lines[name] = line
+        note_unique(lines, name, where=(path, line, "name"), fix="name jobs once")
         if durations is not None and app in durations:
             duration = float(durations[app])
         else:

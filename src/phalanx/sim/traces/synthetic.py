@@ -29,9 +29,8 @@ from phalanx.domain.resources import canonical_amount
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
-    gpu_role,
+    gang_role,
     one_role_job,
-    split_gang,
 )
 from phalanx.sim.workload import Workload, WorkloadJob
 from phalanx.spec.common import Name, SpecModel, UserName, located, suggest
@@ -156,8 +155,7 @@ def _roles(p: SyntheticParams) -> dict[int, Role]:
     memory = canonical_amount("memory", p.memory_per_gpu, field="memoryPerGpu")
     roles = {}
     for gpus in p.sizes:
-        tasks, per_task = split_gang(gpus, p.gpus_per_node)
-        roles[gpus] = gpu_role(tasks, per_task, cpu_per_gpu=cpu, memory_per_gpu=memory)
+        roles[gpus] = gang_role(gpus, p.gpus_per_node, cpu_per_gpu=cpu, memory_per_gpu=memory)
     return roles
 
 

@@ -21,12 +21,11 @@ from phalanx.domain.resources import Resources
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
-    gpu_role,
+    gang_role,
+    note_unique,
     number,
     one_role_job,
     read_csv,
-    row_error,
-    split_gang,
 )
 from phalanx.sim.workload import Workload, WorkloadJob
 
@@ -65,19 +64,15 @@ def load_tiresias(
         submit = number(cells[at["submit_time"]], where=(*where, "submit_time"))
         duration = number(cells[at["duration"]], where=(*where, "duration"), positive=True)
         name = f"tiresias-{job_id}"
-        if name in lines:
-            raise row_error(
-                path,
-                line,
-                "job_id",
-                f"{job_id} is also on line {lines[name]}",
-                "give each job its own id",
-            )
-        lines[name] = line
-        tasks, per_task = split_gang(int(gpus), gpus_per_task)
-        job = one_role_job(
-            name=name, queue=QUEUE, role=gpu_role(tasks, per_task), submit_time=submit
+        note_unique(
+            lines,
+            name,
+            where=(path, line, "job_id"),
+            fix="give each job its own id",
+            shown=str(job_id),
         )
+        role = gang_role(int(gpus), gpus_per_task)
+        job = one_role_job(name=name, queue=QUEUE, role=role, submit_time=submit)
         jobs.append(WorkloadJob(job=job, duration=duration))
     notes = (f"a job of g GPUs runs as the fewest even tasks of at most {gpus_per_task} GPUs",)
     return assemble(

@@ -9,7 +9,9 @@ import pytest
 from phalanx.domain.errors import DocumentError
 from phalanx.sim.traces._common import (
     assemble,
+    gang_role,
     gpu_role,
+    note_unique,
     number,
     one_role_job,
     read_csv,
@@ -93,3 +95,19 @@ def test_gpu_role_scales_cpu_and_memory_with_gpus() -> None:
     assert role.replicas == 2
     assert dict(role.resources.items()) == {"cpu": 16000.0, "gpu": 4.0, "memory": 2.0**37}
     assert dict(gpu_role(1, 1.0).resources.items()) == {"gpu": 1.0}
+
+
+def test_gang_role_is_the_split_gang_as_one_gpu_role() -> None:
+    role = gang_role(12, 8, cpu_per_gpu=4000.0, memory_per_gpu=2.0**35)
+    assert role == gpu_role(2, 6.0, cpu_per_gpu=4000.0, memory_per_gpu=2.0**35)
+
+
+def test_a_name_met_twice_is_a_row_error_naming_the_first_line() -> None:
+    first: dict[str, int] = {}
+    note_unique(first, "a", where=(Path("t.csv"), 2, "name"), fix="name jobs once")
+    note_unique(first, "b", where=(Path("t.csv"), 3, "name"), fix="name jobs once")
+    assert first == {"a": 2, "b": 3}
+    with pytest.raises(DocumentError, match="line 5: name: 'a' is also on line 2; fix: name"):
+        note_unique(first, "a", where=(Path("t.csv"), 5, "name"), fix="name jobs once")
+    with pytest.raises(DocumentError, match="line 6: job_id: 7 is also on line 3"):
+        note_unique(first, "b", where=(Path("t.csv"), 6, "job_id"), fix="x", shown="7")
