@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -78,6 +79,18 @@ NODE_MTBF_HELP = (
     "Mean time between failures of each node, e.g. 30d: failed nodes lose their tasks, whose "
     "jobs retry by their maxRetry (default: no node fails)."
 )
+# The options the commands share, declared once.
+CLUSTER = typer.Option(..., help=CLUSTER_HELP)
+WORKLOAD = typer.Option(..., help=WORKLOAD_HELP)
+SCHEDULER = typer.Option(
+    "phalanx-default", help=f"A SchedulerConfig file or: {', '.join(policy_names())}."
+)
+SEED = typer.Option(0, help="Seed for synthetic workloads and node failures.")
+UNTIL = typer.Option(None, help="Stop the clock at this duration, e.g. 7d.")
+PERIOD = typer.Option(60.0, help="Seconds between periodic scheduling sessions.")
+TRACES_DIR = typer.Option(None, help="Public traces folder (default ../shared/traces).")
+NODE_MTBF = typer.Option(None, help=NODE_MTBF_HELP)
+NODE_MTTR = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h.")
 FIXED_PERIOD = typer.Option(
     False,
     "--fixed-period",
@@ -142,44 +155,70 @@ def _write_jobs(path: Path, rows: list[dict[str, object]]) -> None:
         writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Replay:
+    """What ``run`` and ``compare`` share: the options of one replay, as typer parsed them."""
+
+    cluster: str
+    workload: str
+    out: Path
+    queues: Path | None
+    seed: int
+    until: str | None
+    period: float
+    traces_dir: Path | None
+    node_mtbf: str | None
+    node_mttr: str
+    fixed_period: bool
+    as_json: bool
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> _Replay:
+        """The replay a command's parsed parameters (``ctx.params``) describe."""
+        return cls(**{field.name: params[field.name] for field in fields(cls)})
+
+
+def _simulate(schedulers: list[str], replay: _Replay, *, nested: bool, title: str) -> None:
+    """Play each scheduler (in its own folder when ``nested``), render the report, and
+    print the summaries: a JSON object (a list when ``nested``) or a table."""
+    results = _run_all(schedulers, replay, nested)
+    _render(results, replay.out, title)
+    if replay.as_json:
+        summaries = [summary for _, summary in results]
+        typer.echo(json.dumps(summaries if nested else summaries[0]))
+    else:
+        Console().print(_table(results))
+
+
 def _run_all(
-    schedulers: list[str],
-    cluster: str,
-    workload_spec: str,
-    out: Path,
-    queues_file: Path | None,
-    seed: int,
-    until: str | None,
-    period: float,
-    traces_dir: Path | None,
-    nested: bool,
-    failures: tuple[str | None, str] = (None, "1h"),
-    fixed_period: bool = False,
+    schedulers: list[str], replay: _Replay, nested: bool
 ) -> list[tuple[Path, dict[str, object]]]:
-    traces = resolve_traces(traces_dir)
+    workload_spec, cluster, out = replay.workload, replay.cluster, replay.out
+    traces = resolve_traces(replay.traces_dir)
     needed = _needed(workload_spec, cluster)
     if needed is not None:
         traces.require(needed)
     folder = traces.path if traces.exists() else None
-    horizon = parse_duration(until) if until else None
-    mtbf, mttr = (parse_duration(failures[0]) if failures[0] else None), parse_duration(failures[1])
+    horizon = parse_duration(replay.until) if replay.until else None
+    mtbf = parse_duration(replay.node_mtbf) if replay.node_mtbf else None
+    mttr = parse_duration(replay.node_mttr)
     registry = installed_registry()
     policies = [load_policy(s) for s in schedulers]
     for policy in policies:
         registry.check(policy.config)
     with _option("--workload", workload_spec):
-        workload = load_workload(workload_spec, traces_dir=folder, seed=seed, until=horizon)
+        workload = load_workload(workload_spec, traces_dir=folder, seed=replay.seed, until=horizon)
     with _option("--cluster", cluster):
         nodes = load_cluster(cluster, traces_dir=folder)
-    with _option("--queues", str(queues_file)):
-        queues = _queues(queues_file, workload)
+    with _option("--queues", str(replay.queues)):
+        queues = _queues(replay.queues, workload)
     options = SimOptions(
-        seed=seed,
+        seed=replay.seed,
         until=horizon,
-        period=period,
+        period=replay.period,
         node_mtbf=mtbf,
         node_mttr=mttr,
-        fixed_period=fixed_period,
+        fixed_period=replay.fixed_period,
     )
     console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
     results = []
@@ -236,96 +275,50 @@ def _guarded(fn: object) -> None:
 
 @app.command("run")
 def run(
-    cluster: str = typer.Option(..., help=CLUSTER_HELP),
-    workload: str = typer.Option(..., help=WORKLOAD_HELP),
-    scheduler: str = typer.Option(
-        "phalanx-default", help=f"A SchedulerConfig file or: {', '.join(policy_names())}."
-    ),
+    ctx: typer.Context,
+    cluster: str = CLUSTER,
+    workload: str = WORKLOAD,
+    scheduler: str = SCHEDULER,
     out: Path = typer.Option(..., help="Folder for summary.json, events.jsonl and report.html."),
     queues: Path | None = typer.Option(
         None, help="Queue documents (multi-document YAML) replacing the workload's."
     ),
-    seed: int = typer.Option(0, help="Seed for synthetic workloads and node failures."),
-    until: str | None = typer.Option(None, help="Stop the clock at this duration, e.g. 7d."),
-    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
-    traces_dir: Path | None = typer.Option(
-        None, help="Public traces folder (default ../shared/traces)."
-    ),
+    seed: int = SEED,
+    until: str | None = UNTIL,
+    period: float = PERIOD,
+    traces_dir: Path | None = TRACES_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
-    node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
-    node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
+    node_mtbf: str | None = NODE_MTBF,
+    node_mttr: str = NODE_MTTR,
     fixed_period: bool = FIXED_PERIOD,
 ) -> None:
     """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
-
-    def go() -> None:
-        results = _run_all(
-            [scheduler],
-            cluster,
-            workload,
-            out,
-            queues,
-            seed,
-            until,
-            period,
-            traces_dir,
-            False,
-            (node_mtbf, node_mttr),
-            fixed_period,
-        )
-        _render(results, out, f"phalanx sim: {scheduler} on {_workload_label(workload)}")
-        if as_json:
-            typer.echo(json.dumps(results[0][1]))
-        else:
-            Console().print(_table(results))
-
-    _guarded(go)
+    title = f"phalanx sim: {scheduler} on {_workload_label(workload)}"
+    _guarded(lambda: _simulate([scheduler], _Replay.of(ctx.params), nested=False, title=title))
 
 
 @app.command("compare")
 def compare(
-    cluster: str = typer.Option(..., help=CLUSTER_HELP),
-    workload: str = typer.Option(..., help=WORKLOAD_HELP),
+    ctx: typer.Context,
+    cluster: str = CLUSTER,
+    workload: str = WORKLOAD,
     scheduler: list[str] = typer.Option(
         ..., help="Repeat: each policy name or SchedulerConfig file."
     ),
     out: Path = typer.Option(..., help="Folder: one subfolder per scheduler, plus report.html."),
     queues: Path | None = typer.Option(None, help="Queue documents replacing the workload's."),
-    seed: int = typer.Option(0),
-    until: str | None = typer.Option(None, help="Stop the clock at this duration, e.g. 7d."),
-    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
-    traces_dir: Path | None = typer.Option(
-        None, help="Public traces folder (default ../shared/traces)."
-    ),
+    seed: int = SEED,
+    until: str | None = UNTIL,
+    period: float = PERIOD,
+    traces_dir: Path | None = TRACES_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print the summaries as a JSON list."),
-    node_mtbf: str | None = typer.Option(None, help=NODE_MTBF_HELP),
-    node_mttr: str = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h."),
+    node_mtbf: str | None = NODE_MTBF,
+    node_mttr: str = NODE_MTTR,
     fixed_period: bool = FIXED_PERIOD,
 ) -> None:
     """Replay WORKLOAD under several schedulers side by side; one report compares them."""
-
-    def go() -> None:
-        results = _run_all(
-            scheduler,
-            cluster,
-            workload,
-            out,
-            queues,
-            seed,
-            until,
-            period,
-            traces_dir,
-            True,
-            (node_mtbf, node_mttr),
-            fixed_period,
-        )
-        _render(results, out, f"phalanx sim compare on {_workload_label(workload)}")
-        if as_json:
-            typer.echo(json.dumps([summary for _, summary in results]))
-        else:
-            Console().print(_table(results))
-
-    _guarded(go)
+    title = f"phalanx sim compare on {_workload_label(workload)}"
+    _guarded(lambda: _simulate(scheduler, _Replay.of(ctx.params), nested=True, title=title))
 
 
 DURATIONS_HELP = (
@@ -340,19 +333,17 @@ def pipeline(
         ..., help="A file with one Pipeline document (Queue documents in it are its queues)."
     ),
     durations: Path = typer.Option(..., help=DURATIONS_HELP),
-    cluster: str = typer.Option(..., help=CLUSTER_HELP),
+    cluster: str = CLUSTER,
     param: list[str] = typer.Option([], "--param", "-p", help="A param: name=value. Repeatable."),
     runs: int = typer.Option(1, min=1, max=10_000, help="How many runs of the pipeline."),
     interval: str = typer.Option("0", help="Between two runs' arrivals: seconds, or 5m, 1h."),
     queues: Path | None = typer.Option(
         None, help="Queue documents (quotas) replacing the file's; default: one per step queue."
     ),
-    scheduler: str = typer.Option(
-        "phalanx-default", help=f"A SchedulerConfig file or: {', '.join(policy_names())}."
-    ),
+    scheduler: str = SCHEDULER,
     out: Path | None = typer.Option(None, help="Folder for summary.json, events.jsonl, jobs.csv."),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
-    period: float = typer.Option(60.0, help="Seconds between periodic scheduling sessions."),
+    period: float = PERIOD,
     session_delay: float = typer.Option(
         0.0, min=0.0, help="Seconds from a job's arrival or end to the session that sees it."
     ),
