@@ -67,6 +67,18 @@ RULES = (
         "room a confinement is offered on) and eviction are algorithms the actions use",
     ),
     Rule(
+        "phalanx.engine.framework",
+        (
+            "phalanx.engine.actions",
+            "phalanx.engine.plugins",
+            "phalanx.engine.cycle",
+            "phalanx.engine.state",
+            "phalanx.engine.lifecycle",
+        ),
+        "the framework imports nothing above it, not even inside a function: the shipped "
+        "actions and plugins import the framework, and the cycle registers them",
+    ),
+    Rule(
         "phalanx.engine.snapshot",
         (
             "phalanx.engine.framework",
@@ -129,6 +141,49 @@ RULES = (
         "workflow depends on domain and spec only",
     ),
     Rule(
+        "phalanx.spec",
+        (
+            "phalanx.workflow",
+            "phalanx.wire",
+            "phalanx.sim",
+            "phalanx.control",
+            "phalanx.executors",
+            "phalanx.client",
+            "phalanx.cli",
+            "phalanx.web",
+            "phalanx.benchmarks",
+        ),
+        "spec holds every document kind, the Pipeline too: workflow, the wire types and the "
+        "faces build on the documents, never the reverse",
+    ),
+    Rule(
+        "phalanx.wire",
+        (
+            "phalanx.control",
+            "phalanx.client",
+            "phalanx.engine",
+            "phalanx.sim",
+            "phalanx.executors",
+            "phalanx.cli",
+            "phalanx.web",
+        ),
+        "the wire types are the one contract of the server and the client: they know neither",
+    ),
+    Rule(
+        "phalanx.client",
+        (
+            "phalanx.control",
+            "phalanx.engine",
+            "phalanx.sim",
+            "phalanx.executors",
+            "phalanx.cli",
+            "phalanx.web",
+            "phalanx.benchmarks",
+        ),
+        "the client reaches the server over HTTP with the wire types, never through the "
+        "server's modules; the faces that use it are above it",
+    ),
+    Rule(
         "phalanx.tenantfs",
         ("phalanx.engine", *UPPER_LAYERS),
         "paths a tenant controls are reached one way, below every layer that reads them",
@@ -162,6 +217,22 @@ RULES = (
 # CLI command groups that run in-process by design (DESIGN.md §3); the rest go through the client.
 IN_PROCESS_COMMANDS = {"sim", "story", "bench", "up", "demo", "main", "__init__"}
 
+#: The imports made inside a function on purpose: (importer, imported), each a module or
+#: package, with the reason. Any other import inside a function is a dependency hidden from
+#: the module's head, or a cycle by the back door: it belongs at the top.
+FUNCTION_LOCAL_IMPORTS = {
+    ("phalanx.executors.ray", "ray"): "Ray is an optional extra, imported where it is used",
+    ("phalanx.benchmarks.raycluster", "ray"): "Ray is an optional extra",
+    ("phalanx.control.server", "phalanx.executors.ray"): "Ray loads only for a Ray address",
+    ("phalanx.executors.gpus", "pynvml"): "nvidia-ml-py is optional: without it, no GPUs",
+    ("phalanx.examples", "torch"): "torch is optional: only the example tasks use it",
+    ("phalanx.spec.scheduler", "phalanx.engine"): "documents load without the engine",
+    ("phalanx.cli.up", "phalanx"): "the server's stack loads for `up` alone: the CLI starts fast",
+    ("phalanx.cli.demo", "phalanx"): "the same, for `demo`",
+    ("phalanx.cli.bench", "phalanx.benchmarks"): "the benchmarks load when one is run",
+    ("phalanx.cli.sim", "phalanx.sim.report"): "the HTML report loads when one is asked for",
+}
+
 
 def _modules() -> list[tuple[str, Path]]:
     found = []
@@ -183,19 +254,44 @@ def _imports(path: Path, module: str, *, runtime_only: bool = False) -> set[str]
                 "typing.TYPE_CHECKING",
             ):
                 node.body = []
-    names: set[str] = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base]) if base else ".".join(anchor)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+    return {name for node in ast.walk(tree) for name in _named(node, package)}
+
+
+def _named(node: ast.AST, package: str) -> set[str]:
+    """What one node imports, absolute (``from x import y`` gives ``x`` and ``x.y``): every
+    Import and ImportFrom node counts, at the top, in a function or under a condition."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom):
+        base = _from(node, package)
+        return {base, *(f"{base}.{alias.name}" for alias in node.names)}
+    return set()
+
+
+def _from(node: ast.ImportFrom, package: str) -> str:
+    """The module ``from ... import`` reads, absolute."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, base]) if base else ".".join(anchor)
+    return base
+
+
+def _imported_in_functions(path: Path, module: str) -> set[str]:
+    """The modules ``module`` imports inside a function or method body (``from x import
+    y`` gives ``x``, the module that the call imports)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    found.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom):
+                    found.add(_from(node, package))
+    return found
 
 
 def _within(name: str, package: str) -> bool:
@@ -255,17 +351,93 @@ def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> Non
         }
         for module, path in inside.items()
     }
+    cycle = _cycle(edges)
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``edges`` (its first node repeated at its end), or none."""
     done: set[str] = set()
 
-    def walk(module: str, path: tuple[str, ...]) -> None:
-        assert module not in path, "import cycle: " + " -> ".join([*path, module])
-        if module not in done:
-            for name in sorted(edges[module]):
-                walk(name, (*path, module))
-            done.add(module)
+    def walk(node: str, path: tuple[str, ...]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return []
+        for name in sorted(edges.get(node, ())):
+            found = walk(name, (*path, node))
+            if found:
+                return found
+        done.add(node)
+        return []
 
-    for module in sorted(inside):
-        walk(module, ())
+    for node in sorted(edges):
+        found = walk(node, ())
+        if found:
+            return found
+    return []
+
+
+def _top(name: str) -> str:
+    """The top-level package (or module) of phalanx that ``name`` is in."""
+    return ".".join(name.split(".")[:2])
+
+
+def test_the_top_level_packages_import_each_other_in_no_cycle() -> None:
+    """domain, engine, spec, workflow, wire, control, client, web ...: each is a layer over
+    the ones it imports. Every import counts: type-only ones and those inside functions."""
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES:
+        for name in _imports(path, module):
+            if (
+                "." in module
+                and _within(name, "phalanx")
+                and _top(name) not in ("phalanx", _top(module))
+            ):
+                edges.setdefault(_top(module), set()).add(_top(name))
+    cycle = _cycle(edges)
+    assert not cycle, "import cycle among the top-level packages: " + " -> ".join(cycle)
+
+
+def test_imports_inside_functions_are_deliberate() -> None:
+    violations = [
+        f"{module} imports {name} inside a function"
+        for module, path in MODULES
+        for name in sorted(_imported_in_functions(path, module))
+        if not any(_within(module, m) and _within(name, n) for m, n in FUNCTION_LOCAL_IMPORTS)
+    ]
+    assert not violations, (
+        "import these at the module's top, or name them in FUNCTION_LOCAL_IMPORTS with the "
+        "reason:\n" + "\n".join(violations)
+    )
+
+
+@pytest.mark.parametrize("allowed", sorted(FUNCTION_LOCAL_IMPORTS), ids=" imports ".join)
+def test_every_allowed_function_local_import_is_still_made(allowed: tuple[str, str]) -> None:
+    importer, imported = allowed
+    assert any(
+        _within(name, imported)
+        for module, path in MODULES
+        if _within(module, importer)
+        for name in _imported_in_functions(path, module)
+    ), f"{importer} no longer imports {imported} inside a function: strike it from the list"
+
+
+def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
+    """The rules read every import, also one in a function body (``Registry.builtin()``
+    once imported the actions and plugins inside a method)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import numpy\n"
+        "def build():\n"
+        "    from phalanx.engine.actions import BUILTIN_ACTIONS\n"
+        "class Holder:\n"
+        "    async def load(self):\n"
+        "        import ray.util\n"
+    )
+    module = "phalanx.engine.framework.probe"
+    assert {"numpy", "phalanx.engine.actions", "ray.util"} <= _imports(probe, module)
+    assert _imported_in_functions(probe, module) == {"phalanx.engine.actions", "ray.util"}
 
 
 #: What framework/ holds: the session and what it is made of. A new module there is a
