@@ -6,7 +6,8 @@ and that attempt's job name (``phalanx.workflow.job_name``: deterministic, so a
 restarted controller finds the job it submitted), the time the next attempt is due
 when it waits for a retry, its outputs once Succeeded, why it ended, and its job's
 start and end times; and per fanned-out step, its item count. ``resumed_record`` makes
-the first record of a run that resumes another. Pure: no I/O.
+the first record of a run that resumes another. The rules of a unit's end are here too
+(``end_unit``, ``retry_or_fail``) and a run's summary (``run_summary``). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any, Final
 
 from phalanx.control.store.models import RunRow
 from phalanx.spec.pipeline import Graph
+from phalanx.spec.pipeline.parts import FailureCause, RetrySpec
 from phalanx.spec.pipeline.templates import Value
-from phalanx.workflow import Phase, RunPhase, RunState, Unit, resume_state
+from phalanx.workflow import Phase, RunPhase, RunState, Unit, check_transition, resume_state
 
 _UNIT: Final = re.compile(r"(?P<step>[^\[\]]+)(?:\[(?P<index>\d+)\])?")
 
@@ -184,3 +186,59 @@ def new_run(
         resumed_from=None if resumes is None else resumes[0],
         parent=parent,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptEnd:
+    """How an attempt of a unit ended unsuccessfully: its ``retry.on`` cause, the words
+    for people, and when (None: not known; then the time it was seen)."""
+
+    cause: FailureCause
+    why: str
+    at: float | None
+
+
+def end_unit(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:
+    """End ``unit`` in ``phase`` with ``reason`` (its job's end ``when``, if it ran one).
+    Raises ``IllegalTransition`` for a phase the unit cannot go to from its own."""
+    check_transition(unit, record.phase, phase)
+    record.phase, record.reason, record.retry_at = phase, reason, None
+    if record.job:
+        record.finished_at = when
+
+
+def retry_or_fail(
+    retry: RetrySpec,
+    unit: Unit,
+    record: UnitRecord,
+    ended: AttemptEnd,
+    *,
+    stopping: bool,
+    now: float,
+) -> None:
+    """After an attempt of ``unit`` ``ended``: its next attempt after the step's
+    ``retry`` backoff, or (when the policy has none left, or the run is ``stopping``)
+    the unit Failed with the reason, saying how to have it retried."""
+    delay = None if stopping else retry.delay(record.attempt, ended.cause)
+    if delay is not None:
+        record.retry_at, record.reason = now + delay, ended.why
+        return
+    why = ended.why
+    if not stopping and ended.cause not in retry.on:
+        why += f"; fix: add {ended.cause} to the step's retry.on to retry it"
+    elif not stopping and record.attempt > 1:
+        why += f" (attempt {record.attempt} of {retry.max_attempts})"
+    end_unit(unit, record, Phase.FAILED, why, ended.at or now)
+
+
+def run_summary(record: RunRecord, phase: RunPhase) -> str:
+    """Why a run that ended in ``phase`` ended so: its first failed step and the reason,
+    or who stopped it; empty for a success."""
+    if phase is RunPhase.CANCELLED:
+        return "stopped by request"
+    if phase is not RunPhase.FAILED:
+        return ""
+    for unit, found in sorted(record.units.items()):
+        if found.phase is Phase.FAILED:
+            return f"step {unit} failed: {found.reason}"[:2000]
+    return "a step was cancelled"

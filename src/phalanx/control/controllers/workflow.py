@@ -61,7 +61,15 @@ from phalanx.control.controllers.caching import (
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.hashing import Hashes, NotYetHashed
 from phalanx.control.controllers.intents import Intent
-from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run
+from phalanx.control.controllers.runs import (
+    AttemptEnd,
+    RunRecord,
+    UnitRecord,
+    end_unit,
+    new_run,
+    retry_or_fail,
+    run_summary,
+)
 from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import Session
@@ -77,7 +85,6 @@ from phalanx.spec.common import Metadata
 from phalanx.spec.job import JobDocument
 from phalanx.spec.pipeline import Graph, PipelineDocument, build_graph, resolve
 from phalanx.spec.pipeline.dag import StepNode
-from phalanx.spec.pipeline.parts import FailureCause
 from phalanx.spec.pipeline.templates import Context, TemplateError, Value
 from phalanx.tenantfs import Place, TenantPathRefused, make_dirs
 from phalanx.workflow import (
@@ -218,7 +225,7 @@ class Workflows:
                 stored_runs.request_stop(session, work.cancel)  # sub-pipeline units' runs
             if phase is not RunPhase.RUNNING:
                 row.finished_at = now
-                row.message = _summary(row, phase)
+                row.message = run_summary(RunRecord.from_json(row.state), phase)
                 self._graphs.pop(run_id, None)
             row.phase = phase.value
         if stored:
@@ -255,7 +262,7 @@ class Workflows:
             if unit_record.phase is not Phase.RUNNING or unit_record.retry_at is None:
                 continue
             if stopping:
-                _end(unit, unit_record, Phase.CANCELLED, "the run was stopped", now)
+                end_unit(unit, unit_record, Phase.CANCELLED, "the run was stopped", now)
             elif unit_record.retry_at <= now:
                 unit_record.retry_at = None
                 unit_record.attempt += 1
@@ -269,7 +276,7 @@ class Workflows:
             for step, count in decided.expand:
                 record.expanded[step] = count
             for settle in decided.settle:
-                _end(settle.unit, record.unit(settle.unit), settle.phase, settle.reason, now)
+                end_unit(settle.unit, record.unit(settle.unit), settle.phase, settle.reason, now)
             hashing = set()
             for start in decided.start:
                 unit_record = record.unit(start.unit)
@@ -317,7 +324,7 @@ class Workflows:
         for unit, unit_record in sorted(waiting.items()):
             job = jobs.get(unit_record.job)
             if job is None:
-                _end(unit, unit_record, Phase.FAILED, f"its job {unit_record.job} is gone", now)
+                end_unit(unit, unit_record, Phase.FAILED, f"its job {unit_record.job} is gone", now)
                 continue
             unit_record.started_at = job.started_at
             if job.phase == JobPhase.SUCCEEDED.value:
@@ -325,19 +332,19 @@ class Workflows:
                 try:
                     unit_record.outputs = self._outputs(row, unit, node)
                 except OutputError as error:
-                    _end(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
+                    end_unit(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
                     continue
                 except OSError as error:  # the workspace cannot be read: this step fails
                     why = f"step {unit}: its outputs cannot be read: {error}"[:2000]
-                    _end(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
+                    end_unit(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
                     continue
                 cached = unit_record.cache_key and row.cache_mode != "off"
                 if cached and not self._remember(session, row, node, unit, unit_record, now):
                     unit_record.outputs = {}  # observed again once its artifacts are hashed
                     continue
-                _end(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
+                end_unit(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
             elif job.phase == JobPhase.CANCELLED.value:
-                _end(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
+                end_unit(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value or job.preemptions:
                 failed = job.phase == JobPhase.FAILED.value
                 cause, why = attempt_ended(
@@ -345,7 +352,10 @@ class Workflows:
                 )
                 if not failed:  # preempted: this attempt is over
                     cancel.append(unit_record.job)
-                _retry_or_fail(graph, unit, unit_record, cause, why, stopping, now, job.finished_at)
+                retry_or_fail(
+                    graph.node(unit.step).retry, unit, unit_record,
+                    AttemptEnd(cause=cause, why=why, at=job.finished_at), stopping=stopping, now=now,
+                )  # fmt: skip
 
     def _observe_children(
         self,
@@ -360,18 +370,18 @@ class Workflows:
         for unit, unit_record in sorted(waiting.items()):
             child = runs.get(unit_record.job)
             if child is None:
-                _end(unit, unit_record, Phase.FAILED, f"its run {unit_record.job} is gone", now)
+                end_unit(unit, unit_record, Phase.FAILED, f"its run {unit_record.job} is gone", now)
                 continue
             unit_record.started_at = child.created_at
             if child.phase == RunPhase.SUCCEEDED.value:
-                _end(unit, unit_record, Phase.SUCCEEDED, "", child.finished_at or now)
+                end_unit(unit, unit_record, Phase.SUCCEEDED, "", child.finished_at or now)
             elif child.phase == RunPhase.CANCELLED.value:
-                _end(unit, unit_record, Phase.CANCELLED, "its run was stopped", now)
+                end_unit(unit, unit_record, Phase.CANCELLED, "its run was stopped", now)
             elif child.phase == RunPhase.FAILED.value:
                 why = f"run {unit_record.job} failed: {child.message}"[:2000]
-                _retry_or_fail(
-                    graph, unit, unit_record, "failed", why, stopping, now, child.finished_at
-                )
+                ended = AttemptEnd(cause="failed", why=why, at=child.finished_at)
+                retry = graph.node(unit.step).retry
+                retry_or_fail(retry, unit, unit_record, ended, stopping=stopping, now=now)
 
     def _cached(
         self,
@@ -409,7 +419,7 @@ class Workflows:
                 f"only files and directories {row.user} can read, with no link, FIFO or "
                 "device on their path"
             )[:2000]
-            _end(start.unit, unit_record, Phase.FAILED, why, now)
+            end_unit(start.unit, unit_record, Phase.FAILED, why, now)
             return _Begin.DONE
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             log.info("run %s, unit %s: not cached: %s", row.id, start.unit, error)
@@ -430,7 +440,7 @@ class Workflows:
             return _Begin.JOB
         unit_record.outputs = dict(entry.outputs)
         why = f"cache hit {entry.key[:12]}: from run {entry.run_id} step {entry.unit}"
-        _end(start.unit, unit_record, Phase.CACHED, why, now)
+        end_unit(start.unit, unit_record, Phase.CACHED, why, now)
         return _Begin.DONE
 
     def _remember(
@@ -528,7 +538,7 @@ class Workflows:
             self._make_dirs(row, unit)
             spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
-            _end(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
+            end_unit(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
             return
         document = JobDocument(
             metadata=Metadata(name=name, labels={RUN_LABEL: _label(row.id)}),
@@ -538,13 +548,15 @@ class Workflows:
         refused = check_queues(session, [(document, caller)])[0]
         if refused is not None:
             detail: dict[str, Any] = refused.detail  # type: ignore[assignment]
-            _end(unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now)
+            end_unit(
+                unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now
+            )
             return
         held = stored_jobs.owner_and_document(session, name)
         if held is None:
             work.jobs.append(document)
         elif held[0] != row.user or _run_of(held[1]) != _label(row.id):
-            _end(
+            end_unit(
                 unit,
                 unit_record,
                 Phase.FAILED,
@@ -641,19 +653,6 @@ def _label(run_id: str) -> str:
     return run_id[:63].strip("-._") or "run"
 
 
-def _summary(row: RunRow, phase: RunPhase) -> str:
-    """Why an ended run ended so: its first failed step and the reason, or who stopped it."""
-    if phase is RunPhase.CANCELLED:
-        return "stopped by request"
-    if phase is not RunPhase.FAILED:
-        return ""
-    record = RunRecord.from_json(row.state)
-    for unit, found in sorted(record.units.items()):
-        if found.phase is Phase.FAILED:
-            return f"step {unit} failed: {found.reason}"[:2000]
-    return "a step was cancelled"
-
-
 def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start:
     """The ``Start`` of ``unit`` again (for a retry): its foreach item, read as the
     planner read it."""
@@ -665,30 +664,6 @@ def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start
     if isinstance(items, str):
         raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
     return Start(unit=unit, item=items[unit.index], has_item=True)
-
-
-def _retry_or_fail(
-    graph: Graph,
-    unit: Unit,
-    record: UnitRecord,
-    cause: FailureCause,
-    why: str,
-    stopping: bool,
-    now: float,
-    finished: float | None,
-) -> None:
-    """After an attempt of ``unit`` ended by ``cause``: its next attempt after the step's
-    retry backoff, or the unit Failed with ``why`` (and how to have it retried)."""
-    retry = graph.node(unit.step).retry
-    delay = None if stopping else retry.delay(record.attempt, cause)
-    if delay is not None:
-        record.retry_at, record.reason = now + delay, why
-        return
-    if not stopping and cause not in retry.on:
-        why += f"; fix: add {cause} to the step's retry.on to retry it"
-    elif not stopping and record.attempt > 1:
-        why += f" (attempt {record.attempt} of {retry.max_attempts})"
-    _end(unit, record, Phase.FAILED, why, finished or now)
 
 
 def _ancestry(session: Session, row: RunRow) -> list[str]:
@@ -710,10 +685,3 @@ def _child_id(job: str) -> str:
     if len(job) <= 128:
         return job
     return f"{job[:100].rstrip('-')}-{hashlib.sha256(job.encode()).hexdigest()[:16]}"
-
-
-def _end(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:
-    check_transition(unit, record.phase, phase)
-    record.phase, record.reason, record.retry_at = phase, reason, None
-    if record.job:
-        record.finished_at = when
