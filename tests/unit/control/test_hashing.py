@@ -11,6 +11,9 @@ from phalanx.control.controllers import hashing
 from phalanx.control.controllers.hashing import Hashes, NotYetHashed
 from phalanx.workflow.contents import SERVER, MissingContent
 
+#: Seconds a worker may take for a hash (a guard against a hang only: a busy machine is slow).
+SOON = 60
+
 
 class Gate:
     """A content hash that waits until the test lets it through, and counts calls."""
@@ -43,7 +46,7 @@ def test_asking_never_waits_and_the_answers_come_together(gate: Gate) -> None:
         with pytest.raises(NotYetHashed):
             hashes.batch("r1/a/key", ["/x/a", "/x/b"], SERVER)  # asked again: queued once
         gate.open.set()
-        assert done.acquire(timeout=10) and done.acquire(timeout=10)
+        assert done.acquire(timeout=SOON) and done.acquire(timeout=SOON)
         assert hashes.batch("r1/a/key", ["/x/a", "/x/b"], SERVER) == {
             "/x/a": "sha256:/x/a",
             "/x/b": "sha256:/x/b",
@@ -63,10 +66,10 @@ def test_an_answer_is_never_given_to_another_asker(gate: Gate) -> None:
     try:
         with pytest.raises(NotYetHashed):
             hashes.batch("r1/a/key", ["/x/a"], SERVER)
-        assert done.acquire(timeout=10)
+        assert done.acquire(timeout=SOON)
         with pytest.raises(NotYetHashed):  # r2 asks for the same file: hashed for r2
             hashes.batch("r2/a/key", ["/x/a"], SERVER)
-        assert done.acquire(timeout=10)
+        assert done.acquire(timeout=SOON)
         assert hashes.batch("r2/a/key", ["/x/a"], SERVER) == {"/x/a": "sha256:/x/a"}
         assert gate.calls == ["/x/a", "/x/a"]
     finally:
@@ -80,7 +83,7 @@ def test_a_failed_hash_is_the_askers_error(gate: Gate) -> None:
     try:
         with pytest.raises(NotYetHashed):
             hashes.batch("r1/a/key", ["/x/a", "/x/missing"], SERVER)
-        assert done.acquire(timeout=10) and done.acquire(timeout=10)
+        assert done.acquire(timeout=SOON) and done.acquire(timeout=SOON)
         with pytest.raises(MissingContent, match="/x/missing does not exist"):
             hashes.batch("r1/a/key", ["/x/a", "/x/missing"], SERVER)
     finally:
@@ -103,7 +106,7 @@ def test_uncollected_answers_are_dropped_after_a_while(gate: Gate) -> None:
     try:
         with pytest.raises(NotYetHashed):
             hashes.batch("r1/a/key", ["/x/a"], SERVER)
-        assert done.acquire(timeout=10)
+        assert done.acquire(timeout=SOON)
         now[0] = hashing.KEEP_SECONDS + 1
         with pytest.raises(NotYetHashed):  # the old answer is gone: hashed again
             hashes.batch("r1/a/key", ["/x/a"], SERVER)
