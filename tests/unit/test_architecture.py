@@ -7,6 +7,7 @@ exist yet simply has no modules to check.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -517,3 +518,36 @@ def test_the_api_reads_the_controllers_published_view_never_its_core() -> None:
     assert not violations, "these API modules reach into controller.core:\n" + "\n".join(violations)
     # the check sees attribute reads: the API does read the view
     assert any("view" in _attributes(path) for _, path in api)
+
+
+#: The store layer: the only package that writes SQL (one module per kind of row).
+STORE = "phalanx.control.store"
+
+
+def _sql_outside_the_store() -> list[str]:
+    return [
+        f"{module} imports {name}"
+        for module, path in MODULES
+        if not _within(module, STORE)
+        for name in sorted(_imports(path, module) | _imported_in_functions(path, module))
+        if _within(name, "sqlalchemy") or _within(name, "alembic")
+    ]
+
+
+def test_no_module_outside_the_store_writes_sql() -> None:
+    """Queries live in ``control/store`` (one module per kind: jobs, cluster, runs,
+    users, cache, journal): the API and the controllers call them, with the store's
+    ``Session``, and a new kind adds a module there and nowhere else."""
+    assert not _sql_outside_the_store(), "\n".join(_sql_outside_the_store())
+
+
+def test_the_store_rule_sees_a_planted_query(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    from sqlalchemy import select\n    return select\n")
+    monkeypatch.setattr(
+        sys.modules[__name__], "MODULES", [*MODULES, ("phalanx.control.api.x", planted)]
+    )
+    found = _sql_outside_the_store()
+    assert found and all(v.startswith("phalanx.control.api.x imports sqlalchemy") for v in found)
