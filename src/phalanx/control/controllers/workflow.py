@@ -76,6 +76,7 @@ from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.database import Database
+from phalanx.control.store.jobs import JobOutcome
 from phalanx.control.store.models import PipelineRow, RunRow
 from phalanx.control.submit import check_queues, store_jobs
 from phalanx.domain.errors import InvalidInput, PhalanxError
@@ -328,21 +329,7 @@ class Workflows:
                 continue
             unit_record.started_at = job.started_at
             if job.phase == JobPhase.SUCCEEDED.value:
-                node = graph.node(unit.step)
-                try:
-                    unit_record.outputs = self._outputs(row, unit, node)
-                except OutputError as error:
-                    end_unit(unit, unit_record, Phase.FAILED, str(error), job.finished_at or now)
-                    continue
-                except OSError as error:  # the workspace cannot be read: this step fails
-                    why = f"step {unit}: its outputs cannot be read: {error}"[:2000]
-                    end_unit(unit, unit_record, Phase.FAILED, why, job.finished_at or now)
-                    continue
-                cached = unit_record.cache_key and row.cache_mode != "off"
-                if cached and not self._remember(session, row, node, unit, unit_record, now):
-                    unit_record.outputs = {}  # observed again once its artifacts are hashed
-                    continue
-                end_unit(unit, unit_record, Phase.SUCCEEDED, "", job.finished_at or now)
+                self._succeeded(session, row, graph.node(unit.step), unit, unit_record, job, now)
             elif job.phase == JobPhase.CANCELLED.value:
                 end_unit(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value or job.preemptions:
@@ -352,10 +339,38 @@ class Workflows:
                 )
                 if not failed:  # preempted: this attempt is over
                     cancel.append(unit_record.job)
-                retry_or_fail(
-                    graph.node(unit.step).retry, unit, unit_record,
-                    AttemptEnd(cause=cause, why=why, at=job.finished_at), stopping=stopping, now=now,
-                )  # fmt: skip
+                ended = AttemptEnd(cause=cause, why=why, at=job.finished_at)
+                retry = graph.node(unit.step).retry
+                retry_or_fail(retry, unit, unit_record, ended, stopping=stopping, now=now)
+
+    def _succeeded(
+        self,
+        session: Session,
+        row: RunRow,
+        node: StepNode,
+        unit: Unit,
+        unit_record: UnitRecord,
+        job: JobOutcome,
+        now: float,
+    ) -> None:
+        """A unit whose job Succeeded: Succeeded with its outputs read, or Failed when
+        they cannot be; a cached step's entry is written first (the unit waits Running
+        while its artifacts are hashed)."""
+        ended = job.finished_at or now
+        try:
+            unit_record.outputs = self._outputs(row, unit, node)
+        except OutputError as error:
+            end_unit(unit, unit_record, Phase.FAILED, str(error), ended)
+            return
+        except OSError as error:  # the workspace cannot be read: this step fails
+            why = f"step {unit}: its outputs cannot be read: {error}"[:2000]
+            end_unit(unit, unit_record, Phase.FAILED, why, ended)
+            return
+        cached = unit_record.cache_key and row.cache_mode != "off"
+        if cached and not self._remember(session, row, node, unit, unit_record, now):
+            unit_record.outputs = {}  # observed again once its artifacts are hashed
+            return
+        end_unit(unit, unit_record, Phase.SUCCEEDED, "", ended)
 
     def _observe_children(
         self,
