@@ -1,14 +1,52 @@
-"""Fixtures shared by every test folder."""
+"""Fixtures shared by every test folder, and what must not run side by side."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 #: The public traces, read in place beside the repository (never copied into it).
 TRACES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+
+#: Tests that one worker runs in turn when pytest-xdist runs the suite (``-n``, as ``make
+#: test`` does), by path prefix: a group's name, and why its tests cannot be spread.
+GROUPS: dict[str, str] = {
+    # each module starts a Ray cluster on the fixed addresses 127.0.0.2-.5
+    "tests/integration/ray/": "ray",
+    # servers run as root give users uids from one range, each taking the lowest free:
+    # two at once would give tenants of different servers the same uid
+    "tests/integration/tenancy/": "uids",
+    "tests/integration/control/test_user_identity.py": "uids",
+    "tests/integration/executors/test_local_identity.py": "uids",
+    "tests/integration/executors/test_local_containers_identity.py": "uids",
+    # its checks share one simulation (a module fixture): spread, each worker would run it
+    "tests/unit/sim/test_pollux_elastic.py": "pollux-elastic",
+}
+
+
+def group_of(nodeid: str) -> str | None:
+    """The group of ``GROUPS`` a test belongs to, or None."""
+    return next((g for prefix, g in GROUPS.items() if nodeid.startswith(prefix)), None)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n`` with ``--dist load`` (its default) or ``loadgroup``: xdist's loadgroup
+    scheduler, grouping by ``GROUPS`` (xdist reads ``xdist_group`` marks from node ids,
+    which pytest 9.2 no longer lets a plugin change: pytest-xdist issue 1386). Groups
+    with the most tests go first."""
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid) or nodeid
+
+    return Grouped(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -23,8 +23,9 @@ WORKLOAD = "philly-jobs-pollux/workloads/workload-6.csv"
 #: The workload's first jobs that the pollux-policy run takes.
 JOBS = 20
 
-# One worker of pytest-xdist runs the module, so the shared run is made once.
-pytestmark = [pytest.mark.traces, pytest.mark.xdist_group("pollux-elastic")]
+# (one worker of pytest-xdist runs the whole module, so the shared run is made once:
+# tests/conftest.py's GROUPS)
+pytestmark = pytest.mark.traces
 
 
 def _simulation(
