@@ -45,14 +45,17 @@ FAST = Timing(period=0.2, grace=1.0, backoff=0.2, max_backoff=1.0)
 DATABASE: dict[str, str] = {}
 
 
-def database_url(tmp_path: Path) -> str | None:
+def database_url(tmp_path: Path, *, empty: bool = False) -> str | None:
     """A fresh database for one server: a new PostgreSQL database, or None for SQLite in
-    the data dir."""
+    the data dir. The PostgreSQL one has the newest schema already (the server's own
+    migrations find nothing to do, as on its second start); ``empty``: no schema."""
     if "base" not in DATABASE:
         return None
-    from tests.integration.control.conftest import create_database
+    from tests.integration.control.conftest import create_database, create_migrated_database
 
-    return create_database(DATABASE["base"])
+    if empty:
+        return create_database(DATABASE["base"])
+    return create_migrated_database(DATABASE["base"])
 
 
 @contextmanager

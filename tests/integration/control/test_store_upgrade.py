@@ -23,7 +23,9 @@ _TASK = (
 
 
 def test_task_names_become_unique_per_job_on_upgrade(tmp_path: Path) -> None:
-    db = Database.open(serving.database_url(tmp_path) or sqlite_url(tmp_path), migrate=False)
+    db = Database.open(
+        serving.database_url(tmp_path, empty=True) or sqlite_url(tmp_path), migrate=False
+    )
     db.migrate("0002")
     with db.engine.begin() as connection:
         connection.execute(text(_JOB), {"id": 1, "name": "a-b", "user": "alice"})
@@ -40,7 +42,9 @@ def test_task_names_become_unique_per_job_on_upgrade(tmp_path: Path) -> None:
 
 
 def test_jobs_gain_delete_requested_and_keep_their_tasks_on_upgrade(tmp_path: Path) -> None:
-    db = Database.open(serving.database_url(tmp_path) or sqlite_url(tmp_path), migrate=False)
+    db = Database.open(
+        serving.database_url(tmp_path, empty=True) or sqlite_url(tmp_path), migrate=False
+    )
     db.migrate("0005")
     with db.engine.begin() as connection:
         connection.execute(text(_JOB), {"id": 1, "name": "a", "user": "alice"})
