@@ -25,8 +25,16 @@ def test_a_job_runs_to_success_with_its_rendezvous(tmp_path: Path) -> None:
 
 def test_a_failing_worker_restarts_the_whole_gang_up_to_max_retry(tmp_path: Path) -> None:
     starts = tmp_path / "starts.log"
-    # Every task logs its start; worker 2 fails, the others would run for a minute.
-    command = f'echo "$PHALANX_TASK" >> {starts}; if [ "$PHALANX_INDEX" = 2 ]; then exit 3; fi; exec sleep 60'
+    # Every task logs its start; worker 2 fails once the other two logged this attempt's
+    # start (failing at once, it could end the gang before a busy machine ran their
+    # echo), the others would run for a minute.
+    count = f"grep -c gang-worker-$i {starts}"
+    command = (
+        f'echo "$PHALANX_TASK" >> {starts}; if [ "$PHALANX_INDEX" = 2 ]; then '
+        f"mine=$({count.replace('$i', '2')}); "
+        f"for i in 0 1; do while [ $({count}) -lt $mine ]; do sleep 0.05; done; done; "
+        "exit 3; fi; exec sleep 60"
+    )
     with running_server(tmp_path) as server:
         api = Api(server.url, server.admin_token or "")
         api.queue("team-a")
