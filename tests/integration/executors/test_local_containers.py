@@ -31,6 +31,10 @@ from tests.integration.executors.harness import Harness, is_gone, wait_for
 from tests.integration.images import containers_of
 
 SECRET = "s3cr3t-value-never-on-argv"
+#: A grace the fake clock cannot spend before the harness's real deadline (each poll
+#: moves it 0.05 s, every 5 ms): only the container's own answer to SIGTERM ends the task
+#: (with 10 s, a loaded machine's podman was SIGKILLed after about a second).
+LONG_GRACE = 1000.0
 
 
 @pytest.fixture
@@ -107,7 +111,7 @@ def test_a_stopped_container_gets_sigterm_and_leaves_no_container_or_process(
     podman.start(launch)
     podman.wait_file(launch, "ready")
     pid = podman.pid_of(launch)
-    podman.stop(launch, grace=10.0)
+    podman.stop(launch, grace=LONG_GRACE)
     event = podman.wait_event("t0")
     assert (event.exit_code, event.stopped) == (7, True)
     assert (podman.workdir(launch) / "stdout.log").read_text() == "term\n"
@@ -253,7 +257,7 @@ def test_a_paused_container_is_frozen_by_the_runtime_and_resumed(
     assert podman.executor.resume("job", "t0")
     assert container_state(tmp_path / "data") == "running"
     assert podman.executor.pause("job", "t0")
-    podman.stop(launch, grace=5.0)  # a stop resumes it first, or SIGTERM would wait
+    podman.stop(launch, grace=LONG_GRACE)  # a stop resumes it first, or SIGTERM would wait
     assert podman.wait_event("t0").exit_code == 143
 
 
