@@ -295,10 +295,26 @@ def test_a_container_task_kills_pauses_and_resumes_through_the_runtime(tmp_path:
     runtime, calls = recording_client(tmp_path)
     inner = Inner()
     task = ContainerTask(inner, runtime, "c1")
-    assert task.terminate() and inner.sent == [15]  # SIGTERM: the client passes it on
+    assert task.terminate() and inner.sent == []  # SIGTERM straight to the container
     assert task.pause() and task.resume()
-    assert task.kill() and inner.sent == [15, 9]
-    assert calls.read_text().splitlines() == ["pause c1", "unpause c1", "kill c1"]
+    assert task.kill() and inner.sent == [9]
+    assert calls.read_text().splitlines() == [
+        "kill --signal 15 c1",
+        "pause c1",
+        "unpause c1",
+        "kill --signal 9 c1",
+    ]
+
+
+def test_a_container_task_the_runtime_cannot_signal_is_signalled_through_its_client(
+    tmp_path: Path,
+) -> None:
+    client = tmp_path / "client"
+    client.write_text("#!/bin/sh\nexit 125\n")
+    client.chmod(0o755)
+    inner = Inner()
+    task = ContainerTask(inner, ContainerRuntime(kind=RuntimeKind.PODMAN, client=str(client)), "c1")
+    assert task.terminate() and inner.sent == [15]
     assert (task.pid, task.start_time, task.workdir) == (42, 1.0, inner.workdir)
 
 

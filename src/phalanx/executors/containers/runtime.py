@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,9 +93,10 @@ class ContainerRuntime:
             f"{self.kind} pull {image} (or build it) on the node, or fix the role's image"
         )
 
-    def kill(self, name: str) -> bool:
-        """SIGKILL the container ``name``; True when the runtime did."""
-        done = self._call([self.client, "kill", name])
+    def kill(self, name: str, signum: int = signal.SIGKILL) -> bool:
+        """Send ``signum`` (SIGKILL unless given) to the container ``name``'s main process;
+        True when the runtime did."""
+        done = self._call([self.client, "kill", "--signal", str(int(signum)), name])
         return done is not None and done.returncode == 0
 
     def pause(self, name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -72,6 +73,12 @@ class ContainerTask(GroupSignals):
 
     def send(self, signum: int) -> bool:
         return self.inner.send(signum)
+
+    def terminate(self) -> bool:
+        """SIGTERM the container through the runtime, as a kubelet stops one; the client's
+        group only when the runtime could not (its signal proxy may not be set up yet, and
+        drops what comes before: podman PR 17489)."""
+        return self.runtime.kill(self.name, signal.SIGTERM) or self.inner.send(signal.SIGTERM)
 
     def kill(self) -> bool:
         """SIGKILL the container through the runtime, then the client's group."""
