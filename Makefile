@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck demo bench clean
+.PHONY: install test test-fast lint typecheck demo bench clean
 
 install: $(STAMP)
 
@@ -30,8 +30,17 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# pytest-xdist workers: more than the cores, since most integration tests wait on
+# processes and timers; tests/conftest.py's GROUPS keeps apart what must not overlap.
+WORKERS ?= 4
+
 test: lint typecheck $(TORCH)
 	$(BIN)/pytest
+
+# The inner loop: unit, scenario and property tests, less those marked slow and with a
+# fifth of each property's examples. make test (and CI) runs everything.
+test-fast: install
+	PHALANX_PROPERTY_SHARE=0.2 $(BIN)/pytest -n $(WORKERS) -m "not slow" tests/unit tests/scenarios tests/property
 
 demo: install $(TORCH)
 	$(BIN)/phalanx demo --port 0

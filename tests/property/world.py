@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +21,17 @@ GiB = 2**30
 NOW = 10_000.0
 
 
+#: The share of each property test's examples that runs: ``make test-fast`` sets
+#: PHALANX_PROPERTY_SHARE=0.2 for the inner loop; ``make test`` and CI run them all.
+EXAMPLES_SHARE = float(os.environ.get("PHALANX_PROPERTY_SHARE") or 1)
+
+
 def suite_settings(max_examples: int, **overrides: Any) -> settings:
-    """A property test's settings: the suite's profile (see conftest) with its own budget."""
+    """A property test's settings: the suite's profile (see conftest) with its own budget
+    (times ``EXAMPLES_SHARE``)."""
     return settings(
         settings.get_profile("phalanx-property"),
-        max_examples=max_examples,
+        max_examples=max(1, math.ceil(max_examples * EXAMPLES_SHARE)),
         deadline=None,
         **overrides,
     )
