@@ -92,6 +92,7 @@ from phalanx.workflow import (
     OutputError,
     Phase,
     RunPhase,
+    RunState,
     Start,
     Unit,
     Workspace,
@@ -133,11 +134,27 @@ class _Begin(Enum):
 
 
 @dataclass(slots=True)
-class _Tick:
-    """What one run's pass produced: jobs to insert and jobs to cancel."""
+class _Pass:
+    """One run's pass in a tick, in one transaction: what it reads (the run's row, its
+    graph and record, whether it is stopping, the tick's time) and what it produced
+    (jobs to insert, jobs to cancel). The record is changed in place; ``row.state`` is
+    written from it at the end of the pass."""
 
+    session: Session
+    row: RunRow
+    graph: Graph
+    record: RunRecord
+    now: float
     jobs: list[JobDocument] = field(default_factory=list)
     cancel: list[str] = field(default_factory=list)
+
+    @property
+    def stopping(self) -> bool:
+        return self.row.stop_requested
+
+    def state(self, *, stopping: bool = False) -> RunState:
+        """The run's state as the planner reads it."""
+        return self.record.state(run_id=self.row.id, params=self.row.params, stopping=stopping)
 
 
 class Workflows:
@@ -218,8 +235,9 @@ class Workflows:
             row = session.get(RunRow, run_id)
             if row is None or row.phase not in stored_runs.ACTIVE:
                 return
-            work = _Tick()
-            phase = self._plan_run(session, row, now, work)
+            graph = self._graph(row)
+            work = _Pass(session, row, graph, RunRecord.from_json(row.state), now)
+            phase = self._plan_run(work)
             stored = store_jobs(session, work.jobs) if work.jobs else []
             if work.cancel:
                 stored_jobs.request_cancel(session, work.cancel)
@@ -253,25 +271,22 @@ class Workflows:
             self._graphs[row.id] = graph
         return graph
 
-    def _plan_run(self, session: Session, row: RunRow, now: float, work: _Tick) -> RunPhase:
-        """Observe, retry, plan; the run's record updated in ``row``; its phase now."""
-        graph = self._graph(row)
-        record = RunRecord.from_json(row.state)
-        stopping = row.stop_requested
-        self._observe(session, row, graph, record, stopping, now, work.cancel)
+    def _plan_run(self, work: _Pass) -> RunPhase:
+        """Observe, retry, plan; the run's record updated in ``work.row``; its phase now."""
+        record, now = work.record, work.now
+        self._observe(work)
         for unit, unit_record in sorted(record.units.items()):
             if unit_record.phase is not Phase.RUNNING or unit_record.retry_at is None:
                 continue
-            if stopping:
+            if work.stopping:
                 end_unit(unit, unit_record, Phase.CANCELLED, "the run was stopped", now)
             elif unit_record.retry_at <= now:
                 unit_record.retry_at = None
                 unit_record.attempt += 1
-                self._submit(session, row, graph, record, unit, work, now)
+                self._submit(work, unit)
         phase = RunPhase.RUNNING
         for _ in range(_PLANS_PER_TICK):
-            state = record.state(run_id=row.id, params=row.params, stopping=stopping)
-            decided = plan(graph, state)
+            decided = plan(work.graph, work.state(stopping=work.stopping))
             phase = decided.phase
             work.cancel.extend(record.unit(unit).job for unit in decided.stop)
             for step, count in decided.expand:
@@ -282,34 +297,26 @@ class Workflows:
             for start in decided.start:
                 unit_record = record.unit(start.unit)
                 check_transition(start.unit, unit_record.phase, Phase.RUNNING)
-                begun = self._cached(session, row, graph, record, start, now)
+                begun = self._cached(work, start)
                 if begun is _Begin.HASHING:
                     hashing.add(start.unit)  # started once its key's contents are hashed
                 if begun is not _Begin.JOB:
                     continue
                 unit_record.phase, unit_record.attempt = Phase.RUNNING, 1
-                self._submit(session, row, graph, record, start.unit, work, now, start=start)
+                self._submit(work, start.unit, start=start)
             started = [start for start in decided.start if start.unit not in hashing]
             if not (decided.expand or decided.settle or started):
                 break
-        row.state = record.to_json()
+        work.row.state = record.to_json()
         return phase
 
-    def _observe(
-        self,
-        session: Session,
-        row: RunRow,
-        graph: Graph,
-        record: RunRecord,
-        stopping: bool,
-        now: float,
-        cancel: list[str],
-    ) -> None:
+    def _observe(self, work: _Pass) -> None:
         """Feed the ended (or preempted) jobs of Running units to their units; a preempted
-        job still queued or running again is added to ``cancel``."""
+        job still queued or running again is added to ``work.cancel``."""
+        now, graph = work.now, work.graph
         waiting = {
             unit: r
-            for unit, r in record.units.items()
+            for unit, r in work.record.units.items()
             if r.phase is Phase.RUNNING and r.job and r.retry_at is None
         }
         children = {
@@ -318,10 +325,10 @@ class Workflows:
         for unit in children:
             del waiting[unit]
         if children:
-            self._observe_children(session, graph, children, stopping, now)
+            self._observe_children(work, children)
         if not waiting:
             return
-        jobs = stored_jobs.outcomes(session, [r.job for r in waiting.values()])
+        jobs = stored_jobs.outcomes(work.session, [r.job for r in waiting.values()])
         for unit, unit_record in sorted(waiting.items()):
             job = jobs.get(unit_record.job)
             if job is None:
@@ -329,7 +336,7 @@ class Workflows:
                 continue
             unit_record.started_at = job.started_at
             if job.phase == JobPhase.SUCCEEDED.value:
-                self._succeeded(session, row, graph.node(unit.step), unit, unit_record, job, now)
+                self._succeeded(work, unit, job)
             elif job.phase == JobPhase.CANCELLED.value:
                 end_unit(unit, unit_record, Phase.CANCELLED, "its job was cancelled", now)
             elif job.phase == JobPhase.FAILED.value or job.preemptions:
@@ -338,27 +345,19 @@ class Workflows:
                     unit_record.job, failed=failed, reason=job.reason, message=job.message
                 )
                 if not failed:  # preempted: this attempt is over
-                    cancel.append(unit_record.job)
+                    work.cancel.append(unit_record.job)
                 ended = AttemptEnd(cause=cause, why=why, at=job.finished_at)
                 retry = graph.node(unit.step).retry
-                retry_or_fail(retry, unit, unit_record, ended, stopping=stopping, now=now)
+                retry_or_fail(retry, unit, unit_record, ended, stopping=work.stopping, now=now)
 
-    def _succeeded(
-        self,
-        session: Session,
-        row: RunRow,
-        node: StepNode,
-        unit: Unit,
-        unit_record: UnitRecord,
-        job: JobOutcome,
-        now: float,
-    ) -> None:
+    def _succeeded(self, work: _Pass, unit: Unit, job: JobOutcome) -> None:
         """A unit whose job Succeeded: Succeeded with its outputs read, or Failed when
         they cannot be; a cached step's entry is written first (the unit waits Running
         while its artifacts are hashed)."""
-        ended = job.finished_at or now
+        row, unit_record = work.row, work.record.unit(unit)
+        ended = job.finished_at or work.now
         try:
-            unit_record.outputs = self._outputs(row, unit, node)
+            unit_record.outputs = self._outputs(row, unit, work.graph.node(unit.step))
         except OutputError as error:
             end_unit(unit, unit_record, Phase.FAILED, str(error), ended)
             return
@@ -367,21 +366,15 @@ class Workflows:
             end_unit(unit, unit_record, Phase.FAILED, why, ended)
             return
         cached = unit_record.cache_key and row.cache_mode != "off"
-        if cached and not self._remember(session, row, node, unit, unit_record, now):
+        if cached and not self._remember(work, unit):
             unit_record.outputs = {}  # observed again once its artifacts are hashed
             return
         end_unit(unit, unit_record, Phase.SUCCEEDED, "", ended)
 
-    def _observe_children(
-        self,
-        session: Session,
-        graph: Graph,
-        waiting: dict[Unit, UnitRecord],
-        stopping: bool,
-        now: float,
-    ) -> None:
+    def _observe_children(self, work: _Pass, waiting: dict[Unit, UnitRecord]) -> None:
         """Feed the ended child runs of Running sub-pipeline units to their units."""
-        runs = stored_runs.children(session, [r.job for r in waiting.values()])
+        now = work.now
+        runs = stored_runs.children(work.session, [r.job for r in waiting.values()])
         for unit, unit_record in sorted(waiting.items()):
             child = runs.get(unit_record.job)
             if child is None:
@@ -395,18 +388,10 @@ class Workflows:
             elif child.phase == RunPhase.FAILED.value:
                 why = f"run {unit_record.job} failed: {child.message}"[:2000]
                 ended = AttemptEnd(cause="failed", why=why, at=child.finished_at)
-                retry = graph.node(unit.step).retry
-                retry_or_fail(retry, unit, unit_record, ended, stopping=stopping, now=now)
+                retry = work.graph.node(unit.step).retry
+                retry_or_fail(retry, unit, unit_record, ended, stopping=work.stopping, now=now)
 
-    def _cached(
-        self,
-        session: Session,
-        row: RunRow,
-        graph: Graph,
-        record: RunRecord,
-        start: Start,
-        now: float,
-    ) -> _Begin:
+    def _cached(self, work: _Pass, start: Start) -> _Begin:
         """For a started unit whose step is cached (and the run uses the cache): record
         its key, and when a servable entry has it, the unit Cached with the entry's
         outputs (DONE). A key that cannot be made (a file or artifact gone, a reference
@@ -414,15 +399,15 @@ class Workflows:
         file or artifact the server refuses to hash (a link, a FIFO, a file the run's
         user could not read: ``tenantfs``) fails the unit with why (DONE). While the
         contents of its key are hashed (``Hashes``), HASHING: it stays Pending."""
+        row, graph, now = work.row, work.graph, work.now
         node = graph.node(start.unit.step)
         if not node.cache.enabled or row.cache_mode == "off":
             return _Begin.JOB
-        unit_record = record.unit(start.unit)
-        state = record.state(run_id=row.id, params=row.params, stopping=False)
+        unit_record = work.record.unit(start.unit)
         access = self._access(row.user)
         try:
             outputs = self.workspace.outputs(row.id, start.unit, node)
-            context = unit_context(graph, state, start, outputs=outputs)
+            context = unit_context(graph, work.state(), start, outputs=outputs)
             contents = key_contents(graph, node, context)
             hashes = self._hashes.batch(f"{row.id}/{start.unit}/key", contents, access)
             material = material_of(graph, node, context, user=row.user, hash_of=hashes.__getitem__)
@@ -444,7 +429,7 @@ class Workflows:
         if row.cache_mode != "use":
             return _Begin.JOB
         entry = lookup(
-            session,
+            work.session,
             unit_record.cache_key,
             user=row.user,
             ttl=node.cache.ttl,
@@ -458,17 +443,10 @@ class Workflows:
         end_unit(start.unit, unit_record, Phase.CACHED, why, now)
         return _Begin.DONE
 
-    def _remember(
-        self,
-        session: Session,
-        row: RunRow,
-        node: StepNode,
-        unit: Unit,
-        unit_record: UnitRecord,
-        now: float,
-    ) -> bool:
+    def _remember(self, work: _Pass, unit: Unit) -> bool:
         """Write the cache entry of a unit that succeeded (a failure to is logged, never
         fails the unit); False while its artifacts are being hashed."""
+        row, unit_record, node = work.row, work.record.unit(unit), work.graph.node(unit.step)
         urls = artifact_urls(node, unit_record.outputs)
         asker = f"{row.id}/{unit}/{unit_record.attempt}/entry"
         try:
@@ -480,7 +458,7 @@ class Workflows:
             log.warning("run %s, unit %s: no cache entry written: %s", row.id, unit, error)
             return True
         store(
-            session,
+            work.session,
             key=unit_record.cache_key,
             material=self._materials.pop((row.id, unit), {}),
             pipeline=row.pipeline,
@@ -489,7 +467,7 @@ class Workflows:
             run_id=row.id,
             user=row.user,
             outputs=unit_record.outputs,
-            now=now,
+            now=work.now,
             hash_of=hashes.__getitem__,
         )
         return True
@@ -522,33 +500,22 @@ class Workflows:
         values.update(read_outputs(node, urls, access))
         return values
 
-    def _submit(
-        self,
-        session: Session,
-        row: RunRow,
-        graph: Graph,
-        record: RunRecord,
-        unit: Unit,
-        work: _Tick,
-        now: float,
-        *,
-        start: Start | None = None,
-    ) -> None:
+    def _submit(self, work: _Pass, unit: Unit, *, start: Start | None = None) -> None:
         """Make the job of ``unit``'s current attempt (``work.jobs``), or fail the unit
         with the reason it cannot have one (a reference that does not resolve ...)."""
-        unit_record = record.unit(unit)
+        session, row, graph, now = work.session, work.row, work.graph, work.now
+        unit_record = work.record.unit(unit)
         if start is None:  # a retry: the unit's item again
-            start = _start_of(graph, record, row, unit)
+            start = _start_of(work, unit)
         name = job_name(row.id, unit, unit_record.attempt)
         unit_record.job, unit_record.started_at, unit_record.finished_at = name, None, None
         node = graph.node(unit.step)
-        state = record.state(run_id=row.id, params=row.params, stopping=False)
         try:
             outputs = self.workspace.outputs(row.id, unit, node)
-            context = unit_context(graph, state, start, outputs=outputs)
+            context = unit_context(graph, work.state(), start, outputs=outputs)
             if node.pipeline is not None:
                 unit_record.job = _child_id(name)
-                self._start_child(session, row, node, unit_record.job, context, now)
+                self._start_child(work, node, unit_record.job, context)
                 return
             self._make_dirs(row, unit)
             spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
@@ -581,20 +548,13 @@ class Workflows:
             )
         # else: this very job was submitted before (a restart): it is observed, not sent again
 
-    def _start_child(
-        self,
-        session: Session,
-        row: RunRow,
-        node: StepNode,
-        child_id: str,
-        context: Context,
-        now: float,
-    ) -> None:
+    def _start_child(self, work: _Pass, node: StepNode, child_id: str, context: Context) -> None:
         """Insert the child run ``child_id`` of a sub-pipeline unit (unless a restart finds
         it made): the named pipeline's document as it is now, the run's user, its params
         rendered in ``context``. Raises ``InvalidInput`` for a pipeline that is missing or
         would run itself, or params it refuses."""
         assert node.pipeline is not None
+        session, row = work.session, work.row
         if session.get(RunRow, child_id) is not None:
             return
         name = node.pipeline.name
@@ -627,7 +587,7 @@ class Workflows:
                 document=pipeline.document,
                 user=row.user,
                 params=params,
-                created_at=now,
+                created_at=work.now,
                 cache=row.cache_mode,
                 parent=row.id,
             )
@@ -668,14 +628,12 @@ def _label(run_id: str) -> str:
     return run_id[:63].strip("-._") or "run"
 
 
-def _start_of(graph: Graph, record: RunRecord, row: RunRow, unit: Unit) -> Start:
+def _start_of(work: _Pass, unit: Unit) -> Start:
     """The ``Start`` of ``unit`` again (for a retry): its foreach item, read as the
     planner read it."""
     if unit.index is None:
         return Start(unit=unit)
-
-    state = record.state(run_id=row.id, params=row.params, stopping=False)
-    items = items_of(graph, state, unit.step)
+    items = items_of(work.graph, work.state(), unit.step)
     if isinstance(items, str):
         raise ValueError(f"step {unit.step}: its items cannot be read again: {items}")
     return Start(unit=unit, item=items[unit.index], has_item=True)
