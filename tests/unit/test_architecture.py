@@ -340,7 +340,11 @@ def test_placing_knows_nothing_of_evicting() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    ["phalanx.engine.placement", "phalanx.engine.placement.eviction", "phalanx.engine.snapshot"],
+    [
+        "phalanx.engine.placement",
+        "phalanx.engine.placement.eviction",
+        "phalanx.engine.snapshot",
+    ],
 )
 def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> None:
     inside = {module: path for module, path in MODULES if _within(module, package)}
@@ -354,6 +358,23 @@ def test_the_algorithm_packages_import_no_module_in_a_cycle(package: str) -> Non
     }
     cycle = _cycle(edges)
     assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_control_planes_parts_import_each_other_in_no_cycle() -> None:
+    """api, controllers, store, submit, metrics ...: each part of ``phalanx.control`` is a
+    layer over the parts it imports at run time (type-only imports are left out: the
+    metrics read the controller's view type, which the controller's metrics give)."""
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES:
+        if not _within(module, "phalanx.control"):
+            continue
+        part = ".".join(module.split(".")[:3])
+        for name in _imports(path, module, runtime_only=True):
+            other = ".".join(name.split(".")[:3])
+            if _within(name, "phalanx.control") and other not in (part, "phalanx.control"):
+                edges.setdefault(part, set()).add(other)
+    cycle = _cycle(edges)
+    assert not cycle, "import cycle among the control plane's parts: " + " -> ".join(cycle)
 
 
 def _cycle(edges: dict[str, set[str]]) -> list[str]:

@@ -29,12 +29,13 @@ from phalanx.control.api import (
     tokens,
     users,
 )
-from phalanx.control.api.deps import ApiError, errors, visitor_headers
+from phalanx.control.api.deps import errors, visitor_headers
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.workflow import Workflows
+from phalanx.control.errors import ApiError
 from phalanx.control.metrics import Metrics
 from phalanx.control.store import DataError
 from phalanx.control.store.database import Database

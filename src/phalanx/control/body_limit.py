@@ -15,7 +15,7 @@ from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from phalanx.control.api.deps import ApiError
+from phalanx.control.errors import ApiError
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
 
 #: Largest request body the API reads, in bytes.

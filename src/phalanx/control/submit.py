@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal
+from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from phalanx.control.api.deps import ApiError
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.batcher import SubmissionWriter
+from phalanx.control.errors import ApiError
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.store.models import JobRow, QueueRow, TaskRow
 from phalanx.spec.job import JobDocument

@@ -12,8 +12,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.api.deps import Caller, DbSession, errors
 from phalanx.control.auth import Principal
+from phalanx.control.errors import ApiError
 from phalanx.control.store import cache
 from phalanx.control.store.models import CacheEntryRow
 from phalanx.wire.views import CacheEntryView

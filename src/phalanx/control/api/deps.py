@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, TypeVar
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from phalanx.control.auth import Expired, Principal, TokenCache
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store.database import Database
 from phalanx.control.throttle import Throttle, address_key, retry_after
-from phalanx.domain.errors import DocumentError, RequestRefused
+from phalanx.domain.errors import DocumentError
 from phalanx.spec.loader import build_document
 from phalanx.wire.views import ErrorView
 
@@ -46,29 +47,6 @@ _MEANINGS: Final = {
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI ``responses`` of error answers a route gives: each an ``ErrorView``."""
     return {status: {"model": ErrorView, "description": _MEANINGS[status]} for status in statuses}
-
-
-class ApiError(HTTPException, RequestRefused):
-    """An error answer ``{"detail", "field", "fix"}``: what is wrong, where, and what to
-    do (with ``headers``, such as ``Retry-After``, sent along)."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        field: str | None = None,
-        fix: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        body: dict[str, Any] = {"detail": message}
-        if field is not None:
-            body["field"] = field
-        if fix is not None:
-            body["fix"] = fix
-        super().__init__(
-            status_code=status, detail=body, headers=None if headers is None else dict(headers)
-        )
 
 
 def session(request: Request) -> Iterator[Session]:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, TheController, errors
+from phalanx.control.api.deps import Caller, DbSession, TheController, errors
 from phalanx.control.api.job_views import job_summaries, job_view, task_view
 from phalanx.control.api.logs import JobLiveness, prefixed_follow, prefixed_tail
 from phalanx.control.api.logs import follow as follow_log
@@ -16,6 +16,7 @@ from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.controllers.intents import Intent
+from phalanx.control.errors import ApiError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow
 from phalanx.control.submit import parse_job

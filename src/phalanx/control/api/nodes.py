@@ -11,10 +11,11 @@ import time
 
 from fastapi import APIRouter
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, TheController, errors
+from phalanx.control.api.deps import Admin, Caller, DbSession, TheController, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.views import NodeUsage
+from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import NodeRow

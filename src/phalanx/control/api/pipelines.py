@@ -13,11 +13,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, document_of, errors
 from phalanx.control.api.runs import poke, run_view
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import new_run
 from phalanx.control.controllers.schedules import next_firing, schedule_of
+from phalanx.control.errors import ApiError
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput

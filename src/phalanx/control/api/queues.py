@@ -9,7 +9,6 @@ from fastapi import APIRouter, Body
 
 from phalanx.control.api.deps import (
     Admin,
-    ApiError,
     Caller,
     DbSession,
     TheController,
@@ -18,6 +17,7 @@ from phalanx.control.api.deps import (
 )
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.views import QueueUsage
+from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import QueueRow

@@ -18,7 +18,8 @@ from fastapi import Path as PathParameter
 from fastapi.concurrency import run_in_threadpool
 
 from phalanx.control import reports
-from phalanx.control.api.deps import ApiError, Caller, errors
+from phalanx.control.api.deps import Caller, errors
+from phalanx.control.errors import ApiError
 from phalanx.wire.views import ReportView
 
 router = APIRouter(prefix="/api/v1/reports", tags=["reports"], responses=errors(401, 404, 422))

@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.api.deps import Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import RunRecord, UnitRecord, new_run, resumed_record
+from phalanx.control.errors import ApiError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import RunRow

@@ -12,7 +12,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from phalanx.control.api.deps import ApiError, DbSession, check_throttle, errors, principal
+from phalanx.control.api.deps import DbSession, check_throttle, errors, principal
+from phalanx.control.errors import ApiError
 from phalanx.control.metrics import METRICS_TOKEN_FILE, Metrics
 from phalanx.control.store.database import ping
 from phalanx.wire.views import HistoryBucketView, HistoryView

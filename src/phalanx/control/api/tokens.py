@@ -13,8 +13,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from phalanx.control.api.deps import ApiError, Caller, DbSession, errors
+from phalanx.control.api.deps import Caller, DbSession, errors
 from phalanx.control.auth import Principal, TokenCache, UserRole, issue_token
+from phalanx.control.errors import ApiError
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import TokenRow, UserRow
 from phalanx.wire.bodies import TokenRequest

@@ -12,9 +12,10 @@ import time
 
 from fastapi import APIRouter, Request
 
-from phalanx.control.api.deps import Admin, ApiError, Caller, DbSession, errors
+from phalanx.control.api.deps import Admin, Caller, DbSession, errors
 from phalanx.control.api.tokens import token_view
 from phalanx.control.auth import TokenCache, issue_token
+from phalanx.control.errors import ApiError
 from phalanx.control.store import IntegrityError
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import UserRow
