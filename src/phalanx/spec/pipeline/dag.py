@@ -46,7 +46,13 @@ from phalanx.spec.pipeline.templates import Kind, Reference, Template
 from phalanx.spec.quantity import QuantityValue
 
 if TYPE_CHECKING:
-    from phalanx.spec.pipeline.document import PipelineSpec, StepSpec
+    from phalanx.spec.pipeline.document import (
+        ComponentSpec,
+        Defaults,
+        PipelineSpec,
+        StepFields,
+        StepSpec,
+    )
 
 T = TypeVar("T")
 
@@ -179,75 +185,149 @@ def _node(
     outputs: Mapping[str, Outputs],
     params: tuple[Param, ...],
 ) -> StepNode:
-    table = "finally" if final else "steps"
-    at: Loc = (table, name)
-    component = None
-    if step.uses is not None:
-        component = spec.components.get(step.uses)
-        if component is None:
-            raise GraphError(
-                f"{step.uses!r} is not a component",
-                _close(step.uses, list(spec.components)),
-                at=(*at, "uses"),
-            )
-    c = component
-    d = spec.defaults
-    source = step if step.command is not None or step.job is not None else c
-    if step.pipeline is None and (
-        source is None or (source.command is None and source.job is None)
-    ):
-        raise GraphError(
-            "has neither command nor job", "give a command (or a job, or a pipeline)", at=at
-        )
-    resources = _first(step.resources, c.resources if c else None, d.resources)
-    if source is not None and source.job is None and resources is None:
-        raise GraphError(
-            "has no resources", "give resources on the step, its component or in defaults", at=at
-        )
-    queue = "default"
-    if source is None:  # a sub-pipeline step: its child run's steps have queues
-        queue = d.queue or queue
-    elif source.job is not None:
-        queue = source.job.queue if "queue" in source.job.model_fields_set else d.queue or queue
-    else:
-        queue = _first(step.queue, c.queue if c else None, d.queue) or queue
+    """The step resolved (``_resolved``), then checked: its references, its ``dependsOn``,
+    its ``cache.excludeParams``, in that order (the first problem raises ``GraphError``)."""
+    at: Loc = ("finally" if final else "steps", name)
+    node = _resolved(spec, name, step, final, outputs[name], at)
+    node = replace(node, templates=tuple(_templates_of(node)))
+    implied, used = _check_references(spec, step, node, at, outputs, params)
+    explicit = _check_depends_on(spec, name, step, final)
+    depends = tuple(dict.fromkeys([*explicit, *implied]))
+    _check_excluded_params(node, params, at)
+    return replace(node, depends_on=depends, params_used=frozenset(used))
+
+
+def _resolved(
+    spec: PipelineSpec, name: str, step: StepSpec, final: bool, outputs: Outputs, at: Loc
+) -> StepNode:
+    """The step with every field resolved (its own, else its component's, else the
+    defaults', as far as the field has them) but no dependencies, parameters used or
+    templates yet. Raises ``GraphError`` when ``uses`` names no component, the step runs
+    nothing, a command step has no resources (checked in that order) or ``when`` is not a
+    condition."""
+    component = _component(spec, step, at)
+    source = _source(step, component, at)
+    resources = _resources(step, component, spec.defaults, source, at)
+    c, d = component, spec.defaults
     when = _first(step.when, c.when if c else None)
-    runs = source is not None  # a command or job (a sub-pipeline step runs neither)
-    node = StepNode(
+    image, env, timeout, cache = _run_settings(step, c, d, runs=source is not None)
+    return StepNode(
         name=name,
         final=final,
         depends_on=(),
         command=None if source is None or source.command is None else tuple(source.command),
         job=None if source is None else source.job,
         pipeline=step.pipeline,
-        image=_first(step.image, c.image if c else None, d.image) if runs else None,
-        env={**d.env, **(c.env if c else {}), **step.env} if runs else {},
-        queue=queue,
-        resources=None if source is None or source.job else resources,
+        image=image,
+        env=env,
+        queue=_queue(step, c, d, source),
+        resources=resources,
         inputs=_first(step.inputs, c.inputs if c else None) or Inputs(),
-        outputs=outputs[name],
+        outputs=outputs,
         when=None if when is None else Condition.parse(when),
         foreach=_first(step.foreach, c.foreach if c else None),
         retry=_first(step.retry, c.retry if c else None, d.retry) or RetrySpec(),
-        # A child run's own steps have their timeouts and caches.
-        timeout=_first(step.timeout, c.timeout if c else None, d.timeout) if runs else None,
-        cache=(_first(step.cache, c.cache if c else None, d.cache) if runs else None)
-        or CacheSpec(),
+        timeout=timeout,
+        cache=cache or CacheSpec(),
         params_used=frozenset(),
         templates=(),
     )
-    node = replace(node, templates=tuple(_templates_of(node)))
-    implied, used = _check_references(spec, step, node, at, outputs, params)
-    explicit = _check_depends_on(spec, name, step, final)
-    depends = tuple(dict.fromkeys([*explicit, *implied]))
+
+
+def _component(spec: PipelineSpec, step: StepSpec, at: Loc) -> ComponentSpec | None:
+    """The component the step uses; None when it uses none. Raises ``GraphError`` at
+    ``uses`` when that names no component."""
+    if step.uses is None:
+        return None
+    component = spec.components.get(step.uses)
+    if component is None:
+        raise GraphError(
+            f"{step.uses!r} is not a component",
+            _close(step.uses, list(spec.components)),
+            at=(*at, "uses"),
+        )
+    return component
+
+
+def _source(step: StepSpec, component: ComponentSpec | None, at: Loc) -> StepFields | None:
+    """Where the step's command or job is written: the step when it gives one, else its
+    component. None only for a sub-pipeline step (which cannot use a component); raises
+    ``GraphError`` when any other step has neither a command nor a job."""
+    source = step if step.command is not None or step.job is not None else component
+    if step.pipeline is None and (
+        source is None or (source.command is None and source.job is None)
+    ):
+        raise GraphError(
+            "has neither command nor job", "give a command (or a job, or a pipeline)", at=at
+        )
+    return source
+
+
+def _resources(
+    step: StepSpec,
+    component: ComponentSpec | None,
+    defaults: Defaults,
+    source: StepFields | None,
+    at: Loc,
+) -> Mapping[str, QuantityValue] | None:
+    """What a command step's task needs: the step's resources, else its component's, else
+    the defaults'; None for a job (its roles say) or a sub-pipeline step. Raises
+    ``GraphError`` when a command step has none."""
+    c = component
+    resources = _first(step.resources, c.resources if c else None, defaults.resources)
+    if source is not None and source.job is None and resources is None:
+        raise GraphError(
+            "has no resources", "give resources on the step, its component or in defaults", at=at
+        )
+    return None if source is None or source.job else resources
+
+
+def _queue(
+    step: StepSpec, component: ComponentSpec | None, defaults: Defaults, source: StepFields | None
+) -> str:
+    """The queue of the step's job: a job's own queue when it names one, else the
+    defaults'; for a command, the step's, else its component's, else the defaults'; for a
+    sub-pipeline step the defaults' (its child run's steps have their queues). "default"
+    when none of those names one."""
+    if source is None:
+        return defaults.queue or "default"
+    if source.job is not None:
+        if "queue" in source.job.model_fields_set:
+            return source.job.queue
+        return defaults.queue or "default"
+    c = component
+    return _first(step.queue, c.queue if c else None, defaults.queue) or "default"
+
+
+def _run_settings(
+    step: StepSpec, component: ComponentSpec | None, defaults: Defaults, *, runs: bool
+) -> tuple[str | None, dict[str, str], float | None, CacheSpec | None]:
+    """The image, env, timeout and cache of a step that ``runs`` a command or job: each
+    the step's, else its component's, else the defaults' (env: all three merged, the
+    step's entries winning, then the component's). None and empty for a sub-pipeline step:
+    a child run's own steps have their images, env, timeouts and caches."""
+    if not runs:
+        return None, {}, None, None
+    c = component
+    return (
+        _first(step.image, c.image if c else None, defaults.image),
+        {**defaults.env, **(c.env if c else {}), **step.env},
+        _first(step.timeout, c.timeout if c else None, defaults.timeout),
+        _first(step.cache, c.cache if c else None, defaults.cache),
+    )
+
+
+def _check_excluded_params(node: StepNode, params: tuple[Param, ...], at: Loc) -> None:
+    """Every ``cache.excludeParams`` entry names a declared parameter; raises
+    ``GraphError`` at the first that does not."""
+    names = [p.name for p in params]
     for i, excluded in enumerate(node.cache.exclude_params):
-        if excluded not in {p.name for p in params}:
+        if excluded not in names:
             raise GraphError(
                 f"{excluded!r} is not a parameter",
-                _close(excluded, [p.name for p in params]),
+                _close(excluded, names),
                 at=(*at, "cache", "excludeParams", i),
             )
-    return replace(node, depends_on=depends, params_used=frozenset(used))
 
 
 def _first(*values: T | None) -> T | None:
