@@ -9,7 +9,7 @@ Used by ``Snapshot.build`` (every live job, node arrays charged at once) and
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,7 +30,9 @@ from phalanx.engine.snapshot.tasks import (
 )
 
 if TYPE_CHECKING:
+    from phalanx.engine.cards import CardDemand, Cards
     from phalanx.engine.snapshot.cluster import Snapshot
+    from phalanx.engine.snapshot.queues import QueueInfo
 
 
 class JobWatcher(Protocol):
@@ -106,7 +108,27 @@ def _roles(snapshot: Snapshot, job: Job) -> list[RoleInfo] | None:
 
 def read_job(snapshot: Snapshot, job: Job, placements: Placements) -> JobInfo | None:
     """Track ``job`` in ``snapshot``; what its tasks hold on nodes is added to
-    ``placements`` (charged to the node arrays when they are applied). None: an orphan."""
+    ``placements`` (charged to the node arrays when they are applied). None: an orphan
+    (its queue, then its resources, then its roles' GPU requests are checked, in that
+    order)."""
+    queue = _leaf_queue(snapshot, job)
+    if queue is None or not _offered(snapshot, job):
+        return None
+    roles = _roles(snapshot, job)
+    if roles is None:
+        return None
+    info = JobInfo(job, queue, roles)
+    charged = _read_tasks(snapshot, job, info, placements)
+    for role, count in zip(roles, charged, strict=True):
+        if count:
+            info.allocated += role.request * count
+    _track(snapshot, info)
+    return info
+
+
+def _leaf_queue(snapshot: Snapshot, job: Job) -> QueueInfo | None:
+    """The leaf queue the job is submitted to; None (the job recorded as an orphan) when
+    that queue does not exist, is not a leaf or is the root."""
     queue = snapshot.queues.get(job.queue)
     if queue is None or not queue.is_leaf or queue is snapshot.root:
         snapshot.orphans.append(
@@ -117,6 +139,12 @@ def read_job(snapshot: Snapshot, job: Job, placements: Placements) -> JobInfo | 
             )
         )
         return None
+    return queue
+
+
+def _offered(snapshot: Snapshot, job: Job) -> bool:
+    """Whether some node offers every resource the job's roles ask for; when not, the job
+    is recorded as an orphan, the resources no node offers named in sorted order."""
     unknown = sorted(
         {n for r in job.roles for n, v in r.resources.items() if v and n not in snapshot.dim}
     )
@@ -128,11 +156,18 @@ def read_job(snapshot: Snapshot, job: Job, placements: Placements) -> JobInfo | 
                 "fix: remove that request or add nodes that have it",
             )
         )
-        return None
-    roles = _roles(snapshot, job)
-    if roles is None:
-        return None
-    info = JobInfo(job, queue, roles)
+        return False
+    return True
+
+
+def _read_tasks(snapshot: Snapshot, job: Job, info: JobInfo, placements: Placements) -> list[int]:
+    """Add a ``TaskInfo`` for each of the job's tasks to ``info`` (its ``tasks``,
+    ``counts`` and ``ready_count``): a task on a node adds its request row to
+    ``placements`` and holds its cards there; a task on a node the snapshot lacks is
+    pending (reported lost). Returns how many tasks of each role (indexed like
+    ``info.roles``) are charged. Raises ``InvalidInput`` at the first task that names a
+    role the job does not have."""
+    roles = info.roles
     by_name = {role.name: role for role in roles}
     charged = [0] * len(roles)
     node_index, counts, tasks = snapshot.node_index, info.counts, info.tasks
@@ -158,20 +193,22 @@ def read_job(snapshot: Snapshot, job: Job, placements: Placements) -> JobInfo | 
                 placed_requests.append(role.row)
         held = TaskInfo(info, role, task.index, status, node, task.start_time, ())
         if on_node and node >= 0 and role.cards is not None:
-            hold_cards(cards, held, node, task.gpus)
-            if status is TaskStatus.RELEASING and held.gpus:
-                cards.releasing(role.cards, node, held.gpus, 1)
+            _hold_cards(cards, held, role.cards, task.gpus)
         tasks.append(held)
         counts[status] += 1
         if status in READY:
             info.ready_count += 1
         if is_charged:
             charged[role.index] += 1
-    for role, count in zip(roles, charged, strict=True):
-        if count:
-            info.allocated += role.request * count
-    _track(snapshot, info)
-    return info
+    return charged
+
+
+def _hold_cards(cards: Cards, held: TaskInfo, demand: CardDemand, gpus: Sequence[int]) -> None:
+    """Give a task on a node (``held.node``) the cards ``demand`` asks for, ``gpus`` where
+    they serve (``hold_cards``); a releasing task's cards are also marked releasing."""
+    hold_cards(cards, held, held.node, gpus)
+    if held.status is TaskStatus.RELEASING and held.gpus:
+        cards.releasing(demand, held.node, held.gpus, 1)
 
 
 def _track(snapshot: Snapshot, info: JobInfo) -> None:
