@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast lint typecheck demo bench clean
+.PHONY: install test test-fast lint typecheck demo bench docs clean
 
 install: $(STAMP)
 
@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray,docs]'
 	touch $(STAMP)
 
 # The demo's training job and the DDP tests (on the local executor and across Ray
@@ -48,5 +48,9 @@ demo: install $(TORCH)
 bench: install
 	$(BIN)/python bench/engine.py
 
+# The documentation site (mkdocs.yml), built strictly into site/: a broken link fails it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache site
