@@ -383,8 +383,8 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
 
 
 def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Pipelines\n", 1)[1].split("\n## ", 1)[0]
+    page = Path(__file__).resolve().parents[3] / "docs" / "tasks" / "pipelines.md"
+    section = page.read_text().split("## Register and run\n", 1)[1].split("\n## ", 1)[0]
     [document] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
     with running_server(tmp_path) as server:
         api = admin(server)

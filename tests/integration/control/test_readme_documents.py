@@ -1,7 +1,7 @@
-"""The README's documents by example, applied exactly as printed to a real server (the
-cluster given to the server, the queues and jobs through ``phalanx apply``), and the
-jobs run to what the README says of them; and the generated field reference is the
-committed one."""
+"""The documents by example of docs/getting-started.md, applied exactly as printed to a
+real server (the cluster given to the server, the queues and jobs through
+``phalanx apply``), and the jobs run to what the page says of them; and the generated
+field reference is the committed one."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ SECTION = "## Documents by example"
 
 
 def readme_blocks() -> list[str]:
-    """The fenced YAML blocks of the README's documents section, in order."""
-    text = (ROOT / "README.md").read_text()
+    """The fenced YAML blocks of the getting-started page's documents section, in order."""
+    text = (ROOT / "docs" / "getting-started.md").read_text()
     section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
 
