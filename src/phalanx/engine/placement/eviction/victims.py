@@ -66,25 +66,62 @@ def make_room(
     ``allowance`` bounds what the victims evicted for the task may hold together, in
     every resource (None: no bound).
     """
-    accepted: Sequence[TaskInfo]
-    if isinstance(judge, VictimPoint) and judge.in_any_order:
-        # plugins that judge each victim on its own need no order, and what they accept
-        # on nodes where no room can be made is never evicted anyway
-        accepted = judge(task, candidates) if candidates else []
-        accepted = _affordable(session.snapshot, accepted, allowance)
-    else:
-        # only victims on nodes where room could be made at all are offered, in victim
-        # order (a quota's filter accepts the first ones), so the rest need no ordering
-        candidates = _affordable(session.snapshot, candidates, allowance)
-        possible = _possible_nodes(session, task, candidates, allowance, within)
-        offered = in_victim_order(session, [v for v in candidates if possible[v.node]])
-        accepted = judge(task, offered) if offered else []
+    accepted = _accepted(session, task, candidates, judge, allowance, within)
     nodes = _candidate_nodes(session, task, accepted, allowance, within)
     if not nodes:
         return False
     chosen = set(nodes)
     victims = in_victim_order(session, [v for v in accepted if v.node in chosen])
     allowed = None if allowance is None else allowance + EPSILON
+    node = _cheapest_node(session, stmt, task, nodes, victims, judge, action, allowed)
+    if node is None:
+        return False
+    on_node = [v for v in victims if v.node == node]
+    _evict_until_fits(session, stmt, task, on_node, judge, action, node, allowed)
+    stmt.pipeline(task, node)
+    return True
+
+
+def _accepted(
+    session: Session,
+    task: TaskInfo,
+    candidates: Sequence[TaskInfo],
+    judge: Judge,
+    allowance: Vector | None,
+    within: NDArray[np.bool_] | None,
+) -> Sequence[TaskInfo]:
+    """The victims of ``candidates`` the plugins accept for ``task``, none of them holding
+    alone more than ``allowance``. Plugins that judge each victim on its own are offered
+    every candidate as it comes; otherwise only the candidates on nodes where room could
+    be made at all are offered, in victim order. Evicts nothing."""
+    accepted: Sequence[TaskInfo]
+    if isinstance(judge, VictimPoint) and judge.in_any_order:
+        # plugins that judge each victim on its own need no order, and what they accept
+        # on nodes where no room can be made is never evicted anyway
+        accepted = judge(task, candidates) if candidates else []
+        return _affordable(session.snapshot, accepted, allowance)
+    # only victims on nodes where room could be made at all are offered, in victim
+    # order (a quota's filter accepts the first ones), so the rest need no ordering
+    candidates = _affordable(session.snapshot, candidates, allowance)
+    possible = _possible_nodes(session, task, candidates, allowance, within)
+    offered = in_victim_order(session, [v for v in candidates if possible[v.node]])
+    return judge(task, offered) if offered else []
+
+
+def _cheapest_node(
+    session: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    nodes: Sequence[int],
+    victims: Sequence[TaskInfo],
+    judge: Judge,
+    action: str,
+    allowed: Vector | None,
+) -> int | None:
+    """Of ``nodes``, tried in order, the one where evicting ``victims`` there until ``task``
+    fits costs least (``_cost``; the earlier on a tie), the first that needs no eviction
+    ending the search; None when room can be made on none. Each trial is undone: ``stmt``
+    is left as it was found."""
     best: tuple[tuple[object, ...], int] | None = None
     for node in nodes:
         on_node = [v for v in victims if v.node == node]
@@ -98,13 +135,7 @@ def make_room(
             best = (cost, node)
         if not cost[2]:  # room without evicting anything: nothing is cheaper
             break
-    if best is None:
-        return False
-    node = best[1]
-    on_node = [v for v in victims if v.node == node]
-    _evict_until_fits(session, stmt, task, on_node, judge, action, node, allowed)
-    stmt.pipeline(task, node)
-    return True
+    return None if best is None else best[1]
 
 
 def _affordable(
