@@ -11,7 +11,15 @@ from statistics import mean
 
 import numpy as np
 
-from phalanx.benchmarks.fgd import POLICIES, STEPS, Run, read_expected, run_one, write_csv
+from phalanx.benchmarks.fgd import (
+    POLICIES,
+    STEPS,
+    Run,
+    Subsample,
+    read_expected,
+    run_one,
+    write_csv,
+)
 from phalanx.sim.svg import Canvas, Scale, color, esc, nice_ticks
 
 CSV_NAME = "analysis_allo_discrete.csv"
@@ -54,11 +62,16 @@ def bench(
 
 
 def _expected_at(traces_dir: Path) -> dict[tuple[str, str, int], dict[str, str]]:
+    return {(r["workload"], r["sc_policy"], int(r["seed"])): r for r in _authors_rows(traces_dir)}
+
+
+def _authors_rows(traces_dir: Path) -> list[dict[str, str]]:
+    """The authors' cached rows (``read_expected``), in the file's order; none when the
+    traces hold no such file."""
     try:
-        rows = read_expected(traces_dir)
+        return read_expected(traces_dir)
     except FileNotFoundError:
-        return {}
-    return {(r["workload"], r["sc_policy"], int(r["seed"])): r for r in rows}
+        return []
 
 
 def _summary(
@@ -109,6 +122,32 @@ def _summary(
 def _chart(runs: Sequence[Run], traces_dir: Path, workload: str) -> str:
     """GPU allocation ratio vs arrived load: ours (solid) and the authors' mean (dashed)."""
     canvas = Canvas(width=900, height=420)
+    x, y = _axes(canvas)
+    subsample = next((run.subsample for run in runs if run.subsample), None)
+    expected = [] if subsample else _authors_rows(traces_dir)  # a subsample is not comparable
+    legend: list[tuple[str, str]] = []
+    policies = list(dict.fromkeys(run.policy for run in runs if run.workload == workload))
+    for i, policy in enumerate(policies):
+        stroke = color(i)
+        ours = [r.columns() for r in runs if r.workload == workload and r.policy == policy]
+        theirs = _theirs(expected, workload, policy)
+        _curves(canvas, x, y, ours, theirs, stroke)
+        legend.append((f"{policy} (dashed: authors)" if theirs else policy, stroke))
+    canvas.legend(legend)
+    return canvas.render(_title(workload, subsample))
+
+
+def _title(workload: str, subsample: Subsample | None) -> str:
+    """The chart's title (escaped for SVG), naming the subsample when the runs are one."""
+    title = f"GPU allocation vs arrived load, openb {esc(workload)}"
+    if subsample is not None:
+        title += f" ({esc(subsample.describe().split(';')[0])})"
+    return title
+
+
+def _axes(canvas: Canvas) -> tuple[Scale, Scale]:
+    """Draws the chart's axes (arrived load 0..130 %, allocation 0..100 %, ticked and
+    labelled) and returns their scales, x then y."""
     x, y = canvas.xscale(0, 130), canvas.yscale(0, 100)
     canvas.axes(
         x,
@@ -118,31 +157,35 @@ def _chart(runs: Sequence[Run], traces_dir: Path, workload: str) -> str:
         xlabel="arrived GPU request (% of cluster GPUs)",
         ylabel="GPU allocation (%)",
     )
-    subsample = next((run.subsample for run in runs if run.subsample), None)
-    try:
-        expected = [] if subsample else read_expected(traces_dir)
-    except FileNotFoundError:
-        expected = []
-    legend: list[tuple[str, str]] = []
-    policies = list(dict.fromkeys(run.policy for run in runs if run.workload == workload))
-    for i, policy in enumerate(policies):
-        stroke = color(i)
-        mine = [r.columns() for r in runs if r.workload == workload and r.policy == policy]
-        _line(canvas, x, y, [_mean_curve(mine)], stroke, dash=None)
-        label = POLICIES[policy]
-        theirs = [
-            {int(k): float(v) for k, v in row.items() if k.isdigit() and v}
-            for row in expected
-            if row["workload"] == f"openb_pod_list_{workload}" and row["sc_policy"] == label
-        ]
-        if theirs:
-            _line(canvas, x, y, [_mean_curve(theirs)], stroke, dash="5 4")
-        legend.append((f"{policy} (dashed: authors)" if theirs else policy, stroke))
-    canvas.legend(legend)
-    title = f"GPU allocation vs arrived load, openb {esc(workload)}"
-    if subsample is not None:
-        title += f" ({esc(subsample.describe().split(';')[0])})"
-    return canvas.render(title)
+    return x, y
+
+
+def _theirs(
+    expected: Sequence[dict[str, str]], workload: str, policy: str
+) -> list[dict[int, float]]:
+    """The authors' curves for ``workload`` under ``policy``, one per row of ``expected``
+    (in its order): column k's value per k they give a value for."""
+    label = POLICIES[policy]
+    return [
+        {int(k): float(v) for k, v in row.items() if k.isdigit() and v}
+        for row in expected
+        if row["workload"] == f"openb_pod_list_{workload}" and row["sc_policy"] == label
+    ]
+
+
+def _curves(
+    canvas: Canvas,
+    x: Scale,
+    y: Scale,
+    ours: Sequence[dict[int, float]],
+    theirs: Sequence[dict[int, float]],
+    stroke: str,
+) -> None:
+    """Draws one policy's curves in ``stroke``: the mean of ``ours`` solid, then the mean
+    of ``theirs`` dashed when there are any."""
+    _line(canvas, x, y, [_mean_curve(ours)], stroke, dash=None)
+    if theirs:
+        _line(canvas, x, y, [_mean_curve(theirs)], stroke, dash="5 4")
 
 
 def _mean_curve(curves: Sequence[dict[int, float]]) -> dict[int, float]:
