@@ -443,7 +443,7 @@ def cluster_nodes(path: Path | None) -> tuple[Node, ...]:
         raise InvalidInput(
             f"{path} holds no Cluster document",
             field="--cluster",
-            fix="give a file with kind: Cluster (see DESIGN.md section 6)",
+            fix="give a file with kind: Cluster (docs/reference.md, Cluster)",
         )
     return tuple(node for document in documents for node in document.nodes())
 

@@ -353,7 +353,7 @@ class RoleSpec(Placement):
 
 
 class JobSpec(Placement):
-    """``spec`` of a Job (see DESIGN.md section 6)."""
+    """``spec`` of a Job: its queue, user, roles, policies and limits."""
 
     queue: Name = "default"
     """The leaf queue the job is submitted to."""

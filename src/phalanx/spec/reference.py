@@ -50,7 +50,8 @@ Every field of every kind phalanx reads, generated from the models that validate
 (`python -m phalanx.spec.reference > docs/reference.md`; a test keeps this page equal to
 that output). Documents are YAML or JSON: `apiVersion: phalanx/v1`, `kind`, `metadata`,
 `spec`. Field names are camelCase. A field left out takes its default; an unknown field is
-refused with the closest known name. Examples of each kind are in the README.
+refused with the closest known name. Examples of each kind are in
+[Getting started](getting-started.md).
 """
 
 
