@@ -298,6 +298,33 @@ class Lifecycle(Sizes):
                 self._restart_if_broken(life, reason)
         return self._flush()
 
+    def unstarted(self, name: str, tasks: Iterable[str], reason: str, *, now: float) -> list[Effect]:
+        """Tasks of job ``name`` that were bound and never started (a restart of the
+        server cut their launch short, and no node has a record of them): its gang
+        restarts at once and costs no retry, as an eviction below its minimum does;
+        these tasks have stopped at once (they have no process), the others are stopped."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None or life.phase in TERMINAL:
+            return []
+        mine, nodes = self._tasks.get(name, {}), self.state.snapshot.nodes
+        for task in tasks:
+            info = mine.get(task)
+            if info is not None and info.status is TaskStatus.BOUND:  # no process to stop
+                life.held[task] = Bind(
+                    job=name,
+                    task=task,
+                    role=info.role.name,
+                    index=info.index,
+                    node=nodes[info.node].name,
+                    gpus=info.gpus,
+                )
+        if life.ending is None:
+            self._end(life, Ending.RESTART, reason)
+        self._stop(life, self.tasks(life), "restart", f"gang restart: {reason}")
+        self._settle(life)
+        return self._flush()
+
     def abort(self, name: str, message: str, *, now: float) -> list[Effect]:
         """End job ``name`` as Failed for good (no retry), for what its driver cannot
         handle (a bug met while handling it); its tasks are stopped first."""
