@@ -298,7 +298,9 @@ class Lifecycle(Sizes):
                 self._restart_if_broken(life, reason)
         return self._flush()
 
-    def unstarted(self, name: str, tasks: Iterable[str], reason: str, *, now: float) -> list[Effect]:
+    def unstarted(
+        self, name: str, tasks: Iterable[str], reason: str, *, now: float
+    ) -> list[Effect]:
         """Tasks of job ``name`` that were bound and never started (a restart of the
         server cut their launch short, and no node has a record of them): its gang
         restarts at once and costs no retry, as an eviction below its minimum does;
