@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from phalanx.control.controllers.adoption import UNRECORDED
+from phalanx.control.controllers.adoption import CUT_SHORT, UNRECORDED
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.executors.base import TaskEventKind
@@ -124,14 +124,28 @@ def test_an_exit_reported_before_its_start_counts_as_a_run(plane: Plane) -> None
     assert plane.task("a-w-0").started_at is not None
 
 
-def test_a_bound_task_with_no_process_after_a_restart_is_lost_and_retried(plane: Plane) -> None:
+def test_a_bound_task_no_node_recorded_never_started_and_restarts_at_no_retrys_cost(
+    plane: Plane,
+) -> None:
     _placed(plane, "a")
     after = plane.restart()  # the crash came before any process record was written
     job = after.job("a")
+    assert (job.phase, job.attempts) == ("Pending", 0)
+    assert CUT_SHORT in job.message
+    after.tick()
+    assert after.job("a").phase == "Running"  # placed again at once, no backoff
+
+
+def test_a_started_task_with_no_process_after_a_restart_is_lost_and_retried(
+    plane: Plane,
+) -> None:
+    _placed(plane, "a")
+    plane.report(TaskEventKind.STARTED, "a-w-0")
+    plane.tick()
+    after = plane.restart()  # its STARTED was stored, and no record of it is left
+    job = after.job("a")
     assert (job.phase, job.attempts) == ("Pending", 1)
     assert f"lost with its node n0: {UNRECORDED}; retry 1 of 3" in job.message
-    after.tick(10.0)
-    assert after.job("a").phase == "Running"
 
 
 def test_a_task_on_a_node_the_cluster_no_longer_has_fails_its_job_and_the_server_starts(

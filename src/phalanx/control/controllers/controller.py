@@ -219,7 +219,10 @@ class Controller:
             executor = core.executor
             if isinstance(executor, Recoverable):
                 executor.adopt(records, now=core.now)
-            for job, events in adoption.reconcile(core, self._recorded).items():
+            reconciled = adoption.reconcile(core, self._recorded)
+            for job, tasks in reconciled.unstarted.items():
+                self._guarded(job, self._restart_unstarted, (job, tasks))
+            for job, events in reconciled.events.items():
                 self._guarded(job, self._hear, events)
             cluster.drain(core)  # again: the flags were read before the jobs were back
             core.journal.flush(session)
@@ -306,6 +309,11 @@ class Controller:
 
     def _advance(self, job: str) -> None:
         self.core.record(self.core.life.advance_job(job, now=self.core.now))
+
+    def _restart_unstarted(self, unstarted: tuple[str, list[str]]) -> None:
+        job, tasks = unstarted
+        core = self.core
+        core.record(core.life.unstarted(job, tasks, adoption.CUT_SHORT, now=core.now))
 
     def _hear(self, events: Sequence[TaskEvent]) -> None:
         for event in events:
