@@ -172,6 +172,11 @@ class RayCluster:
             raise KeyError(node)
         return handle
 
+    def with_agents(self) -> set[str]:
+        """The nodes whose agent lives (as far as this server has heard)."""
+        with self._lock:
+            return {node for node, agent in self._agents.items() if agent.handle is not None}
+
     def ask(self, nodes: Iterable[str], method: str, *args: Any, timeout: float) -> dict[str, Any]:
         """Each of ``nodes``' agents' answer to ``method(*args)``, asked of all at once,
         by node; a node whose agent cannot answer within ``timeout`` seconds (it has

@@ -10,6 +10,10 @@ part, and turns what the agents report into the lifecycle's events.
 
 - ``start`` returns once every agent concerned has launched its part; STARTED and
   FAILED_TO_START come back through ``poll``, as every later event does.
+- A job bound to a live node whose agent is being replaced waits, as a pod bound to a
+  node whose kubelet restarts does: its whole gang starts at the first ``poll`` that
+  finds every one of its nodes with an agent (nothing ran, so it costs no retry); a
+  stop of a waiting task ends it at once, and one whose node dies meanwhile is LOST.
 - An agent's event of a task this executor did not start or adopt is dropped (it
   predates a restart: adopting the task's record reports its end again), and such a
   task still running on a node is killed: no job holds it any more.
@@ -92,6 +96,8 @@ class RayExecutor:
         self._gangs = GangPlanner(address_of=self.address_of, free_ports=self._free_ports)
         self._tasks: dict[Key, _Task] = {}
         self._last_node: dict[Key, str] = {}  # where each task last ran: its logs are there
+        #: Binds of jobs with a node whose agent is being replaced, by job and task.
+        self._waiting: dict[str, dict[str, Bind]] = {}
         self._events: list[TaskEvent] = []
 
     # -- the Executor protocol ---------------------------------------------------------
@@ -106,7 +112,10 @@ class RayExecutor:
             if (bind.job, bind.task) not in self._tasks:
                 by_job.setdefault(bind.job, {}).setdefault(bind.task, bind)
         by_node: dict[str, list[PlannedStart]] = {}
-        for job, group in by_job.items():
+        for job, bound in by_job.items():
+            group = {**self._waiting.pop(job, {}), **bound}
+            if not self._nodes_ready(job, group, now):
+                continue
             try:
                 launches = [self._resolve(bind) for bind in group.values()]
                 planned = self._gangs.plan(job, launches, self._placements(job))
@@ -142,9 +151,16 @@ class RayExecutor:
 
     def stop(self, evictions: Sequence[Evict], *, now: float, grace: float) -> None:
         """Ask each task's agent to stop it (SIGTERM, SIGKILL ``grace`` seconds after
-        ``now``); unknown tasks are ignored, and a dead node's are LOST anyway."""
+        ``now``); a task still waiting for its node's agent has stopped at once; unknown
+        tasks are ignored, and a dead node's are LOST anyway."""
         by_node: dict[str, list[Evict]] = {}
         for eviction in evictions:
+            waiting = self._waiting.get(eviction.job, {})
+            if waiting.pop(eviction.task, None) is not None:
+                self._events.append(_stopped_waiting(eviction, now))
+                if not waiting:
+                    del self._waiting[eviction.job]
+                continue
             task = self._tasks.get((eviction.job, eviction.task))
             if task is not None:
                 by_node.setdefault(task.node, []).append(eviction)
@@ -156,7 +172,12 @@ class RayExecutor:
 
     def poll(self, *, now: float) -> list[TaskEvent]:
         """The agents' events, and LOST for each task of a node no longer alive; each
-        reported once, oldest first, none later than ``now``."""
+        reported once, oldest first, none later than ``now``. Jobs waiting for their
+        nodes' agents start here once they all have one."""
+        if self._waiting:
+            self.start(
+                [bind for group in self._waiting.values() for bind in group.values()], now=now
+            )
         for node, records in self._cluster.records().items():
             self._stop_strays(node, records, now)
         for _, report in self._cluster.take():
@@ -308,6 +329,33 @@ class RayExecutor:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _nodes_ready(self, job: str, group: dict[str, Bind], now: float) -> bool:
+        """True when every node of ``group`` (a job's binds) has an agent. Else the job
+        waits (``_waiting``) while those nodes live, and its binds on a node that died
+        are LOST (the rest wait: the lifecycle stops them as it restarts the gang)."""
+        alive = self._cluster.state.alive
+        gone = {bind.task for bind in group.values() if bind.node not in alive}
+        for task in sorted(gone):
+            bind = group.pop(task)
+            self._events.append(
+                TaskEvent(
+                    kind=TaskEventKind.LOST,
+                    time=now,
+                    job=job,
+                    task=task,
+                    node=bind.node,
+                    message=node_gone(bind.node),
+                )
+            )
+        missing = sorted({bind.node for bind in group.values()} - self._cluster.with_agents())
+        if not missing and not gone:
+            return True
+        if group:
+            if job not in self._waiting:
+                log.info("job %s waits for the agents of %s", job, ", ".join(missing))
+            self._waiting[job] = group
+        return False
+
     def _free_ports(self, node: str, count: int) -> Sequence[int]:
         import ray  # noqa: PLC0415
 
@@ -346,6 +394,19 @@ class RayExecutor:
     def _failed(self, job: str, task: str, node: str, now: float, message: str) -> None:
         log.warning("cannot start %s of %s on %s: %s", task, job, node, message)
         self._events.append(failed_to_start(job, task, node, now, message))
+
+
+def _stopped_waiting(eviction: Evict, now: float) -> TaskEvent:
+    """The end of a task stopped while it waited for its node's agent (it never ran)."""
+    return TaskEvent(
+        kind=TaskEventKind.EXITED,
+        time=now,
+        job=eviction.job,
+        task=eviction.task,
+        node=eviction.node,
+        stopped=True,
+        message="stopped before it started: its node's agent was being replaced",
+    )
 
 
 class RayTaskLog:
