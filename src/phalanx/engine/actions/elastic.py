@@ -115,48 +115,113 @@ def _follow(session: Session, targets: Mapping[str, int]) -> None:
     settled = {job.name for job in _settled(session)}
     growable = {job.name for job in _growable(session)}
     room = _Room(session)
-    ranked = session.ranked(named.values())
-    shrinking = [
-        j
-        for j in ranked
-        if _target(j, targets) < _size(j) or j.ready_count == 0 or not targets[j.name]
-    ]
     unplanned = 0  # growth placed by allocate, not by a plan: not taken out of ``room``
-    for job in shrinking + [j for j in ranked if j not in shrinking]:
-        role = job.spec.elastic_role()
-        assert role is not None and role.elastic is not None
-        size, target = _size(job), _target(job, targets)
+    for job in _shrinks_first(session.ranked(named.values()), targets):
         waiting = job.ready_count == 0
         if targets[job.name] == 0 and not waiting:
             _suspend(session, job, room)
             continue
-        if target < size or (waiting and target != size):
-            verb = "sized" if waiting else "shrunk"
-            reason = f"{verb} to the goodput policy's target ({size} -> {target})"
-        elif target > size and job.name in growable:
-            grow = min(target - size, _growth(session, job, paying=False, room=room) - unplanned)
-            if grow <= 0:
-                continue
-            target = size + grow
-            reason = f"grown towards the goodput policy's target ({size} -> {target})"
-        elif target == size and job.name in settled and _spread(session, job):
-            reason = f"at the goodput policy's target ({size})"
-        else:
-            continue
-        plan = None if waiting else _replan(session, job, target, room.idle)
-        if plan is None and target == size:
-            continue
-        if plan is not None and target == size and not _fewer_nodes(job, plan):
-            continue
-        leaving = room.resize(job, target, plan)
-        if plan is None:
-            unplanned += max(target - size, 0)
-        elif moved := int(plan.added.sum()) - max(target - size, 0):
-            reason += f", {moved} replica(s) moved to fewer nodes"
-        session.resizes.append(
-            Resize(job=job.name, role=role.name, size=target, reason=reason, leaving=leaving)
+        size = _size(job)
+        step = _toward(
+            session,
+            job,
+            size,
+            _target(job, targets),
+            room=room,
+            unplanned=unplanned,
+            growable=job.name in growable,
+            settled=job.name in settled,
         )
-        session.explain(f"elastic: {job.name} {reason}")
+        if step is None:
+            continue
+        target, reason = step
+        plan = None if waiting else _replan(session, job, target, room.idle)
+        if _worth_it(job, size, target, plan):
+            unplanned += _resize_to(session, job, size, target, reason, plan, room)
+
+
+def _shrinks_first(ranked: list[JobInfo], targets: Mapping[str, int]) -> list[JobInfo]:
+    """``ranked`` with the jobs that give room back first (those above their target,
+    waiting, or given no replicas), then the others; each part in rank order."""
+    shrinking: list[JobInfo] = []
+    others: list[JobInfo] = []
+    for job in ranked:
+        gives = _target(job, targets) < _size(job) or job.ready_count == 0 or not targets[job.name]
+        (shrinking if gives else others).append(job)
+    return shrinking + others
+
+
+def _toward(
+    session: Session,
+    job: JobInfo,
+    size: int,
+    target: int,
+    *,
+    room: _Room,
+    unplanned: int,
+    growable: bool,
+    settled: bool,
+) -> tuple[int, str] | None:
+    """The size ``job`` (``size`` replicas) goes to this session towards ``target``, and
+    why; None when it stays as it is. A waiting job is sized to its target and a running
+    one above it shrinks to it; a ``growable`` one below it grows as far as ``_grown``
+    allows; a ``settled`` one at it keeps its size, to be re-placed when it is spread
+    over more nodes than it needs (``_spread``)."""
+    waiting = job.ready_count == 0
+    if target < size or (waiting and target != size):
+        verb = "sized" if waiting else "shrunk"
+        return target, f"{verb} to the goodput policy's target ({size} -> {target})"
+    if target > size and growable:
+        return _grown(session, job, size, target, room, unplanned)
+    if target == size and settled and _spread(session, job):
+        return target, f"at the goodput policy's target ({size})"
+    return None
+
+
+def _grown(
+    session: Session, job: JobInfo, size: int, target: int, room: _Room, unplanned: int
+) -> tuple[int, str] | None:
+    """The size ``job`` grows to from ``size``, at most ``target``: as far as ``room`` and
+    its queues hold beyond the ``unplanned`` growth this session already gave out, and
+    why; None when that is no replica."""
+    grow = min(target - size, _growth(session, job, paying=False, room=room) - unplanned)
+    if grow <= 0:
+        return None
+    return size + grow, f"grown towards the goodput policy's target ({size} -> {size + grow})"
+
+
+def _worth_it(job: JobInfo, size: int, target: int, plan: Replan | None) -> bool:
+    """Whether ``job`` is resized from ``size`` to ``target`` replicas placed by ``plan``:
+    always when the size changes; at the same size only when ``plan`` puts it on fewer
+    nodes."""
+    if target != size:
+        return True
+    return plan is not None and _fewer_nodes(job, plan)
+
+
+def _resize_to(
+    session: Session,
+    job: JobInfo,
+    size: int,
+    target: int,
+    reason: str,
+    plan: Replan | None,
+    room: _Room,
+) -> int:
+    """Record ``job``'s ``Resize`` from ``size`` to ``target`` replicas (re-placed by
+    ``plan`` when there is one) and take it out of ``room``. The replicas of growth left
+    to allocate to place (not in ``room``'s accounts): 0 when ``plan`` places them."""
+    role = job.spec.elastic_role()
+    assert role is not None
+    leaving = room.resize(job, target, plan)
+    grown = max(target - size, 0)
+    if plan is not None and (moved := int(plan.added.sum()) - grown):
+        reason += f", {moved} replica(s) moved to fewer nodes"
+    session.resizes.append(
+        Resize(job=job.name, role=role.name, size=target, reason=reason, leaving=leaving)
+    )
+    session.explain(f"elastic: {job.name} {reason}")
+    return grown if plan is None else 0
 
 
 def _suspend(session: Session, job: JobInfo, room: _Room) -> None:
