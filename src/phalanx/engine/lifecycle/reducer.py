@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Final
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, RescaleMode, Task, TaskPhase
+from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, RescaleMode, Role, Task, TaskPhase
 from phalanx.domain.progress import Progress
 from phalanx.engine.decisions import Bind, Decisions, Evict, Resize, by_job
 from phalanx.engine.lifecycle.effects import (
@@ -278,8 +278,7 @@ class Lifecycle(Sizes):
                 field="replicas",
                 fix=f"give {low}..{high}",
             )
-        roles = tuple(replace(r, replicas=replicas) if r is role else r for r in life.job.roles)
-        life.job = replace(life.job, roles=roles)
+        self._ask(life, role, replicas)
         if life.in_state and life.ending is None and life.phase not in TERMINAL:
             self._resize(life, Resize(job=name, role=role.name, size=replicas, reason=message))
         return self._flush()
@@ -378,15 +377,22 @@ class Lifecycle(Sizes):
             # The engine's policy shrinks the job below the size it asked for (never
             # below its minimum): that is its ask now, so the leaving replicas leave
             # rather than wait to be placed again. Growth above it is lent, as ever.
-            size = max(resize.size, role.elastic.min_replicas)
-            roles = tuple(replace(r, replicas=size) if r is role else r for r in life.job.roles)
-            life.job = replace(life.job, roles=roles)
-        named = set(resize.leaving)
-        moving = {t.name for t in mine if t.name in named and t.status in _ALIVE}
-        staying = [t for t in mine if t.name not in moving]
-        leaving = {t.name for t in staying[: max(len(staying) - resize.size, 0)]}
-        if resize.size > len(staying):
-            self._add_tasks(life, resize.role, resize.size - len(staying), resize.reason)
+            self._ask(life, role, max(resize.size, role.elastic.min_replicas))
+        moving, leaving, staying = _departures(mine, resize)
+        if resize.size > staying:
+            self._add_tasks(life, resize.role, resize.size - staying, resize.reason)
+        self._let_go(life, resize, moving, leaving)
+
+    def _ask(self, life: JobLife, role: Role, replicas: int) -> None:
+        """The job's elastic ``role`` asks for ``replicas`` from now on (its tasks are not
+        changed)."""
+        roles = tuple(replace(r, replicas=replicas) if r is role else r for r in life.job.roles)
+        life.job = replace(life.job, roles=roles)
+
+    def _let_go(self, life: JobLife, resize: Resize, moving: set[str], leaving: set[str]) -> None:
+        """Stop the tasks of ``resize.role`` named in ``moving`` (re-placed elsewhere) and
+        those in ``leaving`` that hold a node (shrunk); drop those in ``leaving`` still
+        Pending. Each set is read from the tasks as tracked at that moment."""
 
         def now_of(names: set[str]) -> list[TaskInfo]:  # tracking anew replaces TaskInfos
             return [t for t in self._role_tasks(life, resize.role) if t.name in names]
@@ -599,6 +605,18 @@ class Lifecycle(Sizes):
         """Say why the job's tasks are being stopped (kept across a restart of the server)."""
         life.ending, life.ending_message = ending, message
         self._counters(life)
+
+
+def _departures(mine: list[TaskInfo], resize: Resize) -> tuple[set[str], set[str], int]:
+    """Of an elastic role's tasks ``mine`` (highest index first), resized by ``resize``:
+    the names of those that move (alive, and named in ``resize.leaving``), of those that
+    leave (the highest of the others beyond ``resize.size``), and how many of the others
+    there are (those that leave among them)."""
+    named = set(resize.leaving)
+    moving = {t.name for t in mine if t.name in named and t.status in _ALIVE}
+    staying = [t for t in mine if t.name not in moving]
+    leaving = {t.name for t in staying[: max(len(staying) - resize.size, 0)]}
+    return moving, leaving, len(staying)
 
 
 def _eviction_message(evict: Evict) -> str:
