@@ -55,6 +55,7 @@ def test_asking_never_waits_and_the_answers_come_together(gate: Gate) -> None:
         # Handed over, then forgotten: the same question hashes anew.
         with pytest.raises(NotYetHashed):
             hashes.batch("r1/a/key", ["/x/a"], SERVER)
+        assert done.acquire(timeout=SOON)  # (done before the next test's gate is set)
     finally:
         hashes.close()
 
@@ -110,5 +111,6 @@ def test_uncollected_answers_are_dropped_after_a_while(gate: Gate) -> None:
         now[0] = hashing.KEEP_SECONDS + 1
         with pytest.raises(NotYetHashed):  # the old answer is gone: hashed again
             hashes.batch("r1/a/key", ["/x/a"], SERVER)
+        assert done.acquire(timeout=SOON)  # (done before the next test's gate is set)
     finally:
         hashes.close()
