@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.job import JobPhase
+from phalanx.domain.job import JobPhase, Role
 from phalanx.domain.resources import GPU
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Plugin
@@ -281,28 +281,44 @@ def _allowed(
     lowest and highest (0 for a waiting job: it waits), or None when it keeps its size."""
     role = job.spec.elastic_role()
     assert role is not None and role.elastic is not None
-    elastic = role.elastic
     if role.resources.get("gpu") != 1.0:
         return None  # sized in one-GPU replicas only (Pollux's model)
-    held = any(session.points.overused(q) for q in job.queue.ancestors)
-    last = job.spec.rescaled_at
-    recent = last is not None and session.now - last < elastic.interval
-    if placed and (held or recent):
+    if _held(session, job, placed, role.elastic.interval):
         return None
-    high = elastic.max_replicas
-    progress = job.spec.progress
-    if explore > 0 and progress is not None and progress.timings:
-        measured = max(t.replicas for t in progress.timings)
-        high = min(high, max(1, math.floor(explore * measured)))
-    elif explore > 0 and (progress is not None or _fresh(session, job, elastic.interval)):
-        high = min(high, max(1, role.replicas))  # nothing measured yet: what it asked
+    high = _explored(session, job, role, explore)
     high = max(min(high, capacity), min(placed, capacity))
-    if held and not placed:
-        return None
-    low = elastic.min_replicas if placed else 0
+    low = role.elastic.min_replicas if placed else 0
     if high < max(low, 1):
         return None
     return low, high
+
+
+def _held(session: Session, job: JobInfo, placed: int, interval: float) -> bool:
+    """Whether ``job`` (``placed`` tasks on nodes) keeps its size this session: a queue
+    of it is overused (a waiting job stays waiting), or it runs and was rescaled less
+    than ``interval`` seconds ago."""
+    if any(session.points.overused(q) for q in job.queue.ancestors):
+        return True
+    last = job.spec.rescaled_at
+    return bool(placed) and last is not None and session.now - last < interval
+
+
+def _explored(session: Session, job: JobInfo, role: Role, explore: float) -> int:
+    """The most replicas ``job``'s elastic ``role`` may have while it learns its speedup:
+    its ``max_replicas``, and with ``explore`` > 0 at most ``explore`` times the most
+    replicas it has reported a step on, or, before it has reported one, the replicas its
+    owner asked for (once it has reported anything, or while it is fresh: ``_fresh``)."""
+    assert role.elastic is not None
+    high = role.elastic.max_replicas
+    if explore <= 0:
+        return high
+    progress = job.spec.progress
+    if progress is not None and progress.timings:
+        measured = max(t.replicas for t in progress.timings)
+        return min(high, max(1, math.floor(explore * measured)))
+    if progress is not None or _fresh(session, job, role.elastic.interval):
+        return min(high, max(1, role.replicas))  # nothing measured yet: what it asked
+    return high
 
 
 def _first_start(job: JobInfo) -> float | None:
