@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,7 @@ from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
 from phalanx.engine.plugins.goodput.models import Fits, remaining_seconds, speedups
 from phalanx.engine.plugins.goodput.search import EPS, search
-from phalanx.engine.snapshot import ON_NODE, JobInfo
+from phalanx.engine.snapshot import ON_NODE, JobInfo, Snapshot
 from phalanx.engine.snapshot.units import ENGINE_UNITS
 
 #: A job is suspended only once it has had this many times its rescale cost in service
@@ -115,6 +116,15 @@ class GoodputPlugin(Plugin[Session]):
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Share:
+    """The GPUs the elastic jobs share in a session."""
+
+    capacity: int  # GPUs of schedulable nodes, less what jobs that are not elastic hold
+    per_node: int  # GPUs of the largest schedulable node (at least 1)
+    fair: int  # the GPUs speedups are relative to: an equal share, or 1
+
+
 def _targets(
     session: Session,
     *,
@@ -123,6 +133,8 @@ def _targets(
     suspend_above: float = 0.0,
     remaining_exponent: float = 0.0,
 ) -> dict[str, int] | None:
+    """The size of each elastic job that is sized this session, by name (see the module
+    docstring); None when no elastic job is alive or the cluster has no GPUs."""
     snapshot = session.snapshot
     jobs = session.ranked(
         j for j in snapshot.elastic.values() if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED)
@@ -130,6 +142,23 @@ def _targets(
     gpu = snapshot.dim.get("gpu")
     if not jobs or gpu is None:
         return None
+    share = _share(snapshot, jobs, gpu, fair_share=fair_share)
+    fits = session.kept.get(Fits, Lifetime.FIXED)
+    shut: set[str] = set()
+    if suspend_above > 0:
+        by_left = remaining_exponent > 0
+        shut = _shut_out(session, jobs, share.capacity, suspend_above, by_left=by_left)
+    values, current, sized = _values(session, jobs, share, fits, shut, explore=explore)
+    if remaining_exponent > 0:
+        weights = _near_end_weights(jobs, fits, share.fair, share.per_node, remaining_exponent)
+        values *= weights[:, None]
+    chosen = search(values, current, share.capacity)
+    return {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+
+
+def _share(snapshot: Snapshot, jobs: list[JobInfo], gpu: int, *, fair_share: bool) -> _Share:
+    """The GPUs ``jobs`` (the elastic ones) share: those of schedulable nodes less what
+    the other jobs hold; ``fair_share``: speedups relative to an equal share of them."""
     unit = ENGINE_UNITS.get(GPU, 1.0)
     usable = snapshot.capacity[snapshot.schedulable, gpu] / unit
     per_node = max(1, int(usable.max(initial=1.0)))
@@ -137,44 +166,67 @@ def _targets(
     others = float(snapshot.used[:, gpu].sum()) / unit - elastic_held
     capacity = max(0, math.floor(float(usable.sum()) - others + 1e-9))
     fair = max(1, math.ceil(capacity / len(jobs))) if fair_share else 1
-    fits = session.kept.get(Fits, Lifetime.FIXED)
-    width = capacity + 1
-    values = np.full((len(jobs), width), np.inf)
+    return _Share(capacity=capacity, per_node=per_node, fair=fair)
+
+
+def _values(
+    session: Session,
+    jobs: list[JobInfo],
+    share: _Share,
+    fits: Fits,
+    shut: set[str],
+    *,
+    explore: float,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.bool_]]:
+    """``search``'s input, a row per job: the values of giving it 0..capacity GPUs
+    (inf where it may not have them; 0 at the one size a job in ``shut`` or keeping its
+    size gets), and its current size; then which jobs are sized (the others keep their
+    size and are left out of the answer)."""
+    values = np.full((len(jobs), share.capacity + 1), np.inf)
     current = np.zeros(len(jobs), dtype=np.int64)
     sized = np.zeros(len(jobs), dtype=np.bool_)
-    shut: set[str] = set()
-    if suspend_above > 0:
-        shut = _shut_out(session, jobs, capacity, suspend_above, by_left=remaining_exponent > 0)
     for row, job in enumerate(jobs):
         size, placed = _sizes(job)
-        current[row] = min(placed, capacity)
+        current[row] = min(placed, share.capacity)
         if job.name in shut:  # suspended, or left waiting: no GPUs this session
             sized[row] = True
             values[row, 0] = 0.0
             continue
-        allowed = _allowed(session, job, size, placed, explore, capacity)
+        allowed = _allowed(session, job, size, placed, explore, share.capacity)
         if allowed is None:  # it keeps its size (growth still being placed too)
             if placed:
-                current[row] = min(size, capacity)
+                current[row] = min(size, share.capacity)
             values[row, current[row]] = 0.0
             continue
         sized[row] = True
-        low, high = allowed
-        progress = job.spec.progress
-        if not placed and not (progress is not None and progress.timings):
-            high = max(low, min(high, fair))  # a newcomer: an equal share at most
-        curve = speedups(job.spec.progress, fits, most=high, fair=fair, per_node=per_node)
-        role = job.spec.elastic_role()
-        assert role is not None and role.elastic is not None
-        since, cost = _since(session, job), role.elastic.cost
-        scaled = curve * (since / (since + cost) if since + cost > 0 else 1.0)
-        if placed <= high:
-            scaled[placed] = curve[placed]  # staying as it is costs nothing
-        values[row, low : high + 1] = 1.0 / (scaled[low : high + 1] + EPS)
-    if remaining_exponent > 0:
-        values *= _near_end_weights(jobs, fits, fair, per_node, remaining_exponent)[:, None]
-    chosen = search(values, current, capacity)
-    return {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+        _price(values[row], session, job, placed, allowed, fits, share)
+    return values, current, sized
+
+
+def _price(
+    out: NDArray[np.float64],
+    session: Session,
+    job: JobInfo,
+    placed: int,
+    allowed: tuple[int, int],
+    fits: Fits,
+    share: _Share,
+) -> None:
+    """Write into ``out`` (``job``'s row of ``search``'s values) the inverse of its
+    speedup at each size ``allowed`` gives it (a newcomer, nothing placed nor measured,
+    at most an equal share), every size but ``placed`` charged for the change."""
+    low, high = allowed
+    progress = job.spec.progress
+    if not placed and not (progress is not None and progress.timings):
+        high = max(low, min(high, share.fair))  # a newcomer: an equal share at most
+    curve = speedups(progress, fits, most=high, fair=share.fair, per_node=share.per_node)
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    since, cost = _since(session, job), role.elastic.cost
+    scaled = curve * (since / (since + cost) if since + cost > 0 else 1.0)
+    if placed <= high:
+        scaled[placed] = curve[placed]  # staying as it is costs nothing
+    out[low : high + 1] = 1.0 / (scaled[low : high + 1] + EPS)
 
 
 def _near_end_weights(
