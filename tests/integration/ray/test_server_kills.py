@@ -15,8 +15,6 @@ import random
 import time
 from pathlib import Path
 
-import pytest
-
 from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from phalanx.control.server import ray_namespace
 from phalanx.executors.ray.agent import agent_name
@@ -25,12 +23,6 @@ from tests.integration.ray.served import LARGE, SMALL, Served, tasks_of
 
 #: Kills of the server, one per submitted gang.
 ROUNDS = 20
-
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("PHALANX_KILL_TEST"),
-    reason="issue 35 is open: one CI run under heavy load (seed 4101384194) restarted a "
-    "gang twice; set PHALANX_KILL_TEST=1 to run it",
-)
 
 
 def test_kills_of_the_server_at_random_moments_lose_no_task_and_rerun_none(
