@@ -22,7 +22,7 @@ this module); a test (tests/unit/domain/test_error_tree.py) holds the two togeth
     │   ├── OutputError         (workflow.artifacts) an output param missing or mistyped
     │   └── NoReport            (control.reports) no report of that name to serve
     ├── RequestRefused          a request this process refuses, saying what to do instead
-    │   ├── ApiError            (control.api.deps) an API answer {detail, field, fix}
+    │   ├── ApiError            (control.errors) an API answer {detail, field, fix}
     │   │   └── BodyTooLarge    (control.body_limit) a request body over the limit
     │   ├── LoginRequired       (web.session) a console page asked for without a session
     │   ├── Refused             (web.session) a console page the visitor may not see
