@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
@@ -81,6 +82,22 @@ def test_nothing_points_outside_the_repository() -> None:
         text = page.read_text()
         assert "../shared" not in text, page
         assert "DESIGN.md" not in text, page
+
+
+#: The committed pages a module writes (``python -m MODULE > PAGE``), by page.
+GENERATED_BY = {
+    "docs/reference.md": "phalanx.spec.reference",
+    "docs/reference/cli.md": "phalanx.cli.reference",
+    "docs/reference/rest-api.md": "phalanx.control.reference",
+}
+
+
+@pytest.mark.parametrize(("page", "module"), sorted(GENERATED_BY.items()))
+def test_the_committed_generated_pages_are_what_their_modules_write(page: str, module: str) -> None:
+    committed = (ROOT / page).read_text()
+    assert committed == importlib.import_module(module).render(), (
+        f"run: .venv/bin/python -m {module} > {page}"
+    )
 
 
 def test_the_link_check_sees_a_broken_link(tmp_path: Path) -> None:

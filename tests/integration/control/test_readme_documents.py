@@ -1,14 +1,12 @@
 """The documents by example of docs/getting-started.md, applied exactly as printed to a
 real server (the cluster given to the server, the queues and jobs through
-``phalanx apply``), and the jobs run to what the page says of them; and the generated
-field reference is the committed one."""
+``phalanx apply``), and the jobs run to what the page says of them."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from phalanx.spec.reference import render
 from tests.integration.control.serving import Api, running_server
 from tests.integration.control.test_cli import ok, phalanx
 
@@ -48,10 +46,3 @@ def test_the_readme_documents_apply_as_printed_and_their_jobs_do_what_it_says(
         flaky = api.job("flaky")
         assert flaky["attempts"] == 1
         assert "second try" in ok(phalanx(server, "logs", "flaky"))
-
-
-def test_the_committed_reference_is_the_generated_one() -> None:
-    committed = (ROOT / "docs" / "reference.md").read_text()
-    assert committed == render(), (
-        "run: .venv/bin/python -m phalanx.spec.reference > docs/reference.md"
-    )
