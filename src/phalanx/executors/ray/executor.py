@@ -112,9 +112,10 @@ class RayExecutor:
             if (bind.job, bind.task) not in self._tasks:
                 by_job.setdefault(bind.job, {}).setdefault(bind.task, bind)
         by_node: dict[str, list[PlannedStart]] = {}
+        alive, agents = self._cluster.state.alive, self._cluster.with_agents()
         for job, bound in by_job.items():
             group = {**self._waiting.pop(job, {}), **bound}
-            if not self._nodes_ready(job, group, now):
+            if not self._nodes_ready(job, group, alive, agents, now):
                 continue
             try:
                 launches = [self._resolve(bind) for bind in group.values()]
@@ -329,11 +330,18 @@ class RayExecutor:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _nodes_ready(self, job: str, group: dict[str, Bind], now: float) -> bool:
-        """True when every node of ``group`` (a job's binds) has an agent. Else the job
-        waits (``_waiting``) while those nodes live, and its binds on a node that died
-        are LOST (the rest wait: the lifecycle stops them as it restarts the gang)."""
-        alive = self._cluster.state.alive
+    def _nodes_ready(
+        self,
+        job: str,
+        group: dict[str, Bind],
+        alive: frozenset[str],
+        agents: set[str],
+        now: float,
+    ) -> bool:
+        """True when every node of ``group`` (a job's binds) is among ``agents`` (those
+        with an agent). Else the job waits (``_waiting``) while those nodes are
+        ``alive``, and its binds on a node that died are LOST (the rest wait: the
+        lifecycle stops them as it restarts the gang)."""
         gone = {bind.task for bind in group.values() if bind.node not in alive}
         for task in sorted(gone):
             bind = group.pop(task)
@@ -347,7 +355,7 @@ class RayExecutor:
                     message=node_gone(bind.node),
                 )
             )
-        missing = sorted({bind.node for bind in group.values()} - self._cluster.with_agents())
+        missing = sorted({bind.node for bind in group.values()} - agents)
         if not missing and not gone:
             return True
         if group:
