@@ -9,13 +9,17 @@ help, its usage line and a table of its arguments and options; hidden ones are l
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 import typer.main
-from typer._click.core import Command, Context, Parameter
+from typer import Context
 from typer.core import TyperGroup, TyperOption
 
 from phalanx.cli.main import app
+
+if TYPE_CHECKING:  # Typer's commands are its vendored click's, named only for types
+    from typer._click.core import Command, Parameter
 
 HEADER = """\
 # CLI reference
