@@ -39,11 +39,20 @@ ADMIN_TOKEN_FILE: Final = "admin.token"
 METRICS_TOKEN_FILE: Final = "metrics.token"
 
 
+#: The data dir of a server run as root, as a system service's state (the FHS's /var/lib):
+#: its tasks dir and workspace then default to /var/lib/phalanx-tasks and -workspace
+#: beside it, which tasks running as their users' own uids can reach.
+SYSTEM_DATA_DIR: Final = Path("/var/lib/phalanx")
+
+
 def default_data_dir() -> Path:
-    """``$PHALANX_DATA_DIR``, else ``$XDG_DATA_HOME/phalanx``, else ``~/.local/share/phalanx``."""
+    """``$PHALANX_DATA_DIR``; else as root ``/var/lib/phalanx``; else
+    ``$XDG_DATA_HOME/phalanx``, else ``~/.local/share/phalanx``."""
     explicit = os.environ.get(DATA_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
+    if os.geteuid() == 0:
+        return SYSTEM_DATA_DIR
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "phalanx"
 
@@ -52,7 +61,8 @@ def up(
     data_dir: Path | None = typer.Option(
         None,
         "--data-dir",
-        help=f"Database, admin token, task logs. Default: ${DATA_DIR_ENV} or ~/.local/share/phalanx.",
+        help=f"Database, admin token, task logs. Default: ${DATA_DIR_ENV}, else {SYSTEM_DATA_DIR} "
+        "as root, else ~/.local/share/phalanx.",
     ),
     db: str | None = typer.Option(
         None, "--db", help="A database URL (default: SQLite in the data dir)."
@@ -153,6 +163,7 @@ def up(
         ).absolute()
         if per_user is IdentityMode.PER_USER:
             check_tasks_dir(tasks, directory)
+            _check_local_workspace(workspace, directory)
         settings = ServerSettings(
             data_dir=directory,
             db_url=db,
@@ -174,6 +185,18 @@ def up(
     stopped = server.serve()
     # A stop by SIGINT or SIGTERM is the ordinary end of a service: exit code 0.
     typer.echo(stopped.describe(), err=True)
+
+
+def _check_local_workspace(workspace: str | None, data_dir: Path) -> None:
+    """With per-user identities, refuse a workspace on this host (the default beside the
+    data dir, or a path) that steps could not reach: they write their outputs there."""
+    from phalanx.control.server import default_workspace_path  # noqa: PLC0415
+    from phalanx.control.tenancy.places import check_workspace_dir  # noqa: PLC0415
+
+    if workspace is None:
+        check_workspace_dir(default_workspace_path(data_dir, per_user=True), data_dir)
+    elif os.path.isabs(workspace):  # check_workspace made a local one absolute; a URL is not
+        check_workspace_dir(Path(workspace), data_dir)
 
 
 def _server(settings: ServerSettings) -> Server:

@@ -368,15 +368,22 @@ class Server:
         return self.settings.port
 
 
-def default_workspace(data_dir: Path, *, per_user: bool) -> Path:
+def default_workspace_path(data_dir: Path, *, per_user: bool) -> Path:
     """Where runs keep their artifacts: ``DATA_DIR/workspace``, or ``DATA_DIR-workspace``
     beside it when tasks run as their users' own uids (who cannot enter the data dir;
     each run's directory is then its user's, mode 0700)."""
     if per_user:
-        path = data_dir.with_name(f"{data_dir.name}-workspace")
-        path.mkdir(mode=0o711, exist_ok=True)
-        return path
+        return data_dir.with_name(f"{data_dir.name}-workspace")
     return data_dir / "workspace"
+
+
+def default_workspace(data_dir: Path, *, per_user: bool) -> Path:
+    """``default_workspace_path``, the one beside the data dir made (mode 0711: others
+    pass to their runs' directories)."""
+    path = default_workspace_path(data_dir, per_user=per_user)
+    if per_user:
+        path.mkdir(mode=0o711, exist_ok=True)
+    return path
 
 
 def ray_namespace(data_dir: Path) -> str:

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from phalanx.cli import up
 from phalanx.cli.main import app
 from phalanx.control import auth, metrics
-from phalanx.control.server import Server, Stopped
+from phalanx.control.server import Server, Stopped, default_workspace_path
+from phalanx.control.tenancy.places import check_tasks_dir, check_workspace_dir, default_tasks_dir
 from tests.integration.control.serving import CLUSTER
 
 
@@ -74,7 +75,11 @@ def test_the_data_dir_defaults_to_the_environment(
     assert up.default_data_dir() == tmp_path / "from-env"
     monkeypatch.delenv("PHALANX_DATA_DIR")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(up.os, "geteuid", lambda: 1000)
     assert up.default_data_dir() == tmp_path / "xdg" / "phalanx"
+    # Root's is a system service's: under /var/lib, not in root's own (0700) home.
+    monkeypatch.setattr(up.os, "geteuid", lambda: 0)
+    assert up.default_data_dir() == Path("/var/lib/phalanx")
     assert up.ADMIN_TOKEN_FILE == auth.ADMIN_TOKEN_FILE
     assert up.METRICS_TOKEN_FILE == metrics.METRICS_TOKEN_FILE
 
@@ -169,7 +174,8 @@ def test_as_root_a_tasks_dir_other_uids_cannot_reach_is_refused_before_anything_
     result = CliRunner().invoke(app, ["up", "--data-dir", str(data), "--port", str(free_port())])
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(
-        f"error: --tasks-dir: tasks run as their users' own uids and must reach {tmp_path}/data-tasks"
+        "error: --tasks-dir: tasks run as their users' own uids and must reach the tasks dir "
+        f"{tmp_path}/data-tasks"
     )
     assert "does not let other users pass (mode 0700)" in result.stderr
     assert "fix: give a tasks dir whose parent directories every user may pass" in result.stderr
@@ -179,6 +185,47 @@ def test_as_root_a_tasks_dir_other_uids_cannot_reach_is_refused_before_anything_
         ["up", "--data-dir", str(data), "--port", str(free_port()), "--tasks-dir", str(data / "t")],
     )
     assert inside.exit_code == 1 and "are one inside the other" in inside.stderr
+
+
+def test_roots_defaults_beside_var_lib_phalanx_are_reachable_by_every_task() -> None:
+    data = up.SYSTEM_DATA_DIR
+    tasks = default_tasks_dir(data, per_user=True)
+    workspace = default_workspace_path(data, per_user=True)
+    assert (tasks, workspace) == (
+        Path("/var/lib/phalanx-tasks"),
+        Path("/var/lib/phalanx-workspace"),
+    )
+    check_tasks_dir(tasks, data)  # /var/lib lets every user pass: nothing is refused
+    check_workspace_dir(workspace, data)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="tasks run as other uids only under root")
+def test_as_root_a_workspace_steps_cannot_reach_is_refused_before_anything_is_written(
+    served: list[Server], tmp_path: Path
+) -> None:
+    world = Path(tempfile.mkdtemp(prefix="phalanx-up-", dir="/tmp"))
+    try:
+        world.chmod(0o711)  # the data dir's and tasks dir's parent: every user passes
+        args = ["up", "--data-dir", str(world / "data"), "--port", str(free_port())]
+        hidden = tmp_path / "workspace"  # pytest's temporary root is root's alone (0700)
+        result = CliRunner().invoke(app, [*args, "--workspace", str(hidden)])
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(
+            f"error: --workspace: tasks run as their users' own uids and must reach the "
+            f"workspace {hidden}, but "
+        )
+        assert "fix: give a workspace whose parent directories every user may pass" in (
+            result.stderr
+        )
+        assert not served and not (world / "data").exists()
+        inside = CliRunner().invoke(app, [*args, "--workspace", str(world / "data" / "ws")])
+        assert inside.exit_code == 1 and "--workspace: the workspace" in inside.stderr
+        assert "are one inside the other" in inside.stderr
+        # The default beside the data dir is reachable: the server starts.
+        assert CliRunner().invoke(app, args).exit_code == 0 and served
+        assert stat.S_IMODE((world / "data-workspace").stat().st_mode) == 0o711
+    finally:
+        shutil.rmtree(world)
 
 
 def test_a_shared_identity_is_said_at_start_as_a_warning(

@@ -6,10 +6,18 @@ import json
 
 import pytest
 
-from phalanx.control.controllers.runs import RunRecord, UnitRecord, resumed_record, unit_of
+from phalanx.control.controllers.runs import (
+    AttemptEnd,
+    RunRecord,
+    UnitRecord,
+    resumed_record,
+    retry_or_fail,
+    unit_of,
+)
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.loader import load_pipelines
 from phalanx.spec.pipeline import build_graph
+from phalanx.spec.pipeline.parts import FailureCause, RetrySpec
 from phalanx.workflow import Phase, Unit
 
 
@@ -125,3 +133,27 @@ def test_from_a_step_or_a_changed_param_reruns_it_and_its_downstream() -> None:
     assert _resume(0.01, from_step="prep") == set()
     with pytest.raises(InvalidInput, match="'tune' is not a step"):
         _resume(0.01, from_step="tune")
+
+
+@pytest.mark.parametrize(
+    ("cause", "on", "fix"),
+    [
+        # A cause from outside the step that retry.on leaves out: retrying can help.
+        ("preempted", [], "fix: add preempted to the step's retry.on to retry it"),
+        ("nodeLost", ["preempted"], "fix: add nodeLost to the step's retry.on to retry it"),
+        # The step's own failure (a directory it cannot write, say): its log, not a retry.
+        ("failed", [], "fix: see what it said: phalanx logs r-prep-1 --stderr"),
+        ("failed", ["failed"], "fix: see what it said: phalanx logs r-prep-1 --stderr"),
+    ],
+)
+def test_a_failed_unit_is_offered_only_the_fix_that_can_help(
+    cause: FailureCause, on: list[FailureCause], fix: str
+) -> None:
+    record = UnitRecord(phase=Phase.RUNNING, attempt=1, job="r-prep-1")
+    ended = AttemptEnd(
+        cause=cause, why="it ended", at=5.0, shown_by="phalanx logs r-prep-1 --stderr"
+    )
+    retry = RetrySpec.model_validate({"on": on, "maxAttempts": 1})
+    retry_or_fail(retry, Unit("prep"), record, ended, stopping=False, now=9)
+    assert record.phase is Phase.FAILED and record.reason == f"it ended; {fix}"
+    assert record.finished_at == 5.0

@@ -191,11 +191,13 @@ def new_run(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptEnd:
     """How an attempt of a unit ended unsuccessfully: its ``retry.on`` cause, the words
-    for people, and when (None: not known; then the time it was seen)."""
+    for people, when (None: not known; then the time it was seen), and the command that
+    shows what the attempt itself said (its job's log, its child run's steps)."""
 
     cause: FailureCause
     why: str
     at: float | None
+    shown_by: str
 
 
 def end_unit(unit: Unit, record: UnitRecord, phase: Phase, reason: str, when: float) -> None:
@@ -224,11 +226,22 @@ def retry_or_fail(
         record.retry_at, record.reason = now + delay, ended.why
         return
     why = ended.why
-    if not stopping and ended.cause not in retry.on:
-        why += f"; fix: add {ended.cause} to the step's retry.on to retry it"
-    elif not stopping and record.attempt > 1:
+    if not stopping and record.attempt > 1:
         why += f" (attempt {record.attempt} of {retry.max_attempts})"
+    if not stopping:
+        why += f"; fix: {_fix(retry, ended)}"
     end_unit(unit, record, Phase.FAILED, why, ended.at or now)
+
+
+def _fix(retry: RetrySpec, ended: AttemptEnd) -> str:
+    """What can help after the last attempt. For a cause from outside the step
+    (``preempted``, ``nodeLost``) that ``retry.on`` leaves out: retrying it. For the
+    step's own failure (``failed``: its exit, its timeout), which the same command on the
+    same inputs would most likely repeat (a directory it cannot write, a bug): reading
+    what it said, not retrying it."""
+    if ended.cause != "failed" and ended.cause not in retry.on:
+        return f"add {ended.cause} to the step's retry.on to retry it"
+    return f"see what it said: {ended.shown_by}"
 
 
 def run_summary(record: RunRecord, phase: RunPhase) -> str:

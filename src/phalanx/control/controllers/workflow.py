@@ -346,7 +346,12 @@ class Workflows:
                 )
                 if not failed:  # preempted: this attempt is over
                     work.cancel.append(unit_record.job)
-                ended = AttemptEnd(cause=cause, why=why, at=job.finished_at)
+                ended = AttemptEnd(
+                    cause=cause,
+                    why=why,
+                    at=job.finished_at,
+                    shown_by=f"phalanx logs {unit_record.job} --stderr",
+                )
                 retry = graph.node(unit.step).retry
                 retry_or_fail(retry, unit, unit_record, ended, stopping=work.stopping, now=now)
 
@@ -387,7 +392,12 @@ class Workflows:
                 end_unit(unit, unit_record, Phase.CANCELLED, "its run was stopped", now)
             elif child.phase == RunPhase.FAILED.value:
                 why = f"run {unit_record.job} failed: {child.message}"[:2000]
-                ended = AttemptEnd(cause="failed", why=why, at=child.finished_at)
+                ended = AttemptEnd(
+                    cause="failed",
+                    why=why,
+                    at=child.finished_at,
+                    shown_by=f"phalanx describe run {unit_record.job}",
+                )
                 retry = work.graph.node(unit.step).retry
                 retry_or_fail(retry, unit, unit_record, ended, stopping=work.stopping, now=now)
 

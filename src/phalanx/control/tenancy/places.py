@@ -26,6 +26,7 @@ from phalanx.executors.taskdirs import passage
 log = logging.getLogger(__name__)
 
 TASKS_FLAG: Final = "--tasks-dir"
+WORKSPACE_FLAG: Final = "--workspace"
 #: The mode of the data dir: the server's alone.
 DATA_DIR_MODE: Final = 0o700
 
@@ -40,21 +41,35 @@ def default_tasks_dir(data_dir: Path, *, per_user: bool) -> Path:
 def check_tasks_dir(tasks_dir: Path, data_dir: Path) -> None:
     """Refuse a tasks dir that tasks of other uids could not reach, or that would let
     them near the data dir: ``InvalidInput`` naming ``--tasks-dir`` and the fix."""
-    tasks, data = tasks_dir.absolute(), data_dir.absolute()
-    if tasks.is_relative_to(data) or data.is_relative_to(tasks):
+    _check_place(tasks_dir, data_dir, flag=TASKS_FLAG, what="tasks dir", suffix="tasks")
+
+
+def check_workspace_dir(workspace: Path, data_dir: Path) -> None:
+    """Refuse a local workspace that steps running as their users' own uids could not
+    reach (they write their outputs there), or that lies in the data dir or holds it:
+    ``InvalidInput`` naming ``--workspace`` and the fix."""
+    _check_place(workspace, data_dir, flag=WORKSPACE_FLAG, what="workspace", suffix="workspace")
+
+
+def _check_place(place: Path, data_dir: Path, *, flag: str, what: str, suffix: str) -> None:
+    """The checks of a directory that tasks of other uids use, beside the data dir."""
+    path, data = place.absolute(), data_dir.absolute()
+    beside = data.with_name(f"{data.name}-{suffix}")
+    if path.is_relative_to(data) or data.is_relative_to(path):
         raise InvalidInput(
-            f"{tasks} and the data dir {data} are one inside the other; tasks run as "
-            "their users' own uids and must reach their directories, never the data dir",
-            field=TASKS_FLAG,
-            fix=f"give a tasks dir beside the data dir, e.g. {default_tasks_dir(data, per_user=True)}",
+            f"the {what} {path} and the data dir {data} are one inside the other; tasks "
+            "run as their users' own uids and must reach their directories, never the "
+            "data dir",
+            field=flag,
+            fix=f"give a {what} beside the data dir, e.g. {flag} {beside}",
         )
-    why = unreachable_by_others(tasks.parent)
+    why = unreachable_by_others(path.parent)
     if why is not None:
         raise InvalidInput(
-            f"tasks run as their users' own uids and must reach {tasks}, but {why}",
-            field=TASKS_FLAG,
-            fix="give a tasks dir whose parent directories every user may pass (o+x), "
-            "e.g. --tasks-dir /var/lib/phalanx-tasks",
+            f"tasks run as their users' own uids and must reach the {what} {path}, but {why}",
+            field=flag,
+            fix=f"give a {what} whose parent directories every user may pass (o+x), e.g. "
+            f"{flag} /var/lib/phalanx-{suffix} (the default of a server run as root)",
         )
 
 
