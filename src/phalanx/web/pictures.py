@@ -6,6 +6,16 @@ Only what the API gives is drawn: a queue's guarantee, configured and computed d
 shares, capability and allocation; a GPU's used fraction, its node's cordon and
 readiness, and the node's place in the network (``NodeView.network``; a ``tor`` label
 stands in for a node the Cluster document gives no place).
+
+Borrowing is per resource and means what reclaim means by it (Kueue: usage above the
+nominal quota, per resource): a queue borrows a resource when it holds more of it than
+the deserved share the last scheduling session computed for it. That share is never
+below the guarantee; it is the configured deserved share where the document names the
+resource, its parent's share where the document's share leaves the resource out, and
+a part of its parent's by weight where the document sets none: so a resource without a
+guarantee is not borrowed merely by being used. Before a session has computed shares
+(``QueueView.share_computed``) nothing is judged borrowed, as the
+``phalanx_queue_over_quota`` metric says 0: the guarantee alone is a floor, not a share.
 """
 
 from __future__ import annotations
@@ -32,19 +42,28 @@ class Bar:
 
     resource: str
     guarantee: float
-    deserved: float  # the share the last session computed
+    deserved: float  # the share the last session computed (the guarantee before one)
+    #: whether ``deserved`` is a bounded share a session computed (QueueView.share_computed;
+    #: an unbounded share is absent from the view's map)
+    computed: bool
     configured: float | None  # the document's deserved share of it; None: not named
-    own: float | None  # what is its own: configured, or the guarantee; None: inherited
     capability: float | None  # None: no cap
     allocated: float
     scale: float
 
     @property
+    def borrowed(self) -> float:
+        """How much more the queue holds than the share the last session computed for it
+        (what reclaim may take back); 0 within its share, and 0 before any session
+        computed one."""
+        if not self.computed or self.allocated <= self.deserved + _EPSILON:
+            return 0.0
+        return self.allocated - self.deserved
+
+    @property
     def borrowing(self) -> bool:
-        """More allocated than its own: the configured deserved share, or the guarantee
-        when the document sets no deserved share; never for a resource the document's
-        deserved share leaves out (its parent's share applies)."""
-        return self.own is not None and self.allocated > self.own + _EPSILON
+        """Holding more than its computed share of this resource (``borrowed`` > 0)."""
+        return self.borrowed > 0
 
     @property
     def over(self) -> bool:
@@ -61,9 +80,14 @@ class QueueLine:
     bars: tuple[Bar, ...]
 
     @property
+    def borrowed(self) -> tuple[Bar, ...]:
+        """The bars of the resources it borrows, in bar order (empty: it borrows none)."""
+        return tuple(bar for bar in self.bars if bar.borrowing)
+
+    @property
     def borrowing(self) -> bool:
         """Borrowing in some resource."""
-        return any(bar.borrowing for bar in self.bars)
+        return bool(self.borrowed)
 
     @property
     def over(self) -> bool:
@@ -82,9 +106,8 @@ class QueueLine:
 def _bar(queue: QueueView, resource: str) -> Bar | None:
     capability = queue.capability.get(resource)
     configured = None
-    own: float | None = queue.guarantee.get(resource, 0.0)
     if queue.configured_deserved is not None:
-        configured = own = queue.configured_deserved.get(resource)
+        configured = queue.configured_deserved.get(resource)
     values = (
         queue.guarantee.get(resource, 0.0),
         queue.deserved.get(resource, 0.0),
@@ -98,8 +121,8 @@ def _bar(queue: QueueView, resource: str) -> Bar | None:
         resource=resource,
         guarantee=values[0],
         deserved=values[1],
+        computed=queue.share_computed and resource in queue.deserved,
         configured=configured,
-        own=own,
         capability=capability,
         allocated=values[3],
         scale=max(values),

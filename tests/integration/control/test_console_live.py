@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from phalanx.client import Client
-from tests.integration.control.console import signed_in
+from tests.integration.control.console import Visitor, signed_in
 from tests.integration.control.serving import Api, role, running_server, wait_for
 
 #: Four 2-GPU nodes under two top-of-rack switches and one spine.
@@ -118,13 +118,58 @@ def test_the_admin_page_charts_the_history_and_groups_nodes_by_network_place(
         headings = re.findall(r"<h3>network domain ([\w-]+)", page)
         assert headings == ["tor-0", "tor-1"]
         assert "(spine spine-0)" in page
-        # research holds 4 GPUs over its configured 2: borrowing (once the controller's
-        # view, published after the tick, shows them)
+        # research holds 4 GPUs over its configured 2: borrowing GPUs (once the
+        # controller's view, published after the tick, shows them), not CPU, which its
+        # share leaves out
 
-        def research_row() -> str:
-            page = visitor.get("/fragments/admin").text
-            row = page[page.index('data-queue="research"') :]
-            return row[: row.index("</tr>")]
-
-        row = wait_for(lambda: "flag borrowing" in (r := research_row()) and r, "borrowing flagged")
+        row = wait_for(
+            lambda: "flag borrowing" in (r := _queue_row(visitor, "research")) and r,
+            "borrowing flagged",
+        )
         assert 'data-configured="2.0"' in row
+        assert _borrowed(row) == ["gpu"] and "4 / 2 share, 2 borrowed" in row
+
+
+def test_a_queue_holding_cpu_without_a_cpu_guarantee_is_not_borrowing_gpus(
+    tmp_path: Path,
+) -> None:
+    # issue 37: guaranteed 4 GPUs and no CPU, holding half a GPU and 2 CPUs, the queue
+    # was flagged "borrowing": it holds CPU above its CPU guarantee of 0, which is no
+    # borrowing (its share of CPU, by weight, covers it), and far less than its GPUs
+    with running_server(tmp_path, cluster=RACKS) as server:
+        token = server.admin_token
+        assert token is not None
+        admin = Api(server.url, token)
+        admin.queue("small", guarantee={"gpu": 4, "cpu": 0})
+        admin.queue("fixed", deserved={"gpu": 2})
+        admin.submit("half", "small", role(gpu=0.5, cpu=2, command=["sleep", "600"]))
+        admin.submit("four", "fixed", role(gpu=2, replicas=2, command=["sleep", "600"]))
+        admin.wait_phase("half", "Running")
+        admin.wait_phase("four", "Running")
+        visitor = signed_in(server.url, token)
+        # both held, as the last session's shares judge them
+        small = wait_for(
+            lambda: "0.5 / " in (r := _queue_row(visitor, "small")) and r, "small's GPU shown"
+        )
+        assert 'data-resource="cpu" data-allocated="2000.0"' in small
+        assert "flag borrowing" not in small
+        fixed = wait_for(
+            lambda: "4 / 2 share" in (r := _queue_row(visitor, "fixed")) and r, "fixed's GPUs"
+        )
+        assert _borrowed(fixed) == ["gpu"]
+        with Client(server.url, token) as client:
+            queues = {queue.name: queue for queue in client.queues()}
+        assert queues["small"].allocated["cpu"] > queues["small"].guarantee.get("cpu", 0)
+        assert queues["small"].deserved["cpu"] >= queues["small"].allocated["cpu"]
+
+
+def _queue_row(visitor: Visitor, queue: str) -> str:
+    """The admin fragment's row of ``queue``."""
+    page = visitor.get("/fragments/admin").text
+    row = page[page.index(f'data-queue="{queue}"') :]
+    return row[: row.index("</tr>")]
+
+
+def _borrowed(row: str) -> list[str]:
+    """The resources a queue's row flags borrowed, in order."""
+    return re.findall(r'<span class="flag borrowing" data-borrowed="([\w./-]+)"', row)

@@ -10,10 +10,15 @@ from phalanx.web.formatting import amount, percent
 from phalanx.web.pictures import heatmap, queue_tree
 
 
-def make_queue(name: str, *, parent: str = "root", **figures: dict[str, float]) -> QueueView:
+def make_queue(
+    name: str, *, parent: str = "root", computed: bool = True, **figures: dict[str, float]
+) -> QueueView:
+    """A queue view; ``computed``: a session computed its ``deserved`` share."""
     fields: dict[str, Any] = {"guarantee": {}, "deserved": {}, "capability": {}, "allocated": {}}
     fields.update(figures)
-    return QueueView(name=name, parent=parent, weight=1.0, document={}, **fields)
+    return QueueView(
+        name=name, parent=parent, weight=1.0, document={}, share_computed=computed, **fields
+    )
 
 
 def make_node(
@@ -39,12 +44,13 @@ def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
     lines = queue_tree(
         [
             make_queue(
-                "b", deserved={"gpu": 6}, configured_deserved={"gpu": 4}, allocated={"gpu": 6}
+                "b", deserved={"gpu": 4}, configured_deserved={"gpu": 4}, allocated={"gpu": 6}
             ),
             make_queue("a"),
             make_queue(
                 "a-2",
                 parent="a",
+                deserved={"gpu": 2},
                 configured_deserved={"gpu": 2},
                 capability={"gpu": 2},
                 allocated={"gpu": 3},
@@ -70,27 +76,65 @@ def test_the_tree_is_depth_first_and_flags_borrowing_and_over_quota() -> None:
     assert a1.lending and not a1.borrowing and not a1.over
     assert a2.borrowing and a2.over
     assert b.borrowing and not b.over  # no capability: never over it
+    assert [(bar.resource, bar.borrowed) for bar in b.borrowed] == [("gpu", 2)]
     assert b.bars[0].scale == 6
-    assert (b.bars[0].configured, b.bars[0].deserved) == (4, 6)
+    assert (b.bars[0].configured, b.bars[0].deserved) == (4, 4)
 
 
-def test_borrowing_is_over_the_configured_share_else_over_the_guarantee() -> None:
-    # a queue without a configured share whose computed share covers what it holds
-    # borrows all it holds above its guarantee
-    alone, guaranteed, within = queue_tree(
+def test_borrowing_is_per_resource_over_the_share_the_last_session_computed() -> None:
+    # issue 37: guaranteed 4 GPUs and no CPU, holding half a GPU and 2 CPUs of a share
+    # (by weight) of 16: it borrows nothing, though it holds CPU above its guarantee of 0
+    small, cpu_hog, both, weighted = queue_tree(
         [
-            make_queue("alone", deserved={"gpu": 8}, allocated={"gpu": 2}),
             make_queue(
-                "guaranteed", guarantee={"gpu": 2}, deserved={"gpu": 8}, allocated={"gpu": 2}
+                "a-small",
+                guarantee={"gpu": 4, "cpu": 0},
+                deserved={"gpu": 4, "cpu": 16000},
+                allocated={"gpu": 0.5, "cpu": 2000},
             ),
             make_queue(
-                "within", deserved={"gpu": 2}, configured_deserved={"gpu": 4}, allocated={"gpu": 3}
+                "b-cpu-hog",
+                guarantee={"gpu": 4},
+                deserved={"gpu": 4, "cpu": 8000},
+                allocated={"gpu": 0.5, "cpu": 12000},
+            ),
+            make_queue(
+                "c-both",
+                deserved={"gpu": 2, "cpu": 8000, "memory": 2.0**34},
+                allocated={"gpu": 3, "cpu": 9000, "memory": 2.0**33},
+            ),
+            # a configured share above what the session computed (another plugin, or a
+            # parent's cap): the computed share is what reclaim goes by
+            make_queue(
+                "d-weighted",
+                deserved={"gpu": 2},
+                configured_deserved={"gpu": 4},
+                allocated={"gpu": 3},
             ),
         ]
     )
-    assert alone.borrowing and alone.bars[0].configured is None
-    assert not guaranteed.borrowing
-    assert not within.borrowing and within.lending
+    assert not small.borrowing and small.borrowed == ()
+    assert [bar.resource for bar in cpu_hog.borrowed] == ["cpu"]
+    assert cpu_hog.borrowed[0].borrowed == 4000
+    assert [(bar.resource, bar.borrowed) for bar in both.borrowed] == [("gpu", 1), ("cpu", 1000)]
+    assert [bar.resource for bar in weighted.borrowed] == ["gpu"] and weighted.lending
+
+
+def test_nothing_is_borrowed_before_a_session_computed_the_shares() -> None:
+    # before a session the view's share is the guarantee alone: a floor, not a share
+    (line,) = queue_tree(
+        [
+            make_queue(
+                "q",
+                computed=False,
+                guarantee={"gpu": 1},
+                deserved={"gpu": 1},
+                configured_deserved={"gpu": 1},
+                allocated={"gpu": 3, "cpu": 4000},
+            )
+        ]
+    )
+    assert not line.borrowing and all(bar.borrowed == 0 for bar in line.bars)
 
 
 def test_the_heatmap_groups_nodes_by_domain_and_colours_each_gpu() -> None:
@@ -139,15 +183,17 @@ def test_amounts_read_as_people_write_them() -> None:
     assert percent(3, 4) == "75.0%" and percent(5, 4) == "100.0%" and percent(1, 0) == "0%"
 
 
-def test_a_resource_the_configured_share_leaves_out_is_never_borrowed() -> None:
+def test_a_resource_without_a_bounded_share_is_never_borrowed() -> None:
+    # the view leaves an unbounded share out of its map
     (line,) = queue_tree(
         [
             make_queue(
                 "q",
+                deserved={"gpu": 4},
                 configured_deserved={"gpu": 4},
                 allocated={"gpu": 2, "memory": 2.0**30},
             )
         ]
     )
     memory = next(bar for bar in line.bars if bar.resource == "memory")
-    assert memory.own is None and not memory.borrowing and not line.borrowing
+    assert not memory.computed and not memory.borrowing and not line.borrowing
