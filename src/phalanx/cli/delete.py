@@ -1,10 +1,15 @@
-"""``phalanx delete job|queue|run NAME...`` and ``phalanx cancel JOB``: ending things.
+"""``phalanx delete job|queue|run|pipeline NAME...`` and ``phalanx cancel JOB``: ending
+things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
 live job cancels it (its tasks are stopped) and the server deletes it once it has
-ended; the line says so. ``--wait`` waits until it is gone. A queue is deleted only when it has no child queues and no live
-jobs; the server says which holds it. Names are handled in order; the first that fails
-ends the command with its ``error:`` line (the ones before it are done).
+ended; the line says so. ``--wait`` waits until it is gone. A queue is deleted only
+when it has no child queues and no live jobs; the server says which holds it. Deleting
+a pipeline (its owner or an admin) forgets its document and schedule, as deleting an
+Argo WorkflowTemplate does: its runs, active ones included, are kept and go on with the
+document each was started with; the line says how many are active. Names are handled
+in order; the first that fails ends the command with its ``error:`` line (the ones
+before it are done).
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues or runs (each kind singular or plural: job or jobs).",
+    help="Delete jobs, queues, runs or pipelines (each kind singular or plural: job or jobs).",
     no_args_is_help=True,
 )
 
 _ENDED = ("Succeeded", "Failed", "Cancelled")
+#: Phases of a run under way.
+_ACTIVE_RUNS = ("Pending", "Running")
 #: How long ``--wait`` waits for a cancelled job's tasks to stop, at most.
 _WAIT_TIMEOUT = "5m"
 #: Seconds between two looks at a job being deleted.
@@ -115,7 +122,27 @@ def delete_run(
                 typer.echo(f"run/{run_id} is {run.phase}: stopping")
 
 
+@app.command("pipeline")
+def delete_pipeline(
+    ctx: typer.Context, names: list[str] = typer.Argument(..., help="The pipelines.")
+) -> None:
+    """Forget pipelines (their owner or an admin): they can no longer be run and their
+    schedules fire no more; their runs, active ones included, are kept and go on."""
+    with connect(ctx) as client:
+        for name in names:
+            active = client.runs(pipeline=name, phase=_ACTIVE_RUNS)
+            client.delete_pipeline(name)
+            if active:
+                typer.echo(
+                    f"pipeline/{name} deleted; its {len(active)} active run(s) go on "
+                    f"(stop them with phalanx delete run {' '.join(r.id for r in active)})"
+                )
+            else:
+                typer.echo(f"pipeline/{name} deleted")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
 app.command("runs", hidden=True)(delete_run)
+app.command("pipelines", hidden=True)(delete_pipeline)

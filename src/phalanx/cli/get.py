@@ -3,22 +3,37 @@ list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
 API's objects (a list, or one object when NAME is given) and nothing else on stdout.
+``get jobs -w`` and ``get runs -w`` (``--watch``) go on printing rows as they change,
+until Ctrl-C (``cli.watch``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import typer
 
 from phalanx.cli import render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
-from phalanx.client import JobSummaryView, UserView
+from phalanx.cli.watch import watch
+from phalanx.client import ClientError, JobSummaryView, RunView, UserView
 from phalanx.domain.job import JobPhase, TaskPhase
+
+V = TypeVar("V", JobSummaryView, RunView)
 
 app = typer.Typer(
     help="List jobs, tasks, queues, nodes, runs or pipelines (each kind singular or plural).",
     no_args_is_help=True,
+)
+
+WATCH_OPTION = typer.Option(
+    False,
+    "--watch",
+    "-w",
+    help="After the listing, print a row again whenever it changes (polled every "
+    "second; a deleted one once more as Deleted), until Ctrl-C.",
 )
 
 
@@ -35,6 +50,7 @@ def get_jobs(
     all_users: bool = typer.Option(
         False, "--all-users", "-A", help="Every user's jobs (admins); default: your own."
     ),
+    watching: bool = WATCH_OPTION,
 ) -> None:
     """Jobs, oldest first: your own unless --all-users or --user."""
     phases = [_phase(p) for p in phase or ()]
@@ -45,6 +61,22 @@ def get_jobs(
         else:
             user = _whose(client.whoami(), user, all_users=all_users)
             jobs = client.jobs(queue=queue, phase=phases or None, user=user)
+        if watching:
+            wide = output is Output.WIDE
+
+            def read() -> list[JobSummaryView]:
+                if name is None:
+                    return client.jobs(queue=queue, phase=phases or None, user=user)
+                return _one(lambda: client.job(name))
+
+            watch(
+                read,
+                key=lambda job: job.name,
+                table=lambda views, now: render.jobs_table(views, now, wide=wide),
+                since=lambda job: job.created_at,
+                output=output,
+                empty="no jobs",
+            )
     if machine(output):
         assert output is not None
         emit(jobs[0] if name is not None else jobs, output)
@@ -112,6 +144,16 @@ def get_nodes(
         print_table(render.nodes_table(nodes, wide=output is Output.WIDE))
 
 
+def _one(read: Callable[[], V]) -> list[V]:
+    """The one object ``read()`` gives, or none once it is gone (deleted while watched)."""
+    try:
+        return [read()]
+    except ClientError as error:
+        if error.status == 404:
+            return []
+        raise
+
+
 def _whose(me: UserView, user: str | None, *, all_users: bool) -> str | None:
     """The user whose jobs to list (None: everyone's). A user who is not an admin sees
     their own jobs only, whatever they ask: a note on stderr says so."""
@@ -144,9 +186,25 @@ def get_runs(
     run_id: str | None = typer.Argument(None, help="One run."),
     output: Output | None = OUTPUT_OPTION,
     pipeline: str | None = typer.Option(None, "--pipeline", help="Only runs of this pipeline."),
+    watching: bool = WATCH_OPTION,
 ) -> None:
     """Runs of pipelines, oldest first: your own (admins: everyone's)."""
     with connect(ctx) as client:
+        if watching:
+
+            def read() -> list[RunView]:
+                if run_id is None:
+                    return client.runs(pipeline=pipeline)
+                return _one(lambda: client.run(run_id))
+
+            watch(
+                read,
+                key=lambda run: run.id,
+                table=render.runs_table,
+                since=lambda run: run.created_at,
+                output=output,
+                empty="no runs",
+            )
         runs = [client.run(run_id)] if run_id is not None else client.runs(pipeline=pipeline)
     if machine(output):
         assert output is not None

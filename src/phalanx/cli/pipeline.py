@@ -2,7 +2,10 @@
 [--from STEP] [-p key=value ...]`` and ``phalanx pipeline stop RUN``.
 
 ``run`` and ``resume`` print the new run's id alone on stdout
-(``RUN=$(phalanx pipeline run tri)``).
+(``RUN=$(phalanx pipeline run tri)``). ``run --wait`` then waits for the run to end:
+``run/ID Succeeded`` on stderr and exit 0, or one ``error:`` line naming each failed
+step and why it failed (or why the run was cancelled) and exit 1; ``--timeout`` bounds
+the wait (the run goes on when it passes, as it does on Ctrl-C).
 A ``-p`` that is not ``key=value``, names no param of the pipeline, or does not read as
 the param's type is refused with one ``error:`` line naming ``params.NAME`` and the fix,
 and no run is made.
@@ -10,9 +13,13 @@ and no run is made.
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from phalanx.cli.remote import connect, reported
+from phalanx.cli.wait import duration
+from phalanx.client import Client
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.pipeline.params import parse_assignments
 
@@ -32,8 +39,14 @@ def run(
     refresh_cache: bool = typer.Option(
         False, "--refresh-cache", help="Do not read the step cache; write it anew."
     ),
+    wait: bool = typer.Option(
+        False, "--wait", help="Wait for the run to end; exit 1 if it did not succeed."
+    ),
+    timeout: str | None = typer.Option(
+        None, "--timeout", help="With --wait: how long at most (30s, 10m, 2h; default: no limit)."
+    ),
 ) -> None:
-    """Start a run of a pipeline; prints the run's id."""
+    """Start a run of a pipeline; prints the run's id (with --wait, then waits for it)."""
     with reported():
         given = parse_assignments(params or ())
         if no_cache and refresh_cache:
@@ -43,9 +56,23 @@ def run(
                 fix="give one of them",
             )
     mode = "off" if no_cache else "refresh" if refresh_cache else "use"
+    seconds = math.inf if timeout is None else duration("--timeout", timeout)
     with connect(ctx) as client:
         view = client.run_pipeline(name, dict(given), cache=mode)
-    typer.echo(view.id)
+        typer.echo(view.id)
+        if wait:
+            _wait_for_end(client, view.id, seconds)
+
+
+def _wait_for_end(client: Client, run_id: str, timeout: float) -> None:
+    """Wait for run ``run_id`` to succeed; a run that ended otherwise raises ``RunEnded``
+    (the caller's ``connect`` turns it into the ``error:`` line)."""
+    try:
+        ended = client.wait_run(run_id, "Succeeded", timeout=timeout)
+    except KeyboardInterrupt:
+        typer.echo(f"note: run/{run_id} goes on: phalanx wait run {run_id}", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(f"run/{run_id} {ended.phase}", err=True)
 
 
 @app.command("resume")

@@ -1,8 +1,9 @@
-"""``phalanx wait job NAME --for phase=Succeeded [--timeout 60s]``: as ``kubectl wait``.
+"""``phalanx wait job|run NAME --for phase=PHASE [--timeout 60s]``: as ``kubectl wait``.
 
-Prints ``job/NAME condition met (PHASE)`` and exits 0 once the job is in a phase asked
-for; exits 1 with one ``error:`` line naming the job, its phase and the phases waited
-for when the timeout passes, or at once when the job ended in another phase.
+Prints ``job/NAME condition met (PHASE)`` (``run/ID ...``) and exits 0 once the job (run)
+is in a phase asked for; exits 1 with one ``error:`` line naming it, its phase and the
+phases waited for when the timeout passes, or at once when it ended in another phase
+(for a run: naming each failed step and why it failed).
 """
 
 from __future__ import annotations
@@ -13,20 +14,18 @@ from phalanx.cli.remote import connect, fail
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.common import parse_duration
 
-app = typer.Typer(help="Wait until a job reaches a phase.", no_args_is_help=True)
+app = typer.Typer(help="Wait until a job or a run reaches a phase.", no_args_is_help=True)
 
 _FOR_FIX = "write --for phase=Succeeded (several: phase=Succeeded,Failed, or repeat --for)"
+_FOR_HELP = "phase=PHASE[,PHASE...]: any of these phases ends the wait (repeatable)."
+_TIMEOUT_HELP = "How long at most: 90, 30s, 10m, 1h."
 
 
 def wait_job(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The job."),
-    conditions: list[str] = typer.Option(
-        ["phase=Succeeded"],
-        "--for",
-        help="phase=PHASE[,PHASE...]: any of these phases ends the wait (repeatable).",
-    ),
-    timeout: str = typer.Option("5m", "--timeout", help="How long at most: 90, 30s, 10m, 1h."),
+    conditions: list[str] = typer.Option(["phase=Succeeded"], "--for", help=_FOR_HELP),
+    timeout: str = typer.Option("5m", "--timeout", help=_TIMEOUT_HELP),
 ) -> None:
     """Wait until job NAME is in one of the phases given with --for."""
     seconds = duration("--timeout", timeout)
@@ -34,6 +33,21 @@ def wait_job(
     with connect(ctx) as client:
         job = client.wait(name, phases, timeout=seconds)
     typer.echo(f"job/{name} condition met ({job.phase})")
+
+
+def wait_run(
+    ctx: typer.Context,
+    run_id: str = typer.Argument(..., help="The run."),
+    conditions: list[str] = typer.Option(["phase=Succeeded"], "--for", help=_FOR_HELP),
+    timeout: str = typer.Option("5m", "--timeout", help=_TIMEOUT_HELP),
+) -> None:
+    """Wait until run RUN is in one of the phases given with --for (Pending, Running,
+    Succeeded, Failed, Cancelled)."""
+    seconds = duration("--timeout", timeout)
+    phases = [phase for condition in conditions for phase in _phases(condition)]
+    with connect(ctx) as client:
+        run = client.wait_run(run_id, phases, timeout=seconds)
+    typer.echo(f"run/{run_id} condition met ({run.phase})")
 
 
 def duration(option: str, text: str) -> float:
@@ -54,3 +68,5 @@ def _phases(condition: str) -> list[str]:
 
 app.command("job")(wait_job)
 app.command("jobs", hidden=True)(wait_job)
+app.command("run")(wait_run)
+app.command("runs", hidden=True)(wait_run)

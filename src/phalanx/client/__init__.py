@@ -15,9 +15,10 @@ Errors::
 
     PhalanxError
     ├── ClientError      the server refused, could not be reached, or answered nonsense
-    │   └── WaitError    ``Client.wait`` did not see the phase asked for
+    │   └── WaitError    ``Client.wait`` (``wait_run``) did not see the phase asked for
     │       ├── WaitTimeout  ... before its timeout
-    │       └── JobEnded     ... because the job ended in another phase
+    │       ├── JobEnded     ... because the job ended in another phase
+    │       └── RunEnded     ... because the run ended in another phase
     └── DocumentError    a document given to ``apply`` does not validate (nothing was sent)
 """
 
@@ -40,7 +41,7 @@ from phalanx.client._documents import (
     queues_first,
 )
 from phalanx.client._errors import ClientError
-from phalanx.client._wait import JobEnded, WaitError, WaitTimeout
+from phalanx.client._wait import JobEnded, RunEnded, WaitError, WaitTimeout
 from phalanx.domain.errors import DocumentError
 from phalanx.wire.views import (
     CacheEntryView,
@@ -88,6 +89,7 @@ __all__ = [
     "QueueView",
     "ReportFile",
     "ReportView",
+    "RunEnded",
     "RunView",
     "StepView",
     "TaskView",

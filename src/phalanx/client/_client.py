@@ -20,7 +20,7 @@ from phalanx.client._config import resolve_endpoint
 from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
 from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._unchanged import describe, differences
-from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase
+from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
 from phalanx.wire.views import (
     CacheEntryView,
     EventView,
@@ -223,6 +223,13 @@ class Client:
         """One registered pipeline with its document."""
         return _parse(PipelineView, self._call("GET", f"/pipelines/{_segment(name)}"))
 
+    def delete_pipeline(self, name: str) -> None:
+        """Forget pipeline ``name`` (its owner or an admin): it can no longer be run and
+        its schedule fires no more. Its runs, those under way included, are kept and go
+        on, each with the document it was started with (as deleting an Argo
+        WorkflowTemplate leaves its Workflows alone)."""
+        self._call("DELETE", f"/pipelines/{_segment(name)}")
+
     def run_pipeline(
         self, name: str, params: dict[str, Any] | None = None, *, cache: str = "use"
     ) -> RunView:
@@ -275,6 +282,22 @@ class Client:
     def run(self, run_id: str) -> RunView:
         """One run with its units (phase, attempt, job, times, outputs)."""
         return _parse(RunView, self._call("GET", f"/runs/{_segment(run_id)}"))
+
+    def wait_run(
+        self,
+        run_id: str,
+        phase: str | Sequence[str] = ("Succeeded",),
+        *,
+        timeout: float = 300.0,
+        interval: float = WAIT_INTERVAL,
+    ) -> RunView:
+        """Wait until run ``run_id`` is in ``phase`` (a run phase's name, or several: any
+        of them will do) and return its view, with its steps. Raises ``WaitTimeout`` after
+        ``timeout`` seconds, ``RunEnded`` at once when the run ended in another phase
+        (naming its failed steps and why), ``ClientError`` for a phase that is not a run
+        phase or a run that does not exist."""
+        wanted = phases_of(phase, "run")
+        return wait_for_run(lambda: self.run(run_id), run_id, wanted, timeout, interval=interval)
 
     def stop_run(self, run_id: str) -> RunView:
         """Stop a run: its running steps' jobs are cancelled, its finally steps run."""

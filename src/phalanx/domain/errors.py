@@ -30,9 +30,10 @@ this module); a test (tests/unit/domain/test_error_tree.py) holds the two togeth
     │   └── AgentRefused        (executors.ray.agent) a node agent called without the key
     ├── RemoteError             a call to another process that failed or was refused
     │   ├── ClientError         (client._errors) the server refused, was unreachable, ...
-    │   │   └── WaitError       (client._wait) a job not seen reaching a phase asked for
+    │   │   └── WaitError       (client._wait) a job or run not seen reaching a phase
     │   │       ├── WaitTimeout (client._wait) ... before the timeout
-    │   │       └── JobEnded    (client._wait) ... because the job ended in another phase
+    │   │       ├── JobEnded    (client._wait) ... because the job ended in another phase
+    │   │       └── RunEnded    (client._wait) ... because the run ended in another phase
     │   └── LauncherGone        (executors.launcher.client) the task launcher is gone
     ├── NotYetHashed            (control.controllers.hashing) a hash being computed: ask again
     ├── MissingMeaning          (spec.reference) a document field with no docstring (a bug)
