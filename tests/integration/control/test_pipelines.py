@@ -336,7 +336,16 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
     queue = "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: wf}\nspec: {}\n---\n"
     path = tmp_path / "tri.yaml"
     path.write_text(queue + TRI)
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(TRI)
     with running_server(tmp_path) as server:
+        # Its queue does not exist yet: refused at apply, not failed at its first step.
+        missing = refused(phalanx(server, "apply", "-f", str(alone)))
+        assert "spec.defaults.queue" in missing and "queue 'wf', which does not exist" in missing
+        assert "fix: create the queue first" in missing
+        own = tmp_path / "own.yaml"
+        own.write_text(TRI.replace("    prep:\n", "    prep:\n      queue: gone\n"))
+        assert "spec.steps.prep.queue" in refused(phalanx(server, "apply", "-f", str(own)))
         assert ok(phalanx(server, "apply", "-f", str(path))).splitlines() == [
             "queue/wf created",
             "pipeline/tri created",
@@ -375,7 +384,7 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
         broken.write_text(TRI.replace("dependsOn: [prep]", "dependsOn: [prepp]"))
         document = refused(phalanx(server, "apply", "-f", str(broken)))
         assert "spec.steps.train.dependsOn" in document and "fix:" in document
-        for result in (unknown, typed, undeclared, shape, document):
+        for result in (missing, unknown, typed, undeclared, shape, document):
             assert len(result.strip().splitlines()) == 1, result
         assert len(json.loads(ok(phalanx(server, "get", "runs", "-o", "json")))) == 1
         assert ok(phalanx(server, "delete", "run", run_id)) == f"run/{run_id} deleted\n"
@@ -385,10 +394,12 @@ def test_the_cli_registers_runs_lists_describes_and_refuses_bad_input(tmp_path: 
 def test_the_readme_pipeline_runs_as_printed(tmp_path: Path) -> None:
     page = Path(__file__).resolve().parents[3] / "docs" / "tasks" / "pipelines.md"
     section = page.read_text().split("## Register and run\n", 1)[1].split("\n## ", 1)[0]
-    [document] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    [text] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    queue, document = yaml.safe_load_all(text)  # the queue its steps use, then the pipeline
     with running_server(tmp_path) as server:
-        api = admin(server)
-        api.post("/api/v1/pipelines", pipeline(document))
+        api = Api(server.url, server.admin_token or "")
+        api.post("/api/v1/queues", queue)
+        api.post("/api/v1/pipelines", document)
         run_id = run(api, "tri", lr="0.5")
         assert ended(api, run_id)["phase"] == "Succeeded"
         model = tmp_path / "data" / "workspace" / "runs" / run_id / "train" / "model"

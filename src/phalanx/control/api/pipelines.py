@@ -19,10 +19,11 @@ from phalanx.control.auth import Principal
 from phalanx.control.controllers.runs import new_run
 from phalanx.control.controllers.schedules import next_firing, schedule_of
 from phalanx.control.errors import ApiError
+from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
 from phalanx.domain.errors import InvalidInput
-from phalanx.spec.pipeline import PipelineDocument, resolve
+from phalanx.spec.pipeline import PipelineDocument, build_graph, resolve
 from phalanx.wire.bodies import NewRun
 from phalanx.wire.views import PipelineView, RunView
 
@@ -48,6 +49,7 @@ def get_pipeline(name: str, _: Caller, session: DbSession) -> PipelineView:
 def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> PipelineView:
     """Register a pipeline (409 if the name is taken: update it with PUT)."""
     document = _parse(body)
+    _check_queues(session, document)
     name = document.metadata.name
     held = session.get(PipelineRow, name)
     if held is not None:
@@ -87,6 +89,7 @@ def update_pipeline(
             field="metadata.name",
             fix="make them equal; a pipeline cannot be renamed",
         )
+    _check_queues(session, document)
     now = time.time()
     stored = _dump(document)
     if schedule_of(stored) != schedule_of(row.document):  # a new one fires from now on
@@ -113,6 +116,7 @@ def start_run(
     controller plans it (within a tick)."""
     row = _existing(session, name)
     document = PipelineDocument.model_validate(row.document)
+    _check_queues(session, document)  # one may have gone since the pipeline was registered
     try:
         params = resolve(document.spec.declared_params(), body.given())
     except InvalidInput as error:
@@ -137,6 +141,29 @@ def start_run(
 
 def _parse(body: Any) -> PipelineDocument:
     return document_of(body, PipelineDocument, "pipelines")
+
+
+def _check_queues(session: DbSession, document: PipelineDocument) -> None:
+    """Refuse a pipeline a step of which would run its jobs in a queue that does not
+    exist or has child queues (jobs go to leaf queues): its run would fail at that step.
+    A sub-pipeline step's child run is checked when it is registered and started."""
+    graph = build_graph(document.spec)
+    nodes = [n for n in (*graph.steps.values(), *graph.final.values()) if n.pipeline is None]
+    found = stored_cluster.queue_documents(session, sorted({n.queue for n in nodes}))
+    for node in nodes:
+        held = found.get(node.queue)
+        if held is not None and not held[1]:
+            continue
+        problem = "does not exist" if held is None else "has child queues; jobs go to leaf queues"
+        step = document.spec.steps.get(node.name) or document.spec.finally_[node.name]
+        own = step.queue is not None or document.spec.defaults.queue != node.queue
+        raise ApiError(
+            422,
+            f"step {node.name} runs its jobs in queue {node.queue!r}, which {problem}",
+            field=f"spec.steps.{node.name}.queue" if own else "spec.defaults.queue",
+            fix="create the queue first (phalanx apply -f queues.yaml; an admin's), or name "
+            "an existing leaf queue (phalanx get queues)",
+        )
 
 
 def _existing(session: DbSession, name: str) -> PipelineRow:
