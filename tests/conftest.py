@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,19 @@ def traces_dir() -> Path:
     if os.environ.get("PHALANX_REQUIRE_TRACES") == "1":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """After the run, the skipped tests grouped by their reason, most first: each names
+    the part that was missing and how to provide it (CI provides them all, and sets the
+    ``PHALANX_REQUIRE_*`` variables so that a missing part fails instead)."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if not reasons:
+        return
+    terminalreporter.write_sep("-", "skipped, by reason (bash .ci/run runs them all)")
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count:6d}  {reason}")
