@@ -17,6 +17,7 @@ import yaml
 from rich.table import Table
 
 from phalanx.cli import render
+from phalanx.cli.machine import written
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
 from phalanx.client import CacheEntryView
 
@@ -56,10 +57,12 @@ def show(
     ctx: typer.Context,
     key: str = typer.Argument(..., help="The entry's key (whole, or a unique prefix)."),
 ) -> None:
-    """One entry: lineage, outputs, artifacts and their hashes, the document hashed."""
+    """One entry: lineage, outputs, artifacts and their hashes, the document hashed
+    (times in RFC 3339 UTC, as -o yaml writes them)."""
     with connect(ctx) as client:
         entry = client.cache_entry(_whole(client.cache_entries(), key))
-    typer.echo(yaml.safe_dump(entry.model_dump(mode="json"), sort_keys=False), nl=False)
+    shown = written(entry.model_dump(mode="json"))
+    typer.echo(yaml.safe_dump(shown, sort_keys=False), nl=False)
 
 
 @app.command("evict")

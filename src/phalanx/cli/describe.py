@@ -32,7 +32,7 @@ _WAITING = ("Pending", "Queued")
 @app.command("run")
 def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The run.")) -> None:
     """A run: its pipeline, params and phase, then every step (foreach items one by one)
-    in graph order with its phase, attempt, job, duration and reason."""
+    in graph order with its phase, attempt, job and duration, then each step's reason."""
     with connect(ctx) as client:
         run = client.run(run_id)
     out = console()
@@ -61,6 +61,10 @@ def describe_run(ctx: typer.Context, run_id: str = typer.Argument(..., help="The
     out.print(_fields(fields))
     out.print(Text("\nSteps", style="bold"))
     print_table(render.steps_table(run.steps, now))  # at its natural width, as get does
+    reasons = render.step_reasons(run.steps, now)
+    if reasons is not None:
+        out.print(Text("\nReasons", style="bold"))
+        out.print(reasons)  # wrapped to the terminal's width (80 columns for a pipe)
     outputs = [
         (step.unit, name, value) for step in run.steps for name, value in step.outputs.items()
     ]

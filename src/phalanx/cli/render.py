@@ -168,10 +168,10 @@ def pipelines_table(pipelines: Sequence[PipelineView], now: float) -> Table:
 
 
 def steps_table(steps: Sequence[StepView], now: float) -> Table:
-    """One row per unit of a run: what it waits for, its phase, attempt, job, duration
-    and why it ended so."""
+    """One row per unit of a run: what it waits for, its phase, attempt, job and
+    duration (why it is where it is: ``step_reasons``)."""
     table = Table(box=None, pad_edge=False)
-    for title in ("STEP", "AFTER", "PHASE", "ATTEMPT", "JOB", "DURATION", "REASON"):
+    for title in ("STEP", "AFTER", "PHASE", "ATTEMPT", "JOB", "DURATION"):
         table.add_column(title, overflow="fold")
     for step in steps:
         ran = (
@@ -184,8 +184,23 @@ def steps_table(steps: Sequence[StepView], now: float) -> Table:
             str(step.attempt) if step.attempt else "-",
             step.job or "-",
             ran,
-            _step_reason(step, now),
         )
+    return table
+
+
+def step_reasons(steps: Sequence[StepView], now: float) -> Table | None:
+    """Each unit that has a reason, with it: a table to print at the terminal's width,
+    the reasons wrapped at words (a reason can run to hundreds of characters); None
+    when no unit has one."""
+    reasons = [(step.unit, _step_reason(step, now)) for step in steps]
+    reasons = [(unit, reason) for unit, reason in reasons if reason]
+    if not reasons:
+        return None
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for unit, reason in reasons:
+        table.add_row(unit, reason)
     return table
 
 

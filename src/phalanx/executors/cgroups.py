@@ -261,7 +261,8 @@ def _unusable(group: Path, mounts: list[Mount]) -> str | None:
             for name in missing
             if any(name in m.options for m in mounts if m.fstype == "cgroup")
         ]
-        hint = f" ({', '.join(v1)} bound to cgroup v1: a hybrid host)" if v1 else ""
+        # No parentheses: ``describe`` puts the whole reason in a pair of its own.
+        hint = f", as {', '.join(v1)} belong to cgroup v1 on this hybrid host" if v1 else ""
         return f"cgroup v2 group {group} does not offer {', '.join(missing)}{hint}"
     for path in (group, group / "cgroup.subtree_control", group / "cgroup.procs"):
         if not os.access(path, os.W_OK):

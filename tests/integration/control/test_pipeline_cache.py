@@ -8,8 +8,11 @@ that reads and writes the run's artifacts) and what is downstream of it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
+
+import yaml
 
 from tests.integration.control.serving import Api, running_server
 from tests.integration.control.test_cli import ok, phalanx, refused
@@ -150,6 +153,8 @@ def test_the_cache_commands_list_show_and_evict(tmp_path: Path) -> None:
         train = next(e for e in listed if e["step"] == "train")
         shown = ok(phalanx(server, "cache", "show", train["key"][:16]))
         assert train["key"] in shown and "train.sh" in shown and first in shown
+        created = yaml.safe_load(shown)["created_at"]  # a time for people, not the epoch's
+        assert re.fullmatch(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ", created), created
         assert "no cache entry" in refused(phalanx(server, "cache", "show", "0" * 64))
 
         # An entry is its user's: bob neither sees, shows nor evicts the admin's, and

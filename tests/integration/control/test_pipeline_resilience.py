@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.integration.control.serving import role, running_server, wait_for
+from tests.integration.control.test_cli import ok, phalanx
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run, steps
 
 BUMPED = """\
@@ -117,5 +118,10 @@ def test_a_plain_failure_is_not_retried_and_a_step_past_its_timeout_is_killed(
         # Its own failure: a rerun would repeat it, so the fix is its log, not retry.on.
         fix = f"fix: see what it said: phalanx logs {broken['job']} --stderr"
         assert broken["reason"].endswith(fix) and "retry.on" not in broken["reason"]
+        # describe run wraps each step's reason to the width of a pipe's 80 columns.
+        described = ok(phalanx(server, "describe", "run", view["id"]))
+        reasons = described.split("\nReasons\n", 1)[1].splitlines()
+        assert reasons and all(len(line) <= 80 for line in reasons), described
+        assert " ".join(" ".join(reasons).split()).count(fix) == 1
         kinds = [e["kind"] for e in api.get(f"/api/v1/jobs/{broken['job']}/events")]
         assert kinds.count("TaskFailed") == 1 and "Pending" not in kinds  # ran once

@@ -149,7 +149,9 @@ def hybrid(tmp_path: Path, *controllers: str) -> Host:
     return host
 
 
-V2_ON_A_HYBRID = "does not offer cpu, memory (cpu, memory bound to cgroup v1: a hybrid host)"
+V2_ON_A_HYBRID = (
+    "does not offer cpu, memory, as cpu, memory belong to cgroup v1 on this hybrid host"
+)
 
 
 def test_a_hybrid_host_isolates_with_its_v1_hierarchies_and_writes_nothing(tmp_path: Path) -> None:
@@ -170,6 +172,15 @@ def test_a_hybrid_host_isolates_with_its_v1_hierarchies_and_writes_nothing(tmp_p
     assert isolation.describe().startswith(
         "cgroup1: cpu.cfs_quota_us, memory.limit_in_bytes and pids.max per task"
     )
+    assert_one_level_of_parentheses(isolation.describe())  # describe node's Limits line
+
+
+def assert_one_level_of_parentheses(text: str) -> None:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        assert depth in (0, 1), text
+    assert depth == 0, text
 
 
 def test_v1_without_pids_limits_cpu_and_memory_but_is_not_full(tmp_path: Path) -> None:
@@ -177,6 +188,7 @@ def test_v1_without_pids_limits_cpu_and_memory_but_is_not_full(tmp_path: Path) -
     assert isolation.kind is IsolationKind.CGROUP1
     assert (isolation.pids, isolation.full) == (False, False)
     assert "(processes not limited)" in isolation.describe()
+    assert_one_level_of_parentheses(isolation.describe())
 
 
 def test_a_hybrid_host_whose_v1_is_not_writable_falls_back_to_rlimits(
