@@ -110,22 +110,22 @@ def _play(
 ) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     options = replace(options, oracle_runtime=policy.oracle_runtime)
-    horizon = max((j.submit_time for j in workload.jobs), default=0.0)
+    jobs = len(workload.jobs)
     with (
         (out / "events.jsonl").open("w", encoding="utf-8") as events,
         Progress(
             TextColumn(f"[bold]{policy.name}"),
             BarColumn(),
+            TextColumn(f"{{task.completed:,.0f}}/{jobs:,} jobs finished"),
             TextColumn("{task.description}"),
             TimeElapsedColumn(),
             console=console,
-            transient=True,
-        ) as progress,
+        ) as progress,  # one bar per policy, left in place when it ends
     ):
-        bar = progress.add_task("", total=max(horizon, 1.0))
+        bar = progress.add_task("", total=max(jobs, 1))
 
         def tick(now: float, finished: int) -> None:
-            progress.update(bar, completed=min(now, horizon), description=f"{finished} finished")
+            progress.update(bar, completed=finished, description=f"at {_sim_clock(now)}")
 
         simulation = Simulation(
             nodes,
@@ -137,6 +137,8 @@ def _play(
             registry=registry,
         )
         metrics = simulation.run(progress=tick)
+        finished = sum(record.outcome == "finished" for record in metrics.jobs.values())
+        tick(metrics.end_time, finished)
     summary = {
         "policy": policy.name,
         "total_gpus": metrics.total_gpus,
@@ -145,6 +147,12 @@ def _play(
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _write_jobs(out / "jobs.csv", metrics.per_job())
     return summary
+
+
+def _sim_clock(seconds: float) -> str:
+    """Simulated time for a progress line: ``day 3 07:12``."""
+    day, rest = divmod(int(seconds), 86_400)
+    return f"day {day} {rest // 3600:02d}:{rest % 3600 // 60:02d}"
 
 
 def _write_jobs(path: Path, rows: list[dict[str, object]]) -> None:
@@ -206,7 +214,7 @@ def _run_all(
     policies = [load_policy(s) for s in schedulers]
     for policy in policies:
         registry.check(policy.config)
-    with _option("--workload", workload_spec):
+    with _option("--workload", workload_spec), console.status(f"reading {workload_spec} ..."):
         workload = load_workload(workload_spec, traces_dir=folder, seed=replay.seed, until=horizon)
     with _option("--cluster", cluster):
         nodes = load_cluster(cluster, traces_dir=folder)
@@ -250,7 +258,8 @@ def _option(name: str, value: str) -> Iterator[None]:
 def _render(results: list[tuple[Path, dict[str, object]]], out: Path, title: str) -> None:
     from phalanx.sim.report import render_report  # noqa: PLC0415  (heavy only when used)
 
-    render_report([folder for folder, _ in results], out / "report.html", title=title)
+    with console.status("writing the report ..."):
+        render_report([folder for folder, _ in results], out / "report.html", title=title)
     console.print(f"report: {out / 'report.html'}")
 
 

@@ -47,6 +47,10 @@ def test_compare_writes_a_folder_per_policy_and_one_report(
         assert (tmp_path / policy / "events.jsonl").stat().st_size > 0
         assert json.loads((tmp_path / policy / "summary.json").read_text())["policy"] == policy
     assert "<svg" in (tmp_path / "report.html").read_text()
+    # Each policy's progress stays on stderr when it ends: its jobs finished of all.
+    for policy in ("fifo", "tiresias-las"):
+        line = next(line for line in result.stderr.splitlines() if line.startswith(policy))
+        assert "60/60 jobs finished" in line and "at day " in line, result.stderr
 
 
 @pytest.mark.parametrize(
