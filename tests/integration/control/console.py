@@ -3,6 +3,7 @@ that logs in through the form and sends forms with the CSRF token of the page.""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 from tests.integration.control.serving import _CLIENTS
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+_LOG_BOX = re.compile(r'<pre class="log[^"]*" data-task="([^"]+)">(.*?)</pre>', re.S)
 
 
 def csrf_of(page: str) -> str:
@@ -18,6 +20,12 @@ def csrf_of(page: str) -> str:
     found = _CSRF.search(page)
     assert found is not None, f"no CSRF token on the page: {page[:500]}"
     return found.group(1)
+
+
+def log_boxes(page: str) -> dict[str, str]:
+    """The log boxes of a job page or of its log fragment: each task's text, by task, in
+    the page's order."""
+    return {html.unescape(task): html.unescape(text) for task, text in _LOG_BOX.findall(page)}
 
 
 def altered(token: str) -> str:

@@ -173,23 +173,62 @@ def test_an_engineer_sees_the_field_error_then_follows_the_log_of_a_good_job(
     page.click("form.submit button[type=submit]")
     page.wait_for_url(f"{server.url}/ui/jobs/train")
     page.evaluate("window.notReloaded = true")
-    log = page.locator("#log")
+    box = "#log section[data-task='train-worker-0'] pre"
     page.wait_for_function(
-        "() => document.getElementById('log').textContent.includes('train-worker-0 | step 1')"
+        f"() => (document.querySelector({box!r}) || {{}}).textContent === 'step 1\\n'"
     )
-    assert "step 2" not in log.inner_text()
+    assert page.locator("#log-state").inner_text() == "following"
     go.touch()  # the task may go on: its next line must appear in the page as it is written
     page.wait_for_function(
-        "() => document.getElementById('log').textContent.includes('train-worker-0 | step 2')"
+        f"() => (document.querySelector({box!r}) || {{}}).textContent === 'step 1\\nstep 2\\n'"
     )
     page.wait_for_selector("#job-phase:has-text('Succeeded')")
     page.wait_for_selector("#log-state:has-text('the job has ended')")
     assert page.evaluate("window.notReloaded") is True
     page.select_option("#log-task", "train-worker-0")
     page.wait_for_function(
-        "() => document.getElementById('log').textContent === 'step 1\\nstep 2\\n'"
+        "() => (document.querySelector(\"#log > .log-body > pre[data-task='train-worker-0']\")"
+        " || {}).textContent === 'step 1\\nstep 2\\n'"
     )
     _screenshot(page, tmp_path, "job")
+
+
+def test_the_log_of_every_task_shows_the_end_of_each_and_a_waiting_job_says_why(
+    browser: Browser, server: Server, tmp_path: Path
+) -> None:
+    token = server.admin_token
+    assert token is not None
+    api = Api(server.url, token)
+    api.queue("default", capability={"gpu": 4})
+    script = "[print(f'line {n}') for n in range(400)]; print('the end')"
+    api.submit("gang", "default", role(replicas=3, command=["python", "-c", script]))
+    api.wait_phase("gang", "Succeeded")
+    page = _login(browser, server, token, "/jobs/gang")
+    page.wait_for_selector("#log-state:has-text('the job has ended')")
+    # each task's box is scrolled to its own end: every task's last line is in view
+    ends = page.evaluate(
+        """() => [...document.querySelectorAll("#log pre[data-task]")].map((pre) => [
+            pre.dataset.task,
+            pre.scrollHeight > pre.clientHeight,
+            pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4,
+            pre.textContent.endsWith("line 399\\nthe end\\n"),
+        ])"""
+    )
+    assert ends == [[f"gang-worker-{i}", True, True, True] for i in range(3)]
+    # a job that waits: no log box, but why there is none
+    api.submit("hog", "default", role(gpu=4, command=["sleep", "600"]))
+    api.wait_phase("hog", "Running")
+    api.submit("late", "default", role(gpu=1, command=["true"]))
+    page.goto(f"{server.url}/ui/jobs/late")
+    page.wait_for_selector("#log-empty:has-text('The job waits: ')")
+    assert (
+        page.locator("#log-empty")
+        .inner_text()
+        .startswith("No task has started; the log appears when one does.")
+    )
+    assert page.locator("#log-state").inner_text() == "waiting for a task to start"
+    assert page.locator("#no-events").inner_text() == "no events yet: the job has not been placed"
+    assert page.locator("#log pre").count() == 0
 
 
 def _with_command(document: str, script: str) -> str:

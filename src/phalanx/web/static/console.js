@@ -1,8 +1,10 @@
 // phalanx console: refresh parts of a page in place, without reloading it.
 //
 // <div data-refresh="URL" data-every="MS">: its HTML is replaced by GET URL every MS.
-// <pre data-log="URL" data-every="MS">: its text is GET URL?task=..&stream=.. (the
-//   values of the [data-log-param] selects), kept scrolled to the end when it was.
+// <div data-log="URL" data-every="MS">: its HTML is GET URL?task=..&stream=.. (the
+//   values of the [data-log-param] selects): a <pre data-task> per task shown, each kept
+//   scrolled to its end unless scrolled away from it; the words of its [data-label]
+//   go to #log-state.
 // An answer with "X-Phalanx-Final: 1" is the last (the job has ended); a 401 means the
 // session ended, and the page is reloaded (to the login form). Nothing is fetched while
 // the page is hidden.
@@ -34,14 +36,33 @@ async function refreshHtml(element) {
   return part.final;
 }
 
+const shownLogs = new WeakMap();
+
 async function refreshLog(element) {
-  const atEnd = element.scrollTop + element.clientHeight >= element.scrollHeight - 4;
   const part = await fetchPart(logUrl(element));
   if (part === null) return true;
-  if (element.textContent !== part.text) element.textContent = part.text;
-  if (atEnd) element.scrollTop = element.scrollHeight;
   const state = document.getElementById("log-state");
-  if (state) state.textContent = part.final ? "the job has ended" : "following";
+  if (!part.ok) {
+    if (state) state.textContent = "the log could not be read; trying again";
+    return false;
+  }
+  if (shownLogs.get(element) !== part.text) {
+    // task -> scrollTop, for the boxes the reader scrolled away from their end (the
+    // page's first content has not been scrolled yet: every box goes to its end)
+    const away = new Map();
+    if (shownLogs.has(element)) {
+      element.querySelectorAll("pre[data-task]").forEach((pre) => {
+        if (pre.scrollTop + pre.clientHeight < pre.scrollHeight - 4) away.set(pre.dataset.task, pre.scrollTop);
+      });
+    }
+    element.innerHTML = part.text;
+    shownLogs.set(element, part.text);
+    element.querySelectorAll("pre[data-task]").forEach((pre) => {
+      pre.scrollTop = away.has(pre.dataset.task) ? away.get(pre.dataset.task) : pre.scrollHeight;
+    });
+  }
+  const body = element.querySelector("[data-label]");
+  if (state) state.textContent = part.final ? "the job has ended" : body ? body.dataset.label : "following";
   return part.final;
 }
 
@@ -80,6 +101,7 @@ document.addEventListener("DOMContentLoaded", () => {
     document.querySelectorAll("[data-log-param]").forEach((select) => {
       select.addEventListener("change", () => {
         element.textContent = "";
+        shownLogs.delete(element);
         refreshLog(element);
       });
     });
