@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from phalanx import __version__
@@ -62,7 +62,8 @@ def create_app(
     Request bodies over ``body_limit.MAX_BODY`` (10 MiB) are refused with 413 before they
     are read. ``/metrics`` answers ``metrics_token`` (when given) and admins' tokens. With
     ``console_api`` (the API's own base URL, as the server's loopback reaches it) the web
-    console is served at ``/ui``, reading everything through that URL as each visitor.
+    console is served at ``/ui``, reading everything through that URL as each visitor,
+    and ``/`` redirects there (without it ``/`` is an unknown path, as any other).
     With ``reports_dir`` the simulator's reports in it are listed and served at
     ``/api/v1/reports`` (without it those routes answer 404, saying so). Unknown and
     invalid tokens are counted per client address by ``throttle`` (default: a
@@ -99,12 +100,18 @@ def create_app(
     if app.state.console is not None:
         app.state.console.state.visitor_headers = partial(visitor_headers, app.state.visitor_key)
         app.mount("/ui", app.state.console)
+        app.add_api_route("/", _to_console, methods=["GET", "HEAD"], include_in_schema=False)
     app.add_middleware(BodyLimit)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(DataError, _unstorable)
     return app
+
+
+async def _to_console() -> RedirectResponse:
+    """``/``: the console (a browser pointed at the server's address lands on it)."""
+    return RedirectResponse("/ui", status_code=307)
 
 
 async def _api_error(_: Request, error: Exception) -> JSONResponse:

@@ -1,13 +1,15 @@
 """A job's page in the console, on a real server (issue 37, the second hour): the log of
 every task shows the end of each task in a box of its own, in the job's order; a job
 that waits says that no task has started and why, and that it has no events yet; a log
-with nothing to show says so.
+with nothing to show says so. ``/`` leads to the console; the API's unknown paths still
+answer 404 in the API's JSON shape.
 """
 
 from __future__ import annotations
 
 import re
 
+import httpx
 from markupsafe import escape
 
 from phalanx.control.server import Server
@@ -83,6 +85,21 @@ def test_a_waiting_job_says_no_task_has_started_why_it_waits_and_that_it_has_no_
     assert admin.job("late")["phase"] == "Pending" and admin.get("/api/v1/jobs/late/events") == []
     events = visitor.get("/fragments/jobs/late").text
     assert 'id="no-events">no events yet: the job has not been placed</td>' in events
+
+
+def test_the_root_leads_to_the_console_and_unknown_api_paths_stay_json(server: Server) -> None:
+    with httpx.Client(base_url=server.url, follow_redirects=False) as http:
+        root = http.get("/")
+        assert root.status_code == 307 and root.headers["location"] == "/ui"
+        assert http.head("/").status_code == 307
+        landed = http.get("/", follow_redirects=True)
+        assert landed.status_code == 200 and str(landed.url).startswith(f"{server.url}/ui/login")
+        for path in ("/api/v1/nothing", "/api", "/nothing"):
+            missing = http.get(path)
+            assert missing.status_code == 404, path
+            assert missing.headers["content-type"] == "application/json", path
+            assert missing.json()["fix"].startswith(f"check the path {path!r}")
+        assert "/" not in http.get("/openapi.json").json()["paths"]
 
 
 def _wait_reason(admin: Api, name: str) -> str:
