@@ -185,7 +185,7 @@ def scale_job(
     row.document = document
     row.scale_requested = True
     # read before the commit ends the transaction
-    view = job_view(session, row, places=controller.view.positions)
+    view = job_view(session, row, places=controller.view.positions, with_document=True)
     session.commit()
     controller.wake(Intent.SCALES)
     return view
