@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
 from typer.testing import CliRunner
 
 from phalanx.cli.main import app
@@ -65,14 +67,24 @@ def compare_into(folder: Path, scratch: Path) -> None:
     assert (folder / "report.html").is_file()
 
 
-def reports_folder(tmp_path: Path) -> Path:
-    """DIR with three reports and every kind of entry that is not one."""
+@pytest.fixture(scope="session")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``sim compare`` output folder, made once for every test that shares it (the
+    replays take most of these tests' time, and their output depends on no server)."""
+    scratch = tmp_path_factory.mktemp("compared")
+    compare_into(scratch / "fifo-vs-tiresias", scratch)
+    return scratch / "fifo-vs-tiresias"
+
+
+def reports_folder(tmp_path: Path, compared: Path) -> Path:
+    """DIR with three reports (a copy of ``compared`` among them) and every kind of
+    entry that is not one."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.html").write_text(SECRET)
     (outside / "report.html").write_text(SECRET)
     folder = tmp_path / "reports"
-    compare_into(folder / "fifo-vs-tiresias", tmp_path)
+    shutil.copytree(compared, folder / "fifo-vs-tiresias")
     (folder / "chart.svg").write_text(HOSTILE_SVG)
     (folder / "figures.json").write_text('{"avg_jct_s": 12.5}')
     (folder / "notes.txt").write_text("not a report")
@@ -99,8 +111,9 @@ def raw_get(url: str, path: str, token: str) -> tuple[int, str]:
 
 def test_the_api_serves_the_reports_of_its_folder_and_nothing_outside_it(
     tmp_path: Path,
+    compared: Path,
 ) -> None:
-    with running_server(tmp_path, reports=reports_folder(tmp_path)) as server:
+    with running_server(tmp_path, reports=reports_folder(tmp_path, compared)) as server:
         api = Api(server.url, server.admin_token or "")
         bob = api.user("bob")
         listed = {r["name"]: r for r in bob.get("/api/v1/reports")}
@@ -128,8 +141,8 @@ def test_the_api_serves_the_reports_of_its_folder_and_nothing_outside_it(
             assert SECRET not in text and "root:" not in text, path
 
 
-def test_the_console_lists_reports_and_shows_one_sandboxed(tmp_path: Path) -> None:
-    with running_server(tmp_path, reports=reports_folder(tmp_path)) as server:
+def test_the_console_lists_reports_and_shows_one_sandboxed(tmp_path: Path, compared: Path) -> None:
+    with running_server(tmp_path, reports=reports_folder(tmp_path, compared)) as server:
         bob = Api(server.url, server.admin_token or "").user("bob")
         visitor = signed_in(server.url, bob.token)
         listing = visitor.get("/reports").text
