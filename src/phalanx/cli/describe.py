@@ -193,7 +193,7 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
         "Created": f"{_clock(job.created_at)} ({render.age(job.created_at, now)} ago)",
         "Started": _clock(job.started_at),
         "Finished": _clock(job.finished_at),
-        "Attempts": str(job.attempts),
+        "Attempt": render.attempt(job),
         "Preemptions": str(job.preemptions),
         **({"Progress": _progress(job.progress, now)} if job.progress else {}),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from rich.table import Table
 from rich.text import Text
@@ -58,6 +59,36 @@ def phase(text: str) -> Text:
     return Text(text, style=_PHASE_STYLE.get(text, ""))
 
 
+#: Job phases after which no task runs again (``Deleted``: how a watch shows a job gone,
+#: which ended before it went).
+_ENDED: Final = frozenset({"Succeeded", "Failed", "Cancelled", "Deleted"})
+
+
+def job_phase(job: JobSummaryView) -> Text:
+    """A job's phase, with why it waits when it waits to retry: ``Pending (Retrying)``."""
+    if job.phase == "Pending" and job.reason == "Retrying":
+        return Text("Pending (Retrying)", style=_PHASE_STYLE["Pending"])
+    return phase(job.phase)
+
+
+def job_tasks(job: JobSummaryView) -> str:
+    """The TASKS cell: ``running/all`` while the job is live; once it has ended, as
+    kubectl's COMPLETIONS, ``succeeded/all`` (a finished gang of two: ``2/2``)."""
+    total = sum(job.task_counts.values())
+    done = job.phase in _ENDED
+    shown = job.task_counts.get("Succeeded" if done else "Running", 0)
+    return f"{shown}/{total}"
+
+
+def attempt(job: JobSummaryView) -> str:
+    """Which attempt the job is on, as the log headers number them (``--- attempt 2``),
+    with its retries: ``2 (1 retry)``; ``1`` before any retry."""
+    if not job.attempts:
+        return "1"
+    retries = "retry" if job.attempts == 1 else "retries"
+    return f"{job.attempts + 1} ({job.attempts} {retries})"
+
+
 def bar(used: float, total: float, width: int = 20) -> Text:
     """``[████░░░░] used/total`` filled by ``used / total``; green, yellow past 70 %, red past 90 %."""
     share = 0.0 if total <= 0 or math.isinf(total) else min(1.0, max(0.0, used / total))
@@ -95,24 +126,24 @@ def node_status(node: NodeView) -> Text:
 
 
 def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False) -> Table:
-    """One row per job: name, queue, user, phase, its place in its queue's line while it
-    waits (``-`` otherwise), running/total tasks, GPUs held, age; wide adds what it
-    requests, its nodes, attempts, preemptions and why it is where it is."""
+    """One row per job: name, queue, user, phase (``Pending (Retrying)`` while it waits to
+    retry), its place in its queue's line while it waits (``-`` otherwise), its tasks
+    (``job_tasks``), GPUs held, age; wide adds what it requests, its nodes, its attempt,
+    preemptions and why it is where it is."""
     table = Table(box=None, pad_edge=False)
     for title in ("NAME", "QUEUE", "USER", "PHASE", "POSITION", "TASKS", "GPUS", "AGE"):
         table.add_column(title, overflow="fold", no_wrap=title not in ("NAME",))
     if wide:
-        for title in ("REQUESTS", "NODES", "ATTEMPTS", "PREEMPTIONS", "REASON", "MESSAGE"):
+        for title in ("REQUESTS", "NODES", "ATTEMPT", "PREEMPTIONS", "REASON", "MESSAGE"):
             table.add_column(title, overflow="fold")
     for job in jobs:
-        running = job.task_counts.get("Running", 0)
         row: list[str | Text] = [
             job.name,
             job.queue,
             job.user,
-            phase(job.phase),
+            job_phase(job),
             "-" if job.queue_position is None else str(job.queue_position),
-            f"{running}/{sum(job.task_counts.values())}",
+            job_tasks(job),
             amount("gpu", job.allocated.get("gpu", 0.0)),
             age(job.created_at, now),
         ]
@@ -120,7 +151,7 @@ def jobs_table(jobs: Sequence[JobSummaryView], now: float, *, wide: bool = False
             row += [
                 Resources.of(job.requests).describe(),
                 ",".join(job.nodes) or "-",
-                str(job.attempts),
+                attempt(job),
                 str(job.preemptions),
                 job.reason,
                 job.message,

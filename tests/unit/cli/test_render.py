@@ -72,6 +72,25 @@ def test_the_jobs_table_shows_a_waiting_jobs_place_in_its_queues_line() -> None:
     assert waiting.split()[3:5] == ["Queued", "2"]
 
 
+def test_an_ended_job_counts_its_succeeded_tasks_and_a_retry_says_so() -> None:
+    def job(phase: str, counts: dict[str, int], **more: object) -> JobSummaryView:
+        return JobSummaryView.model_validate(
+            {"name": "j", "queue": "q", "user": "u", "phase": phase, "created_at": 0.0}
+            | {"task_counts": counts, **more}
+        )
+
+    # A finished gang reads as done, not as none running (kubectl's COMPLETIONS).
+    assert render.job_tasks(job("Succeeded", {"Succeeded": 2})) == "2/2"
+    assert render.job_tasks(job("Failed", {"Failed": 1, "Succeeded": 1})) == "1/2"
+    assert render.job_tasks(job("Running", {"Running": 1, "Pending": 1})) == "1/2"
+    # Waiting out a retry: the phase says why; the attempt is numbered as the log's header.
+    retrying = job("Pending", {"Pending": 2}, reason="Retrying", attempts=1)
+    row = text_of(render.jobs_table([retrying], 0.0, wide=True)).splitlines()[1]
+    assert "Pending (Retrying)" in row and "2 (1 retry)" in row
+    assert render.attempt(job("Running", {})) == "1"
+    assert render.attempt(job("Running", {}, attempts=2)) == "3 (2 retries)"
+
+
 def test_the_tasks_table_shows_each_task() -> None:
     tasks = [
         TaskView(name="j-w-0", role="w", index=0, phase="Running", node="n0", gpus=[0, 1]),
