@@ -56,7 +56,12 @@ def duration(option: str, text: str) -> float:
     try:
         return parse_duration(text)
     except DocumentError as error:
-        fail(f"{option}: {error}; fix: {error.fix}")
+        said = str(error)
+        fail(
+            f"{option}: {said}"
+            if not error.fix or error.fix in said
+            else f"{option}: {said}; fix: {error.fix}"
+        )
 
 
 def _phases(condition: str) -> list[str]:

@@ -8,6 +8,7 @@ newer server does not break an older client.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
@@ -79,12 +80,17 @@ class ReportFile:
 
 class LogChunks(Iterator[str]):
     """The text of a log answer, chunk by chunk. The connection is freed at the end, on
-    ``close()``, or on leaving a ``with`` block; a lost connection raises ``ClientError``."""
+    ``close()``, or on leaving a ``with`` block; a lost connection raises ``ClientError``.
+    ``warnings``: the server's notes on output it left out (a task whose log cannot be
+    read, or that ``since`` leaves out), one sentence each."""
 
     def __init__(self, response: httpx.Response, lost: Callable[[Exception], ClientError]) -> None:
         self._response = response
         self._texts = response.iter_text()
         self._lost = lost
+        self.warnings = tuple(
+            _warning_text(value) for value in response.headers.get_list("warning")
+        )
 
     def __next__(self) -> str:
         try:
@@ -475,6 +481,8 @@ class Client:
         *,
         all_tasks: bool = False,
         tail: int | None = None,
+        lines: int | None = None,
+        since: float | None = None,
     ) -> LogChunks:
         """A task's output (the job's first task by default) as text chunks; with
         ``all_tasks``, every task's output as whole lines ``TASK | line`` (lines of
@@ -483,7 +491,12 @@ class Client:
         ended. Iterate to the end, or ``close()`` the answer, to free the connection.
         Naming a ``task`` together with ``all_tasks`` raises ``ClientError`` (field
         ``all``) before anything is sent. ``tail``: how many bytes from the end of each
-        task's log to start with (None: the server's default, 1 MiB)."""
+        task's log to start with (None: the server's default, 1 MiB); ``lines``: of those,
+        only the last so many lines; ``since`` (seconds): only the output of tasks whose
+        current run started within that long (lines carry no time stamps), the others'
+        new output only. What the server left out, it says in the answer's ``warnings``.
+        A task that started but whose log cannot be read (a server restarted with another
+        tasks dir, say) raises ``ClientError`` (404) saying where it was looked for."""
         if all_tasks and task is not None:
             raise ClientError(
                 f"task {task!r} and all_tasks ask for one task and for every task",
@@ -497,6 +510,10 @@ class Client:
             params["all"] = True
         if tail is not None:
             params["tail"] = tail
+        if lines is not None:
+            params["lines"] = lines
+        if since is not None:
+            params["since"] = since
         path = f"{_API}/jobs/{_segment(name)}/logs"
         timeout = httpx.Timeout(self._timeout, read=None) if follow else None
         request = self._http.build_request("GET", path, params=params, timeout=timeout)
@@ -629,6 +646,24 @@ class Client:
         if url is None or url.scheme not in ("http", "https") or not url.host:
             raise from_transport(httpx.InvalidURL(server), server, self._server_from)
         return url
+
+
+def _warning_text(header: str) -> str:
+    """The text of an HTTP ``Warning`` header (``299 - "text"``, as the server writes
+    them: quotes and backslashes escaped, other than ASCII as ``\\xNN``, ``\\uNNNN``), or
+    the header as it is when not of that form."""
+    code, _, rest = header.partition(" - ")
+    if not code.strip().isdigit() or len(rest) < 2 or rest[0] != '"' or rest[-1] != '"':
+        return header
+    return _ESCAPE.sub(_unescape, rest[1:-1])
+
+
+_ESCAPE: Final = re.compile(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    return chr(int(escaped[1:], 16)) if len(escaped) > 1 else escaped
 
 
 def _segment(name: str) -> str:

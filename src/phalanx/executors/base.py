@@ -30,6 +30,7 @@ __all__ = [
     "COMMAND_NOT_FOUND",
     "OOM_KILLED",
     "Executor",
+    "LogAbsence",
     "LogSource",
     "LogStream",
     "NodeSource",
@@ -99,13 +100,24 @@ class LogStream(StrEnum):
     STDERR = "stderr"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogAbsence:
+    """Why a task's stream cannot be read where the server looks for it (one sentence
+    naming the place), and what a person can do about it."""
+
+    reason: str
+    fix: str
+
+
 class TaskLog(Protocol):
     """One output stream of one task: bytes that only grow, read by offset.
 
     Offsets count bytes from the stream's start; every run of the task (a retry, a
     restart of its gang) appends to the same stream. A task that never wrote anything,
     or never ran, has an empty stream: ``size()`` is 0 and every read is ``b""``.
-    Neither call waits for output that is not written yet.
+    Neither call waits for output that is not written yet. ``absent()`` tells an empty
+    stream from one that is not there to be read (a task that started has one, empty
+    or not).
     """
 
     def size(self) -> int:
@@ -115,6 +127,13 @@ class TaskLog(Protocol):
     def read(self, offset: int, limit: int) -> bytes:
         """Up to ``limit`` bytes from ``offset`` (fewer at the end, ``b""`` past it).
         Raises ``InvalidInput`` for a negative offset or limit."""
+        ...
+
+    def absent(self) -> LogAbsence | None:
+        """None when the stream is there to be read (empty or not); otherwise why not
+        (nothing where it should be, something that is not the task's log file, a file
+        the server cannot read, a node that cannot be asked). Never blocks on, and never
+        follows, anything a task controls."""
         ...
 
 

@@ -114,6 +114,7 @@ class _Live:
     placement: Placement | None  # None when adopted: its peers' view is unknown
     process: TaskProcess | LaunchedTask | ContainerTask
     since: float  # when it started (or was adopted): no later event of it is earlier
+    logs: str  # the directory its logs are written in (``ProcessRecord.logs``)
     group: TaskGroup | None = None  # its cgroup, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
@@ -350,6 +351,7 @@ class LocalExecutor:
                 placement=None,
                 process=process,
                 since=now,
+                logs=record.log_dir,
                 group=group,
             )
 
@@ -448,11 +450,17 @@ class LocalExecutor:
 
     def logs(self, job: str, task: str, stream: LogStream) -> FileLog:
         """The task's ``stdout.log`` or ``stderr.log`` in its working directory (every run
-        appends there). Only computes a path, so any thread may call it. Raises
-        ``InvalidInput`` for a name that cannot name a task directory."""
+        appends there); when it is not there, its ``absent()`` reads the record of the
+        task's last start to tell where that start wrote it. Only computes paths, so any
+        thread may call it. Raises ``InvalidInput`` for a name that cannot name a task
+        directory."""
         check_directory_names(job, task)
         file = STDOUT_LOG if stream is LogStream.STDOUT else STDERR_LOG
-        return FileLog(path=self.workdir(job, task) / file)
+        return FileLog(
+            path=self.workdir(job, task) / file,
+            record=self._dirs.record(job, task),
+            tasks_root=self.tasks_dir,
+        )
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -563,6 +571,7 @@ class LocalExecutor:
                 placement=item.placement,
                 process=process,
                 since=max(now, at),
+                logs=item.request.record.logs,
                 group=None if group is None else group.group,
             )
             # When the launcher answered: a batch of starts takes a while, and each
@@ -617,6 +626,7 @@ class LocalExecutor:
             isolation=IsolationKind.RLIMIT if live.group is None else self.isolation.kind,
             cgroup="" if live.group is None else str(live.group.path),
             container=live.process.name if isinstance(live.process, ContainerTask) else "",
+            logs=live.logs,
         )
 
     def _unpause(self, live: _Live) -> None:

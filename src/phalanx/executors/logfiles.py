@@ -4,7 +4,10 @@ descriptor a task writes it through.
 Guarantees: ``FileLog`` reads only a regular file at its path. A symbolic link there
 (a task may replace its own ``stdout.log``) is never followed: the stream reads as
 empty, so the API cannot be made to serve a file the task pointed it at. A missing
-file (the task has not started, or its directory was removed) reads as empty too.
+file (the task has not started, or its directory was removed) reads as empty too;
+``absent()`` tells such a stream from an empty file, and, from the server's own record
+of the task's last start (in its data dir, never where a task writes), where that start
+wrote the log when it is not at its path (a server restarted with another tasks dir).
 ``open_log`` never writes through a link either, nor blocks on a FIFO, nor appends to
 a file that has another name elsewhere: the server, root or not, writes only the
 task's own log.
@@ -20,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.executors.base import LogAbsence
 from phalanx.executors.identity import TaskIdentity
+from phalanx.executors.records import read_record
 
 # Errors that mean "no log file here", as opposed to a broken disk.
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
@@ -30,9 +35,69 @@ LOG_MODE = 0o600
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileLog:
-    """The log file at ``path`` (implements ``phalanx.executors.base.TaskLog``)."""
+    """The log file at ``path`` (implements ``phalanx.executors.base.TaskLog``).
+
+    ``record``: the server's record of the task's last start (``records.write_record``),
+    and ``tasks_root`` the tasks dir ``path`` is in (``T/<job>/<task>/<file>``): with
+    both, a log that is not at ``path`` is said to be where that start wrote it."""
 
     path: Path
+    record: Path | None = None
+    tasks_root: Path | None = None
+
+    def absent(self) -> LogAbsence | None:
+        """None when ``path`` is a regular file the server can open; otherwise why not,
+        naming ``path``. Opens ``path`` alone, without following a link or blocking."""
+        try:
+            # O_NONBLOCK: a FIFO put in the file's place must not hang the reader.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                return LogAbsence(
+                    reason=f"{self.path} is a symbolic link, which the server never follows",
+                    fix="the task replaced its log with a link: read what it points to yourself",
+                )
+            if error.errno in _ABSENT:
+                return self._elsewhere() or LogAbsence(
+                    reason=f"no log file at {self.path}",
+                    fix="it was removed, or this server was started with another --tasks-dir "
+                    "since the task ran: look for it there",
+                )
+            return LogAbsence(
+                reason=f"the server cannot read {self.path}: {error.strerror}",
+                fix="let the server's user read it again (its owner or mode was changed)",
+            )
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return LogAbsence(
+                    reason=f"{self.path} is not a regular file, so the server does not read it",
+                    fix="the task put something else in its log's place: look at it yourself",
+                )
+        finally:
+            os.close(fd)
+        return None
+
+    def _elsewhere(self) -> LogAbsence | None:
+        """Where the task's last start wrote this log, when that is not ``path``'s
+        directory; None when the record does not say, or says it is there."""
+        if self.record is None or self.tasks_root is None:
+            return None
+        found = read_record(self.record)  # in the server's data dir: not a tenant's place
+        written = Path(found.log_dir) if found is not None and found.log_dir else None
+        if written is None or written == self.path.parent:
+            return None
+        old_root = written.parents[1] if len(written.parents) > 1 else written  # T/<job>/<task>
+        if old_root == self.tasks_root:
+            return LogAbsence(
+                reason=f"no log file at {self.path} (the task's last start wrote it in {written})",
+                fix=f"look for it in {written}",
+            )
+        return LogAbsence(
+            reason=f"the log is not in the tasks dir {self.tasks_root} (it was written "
+            f"under {old_root}, which this server no longer uses)",
+            fix=f"read {written / self.path.name} there, or restart phalanx up with "
+            f"--tasks-dir {old_root} to serve it again",
+        )
 
     def size(self) -> int:
         """The file's size in bytes; 0 when it is missing or not a regular file."""

@@ -33,6 +33,10 @@ class ProcessRecord:
     as rlimit isolation. ``container`` names the container of a task that runs in one
     (``phalanx.executors.containers``); ``workdir`` is then the server's own directory
     of the task, where its wrapper writes ``exit_code``, not the one the task writes in.
+    ``logs`` is the directory its ``stdout.log`` and ``stderr.log`` were written in (its
+    working directory under the tasks dir of the server that started it); records
+    written before this field existed read as ``""`` (``log_dir`` then tells it from
+    ``workdir`` where it can).
     """
 
     job: str
@@ -46,6 +50,7 @@ class ProcessRecord:
     isolation: IsolationKind = IsolationKind.RLIMIT
     cgroup: str = ""  # the task's group (its memory one under v1), for cgroup isolation
     container: str = ""  # the name of the task's container, for a role with an image
+    logs: str = ""  # where its logs were written: its working directory in the tasks dir
 
     def __post_init__(self) -> None:
         if (self.isolation in GROUPED) != bool(self.cgroup):
@@ -54,6 +59,12 @@ class ProcessRecord:
                 field="cgroup",
                 fix="a group path exactly for cgroup2 or cgroup1 isolation",
             )
+
+    @property
+    def log_dir(self) -> str:
+        """The directory the task's logs were written in; ``""`` when the record does not
+        say (an older record of a task in a container)."""
+        return self.logs or ("" if self.container else self.workdir)
 
     def to_dict(self) -> RecordDict:
         """A JSON-ready dict; ``from_dict`` reads it back equal."""
@@ -69,6 +80,7 @@ class ProcessRecord:
             "isolation": self.isolation.value,
             "cgroup": self.cgroup,
             "container": self.container,
+            "logs": self.logs,
         }
 
     @classmethod
@@ -98,6 +110,11 @@ class ProcessRecord:
                 field="container",
                 fix="as records() gave it",
             )
+        logs = data.get("logs", "")
+        if not isinstance(logs, str):
+            raise InvalidInput(
+                f"{logs!r} is not a directory", field="logs", fix="as records() gave it"
+            )
         gpus = data.get("gpus", [])
         if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
             raise InvalidInput(f"{gpus!r} is not a list of GPU ids", field="gpus", fix="[0, 1]")
@@ -113,6 +130,7 @@ class ProcessRecord:
             isolation=IsolationKind(str(isolation)),
             cgroup=cgroup,
             container=container,
+            logs=logs,
         )
 
 

@@ -112,6 +112,7 @@ class StartRequests:
         record = _unstarted(
             launch,
             workdir,
+            logs=workdir,
             isolation=IsolationKind.RLIMIT if group is None else self._groups.isolation.kind,
             cgroup="" if group is None else str(group.group.path),
         )
@@ -167,7 +168,7 @@ class StartRequests:
             identity=launch.identity,
             group=None,  # the container has its own, made by the runtime
             memory_kib=None,
-            record=_unstarted(launch, control, container=name),  # control: its exit_code
+            record=_unstarted(launch, control, logs=workdir, container=name),  # control: exit_code
             files=task_files(launch, injected),  # the workdir is mounted at its own path
             client=True,
             attempt=launch.attempt,
@@ -203,9 +204,9 @@ def mount_problem(launch: TaskLaunch) -> str | None:
     return None
 
 
-def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecord:
-    """The record of ``launch`` before it runs, kept in ``workdir``: the launcher fills in
-    its pid and start time once it does."""
+def _unstarted(launch: TaskLaunch, workdir: Path, *, logs: Path, **fields: Any) -> ProcessRecord:
+    """The record of ``launch`` before it runs, kept in ``workdir``, its logs written in
+    ``logs``: the launcher fills in its pid and start time once it does."""
     return ProcessRecord(
         job=launch.job,
         task=launch.task,
@@ -213,6 +214,7 @@ def _unstarted(launch: TaskLaunch, workdir: Path, **fields: Any) -> ProcessRecor
         pid=0,
         start_time=0.0,
         workdir=str(workdir),
+        logs=str(logs),
         workload=launch.workload,
         gpus=launch.gpus,
         **fields,

@@ -4,14 +4,16 @@ looks, the last lines of a log, and deleting a pipeline, against a real server."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from phalanx.cli import watch
-from phalanx.control.server import Server
-from tests.integration.control.serving import Api, wait_for
+from phalanx.control.server import Server, ServerSettings
+from tests.integration.control.serving import CLUSTER, FAST, Api, database_url, wait_for
 from tests.integration.control.test_cli import QUEUE_AND_JOB, ok, phalanx, refused
 
 QUEUE = QUEUE_AND_JOB.split("---\n")[0]
@@ -118,8 +120,8 @@ def test_get_jobs_watch_prints_the_table_then_each_change(
     # No header (nothing to list at first), a row once it succeeded, none while nothing
     # changed (its AGE is no change), one when it was deleted.
     assert [(row[0], row[3], row[5]) for row in rows] == [
-        ("hello", "Succeeded", "0/2"),
-        ("hello", "Deleted", "0/2"),
+        ("hello", "Succeeded", "2/2"),
+        ("hello", "Deleted", "2/2"),
     ]
 
 
@@ -158,3 +160,106 @@ def test_delete_pipeline_leaves_its_runs_going(server: Server, tmp_path: Path) -
     assert "no pipeline named 'two'" in refused(phalanx(server, "delete", "pipelines", "two"))
     ok(phalanx(server, "apply", "-f", "-", stdin=TWO_STEPS))
     assert ok(phalanx(server, "delete", "pipelines", "two")) == "pipeline/two deleted\n"
+
+
+@contextmanager
+def serving(tmp_path: Path, tasks: Path, db: str | None) -> Iterator[tuple[Server, str]]:
+    """A server over ``tmp_path/data`` (the same every time) running tasks in ``tasks``,
+    and its admin's token; stopped afterwards."""
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    settings = ServerSettings(
+        data_dir=tmp_path / "data",
+        db_url=db,
+        port=0,
+        cluster=tmp_path / "cluster.yaml",
+        timing=FAST,
+        tasks_dir=tasks,
+        shared_identity=True,  # the tasks write into the test's directory
+    )
+    server = Server(settings)
+    server.start()
+    try:
+        yield server, (tmp_path / "data" / "admin.token").read_text().strip()
+    finally:
+        server.stop()
+
+
+def test_logs_written_under_another_tasks_dir_say_where_they_are(tmp_path: Path) -> None:
+    old, new = tmp_path / "old-tasks", tmp_path / "new-tasks"
+    db = database_url(tmp_path)  # the restarted server opens the same one
+    with serving(tmp_path, old, db) as (first, token):
+        ok(phalanx(first, "apply", "-f", "-", stdin=QUEUE_AND_JOB, token=token))
+        ok(phalanx(first, "wait", "job", "hello", token=token))
+        assert ok(phalanx(first, "logs", "hello", token=token)) == "rank=0\n"
+        removed = old / "hello" / "hello-worker-1" / "stdout.log"
+        removed.unlink()  # a log removed from under the server
+        error = refused(phalanx(first, "logs", "hello", "hello-worker-1", token=token))
+        assert error.startswith(
+            f"error: no stdout of task hello-worker-1 to show: no log file at {removed}"
+        )
+        shown = phalanx(first, "logs", "hello", "--all", token=token)
+        assert ok(shown) == "hello-worker-0 | rank=0\n"  # the other task's output, and why not
+        assert shown.stderr.startswith(
+            f"warning: no stdout of task hello-worker-1 to show: no log file at {removed}"
+        )
+    with serving(tmp_path, new, db) as (second, token):
+        moved = (
+            f"the log is not in the tasks dir {new} (it was written under {old}, which this "
+            "server no longer uses)"
+        )
+        for args in ((), ("-f",), ("hello-worker-0", "--stderr"), ("--all", "-f")):
+            error = refused(phalanx(second, "logs", "hello", *args, token=token))
+            assert moved in error, (args, error)
+            assert f"restart phalanx up with --tasks-dir {old}" in error
+        assert "(and 1 more task(s) of job hello alike)" in refused(
+            phalanx(second, "logs", "hello", "--all", token=token)
+        )
+        # A job that ran under the new tasks dir is served as ever.
+        ok(
+            phalanx(
+                second,
+                "apply",
+                "-f",
+                "-",
+                stdin=QUEUE_AND_JOB.replace("hello", "again"),
+                token=token,
+            )
+        )
+        ok(phalanx(second, "wait", "job", "again", token=token))
+        assert ok(phalanx(second, "logs", "again", token=token)) == "rank=0\n"
+
+
+COUNTER = QUEUE_AND_JOB.replace(
+    '"echo rank=$RANK; echo warn-$RANK >&2"', '"for i in 1 2 3 4 5; do echo $i-$RANK; done"'
+)
+
+
+def test_logs_tail_gives_the_last_lines_and_since_counts_from_each_tasks_start(
+    server: Server,
+) -> None:
+    ok(phalanx(server, "apply", "-f", "-", stdin=COUNTER))
+    ok(phalanx(server, "wait", "job", "hello"))
+    assert ok(phalanx(server, "logs", "hello", "--tail", "2")) == "4-0\n5-0\n"
+    assert ok(phalanx(server, "logs", "hello", "--all", "--tail", "1")) == (
+        "hello-worker-0 | 5-0\nhello-worker-1 | 5-1\n"
+    )
+    assert ok(phalanx(server, "logs", "hello", "-f", "--tail", "1")) == "5-0\n"
+    assert ok(phalanx(server, "logs", "hello", "--tail", "-1")).count("\n") == 5
+    nothing = phalanx(server, "logs", "hello", "--tail", "0")
+    assert (ok(nothing), nothing.stderr) == ("", "")  # nothing asked for, nothing said
+    assert ok(phalanx(server, "logs", "hello", "--since", "1h")).count("\n") == 5
+    started = max(task["started_at"] for task in admin(server).job("hello")["tasks"])
+    wait_for(lambda: time.time() > started + 1.5, "both tasks to have started over 1s ago")
+    earlier = phalanx(server, "logs", "hello", "--all", "--since", "1s")
+    assert ok(earlier) == ""
+    assert earlier.stderr.startswith(
+        "warning: since=1s leaves out the output so far of 2 task(s) whose current run "
+        "started earlier or has not started: hello-worker-0, hello-worker-1 (a log's lines "
+        "carry no time stamps"
+    )
+    assert "--since: " in refused(phalanx(server, "logs", "hello", "--since", "soon"))
+    quiet = phalanx(server, "logs", "hello", "--stderr")
+    assert (ok(quiet), quiet.stderr) == (
+        "",
+        "note: task hello-worker-0 has written nothing to its stderr\n",
+    )

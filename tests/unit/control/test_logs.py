@@ -12,22 +12,28 @@ import pytest
 
 from phalanx.control.api.logs import (
     MAX_LINE,
+    READ_CHUNK,
     JobLiveness,
+    Window,
+    absences,
+    before,
     follow,
     prefixed_follow,
     prefixed_tail,
+    since_note,
     tail,
 )
 from phalanx.control.controllers.views import ClusterView
-from phalanx.executors.base import TaskLog
+from phalanx.executors.base import LogAbsence, TaskLog
 
 
 class MemoryLog:
     """A TaskLog held in memory; ``reads`` counts read calls."""
 
-    def __init__(self, data: bytes = b"") -> None:
+    def __init__(self, data: bytes = b"", *, missing: LogAbsence | None = None) -> None:
         self.data = bytearray(data)
         self.reads = 0
+        self.missing = missing
 
     def write(self, data: bytes) -> None:
         self.data += data
@@ -38,6 +44,9 @@ class MemoryLog:
     def read(self, offset: int, limit: int) -> bytes:
         self.reads += 1
         return bytes(self.data[offset : offset + limit])
+
+    def absent(self) -> LogAbsence | None:
+        return self.missing
 
 
 class Script:
@@ -250,3 +259,54 @@ def test_a_job_the_view_does_not_know_yet_is_live_until_a_later_tick_could_have_
 def test_a_job_the_store_called_ended_is_live_only_if_the_view_says_so() -> None:
     assert not JobLiveness(Views(), "j", stored_live=False)()
     assert JobLiveness(Views("j"), "j", stored_live=False)()
+
+
+def test_a_window_of_lines_starts_at_a_lines_start_within_its_bytes() -> None:
+    log = MemoryLog(b"one\ntwo\nthree\n")
+    assert tail(log, Window(size=1000, lines=2)) == b"two\nthree\n"
+    assert tail(log, Window(size=1000, lines=1)) == b"three\n"
+    assert tail(log, Window(size=1000, lines=9)) == b"one\ntwo\nthree\n"
+    assert tail(log, Window(size=1000, lines=0)) == b""
+    assert tail(log, Window(size=8, lines=3)) == b"o\nthree\n"  # the bytes bound it first
+    unended = MemoryLog(b"one\ntwo\nthr")  # a last line without its newline is a line
+    assert tail(unended, Window(size=1000, lines=2)) == b"two\nthr"
+    assert tail(MemoryLog(), Window(size=1000, lines=2)) == b""
+    assert tail(MemoryLog(b"\n\n\n"), Window(size=1000, lines=2)) == b"\n\n"
+
+
+def test_a_window_of_lines_finds_them_across_read_chunks() -> None:
+    long = b"x" * (READ_CHUNK + 10)
+    log = MemoryLog(b"first\n" + long + b"\nlast\n")
+    assert tail(log, Window(size=2**30, lines=2)) == long + b"\nlast\n"
+    assert tail(log, Window(size=2**30, lines=3)) == b"first\n" + long + b"\nlast\n"
+
+
+def test_lines_and_fresh_tasks_when_every_task_is_prefixed() -> None:
+    logs: list[tuple[str, TaskLog]] = [("a", MemoryLog(b"1\n2\n3\n")), ("b", MemoryLog(b"x\ny\n"))]
+    window = Window(size=1000, lines=1)
+    assert text(prefixed_tail(logs, window)) == "a | 3\nb | y\n"
+    assert text(prefixed_tail(logs, window, fresh={"a"})) == "b | y\n"
+    b = logs[1][1]
+    assert isinstance(b, MemoryLog)
+    script = Script(lambda: b.write(b"z\n"))
+    follows = prefixed_follow(logs, window, script.live, sleep=script.sleep, fresh={"b"})
+    assert text(follows) == "a | 3\nb | z\n"  # b: only what it wrote from then on
+
+
+def test_absences_are_asked_of_started_tasks_whose_log_reads_as_empty() -> None:
+    gone = LogAbsence(reason="no log file at /t/j/a/stdout.log", fix="look elsewhere")
+    logs: list[tuple[str, TaskLog]] = [
+        ("a", MemoryLog(missing=gone)),
+        ("b", MemoryLog(b"out\n", missing=gone)),  # it reads: it is there
+        ("c", MemoryLog(missing=gone)),  # not started: it may have no log yet
+        ("d", MemoryLog()),
+    ]
+    assert absences(logs, started={"a", "b", "d"}) == {"a": gone}
+
+
+def test_since_leaves_out_tasks_that_started_before_it_or_have_not_started() -> None:
+    starts = [("a", 100.0), ("b", 50.0), ("c", None), ("d", 80.0)]
+    assert before(starts, 80.0) == ["b", "c"]
+    note = since_note([f"t{i}" for i in range(7)], 300.0)
+    assert note.startswith("since=300s leaves out the output so far of 7 task(s) whose ")
+    assert "t0, t1, t2, t3, t4 and 2 more" in note and "no time stamps" in note

@@ -1,14 +1,17 @@
-"""FileLog: a task's log file read by offset, never through a link the task planted."""
+"""FileLog: a task's log file read by offset, never through a link the task planted; when
+it is not there, why, and where the task's last start wrote it."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.logfiles import FileLog
+from phalanx.executors.records import ProcessRecord, write_record
 
 
 def test_size_and_reads_by_offset(tmp_path: Path) -> None:
@@ -55,3 +58,49 @@ def test_negative_offsets_and_limits_are_refused(
     with pytest.raises(InvalidInput) as error:
         FileLog(path=tmp_path / "stdout.log").read(offset, limit)
     assert error.value.field == field
+
+
+def test_absent_tells_a_log_that_is_there_from_one_that_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "stdout.log"
+    missing = FileLog(path=path).absent()
+    assert missing is not None and missing.reason == f"no log file at {path}"
+    assert "--tasks-dir" in missing.fix
+    path.write_bytes(b"")
+    assert FileLog(path=path).absent() is None  # empty, but there
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere")
+    link = FileLog(path=path).absent()
+    assert link is not None and "symbolic link, which the server never follows" in link.reason
+    path.unlink()
+    os.mkfifo(path)  # opened without blocking, and not read
+    fifo = FileLog(path=path).absent()
+    assert fifo is not None and f"{path} is not a regular file" in fifo.reason
+
+
+def test_absent_says_where_the_last_start_wrote_a_log_that_is_not_in_this_tasks_dir(
+    tmp_path: Path,
+) -> None:
+    old, new = tmp_path / "old-tasks", tmp_path / "new-tasks"
+    record = tmp_path / "data" / "records" / "j" / "t" / "process.json"
+    start = ProcessRecord(
+        job="j", task="t", node="n0", pid=42, start_time=1.0, workdir=str(old / "j" / "t"),
+        logs=str(old / "j" / "t"),
+    )  # fmt: skip
+    write_record(record, start)
+    log = FileLog(path=new / "j" / "t" / "stdout.log", record=record, tasks_root=new)
+    found = log.absent()
+    assert found is not None
+    assert found.reason == (
+        f"the log is not in the tasks dir {new} (it was written under {old}, which this "
+        "server no longer uses)"
+    )
+    assert found.fix == (
+        f"read {old / 'j' / 't' / 'stdout.log'} there, or restart phalanx up with "
+        f"--tasks-dir {old} to serve it again"
+    )
+    # A record from before ``logs`` was recorded: its workdir says (not for a container).
+    write_record(record, replace(start, logs=""))
+    assert log.absent() == found
+    write_record(record, replace(start, logs="", container="c", workdir=str(record.parent)))
+    plain = log.absent()
+    assert plain is not None and plain.reason == f"no log file at {log.path}"

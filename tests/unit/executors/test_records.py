@@ -44,6 +44,19 @@ def test_a_record_from_before_isolation_was_recorded_reads_as_rlimit() -> None:
     assert (read.isolation, read.cgroup) == (IsolationKind.RLIMIT, "")
 
 
+def test_where_the_logs_were_written_survives_json_and_an_older_record_tells_it_from_workdir() -> (
+    None
+):
+    written = replace(record(), logs="/old/tasks/bert/bert-worker-0")
+    assert ProcessRecord.from_dict(json.loads(json.dumps(written.to_dict()))) == written
+    assert written.log_dir == "/old/tasks/bert/bert-worker-0"
+    data = record().to_dict()
+    del data["logs"]
+    older = ProcessRecord.from_dict(data)
+    assert (older.logs, older.log_dir) == ("", "/data/tasks/bert/bert-worker-0")
+    assert replace(older, container="c").log_dir == ""  # its workdir is the server's own
+
+
 def test_a_group_is_recorded_exactly_for_cgroup_isolation() -> None:
     with pytest.raises(InvalidInput) as error:
         replace(record(), isolation=IsolationKind.CGROUP2)
@@ -73,6 +86,7 @@ def test_workload_and_gpus_may_be_left_out() -> None:
         ("isolation", "docker"),
         ("cgroup", "relative/group"),
         ("cgroup", 7),
+        ("logs", 3),
     ],
 )
 def test_bad_fields_are_named(field: str, value: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Body, Query, Request
@@ -10,7 +11,15 @@ from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
 from phalanx.control.api.deps import Caller, DbSession, TheController, errors
 from phalanx.control.api.job_views import job_summaries, job_view, task_view
-from phalanx.control.api.logs import JobLiveness, prefixed_follow, prefixed_tail
+from phalanx.control.api.logs import (
+    JobLiveness,
+    Window,
+    absences,
+    before,
+    prefixed_follow,
+    prefixed_tail,
+    since_note,
+)
 from phalanx.control.api.logs import follow as follow_log
 from phalanx.control.api.logs import tail as read_tail
 from phalanx.control.auth import Principal
@@ -21,7 +30,7 @@ from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow
 from phalanx.control.submit import parse_job
 from phalanx.domain.job import JobPhase, TaskPhase
-from phalanx.executors.base import LogStream, TaskLog
+from phalanx.executors.base import LogAbsence, LogStream, TaskLog
 from phalanx.spec.job import JobDocument
 from phalanx.wire.bodies import ScaleRequest
 from phalanx.wire.views import EventView, JobPage, JobView, TaskPage, WhyView
@@ -232,7 +241,8 @@ def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
     response_class=Response,  # the answers are text; errors keep the JSON error shape
     responses={
         200: {
-            "description": "The output, as text.",
+            "description": "The output, as text; a ``Warning`` header for each task whose "
+            "output is left out (its log cannot be read, or ``since`` leaves it out).",
             "content": {"text/plain": {"schema": {"type": "string"}}},
         },
         **errors(404, 501),
@@ -252,13 +262,29 @@ def job_logs(
     tail: Annotated[
         int, Query(ge=0, le=2**30, description="bytes from the end (of each task's log)")
     ] = 2**20,
+    lines: Annotated[
+        int | None,
+        Query(ge=0, le=2**30, description="only the last lines (of each task's log, within tail)"),
+    ] = None,
+    since: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            description="seconds: only the output of tasks whose current run started within "
+            "this long (a log's lines carry no time stamps); the others' new output only",
+        ),
+    ] = None,
     all_tasks: Annotated[
         bool, Query(alias="all", description="every task's lines, each as 'TASK | line'")
     ] = False,
 ) -> Any:
     """A task's output (the first task by default), read through the executor wherever
     the task ran; ``all`` gives every task's lines, prefixed with the task's name.
-    ``follow`` streams new output until the job has ended and all of it was sent."""
+    ``follow`` streams new output until the job has ended and all of it was sent. A task
+    that started has a log: when it cannot be read where the server looks (a server
+    restarted with another tasks dir, a file removed), the answer is 404 saying where it
+    was looked for (with ``all``: a ``Warning`` for each such task, 404 when no started
+    task's log can be read)."""
     row = _visible(session, name, caller)
     if all_tasks and task is not None:
         raise ApiError(
@@ -267,23 +293,51 @@ def job_logs(
             field="all",
             fix="leave out task to get every task's output, or all to get one task's",
         )
-    chosen = _task_names(session, row, None if all_tasks else task or "")
-    logs = [(each, _task_log(controller, row.name, each, stream)) for each in chosen]
+    chosen = _task_starts(session, row, None if all_tasks else task or "")
+    logs = [(each, _task_log(controller, row.name, each, stream)) for each, _ in chosen]
+    missing = absences(logs, {each for each, started in chosen if started is not None})
+    if missing and (not all_tasks or len(missing) == sum(s is not None for _, s in chosen)):
+        raise _unreadable(row.name, stream, missing)
+    fresh = [] if since is None else before(chosen, time.time() - since)
+    notes = [
+        f"no {stream} of task {t} to show: {w.reason}; fix: {w.fix}" for t, w in missing.items()
+    ]
+    notes += [since_note(fresh, since)] if fresh and since is not None else []
     live = JobLiveness(
         lambda: controller.view, row.name, stored_live=row.phase not in stored_jobs.ENDED
     )
     stopping = request.app.state.stopping.is_set
+    window = Window(size=tail, lines=lines)
+    answer: Response
     if all_tasks:
-        lines = (
-            prefixed_follow(logs, tail, live, stopping=stopping)
+        shown = [(each, log) for each, log in logs if each not in missing]
+        answer = StreamingResponse(
+            prefixed_follow(shown, window, live, stopping=stopping, fresh=fresh)
             if follow
-            else prefixed_tail(logs, tail)
+            else prefixed_tail(shown, window, fresh=fresh),
+            media_type="text/plain",
         )
-        return StreamingResponse(lines, media_type="text/plain")
-    if not follow:
-        return PlainTextResponse(read_tail(logs[0][1], tail).decode(errors="replace"))
-    chunks = follow_log(logs[0][1], tail, live, stopping=stopping)
-    return StreamingResponse(chunks, media_type="text/plain")
+    else:
+        window = Window(size=0) if fresh else window
+        answer = (
+            StreamingResponse(
+                follow_log(logs[0][1], window, live, stopping=stopping), media_type="text/plain"
+            )
+            if follow
+            else PlainTextResponse(read_tail(logs[0][1], window).decode(errors="replace"))
+        )
+    for line in notes[:MAX_WARNINGS]:
+        answer.headers.append("Warning", warning_header(line))
+    return answer
+
+
+def _unreadable(job: str, stream: LogStream, missing: dict[str, LogAbsence]) -> ApiError:
+    """The 404 for a request none of whose started tasks' logs can be read."""
+    (first, why), more = next(iter(missing.items())), len(missing) - 1
+    others = f" (and {more} more task(s) of job {job} alike)" if more else ""
+    return ApiError(
+        404, f"no {stream} of task {first} to show: {why.reason}{others}", field="task", fix=why.fix
+    )
 
 
 def _task_log(controller: TheController, job: str, task: str, stream: LogStream) -> TaskLog:
@@ -295,20 +349,23 @@ def _task_log(controller: TheController, job: str, task: str, stream: LogStream)
     return log
 
 
-def _task_names(session: DbSession, row: JobRow, task: str | None) -> list[str]:
-    """Every task of the job (``task`` None), or the one named ``task`` ("": its first)."""
+def _task_starts(
+    session: DbSession, row: JobRow, task: str | None
+) -> list[tuple[str, float | None]]:
+    """Every task of the job (``task`` None), or the one named ``task`` ("": its first),
+    with the start of its current run (None: not started)."""
     if task is None:
-        return list(stored_jobs.task_names(session, row.id))
-    found = stored_jobs.task_names(session, row.id, name=task or None, limit=1)
+        return stored_jobs.task_starts(session, row.id)
+    found = stored_jobs.task_starts(session, row.id, name=task or None, limit=1)
     if not found:
-        some = stored_jobs.task_names(session, row.id, limit=20)
+        some = [name for name, _ in stored_jobs.task_starts(session, row.id, limit=20)]
         raise ApiError(
             404,
             f"job {row.name} has no task {task!r}",
             field="task",
             fix=f"one of: {', '.join(some)}",
         )
-    return list(found)
+    return found
 
 
 def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:

@@ -3,14 +3,18 @@
 Nothing here knows a path or a host: one task's log is read by offset through its
 ``TaskLog`` (``phalanx.executors.base``). Guarantees:
 
-- ``tail`` is the last ``size`` bytes of one stream, as they were written;
-- ``follow`` sends the last ``size`` bytes, then new output as it comes, and ends once
+- a ``Window`` says where in a log the output already written starts to be sent: its
+  last ``size`` bytes, of those only the last ``lines`` lines when given (from a
+  line's start; a last line without its newline counts as a line);
+- ``tail`` is one stream's window, as it was written;
+- ``follow`` sends the window, then new output as it comes, and ends once
   ``live()`` said False before a read that found nothing new: everything written
   before the end is sent. It ends sooner, within ``FOLLOW_INTERVAL``, once
   ``stopping()`` is True (the server is shutting down): a stream never holds a
   shutdown up;
-- ``prefixed_tail`` and ``prefixed_follow`` do the same for several tasks (``size``
-  bytes of each), sending whole lines only, each as ``TASK | line``. Lines of different
+- ``prefixed_tail`` and ``prefixed_follow`` do the same for several tasks (the window
+  of each; none of what the ``fresh`` ones wrote so far, only what they write from
+  now on), sending whole lines only, each as ``TASK | line``. Lines of different
   tasks interleave as they come but never mix: a line is sent once its newline is
   there, and a last line without one is ended with a newline when the task can write
   no more (at once, for a tail). A line longer than ``MAX_LINE`` bytes is sent in
@@ -21,12 +25,12 @@ Nothing here knows a path or a host: one task's log is read by offset through it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from phalanx.control.controllers.views import ClusterView
-from phalanx.executors.base import TaskLog
+from phalanx.executors.base import LogAbsence, TaskLog
 
 #: How often a followed log is checked for new output, in seconds.
 FOLLOW_INTERVAL: Final = 0.2
@@ -36,6 +40,36 @@ READ_CHUNK: Final = 1 << 20
 MAX_LINE: Final = 1 << 16
 #: Between the task's name and its line.
 SEPARATOR: Final = " | "
+
+
+def absences(
+    logs: Sequence[tuple[str, TaskLog]], started: Collection[str]
+) -> dict[str, LogAbsence]:
+    """Why each ``started`` task's log cannot be read, for those whose cannot, in
+    ``logs``' order (a task that started has a log, empty or not; one that has not may
+    have none). Asks only of logs that read as empty."""
+    found: dict[str, LogAbsence] = {}
+    for task, log in logs:
+        if task in started and log.size() == 0 and (why := log.absent()) is not None:
+            found[task] = why
+    return found
+
+
+def before(starts: Sequence[tuple[str, float | None]], since: float) -> list[str]:
+    """The tasks of ``starts`` (name, start of its current run) that did not start at or
+    after ``since``: what they wrote so far is older, or cannot be told apart from older."""
+    return [task for task, started in starts if started is None or started < since]
+
+
+def since_note(tasks: Sequence[str], seconds: float) -> str:
+    """The note for a ``since`` that leaves out what ``tasks`` wrote so far."""
+    named = ", ".join(tasks[:5]) + (f" and {len(tasks) - 5} more" if len(tasks) > 5 else "")
+    return (
+        f"since={seconds:g}s leaves out the output so far of {len(tasks)} task(s) whose "
+        f"current run started earlier or has not started: {named} (a log's lines carry no "
+        "time stamps, so since counts from each task's start; a follow sends what they "
+        "write from now on)"
+    )
 
 
 class JobLiveness:
@@ -64,23 +98,62 @@ class JobLiveness:
         return self._job in view.live_jobs or self._grace > 0
 
 
-def tail(log: TaskLog, size: int) -> bytes:
-    """The last ``size`` bytes of ``log`` (``b""`` when it is empty)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Window:
+    """Which of a log's output already written is sent: at most its last ``size`` bytes,
+    and of those only the last ``lines`` lines (None: all of them)."""
+
+    size: int
+    lines: int | None = None
+
+    def start(self, log: TaskLog, end: int) -> int:
+        """Where sending starts in ``log`` when it is ``end`` bytes long: the start of the
+        ``lines``-th line from its end, or ``size`` bytes before its end when that is later
+        (or when there are fewer lines)."""
+        lowest = max(0, end - self.size)
+        if self.lines is None:
+            return lowest
+        if self.lines == 0:
+            return end
+        # A last newline ends the last line; it does not begin another.
+        position = end - 1 if end > lowest and log.read(end - 1, 1) == b"\n" else end
+        wanted = self.lines
+        while position > lowest:
+            begin = max(lowest, position - READ_CHUNK)
+            data = log.read(begin, position - begin)
+            cut = len(data)
+            while (newline := data.rfind(b"\n", 0, cut)) >= 0:
+                wanted -= 1
+                if wanted == 0:
+                    return begin + newline + 1
+                cut = newline
+            position = begin
+        return lowest
+
+
+def _window(size: Window | int) -> Window:
+    return size if isinstance(size, Window) else Window(size=size)
+
+
+def tail(log: TaskLog, size: Window | int) -> bytes:
+    """``log``'s window (``size``: a ``Window``, or its bytes), as written."""
     end = log.size()
-    return b"".join(_chunks(log, max(0, end - size), end))
+    return b"".join(_chunks(log, _window(size).start(log, end), end))
 
 
 def follow(
     log: TaskLog,
-    size: int,
+    size: Window | int,
     live: Callable[[], bool],
     *,
     sleep: Callable[[float], None] = time.sleep,
     stopping: Callable[[], bool] = lambda: False,
 ) -> Iterator[bytes]:
-    """The last ``size`` bytes, then new output as it comes, until ``live()`` is False
-    and everything written has been sent, or ``stopping()`` is True."""
-    offset = max(0, log.size() - size)
+    """The window (``size``: a ``Window``, or its bytes), then new output as it comes,
+    until ``live()`` is False and everything written has been sent, or ``stopping()``
+    is True."""
+    end = log.size()
+    offset = _window(size).start(log, end)
     while not stopping():
         alive = live()
         chunk = log.read(offset, READ_CHUNK)
@@ -93,11 +166,17 @@ def follow(
             sleep(FOLLOW_INTERVAL)
 
 
-def prefixed_tail(logs: Sequence[tuple[str, TaskLog]], size: int) -> Iterator[bytes]:
-    """Each task's last ``size`` bytes as ``TASK | line`` lines, task after task."""
+def prefixed_tail(
+    logs: Sequence[tuple[str, TaskLog]], size: Window | int, *, fresh: Collection[str] = ()
+) -> Iterator[bytes]:
+    """Each task's window (``size``: a ``Window``, or its bytes) as ``TASK | line`` lines,
+    task after task; nothing of the ``fresh`` tasks."""
+    window = _window(size)
     for task, log in logs:
+        if task in fresh:
+            continue
         end = log.size()
-        start = max(0, end - size)
+        start = window.start(log, end)
         lines = _Lines(task, cut=_starts_inside_a_line(log, start))
         for chunk in _chunks(log, start, end):
             if out := lines.feed(chunk):
@@ -108,18 +187,22 @@ def prefixed_tail(logs: Sequence[tuple[str, TaskLog]], size: int) -> Iterator[by
 
 def prefixed_follow(
     logs: Sequence[tuple[str, TaskLog]],
-    size: int,
+    size: Window | int,
     live: Callable[[], bool],
     *,
     sleep: Callable[[float], None] = time.sleep,
     stopping: Callable[[], bool] = lambda: False,
+    fresh: Collection[str] = (),
 ) -> Iterator[bytes]:
-    """Every task's last ``size`` bytes, then new lines as they come, as ``TASK | line``,
-    until ``live()`` is False and everything written has been sent, or ``stopping()`` is
-    True (then the unfinished lines are not sent)."""
+    """Every task's window (``size``: a ``Window``, or its bytes; for the ``fresh`` tasks
+    nothing written so far), then new lines as they come, as ``TASK | line``, until
+    ``live()`` is False and everything written has been sent, or ``stopping()`` is True
+    (then the unfinished lines are not sent)."""
+    window = _window(size)
     readers = []
     for task, log in logs:
-        start = max(0, log.size() - size)
+        end = log.size()
+        start = end if task in fresh else window.start(log, end)
         lines = _Lines(task, cut=_starts_inside_a_line(log, start))
         readers.append(_Reader(log=log, lines=lines, offset=start))
     while not stopping():

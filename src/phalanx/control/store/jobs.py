@@ -149,15 +149,19 @@ def tasks(
     return session.scalars(query).all()
 
 
-def task_names(
+def task_starts(
     session: Session, job_id: int, *, name: str | None = None, limit: int | None = None
-) -> Sequence[str]:
-    """The names of job ``job_id``'s tasks in order (at most ``limit``); with ``name``,
-    that one alone if the job has it."""
-    query = select(TaskRow.name).where(TaskRow.job_id == job_id).order_by(TaskRow.id)
+) -> list[tuple[str, float | None]]:
+    """(name, start of its current run or None) of job ``job_id``'s tasks in order (at
+    most ``limit``); with ``name``, that one alone if the job has it."""
+    query = (
+        select(TaskRow.name, TaskRow.started_at)
+        .where(TaskRow.job_id == job_id)
+        .order_by(TaskRow.id)
+    )
     if name is not None:
         query = query.where(TaskRow.name == name)
-    return session.scalars(query.limit(limit)).all()
+    return [(task, started) for task, started in session.execute(query.limit(limit))]
 
 
 def task_counts(session: Session, job_ids: Sequence[int]) -> list[tuple[int, str, str, int]]:

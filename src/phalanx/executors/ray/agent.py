@@ -47,7 +47,7 @@ from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from phalanx.domain.errors import InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import LogStream, TaskEvent
+from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
 from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.launch import TaskLaunch
@@ -281,6 +281,12 @@ class NodeAgent:
     def log_read(self, job: str, task: str, stream: LogStream, offset: int, limit: int) -> bytes:
         """Up to ``limit`` bytes of the task's ``stream`` from ``offset``."""
         return self._executor.logs(job, task, stream).read(offset, limit)
+
+    @_obeys
+    def log_absent(self, job: str, task: str, stream: LogStream) -> LogAbsence | bool:
+        """Why the task's ``stream`` cannot be read on this node, or False when it can
+        (``FileLog.absent``; never None, which the server reads as no answer)."""
+        return self._executor.logs(job, task, stream).absent() or False
 
     @_obeys
     def progress(self, job: str, task: str, limit: int) -> tuple[int, bytes] | None:

@@ -41,6 +41,7 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import (
     Executor,
+    LogAbsence,
     LogSource,
     LogStream,
     NodeSource,
@@ -444,6 +445,26 @@ class RayTaskLog:
             )
         found = self._call("log_read", *self._args, offset, limit)
         return bytes(found) if found is not None else b""
+
+    def absent(self) -> LogAbsence | None:
+        """None when the stream is there on its node; otherwise why not: the node's
+        agent's answer (``FileLog.absent`` there), or that no agent could be asked."""
+        job, task, _ = self._args
+        found = self._call("log_absent", *self._args)
+        if isinstance(found, LogAbsence):
+            return found
+        if found is None and self._node is None:  # ``_call`` asked every agent: none ran it
+            return LogAbsence(
+                reason=f"no node's agent has a directory for task {task} of job {job}",
+                fix="the node it ran on may have left the Ray cluster; bring it back to read "
+                "its log",
+            )
+        if found is None:
+            return LogAbsence(
+                reason=f"the agent of node {self._node}, where task {task} ran, did not answer",
+                fix="see that the node is alive (phalanx get nodes), then ask again",
+            )
+        return None
 
     def _call(self, method: str, *args: Any) -> Any:
         import ray  # noqa: PLC0415
