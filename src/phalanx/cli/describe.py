@@ -22,7 +22,7 @@ from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, Why
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, queue or node in detail (each kind singular or plural).",
+    help="Show one job, run, queue or node in detail (each kind singular or plural).",
     no_args_is_help=True,
 )
 

@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+from typer.core import TyperOption
 
 from phalanx.cli import (
     apply,
@@ -24,9 +27,28 @@ from phalanx.cli import (
     top,
     up,
     users,
+    version,
     wait,
 )
 from phalanx.cli.remote import Remote
+
+if TYPE_CHECKING:  # Typer's vendored click, named only for types
+    from typer._click.core import Context
+
+
+#: How a Typer that shows each parameter's type in its help (0.29: ``<bool>`` for a flag,
+#: ``<str>``...) writes it; None for one that shows none.
+_TYPED = getattr(TyperOption, "display_type_rich", None)
+
+
+def _flag_type(self: TyperOption, ctx: Context) -> str | None:
+    """A flag takes no value, so its help shows no type; other options keep theirs."""
+    assert _TYPED is not None
+    return None if self.is_flag else str(_TYPED(self, ctx) or "") or None
+
+
+if _TYPED is not None:
+    TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="phalanx",
@@ -44,6 +66,13 @@ def main(
     ),
     token: str | None = typer.Option(
         None, "--token", help="Bearer token (default: $PHALANX_TOKEN, the config file)."
+    ),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=version.show_version,
+        is_eager=True,
+        help="Print this CLI's version and exit (phalanx version: the server's too).",
     ),
 ) -> None:
     """A scheduler and workflow engine for AI jobs on shared GPU clusters."""
@@ -70,6 +99,7 @@ app.command("demo")(demo.demo)
 app.add_typer(wait.app, name="wait")
 app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(cache.app, name="cache")
+app.command("version")(version.version)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,23 @@ from phalanx.cli import render
 from phalanx.cli.remote import connect, console, print_table
 from phalanx.client import Client
 
-app = typer.Typer(help="Live views of GPU use by node or queue.", no_args_is_help=True)
+app = typer.Typer(
+    help="Live views of GPU use by node or queue (bare: by node, as top nodes).",
+    invoke_without_command=True,
+)
 
 ONCE = typer.Option(False, "--once", help="Print one frame and exit.")
 INTERVAL = typer.Option(2.0, "--interval", min=0.2, help="Seconds between frames.")
 FRAMES = typer.Option(
     None, "--frames", "-n", min=1, help="Print this many frames, then exit (default: until Ctrl-C)."
 )
+
+
+@app.callback()
+def top(ctx: typer.Context) -> None:
+    """Live views of GPU use by node or queue; bare ``phalanx top`` is ``top nodes``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(top_nodes, ctx=ctx, once=False, interval=2.0, frames=None)
 
 
 @app.command("nodes")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from phalanx.cli.main import app
+from phalanx.cli.version import cli_version
 
 runner = CliRunner()
 
@@ -107,3 +108,28 @@ def test_bench_gpu_mix_and_busy_cluster() -> None:
     )
     figures = json.loads(busy.output)
     assert figures["running"] == 200 and figures["tasks_bound"] == 20
+
+
+def test_version_is_printed_offline_and_with_the_servers() -> None:
+    assert runner.invoke(app, ["--version"]).stdout == f"phalanx {cli_version()}\n"
+    assert cli_version() != "unknown"  # make install installs it
+    unreachable = runner.invoke(app, ["--server", "http://127.0.0.1:9", "version"])
+    assert unreachable.exit_code == 0, unreachable.output
+    client, server = unreachable.stdout.splitlines()
+    assert client == f"client: phalanx {cli_version()}"
+    assert server.startswith("server: not reached (cannot connect to the phalanx server at")
+
+
+def test_help_names_every_kind_and_shows_no_type_for_a_flag() -> None:
+    assert "job, run, queue or node" in runner.invoke(app, ["describe", "--help"]).stdout
+    assert "Pipeline" in runner.invoke(app, ["apply", "--help"]).stdout
+    for command in (["logs"], ["get", "jobs"], ["up"], []):
+        shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"}).stdout
+        assert "--help" in shown and "<bool>" not in shown, shown
+    assert "<int" in runner.invoke(app, ["logs", "--help"], env={"COLUMNS": "120"}).stdout
+
+
+def test_bare_top_is_top_nodes_not_help() -> None:
+    result = runner.invoke(app, ["--server", "http://127.0.0.1:9", "top"])
+    assert result.exit_code == 1 and "Usage" not in result.output
+    assert "cannot connect to the phalanx server at http://127.0.0.1:9" in result.stderr
