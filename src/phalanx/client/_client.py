@@ -565,14 +565,30 @@ class Client:
         return _parse_list(UserView, self._call("GET", "/users"))
 
     def create_user(
-        self, name: str, role: Literal["admin", "user"] = "user", *, account: str | None = None
+        self,
+        name: str,
+        role: Literal["admin", "user"] = "user",
+        *,
+        account: str | None = None,
+        default_queue: str | None = None,
     ) -> TokenView:
         """Create a user; the answer holds their first token, shown only now, and the uid
-        their tasks run as (admins). ``account`` maps them to an existing Unix account."""
+        their tasks run as (admins). ``account`` maps them to an existing Unix account;
+        ``default_queue`` is where their jobs that name no queue go (an existing leaf
+        queue; None: the queue named ``default``)."""
         body: dict[str, str] = {"name": name, "role": role}
         if account is not None:
             body["account"] = account
+        if default_queue is not None:
+            body["default_queue"] = default_queue
         return _parse(TokenView, self._call("POST", "/users", json=body))
+
+    def set_default_queue(self, user: str, queue: str | None) -> UserView:
+        """Send ``user``'s jobs that name no queue to ``queue`` from now on (an existing
+        leaf queue they may submit to; None: back to the queue named ``default``); their
+        jobs already submitted stay where they are (admins)."""
+        body = {"default_queue": queue}
+        return _parse(UserView, self._call("PATCH", f"/users/{_segment(user)}", json=body))
 
     def create_token(
         self, user: str, label: str = "", *, expires: float | str | None = None
@@ -599,7 +615,7 @@ class Client:
         self._call("DELETE", f"/tokens/{token_id}")
 
     def whoami(self) -> UserView:
-        """The user the token belongs to."""
+        """The user the token belongs to, with their default queue."""
         return _parse(UserView, self._call("GET", "/users/me"))
 
     def health(self) -> Health:

@@ -4,8 +4,10 @@ Guarantees: a document is compared in the form the server stores it (validated, 
 dumped as ``phalanx.spec`` dumps it; a Volcano or OpenPAI job in its imported form), so
 the same file applied twice compares equal (defaults spelled out or left out alike,
 except in a pipeline, which is stored as written; a quantity written another way,
-``1Gi`` for ``1024Mi``, is a change). A job's
-``spec.user`` (which the server fills in) is compared only when the document sets it.
+``1Gi`` for ``1024Mi``, is a change). A job's ``spec.user`` and ``spec.queue`` (which
+the server fills in: the caller, and the user's default queue) are compared only when
+the document sets them (a queue in any of its forms: a Kubeflow job's
+``runPolicy.schedulingPolicy.queue`` ...).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from typing import Any, Final
 
 from phalanx.client._documents import PreparedDocument
+from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
 
 #: Differing fields a message names, at most.
@@ -22,11 +25,14 @@ SHOWN: Final = 5
 
 def stored_form(document: PreparedDocument) -> dict[str, Any]:
     """``document`` as the server would store it (a pipeline as written, defaults left
-    out: whether a job step names its queue decides which queue it runs in)."""
+    out: whether a job step names its queue decides which queue it runs in; a job that
+    names no queue without ``spec.queue``: the server fills it in)."""
     built = build_document(json.loads(document.body))
     dumped: dict[str, Any] = built.model_dump(
         mode="json", by_alias=True, exclude_none=True, exclude_unset=document.kind == "Pipeline"
     )
+    if isinstance(built, JobDocument) and "queue" not in built.spec.model_fields_set:
+        dumped["spec"].pop("queue", None)
     return dumped
 
 
@@ -38,6 +44,8 @@ def differences(sent: PreparedDocument, stored: dict[str, Any]) -> list[str]:
     if sent.kind == "Job" and "user" not in json.loads(sent.body).get("spec", {}):
         mine.get("spec", {}).pop("user", None)
         theirs.get("spec", {}).pop("user", None)
+    if sent.kind == "Job" and "queue" not in mine.get("spec", {}):
+        theirs.get("spec", {}).pop("queue", None)
     found: list[str] = []
     _diff(mine, theirs, "", found)
     return found

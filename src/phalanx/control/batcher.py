@@ -2,8 +2,9 @@
 
 Each accepted submission waits until the transaction holding it has committed, so an
 answer of 201 always means the job is stored. Submissions that arrive together share a
-transaction, in which their queues are checked with one query and their rows inserted
-with two statements: under load the cost of a commit (and of handing the database
+transaction, in which their queues are found and checked with one query (two when some
+job names no queue: its user's default queue is read) and their rows inserted with two
+statements: under load the cost of a commit (and of handing the database
 between threads) is paid once per batch instead of once per job. A submission that fails
 its check, or whose name is taken, is answered with its own error; the rest of its batch
 is stored all the same.
@@ -19,10 +20,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from phalanx.control.auth import Principal
+from phalanx.control.errors import ApiError
 from phalanx.control.store import DataError, IntegrityError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
-from phalanx.control.submit import check_queues, name_taken, store_jobs
+from phalanx.control.submit import name_taken, resolve_queues, store_jobs
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 from phalanx.wire.views import JobView
@@ -87,9 +89,13 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                errors = check_queues(session, [(d, who) for d, who, _ in batch])
-                accepted = [item for item, error in zip(batch, errors, strict=True) if not error]
-                stored = store_jobs(session, [document for document, _, _ in accepted])
+                resolved = resolve_queues(session, [(d, who) for d, who, _ in batch])
+                accepted = [
+                    (document, future)
+                    for (_, _, future), document in zip(batch, resolved, strict=True)
+                    if isinstance(document, JobDocument)
+                ]
+                stored = store_jobs(session, [document for document, _ in accepted])
         except (IntegrityError, DataError) as error:
             if len(batch) > 1:  # find the one at fault: each alone
                 for item in batch:
@@ -106,15 +112,15 @@ class SubmissionWriter:
             for _, _, future in batch:
                 future.set_exception(error)
             return
-        for (_, _, future), refusal in zip(batch, errors, strict=True):
-            if refusal is not None:
+        for (_, _, future), refusal in zip(batch, resolved, strict=True):
+            if isinstance(refusal, ApiError):
                 future.set_exception(refusal)
         if self._on_stored is not None and stored:
             try:
                 self._on_stored([(job.id, job.job) for job in stored])
             except Exception:  # only a shortcut: the rows are committed and will be read
                 log.exception("handing %d stored jobs over failed", len(stored))
-        for (_, _, future), job in zip(accepted, stored, strict=True):
+        for (_, future), job in zip(accepted, stored, strict=True):
             future.set_result(job.view)
 
     def _owner_of(self, name: str) -> str | None:

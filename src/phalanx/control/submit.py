@@ -1,22 +1,25 @@
 """Turning a submitted document into stored rows, with every check a person can act on.
 
-Guarantees: a job that passes ``parse_job`` and ``check_queues`` names an existing leaf
-queue its user may submit to, has a command for every role, and is stored with one row
-per task in one transaction; anything else is refused with an ``ApiError`` naming the field and the fix.
+Guarantees: a job that passes ``parse_job`` and ``resolve_queues`` names an existing leaf
+queue its user may submit to (the one it names, else its user's default queue, else the
+queue named ``default``), has a command for every role, and is stored with one row per
+task in one transaction; anything else is refused with an ``ApiError`` naming the field
+and the fix.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, assert_never
 
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import users as stored_users
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.resources import Resources
@@ -63,45 +66,145 @@ def parse_job(raw: Any, caller: Principal, warn: Warn | None = None) -> JobDocum
     return document
 
 
-def check_queues(
+def resolve_queues(
     session: Session, submissions: Sequence[tuple[JobDocument, Principal]]
-) -> list[ApiError | None]:
-    """For each (job, submitter): None when the job's queue exists, is a leaf and lets the
-    submitter in; otherwise the error to answer. One query for the whole batch."""
-    names = sorted({document.spec.queue for document, _ in submissions})
-    found = stored_cluster.queue_documents(session, names)
-    return [_queue_error(found.get(d.spec.queue), d, caller) for d, caller in submissions]
+) -> list[JobDocument | ApiError]:
+    """For each (job, submitter): the job with ``spec.queue`` set to the queue it goes to,
+    or the error to answer.
+
+    That queue is the one the job names (``spec.queue``, or its foreign form's); for a job
+    that names none, its user's default queue, and for a user without one, the queue named
+    ``default``. The job is refused unless that queue exists, is a leaf and lets the
+    submitter in; the refusal says where the queue came from and how to choose another.
+    One query for the whole batch, and a second when some job names no queue."""
+    unnamed = sorted(
+        {d.spec.user for d, _ in submissions if "queue" not in d.spec.model_fields_set}
+    )
+    defaults = stored_users.default_queues(session, unnamed) if unnamed else {}
+    placed = [_placed(document, defaults) for document, _ in submissions]
+    found = stored_cluster.queue_documents(session, sorted({d.spec.queue for d, _ in placed}))
+    return [
+        _queue_error(found.get(document.spec.queue), document, caller, origin) or document
+        for (document, origin), (_, caller) in zip(placed, submissions, strict=True)
+    ]
+
+
+#: Where a job's queue came from: named by the job, its user's default queue, or the queue
+#: named ``default`` (no queue named, no default queue).
+Origin = Literal["named", "users-default", "fallback"]
+
+#: The queue of a job that names none, when its user has no default queue.
+FALLBACK_QUEUE: Final = "default"
+
+#: Where a job names its queue, in each form.
+_NAMING: Final = (
+    "spec.queue; runPolicy.schedulingPolicy.queue in a Kubeflow job, "
+    "defaults.virtualCluster in an OpenPAI one"
+)
+
+
+def _placed(document: JobDocument, defaults: Mapping[str, str]) -> tuple[JobDocument, Origin]:
+    """``document`` in the queue it goes to, and where that queue came from."""
+    if "queue" in document.spec.model_fields_set:
+        return document, "named"
+    default = defaults.get(document.spec.user)
+    origin: Origin = "fallback" if default is None else "users-default"
+    spec = document.spec.model_copy(update={"queue": default or FALLBACK_QUEUE})
+    return document.model_copy(update={"spec": spec}), origin
+
+
+#: Why a queue takes no job of a user: there is no such queue, it has child queues (jobs
+#: go to leaf queues), or its ``submitters`` leave the user out.
+Closed = Literal["missing", "not-a-leaf", "not-a-submitter"]
+
+
+def why_closed(
+    found: tuple[dict[str, Any], bool] | None, user: str, *, admin: bool
+) -> Closed | None:
+    """Why the queue ``found`` (a value of ``store.cluster.queue_documents``; None: no such
+    queue) takes no job of ``user``, or None when it takes them. ``admin``: the jobs are
+    sent by an admin, whom every queue's ``submitters`` admit."""
+    if found is None:
+        return "missing"
+    document, has_children = found
+    if has_children:
+        return "not-a-leaf"
+    # The stored document is the validated, canonical form: read the ACL straight from it.
+    allowed = document["spec"].get("submitters")
+    if allowed is not None and not admin and user not in allowed:
+        return "not-a-submitter"
+    return None
 
 
 def _queue_error(
-    found: tuple[dict[str, Any], bool] | None, document: JobDocument, caller: Principal
+    found: tuple[dict[str, Any], bool] | None,
+    document: JobDocument,
+    caller: Principal,
+    origin: Origin,
 ) -> ApiError | None:
-    name = document.spec.queue
-    if found is None:
+    name, user = document.spec.queue, document.spec.user
+    whose, has = ("your", "you have") if user == caller.name else (f"{user}'s", f"{user} has")
+    whence = {
+        "named": "",
+        "users-default": f" ({whose} default queue)",
+        "fallback": f" (where a job that names no queue goes: {has} no default queue)",
+    }[origin]
+    again = "" if origin == "named" else _set_default(caller, whose, user)
+    closed = why_closed(found, user, admin=caller.is_admin)
+    match closed:
+        case None:
+            return None
+        case "missing":
+            return _missing(name, caller, origin, whose, has, user)
+        case "not-a-leaf":
+            return ApiError(
+                422,
+                f"queue {name!r}{whence} has child queues; jobs go to leaf queues",
+                field="spec.queue",
+                fix=f"submit to one of its children{again}",
+            )
+        case "not-a-submitter":
+            return ApiError(
+                403,
+                f"user {user} may not submit to queue {name}{whence}",
+                field="spec.queue",
+                fix=f"use a queue you may submit to, or ask an admin to add you to {name}'s "
+                f"submitters{again}",
+            )
+        case _:
+            assert_never(closed)
+
+
+def _missing(
+    name: str, caller: Principal, origin: Origin, whose: str, has: str, user: str
+) -> ApiError:
+    """The refusal of a job whose queue ``name`` does not exist."""
+    if origin == "named":
         return ApiError(
             422,
             f"queue {name!r} does not exist",
             field="spec.queue",
             fix="name an existing queue (phalanx get queues)",
         )
-    queue_document, has_children = found
-    if has_children:
-        return ApiError(
-            422,
-            f"queue {name!r} has child queues; jobs go to leaf queues",
-            field="spec.queue",
-            fix="submit to one of its children",
-        )
-    # The stored document is the validated, canonical form: read the ACL straight from it.
-    allowed = queue_document["spec"].get("submitters")
-    if allowed is not None and not caller.is_admin and document.spec.user not in allowed:
-        return ApiError(
-            403,
-            f"user {document.spec.user} may not submit to queue {name}",
-            field="spec.queue",
-            fix=f"use a queue you may submit to, or ask an admin to add you to {name}'s submitters",
-        )
-    return None
+    if origin == "users-default":
+        detail = f"the job names no queue, and {whose} default queue {name!r} does not exist"
+    else:
+        detail = f"the job names no queue, {has} no default queue, and no queue {name!r} exists"
+    return ApiError(
+        422,
+        detail,
+        field="spec.queue",
+        fix=f"name an existing queue in the job ({_NAMING}; phalanx get queues lists them)"
+        + _set_default(caller, whose, user),
+    )
+
+
+def _set_default(caller: Principal, whose: str, user: str) -> str:
+    """The end of a fix: how the job's user gets a default queue that takes the job."""
+    command = f"phalanx users set {user} --default-queue QUEUE"
+    if caller.is_admin:
+        return f", or set {whose} default queue ({command})"
+    return f", or ask an admin to set your default queue ({command})"
 
 
 @dataclass(frozen=True, slots=True)

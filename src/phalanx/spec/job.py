@@ -356,7 +356,9 @@ class JobSpec(Placement):
     """``spec`` of a Job: its queue, user, roles, policies and limits."""
 
     queue: Name = "default"
-    """The leaf queue the job is submitted to."""
+    """The leaf queue the job is submitted to; omitted: its user's default queue (an
+    admin sets it: phalanx users set NAME --default-queue QUEUE), else the queue named
+    default."""
     user: UserName = "default"
     """The user the job belongs to (the API sets it to the caller)."""
     priority: Priority = 0

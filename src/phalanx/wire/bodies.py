@@ -6,7 +6,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from phalanx.spec.common import Duration, UserName, located
+from phalanx.spec.common import Duration, Name, UserName, located
 from phalanx.spec.limits import MAX_REPLICAS
 from phalanx.spec.pipeline.templates import Value
 
@@ -26,16 +26,36 @@ AccountName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")]
 
 
 class NewUser(Body):
-    """``{name, role, account}``: a user to create; the answer carries their first token.
+    """``{name, role, account, default_queue}``: a user to create; the answer carries
+    their first token.
 
     ``account`` maps the user to an existing Unix account on the server's host, which
     their tasks then run as; without it, a server that runs tasks per user allocates
-    them a uid of their own.
+    them a uid of their own. ``default_queue`` is where their jobs that name no queue go
+    (an existing leaf queue they may submit to); without it, the queue named ``default``.
     """
 
     name: UserName
     role: Literal["admin", "user"] = "user"
     account: AccountName | None = None
+    default_queue: Name | None = Field(
+        None, description="where the user's jobs that name no queue go: an existing leaf queue"
+    )
+
+
+class UserUpdate(Body):
+    """``{default_queue}``: what changes of a user; a field left out stays as it is.
+
+    ``default_queue``: where the user's jobs that name no queue go from now on (an
+    existing leaf queue they may submit to); ``null``: the queue named ``default`` again.
+    Jobs already submitted stay in their queues.
+    """
+
+    default_queue: Name | None = Field(
+        None,
+        description="an existing leaf queue; null: none (jobs that name no queue go to "
+        "the queue named default)",
+    )
 
 
 class ScaleRequest(Body):

@@ -193,18 +193,21 @@ class NodeView(View):
 
 
 class UserView(View):
-    """A user, and the Unix identity their tasks run as (None: the server's own)."""
+    """A user, the Unix identity their tasks run as (None: the server's own), and their
+    default queue."""
 
     name: str
     role: str
     uid: int | None = None
     #: the existing account that identity is; None for an allocated uid
     account: str | None = None
+    #: where their jobs that name no queue go; None: the queue named ``default``
+    default_queue: str | None = None
 
 
 class TokenView(View):
     """A new token with its secret, which is shown only in this answer; for a new user,
-    the Unix identity their tasks run as too."""
+    the Unix identity their tasks run as and their default queue too."""
 
     user: str
     token: str
@@ -215,6 +218,7 @@ class TokenView(View):
     expires_at: float | None = None
     uid: int | None = None
     account: str | None = None
+    default_queue: str | None = None
 
 
 class TokenInfoView(View):

@@ -72,13 +72,14 @@ from phalanx.control.controllers.runs import (
 )
 from phalanx.control.controllers.schedules import fire_due
 from phalanx.control.controllers.ticker import Ticker
+from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.database import Database
 from phalanx.control.store.jobs import JobOutcome
 from phalanx.control.store.models import PipelineRow, RunRow
-from phalanx.control.submit import check_queues, store_jobs
+from phalanx.control.submit import resolve_queues, store_jobs
 from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.job import JobPhase
 from phalanx.executors.identity import TaskIdentity
@@ -537,13 +538,14 @@ class Workflows:
             spec=spec.model_copy(update={"user": row.user}),
         )
         caller = Principal(name=row.user, role=UserRole.USER)
-        refused = check_queues(session, [(document, caller)])[0]
-        if refused is not None:
-            detail: dict[str, Any] = refused.detail  # type: ignore[assignment]
+        resolved = resolve_queues(session, [(document, caller)])[0]
+        if isinstance(resolved, ApiError):
+            detail: dict[str, Any] = resolved.detail  # type: ignore[assignment]
             end_unit(
                 unit, unit_record, Phase.FAILED, f"{detail['detail']}; fix: {detail['fix']}", now
             )
             return
+        document = resolved
         held = stored_jobs.owner_and_document(session, name)
         if held is None:
             work.jobs.append(document)

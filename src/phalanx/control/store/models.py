@@ -35,6 +35,8 @@ class UserRow(Base):
     runs tasks per user (``phalanx.control.tenancy``); None on one that runs every task
     as itself. ``account`` names the existing account the identity is, or is None for
     a uid allocated from the server's range. No two users share a uid.
+    ``default_queue`` is where their jobs that name no queue go (None: the queue named
+    ``default``); an admin sets it, and it named an existing leaf queue when set.
     """
 
     __tablename__ = "users"
@@ -46,6 +48,7 @@ class UserRow(Base):
     uid: Mapped[int | None] = mapped_column(Integer, nullable=True, unique=True, index=True)
     gid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     account: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    default_queue: Mapped[str | None] = mapped_column(String(253), nullable=True)
 
 
 class TaskUidRow(Base):

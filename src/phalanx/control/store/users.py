@@ -25,6 +25,15 @@ def users(session: Session) -> Sequence[UserRow]:
     return session.scalars(select(UserRow).order_by(UserRow.name)).all()
 
 
+def default_queues(session: Session, names: Sequence[str]) -> dict[str, str]:
+    """The default queue of each of the users ``names`` that has one, by user name: one
+    query (a submission batch's)."""
+    query = select(UserRow.name, UserRow.default_queue).where(
+        UserRow.name.in_(list(names)), UserRow.default_queue.is_not(None)
+    )
+    return {name: queue for name, queue in session.execute(query) if queue is not None}
+
+
 def count(session: Session) -> int:
     """How many users there are."""
     return int(session.scalar(select(func.count(UserRow.id))) or 0)

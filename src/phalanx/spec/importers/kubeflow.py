@@ -21,7 +21,9 @@ Mapping:
 - ``runPolicy.backoffLimit`` -> ``maxRetry``; ``runPolicy.activeDeadlineSeconds`` ->
   ``walltime``; ``runPolicy.schedulingPolicy``: ``queue``, ``minAvailable``, and
   ``priorityClass`` -> ``priority`` as the Volcano importer reads a class
-  (``phalanx.spec.importers.volcano.priority_of_class``);
+  (``phalanx.spec.importers.volcano.priority_of_class``); without
+  ``schedulingPolicy.queue`` (Kubeflow's own examples have none) the job names no
+  queue, and goes to its user's default queue, else to the queue named ``default``;
 - MPIJob: the launcher ``dependsOn`` the workers Running and gets a ``hostfile`` of the
   workers with ``slotsPerWorker`` slots each (default 1): ``$PHALANX_HOSTFILE``.
 

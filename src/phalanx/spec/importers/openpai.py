@@ -12,8 +12,9 @@ Mapping:
   with nothing left, or longer than phalanx allows (253 for a job, 63 for a role),
   is refused; so are two task roles that become the same name. The original job
   name is kept in the ``phalanx.io/openpai-name`` annotation.
-- ``defaults.virtualCluster`` becomes ``queue`` (named the same way; ``default`` when
-  absent, as in OpenPAI).
+- ``defaults.virtualCluster`` becomes ``queue`` (named the same way); without it the
+  job names no queue, and goes to its user's default queue, else to the queue named
+  ``default`` (as in OpenPAI).
 - ``jobRetryCount`` becomes ``maxRetry`` (OpenPAI's default 0, not phalanx's 3).
 - ``extras.gangAllocation`` (default true) becomes ``minAvailable``: every replica of
   the job when true, 1 when false.
@@ -159,7 +160,15 @@ def _job_document(job: OpenPaiJob) -> dict[str, Any]:
         if role.docker_image is not None:
             roles[-1]["image"] = prerequisites["dockerimage", role.docker_image].uri
     total = sum(role.instances for role in job.task_roles.values())
+    spec: dict[str, Any] = {
+        "minAvailable": total if job.extras.gang_allocation else 1,
+        "maxRetry": job.job_retry_count,
+        "roles": roles,
+    }
     queue = job.defaults.virtual_cluster
+    if queue is not None:
+        at = ("defaults", "virtualCluster")
+        spec["queue"] = dns_name(queue, max_length=_MAX_JOB_NAME, at=at)
     return {
         "apiVersion": API_VERSION,
         "kind": "Job",
@@ -167,14 +176,7 @@ def _job_document(job: OpenPaiJob) -> dict[str, Any]:
             "name": dns_name(job.name, max_length=_MAX_JOB_NAME, at=("name",)),
             "annotations": {OPENPAI_NAME_ANNOTATION: job.name},
         },
-        "spec": {
-            "queue": "default"
-            if queue is None
-            else dns_name(queue, max_length=_MAX_JOB_NAME, at=("defaults", "virtualCluster")),
-            "minAvailable": total if job.extras.gang_allocation else 1,
-            "maxRetry": job.job_retry_count,
-            "roles": roles,
-        },
+        "spec": spec,
     }
 
 

@@ -28,7 +28,9 @@ Mapping:
 - ``priorityClassName`` becomes ``priority``: its value in ``priority_classes``,
   else the digits it ends with (``prio-500`` -> 500), else 0; the class name is kept
   in the ``phalanx.io/priority-class`` annotation;
-- ``minAvailable: 0`` (no gang in Volcano) becomes 1.
+- ``minAvailable: 0`` (no gang in Volcano) becomes 1;
+- ``queue`` becomes ``queue``; without it the job names no queue, and goes to its
+  user's default queue, else to the queue named ``default`` (as in Volcano).
 
 The limits of ``phalanx.spec.limits`` hold for imported documents too; those on
 fields read from Volcano (replicas, tasks, ``maxRetry``, ``weight``, ``priority``) are
@@ -161,7 +163,7 @@ class _Task(ReadModel):
 class _JobSpec(ReadModel):
     tasks: Annotated[list[_Task], Field(min_length=1, max_length=MAX_ROLES)]
     min_available: Annotated[int, Field(ge=0)] | None = None
-    queue: Name = "default"
+    queue: Name | None = None
     priority_class_name: str | None = None
     max_retry: Annotated[int, Field(ge=0, le=MAX_RETRY)] = 3
 
@@ -227,10 +229,11 @@ def import_volcano_job(
     spec = job.spec
     metadata = _metadata(job.metadata)
     job_spec: dict[str, Any] = {
-        "queue": spec.queue,
         "maxRetry": spec.max_retry,
         "roles": [_role(task) for task in spec.tasks],
     }
+    if spec.queue is not None:
+        job_spec["queue"] = spec.queue
     if spec.min_available is not None:
         job_spec["minAvailable"] = max(spec.min_available, 1)
     if spec.priority_class_name is not None:
