@@ -232,6 +232,10 @@ FUNCTION_LOCAL_IMPORTS = {
     ("phalanx.cli.demo", "phalanx"): "the same, for `demo`",
     ("phalanx.cli.bench", "phalanx.benchmarks"): "the benchmarks load when one is run",
     ("phalanx.cli.sim", "phalanx.sim.report"): "the HTML report loads when one is asked for",
+    ("phalanx.cli.version", "phalanx.client"): "--version answers before the client loads",
+    ("phalanx.client", "phalanx.client._documents"): "every document model loads when a "
+    "document is first applied: a command that only reads the API starts fast",
+    ("phalanx.client", "phalanx.client._unchanged"): "the same, for comparing applied ones",
 }
 
 

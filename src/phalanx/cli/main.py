@@ -11,26 +11,9 @@ from typing import TYPE_CHECKING
 import typer
 from typer.core import TyperOption
 
-from phalanx.cli import (
-    apply,
-    bench,
-    cache,
-    cordon,
-    delete,
-    demo,
-    describe,
-    get,
-    logs,
-    pipeline,
-    scale,
-    sim,
-    top,
-    up,
-    users,
-    version,
-    wait,
-)
+from phalanx.cli.lazy import LazyGroup
 from phalanx.cli.remote import Remote
+from phalanx.cli.version import show_version
 
 if TYPE_CHECKING:  # Typer's vendored click, named only for types
     from typer._click.core import Context
@@ -55,6 +38,7 @@ app = typer.Typer(
     help="A scheduler and workflow engine for AI jobs on shared GPU clusters.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,  # each command is imported when it runs (cli/lazy.py)
 )
 
 
@@ -70,36 +54,13 @@ def main(
     _version: bool = typer.Option(
         False,
         "--version",
-        callback=version.show_version,
+        callback=show_version,
         is_eager=True,
         help="Print this CLI's version and exit (phalanx version: the server's too).",
     ),
 ) -> None:
     """A scheduler and workflow engine for AI jobs on shared GPU clusters."""
     ctx.obj = Remote(server=server, token=token)
-
-
-app.command("up")(up.up)
-app.command("apply")(apply.apply)
-app.add_typer(get.app, name="get")
-app.add_typer(describe.app, name="describe")
-app.command("logs")(logs.logs)
-app.add_typer(delete.app, name="delete")
-app.command("cancel")(delete.cancel)
-app.command("scale")(scale.scale)
-app.add_typer(top.app, name="top")
-app.command("cordon")(cordon.cordon)
-app.command("uncordon")(cordon.uncordon)
-app.command("drain")(cordon.drain)
-app.add_typer(users.app, name="users")
-app.add_typer(users.tokens, name="token")
-app.add_typer(bench.app, name="bench")
-app.add_typer(sim.app, name="sim")
-app.command("demo")(demo.demo)
-app.add_typer(wait.app, name="wait")
-app.add_typer(pipeline.app, name="pipeline")
-app.add_typer(cache.app, name="cache")
-app.command("version")(version.version)
 
 
 if __name__ == "__main__":

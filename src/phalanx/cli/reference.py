@@ -61,8 +61,12 @@ def _command(command: Command, context: Context, parts: list[str]) -> None:
         parts.extend(_row(param, context) for param in shown_params)
         parts.append("")
     if isinstance(command, TyperGroup):
-        children = [(name, command.commands[name]) for name in command.list_commands(context)]
-        shown = [(name, child) for name, child in children if not child.hidden]
+        children = [
+            (name, command.get_command(context, name)) for name in command.list_commands(context)
+        ]
+        shown = [
+            (name, child) for name, child in children if child is not None and not child.hidden
+        ]
         if shown:
             links = ", ".join(f"[`{name}`](#{_anchor(path, name)})" for name, _ in shown)
             parts.append(f"Commands: {links}.\n")

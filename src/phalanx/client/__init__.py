@@ -24,6 +24,8 @@ Errors::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Final
+
 from phalanx.client._client import (
     DEFAULT_TIMEOUT,
     Applied,
@@ -33,13 +35,6 @@ from phalanx.client._client import (
     ReportFile,
 )
 from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolve_endpoint
-from phalanx.client._documents import (
-    ApplyInput,
-    PreparedDocument,
-    prepare_documents,
-    prepare_text,
-    queues_first,
-)
 from phalanx.client._errors import ClientError
 from phalanx.client._wait import JobEnded, RunEnded, WaitError, WaitTimeout
 from phalanx.domain.errors import DocumentError
@@ -105,3 +100,27 @@ __all__ = [
     "queues_first",
     "resolve_endpoint",
 ]
+
+#: Names loaded on first use: validating documents needs every document model (and the
+#: engine's), which commands that only read the API never touch.
+_DOCUMENTS: Final = frozenset(
+    {"ApplyInput", "PreparedDocument", "prepare_documents", "prepare_text", "queues_first"}
+)
+
+if TYPE_CHECKING:
+    from phalanx.client._documents import (
+        ApplyInput,
+        PreparedDocument,
+        prepare_documents,
+        prepare_text,
+        queues_first,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``_DOCUMENTS``, imported when first asked for (PEP 562)."""
+    if name in _DOCUMENTS:
+        import phalanx.client._documents as documents  # noqa: PLC0415
+
+        return getattr(documents, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

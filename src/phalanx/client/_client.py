@@ -11,16 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from phalanx.client._config import resolve_endpoint
-from phalanx.client._documents import ApplyInput, PreparedDocument, prepare_documents
 from phalanx.client._errors import ClientError, from_response, from_transport
-from phalanx.client._unchanged import describe, differences
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
 from phalanx.wire.views import (
     CacheEntryView,
@@ -42,6 +40,12 @@ from phalanx.wire.views import (
     UserView,
     WhyView,
 )
+
+if TYPE_CHECKING:
+    from phalanx.client._documents import ApplyInput, PreparedDocument
+
+# Applying documents (``_documents``, ``_unchanged``) needs every document model: those
+# load when a document is first applied, so that reading the API stays light.
 
 #: Seconds to wait for an answer (a followed log waits for output without limit).
 DEFAULT_TIMEOUT: Final = 10.0
@@ -161,6 +165,8 @@ class Client:
     def apply_each(self, documents: ApplyInput, *, source: str | None = None) -> Iterator[Applied]:
         """``apply`` one document at a time: each is sent when the iterator reaches it.
         Everything is validated before the first is sent."""
+        from phalanx.client._documents import prepare_documents  # noqa: PLC0415
+
         yield from self.apply_prepared(prepare_documents(documents, source=source))
 
     def apply_prepared(self, documents: Sequence[PreparedDocument]) -> Iterator[Applied]:
@@ -169,6 +175,8 @@ class Client:
             yield self._apply_one(document)
 
     def _apply_one(self, document: PreparedDocument) -> Applied:
+        from phalanx.client._unchanged import differences  # noqa: PLC0415
+
         headers = {"Content-Type": "application/json"}
         if document.kind == "Job":
             try:
@@ -198,6 +206,8 @@ class Client:
 
     def _apply_pipeline(self, document: PreparedDocument) -> Applied:
         """Register a pipeline: created, configured (replaced) or unchanged."""
+        from phalanx.client._unchanged import differences  # noqa: PLC0415
+
         headers = {"Content-Type": "application/json"}
         action: Literal["created", "configured"] = "created"
         try:
@@ -348,6 +358,8 @@ class Client:
     def _job_again(self, document: PreparedDocument, taken: ClientError) -> Applied:
         """A job whose name is taken: ``unchanged`` when it is the caller's own and the
         same document; otherwise ``taken``, or why it cannot be changed in place."""
+        from phalanx.client._unchanged import describe, differences  # noqa: PLC0415
+
         try:
             held = self.job(document.name)
         except ClientError as error:

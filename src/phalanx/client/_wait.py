@@ -19,8 +19,8 @@ from typing import Final, Literal, TypeVar
 
 from phalanx.client._errors import ClientError
 from phalanx.domain.job import JobPhase
+from phalanx.domain.run import Phase, RunPhase
 from phalanx.wire.views import JobView, RunView
-from phalanx.workflow.state import Phase, RunPhase
 
 #: Phases a job never leaves.
 ENDED: Final = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED})

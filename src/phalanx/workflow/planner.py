@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
+from phalanx.domain.run import Phase, RunPhase
 from phalanx.spec.pipeline.conditions import ConditionError
 from phalanx.spec.pipeline.dag import Graph, StepNode
 from phalanx.spec.pipeline.templates import Context, TemplateError, Value
@@ -43,8 +44,6 @@ from phalanx.workflow.state import (
     DONE,
     ENDED,
     UNIT_TRANSITIONS,
-    Phase,
-    RunPhase,
     RunState,
     Unit,
     base_context,

@@ -11,36 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Final, cast
 
 from phalanx.domain.errors import IllegalTransition
+from phalanx.domain.run import Phase
 from phalanx.spec.pipeline.dag import Graph, StepNode
 from phalanx.spec.pipeline.templates import Context, Kind, Template, TemplateError, Value, to_text
-
-
-class Phase(StrEnum):
-    """A unit's (and, aggregated, a step's) phase."""
-
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    SKIPPED = "Skipped"
-    CACHED = "Cached"  # succeeded by reusing an earlier result
-    CANCELLED = "Cancelled"
-
-
-class RunPhase(StrEnum):
-    """A run's phase (``plan`` answers Running or a final one; Pending is the controller's:
-    a run recorded and not yet planned)."""
-
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    CANCELLED = "Cancelled"
-
 
 ENDED: Final = frozenset(
     {Phase.SUCCEEDED, Phase.FAILED, Phase.SKIPPED, Phase.CACHED, Phase.CANCELLED}

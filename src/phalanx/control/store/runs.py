@@ -13,7 +13,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from phalanx.control.store.models import PipelineRow, RunRow
-from phalanx.workflow.state import RunPhase
+from phalanx.domain.run import RunPhase
 
 #: The stored values of the phases a run may still leave.
 ACTIVE: tuple[str, ...] = (RunPhase.PENDING.value, RunPhase.RUNNING.value)
