@@ -1,4 +1,7 @@
-"""Every control-plane integration test runs on SQLite and on PostgreSQL.
+"""Every control-plane integration test runs on SQLite and on PostgreSQL, except in a
+module whose subject is not the store (a PyTorch job's rendezvous, a browser's drawing,
+a container's stop), which names the one it runs on in ``BACKENDS`` with the reason:
+running it twice would test the same thing twice.
 
 PostgreSQL comes from ``PHALANX_TEST_POSTGRES`` (a server URL; ``.ci/run`` starts one from
 Debian's packages). Without it the PostgreSQL runs are skipped with the reason, unless
@@ -22,8 +25,18 @@ from phalanx.executors.cgroups import host_isolation
 from phalanx.executors.taskgroups import TaskGroups, scope_of
 from tests.integration.control import serving
 
+#: The backends of a module that does not name its own in ``BACKENDS``.
+BOTH = ("sqlite", "postgresql")
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"], autouse=True)
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each module's tests once per backend of its ``BACKENDS`` (default ``BOTH``)."""
+    if "backend" in metafunc.fixturenames:
+        backends = getattr(metafunc.module, "BACKENDS", BOTH)
+        metafunc.parametrize("backend", backends, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module", autouse=True)
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     """The database of this module's servers; a fresh PostgreSQL database per module."""
     if request.param == "sqlite":

@@ -24,6 +24,9 @@ from tests.browser import chromium
 from tests.integration.control.console import good_job
 from tests.integration.control.serving import DEADLINE, Api, role, running_server
 
+#: SQLite only: what a browser draws; test_console checks the same pages' data on both.
+BACKENDS = ("sqlite",)
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 

@@ -26,6 +26,9 @@ from tests.integration.control.test_console_browser import (  # noqa: F401  (the
 from tests.integration.control.test_console_reports import compare_into
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run
 
+#: SQLite only: what a browser draws; test_console_pipelines checks the data on both.
+BACKENDS = ("sqlite",)
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 

@@ -22,6 +22,9 @@ from phalanx.control.server import Server
 from tests.integration.control.console import signed_in
 from tests.integration.control.serving import Api, running_server
 
+#: SQLite only: reports are files of a folder: no row of the store is read.
+BACKENDS = ("sqlite",)
+
 SECRET = "TOPSECRET-outside-the-reports-folder"
 HOSTILE_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20">'

@@ -11,6 +11,9 @@ import pytest
 
 from tests.integration.control.serving import Api, role, running_server
 
+#: SQLite only: a PyTorch job's rendezvous and its GPUs: the executor's.
+BACKENDS = ("sqlite",)
+
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None,
     reason="PyTorch is not installed (make test and make demo install its CPU build)",

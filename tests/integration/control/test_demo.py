@@ -9,6 +9,9 @@ import sys
 
 import pytest
 
+#: SQLite only: the demo runs on the embedded default, SQLite, as make demo does.
+BACKENDS = ("sqlite",)
+
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None,
     reason="PyTorch is not installed (make test and make demo install its CPU build)",

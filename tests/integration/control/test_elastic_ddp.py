@@ -15,6 +15,9 @@ import pytest
 
 from tests.integration.control.serving import Api, role, running_server, wait_for
 
+#: SQLite only: a PyTorch job's rendezvous across rescales: torchrun's and the executor's.
+BACKENDS = ("sqlite",)
+
 #: One node of 8 GPUs: which replicas a job gives back does not depend on where they are.
 ONE_NODE = """\
 apiVersion: phalanx/v1

@@ -9,6 +9,9 @@ from phalanx.client import Client
 from tests.integration.control.serving import CLUSTER, running_server, wait_for
 from tests.integration.images import containers_of
 
+#: SQLite only: container images and their stop: podman's and the executor's.
+BACKENDS = ("sqlite",)
+
 #: The tests' cluster, its nodes declaring podman (the local executor runs every node's
 #: tasks on this host, which has it).
 PODMAN_CLUSTER = CLUSTER + "    labels: {phalanx.io/container-runtime: podman}\n"
