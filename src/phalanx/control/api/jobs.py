@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Body, Query, Request
@@ -299,36 +301,63 @@ def job_logs(
     if missing and (not all_tasks or len(missing) == sum(s is not None for _, s in chosen)):
         raise _unreadable(row.name, stream, missing)
     fresh = [] if since is None else before(chosen, time.time() - since)
-    notes = [
-        f"no {stream} of task {t} to show: {w.reason}; fix: {w.fix}" for t, w in missing.items()
-    ]
-    notes += [since_note(fresh, since)] if fresh and since is not None else []
     live = JobLiveness(
         lambda: controller.view, row.name, stored_live=row.phase not in stored_jobs.ENDED
     )
-    stopping = request.app.state.stopping.is_set
-    window = Window(size=tail, lines=lines)
-    answer: Response
+    reading = _Reading(
+        window=Window(size=tail, lines=lines),
+        live=live,
+        stopping=request.app.state.stopping.is_set,
+        follow=follow,
+        fresh=fresh,
+    )
     if all_tasks:
-        shown = [(each, log) for each, log in logs if each not in missing]
-        answer = StreamingResponse(
-            prefixed_follow(shown, window, live, stopping=stopping, fresh=fresh)
-            if follow
-            else prefixed_tail(shown, window, fresh=fresh),
-            media_type="text/plain",
-        )
+        answer = reading.every_task([(each, log) for each, log in logs if each not in missing])
     else:
-        window = Window(size=0) if fresh else window
-        answer = (
-            StreamingResponse(
-                follow_log(logs[0][1], window, live, stopping=stopping), media_type="text/plain"
-            )
-            if follow
-            else PlainTextResponse(read_tail(logs[0][1], window).decode(errors="replace"))
-        )
-    for line in notes[:MAX_WARNINGS]:
+        answer = reading.one_task(logs[0][1])
+    for line in _log_notes(stream, missing, fresh, since)[:MAX_WARNINGS]:
         answer.headers.append("Warning", warning_header(line))
     return answer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Reading:
+    """How the logs of one request are read: the window of each log, whether (and until
+    when) new output is followed, and the tasks whose output so far ``since`` leaves out."""
+
+    window: Window
+    live: JobLiveness
+    stopping: Callable[[], bool]
+    follow: bool
+    fresh: list[str]
+
+    def every_task(self, shown: list[tuple[str, TaskLog]]) -> Response:
+        """Every task's lines, each prefixed with its task's name."""
+        lines = (
+            prefixed_follow(shown, self.window, self.live, stopping=self.stopping, fresh=self.fresh)
+            if self.follow
+            else prefixed_tail(shown, self.window, fresh=self.fresh)
+        )
+        return StreamingResponse(lines, media_type="text/plain")
+
+    def one_task(self, log: TaskLog) -> Response:
+        """One task's output (none of what it wrote so far when ``since`` leaves it out)."""
+        window = Window(size=0) if self.fresh else self.window
+        if self.follow:
+            followed = follow_log(log, window, self.live, stopping=self.stopping)
+            return StreamingResponse(followed, media_type="text/plain")
+        return PlainTextResponse(read_tail(log, window).decode(errors="replace"))
+
+
+def _log_notes(
+    stream: LogStream, missing: dict[str, LogAbsence], fresh: list[str], since: float | None
+) -> list[str]:
+    """The ``Warning`` lines of an answer: each task whose log cannot be read, and the
+    tasks whose output so far ``since`` leaves out."""
+    notes = [
+        f"no {stream} of task {t} to show: {w.reason}; fix: {w.fix}" for t, w in missing.items()
+    ]
+    return notes + ([since_note(fresh, since)] if fresh and since is not None else [])
 
 
 def _unreadable(job: str, stream: LogStream, missing: dict[str, LogAbsence]) -> ApiError:
