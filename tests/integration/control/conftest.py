@@ -98,3 +98,15 @@ def server(tmp_path: Path) -> Iterator[Server]:
     ``server.admin_token`` reach it. Stopped, and its tasks killed, after the test."""
     with serving.running_server(tmp_path) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``sim compare`` output folder (FIFO and Tiresias on a busy synthetic
+    workload), made once for every test that shows a report: the replays would take most
+    of those tests' time, and their output depends on no server."""
+    from tests.integration.control.test_console_reports import compare_into
+
+    scratch = tmp_path_factory.mktemp("compared")
+    compare_into(scratch / "fifo-vs-tiresias", scratch)
+    return scratch / "fifo-vs-tiresias"

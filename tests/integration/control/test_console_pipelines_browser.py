@@ -12,6 +12,7 @@ test's temporary directory; waits are for conditions in the page, with a deadlin
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,6 @@ from tests.integration.control.test_console_browser import (  # noqa: F401  (the
     _screenshot,
     browser,
 )
-from tests.integration.control.test_console_reports import compare_into
 from tests.integration.control.test_pipelines import admin, ended, pipeline, run
 
 #: SQLite only: what a browser draws; test_console_pipelines checks the data on both.
@@ -108,9 +108,10 @@ def test_a_resumed_runs_dag_shows_its_cache_hits_and_follows_the_last_step(
 def test_a_report_is_shown_in_a_sandbox_where_its_script_does_not_run(
     browser: Browser,  # noqa: F811
     tmp_path: Path,
+    compared: Path,
 ) -> None:
     folder = tmp_path / "reports"
-    compare_into(folder / "fifo-vs-tiresias", tmp_path)
+    shutil.copytree(compared, folder / "fifo-vs-tiresias")
     (folder / "untrusted.html").write_text(HOSTILE)
     with running_server(tmp_path, reports=folder) as server:
         token = server.admin_token or ""

@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 from typer.testing import CliRunner
 
 from phalanx.cli.main import app
@@ -68,15 +67,6 @@ def compare_into(folder: Path, scratch: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert (folder / "report.html").is_file()
-
-
-@pytest.fixture(scope="session")
-def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One ``sim compare`` output folder, made once for every test that shares it (the
-    replays take most of these tests' time, and their output depends on no server)."""
-    scratch = tmp_path_factory.mktemp("compared")
-    compare_into(scratch / "fifo-vs-tiresias", scratch)
-    return scratch / "fifo-vs-tiresias"
 
 
 def reports_folder(tmp_path: Path, compared: Path) -> Path:
