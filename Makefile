@@ -34,8 +34,12 @@ typecheck: install
 # processes and timers; tests/conftest.py's GROUPS keeps apart what must not overlap.
 WORKERS ?= 4
 
+# Everything: the unit, property and scenario tests use the CPU alone, so two workers
+# (one per core here) halve their time; the integration tests run real servers, tasks and
+# clusters on fixed addresses and timers, and run one at a time.
 test: lint typecheck $(TORCH)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 tests/unit tests/property tests/scenarios
+	$(BIN)/pytest tests/integration
 
 # The inner loop: unit, scenario and property tests, less those marked slow and with a
 # fifth of each property's examples. make test (and CI) runs everything.
