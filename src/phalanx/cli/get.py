@@ -54,26 +54,23 @@ def get_jobs(
 ) -> None:
     """Jobs, oldest first: your own unless --all-users or --user."""
     phases = [_phase(p) for p in phase or ()]
-    jobs: list[JobSummaryView]
     with connect(ctx) as client:
-        if name is not None:
-            jobs = [client.job(name)]
-        else:
+        if name is None:
             user = _whose(client.whoami(), user, all_users=all_users)
-            jobs = client.jobs(queue=queue, phase=phases or None, user=user)
+
+        def read() -> list[JobSummaryView]:
+            if name is None:
+                return client.jobs(queue=queue, phase=phases or None, user=user)
+            return [client.job(name)]
+
+        jobs = read()  # a NAME that is not a job's is an error here, watched or not
         if watching:
             wide = output is Output.WIDE
-
-            def read() -> list[JobSummaryView]:
-                if name is None:
-                    return client.jobs(queue=queue, phase=phases or None, user=user)
-                return _one(lambda: client.job(name))
-
             watch(
-                read,
+                lambda: _gone_is_none(read),
+                jobs,
                 key=lambda job: job.name,
                 table=lambda views, now: render.jobs_table(views, now, wide=wide),
-                since=lambda job: job.created_at,
                 output=output,
                 empty="no jobs",
             )
@@ -144,10 +141,11 @@ def get_nodes(
         print_table(render.nodes_table(nodes, wide=output is Output.WIDE))
 
 
-def _one(read: Callable[[], V]) -> list[V]:
-    """The one object ``read()`` gives, or none once it is gone (deleted while watched)."""
+def _gone_is_none(read: Callable[[], list[V]]) -> list[V]:
+    """What ``read()`` gives, or nothing once the one object it reads is gone (deleted
+    while watched)."""
     try:
-        return [read()]
+        return read()
     except ClientError as error:
         if error.status == 404:
             return []
@@ -190,22 +188,20 @@ def get_runs(
 ) -> None:
     """Runs of pipelines, oldest first: your own (admins: everyone's)."""
     with connect(ctx) as client:
+
+        def read() -> list[RunView]:
+            return [client.run(run_id)] if run_id is not None else client.runs(pipeline=pipeline)
+
+        runs = read()  # a RUN that is not a run's is an error here, watched or not
         if watching:
-
-            def read() -> list[RunView]:
-                if run_id is None:
-                    return client.runs(pipeline=pipeline)
-                return _one(lambda: client.run(run_id))
-
             watch(
-                read,
+                lambda: _gone_is_none(read),
+                runs,
                 key=lambda run: run.id,
                 table=render.runs_table,
-                since=lambda run: run.created_at,
                 output=output,
                 empty="no runs",
             )
-        runs = [client.run(run_id)] if run_id is not None else client.runs(pipeline=pipeline)
     if machine(output):
         assert output is not None
         emit(runs[0] if run_id is not None else runs, output)
