@@ -281,15 +281,15 @@ def test_a_window_of_lines_finds_them_across_read_chunks() -> None:
     assert tail(log, Window(size=2**30, lines=3)) == b"first\n" + long + b"\nlast\n"
 
 
-def test_lines_and_fresh_tasks_when_every_task_is_prefixed() -> None:
+def test_lines_and_older_tasks_when_every_task_is_prefixed() -> None:
     logs: list[tuple[str, TaskLog]] = [("a", MemoryLog(b"1\n2\n3\n")), ("b", MemoryLog(b"x\ny\n"))]
     window = Window(size=1000, lines=1)
     assert text(prefixed_tail(logs, window)) == "a | 3\nb | y\n"
-    assert text(prefixed_tail(logs, window, fresh={"a"})) == "b | y\n"
+    assert text(prefixed_tail(logs, window, older={"a"})) == "b | y\n"
     b = logs[1][1]
     assert isinstance(b, MemoryLog)
     script = Script(lambda: b.write(b"z\n"))
-    follows = prefixed_follow(logs, window, script.live, sleep=script.sleep, fresh={"b"})
+    follows = prefixed_follow(logs, window, script.live, sleep=script.sleep, older={"b"})
     assert text(follows) == "a | 3\nb | z\n"  # b: only what it wrote from then on
 
 

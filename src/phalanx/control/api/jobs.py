@@ -300,7 +300,7 @@ def job_logs(
     missing = absences(logs, {each for each, started in chosen if started is not None})
     if missing and (not all_tasks or len(missing) == sum(s is not None for _, s in chosen)):
         raise _unreadable(row.name, stream, missing)
-    fresh = [] if since is None else before(chosen, time.time() - since)
+    older = [] if since is None else before(chosen, time.time() - since)
     live = JobLiveness(
         lambda: controller.view, row.name, stored_live=row.phase not in stored_jobs.ENDED
     )
@@ -309,13 +309,13 @@ def job_logs(
         live=live,
         stopping=request.app.state.stopping.is_set,
         follow=follow,
-        fresh=fresh,
+        older=older,
     )
     if all_tasks:
         answer = reading.every_task([(each, log) for each, log in logs if each not in missing])
     else:
         answer = reading.one_task(logs[0][1])
-    for line in _log_notes(stream, missing, fresh, since)[:MAX_WARNINGS]:
+    for line in _log_notes(stream, missing, older, since)[:MAX_WARNINGS]:
         answer.headers.append("Warning", warning_header(line))
     return answer
 
@@ -329,20 +329,20 @@ class _Reading:
     live: JobLiveness
     stopping: Callable[[], bool]
     follow: bool
-    fresh: list[str]
+    older: list[str]
 
     def every_task(self, shown: list[tuple[str, TaskLog]]) -> Response:
         """Every task's lines, each prefixed with its task's name."""
         lines = (
-            prefixed_follow(shown, self.window, self.live, stopping=self.stopping, fresh=self.fresh)
+            prefixed_follow(shown, self.window, self.live, stopping=self.stopping, older=self.older)
             if self.follow
-            else prefixed_tail(shown, self.window, fresh=self.fresh)
+            else prefixed_tail(shown, self.window, older=self.older)
         )
         return StreamingResponse(lines, media_type="text/plain")
 
     def one_task(self, log: TaskLog) -> Response:
         """One task's output (none of what it wrote so far when ``since`` leaves it out)."""
-        window = Window(size=0) if self.fresh else self.window
+        window = Window(size=0) if self.older else self.window
         if self.follow:
             followed = follow_log(log, window, self.live, stopping=self.stopping)
             return StreamingResponse(followed, media_type="text/plain")
@@ -350,14 +350,14 @@ class _Reading:
 
 
 def _log_notes(
-    stream: LogStream, missing: dict[str, LogAbsence], fresh: list[str], since: float | None
+    stream: LogStream, missing: dict[str, LogAbsence], older: list[str], since: float | None
 ) -> list[str]:
     """The ``Warning`` lines of an answer: each task whose log cannot be read, and the
     tasks whose output so far ``since`` leaves out."""
     notes = [
         f"no {stream} of task {t} to show: {w.reason}; fix: {w.fix}" for t, w in missing.items()
     ]
-    return notes + ([since_note(fresh, since)] if fresh and since is not None else [])
+    return notes + ([since_note(older, since)] if older and since is not None else [])
 
 
 def _unreadable(job: str, stream: LogStream, missing: dict[str, LogAbsence]) -> ApiError:

@@ -13,7 +13,7 @@ Nothing here knows a path or a host: one task's log is read by offset through it
   ``stopping()`` is True (the server is shutting down): a stream never holds a
   shutdown up;
 - ``prefixed_tail`` and ``prefixed_follow`` do the same for several tasks (the window
-  of each; none of what the ``fresh`` ones wrote so far, only what they write from
+  of each; none of what the ``older`` ones wrote so far, only what they write from
   now on), sending whole lines only, each as ``TASK | line``. Lines of different
   tasks interleave as they come but never mix: a line is sent once its newline is
   there, and a last line without one is ended with a newline when the task can write
@@ -167,13 +167,13 @@ def follow(
 
 
 def prefixed_tail(
-    logs: Sequence[tuple[str, TaskLog]], size: Window | int, *, fresh: Collection[str] = ()
+    logs: Sequence[tuple[str, TaskLog]], size: Window | int, *, older: Collection[str] = ()
 ) -> Iterator[bytes]:
     """Each task's window (``size``: a ``Window``, or its bytes) as ``TASK | line`` lines,
-    task after task; nothing of the ``fresh`` tasks."""
+    task after task; nothing of the ``older`` tasks."""
     window = _window(size)
     for task, log in logs:
-        if task in fresh:
+        if task in older:
             continue
         end = log.size()
         start = window.start(log, end)
@@ -192,9 +192,9 @@ def prefixed_follow(
     *,
     sleep: Callable[[float], None] = time.sleep,
     stopping: Callable[[], bool] = lambda: False,
-    fresh: Collection[str] = (),
+    older: Collection[str] = (),
 ) -> Iterator[bytes]:
-    """Every task's window (``size``: a ``Window``, or its bytes; for the ``fresh`` tasks
+    """Every task's window (``size``: a ``Window``, or its bytes; for the ``older`` tasks
     nothing written so far), then new lines as they come, as ``TASK | line``, until
     ``live()`` is False and everything written has been sent, or ``stopping()`` is True
     (then the unfinished lines are not sent)."""
@@ -202,7 +202,7 @@ def prefixed_follow(
     readers = []
     for task, log in logs:
         end = log.size()
-        start = end if task in fresh else window.start(log, end)
+        start = end if task in older else window.start(log, end)
         lines = _Lines(task, cut=_starts_inside_a_line(log, start))
         readers.append(_Reader(log=log, lines=lines, offset=start))
     while not stopping():
