@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Body, Request
 
@@ -22,6 +22,7 @@ from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import runs as stored_runs
 from phalanx.control.store.models import PipelineRow
+from phalanx.control.submit import Closed, why_closed
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.pipeline import PipelineDocument, build_graph, resolve
 from phalanx.wire.bodies import NewRun
@@ -49,7 +50,7 @@ def get_pipeline(name: str, _: Caller, session: DbSession) -> PipelineView:
 def create_pipeline(body: PipelineBody, caller: Caller, session: DbSession) -> PipelineView:
     """Register a pipeline (409 if the name is taken: update it with PUT)."""
     document = _parse(body)
-    _check_queues(session, document)
+    _check_queues(session, document, caller)
     name = document.metadata.name
     held = session.get(PipelineRow, name)
     if held is not None:
@@ -89,7 +90,7 @@ def update_pipeline(
             field="metadata.name",
             fix="make them equal; a pipeline cannot be renamed",
         )
-    _check_queues(session, document)
+    _check_queues(session, document, caller)
     now = time.time()
     stored = _dump(document)
     if schedule_of(stored) != schedule_of(row.document):  # a new one fires from now on
@@ -116,7 +117,7 @@ def start_run(
     controller plans it (within a tick)."""
     row = _existing(session, name)
     document = PipelineDocument.model_validate(row.document)
-    _check_queues(session, document)  # one may have gone since the pipeline was registered
+    _check_queues(session, document, caller)  # one may have gone since the pipeline was registered
     try:
         params = resolve(document.spec.declared_params(), body.given())
     except InvalidInput as error:
@@ -143,26 +144,33 @@ def _parse(body: Any) -> PipelineDocument:
     return document_of(body, PipelineDocument, "pipelines")
 
 
-def _check_queues(session: DbSession, document: PipelineDocument) -> None:
-    """Refuse a pipeline a step of which would run its jobs in a queue that does not
-    exist or has child queues (jobs go to leaf queues): its run would fail at that step.
-    A sub-pipeline step's child run is checked when it is registered and started."""
+#: Why a step's queue would refuse its jobs, as a refusal says it (``submit.why_closed``).
+_CLOSED: Final[dict[Closed, str]] = {
+    "missing": "does not exist",
+    "not-a-leaf": "has child queues; jobs go to leaf queues",
+    "not-a-submitter": "does not list you in its submitters",
+}
+
+
+def _check_queues(session: DbSession, document: PipelineDocument, caller: Principal) -> None:
+    """Refuse a pipeline a step of which would run its jobs, as ``caller``'s, in a queue
+    that would refuse them (``submit.why_closed``): its run would fail at that step. A
+    sub-pipeline step's child run is checked when it is registered and started."""
     graph = build_graph(document.spec)
     nodes = [n for n in (*graph.steps.values(), *graph.final.values()) if n.pipeline is None]
     found = stored_cluster.queue_documents(session, sorted({n.queue for n in nodes}))
     for node in nodes:
-        held = found.get(node.queue)
-        if held is not None and not held[1]:
+        closed = why_closed(found.get(node.queue), caller.name, admin=caller.is_admin)
+        if closed is None:
             continue
-        problem = "does not exist" if held is None else "has child queues; jobs go to leaf queues"
         step = document.spec.steps.get(node.name) or document.spec.finally_[node.name]
         own = step.queue is not None or document.spec.defaults.queue != node.queue
         raise ApiError(
             422,
-            f"step {node.name} runs its jobs in queue {node.queue!r}, which {problem}",
+            f"step {node.name} runs its jobs in queue {node.queue!r}, which {_CLOSED[closed]}",
             field=f"spec.steps.{node.name}.queue" if own else "spec.defaults.queue",
             fix="create the queue first (phalanx apply -f queues.yaml; an admin's), or name "
-            "an existing leaf queue (phalanx get queues)",
+            "an existing leaf queue you may submit to (phalanx get queues)",
         )
 
 
