@@ -13,8 +13,8 @@ import pytest
 TRACES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 
 #: Tests that one worker runs in turn when pytest-xdist runs the suite (``-n``, as ``make
-#: test-fast`` does, and ``make test`` for the unit, property and scenario tests), by path
-#: prefix: a group's name, and why its tests cannot be spread.
+#: test`` and ``make test-fast`` do), by path prefix: a group's name, and why its tests
+#: cannot be spread.
 GROUPS: dict[str, str] = {
     # each module starts a Ray cluster on the fixed addresses 127.0.0.2-.5
     "tests/integration/ray/": "ray",
