@@ -55,6 +55,7 @@ from phalanx.spec.limits import (
     MAX_ROLES,
     size,
 )
+from phalanx.spec.model import ModelOutput
 from phalanx.spec.placement import AffinityTerm, TolerationSpec
 from phalanx.spec.quantity import ResourceMap, resources_of
 
@@ -297,6 +298,9 @@ class RoleSpec(Placement):
     elastic: ElasticSpec | None = None
     """Let the role's size follow the cluster within a range (replicas is the size asked
     for); at most one role of a job is elastic."""
+    model: ModelOutput | None = None
+    """A model the role's first task writes; when the job succeeds it is registered as the
+    model's next version (phalanx get models)."""
 
     @model_validator(mode="after")
     def _replicas_in_range(self) -> Self:
@@ -476,6 +480,7 @@ def _check_elastic(roles: list[RoleSpec], min_available: int | None) -> None:
 
 def _check_unique_roles(roles: list[RoleSpec]) -> None:
     seen: set[str] = set()
+    models: set[str] = set()
     for i, role in enumerate(roles):
         if role.name in seen:
             raise located(
@@ -484,6 +489,14 @@ def _check_unique_roles(roles: list[RoleSpec]) -> None:
                 at=("roles", i, "name"),
             )
         seen.add(role.name)
+        if role.model is not None:
+            if role.model.name in models:
+                raise located(
+                    f"model {role.model.name!r} is written by two roles",
+                    "let one role write it, or give the other model its own name",
+                    at=("roles", i, "model", "name"),
+                )
+            models.add(role.model.name)
 
 
 def _check_dependencies(roles: list[RoleSpec]) -> None:

@@ -118,6 +118,7 @@ def job_spec(
                     "command": render_argv(node.command, context, field="command"),
                     "env": {**_env(dict(node.env), context, "env"), **ours},
                     **({"image": node.image} if node.image else {}),
+                    **({"model": node.model.model_dump(mode="json")} if node.model else {}),
                 }
             ],
         }

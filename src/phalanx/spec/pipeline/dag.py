@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.common import Loc
 from phalanx.spec.job import JobSpec
+from phalanx.spec.model import ModelOutput
 from phalanx.spec.pipeline.conditions import Condition
 from phalanx.spec.pipeline.params import Param, type_of
 from phalanx.spec.pipeline.parts import (
@@ -93,6 +94,7 @@ class StepNode:
     retry: RetrySpec
     timeout: float | None
     cache: CacheSpec
+    model: ModelOutput | None  # the model a command step's task writes
     params_used: frozenset[str]  # parameters any of its templates reads
     #: every template and its place in the step (``("command", 2)``, ``("env", "X")``)
     templates: tuple[tuple[Loc, str], ...] = field(repr=False)
@@ -229,6 +231,7 @@ def _resolved(
         retry=_first(step.retry, c.retry if c else None, d.retry) or RetrySpec(),
         timeout=timeout,
         cache=cache or CacheSpec(),
+        model=None if source is None else _first(step.model, c.model if c else None),
         params_used=frozenset(),
         templates=(),
     )

@@ -34,6 +34,7 @@ from phalanx.spec.common import (
     located,
 )
 from phalanx.spec.job import Command, JobSpec
+from phalanx.spec.model import ModelOutput
 from phalanx.spec.pipeline.dag import GraphError, build_graph
 from phalanx.spec.pipeline.params import Param, type_of
 from phalanx.spec.pipeline.parts import (
@@ -56,7 +57,7 @@ from phalanx.spec.quantity import ResourceMap
 #: Most steps of one pipeline (``steps`` and ``finally`` together) and components.
 MAX_STEPS: Final = 1_000
 
-_STEP_FIELDS_WITHOUT_JOB: Final = ("command", "resources", "image", "env", "queue")
+_STEP_FIELDS_WITHOUT_JOB: Final = ("command", "resources", "image", "env", "queue", "model")
 _STEP_FIELDS_WITHOUT_PIPELINE: Final = (
     *_STEP_FIELDS_WITHOUT_JOB,
     "job",
@@ -127,6 +128,9 @@ class StepFields(SpecModel):
     cache: CacheSpec | None = None
     """Whether and how results are reused; omitted: the component's, then defaults'
     (disabled)."""
+    model: ModelOutput | None = None
+    """A model the step's task writes, registered as the model's next version when the
+    step succeeds; omitted: the component's (none). A job step declares it on a role."""
 
     @model_validator(mode="after")
     def _job_excludes(self) -> Self:
