@@ -38,8 +38,8 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -275,7 +275,7 @@ def _too_big(place: Place, limits: Limits) -> TenantPathRefused:
 
 def _chunks(
     place: Place, fd: int, status: os.stat_result, limits: Limits, deadline: float
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     if status.st_size > limits.max_bytes:
         raise _too_big(place, limits)
     readable = _reopen(fd, status, _READ)
@@ -369,6 +369,110 @@ def _tree(
                 yield prefix + name, _hash_file(inner, child, found, budget)
         finally:
             os.close(child)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeFile:
+    """A regular file of a tenant's tree: its ``/``-separated ``path`` under the tree,
+    its ``size``, whether its owner may execute it, and ``chunks``, its bytes: exactly
+    ``size`` of them (a file that grows or shrinks while read is refused), to be read
+    before the next file is asked for (it is closed then)."""
+
+    path: str
+    size: int
+    executable: bool
+    chunks: Iterator[bytes]
+
+
+#: The fix of a link inside a tree that is copied (a model): plain files only.
+_COPY_FIX: Final = "copy the file there instead of linking it: the server copies plain files only"
+
+
+def read_tree(place: Place, *, reader: Reader | None, limits: Limits) -> Iterator[TreeFile]:
+    """Every regular file under the directory at ``place``, subdirectories included,
+    in the order of their paths' components (each directory's entries by name). No link
+    is followed and none is accepted: a symbolic link, FIFO, socket or device anywhere
+    in the tree is refused, naming it and what it is, as is an entry the reader could
+    not read (or a directory it could not list). ``limits`` bound the bytes and entries
+    read in all, and the time taken, the consumer's time between chunks included."""
+    budget = _Budget(limits, time.monotonic() + limits.seconds)
+    with _opened(place, reader=reader) as fd:
+        status = _check(place, fd, reader)
+        if not stat.S_ISDIR(status.st_mode):
+            why = f"it is {kind_of(status.st_mode)}"
+            raise TenantPathRefused(
+                str(place), why, fix="write a directory there, with the files in it"
+            )
+        yield from _files(place, fd, status, reader, budget, "")
+
+
+def _files(
+    place: Place,
+    fd: int,
+    status: os.stat_result,
+    reader: Reader | None,
+    budget: _Budget,
+    prefix: str,
+) -> Iterator[TreeFile]:
+    """``read_tree``'s walk of the directory ``fd`` (examined as ``status``)."""
+    listing = _reopen(fd, status, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        names = sorted(os.listdir(listing))
+    finally:
+        os.close(listing)
+    for name in names:
+        inner = place.child(name)
+        try:
+            child = os.open(name, _PATH, dir_fd=fd)
+        except OSError as error:  # the tenant removed or replaced it since the listing
+            raise TenantPathRefused(
+                str(inner), f"cannot be opened: {error.strerror}", fix=_FIX
+            ) from None
+        try:
+            if stat.S_ISLNK(os.fstat(child).st_mode):
+                raise TenantPathRefused(str(inner), f"it is {_what(fd, name)}", fix=_COPY_FIX)
+            found = _check(inner, child, reader)
+            regular = stat.S_ISREG(found.st_mode)
+            _take(budget, inner, size=found.st_size if regular else 0)
+            if not regular:
+                yield from _files(inner, child, found, reader, budget, f"{prefix}{name}/")
+                continue
+            chunks = _exact(inner, child, found, budget)
+            try:
+                executable = bool(found.st_mode & stat.S_IXUSR)
+                yield TreeFile(
+                    path=prefix + name, size=found.st_size, executable=executable, chunks=chunks
+                )
+            finally:
+                chunks.close()  # before its descriptor closes: it never reads another file
+        finally:
+            os.close(child)
+
+
+def _take(budget: _Budget, place: Place, *, size: int) -> None:
+    """``budget.take``, its refusal worded for a copy rather than a hash."""
+    try:
+        budget.take(place, size=size)
+    except TenantPathRefused:
+        limits = budget.limits
+        why = f"the tree holds over {limits.max_bytes} bytes or {limits.max_files} entries"
+        raise TenantPathRefused(str(place), why, fix="write fewer or smaller files") from None
+
+
+def _exact(
+    place: Place, fd: int, status: os.stat_result, budget: _Budget
+) -> Generator[bytes, None, None]:
+    """The bytes of the examined file, exactly ``status.st_size`` of them."""
+    read = 0
+    with closing(_chunks(place, fd, status, budget.limits, budget.deadline)) as pieces:
+        for piece in pieces:
+            read += len(piece)
+            if read > status.st_size:  # growing while read: never past what was counted
+                break
+            yield piece
+    if read != status.st_size:
+        why = f"it changed size while it was read ({status.st_size} bytes before)"
+        raise TenantPathRefused(str(place), why, fix="write it before the task ends")
 
 
 def make_dirs(place: Place, *, owner: tuple[int, int] | None, mode: int = 0o700) -> bool:

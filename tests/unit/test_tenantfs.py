@@ -22,6 +22,7 @@ from phalanx.tenantfs import (
     make_dirs,
     read_file,
     read_tail,
+    read_tree,
     stat_of,
 )
 
@@ -228,3 +229,94 @@ def test_make_dirs_says_whether_it_made_the_last_one(yard: Path) -> None:
     os.mkfifo(yard / "pipe")
     with pytest.raises(TenantPathRefused, match="pipe is a FIFO"):
         make_dirs(_place(yard, "pipe/inner"), owner=None)
+
+
+def _read_all(place: Place, limits: Limits = LIMITS) -> dict[str, tuple[bytes, int, bool]]:
+    return {
+        found.path: (b"".join(found.chunks), found.size, found.executable)
+        for found in read_tree(place, reader=None, limits=limits)
+    }
+
+
+def test_a_tree_is_read_back_exactly(yard: Path) -> None:
+    model = yard / "model"
+    (model / "sub" / "deeper").mkdir(parents=True)
+    (model / "empty").mkdir()
+    (model / "weights.bin").write_bytes(b"w" * (3 << 20))  # over one chunk
+    (model / "sub" / "config.json").write_bytes(b"{}")
+    (model / "sub" / "deeper" / "run.sh").write_bytes(b"#!/bin/sh\n")
+    (model / "sub" / "deeper" / "run.sh").chmod(0o755)
+    (model / "sub-file").write_bytes(b"")
+    limits = Limits(max_bytes=4 << 20)
+    found = [entry.path for entry in read_tree(_place(yard, "model"), reader=None, limits=limits)]
+    assert found == ["sub/config.json", "sub/deeper/run.sh", "sub-file", "weights.bin"]
+    assert _read_all(_place(yard, "model"), limits) == {
+        "sub/config.json": (b"{}", 2, False),
+        "sub/deeper/run.sh": (b"#!/bin/sh\n", 10, True),
+        "sub-file": (b"", 0, False),
+        "weights.bin": (b"w" * (3 << 20), 3 << 20, False),
+    }
+
+
+def test_an_empty_tree_yields_nothing(yard: Path) -> None:
+    assert _read_all(Place(yard, "")) == {}
+
+
+def test_a_link_inside_a_tree_is_refused_naming_it(yard: Path, tmp_path: Path) -> None:
+    (yard / "model" / "sub").mkdir(parents=True)
+    (yard / "model" / "sub" / "weights").symlink_to(tmp_path / "secret")
+    with pytest.raises(TenantPathRefused, match="a symbolic link to") as caught:
+        _read_all(_place(yard, "model"))
+    assert caught.value.path == str(yard / "model" / "sub" / "weights")
+    assert "copy the file" in str(caught.value)
+    assert SECRET.decode() not in str(caught.value)
+
+
+def test_a_fifo_inside_a_tree_is_refused_at_once(yard: Path) -> None:
+    (yard / "model").mkdir()
+    (yard / "model" / "a").write_bytes(b"a")
+    os.mkfifo(yard / "model" / "pipe")  # opened for reading, it would block forever
+    with pytest.raises(TenantPathRefused, match="it is a FIFO") as caught:
+        _read_all(_place(yard, "model"))
+    assert caught.value.path == str(yard / "model" / "pipe")
+
+
+def test_a_tree_over_its_bytes_or_files_is_refused(yard: Path) -> None:
+    (yard / "model").mkdir()
+    with (yard / "model" / "big").open("wb") as big:
+        big.truncate(100 * 2**20)  # sparse
+    with pytest.raises(TenantPathRefused, match="over 1048576 bytes or 100000 entries") as caught:
+        _read_all(_place(yard, "model"))
+    assert caught.value.path == str(yard / "model" / "big")
+    (yard / "many").mkdir()
+    for index in range(5):
+        (yard / "many" / f"f{index}").write_bytes(b"x")
+    with pytest.raises(TenantPathRefused, match="or 3 entries") as caught:
+        _read_all(_place(yard, "many"), Limits(max_bytes=100, max_files=3))
+    assert caught.value.path == str(yard / "many" / "f3")
+
+
+def test_a_tree_must_be_a_real_directory(yard: Path, tmp_path: Path) -> None:
+    (yard / "model").symlink_to(tmp_path)
+    with pytest.raises(TenantPathRefused, match="it is a symbolic link to"):
+        _read_all(_place(yard, "model"))
+    (yard / "file").write_bytes(b"x")
+    with pytest.raises(TenantPathRefused, match=r"it is a regular file.*fix: write a directory"):
+        _read_all(_place(yard, "file"))
+
+
+def test_a_tree_the_reader_cannot_read_is_refused(yard: Path, tmp_path: Path) -> None:
+    (yard / "model").mkdir(mode=0o755)
+    os.link(tmp_path / "secret", yard / "model" / "weights")  # another uid's, 0600
+    with pytest.raises(TenantPathRefused, match="uid 70001 cannot read it") as caught:
+        list(read_tree(_place(yard, "model"), reader=STRANGER, limits=LIMITS))
+    assert caught.value.path == str(yard / "model" / "weights")
+
+
+def test_a_file_that_grows_while_read_is_refused(yard: Path) -> None:
+    (yard / "model").mkdir()
+    (yard / "model" / "log").write_bytes(b"x" * 10)
+    with pytest.raises(TenantPathRefused, match="changed size while it was read"):
+        for found in read_tree(_place(yard, "model"), reader=None, limits=LIMITS):
+            (yard / "model" / "log").write_bytes(b"x" * 20)
+            b"".join(found.chunks)
