@@ -20,7 +20,10 @@ this module); a test (tests/unit/domain/test_error_tree.py) holds the two togeth
     ├── ContentError            a file or artifact of a run that cannot be read as asked
     │   ├── MissingContent      (workflow.contents) an artifact or file that is not there
     │   ├── OutputError         (workflow.artifacts) an output param missing or mistyped
-    │   └── NoReport            (control.reports) no report of that name to serve
+    │   ├── NoReport            (control.reports) no report of that name to serve
+    │   ├── ManifestError       (models.manifest) a model version's manifest not valid
+    │   ├── ModelMissing        (models.store) a model version the store does not hold
+    │   └── ModelCorrupt        (models.store) stored bytes that are not their digest's
     ├── RequestRefused          a request this process refuses, saying what to do instead
     │   ├── ApiError            (control.errors) an API answer {detail, field, fix}
     │   │   └── BodyTooLarge    (control.body_limit) a request body over the limit
