@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue|run|pipeline NAME...`` and ``phalanx cancel JOB``: ending
+"""``phalanx delete job|queue|run|pipeline|model NAME...`` and ``phalanx cancel JOB``: ending
 things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
@@ -18,12 +18,14 @@ import time
 
 import typer
 
-from phalanx.cli.remote import connect
+from phalanx.cli import models
+from phalanx.cli.remote import connect, reported
 from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues, runs or pipelines (each kind singular or plural: job or jobs).",
+    help="Delete jobs, queues, runs, pipelines or models (each kind singular or plural: job or "
+    "jobs).",
     no_args_is_help=True,
 )
 
@@ -142,7 +144,23 @@ def delete_pipeline(
 
 
 # kubectl's rule: a kind is named singular or plural alike.
+@app.command("model")
+def delete_model(
+    ctx: typer.Context,
+    references: list[str] = typer.Argument(..., help="NAME (every version) or NAME:vN."),
+) -> None:
+    """Delete model versions (their owner or an admin): their files leave the model store;
+    a number is never given again, and the name stays its owner's."""
+    with reported():
+        wanted = [models.reference(text) for text in references]
+    with connect(ctx) as client:
+        for name, number in wanted:
+            for gone in client.delete_model(name, number):
+                typer.echo(f"model/{gone.name}:v{gone.version} deleted")
+
+
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
 app.command("runs", hidden=True)(delete_run)
 app.command("pipelines", hidden=True)(delete_pipeline)
+app.command("models", hidden=True)(delete_model)

@@ -1,7 +1,8 @@
-"""``phalanx describe job|queue|node|run NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run|model NAME``: one object in detail, for people.
 
 A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
-events; a queue its quotas against what it holds; a node each GPU as a bar.
+events; a queue its quotas against what it holds; a node each GPU as a bar; a model
+version its lineage and files.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.cli import render
-from phalanx.cli.remote import connect, console, print_table
+from phalanx.cli import models, render
+from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, run, queue or node in detail (each kind singular or plural).",
+    help="Show one job, run, queue, node or model in detail (each kind singular or plural).",
     no_args_is_help=True,
 )
 
@@ -160,6 +161,44 @@ def describe_node(ctx: typer.Context, name: str = typer.Argument(..., help="The 
     out.print(_capacity(node))
     out.print(Text("\nGPUs", style="bold"))
     out.print(_gpus(node))
+
+
+@app.command("model")
+def describe_model(
+    ctx: typer.Context,
+    reference: str = typer.Argument(..., help="NAME (its newest version) or NAME:vN."),
+) -> None:
+    """A model version: digest, size, lineage (the job or run step that made it, the
+    command, image and params) and its files."""
+    with reported():
+        name, number = models.reference(reference)
+    with connect(ctx) as client:
+        if number is None:
+            number = client.model_versions(name)[0].version
+        version = client.model_version(name, number)
+    lineage = version.lineage
+    fields: dict[str, str | Text] = {
+        "Name": f"{version.name}:v{version.version}",
+        "Digest": version.digest,
+        "Size": f"{models.size(version.size)} in {version.files} file(s)",
+        "User": version.user,
+        "Created": _clock(version.created_at),
+        "From": models.origin(version) + f" (job {version.job}, role {version.role})",
+        "Command": " ".join(lineage.get("command", [])) or "-",
+        "Ran in image": lineage.get("image") or "-",
+    }
+    if version.image_phase is not None:
+        fields["Model image"] = {
+            "Built": version.image or "",
+            "Failed": f"Failed: {version.image_message}",
+        }.get(version.image_phase, version.image_phase)
+    if "params" in lineage:
+        params = lineage["params"]
+        fields["Params"] = ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
+    out = console()
+    out.print(_fields(fields))
+    out.print(Text("\nFiles", style="bold"))
+    out.print(models.files_table(version))
 
 
 def _fields(values: Mapping[str, str | Text]) -> Table:
@@ -330,3 +369,4 @@ def _gpus(node: NodeView) -> Table | Text:
 app.command("jobs", hidden=True)(describe_job)
 app.command("queues", hidden=True)(describe_queue)
 app.command("nodes", hidden=True)(describe_node)
+app.command("models", hidden=True)(describe_model)

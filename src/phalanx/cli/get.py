@@ -1,4 +1,4 @@
-"""``phalanx get jobs|queues|nodes|runs|pipelines [NAME]`` and ``phalanx get tasks JOB``:
+"""``phalanx get jobs|queues|nodes|runs|pipelines|models [NAME]`` and ``phalanx get tasks JOB``:
 list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import typer
 
-from phalanx.cli import render
+from phalanx.cli import models, render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
 from phalanx.cli.watch import watch
 from phalanx.client import ClientError, JobSummaryView, RunView, UserView
@@ -24,7 +24,8 @@ from phalanx.domain.job import JobPhase, TaskPhase
 V = TypeVar("V", JobSummaryView, RunView)
 
 app = typer.Typer(
-    help="List jobs, tasks, queues, nodes, runs or pipelines (each kind singular or plural).",
+    help="List jobs, tasks, queues, nodes, runs, pipelines or models (each kind singular or "
+    "plural).",
     no_args_is_help=True,
 )
 
@@ -229,6 +230,33 @@ def get_pipelines(
         print_table(render.pipelines_table(pipelines, time.time()))
 
 
+@app.command("models")
+def get_models(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One model: its versions."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Models by name with their newest version; with NAME, that model's versions."""
+    with connect(ctx) as client:
+        if name is None:
+            listed = client.models()
+            table = models.models_table(listed, time.time())
+        else:
+            versions = client.model_versions(name)
+            table = models.versions_table(versions, time.time())
+    if machine(output):
+        assert output is not None
+        emit(listed if name is None else versions, output)
+    elif name is None and not listed:
+        typer.echo(
+            "no models: a job role or pipeline step with model: {name, path} registers one "
+            "when it succeeds",
+            err=True,
+        )
+    else:
+        print_table(table)
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("job", hidden=True)(get_jobs)
 app.command("task", hidden=True)(get_tasks)
@@ -236,3 +264,4 @@ app.command("queue", hidden=True)(get_queues)
 app.command("node", hidden=True)(get_nodes)
 app.command("run", hidden=True)(get_runs)
 app.command("pipeline", hidden=True)(get_pipelines)
+app.command("model", hidden=True)(get_models)

@@ -106,6 +106,12 @@ def up(
         "(s3://bucket/phalanx with s3fs installed, ...). Default: DATA_DIR/workspace, or "
         "DATA_DIR-workspace beside it when tasks run as their users' own uids.",
     ),
+    models: str | None = typer.Option(
+        None,
+        "--models",
+        help="Where model versions are kept: a directory or an fsspec URL (s3://bucket/models "
+        "with s3fs installed, ...). Default: DATA_DIR/models.",
+    ),
     reports: Path | None = typer.Option(
         None,
         "--reports",
@@ -177,6 +183,7 @@ def up(
             executor=executor,
             ray_address=ray_address,
             workspace=workspace,
+            models=models if models is None or "://" in models else str(Path(models).absolute()),
             reports=None if reports is None else reports.absolute(),
         )
         _log_to_stderr()

@@ -27,6 +27,8 @@ from phalanx.wire.views import (
     JobPage,
     JobSummaryView,
     JobView,
+    ModelVersionView,
+    ModelView,
     NodeView,
     PipelineView,
     QueueView,
@@ -272,6 +274,24 @@ class Client:
             return _parse_list(CacheEntryView, self._call("DELETE", f"/cache/{_segment(key)}"))
         params = {"pipeline": pipeline or ""}
         return _parse_list(CacheEntryView, self._call("DELETE", "/cache", params=params))
+
+    def models(self) -> list[ModelView]:
+        """Every visible model by name, each with its newest version."""
+        return _parse_list(ModelView, self._call("GET", "/models"))
+
+    def model_versions(self, name: str) -> list[ModelVersionView]:
+        """Every version of model ``name``, newest first."""
+        return _parse_list(ModelVersionView, self._call("GET", f"/models/{_segment(name)}"))
+
+    def model_version(self, name: str, version: int) -> ModelVersionView:
+        """Version ``version`` of model ``name``, with its files."""
+        path = f"/models/{_segment(name)}/versions/{version}"
+        return _parse(ModelVersionView, self._call("GET", path))
+
+    def delete_model(self, name: str, version: int | None = None) -> list[ModelVersionView]:
+        """Delete version ``version`` of model ``name`` (None: every version); the deleted."""
+        path = f"/models/{_segment(name)}" + ("" if version is None else f"/versions/{version}")
+        return _parse_list(ModelVersionView, self._call("DELETE", path))
 
     def runs(
         self, *, pipeline: str | None = None, phase: str | Sequence[str] | None = None

@@ -20,6 +20,7 @@ from phalanx import __version__
 from phalanx.control.api import (
     cache,
     jobs,
+    models,
     nodes,
     pipelines,
     queues,
@@ -34,6 +35,7 @@ from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.controllers.models import ModelRegistrar
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
 from phalanx.control.metrics import Metrics
@@ -53,6 +55,7 @@ def create_app(
     *,
     metrics_token: str | None = None,
     workflows: Workflows | None = None,
+    registrar: ModelRegistrar | None = None,
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
@@ -80,6 +83,9 @@ def create_app(
     app.state.db = db
     app.state.controller = controller
     app.state.workflows = workflows  # None: runs are recorded, and no one advances them
+    # None: versions are listed and deleted, and no one registers or collects them
+    app.state.model_store = None if registrar is None else registrar.store
+    app.state.models_deleted = (lambda: None) if registrar is None else registrar.collect_soon
     app.state.metrics = metrics
     app.state.metrics_digest = (
         None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
@@ -94,7 +100,19 @@ def create_app(
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
-    for module in (jobs, queues, nodes, users, tokens, system, pipelines, runs, cache, reports):
+    for module in (
+        jobs,
+        queues,
+        nodes,
+        users,
+        tokens,
+        system,
+        pipelines,
+        runs,
+        cache,
+        models,
+        reports,
+    ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
     app.state.console = None if console_api is None else create_console(console_api)
     if app.state.console is not None:

@@ -24,7 +24,7 @@ from phalanx.control.errors import ApiError
 from phalanx.control.store import DataError, IntegrityError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
-from phalanx.control.submit import name_taken, resolve_queues, store_jobs
+from phalanx.control.submit import check_models, name_taken, resolve_queues, store_jobs
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 from phalanx.wire.views import JobView
@@ -89,7 +89,9 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                resolved = resolve_queues(session, [(d, who) for d, who, _ in batch])
+                resolved = check_models(
+                    session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                )
                 accepted = [
                     (document, future)
                     for (_, _, future), document in zip(batch, resolved, strict=True)

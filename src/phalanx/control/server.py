@@ -40,6 +40,7 @@ from phalanx.control.app import create_app
 from phalanx.control.auth import AGENT_KEY_FILE, bootstrap_admin, kept_secret
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.datadir import prepare_data_dir
@@ -58,10 +59,12 @@ from phalanx.domain.errors import InvalidInput
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
+from phalanx.executors.containers.detect import detect_runtime
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
+from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
 from phalanx.web import close_console
@@ -92,6 +95,7 @@ class ServerSettings:
     executor: str = "local"  # "local" (this host) or "ray" (the nodes of a Ray cluster)
     ray_address: str | None = None  # with "ray": the head's host:port
     workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
+    models: str | None = None  # the model store (a path or fsspec URL); default: DATA_DIR/models
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
     # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
@@ -239,6 +243,19 @@ class Server:
             identity_of=self.tenancy.identities if per_user else None,
         )
         self.controller.on_jobs_ended.append(self.workflows.poke)
+        self.registrar = ModelRegistrar(
+            self.db,
+            ModelStore(settings.models or str(data_dir / "models")),
+            Where(
+                tasks_dir=self.tasks_dir,
+                on_this_host=ray is None,
+                identity_of=self.tenancy.identities if per_user else None,
+                runtime=detect_runtime(),
+                scratch=data_dir / "scratch",
+            ),
+            period=settings.timing.period * 5,
+        )
+        self.controller.on_jobs_ended.append(self.registrar.poke)
         self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
@@ -248,6 +265,7 @@ class Server:
             self.tenancy,
             metrics_token=self.metrics_token,
             workflows=self.workflows,
+            registrar=self.registrar,
             console_api=lambda: self.loopback_url,
             reports_dir=settings.reports,
             throttle=Throttle(settings.throttle),
@@ -288,6 +306,7 @@ class Server:
         sys.setswitchinterval(0.0005)
         self.controller.start()
         self.workflows.start()
+        self.registrar.start()
         try:
             self._uvicorn.run()
         finally:
@@ -299,6 +318,7 @@ class Server:
         """Serve on a background thread; returns once the API accepts connections."""
         self.controller.start()
         self.workflows.start()
+        self.registrar.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
         started = threading.Event()
@@ -329,6 +349,7 @@ class Server:
         the controller's thread ended in time."""
         self.app.state.submissions.close()
         self.workflows.shutdown()
+        self.registrar.stop()
         stopped = self.controller.shutdown()
         if stopped:
             for executor in self._executors:

@@ -19,7 +19,9 @@ from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import model_versions as stored_models
 from phalanx.control.store import users as stored_users
+from phalanx.control.store.model_versions import PENDING
 from phalanx.domain.errors import DocumentError
 from phalanx.domain.job import Job, JobPhase, TaskPhase
 from phalanx.domain.resources import Resources
@@ -87,6 +89,40 @@ def resolve_queues(
         _queue_error(found.get(document.spec.queue), document, caller, origin) or document
         for (document, origin), (_, caller) in zip(placed, submissions, strict=True)
     ]
+
+
+def check_models(
+    session: Session, resolved: Sequence[JobDocument | ApiError]
+) -> list[JobDocument | ApiError]:
+    """``resolved`` with each job one of whose roles names another user's model replaced
+    by its refusal (a model belongs to the user of its first version). One query."""
+    names = sorted(
+        {
+            role.model.name
+            for d in resolved
+            if isinstance(d, JobDocument)
+            for role in d.spec.roles
+            if role.model
+        }
+    )
+    owners = stored_models.owners(session, names) if names else {}
+    return [_model_error(d, owners) or d if isinstance(d, JobDocument) else d for d in resolved]
+
+
+def _model_error(document: JobDocument, owners: Mapping[str, str]) -> ApiError | None:
+    """The refusal of ``document`` when a role of it names a model of another user."""
+    for i, role in enumerate(document.spec.roles):
+        if role.model is None:
+            continue
+        owner = owners.get(role.model.name)
+        if owner is not None and owner != document.spec.user:
+            return ApiError(
+                403,
+                f"model {role.model.name!r} belongs to user {owner}",
+                field=f"spec.roles[{i}].model.name",
+                fix="give your model another name",
+            )
+    return None
 
 
 #: Where a job's queue came from: named by the job, its user's default queue, or the queue
@@ -239,6 +275,7 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
             "preemptions": 0,
             "cancel_requested": False,
             "ingested": False,
+            "model_intake": (PENDING if any(role.model for role in document.spec.roles) else None),
         }
         for job, document in zip(jobs, documents, strict=True)
     ]

@@ -46,3 +46,6 @@ class ModelOutput(SpecModel):
     path: ModelPath
     """The directory the role's first task (index 0) writes, relative to its working
     directory (e.g. model); plain files and directories only."""
+    image: bool = False
+    """Also build each version into a container image on the server's host, as KubeDL
+    does: localhost/NAME:vN, FROM scratch with the files under /model."""

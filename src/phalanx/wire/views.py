@@ -361,3 +361,45 @@ class HistoryView(View):
     bucket_seconds: float
     retention_seconds: float
     buckets: list[HistoryBucketView]
+
+
+class ModelFileView(View):
+    """One file of a model version: its path in the version, size and sha256."""
+
+    path: str
+    size: int
+    digest: str
+
+
+class ModelVersionView(View):
+    """One immutable version of a model, ``name:vVERSION``: its content's digest, size
+    and file count, who registered it when, and its lineage (the job and role whose task
+    wrote it; the pipeline run and step when it was one; the command, image, environment
+    names and the run's params); its container image, when its job asked for one.
+    ``contents``: its files, when asked for one version."""
+
+    name: str
+    version: int
+    digest: str
+    size: int
+    files: int
+    user: str
+    created_at: float
+    job: str
+    role: str
+    run_id: str | None = None
+    step: str | None = None
+    lineage: dict[str, Any] = {}
+    image_phase: str | None = None  # None: no image asked for; Building, Built or Failed
+    image: str | None = None  # its container image's tag, once Built
+    image_message: str = ""  # why its image failed
+    contents: list[ModelFileView] = []
+
+
+class ModelView(View):
+    """A model: its name, owner, how many versions it has and the newest of them."""
+
+    name: str
+    user: str
+    versions: int
+    latest: ModelVersionView

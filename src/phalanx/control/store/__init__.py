@@ -1,6 +1,6 @@
 """Durable state of the control plane: SQLAlchemy 2 tables, Alembic migrations, and
 every query, one module per kind (``jobs``, ``cluster``, ``runs``, ``users``, ``cache``,
-``journal``). No module outside this package writes SQL or imports SQLAlchemy
+``model_versions``, ``journal``). No module outside this package writes SQL or imports SQLAlchemy
 (``tests/unit/test_architecture.py``): it calls these, with a ``Session`` from
 ``Database.session``.
 """

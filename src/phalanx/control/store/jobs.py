@@ -307,3 +307,8 @@ def events(session: Session, job_id: int) -> Sequence[EventRow]:
     return session.scalars(
         select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
     ).all()
+
+
+def add_event(session: Session, job_id: int, *, time: float, kind: str, message: str) -> None:
+    """Record an event of job ``job_id`` outside a controller tick."""
+    session.execute(insert(EventRow).values(job_id=job_id, time=time, kind=kind, message=message))

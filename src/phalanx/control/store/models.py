@@ -1,4 +1,4 @@
-"""The tables. One row per user, token, queue, job, task, event and node.
+"""The tables. One row per user, token, queue, job, task, event, node and model version.
 
 Documents are stored as submitted (after validation, in their canonical JSON form), so
 a restarted server rebuilds every domain value from the store alone. Times are seconds
@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -131,6 +132,9 @@ class JobRow(Base):
     progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: False until the controller has taken the job in (the API only inserts rows)
     ingested: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    #: Its roles' model outputs: None (it declares none), ``pending`` (registered once it
+    #: succeeds), ``done`` or ``failed`` (the events say why).
+    model_intake: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
 
     tasks: Mapped[list[TaskRow]] = relationship(
         back_populates="job", order_by="TaskRow.id", cascade="all, delete-orphan"
@@ -259,3 +263,36 @@ class CacheEntryRow(Base):
     outputs: Mapped[dict[str, Any]] = mapped_column(JSON)
     artifacts: Mapped[dict[str, Any]] = mapped_column(JSON)
     material: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class ModelVersionRow(Base):
+    """One immutable version of a model: ``NAME:vVERSION``, its content's ``digest`` (the
+    manifest's, in the model store) and its lineage. Versions of a name are numbered from
+    1 without reuse; a model belongs to the ``user`` of its first version."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(63), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    digest: Mapped[str] = mapped_column(String(71), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    files: Mapped[int] = mapped_column(Integer)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    #: The job (and role) whose task wrote it; a pipeline's run and step when it was one.
+    job: Mapped[str] = mapped_column(String(253))
+    role: Mapped[str] = mapped_column(String(63))
+    run_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    step: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    #: What made it: command, image, env names, params, inputs' digests.
+    lineage: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: When it was deleted: the row stays, so that its number is never given again and
+    #: the name stays its user's; its files leave the store.
+    deleted_at: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
+    #: Its container image, when the job asked for one: ``image_phase`` is None (not
+    #: asked), Building, Built or Failed (``image_message`` says why); ``image`` its tag.
+    image_phase: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
+    image: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    image_message: Mapped[str] = mapped_column(Text, default="")

@@ -7,7 +7,7 @@ made or changed through the session's unit of work, committed by the caller.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
@@ -105,3 +105,11 @@ def page(
             )
         )
     return session.scalars(query).all()
+
+
+def origin(session: Session, run_id: str) -> tuple[str, str, dict[str, Any]] | None:
+    """Run ``run_id``'s user, pipeline and params; None when there is no such run."""
+    found = session.execute(
+        select(RunRow.user, RunRow.pipeline, RunRow.params).where(RunRow.id == run_id)
+    ).one_or_none()
+    return None if found is None else (found.user, found.pipeline, dict(found.params))
