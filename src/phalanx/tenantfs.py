@@ -337,6 +337,15 @@ def _hash_file(place: Place, fd: int, status: os.stat_result, budget: _Budget) -
     return digest.hexdigest()
 
 
+def _names(fd: int, status: os.stat_result) -> list[str]:
+    """The entries of the directory ``fd`` (examined as ``status``), sorted."""
+    listing = _reopen(fd, status, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return sorted(os.listdir(listing))
+    finally:
+        os.close(listing)
+
+
 def _tree(
     place: Place,
     fd: int,
@@ -348,12 +357,7 @@ def _tree(
     """(relative path, hex digest or ``link:TARGET``) of every entry under the directory
     ``fd`` (examined as ``status``), sorted; subdirectories recursed into, no link
     followed."""
-    listing = _reopen(fd, status, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        names = sorted(os.listdir(listing))
-    finally:
-        os.close(listing)
-    for name in names:
+    for name in _names(fd, status):
         inner = place.child(name)
         budget.take(inner)
         child = os.open(name, _PATH, dir_fd=fd)
@@ -415,12 +419,7 @@ def _files(
     prefix: str,
 ) -> Iterator[TreeFile]:
     """``read_tree``'s walk of the directory ``fd`` (examined as ``status``)."""
-    listing = _reopen(fd, status, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        names = sorted(os.listdir(listing))
-    finally:
-        os.close(listing)
-    for name in names:
+    for name in _names(fd, status):
         inner = place.child(name)
         try:
             child = os.open(name, _PATH, dir_fd=fd)
