@@ -87,9 +87,10 @@ def start(
     port: int | None = None,
     cli: bool = False,
     stack_limit: int | None = None,
+    deadline: float = DEADLINE,
 ) -> ServerProcess:
     """A server on ``tmp_path/data`` answering ``/healthz`` (the same data dir, cluster
-    file and database on every call: a restart). ``stack_limit`` (bytes; not with
+    file and database on every call: a restart) within ``deadline`` seconds. ``stack_limit`` (bytes; not with
     ``cli``) lowers the server's stack limit once it runs, and so the ``ARG_MAX`` of the
     tasks it starts (a quarter of it)."""
     (port_,) = (port,) if port is not None else free_ports(1)
@@ -109,7 +110,7 @@ def start(
     with out.open("wb") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(args, stdout=stdout, stderr=stderr, env=env)
     served = ServerProcess(process=process, url=f"http://127.0.0.1:{port_}", data=data, stderr=err)
-    deadline = time.monotonic() + DEADLINE
+    until = time.monotonic() + deadline
     while True:
         code = process.poll()
         if code is not None:
@@ -119,7 +120,7 @@ def start(
                 return served
         except httpx.HTTPError:
             pass
-        if time.monotonic() > deadline:
+        if time.monotonic() > until:
             served.kill()
             raise AssertionError(f"the server did not answer:\n{served.log()}")
         time.sleep(0.05)

@@ -21,7 +21,10 @@ def test_first_start_writes_a_private_admin_token(tmp_path: Path) -> None:
 
 
 def test_requests_without_a_valid_token_are_refused(tmp_path: Path) -> None:
-    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+    with (
+        running_server(tmp_path) as server,
+        httpx.Client(base_url=server.url, timeout=30) as anonymous,
+    ):
         response = anonymous.get("/api/v1/jobs")
         assert response.status_code == 401
         assert response.json()["field"] == "Authorization"
@@ -158,7 +161,10 @@ def test_metrics_need_the_metrics_token_or_an_admins(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
     (data / "metrics.token").write_text("phm_kept-from-an-earlier-start\n")
-    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+    with (
+        running_server(tmp_path) as server,
+        httpx.Client(base_url=server.url, timeout=30) as anonymous,
+    ):
         admin = Api(server.url, server.admin_token or "")
         carol = admin.user("carol")
         refused = anonymous.get("/metrics")
@@ -180,7 +186,10 @@ def test_metrics_need_the_metrics_token_or_an_admins(tmp_path: Path) -> None:
 
 
 def test_a_fresh_data_dir_gets_a_private_metrics_token(tmp_path: Path) -> None:
-    with running_server(tmp_path) as server, httpx.Client(base_url=server.url) as anonymous:
+    with (
+        running_server(tmp_path) as server,
+        httpx.Client(base_url=server.url, timeout=30) as anonymous,
+    ):
         token = (tmp_path / "data" / "metrics.token").read_text().strip()
         assert token.startswith("phm_") and token == server.metrics_token
         scraped = anonymous.get("/metrics", headers={"Authorization": f"Bearer {token}"})

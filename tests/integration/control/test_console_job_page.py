@@ -88,7 +88,7 @@ def test_a_waiting_job_says_no_task_has_started_why_it_waits_and_that_it_has_no_
 
 
 def test_the_root_leads_to_the_console_and_unknown_api_paths_stay_json(server: Server) -> None:
-    with httpx.Client(base_url=server.url, follow_redirects=False) as http:
+    with httpx.Client(base_url=server.url, follow_redirects=False, timeout=30) as http:
         root = http.get("/")
         assert root.status_code == 307 and root.headers["location"] == "/ui"
         assert http.head("/").status_code == 307

@@ -43,7 +43,7 @@ def test_the_history_the_network_places_and_the_configured_shares_reach_the_api(
         admin.wait_phase("two", "Running")
 
         # the history: who may read it, and its shape
-        anonymous = httpx.Client(base_url=server.url)
+        anonymous = httpx.Client(base_url=server.url, timeout=30)
         assert anonymous.get("/api/v1/system/history").status_code == 401
         carol = admin.user("carol")
         refused = carol.http.get("/api/v1/system/history")

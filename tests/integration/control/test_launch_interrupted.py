@@ -12,7 +12,7 @@ from pathlib import Path
 
 from phalanx.control.controllers.adoption import CUT_SHORT
 from tests.integration.control import processes
-from tests.integration.control.serving import database_url, role, wait_for
+from tests.integration.control.serving import DEADLINE, database_url, role, wait_for
 
 #: Room for 600 small tasks: 4 nodes of 32 CPUs (each task asks for 100m and 64Mi).
 WIDE = """\
@@ -25,6 +25,10 @@ spec:
     count: 4
     resources: {cpu: 32, memory: 128Gi}
 """
+
+
+#: How long a restart may take: it adopts or ends hundreds of tasks, on a loaded machine.
+RESTART = 4 * DEADLINE
 
 
 def _gang(replicas: int, command: str = "true") -> dict[str, object]:
@@ -56,7 +60,7 @@ def test_kill_nine_during_a_gang_launch_then_the_server_starts_and_the_gang_rest
         server.kill()
         api.http.close()
 
-        server = processes.start(tmp_path, db=db, cluster=WIDE)
+        server = processes.start(tmp_path, db=db, cluster=WIDE, deadline=RESTART)
         api = server.api()
         api.submit("after", "team-a", role(cpu="100m", memory="64Mi"))
         api.wait_phase("after", "Succeeded")
@@ -90,7 +94,7 @@ def test_sigterm_during_a_gang_launch_shuts_down_in_order_and_loses_nothing(
         if db is None:  # SQLite removes its write-ahead log when the last connection closes
             assert not (server.data / "phalanx.db-wal").exists()
 
-        server = processes.start(tmp_path, db=db, cluster=WIDE, cli=True)
+        server = processes.start(tmp_path, db=db, cluster=WIDE, cli=True, deadline=RESTART)
         api = server.api()
         api.submit("after", "team-a", role(cpu="100m", memory="64Mi"))
         # The launch finished before the database closed: every task was recorded, so

@@ -71,7 +71,7 @@ def test_every_generated_request_gets_a_documented_answer(tmp_path: Path) -> Non
 
 def test_every_route_documents_its_errors_in_the_error_shape(tmp_path: Path) -> None:
     with running_server(tmp_path) as server:
-        document = httpx.get(f"{server.url}/openapi.json").json()
+        document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     assert "HTTPValidationError" not in document["components"]["schemas"]
     error = {"$ref": "#/components/schemas/ErrorView"}
     for path, operations in document["paths"].items():
@@ -106,6 +106,7 @@ def test_a_refused_parameter_is_answered_in_the_documented_shape(tmp_path: Path)
             f"{server.url}/api/v1/jobs",
             content=b"\xff\xfe not json",
             headers={**headers, "Content-Type": "application/json"},
+            timeout=30,
         )
         assert answer.status_code == 400
         assert answer.json()["field"] == "body" and "UTF-8" in answer.json()["fix"]
