@@ -143,7 +143,6 @@ def delete_pipeline(
                 typer.echo(f"pipeline/{name} deleted")
 
 
-# kubectl's rule: a kind is named singular or plural alike.
 @app.command("model")
 def delete_model(
     ctx: typer.Context,
@@ -159,6 +158,7 @@ def delete_model(
                 typer.echo(f"model/{gone.name}:v{gone.version} deleted")
 
 
+# kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
 app.command("runs", hidden=True)(delete_run)
