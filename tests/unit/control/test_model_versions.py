@@ -48,7 +48,6 @@ def test_versions_count_up_and_a_deleted_number_is_never_given_again(db: Databas
         assert stored.versions(session, "mnist") == []
         assert stored.version(session, "mnist", None) is None
         # the name stays alice's, though every version is gone
-        assert stored.owner(session, "mnist") == "alice"
         assert stored.owners(session, ["mnist", "other", "none"]) == {
             "mnist": "alice",
             "other": "alice",

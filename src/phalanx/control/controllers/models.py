@@ -138,7 +138,7 @@ class ModelRegistrar:
         with self.db.write() as session:
             for role, manifest in made:
                 new = _new_version(session, job, role, manifest)
-                owner = stored.owner(session, new.name)
+                owner = stored.owners(session, [new.name]).get(new.name)
                 if owner is not None and owner != job.user:
                     problems.append(
                         f"model {new.name} of role {role.name}: it belongs to user {owner}; "

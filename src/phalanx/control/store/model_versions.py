@@ -57,12 +57,6 @@ def settle(session: Session, job_id: int, state: str) -> None:
     session.execute(update(JobRow).where(JobRow.id == job_id).values(model_intake=state))
 
 
-def owner(session: Session, name: str) -> str | None:
-    """The user model ``name`` belongs to (its first version's), or None for a new name."""
-    query = select(ModelVersionRow.user).where(ModelVersionRow.name == name)
-    return session.scalars(query.order_by(ModelVersionRow.version).limit(1)).first()
-
-
 def add(session: Session, new: NewVersion, *, now: float) -> int:
     """Insert ``new`` as the next version of its model (one above every version ever
     given, deleted ones included); its number."""
