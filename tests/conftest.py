@@ -27,6 +27,10 @@ GROUPS: dict[str, str] = {
     # gangs of 300 and 600 tasks launched, killed and adopted again: two at once on two
     # cores would hold a restarted server past its start deadline
     "tests/integration/control/test_launch_interrupted.py": "big-gangs",
+    # their tests share one server (a module fixture) and read what earlier ones left:
+    # spread, each worker would start its own and see only its share of that
+    "tests/integration/control/test_body_limit.py": "body-limit",
+    "tests/integration/control/test_bad_input.py": "bad-input",
     # its checks share one simulation (a module fixture): spread, each worker would run it
     "tests/unit/sim/test_pollux_elastic.py": "pollux-elastic",
 }
