@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
@@ -43,6 +44,7 @@ from phalanx.control.store import DataError
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.control.throttle import Throttle
+from phalanx.domain.job import Job
 from phalanx.spec.diagnostics import format_path
 from phalanx.web import create_console
 
@@ -56,6 +58,7 @@ def create_app(
     metrics_token: str | None = None,
     workflows: Workflows | None = None,
     registrar: ModelRegistrar | None = None,
+    fetcher: ModelFetcher | None = None,
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
@@ -85,7 +88,7 @@ def create_app(
     app.state.workflows = workflows  # None: runs are recorded, and no one advances them
     # None: versions are listed and deleted, and no one registers or collects them
     app.state.model_store = None if registrar is None else registrar.store
-    app.state.models_deleted = (lambda: None) if registrar is None else registrar.collect_soon
+    app.state.models_deleted = lambda: _models_deleted(registrar, fetcher)
     app.state.metrics = metrics
     app.state.metrics_digest = (
         None if metrics_token is None else hashlib.sha256(metrics_token.encode()).digest()
@@ -96,7 +99,9 @@ def create_app(
     # Proves that a request naming a visitor's address comes from this app's console.
     app.state.visitor_key = secrets.token_urlsafe(32)
     app.state.reports = reports_dir
-    app.state.submissions = SubmissionWriter(db, on_stored=controller.offer)
+    app.state.submissions = SubmissionWriter(
+        db, on_stored=controller.offer if fetcher is None else _offering(controller, fetcher)
+    )
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -197,3 +202,25 @@ async def _unstorable(_: Request, error: Exception) -> JSONResponse:
         },
         status_code=422,
     )
+
+
+def _models_deleted(registrar: ModelRegistrar | None, fetcher: ModelFetcher | None) -> None:
+    """Versions were deleted: their files leave the store and the cache soon."""
+    if registrar is not None:
+        registrar.collect_soon()
+    if fetcher is not None:
+        fetcher.poke()
+
+
+def _offering(
+    controller: Controller, fetcher: ModelFetcher
+) -> Callable[[Sequence[tuple[int, Job]]], None]:
+    """Hand stored jobs to ``controller``, and have ``fetcher`` copy out the model
+    versions they read (it waits otherwise for its next pass)."""
+
+    def offer(stored: Sequence[tuple[int, Job]]) -> None:
+        controller.offer(stored)
+        if any(role.model_digest for _, job in stored for role in job.roles):
+            fetcher.poke()
+
+    return offer

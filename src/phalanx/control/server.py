@@ -40,6 +40,8 @@ from phalanx.control.app import create_app
 from phalanx.control.auth import AGENT_KEY_FILE, bootstrap_admin, kept_secret
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.intents import Intent
+from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.workflow import Workflows
@@ -64,6 +66,7 @@ from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
+from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
@@ -218,6 +221,9 @@ class Server:
             executors.append(made)
             return made
 
+        model_store = ModelStore(settings.models or str(data_dir / "models"))
+        # Versions copied out for the tasks that read them, beside the tasks dir.
+        model_cache = ModelCache(self.tasks_dir.with_name(f"{self.tasks_dir.name}-models"))
         self.controller = Controller(
             self.db,
             nodes,
@@ -229,6 +235,7 @@ class Server:
             host=HostFacts(
                 limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
             ),
+            model_cache=model_cache,
         )
         self._executors = executors
         self.workflows = Workflows(
@@ -245,7 +252,7 @@ class Server:
         self.controller.on_jobs_ended.append(self.workflows.poke)
         self.registrar = ModelRegistrar(
             self.db,
-            ModelStore(settings.models or str(data_dir / "models")),
+            model_store,
             Where(
                 tasks_dir=self.tasks_dir,
                 on_this_host=ray is None,
@@ -256,6 +263,14 @@ class Server:
             period=settings.timing.period * 5,
         )
         self.controller.on_jobs_ended.append(self.registrar.poke)
+        self.fetcher = ModelFetcher(
+            self.db,
+            model_store,
+            model_cache,
+            on_this_host=ray is None,
+            on_ready=lambda: self.controller.wake(Intent.JOBS),
+            period=settings.timing.period * 5,
+        )
         self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
@@ -266,6 +281,7 @@ class Server:
             metrics_token=self.metrics_token,
             workflows=self.workflows,
             registrar=self.registrar,
+            fetcher=self.fetcher,
             console_api=lambda: self.loopback_url,
             reports_dir=settings.reports,
             throttle=Throttle(settings.throttle),
@@ -307,6 +323,7 @@ class Server:
         self.controller.start()
         self.workflows.start()
         self.registrar.start()
+        self.fetcher.start()
         try:
             self._uvicorn.run()
         finally:
@@ -319,6 +336,7 @@ class Server:
         self.controller.start()
         self.workflows.start()
         self.registrar.start()
+        self.fetcher.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
         started = threading.Event()
@@ -350,6 +368,7 @@ class Server:
         self.app.state.submissions.close()
         self.workflows.shutdown()
         self.registrar.stop()
+        self.fetcher.stop()
         stopped = self.controller.shutdown()
         if stopped:
             for executor in self._executors:

@@ -28,6 +28,7 @@ from phalanx.domain.resources import Resources
 from phalanx.spec.diagnostics import Warn
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
+from phalanx.spec.model import ModelRef, model_reference
 from phalanx.spec.quantity import resources_of
 from phalanx.wire.views import JobView, TaskView
 
@@ -94,8 +95,10 @@ def resolve_queues(
 def check_models(
     session: Session, resolved: Sequence[JobDocument | ApiError]
 ) -> list[JobDocument | ApiError]:
-    """``resolved`` with each job one of whose roles names another user's model replaced
-    by its refusal (a model belongs to the user of its first version). One query."""
+    """``resolved`` with each job's model versions pinned (``pin_models``), and each job
+    one of whose roles writes another user's model, or reads a version its user may
+    not, replaced by its refusal (a model belongs to the user of its first version).
+    One query for the owners, one per version read."""
     names = sorted(
         {
             role.model.name
@@ -106,7 +109,10 @@ def check_models(
         }
     )
     owners = stored_models.owners(session, names) if names else {}
-    return [_model_error(d, owners) or d if isinstance(d, JobDocument) else d for d in resolved]
+    return [
+        _model_error(d, owners) or pin_models(session, d) if isinstance(d, JobDocument) else d
+        for d in resolved
+    ]
 
 
 def _model_error(document: JobDocument, owners: Mapping[str, str]) -> ApiError | None:
@@ -123,6 +129,41 @@ def _model_error(document: JobDocument, owners: Mapping[str, str]) -> ApiError |
                 fix="give your model another name",
             )
     return None
+
+
+def pin_models(session: Session, document: JobDocument) -> JobDocument | ApiError:
+    """``document`` with each role's ``modelVersion`` pinned to ``NAME:vN@sha256:...``
+    (a bare name: its newest version), or the refusal naming the role's field: a
+    version that is not there or not the job's user's (the same answer: another user's
+    models are not shown), or a digest that is not the version's."""
+    roles = list(document.spec.roles)
+    for i, role in enumerate(roles):
+        if role.model_version is None:
+            continue
+        field = f"spec.roles[{i}].modelVersion"
+        wanted = model_reference(role.model_version)
+        row = stored_models.version(session, wanted.name, wanted.version)
+        if row is None or row.user != document.spec.user:
+            which = "no version" if wanted.version is None else f"no version {wanted.version}"
+            return ApiError(
+                404,
+                f"user {document.spec.user} has {which} of a model {wanted.name!r}",
+                field=field,
+                fix="name one of the user's model versions (phalanx get models)",
+            )
+        if wanted.digest is not None and wanted.digest != row.digest:
+            return ApiError(
+                409,
+                f"{wanted.name}:v{row.version} is {row.digest}, not {wanted.digest}",
+                field=field,
+                fix="give the version's own digest (phalanx describe model), or none",
+            )
+        pinned = str(ModelRef(row.name, row.version, row.digest))
+        roles[i] = role.model_copy(update={"model_version": pinned})
+    if roles == list(document.spec.roles):
+        return document
+    spec = document.spec.model_copy(update={"roles": roles})
+    return document.model_copy(update={"spec": spec})
 
 
 #: Where a job's queue came from: named by the job, its user's default queue, or the queue
@@ -276,6 +317,9 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
             "cancel_requested": False,
             "ingested": False,
             "model_intake": (PENDING if any(role.model for role in document.spec.roles) else None),
+            "model_fetch": (
+                PENDING if any(role.model_version for role in document.spec.roles) else None
+            ),
         }
         for job, document in zip(jobs, documents, strict=True)
     ]

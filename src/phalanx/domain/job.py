@@ -161,6 +161,7 @@ class Role:
     mounts: tuple[str, ...] = ()  # host directories its containers see at the same path
     hostfile: Hostfile | None = None  # a file listing another role's hosts, for mpirun
     elastic: Elastic | None = None  # a size range: None, always ``replicas`` tasks
+    model_digest: str | None = None  # the model version its tasks read (None: none, or unpinned)
 
     @property
     def kept_replicas(self) -> int:

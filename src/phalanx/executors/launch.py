@@ -128,6 +128,9 @@ class TaskLaunch:
     mode: the task gets torchrun's rendezvous variables (``rendezvous.torchrun_env``).
     ``attempt`` is the job's attempt this start belongs to (1: the first; None: not
     known), for the header of its run in the logs (``attempts``).
+    ``model_path`` is the directory of the model version the task reads, read-only, on
+    this host (None: it reads none): the task sees it as ``PHALANX_MODEL_PATH``, and a
+    container sees it at the same path, mounted read-only.
     """
 
     job: str
@@ -153,6 +156,7 @@ class TaskLaunch:
     hostfile: Hostfile | None = None
     elastic_nodes: tuple[int, int] | None = None
     attempt: int | None = None
+    model_path: str | None = None
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

@@ -18,6 +18,7 @@ of the task's environment. Guarantees:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,12 @@ class StartRequests:
     ) -> Pending | Refusal:
         """The request for ``launch``, or why it cannot start. Raises what preparing it
         raised (an environment too big, a full disk ...): the caller words it."""
+        if launch.model_path is not None and not os.path.isdir(launch.model_path):
+            return Refusal(
+                message=f"the model version it reads is not at {launch.model_path}; fix: "
+                "submit the job again (the server copies the version out before it starts)",
+                retriable=False,
+            )
         if launch.image is not None:
             return self._container(launch, launch.image, placement, injected, now)
         workdir = self._dirs.workdir(launch.job, launch.task)

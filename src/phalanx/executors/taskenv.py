@@ -33,6 +33,8 @@ PHALANX_HOSTFILE: Final = "PHALANX_HOSTFILE"
 HOSTFILE_NAME: Final = "hostfile"
 #: The file a task may write its progress report to (``phalanx.client.progress``).
 PHALANX_PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
+#: The directory of the model version the task reads (read-only).
+PHALANX_MODEL_PATH: Final = "PHALANX_MODEL_PATH"
 #: That file's name in the working directory.
 PROGRESS_NAME: Final = "progress.json"
 
@@ -50,7 +52,8 @@ def task_environment(
     ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
     the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
     the progress file (``PHALANX_PROGRESS_FILE``), the bound NICs and, for a launch
-    with a ``hostfile``, ``PHALANX_HOSTFILE``. The
+    with a ``hostfile``, ``PHALANX_HOSTFILE``, and for one that reads a model version,
+    ``PHALANX_MODEL_PATH``. The
     scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
     therefore cannot be overridden by user environment.
 
@@ -74,6 +77,8 @@ def task_environment(
         env[NCCL_IB_HCA] = "=" + ",".join(launch.nics)
     if launch.hostfile is not None:
         env[PHALANX_HOSTFILE] = str(workdir / HOSTFILE_NAME)
+    if launch.model_path is not None:
+        env[PHALANX_MODEL_PATH] = launch.model_path
     return env
 
 

@@ -55,7 +55,7 @@ from phalanx.spec.limits import (
     MAX_ROLES,
     size,
 )
-from phalanx.spec.model import ModelOutput
+from phalanx.spec.model import ModelOutput, ModelReference, model_reference
 from phalanx.spec.placement import AffinityTerm, TolerationSpec
 from phalanx.spec.quantity import ResourceMap, resources_of
 
@@ -301,6 +301,10 @@ class RoleSpec(Placement):
     model: ModelOutput | None = None
     """A model the role's first task writes; when the job succeeds it is registered as the
     model's next version (phalanx get models)."""
+    model_version: ModelReference | None = None
+    """A model version the tasks read: NAME (its newest), NAME:vN, or NAME:vN@sha256:...
+    The server pins it at submit, copies it out verified against its digest before the
+    job is scheduled, and each task finds it read-only at PHALANX_MODEL_PATH."""
 
     @model_validator(mode="after")
     def _replicas_in_range(self) -> Self:
@@ -353,6 +357,9 @@ class RoleSpec(Placement):
             mounts=tuple(dict.fromkeys(self.mounts)),
             hostfile=None if self.hostfile is None else self.hostfile.to_domain(),
             elastic=None if self.elastic is None else self.elastic.to_domain(),
+            model_digest=None
+            if self.model_version is None
+            else model_reference(self.model_version).digest,
         )
 
 

@@ -1,12 +1,17 @@
-"""What a job role or pipeline step declares of the model it trains: ``ModelOutput``.
+"""What a job role or pipeline step declares of models: the one it trains
+(``ModelOutput``) and the version it reads (``ModelReference``).
 
 A validated ``ModelOutput`` names a DNS-1123 label and a directory strictly inside the
 task's working directory (relative, no ``..``, no empty or ``.`` component), so the
-server can read it from a trusted base without ever leaving it.
+server can read it from a trusted base without ever leaving it. A validated
+``ModelReference`` parses (``model_reference``) into a ``ModelRef``: a name, and
+optionally a version number and the version's content digest.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Final
 
@@ -49,3 +54,45 @@ class ModelOutput(SpecModel):
     image: bool = False
     """Also build each version into a container image on the server's host, as KubeDL
     does: localhost/NAME:vN, FROM scratch with the files under /model."""
+
+
+#: ``NAME``, ``NAME:vN`` or ``NAME:vN@sha256:HEX``.
+_REFERENCE: Final = re.compile(
+    r"(?P<name>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)"
+    r"(:v(?P<version>[1-9][0-9]{0,8}))?"
+    r"(@(?P<digest>sha256:[0-9a-f]{64}))?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """A model version named by a role: ``name``, its ``version`` (None: the newest, which
+    the server pins at submit) and its content ``digest`` (None: not given)."""
+
+    name: str
+    version: int | None = None
+    digest: str | None = None
+
+    def __str__(self) -> str:
+        text = self.name if self.version is None else f"{self.name}:v{self.version}"
+        return text if self.digest is None else f"{text}@{self.digest}"
+
+
+def model_reference(text: str) -> ModelRef:
+    """``text`` as a ``ModelRef``; ``ValueError`` naming the forms when it is none."""
+    match = _REFERENCE.fullmatch(text)
+    if match is None or (match["digest"] and not match["version"]):
+        raise located(
+            f"{text!r} is not a model version",
+            "name it NAME (its newest version), NAME:vN, or NAME:vN@sha256:<digest>",
+        )
+    version = match["version"]
+    return ModelRef(match["name"], int(version) if version else None, match["digest"])
+
+
+def _canonical(text: str) -> str:
+    return str(model_reference(text))
+
+
+ModelReference = Annotated[str, Field(max_length=160), AfterValidator(_canonical)]
+"""``NAME``, ``NAME:vN`` or ``NAME:vN@sha256:<digest>`` (``model_reference`` parses it)."""

@@ -74,3 +74,24 @@ def test_a_model_holds_only_what_its_tenant_could_read(up: Up, world: Path) -> N
     bob.get("/api/v1/models/good", expect=404)
     stored = b"".join(p.read_bytes() for p in (up.data / "models").rglob("*") if p.is_file())
     assert b"weights" in stored and ROOT_SECRET.encode() not in stored
+
+
+def test_a_tenants_task_reads_her_version_and_cannot_change_or_list_versions(
+    up: Up, world: Path
+) -> None:
+    up.admin().queue(QUEUE)
+    alice = up.user("alice")
+    alice.post("/api/v1/jobs", trains("mnist", "mkdir model && echo weights > model/w"))
+    assert alice.wait_phase("mnist", "Succeeded", "Failed")["phase"] == "Succeeded"
+    assert events(alice, "mnist")[0]["kind"] == "ModelRegistered"
+    script = (
+        'cat "$PHALANX_MODEL_PATH/w"; echo weights-2 > "$PHALANX_MODEL_PATH/w" || echo no-write;'
+        'touch "$PHALANX_MODEL_PATH/new" || echo no-create; ls "$(dirname "$PHALANX_MODEL_PATH")"'
+        " || echo no-list"
+    )
+    reads = job("reads", script)
+    reads["spec"]["roles"][0]["modelVersion"] = "mnist:v1"
+    alice.post("/api/v1/jobs", reads)
+    assert alice.wait_phase("reads", "Succeeded", "Failed")["phase"] == "Succeeded"
+    said = alice.http.get("/api/v1/jobs/reads/logs").text.split()
+    assert said[-4:] == ["weights", "no-write", "no-create", "no-list"], said

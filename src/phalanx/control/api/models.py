@@ -19,6 +19,7 @@ from phalanx.control.errors import ApiError
 from phalanx.control.store import model_versions as stored
 from phalanx.control.store.models import ModelVersionRow
 from phalanx.domain.errors import ContentError
+from phalanx.spec.model import model_reference
 from phalanx.wire.views import ModelFileView, ModelVersionView, ModelView
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=errors(401, 422))
@@ -68,13 +69,15 @@ def get_version(
     return shown
 
 
-@router.delete("/{name}", response_model=list[ModelVersionView], responses=errors(404))
+@router.delete("/{name}", response_model=list[ModelVersionView], responses=errors(404, 409))
 def delete_model(
     name: str, caller: Caller, session: DbSession, request: Request
 ) -> list[ModelVersionView]:
     """Delete every version of model ``name``; the answer lists them. The name stays its
-    user's, and its numbers are not given again."""
+    user's, and its numbers are not given again. Refused (409) while a job not ended
+    reads one of them."""
     rows = _versions(session, name, caller)
+    _refuse_in_use(session, name, {row.version for row in rows})
     gone = [view(row) for row in rows]
     stored.delete(session, name, None, now=time.time())
     request.app.state.models_deleted()
@@ -82,13 +85,17 @@ def delete_model(
 
 
 @router.delete(
-    "/{name}/versions/{version}", response_model=list[ModelVersionView], responses=errors(404)
+    "/{name}/versions/{version}",
+    response_model=list[ModelVersionView],
+    responses=errors(404, 409),
 )
 def delete_version(
     name: str, version: int, caller: Caller, session: DbSession, request: Request
 ) -> list[ModelVersionView]:
-    """Delete version ``version`` of model ``name``; the answer lists it."""
+    """Delete version ``version`` of model ``name``; the answer lists it. Refused (409)
+    while a job not ended reads it."""
     gone = [view(_version(session, name, version, caller))]
+    _refuse_in_use(session, name, {version})
     stored.delete(session, name, version, now=time.time())
     request.app.state.models_deleted()
     return gone
@@ -143,3 +150,20 @@ def _version(session: DbSession, name: str, version: int, caller: Principal) -> 
             fix=f"name one of its versions ({numbers})",
         )
     return found
+
+
+def _refuse_in_use(session: DbSession, name: str, numbers: set[int]) -> None:
+    """409 naming a job not ended that reads version ``numbers`` of model ``name``."""
+    for job, document in stored.readers(session):
+        for role in document.get("spec", {}).get("roles", []):
+            written = role.get("modelVersion")
+            if not isinstance(written, str):
+                continue
+            ref = model_reference(written)
+            if ref.name == name and ref.version in numbers:
+                raise ApiError(
+                    409,
+                    f"{name}:v{ref.version} is read by job {job}, which has not ended",
+                    field="version",
+                    fix=f"wait for job {job} to end, or delete it, then delete the version",
+                )

@@ -53,6 +53,7 @@ from phalanx.executors.base import (
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, TaskLaunch
 from phalanx.executors.records import ProcessRecord
+from phalanx.models.cache import ModelCache
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,10 @@ class Controller:
         metrics: Metrics | None = None,
         identity_of: IdentityOf | None = None,
         host: HostFacts | None = None,
+        model_cache: ModelCache | None = None,
     ) -> None:
         self.db = db
+        self._model_cache = model_cache
         self.host = host or HostFacts()
         self._identity_of = identity_of
         self.metrics = metrics
@@ -406,8 +409,18 @@ class Controller:
         )
         address = nodes[snapshot.node_index[bind.node]].address
         identity = None if self._identity_of is None else self._identity_of(life.job.user)
+        digest = next(r.model_digest for r in life.job.roles if r.name == bind.role)
+        model = None
+        if digest is not None and self._model_cache is not None:
+            model = str(self._model_cache.path(digest))
         return launch_of(
-            life.job, bind, gang, address=address, identity=identity, attempt=life.attempts + 1
+            life.job,
+            bind,
+            gang,
+            address=address,
+            identity=identity,
+            attempt=life.attempts + 1,
+            model_path=model,
         )
 
     def _record_processes(self) -> None:

@@ -8,6 +8,8 @@ Guarantees of ``Intents.read``:
 
 - a job the API stored is taken in exactly once: its ``ingested`` flag is written in
   the tick that submits it to the lifecycle, and a job already known is skipped;
+- a job whose model versions could not be copied out for its tasks
+  (``model_fetch`` failed) is taken in failed, with the reason;
 - jobs this process's API just committed (``offer``) are taken as they are, not read
   and validated again; an offer newer than every row the tick read waits for the next;
 - a cancel or a new size is handed to the lifecycle each tick the store asks for it
@@ -25,6 +27,7 @@ from typing import Any, Final, TypeVar
 from phalanx.control.controllers.core import Core, Rows
 from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store.model_versions import FAILED
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 
@@ -126,11 +129,23 @@ class Intents:
             if row.name in core.rows:  # taken in already; the flag was not yet written
                 continue
             core.rows[row.name] = Rows(id=row.id, tasks=task_ids.get(row.id, {}))
-            guarded(row.name, self._submit, offered[row.id])
+            if row.model_fetch == FAILED:
+                guarded(row.name, self._refuse, offered[row.id])
+            else:
+                guarded(row.name, self._submit, offered[row.id])
 
     def _submit(self, job: Job) -> None:
         core = self._core
         core.record(core.life.submit(job, now=core.now))
+        core.decided = True
+
+    def _refuse(self, job: Job) -> None:
+        """Take in ``job`` failed: a model version its tasks read could not be copied
+        out for them (``controllers.model_fetch``; its events say which and why)."""
+        core = self._core
+        core.record(core.life.submit(job, now=core.now))
+        message = "a model version its tasks read could not be made ready (its events say why)"
+        core.record(core.life.abort(job.name, message, now=core.now))
         core.decided = True
 
     def _cancel(self, name: str) -> None:

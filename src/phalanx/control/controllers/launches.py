@@ -16,6 +16,7 @@ def launch_of(
     address: str | None = None,
     identity: TaskIdentity | None = None,
     attempt: int | None = None,
+    model_path: str | None = None,
 ) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
@@ -25,7 +26,8 @@ def launch_of(
     class. ``gang`` is every placed task of the job with its node's declared address,
     for the rendezvous; ``address`` is the declared address of ``bind.node``;
     ``identity`` is the Unix identity of the job's user (None: the server's own);
-    ``attempt`` the job's attempt the start belongs to. A
+    ``attempt`` the job's attempt the start belongs to; ``model_path`` where the model
+    version the role reads was copied out (``models.cache``). A
     replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
     role = next(r for r in job.roles if r.name == bind.role)
@@ -66,4 +68,5 @@ def launch_of(
             else None
         ),
         attempt=attempt,
+        model_path=model_path,
     )

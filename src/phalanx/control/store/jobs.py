@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
+from phalanx.control.store.model_versions import PENDING
 from phalanx.control.store.models import EventRow, JobRow, TaskRow
 from phalanx.domain.job import JobPhase
 from phalanx.engine.lifecycle import TERMINAL
@@ -29,6 +30,7 @@ class NewJob(NamedTuple):
     id: int
     name: str
     created_at: float
+    model_fetch: str | None  # its model inputs: None (none), done, or failed
 
 
 class JobOutcome(NamedTuple):
@@ -245,10 +247,14 @@ def active_with_tasks(session: Session) -> Sequence[JobRow]:
 
 def not_ingested(session: Session, limit: int) -> list[NewJob]:
     """Up to ``limit`` jobs not taken in by the controller yet, oldest first (plain
-    column reads: a new job's other columns still hold their defaults)."""
+    column reads: a new job's other columns still hold their defaults). A job whose
+    model inputs are still being copied out (``model_fetch`` pending) waits."""
     rows = session.execute(
-        select(JobRow.id, JobRow.name, JobRow.created_at)
-        .where(JobRow.ingested.is_(False))
+        select(JobRow.id, JobRow.name, JobRow.created_at, JobRow.model_fetch)
+        .where(
+            JobRow.ingested.is_(False),
+            or_(JobRow.model_fetch.is_(None), JobRow.model_fetch != PENDING),
+        )
         .order_by(JobRow.id)
         .limit(limit)
     )

@@ -1,5 +1,6 @@
-"""Model versions in the store: every query of ``ModelVersionRow``, and of the jobs that
-still owe a model (``JobRow.model_intake``).
+"""Model versions in the store: every query of ``ModelVersionRow``, of the jobs that
+still owe a model (``JobRow.model_intake``), and of those whose tasks wait for one to be
+copied out (``JobRow.model_fetch``).
 
 A deleted version keeps its row (``deleted_at`` set), so a number is never given twice
 and a name stays its first user's; reads leave deleted versions out.
@@ -9,15 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from phalanx.control.store.models import JobRow, ModelVersionRow
 from phalanx.domain.job import JobPhase
+from phalanx.engine.lifecycle import TERMINAL
 
-#: ``JobRow.model_intake`` values.
+#: Job phases before the end.
+_LIVE: Final = tuple(p.value for p in JobPhase if p not in TERMINAL)
+
+#: ``JobRow.model_intake`` and ``JobRow.model_fetch`` values.
 PENDING, DONE, FAILED = "pending", "done", "failed"
 #: ``ModelVersionRow.image_phase`` values.
 BUILDING, BUILT, BUILD_FAILED = "Building", "Built", "Failed"
@@ -171,3 +176,25 @@ def image_built(session: Session, version_id: int, *, image: str | None, message
         .where(ModelVersionRow.id == version_id)
         .values(image_phase=phase, image=image, image_message=message)
     )
+
+
+def fetches_owed(session: Session, limit: int) -> Sequence[JobRow]:
+    """Jobs whose model inputs are still to be copied out for their tasks, oldest first."""
+    query = select(JobRow).where(JobRow.model_fetch == PENDING).order_by(JobRow.id).limit(limit)
+    return session.scalars(query).all()
+
+
+def settle_fetch(session: Session, job_id: int, state: str) -> None:
+    """Record that job ``job_id``'s model inputs are ``DONE`` (ready for its tasks) or
+    ``FAILED``."""
+    session.execute(update(JobRow).where(JobRow.id == job_id).values(model_fetch=state))
+
+
+def readers(session: Session) -> list[tuple[str, dict[str, Any]]]:
+    """The jobs not yet ended that read model versions: (name, document), by name."""
+    query = (
+        select(JobRow.name, JobRow.document)
+        .where(JobRow.model_fetch.is_not(None), JobRow.phase.in_(_LIVE))
+        .order_by(JobRow.name)
+    )
+    return [(name, document) for name, document in session.execute(query)]

@@ -135,6 +135,10 @@ class JobRow(Base):
     #: Its roles' model outputs: None (it declares none), ``pending`` (registered once it
     #: succeeds), ``done`` or ``failed`` (the events say why).
     model_intake: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
+    #: Its roles' model inputs (``modelVersion``): None (it reads none), ``pending`` (being
+    #: copied out for its tasks; the controller does not take it in yet), ``done`` or
+    #: ``failed`` (the events say why; the controller fails the job).
+    model_fetch: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
 
     tasks: Mapped[list[TaskRow]] = relationship(
         back_populates="job", order_by="TaskRow.id", cascade="all, delete-orphan"

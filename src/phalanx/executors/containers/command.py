@@ -87,6 +87,9 @@ def run_argv(
                 fix="give plain absolute directory paths",
             )
         volumes += ["--volume", f"{path}:{path}"]
+    model = launch.model_path
+    if model is not None and os.path.isabs(model) and ":" not in model and "," not in model:
+        volumes += ["--volume", f"{model}:{model}:ro"]  # the cache names it by hex digest
     uid, gid, groups = _user(launch.identity)
     argv = [
         runtime.client, "run", "--sig-proxy=true", "--name", name,

@@ -1,0 +1,134 @@
+"""The model fetcher: the model versions a job's tasks read are copied out before the
+job is scheduled.
+
+Guarantees:
+- a job whose roles read a model version (``modelVersion``, pinned at submit to its
+  digest; ``model_fetch = pending``) is not taken in by the scheduler until each version
+  is in the model cache (``phalanx.models.cache``), whole and verified against its
+  digest; then its fetch is ``done`` and the controller is woken to take it in;
+- what cannot be copied out (a version whose files are gone or corrupt, a store that
+  cannot be read, a server whose tasks run on Ray nodes) marks the fetch ``failed``
+  with an event naming the version and the reason; the controller then fails the job;
+- versions no version row keeps any more leave the cache within a pass of their
+  deletion (a version some live job reads cannot be deleted: ``api.models``).
+The copy runs on this controller's own thread, never on the scheduler's tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from phalanx.control.controllers.ticker import Ticker
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import model_versions as stored
+from phalanx.control.store.database import Database
+from phalanx.control.store.models import JobRow
+from phalanx.domain.errors import ContentError, InvalidInput
+from phalanx.models.cache import ModelCache
+from phalanx.models.store import ModelStore
+from phalanx.spec.job import JobDocument
+from phalanx.spec.model import ModelRef, model_reference
+
+log = logging.getLogger(__name__)
+
+#: Jobs fetched for per pass.
+BATCH: Final = 8
+
+
+class ModelFetcher:
+    """See the module docstring. ``start``/``stop`` its thread; ``poke`` when jobs that
+    read models were stored or versions deleted; ``on_ready`` is called (from this
+    thread) after fetches were settled, for the controller to take the jobs in."""
+
+    def __init__(
+        self,
+        db: Database,
+        store: ModelStore,
+        cache: ModelCache,
+        *,
+        on_this_host: bool,
+        on_ready: Callable[[], None],
+        period: float = 5.0,
+    ) -> None:
+        self.db, self.store, self.cache = db, store, cache
+        self._on_this_host = on_this_host
+        self._on_ready = on_ready
+        self._period = period
+        self._kept: set[str] | None = None  # what the cache was last collected down to
+        self._ticker = Ticker("phalanx-model-fetch", self.tick)
+
+    def start(self) -> None:
+        """Start fetching on a thread of its own."""
+        self._ticker.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop after the copy under way; False when it still ran after ``timeout``."""
+        return self._ticker.stop(timeout)
+
+    def poke(self) -> None:
+        """Look for jobs waiting on a model, and for deleted versions, soon."""
+        self._ticker.poke()
+
+    def tick(self) -> float:
+        """One pass: copy out what jobs wait for, then collect; seconds until the next."""
+        owed: Sequence[JobRow] = ()
+        try:
+            with self.db.session() as session:
+                owed = stored.fetches_owed(session, BATCH)
+                jobs = [(row.id, row.document) for row in owed]
+            for job_id, document in jobs:
+                self._fetch(job_id, document)
+            if jobs:
+                self._on_ready()
+            with self.db.session() as session:
+                kept = stored.kept_digests(session)
+            if kept != self._kept:
+                removed = self.cache.collect(kept)
+                self._kept = kept
+                if removed:
+                    log.info("model cache: removed %d versions no longer kept", removed)
+        except Exception:  # a store or database outage: try again next pass
+            log.exception("model fetch pass failed; trying again")
+        return 0.0 if len(owed) == BATCH else self._period
+
+    def _fetch(self, job_id: int, document: dict[str, object]) -> None:
+        """Copy out each version job ``job_id`` reads; record the outcome with events."""
+        wanted = [
+            model_reference(role.model_version)
+            for role in JobDocument.model_validate(document).spec.roles
+            if role.model_version is not None
+        ]
+        problems: list[str] = []
+        ready: list[str] = []
+        for ref in dict.fromkeys(wanted):
+            why = self._copy_out(ref)
+            (ready if why is None else problems).append(
+                f"{ref.name}:v{ref.version} ({ref.digest})" + ("" if why is None else f": {why}")
+            )
+        now = time.time()
+        with self.db.write() as session:
+            for line in ready:
+                stored_jobs.add_event(session, job_id, time=now, kind="ModelReady", message=line)
+            for line in problems:
+                stored_jobs.add_event(session, job_id, time=now, kind="ModelNotReady", message=line)
+            stored.settle_fetch(session, job_id, stored.FAILED if problems else stored.DONE)
+
+    def _copy_out(self, ref: ModelRef) -> str | None:
+        """Why version ``ref`` cannot be copied out for its tasks (None: it is there)."""
+        if not self._on_this_host:
+            return (
+                "model versions reach tasks on the server's host only, not Ray nodes yet; "
+                "fix: run the job on a server with the local executor"
+            )
+        if ref.digest is None:  # pinned at submit: a document stored otherwise is refused
+            return "the version is not pinned to a digest; fix: submit the job again"
+        try:
+            self.cache.ensure(self.store, ref.digest)
+        except (InvalidInput, ContentError) as error:
+            return str(error)
+        except OSError as error:
+            return f"it could not be copied out: {error}"
+        return None
