@@ -29,11 +29,13 @@ def apply(
         ...,
         "--filename",
         "-f",
-        help="A YAML/JSON file of Queue, Job (phalanx, Volcano, Kubeflow, OpenPAI) and Pipeline "
-        "documents, or a Python file building a pipeline ('-' reads stdin). Repeatable.",
+        help="A YAML/JSON file of Queue, Job (phalanx, Volcano, Kubeflow, OpenPAI), Pipeline "
+        "and Inference documents, or a Python file building a pipeline ('-' reads stdin). "
+        "Repeatable.",
     ),
 ) -> None:
-    """Create or update the queues and pipelines and submit the jobs of the given files."""
+    """Create or update the queues, pipelines and inference services and submit the jobs
+    of the given files."""
     documents: list[PreparedDocument] = []
     with reported():
         for name in files:

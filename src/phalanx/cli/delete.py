@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue|run|pipeline|model NAME...`` and ``phalanx cancel JOB``: ending
+"""``phalanx delete job|queue|run|pipeline|model|inference NAME...`` and ``phalanx cancel JOB``: ending
 things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
@@ -24,7 +24,7 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues, runs, pipelines or models (each kind singular or plural: job or "
+    help="Delete jobs, queues, runs, pipelines, models or inferences (each kind singular or plural: job or "
     "jobs).",
     no_args_is_help=True,
 )
@@ -158,9 +158,22 @@ def delete_model(
                 typer.echo(f"model/{gone.name}:v{gone.version} deleted")
 
 
+@app.command("inference")
+def delete_inference(
+    ctx: typer.Context, names: list[str] = typer.Argument(..., help="The services.")
+) -> None:
+    """Delete inference services (their owner or an admin): the gateway stops routing to
+    them, and their replicas are stopped."""
+    with connect(ctx) as client:
+        for name in names:
+            client.delete_inference(name)
+            typer.echo(f"inference/{name} deleted")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
 app.command("runs", hidden=True)(delete_run)
 app.command("pipelines", hidden=True)(delete_pipeline)
 app.command("models", hidden=True)(delete_model)
+app.command("inferences", hidden=True)(delete_inference)

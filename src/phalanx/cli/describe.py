@@ -1,4 +1,4 @@
-"""``phalanx describe job|queue|node|run|model NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run|model|inference NAME``: one object in detail, for people.
 
 A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
 events; a queue its quotas against what it holds; a node each GPU as a bar; a model
@@ -17,13 +17,13 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.cli import models, render
+from phalanx.cli import inferences, models, render
 from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, run, queue, node or model in detail (each kind singular or plural).",
+    help="Show one job, run, queue, node, model or inference service in detail (each kind singular or plural).",
     no_args_is_help=True,
 )
 
@@ -201,6 +201,38 @@ def describe_model(
     out.print(models.files_table(version))
 
 
+@app.command("inference")
+def describe_inference(
+    ctx: typer.Context, name: str = typer.Argument(..., help="The service.")
+) -> None:
+    """An inference service: where it is reached, each predictor's model version, traffic
+    share and replica range, and every replica with its job, phase and readiness."""
+    with connect(ctx) as client:
+        service = client.inference(name)
+    out = console()
+    out.print(
+        _fields(
+            {
+                "Name": service.name,
+                "User": service.user,
+                "URL": service.url,
+                "Ready": "True" if service.ready else "False",
+                "Created": _clock(service.created_at),
+            }
+        )
+    )
+    out.print(Text("\nPredictors", style="bold"))
+    for predictor in service.predictors:
+        out.print(
+            f"  {predictor.name}: {predictor.model_version}, {predictor.traffic}% of the "
+            f"traffic, {predictor.ready} Ready of {len(predictor.replicas)} "
+            f"(replicas {predictor.min_replicas}..{predictor.max_replicas})",
+            markup=False,
+        )
+    out.print(Text("\nReplicas", style="bold"))
+    out.print(inferences.replicas_table(service))
+
+
 def _fields(values: Mapping[str, str | Text]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -370,3 +402,4 @@ app.command("jobs", hidden=True)(describe_job)
 app.command("queues", hidden=True)(describe_queue)
 app.command("nodes", hidden=True)(describe_node)
 app.command("models", hidden=True)(describe_model)
+app.command("inferences", hidden=True)(describe_inference)

@@ -1,4 +1,4 @@
-"""``phalanx get jobs|queues|nodes|runs|pipelines|models [NAME]`` and ``phalanx get tasks JOB``:
+"""``phalanx get jobs|queues|nodes|runs|pipelines|models|inferences [NAME]`` and ``phalanx get tasks JOB``:
 list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import typer
 
-from phalanx.cli import models, render
+from phalanx.cli import inferences, models, render
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
 from phalanx.cli.watch import watch
 from phalanx.client import ClientError, JobSummaryView, RunView, UserView
@@ -24,7 +24,7 @@ from phalanx.domain.job import JobPhase, TaskPhase
 V = TypeVar("V", JobSummaryView, RunView)
 
 app = typer.Typer(
-    help="List jobs, tasks, queues, nodes, runs, pipelines or models (each kind singular or "
+    help="List jobs, tasks, queues, nodes, runs, pipelines, models or inferences (each kind singular or "
     "plural).",
     no_args_is_help=True,
 )
@@ -257,6 +257,25 @@ def get_models(
         print_table(table)
 
 
+@app.command("inferences")
+def get_inferences(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One service."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Inference services: each predictor's model version, traffic share and Ready
+    replicas, and the path the gateway serves it at."""
+    with connect(ctx) as client:
+        listed = client.inferences() if name is None else [client.inference(name)]
+    if machine(output):
+        assert output is not None
+        emit(listed if name is None else listed[0], output)
+    elif not listed:
+        typer.echo("no inference services: apply an Inference document", err=True)
+    else:
+        print_table(inferences.inferences_table(listed, time.time()))
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("job", hidden=True)(get_jobs)
 app.command("task", hidden=True)(get_tasks)
@@ -265,3 +284,4 @@ app.command("node", hidden=True)(get_nodes)
 app.command("run", hidden=True)(get_runs)
 app.command("pipeline", hidden=True)(get_pipelines)
 app.command("model", hidden=True)(get_models)
+app.command("inference", hidden=True)(get_inferences)

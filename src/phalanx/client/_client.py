@@ -24,6 +24,7 @@ from phalanx.wire.views import (
     CacheEntryView,
     EventView,
     HistoryView,
+    InferenceView,
     JobPage,
     JobSummaryView,
     JobView,
@@ -58,11 +59,11 @@ _API: Final = "/api/v1"
 class Applied:
     """One document ``apply`` sent and what the server made of it."""
 
-    kind: Literal["Queue", "Pipeline", "Job"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference"]
     name: str
     #: ``unchanged``: the server already held this very document (nothing was changed)
     action: Literal["created", "configured", "unchanged"]
-    view: QueueView | JobView | PipelineView
+    view: QueueView | JobView | PipelineView | InferenceView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,7 +191,9 @@ class Client:
             job = _parse(JobView, answer)
             return Applied(kind="Job", name=document.name, action="created", view=job)
         if document.kind == "Pipeline":
-            return self._apply_pipeline(document)
+            return self._apply_registered(document, "pipelines", PipelineView)
+        if document.kind == "Inference":
+            return self._apply_registered(document, "inferences", InferenceView)
         try:
             answer = self._call("POST", "/queues", content=document.body, headers=headers)
             action: Literal["created", "configured"] = "created"
@@ -206,30 +209,53 @@ class Client:
         queue = _parse(QueueView, answer)
         return Applied(kind="Queue", name=document.name, action=action, view=queue)
 
-    def _apply_pipeline(self, document: PreparedDocument) -> Applied:
-        """Register a pipeline: created, configured (replaced) or unchanged."""
+    def _apply_registered(
+        self,
+        document: PreparedDocument,
+        collection: str,
+        shown: type[PipelineView] | type[InferenceView],
+    ) -> Applied:
+        """Register a pipeline or an inference service: created, configured (replaced)
+        or unchanged."""
         from phalanx.client._unchanged import differences  # noqa: PLC0415
 
         headers = {"Content-Type": "application/json"}
         action: Literal["created", "configured"] = "created"
+        path = f"/{collection}/{_segment(document.name)}"
         try:
-            answer = self._call("POST", "/pipelines", content=document.body, headers=headers)
+            answer = self._call("POST", f"/{collection}", content=document.body, headers=headers)
         except ClientError as error:
             if error.status != 409:
                 raise
             try:
-                held = self.pipeline(document.name)
+                held = _parse(shown, self._call("GET", path))
             except ClientError as missing:
                 if missing.status == 404:
                     raise error from None
                 raise
             if not differences(document, held.document):
-                return Applied(kind="Pipeline", name=document.name, action="unchanged", view=held)
-            path = f"/pipelines/{_segment(document.name)}"
+                return Applied(
+                    kind=document.kind, name=document.name, action="unchanged", view=held
+                )
             answer = self._call("PUT", path, content=document.body, headers=headers)
             action = "configured"
-        view = _parse(PipelineView, answer)
-        return Applied(kind="Pipeline", name=document.name, action=action, view=view)
+        view = _parse(shown, answer)
+        return Applied(kind=document.kind, name=document.name, action=action, view=view)
+
+    # -- inference services ----------------------------------------------------------------
+
+    def inferences(self) -> list[InferenceView]:
+        """The caller's inference services (an admin's: everyone's), by name."""
+        return _parse_list(InferenceView, self._call("GET", "/inferences"))
+
+    def inference(self, name: str) -> InferenceView:
+        """One inference service, with each predictor's replicas."""
+        return _parse(InferenceView, self._call("GET", f"/inferences/{_segment(name)}"))
+
+    def delete_inference(self, name: str) -> None:
+        """Delete inference service ``name``: the gateway stops routing to it and its
+        replicas are stopped."""
+        self._call("DELETE", f"/inferences/{_segment(name)}")
 
     # -- pipelines and runs ----------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from phalanx.domain.errors import DocumentError
 from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
 from phalanx.spec.diagnostics import Warn
+from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
 from phalanx.spec.pipeline.document import PipelineDocument
@@ -52,7 +53,7 @@ _STEP: Final = re.compile(
 class PreparedDocument:
     """One validated document, ready to send (``Client.apply_prepared``)."""
 
-    kind: Literal["Queue", "Pipeline", "Job"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference"]
     name: str
     body: bytes  # JSON of the document as written
     where: str  # "jobs.yaml document 2", for messages
@@ -68,7 +69,7 @@ def prepare_documents(
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
-            fix="give Queue, Pipeline or Job documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Pipeline, Job or Inference documents (apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
     return queues_first(prepared)
@@ -84,15 +85,15 @@ def prepare_text(
     if not pairs:
         raise DocumentError(
             f"{source} holds no documents",
-            fix="give Queue, Pipeline or Job documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Pipeline, Job or Inference documents (apiVersion, kind, metadata, spec)",
         )
     return queues_first([_prepared(raw, document, where) for raw, document, where in pairs])
 
 
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
-    """``documents`` with every queue first, then every pipeline, then every job, each
-    kind in its given order."""
-    order = {"Queue": 0, "Pipeline": 1, "Job": 2}
+    """``documents`` with every queue first, then every pipeline, every job, and every
+    inference service, each kind in its given order."""
+    order = {"Queue": 0, "Pipeline": 1, "Job": 2, "Inference": 3}
     return sorted(documents, key=lambda d: order[d.kind])
 
 
@@ -148,7 +149,7 @@ def _from_file(
 
 #: Document models a Python file may build (apply refuses clusters and scheduler
 #: configs with the fix, as from YAML).
-_DOCUMENT_MODELS: Final = (PipelineDocument, JobDocument, QueueDocument)
+_DOCUMENT_MODELS: Final = (PipelineDocument, JobDocument, QueueDocument, InferenceDocument)
 
 
 def _from_python(path: Path, where: str) -> list[tuple[str, Any]]:
@@ -220,11 +221,13 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
             field="kind",
             fix=f"give it to the server at start: phalanx up {option} FILE",
         )
-    kind: Literal["Queue", "Pipeline", "Job"] = (
+    kind: Literal["Queue", "Pipeline", "Job", "Inference"] = (
         "Queue"
         if isinstance(document, QueueDocument)
         else "Job"
         if isinstance(document, JobDocument)
+        else "Inference"
+        if isinstance(document, InferenceDocument)
         else "Pipeline"
     )
     body = json.dumps(raw, default=_jsonable).encode()

@@ -15,10 +15,12 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp
 
 from phalanx import __version__
 from phalanx.control.api import (
     cache,
+    inferences,
     jobs,
     models,
     nodes,
@@ -37,6 +39,7 @@ from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar
+from phalanx.control.controllers.serving import Serving
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
 from phalanx.control.metrics import Metrics
@@ -47,6 +50,9 @@ from phalanx.control.throttle import Throttle
 from phalanx.domain.job import Job
 from phalanx.spec.diagnostics import format_path
 from phalanx.web import create_console
+
+#: Where the gateway is mounted: a service NAME is reached at /serve/NAME/.
+GATEWAY_PREFIX = "/serve"
 
 
 def create_app(
@@ -59,6 +65,9 @@ def create_app(
     workflows: Workflows | None = None,
     registrar: ModelRegistrar | None = None,
     fetcher: ModelFetcher | None = None,
+    on_stored: Callable[[Sequence[tuple[int, Job]]], None] | None = None,
+    serving: Serving | None = None,
+    gateway: ASGIApp | None = None,
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
@@ -75,7 +84,9 @@ def create_app(
     invalid tokens are counted per client address by ``throttle`` (default: a
     ``Throttle`` with its default settings); a locked-out address gets 429 with
     ``Retry-After`` (``api.deps.principal``). The console's requests for its visitors
-    count against the visitors' addresses, never against the loopback's."""
+    count against the visitors' addresses, never against the loopback's. Jobs stored
+    by the API go to ``on_stored`` (default: ``controller.offer``); ``serving`` is poked
+    when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``."""
     app = FastAPI(
         title="phalanx",
         version=__version__,
@@ -99,9 +110,8 @@ def create_app(
     # Proves that a request naming a visitor's address comes from this app's console.
     app.state.visitor_key = secrets.token_urlsafe(32)
     app.state.reports = reports_dir
-    app.state.submissions = SubmissionWriter(
-        db, on_stored=controller.offer if fetcher is None else _offering(controller, fetcher)
-    )
+    app.state.submissions = SubmissionWriter(db, on_stored=on_stored or controller.offer)
+    app.state.serving = serving  # None: services are recorded, and no one serves them
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -116,9 +126,12 @@ def create_app(
         runs,
         cache,
         models,
+        inferences,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])
+    if gateway is not None:
+        app.mount(GATEWAY_PREFIX, gateway)
     app.state.console = None if console_api is None else create_console(console_api)
     if app.state.console is not None:
         app.state.console.state.visitor_headers = partial(visitor_headers, app.state.visitor_key)
@@ -210,17 +223,3 @@ def _models_deleted(registrar: ModelRegistrar | None, fetcher: ModelFetcher | No
         registrar.collect_soon()
     if fetcher is not None:
         fetcher.poke()
-
-
-def _offering(
-    controller: Controller, fetcher: ModelFetcher
-) -> Callable[[Sequence[tuple[int, Job]]], None]:
-    """Hand stored jobs to ``controller``, and have ``fetcher`` copy out the model
-    versions they read (it waits otherwise for its next pass)."""
-
-    def offer(stored: Sequence[tuple[int, Job]]) -> None:
-        controller.offer(stored)
-        if any(role.model_digest for _, job in stored for role in job.roles):
-            fetcher.poke()
-
-    return offer

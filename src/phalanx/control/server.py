@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -37,15 +37,17 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from phalanx.control.app import create_app
-from phalanx.control.auth import AGENT_KEY_FILE, bootstrap_admin, kept_secret
+from phalanx.control.auth import AGENT_KEY_FILE, TokenCache, bootstrap_admin, kept_secret
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
+from phalanx.control.controllers.serving import Serving
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.datadir import prepare_data_dir
+from phalanx.control.gateway import ServiceAccess
 from phalanx.control.localhost import local_node
 from phalanx.control.metrics import Metrics, metrics_token
 from phalanx.control.store.database import Database, sqlite_url
@@ -58,6 +60,7 @@ from phalanx.control.tenancy.places import (
 )
 from phalanx.control.throttle import Throttle, ThrottleSettings
 from phalanx.domain.errors import InvalidInput
+from phalanx.domain.job import Job
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
@@ -66,6 +69,8 @@ from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
+from phalanx.gateway.proxy import Gateway
+from phalanx.gateway.routes import Routes
 from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
@@ -176,6 +181,7 @@ class Server:
         data_dir = settings.data_dir
         root = os.geteuid() == 0 if settings.root is None else settings.root
         per_user = decide(root=root, shared=settings.shared_identity) is IdentityMode.PER_USER
+        self._per_user = per_user
         self.tasks_dir = settings.tasks_dir or default_tasks_dir(data_dir, per_user=per_user)
         if per_user:
             check_tasks_dir(self.tasks_dir, data_dir)
@@ -250,27 +256,7 @@ class Server:
             identity_of=self.tenancy.identities if per_user else None,
         )
         self.controller.on_jobs_ended.append(self.workflows.poke)
-        self.registrar = ModelRegistrar(
-            self.db,
-            model_store,
-            Where(
-                tasks_dir=self.tasks_dir,
-                on_this_host=ray is None,
-                identity_of=self.tenancy.identities if per_user else None,
-                runtime=detect_runtime(),
-                scratch=data_dir / "scratch",
-            ),
-            period=settings.timing.period * 5,
-        )
-        self.controller.on_jobs_ended.append(self.registrar.poke)
-        self.fetcher = ModelFetcher(
-            self.db,
-            model_store,
-            model_cache,
-            on_this_host=ray is None,
-            on_ready=lambda: self.controller.wake(Intent.JOBS),
-            period=settings.timing.period * 5,
-        )
+        self._models_and_services(settings, model_store, model_cache, on_this_host=ray is None)
         self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
@@ -282,6 +268,9 @@ class Server:
             workflows=self.workflows,
             registrar=self.registrar,
             fetcher=self.fetcher,
+            on_stored=self._stored,
+            serving=self.serving,
+            gateway=self.gateway,
             console_api=lambda: self.loopback_url,
             reports_dir=settings.reports,
             throttle=Throttle(settings.throttle),
@@ -324,6 +313,7 @@ class Server:
         self.workflows.start()
         self.registrar.start()
         self.fetcher.start()
+        self.serving.start()
         try:
             self._uvicorn.run()
         finally:
@@ -331,12 +321,66 @@ class Server:
         signals = self._uvicorn.signals
         return Stopped(by=signals[0] if signals else None, controller_stopped=controller_stopped)
 
+    def _models_and_services(
+        self,
+        settings: ServerSettings,
+        model_store: ModelStore,
+        model_cache: ModelCache,
+        *,
+        on_this_host: bool,
+    ) -> None:
+        """The model registrar and fetcher, the serving controller and the gateway."""
+        identity_of = self.tenancy.identities if self._per_user else None
+        self.registrar = ModelRegistrar(
+            self.db,
+            model_store,
+            Where(
+                tasks_dir=self.tasks_dir,
+                on_this_host=on_this_host,
+                identity_of=identity_of,
+                runtime=detect_runtime(),
+                scratch=settings.data_dir / "scratch",
+            ),
+            period=settings.timing.period * 5,
+        )
+        self.controller.on_jobs_ended.append(self.registrar.poke)
+        self.fetcher = ModelFetcher(
+            self.db,
+            model_store,
+            model_cache,
+            on_this_host=on_this_host,
+            on_ready=lambda: self.controller.wake(Intent.JOBS),
+            period=settings.timing.period * 5,
+        )
+        self.routes = Routes()
+        self.serving = Serving(
+            self.db,
+            publish=self.routes.replace,
+            on_stored=self._stored,
+            period=settings.timing.period,
+        )
+        self.gateway = Gateway(
+            self.routes,
+            authorize=ServiceAccess(TokenCache(self.db), self.serving),
+            on_demand=self.serving.demand,
+            registry=self.metrics.registry,
+        )
+        self.controller.on_jobs_ended.append(self.serving.poke)
+
+    def _stored(self, stored: Sequence[tuple[int, Job]]) -> None:
+        """Jobs were stored: the controller takes them as they are, and the model
+        fetcher copies out the versions they read (it waits otherwise for its pass)."""
+        self.controller.offer(stored)
+        if any(role.model_digest for _, job in stored for role in job.roles):
+            self.fetcher.poke()
+
     def start(self, timeout: float = 30.0) -> None:
         """Serve on a background thread; returns once the API accepts connections."""
         self.controller.start()
         self.workflows.start()
         self.registrar.start()
         self.fetcher.start()
+        self.serving.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
         started = threading.Event()
@@ -369,6 +413,7 @@ class Server:
         self.workflows.shutdown()
         self.registrar.stop()
         self.fetcher.stop()
+        self.serving.stop()
         stopped = self.controller.shutdown()
         if stopped:
             for executor in self._executors:

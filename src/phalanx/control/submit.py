@@ -132,38 +132,46 @@ def _model_error(document: JobDocument, owners: Mapping[str, str]) -> ApiError |
 
 
 def pin_models(session: Session, document: JobDocument) -> JobDocument | ApiError:
-    """``document`` with each role's ``modelVersion`` pinned to ``NAME:vN@sha256:...``
-    (a bare name: its newest version), or the refusal naming the role's field: a
-    version that is not there or not the job's user's (the same answer: another user's
-    models are not shown), or a digest that is not the version's."""
+    """``document`` with each role's ``modelVersion`` pinned (``pin_model``), or the
+    refusal of the first that cannot be."""
     roles = list(document.spec.roles)
     for i, role in enumerate(roles):
         if role.model_version is None:
             continue
         field = f"spec.roles[{i}].modelVersion"
-        wanted = model_reference(role.model_version)
-        row = stored_models.version(session, wanted.name, wanted.version)
-        if row is None or row.user != document.spec.user:
-            which = "no version" if wanted.version is None else f"no version {wanted.version}"
-            return ApiError(
-                404,
-                f"user {document.spec.user} has {which} of a model {wanted.name!r}",
-                field=field,
-                fix="name one of the user's model versions (phalanx get models)",
-            )
-        if wanted.digest is not None and wanted.digest != row.digest:
-            return ApiError(
-                409,
-                f"{wanted.name}:v{row.version} is {row.digest}, not {wanted.digest}",
-                field=field,
-                fix="give the version's own digest (phalanx describe model), or none",
-            )
-        pinned = str(ModelRef(row.name, row.version, row.digest))
+        pinned = pin_model(session, role.model_version, document.spec.user, field=field)
+        if isinstance(pinned, ApiError):
+            return pinned
         roles[i] = role.model_copy(update={"model_version": pinned})
     if roles == list(document.spec.roles):
         return document
     spec = document.spec.model_copy(update={"roles": roles})
     return document.model_copy(update={"spec": spec})
+
+
+def pin_model(session: Session, written: str, user: str, *, field: str) -> str | ApiError:
+    """The model version ``written`` names, pinned: ``NAME:vN@sha256:...`` (a bare name:
+    its newest version); or the refusal naming ``field``: a version that is not there or
+    not ``user``'s (the same answer: another user's models are not shown), or a digest
+    that is not the version's."""
+    wanted = model_reference(written)
+    row = stored_models.version(session, wanted.name, wanted.version)
+    if row is None or row.user != user:
+        which = "no version" if wanted.version is None else f"no version {wanted.version}"
+        return ApiError(
+            404,
+            f"user {user} has {which} of a model {wanted.name!r}",
+            field=field,
+            fix="name one of the user's model versions (phalanx get models)",
+        )
+    if wanted.digest is not None and wanted.digest != row.digest:
+        return ApiError(
+            409,
+            f"{wanted.name}:v{row.version} is {row.digest}, not {wanted.digest}",
+            field=field,
+            fix="give the version's own digest (phalanx describe model), or none",
+        )
+    return str(ModelRef(row.name, row.version, row.digest))
 
 
 #: Where a job's queue came from: named by the job, its user's default queue, or the queue

@@ -51,6 +51,7 @@ from phalanx.spec.importers.volcano import (
     import_volcano_job,
     import_volcano_queue,
 )
+from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_INPUT_SIZE
 from phalanx.spec.pipeline.document import PipelineDocument
@@ -62,6 +63,7 @@ MAX_DEPTH: Final = 64
 
 Document: TypeAlias = (
     "QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument | PipelineDocument"
+    " | InferenceDocument"
 )
 
 #: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
@@ -95,6 +97,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Cluster"): _quiet(ClusterDocument.model_validate),
     (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
     (API_VERSION, "Pipeline"): _quiet(PipelineDocument.model_validate),
+    (API_VERSION, "Inference"): _quiet(InferenceDocument.model_validate),
     (BATCH_API_VERSION, "Job"): _volcano_job,
     (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},

@@ -21,6 +21,7 @@ from pydantic_core import PydanticUndefined
 
 from phalanx.domain.errors import PhalanxError
 from phalanx.spec.cluster import ClusterDocument
+from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.job import JobDocument
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
@@ -33,6 +34,7 @@ KINDS: Final[tuple[type[BaseModel], ...]] = (
     JobDocument,
     SchedulerConfigDocument,
     PipelineDocument,
+    InferenceDocument,
 )
 #: Types known by their validator, as a person reads them.
 _BY_VALIDATOR: Final = {

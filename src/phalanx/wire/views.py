@@ -403,3 +403,39 @@ class ModelView(View):
     user: str
     versions: int
     latest: ModelVersionView
+
+
+class ReplicaView(View):
+    """One replica of a predictor: the job that runs it, its phase, and whether it is
+    Ready (answered its readiness path; the gateway routes to it)."""
+
+    job: str
+    phase: str
+    ready: bool
+    port: int
+
+
+class PredictorView(View):
+    """A predictor of a service: what it serves, its traffic share and its replicas."""
+
+    name: str
+    model_version: str
+    traffic: int
+    min_replicas: int
+    max_replicas: int
+    ready: int  # how many replicas are Ready
+    replicas: list[ReplicaView]
+
+
+class InferenceView(View):
+    """An inference service: its document as stored (model versions pinned), where it
+    is reached, and each predictor's replicas."""
+
+    name: str
+    user: str
+    created_at: float
+    updated_at: float
+    url: str  # the gateway's path of it: /serve/NAME/
+    ready: bool  # every predictor with traffic has a Ready replica
+    predictors: list[PredictorView]
+    document: dict[str, Any]

@@ -88,7 +88,7 @@ def test_a_version_a_live_job_reads_cannot_be_deleted(server: Server) -> None:
     for path in ("/api/v1/models/mnist", "/api/v1/models/mnist/versions/1"):
         answer = api.http.delete(path)
         assert answer.status_code == 409, answer.text
-        assert "read by job serving" in answer.json()["detail"]
+        assert "is read by job serving" in answer.json()["detail"]
     api.post("/api/v1/jobs/serving/cancel", expect=200)
     api.wait_phase("serving", "Cancelled")
     assert api.http.delete("/api/v1/models/mnist/versions/1").status_code == 200

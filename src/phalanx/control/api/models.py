@@ -17,6 +17,7 @@ from phalanx.control.api.deps import Caller, DbSession, errors
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.store import model_versions as stored
+from phalanx.control.store import services as stored_services
 from phalanx.control.store.models import ModelVersionRow
 from phalanx.domain.errors import ContentError
 from phalanx.spec.model import model_reference
@@ -75,7 +76,7 @@ def delete_model(
 ) -> list[ModelVersionView]:
     """Delete every version of model ``name``; the answer lists them. The name stays its
     user's, and its numbers are not given again. Refused (409) while a job not ended
-    reads one of them."""
+    or an inference service reads one of them."""
     rows = _versions(session, name, caller)
     _refuse_in_use(session, name, {row.version for row in rows})
     gone = [view(row) for row in rows]
@@ -93,7 +94,7 @@ def delete_version(
     name: str, version: int, caller: Caller, session: DbSession, request: Request
 ) -> list[ModelVersionView]:
     """Delete version ``version`` of model ``name``; the answer lists it. Refused (409)
-    while a job not ended reads it."""
+    while a job not ended or an inference service reads it."""
     gone = [view(_version(session, name, version, caller))]
     _refuse_in_use(session, name, {version})
     stored.delete(session, name, version, now=time.time())
@@ -153,17 +154,23 @@ def _version(session: DbSession, name: str, version: int, caller: Principal) -> 
 
 
 def _refuse_in_use(session: DbSession, name: str, numbers: set[int]) -> None:
-    """409 naming a job not ended that reads version ``numbers`` of model ``name``."""
-    for job, document in stored.readers(session):
-        for role in document.get("spec", {}).get("roles", []):
-            written = role.get("modelVersion")
+    """409 naming a job not ended, or an inference service, that reads version
+    ``numbers`` of model ``name``."""
+    readers = [(f"job {job}", document) for job, document in stored.readers(session)]
+    readers += [
+        (f"inference {row.name}", row.document) for row in stored_services.listing(session, None)
+    ]
+    for reader, document in readers:
+        spec = document.get("spec", {})
+        for part in (*spec.get("roles", []), *spec.get("predictors", [])):
+            written = part.get("modelVersion")
             if not isinstance(written, str):
                 continue
             ref = model_reference(written)
             if ref.name == name and ref.version in numbers:
                 raise ApiError(
                     409,
-                    f"{name}:v{ref.version} is read by job {job}, which has not ended",
+                    f"{name}:v{ref.version} is read by {reader}",
                     field="version",
-                    fix=f"wait for job {job} to end, or delete it, then delete the version",
+                    fix=f"delete {reader} (or wait for a job to end), then the version",
                 )

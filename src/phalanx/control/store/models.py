@@ -300,3 +300,34 @@ class ModelVersionRow(Base):
     image_phase: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
     image: Mapped[str | None] = mapped_column(String(255), nullable=True)
     image_message: Mapped[str] = mapped_column(Text, default="")
+
+
+class ServiceRow(Base):
+    """An inference service: its validated Inference document (model versions pinned)
+    and its owner. ``replicas_made`` counts the replica jobs ever made for it, so that a
+    replica's name (``<service>-<predictor>-<n>``) is never given twice."""
+
+    __tablename__ = "services"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    replicas_made: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ServiceReplicaRow(Base):
+    """One replica of a service's predictor: the job that runs it, the port it serves on,
+    and whether it answered its readiness path (``url`` then reaches it)."""
+
+    __tablename__ = "service_replicas"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    service: Mapped[str] = mapped_column(String(63), index=True)
+    predictor: Mapped[str] = mapped_column(String(63))
+    job: Mapped[str] = mapped_column(String(253), unique=True)
+    port: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float)
+    ready: Mapped[bool] = mapped_column(Boolean, default=False)
+    url: Mapped[str | None] = mapped_column(String(300), nullable=True)

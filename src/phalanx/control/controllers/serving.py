@@ -1,0 +1,298 @@
+"""The serving controller: each inference service's replicas, their readiness, and the
+gateway's routes.
+
+Guarantees of each pass (``Serving.tick``, on its own thread, never the scheduler's):
+- every predictor of every service has as many replica jobs not ended as it wants
+  (``wanted``): its ``minReplicas``, or, for a predictor that scales to zero, one while
+  the gateway saw demand for the service within ``idle_grace`` seconds; never more than
+  its ``maxReplicas``. Missing replicas are submitted as jobs of the service's user
+  through the usual checks (queue, model versions), each named
+  ``<service>-<predictor>-<n>`` with ``n`` never given twice; extra ones (newest first)
+  and those of predictors no longer in the document are cancelled and deleted;
+- a replica whose job ended is forgotten (and replaced, by the rule above);
+- a replica is Ready once its job runs and its readiness path answers 200; only Ready
+  replicas are routed to, and readiness is written to the store for other gateways;
+- the routes handed to ``publish`` hold, for each service, its predictors with their
+  traffic shares, concurrency limits and Ready replicas, and whether replicas are on
+  their way (``waking``: the gateway then holds requests instead of refusing them).
+A submission the store refuses (a queue gone, a version deleted) is logged and tried
+again next pass; one service's trouble never stops another's.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import httpx
+
+from phalanx.control.auth import Principal, UserRole
+from phalanx.control.controllers.ticker import Ticker
+from phalanx.control.errors import ApiError
+from phalanx.control.store import IntegrityError
+from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import services as stored
+from phalanx.control.store import users as stored_users
+from phalanx.control.store.database import Database
+from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
+from phalanx.control.submit import check_models, resolve_queues, store_jobs
+from phalanx.domain.job import Job, JobPhase
+from phalanx.engine.lifecycle import TERMINAL
+from phalanx.gateway.routes import Predictor, Replica, Service
+from phalanx.spec.inference import InferenceDocument, PredictorSpec
+from phalanx.spec.job import JobDocument
+
+log = logging.getLogger(__name__)
+
+#: How long a predictor that scales to zero keeps a replica after the last demand.
+IDLE_GRACE: Final = 30.0
+#: How long a readiness probe may take.
+PROBE_TIMEOUT: Final = 1.0
+#: The phases of a replica job whose task may be serving.
+_RUNNING: Final = JobPhase.RUNNING.value
+
+Publish = Callable[[dict[str, Service]], None]
+OnStored = Callable[[Sequence[tuple[int, Job]]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Replica:
+    """What a pass knows of one replica."""
+
+    row: ServiceReplicaRow
+    phase: str | None  # its job's phase (None: the job is gone)
+
+
+class Serving:
+    """See the module docstring. ``demand(service)`` is the gateway's call when a request
+    for a service found no Ready replica (thread-safe)."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        publish: Publish,
+        on_stored: OnStored,
+        host: str = "127.0.0.1",
+        period: float = 1.0,
+        idle_grace: float = IDLE_GRACE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.db = db
+        self._publish = publish
+        self._on_stored = on_stored
+        self._host = host
+        self._period = period
+        self._idle_grace = idle_grace
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._demand: dict[str, float] = {}  # service -> when the gateway last saw demand
+        #: Who may call each service besides admins: its owner and its ``callers``.
+        self.access: dict[str, frozenset[str]] = {}
+        self._http = httpx.Client(timeout=PROBE_TIMEOUT, trust_env=False)
+        self._ticker = Ticker("phalanx-serving", self.tick)
+
+    def start(self) -> None:
+        """Start on a thread of its own."""
+        self._ticker.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop after the pass under way; False when it still ran after ``timeout``."""
+        stopped = self._ticker.stop(timeout)
+        self._http.close()
+        return stopped
+
+    def poke(self) -> None:
+        """Reconcile soon (a service was applied or deleted, jobs ended)."""
+        self._ticker.poke()
+
+    def demand(self, service: str) -> None:
+        """The gateway has a request for ``service`` and no Ready replica: wake it."""
+        with self._lock:
+            self._demand[service] = self._clock()
+        self._ticker.poke()
+
+    def saw_request(self, service: str) -> None:
+        """The gateway served a request of ``service``: it is not idle."""
+        with self._lock:
+            self._demand[service] = self._clock()
+
+    def tick(self) -> float:
+        """One pass (see the module docstring); seconds until the next."""
+        try:
+            self._pass()
+        except Exception:  # a database outage: try again next pass
+            log.exception("serving pass failed; trying again")
+        return self._period
+
+    def _pass(self) -> None:
+        with self.db.session() as session:
+            services = {row.name: _held(row) for row in stored.listing(session, None)}
+            rows = stored.replicas(session)
+            phases = {
+                name: outcome.phase
+                for name, outcome in stored_jobs.outcomes(session, [r.job for r in rows]).items()
+            }
+        by_service: dict[str, list[_Replica]] = {}
+        ended: list[str] = []
+        for row in rows:
+            phase = phases.get(row.job)
+            if phase is None or JobPhase(phase) in TERMINAL or row.service not in services:
+                ended.append(row.job)
+                continue
+            by_service.setdefault(row.service, []).append(_Replica(row, phase))
+        if ended:
+            with self.db.write() as session:
+                stored.remove_replicas(session, ended)
+        self.access = {
+            name: frozenset([held.user, *held.document.spec.callers])
+            for name, held in services.items()
+        }
+        routes: dict[str, Service] = {}
+        readiness: dict[str, str | None] = {}
+        for name, held in services.items():
+            live = by_service.get(name, [])
+            try:
+                self._reconcile(held, live)
+            except Exception:
+                log.exception("reconciling service %s failed; trying again", name)
+            routes[name] = self._route(held, live, readiness)
+        changed = {
+            replica.row.job: readiness[replica.row.job]
+            for replicas in by_service.values()
+            for replica in replicas
+            if readiness.get(replica.row.job, replica.row.url) != replica.row.url
+        }
+        if changed:
+            with self.db.write() as session:
+                stored.set_readiness(session, changed)
+        self._publish(routes)
+
+    def wanted(self, service: str, predictor: PredictorSpec) -> int:
+        """How many replicas ``predictor`` of ``service`` wants now."""
+        if predictor.min_replicas > 0:
+            return predictor.min_replicas
+        with self._lock:
+            last = self._demand.get(service)
+        recent = last is not None and self._clock() - last < self._idle_grace
+        return 1 if recent else 0
+
+    def _reconcile(self, held: _Held, live: list[_Replica]) -> None:
+        """Submit the replicas ``held`` misses; cancel those it has too many of."""
+        document = held.document
+        extra: list[str] = []
+        missing: list[PredictorSpec] = []
+        predictors = {p.name: p for p in document.spec.predictors}
+        for replica in live:
+            if replica.row.predictor not in predictors:
+                extra.append(replica.row.job)
+        for predictor in document.spec.predictors:
+            mine = [r for r in live if r.row.predictor == predictor.name]
+            want = min(self.wanted(held.name, predictor), predictor.most_replicas)
+            if len(mine) > want:
+                # newest first; a replica not yet Ready before one that serves
+                surplus = sorted(mine, key=lambda r: (r.row.ready, -r.row.id))
+                extra += [r.row.job for r in surplus[: len(mine) - want]]
+            missing += [predictor] * (want - len(mine))
+        if extra:
+            with self.db.write() as session:
+                stored_jobs.request_cancel(session, extra, delete=True)
+                stored.remove_replicas(session, extra)
+        if missing:
+            try:
+                self._submit(held, missing)
+            except IntegrityError:  # a job of that name exists: the next pass takes the next
+                with self.db.write() as session:
+                    stored.next_replica_number(session, held.name)
+                raise
+
+    def _submit(self, held: _Held, predictors: list[PredictorSpec]) -> None:
+        """Submit one replica job of each of ``predictors`` (a predictor named twice gets
+        two), as the service's user."""
+        now = time.time()
+        with self.db.write() as session:
+            user = stored_users.user(session, held.user)
+            role = UserRole(user.role) if user is not None else UserRole.USER
+            caller = Principal(name=held.user, role=role)
+            made: list[tuple[JobDocument, str, int]] = []
+            for predictor in predictors:
+                number = stored.next_replica_number(session, held.name)
+                port = _free_port(self._host)
+                name = f"{held.name}-{predictor.name}-{number}"
+                made.append(
+                    (held.document.replica_job(predictor, name, port), predictor.name, port)
+                )
+            checked = check_models(
+                session, resolve_queues(session, [(job, caller) for job, _, _ in made])
+            )
+            refused = [c for c in checked if isinstance(c, ApiError)]
+            if refused:
+                raise RuntimeError(f"a replica was refused: {refused[0].detail}")
+            jobs = [c for c in checked if isinstance(c, JobDocument)]
+            stored_rows = store_jobs(session, jobs)
+            for job, predictor_name, port in made:
+                stored.add_replica(
+                    session, held.name, predictor_name, job.metadata.name, port, now=now
+                )
+        self._on_stored([(row.id, row.job) for row in stored_rows])
+
+    def _route(
+        self, held: _Held, live: list[_Replica], readiness: dict[str, str | None]
+    ) -> Service:
+        """``held``'s routes, probing the readiness of its running replicas into
+        ``readiness`` (by job: its URL when Ready, else None)."""
+        predictors = []
+        waking = False
+        for predictor in held.document.spec.predictors:
+            mine = [r for r in live if r.row.predictor == predictor.name]
+            ready = []
+            for replica in mine:
+                url = self._probe(replica, predictor) if replica.phase == _RUNNING else None
+                readiness[replica.row.job] = url
+                if url is not None:
+                    ready.append(Replica(name=replica.row.job, url=url, predictor=predictor.name))
+            waking |= len(ready) < len(mine) or predictor.min_replicas == 0
+            predictors.append(
+                Predictor(
+                    name=predictor.name,
+                    weight=predictor.traffic,
+                    replicas=tuple(ready),
+                    concurrency=predictor.concurrency,
+                )
+            )
+        return Service(name=held.name, predictors=tuple(predictors), waking=waking)
+
+    def _probe(self, replica: _Replica, predictor: PredictorSpec) -> str | None:
+        """The replica's URL when its readiness path answers 200, else None."""
+        url = f"http://{self._host}:{replica.row.port}"
+        try:
+            answer = self._http.get(url + predictor.readiness_path)
+        except httpx.HTTPError:
+            return None
+        return url if answer.status_code == 200 else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A service as one pass reads it."""
+
+    name: str
+    user: str
+    document: InferenceDocument
+
+
+def _held(row: ServiceRow) -> _Held:
+    return _Held(row.name, row.user, InferenceDocument.model_validate(row.document))
+
+
+def _free_port(host: str) -> int:
+    """A port on ``host`` nothing listens on now (the OS's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port

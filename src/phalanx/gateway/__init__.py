@@ -1,0 +1,1 @@
+"""The inference gateway: routes (``routes``) and the ASGI proxy (``proxy``)."""

@@ -1,0 +1,253 @@
+"""The gateway: an ASGI app that sends ``/serve/NAME/REST`` to a Ready replica of
+service NAME as ``/REST``.
+
+Guarantees:
+- a request is sent on only for a caller ``authorize`` admits: without a token the
+  answer is 401 (``WWW-Authenticate: Bearer``), for a caller the service does not
+  admit (or no such service) 404, the same answer, so a service's existence is not
+  shown to those it does not admit;
+- the caller's ``Authorization`` and ``Cookie`` headers never reach the replica
+  (replicas run tenants' code), nor do hop-by-hop headers (RFC 9110 7.6.1); the
+  replica gets ``X-Forwarded-For``, ``-Host`` and ``-Proto``; the method, query string
+  and body pass intact, and the answer is streamed back as it comes;
+- a replica is chosen by ``Routes.acquire``; a request whose connection to it failed
+  before anything was sent goes to another replica of the service (each tried once);
+- with no free Ready replica: when replicas are on their way (``Service.waking``)
+  ``on_demand(NAME)`` is called and the request is held until one is free, up to
+  ``hold`` seconds; otherwise, or after that, the answer is 503 with ``Retry-After``;
+- errors are JSON ``{"detail", "field", "fix"}`` as the API's are; requests, errors
+  and latency are counted per service, predictor and replica in ``registry``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import httpx
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import Message, Receive, Scope, Send
+
+from phalanx.gateway.routes import Replica, Routes
+
+
+class Access(enum.Enum):
+    """What ``authorize`` says of a caller and a service."""
+
+    ALLOWED = "allowed"
+    UNAUTHENTICATED = "unauthenticated"  # no token, or one that is not valid
+    NOT_FOUND = "not-found"  # no such service, or not one the caller may call
+
+
+Authorize = Callable[[str | None, str], Awaitable[Access]]
+
+#: Headers that describe one connection, not the request (RFC 9110 7.6.1), and those
+#: that carry the caller's credentials; none is passed on.
+_DROPPED: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"authorization",
+        b"cookie",
+        b"content-length",
+    }
+)
+_DROPPED_ANSWER: Final = frozenset(
+    {b"connection", b"keep-alive", b"transfer-encoding", b"trailer", b"upgrade"}
+)
+#: Seconds a client is told to wait before it tries a service with no replica again.
+RETRY_AFTER: Final = 5
+#: Latency buckets of ``phalanx_serving_request_seconds``.
+_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Gateway:
+    """The ASGI app (see the module docstring)."""
+
+    def __init__(
+        self,
+        routes: Routes,
+        *,
+        authorize: Authorize,
+        on_demand: Callable[[str], None],
+        hold: float = 30.0,
+        registry: CollectorRegistry | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.routes = routes
+        self._authorize = authorize
+        self._on_demand = on_demand
+        self._hold = hold
+        self._client = client
+        registry = registry or CollectorRegistry()
+        self._requests = Counter(
+            "phalanx_serving_requests",
+            "Requests the gateway answered, by service, predictor, replica and status",
+            ["service", "predictor", "replica", "code"],
+            registry=registry,
+        )
+        self._seconds = Histogram(
+            "phalanx_serving_request_seconds",
+            "Time from a request's arrival at the gateway to its answer's last byte",
+            ["service", "predictor"],
+            buckets=_BUCKETS,
+            registry=registry,
+        )
+
+    def _http(self) -> httpx.AsyncClient:
+        """The pooled client (made on the event loop that first needs it)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=5.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1024),
+                trust_env=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        started = time.perf_counter()
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        name, _, rest = path.lstrip("/").partition("/")
+        access = await self._authorize(_token(scope), name) if name else Access.NOT_FOUND
+        if access is Access.UNAUTHENTICATED:
+            await _error(send, 401, "no valid bearer token", _TOKEN_FIX, bearer=True)
+            return
+        if access is not Access.ALLOWED or self.routes.service(name) is None:
+            await _error(send, 404, f"no inference named {name!r}", _LIST_FIX)
+            return
+        body = await _body(receive)
+        tried: list[str] = []
+        deadline = started + self._hold
+        while True:
+            since = self.routes.version
+            replica = self.routes.acquire(name, tried)
+            if replica is None:
+                service = self.routes.service(name)
+                remaining = deadline - time.perf_counter()
+                if service is None or not service.waking or remaining <= 0:
+                    await _unavailable(send, name, held=service is not None and service.waking)
+                    self._requests.labels(name, "", "", "503").inc()
+                    return
+                self._on_demand(name)
+                await self.routes.wait(since, min(remaining, 1.0))
+                continue
+            try:
+                code = await self._forward(scope, body, replica, rest, send)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                tried.append(replica.name)
+                continue
+            finally:
+                self.routes.release(replica)
+            self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
+            self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
+            return
+
+    async def _forward(
+        self, scope: Scope, body: bytes, replica: Replica, rest: str, send: Send
+    ) -> int:
+        """Send the request to ``replica`` and stream its answer back; the status.
+        Raises ``httpx.ConnectError``/``ConnectTimeout`` when nothing was sent."""
+        query: bytes = scope.get("query_string", b"")
+        url = f"{replica.url}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
+        headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
+        client = scope.get("client")
+        headers += [
+            (b"x-forwarded-for", (client[0] if client else "").encode()),
+            (b"x-forwarded-proto", scope.get("scheme", "http").encode()),
+        ]
+        host = next((v for k, v in scope["headers"] if k == b"host"), None)
+        if host is not None:
+            headers.append((b"x-forwarded-host", host))
+        request = self._http().build_request(scope["method"], url, headers=headers, content=body)
+        answer = await self._http().send(request, stream=True)
+        started = False
+        try:
+            out = [(k, v) for k, v in answer.headers.raw if k.lower() not in _DROPPED_ANSWER]
+            await send(
+                {"type": "http.response.start", "status": answer.status_code, "headers": out}
+            )
+            started = True
+            async for chunk in answer.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except httpx.HTTPError:
+            if not started:
+                await _error(send, 502, "the replica broke off its answer", _RETRY_FIX)
+                return 502
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await answer.aclose()
+        return answer.status_code
+
+
+_TOKEN_FIX: Final = "send 'Authorization: Bearer <token>' of a user the service admits"
+_LIST_FIX: Final = "list the services you may call: phalanx get inferences"
+_RETRY_FIX: Final = "send the request again"
+
+
+def _token(scope: Scope) -> str | None:
+    """The bearer token of the request, or None."""
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() or None if scheme.lower() == "bearer" else None
+    return None
+
+
+async def _body(receive: Receive) -> bytes:
+    """The whole request body (the server's body limit has already bounded it)."""
+    chunks: list[bytes] = []
+    while True:
+        message: Message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _unavailable(send: Send, name: str, *, held: bool) -> None:
+    why = (
+        f"no replica of {name} became Ready in time"
+        if held
+        else f"no replica of {name} is Ready, and none is starting"
+    )
+    fix = f"try again in {RETRY_AFTER} s; phalanx describe inference {name} shows its replicas"
+    await _error(send, 503, why, fix, retry_after=RETRY_AFTER)
+
+
+async def _error(
+    send: Send,
+    status: int,
+    detail: str,
+    fix: str,
+    *,
+    bearer: bool = False,
+    retry_after: int | None = None,
+) -> None:
+    body = json.dumps({"detail": detail, "field": None, "fix": fix}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if bearer:
+        headers.append((b"www-authenticate", b"Bearer"))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
