@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp
 
 from phalanx import __version__
 from phalanx.control.api import (
@@ -48,6 +48,7 @@ from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.control.throttle import Throttle
 from phalanx.domain.job import Job
+from phalanx.gateway.proxy import Gateway
 from phalanx.spec.diagnostics import format_path
 from phalanx.web import create_console
 
@@ -67,7 +68,7 @@ def create_app(
     fetcher: ModelFetcher | None = None,
     on_stored: Callable[[Sequence[tuple[int, Job]]], None] | None = None,
     serving: Serving | None = None,
-    gateway: ASGIApp | None = None,
+    gateway: Gateway | None = None,
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
@@ -88,6 +89,7 @@ def create_app(
     by the API go to ``on_stored`` (default: ``controller.offer``); ``serving`` is poked
     when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``."""
     app = FastAPI(
+        lifespan=None if gateway is None else _closing(gateway),
         title="phalanx",
         version=__version__,
         description="A scheduler for AI jobs on shared GPU clusters.",
@@ -223,3 +225,15 @@ def _models_deleted(registrar: ModelRegistrar | None, fetcher: ModelFetcher | No
         registrar.collect_soon()
     if fetcher is not None:
         fetcher.poke()
+
+
+def _closing(gateway: Gateway) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: at shutdown, the gateway's pooled connections are closed on
+    the loop that made them."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await gateway.aclose()
+
+    return lifespan

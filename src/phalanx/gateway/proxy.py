@@ -12,9 +12,10 @@ Guarantees:
   and body pass intact, and the answer is streamed back as it comes;
 - a replica is chosen by ``Routes.acquire``; a request whose connection to it failed
   before anything was sent goes to another replica of the service (each tried once);
-- with no free Ready replica: when replicas are on their way (``Service.waking``)
-  ``on_demand(NAME)`` is called and the request is held until one is free, up to
-  ``hold`` seconds; otherwise, or after that, the answer is 503 with ``Retry-After``;
+- with no free Ready replica, the request is held until one is free, up to ``hold``
+  seconds, when Ready replicas are all at their concurrency or replicas are on their
+  way (``Service.waking``: then ``on_demand(NAME)`` is called, to start one); otherwise,
+  or after that, the answer is 503 with ``Retry-After``;
 - errors are JSON ``{"detail", "field", "fix"}`` as the API's are; requests, errors
   and latency are counted per service, predictor and replica in ``registry``.
 """
@@ -115,11 +116,16 @@ class Gateway:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the pooled connections."""
+        """Close the pooled connections (on the event loop that made them: the host
+        app's shutdown, or this app's own lifespan)."""
         if self._client is not None:
-            await self._client.aclose()
+            client, self._client = self._client, None
+            await client.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # run on its own: close the pool at shutdown
+            await self._lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         started = time.perf_counter()
@@ -143,12 +149,15 @@ class Gateway:
             replica = self.routes.acquire(name, tried)
             if replica is None:
                 service = self.routes.service(name)
+                busy = service is not None and any(p.replicas for p in service.predictors)
+                waking = service is not None and service.waking
                 remaining = deadline - time.perf_counter()
-                if service is None or not service.waking or remaining <= 0:
-                    await _unavailable(send, name, held=service is not None and service.waking)
+                if not (busy or waking) or remaining <= 0:
+                    await _unavailable(send, name, held=busy or waking)
                     self._requests.labels(name, "", "", "503").inc()
                     return
-                self._on_demand(name)
+                if waking:
+                    self._on_demand(name)
                 await self.routes.wait(since, min(remaining, 1.0))
                 continue
             try:
@@ -161,6 +170,16 @@ class Gateway:
             self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
             self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
             return
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
     async def _forward(
         self, scope: Scope, body: bytes, replica: Replica, rest: str, send: Send
@@ -226,7 +245,7 @@ async def _body(receive: Receive) -> bytes:
 
 async def _unavailable(send: Send, name: str, *, held: bool) -> None:
     why = (
-        f"no replica of {name} became Ready in time"
+        f"no replica of {name} became free in time"
         if held
         else f"no replica of {name} is Ready, and none is starting"
     )
