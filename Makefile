@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast lint typecheck demo bench docs clean
+.PHONY: install test test-fast lint typecheck demo bench bench-serving docs clean
 
 install: $(STAMP)
 
@@ -52,6 +52,17 @@ demo: install $(TORCH)
 
 bench: install
 	$(BIN)/python bench/engine.py
+
+# The gateway against Ray Serve's proxy (bench/serving.py); Ray Serve gets an environment
+# of its own, so that its dependencies never move the project's.
+RAYSERVE := .venv-rayserve/bin/python
+
+$(RAYSERVE):
+	$(PYTHON) -m venv .venv-rayserve
+	$(RAYSERVE) -m pip install --quiet "ray[serve]==2.60.0"
+
+bench-serving: install $(RAYSERVE)
+	$(BIN)/python bench/serving.py
 
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link fails it.
 docs: install

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final
 
-import httpx
+import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import Message, Receive, Scope, Send
 
@@ -83,13 +83,12 @@ class Gateway:
         on_demand: Callable[[str], None],
         hold: float = 30.0,
         registry: CollectorRegistry | None = None,
-        client: httpx.AsyncClient | None = None,
     ) -> None:
         self.routes = routes
         self._authorize = authorize
         self._on_demand = on_demand
         self._hold = hold
-        self._client = client
+        self._session: aiohttp.ClientSession | None = None
         registry = registry or CollectorRegistry()
         self._requests = Counter(
             "phalanx_serving_requests",
@@ -105,22 +104,25 @@ class Gateway:
             registry=registry,
         )
 
-    def _http(self) -> httpx.AsyncClient:
-        """The pooled client (made on the event loop that first needs it)."""
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=5.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1024),
+    def _http(self) -> aiohttp.ClientSession:
+        """The pooled session (made on the event loop that first needs it): connections
+        kept alive without a limit, nothing decoded, no header of its own added."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
                 trust_env=False,
             )
-        return self._client
+        return self._session
 
     async def aclose(self) -> None:
         """Close the pooled connections (on the event loop that made them: the host
         app's shutdown, or this app's own lifespan)."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":  # run on its own: close the pool at shutdown
@@ -162,7 +164,7 @@ class Gateway:
                 continue
             try:
                 code = await self._forward(scope, body, replica, rest, send)
-            except (httpx.ConnectError, httpx.ConnectTimeout):
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
                 tried.append(replica.name)
                 continue
             finally:
@@ -185,43 +187,39 @@ class Gateway:
         self, scope: Scope, body: bytes, replica: Replica, rest: str, send: Send
     ) -> int:
         """Send the request to ``replica`` and stream its answer back; the status.
-        Raises ``httpx.ConnectError``/``ConnectTimeout`` when nothing was sent."""
+        Raises ``aiohttp.ClientConnectorError`` (or a connect timeout) when nothing was
+        sent."""
         query: bytes = scope.get("query_string", b"")
         url = f"{replica.url}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
-        headers = [(k, v) for k, v in scope["headers"] if k not in _DROPPED]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k not in _DROPPED
+        ]
         client = scope.get("client")
         headers += [
-            (b"x-forwarded-for", (client[0] if client else "").encode()),
-            (b"x-forwarded-proto", scope.get("scheme", "http").encode()),
+            ("X-Forwarded-For", client[0] if client else ""),
+            ("X-Forwarded-Proto", scope.get("scheme", "http")),
         ]
         host = next((v for k, v in scope["headers"] if k == b"host"), None)
         if host is not None:
-            headers.append((b"x-forwarded-host", host))
-        request = self._http().build_request(scope["method"], url, headers=headers, content=body)
-        answer = await self._http().send(request, stream=True)
-        started = False
-        try:
-            out = [(k, v) for k, v in answer.headers.raw if k.lower() not in _DROPPED_ANSWER]
-            await send(
-                {"type": "http.response.start", "status": answer.status_code, "headers": out}
-            )
-            started = True
-            async for chunk in answer.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            headers.append(("X-Forwarded-Host", host.decode("latin-1")))
+        async with self._http().request(
+            scope["method"], url, headers=headers, data=body, allow_redirects=False
+        ) as answer:
+            out = [(k, v) for k, v in answer.raw_headers if k.lower() not in _DROPPED_ANSWER]
+            await send({"type": "http.response.start", "status": answer.status, "headers": out})
+            try:
+                async for chunk in answer.content.iter_any():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except aiohttp.ClientError:
+                pass  # the replica broke off: the caller gets what came, then the end
             await send({"type": "http.response.body", "body": b""})
-        except httpx.HTTPError:
-            if not started:
-                await _error(send, 502, "the replica broke off its answer", _RETRY_FIX)
-                return 502
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await answer.aclose()
-        return answer.status_code
+            return answer.status
 
 
 _TOKEN_FIX: Final = "send 'Authorization: Bearer <token>' of a user the service admits"
 _LIST_FIX: Final = "list the services you may call: phalanx get inferences"
-_RETRY_FIX: Final = "send the request again"
 
 
 def _token(scope: Scope) -> str | None:
