@@ -357,6 +357,7 @@ class Server:
             self.db,
             publish=self.routes.replace,
             on_stored=self._stored,
+            load=self.routes.demand,
             period=settings.timing.period,
         )
         self.gateway = Gateway(

@@ -144,34 +144,53 @@ class Gateway:
             await _error(send, 404, f"no inference named {name!r}", _LIST_FIX)
             return
         body = await _body(receive)
+        await self._route(scope, send, name, rest, body, started)
+
+    async def _route(
+        self, scope: Scope, send: Send, name: str, rest: str, body: bytes, started: float
+    ) -> None:
+        """Send the request to a replica of ``name``, holding it while none is free and
+        one may be (see the module docstring); a held request counts in the service's
+        demand (``Routes.holding``) until it leaves."""
         tried: list[str] = []
         deadline = started + self._hold
-        while True:
-            since = self.routes.version
-            replica = self.routes.acquire(name, tried)
-            if replica is None:
-                service = self.routes.service(name)
-                busy = service is not None and any(p.replicas for p in service.predictors)
-                waking = service is not None and service.waking
-                remaining = deadline - time.perf_counter()
-                if not (busy or waking) or remaining <= 0:
-                    await _unavailable(send, name, held=busy or waking)
-                    self._requests.labels(name, "", "", "503").inc()
-                    return
-                if waking:
-                    self._on_demand(name)
-                await self.routes.wait(since, min(remaining, 1.0))
-                continue
-            try:
-                code = await self._forward(scope, body, replica, rest, send)
-            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
-                tried.append(replica.name)
-                continue
-            finally:
-                self.routes.release(replica)
-            self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
-            self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
-            return
+        held = False
+        try:
+            while True:
+                since = self.routes.version
+                replica = self.routes.acquire(name, tried)
+                if replica is None:
+                    service = self.routes.service(name)
+                    busy = service is not None and any(p.replicas for p in service.predictors)
+                    waking = service is not None and service.waking
+                    remaining = deadline - time.perf_counter()
+                    if not (busy or waking) or remaining <= 0:
+                        await _unavailable(send, name, held=busy or waking)
+                        self._requests.labels(name, "", "", "503").inc()
+                        return
+                    if not held:
+                        held = True
+                        self.routes.holding(name, +1)
+                    if waking:
+                        self._on_demand(name)
+                    await self.routes.wait(since, min(remaining, 1.0))
+                    continue
+                if held:
+                    held = False
+                    self.routes.holding(name, -1)
+                try:
+                    code = await self._forward(scope, body, replica, rest, send)
+                except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
+                    tried.append(replica.name)
+                    continue
+                finally:
+                    self.routes.release(replica)
+                self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
+                self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
+                return
+        finally:
+            if held:
+                self.routes.holding(name, -1)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

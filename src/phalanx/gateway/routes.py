@@ -9,6 +9,8 @@ Guarantees:
   counts the request against it until ``release``; counts are exact under concurrency and
   stay right when the table is replaced while requests are in flight (a replica that
   left the table keeps its count until its last request is released);
+- ``demand`` is a predictor's requests in flight plus its traffic share of those
+  held at the gateway (``holding``), what the autoscaler reads;
 - ``changed`` wakes every coroutine waiting in ``wait`` (on any event loop) when the
   table is replaced or a slot is released, so a held request looks again at once; a
   change between a waiter's look (``version``) and its ``wait`` is not missed.
@@ -64,6 +66,7 @@ class Routes:
         self._in_flight: dict[str, int] = {}  # replica name -> requests in flight
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._version = 0  # counts changes, so that a waiter misses none
+        self._held: dict[str, int] = {}  # service -> requests waiting for a replica
 
     def replace(self, services: Mapping[str, Service]) -> None:
         """Make ``services`` the table (any thread)."""
@@ -128,6 +131,31 @@ class Routes:
                 for p in service.predictors
                 for r in p.replicas
             }
+
+    def holding(self, name: str, change: int) -> None:
+        """``change`` requests of service ``name`` began (+) or stopped (-) waiting for a
+        replica at the gateway."""
+        with self._lock:
+            left = self._held.get(name, 0) + change
+            if left > 0:
+                self._held[name] = left
+            else:
+                self._held.pop(name, None)
+
+    def demand(self, name: str, predictor: str) -> float:
+        """Predictor ``predictor`` of service ``name``'s demand: requests in flight at its
+        replicas, and its traffic share of those waiting for one."""
+        with self._lock:
+            service = self._services.get(name)
+            if service is None:
+                return 0.0
+            total = sum(p.weight for p in service.predictors) or 1
+            found = 0.0
+            for p in service.predictors:
+                if p.name == predictor:
+                    found += sum(self._in_flight.get(r.name, 0) for r in p.replicas)
+                    found += self._held.get(name, 0) * p.weight / total
+            return found
 
     @property
     def version(self) -> int:

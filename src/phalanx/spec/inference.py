@@ -72,6 +72,11 @@ class PredictorSpec(SpecModel):
     concurrency: Annotated[int, Field(ge=0, le=100_000)] = 0
     """The most requests one replica is sent at once (0: no limit); more wait at the
     gateway for a free replica."""
+    scale_target: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    """The requests in flight one replica should carry: between minReplicas and
+    maxReplicas the replicas follow the load at 70% of it (Knative's KPA: a 60 s stable
+    window, a 6 s panic window at twice the replicas); omitted: concurrency, or 10
+    without a concurrency limit."""
     traffic: Annotated[int, Field(ge=0, le=100)] = 100
     """Its share of the service's requests, in percent; the shares sum to 100."""
 
@@ -79,6 +84,13 @@ class PredictorSpec(SpecModel):
     def most_replicas(self) -> int:
         """``maxReplicas``, or ``minReplicas`` (at least 1) when it is omitted."""
         return self.max_replicas if self.max_replicas is not None else max(1, self.min_replicas)
+
+    @property
+    def target(self) -> float:
+        """``scaleTarget``, or its default (``concurrency``, else 10)."""
+        if self.scale_target is not None:
+            return self.scale_target
+        return float(self.concurrency or 10)
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

@@ -8,6 +8,7 @@ service stops its replicas."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import Counter
 from typing import Any
@@ -23,10 +24,11 @@ from tests.integration.control.test_pipelines import admin
 #: A replica: answers GET and POST with the model's config, the path and what it was
 #: sent (the Authorization header included, which must never arrive), on $PORT.
 SERVER = r"""
-import http.server, os, pathlib
+import http.server, os, pathlib, time
 model = pathlib.Path(os.environ["PHALANX_MODEL_PATH"], "sub", "c").read_text()
 class Handler(http.server.BaseHTTPRequestHandler):
     def answer(self, body):
+        time.sleep(float(os.environ.get("DELAY", "0")))
         said = f"{model} {self.path} {self.headers.get('Authorization')} {body}".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(said)))
@@ -166,3 +168,24 @@ def test_a_bad_service_is_refused_naming_the_field(server: Server) -> None:
         answer = api.post("/api/v1/inferences", document, expect=status)
         assert field in answer["field"], answer
         assert answer["fix"], answer
+
+
+def test_a_burst_scales_a_predictor_out_within_its_bounds(server: Server) -> None:
+    api = admin(server)
+    trained(api, "train", "one")
+    slow = predictor("main", "mnist", minReplicas=1, maxReplicas=3, concurrency=1)
+    slow["env"] = {"DELAY": "0.4"}
+    api.post("/api/v1/inferences", inference("busy", slow))
+    ready(api, "busy")
+    token = {"Authorization": f"Bearer {api.token}"}
+
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            answers = await asyncio.gather(
+                *(client.get(f"/serve/busy/{i}", headers=token) for i in range(24))
+            )
+        return [answer.status_code for answer in answers]
+
+    assert asyncio.run(burst()) == [200] * 24  # held while the replicas were busy
+    replicas = api.get("/api/v1/inferences/busy")["predictors"][0]["replicas"]
+    assert len(replicas) == 3, replicas  # panic: twelve times the demand one replica carries

@@ -123,3 +123,16 @@ def test_a_change_before_the_wait_is_not_missed() -> None:
         await routes.wait(since, timeout=30)  # returns at once, not after 30 s
 
     asyncio.run(asyncio.wait_for(late(), 10))
+
+
+def test_demand_is_in_flight_plus_a_share_of_the_held_requests() -> None:
+    routes = Routes()
+    routes.replace({"svc": service(predictor("main", 75, 2), predictor("canary", 25, 1))})
+    main = routes.acquire("svc", exclude=["canary-0"])
+    assert main is not None
+    routes.holding("svc", +4)
+    assert routes.demand("svc", main.predictor) == 1 + 3
+    assert routes.demand("svc", "canary") == 1
+    routes.holding("svc", -4)
+    routes.release(main)
+    assert routes.demand("svc", "main") == routes.demand("nothing", "main") == 0

@@ -67,7 +67,7 @@ def create_inference(
     session.flush()
     view = _view(session, _visible(session, name, caller))
     session.commit()
-    _poke(request)
+    _applied(request, name)
     return view
 
 
@@ -89,7 +89,7 @@ def update_inference(
     row.document, row.updated_at = _dump(document), time.time()
     view = _view(session, row)
     session.commit()
-    _poke(request)
+    _applied(request, name)
     return view
 
 
@@ -104,7 +104,9 @@ def delete_inference(
     stored_jobs.request_cancel(session, jobs, delete=True)
     session.commit()
     controller.wake(Intent.CANCELS)
-    _poke(request)
+    serving = request.app.state.serving
+    if serving is not None:
+        serving.deleted(name)
 
 
 def _checked(session: DbSession, body: Any, caller: Principal) -> InferenceDocument:
@@ -151,10 +153,10 @@ def _dump(document: InferenceDocument) -> dict[str, Any]:
     return document.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _poke(request: Request) -> None:
+def _applied(request: Request, name: str) -> None:
     serving = request.app.state.serving
     if serving is not None:
-        serving.poke()
+        serving.applied(name)
 
 
 def _view(session: DbSession, row: ServiceRow) -> InferenceView:

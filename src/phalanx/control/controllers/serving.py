@@ -3,9 +3,10 @@ gateway's routes.
 
 Guarantees of each pass (``Serving.tick``, on its own thread, never the scheduler's):
 - every predictor of every service has as many replica jobs not ended as it wants
-  (``wanted``): its ``minReplicas``, or, for a predictor that scales to zero, one while
-  the gateway saw demand for the service within ``idle_grace`` seconds; never more than
-  its ``maxReplicas``. Missing replicas are submitted as jobs of the service's user
+  (``wanted``): what its load asks (``load``: requests in flight and held, through
+  ``autoscale.Autoscaler``), within its ``minReplicas`` and ``maxReplicas``; a predictor
+  that scales to zero has none once the gateway saw no request for the service within
+  ``idle_grace`` seconds, and at least one while requests come. Missing replicas are submitted as jobs of the service's user
   through the usual checks (queue, model versions), each named
   ``<service>-<predictor>-<n>`` with ``n`` never given twice; extra ones (newest first)
   and those of predictors no longer in the document are cancelled and deleted;
@@ -32,6 +33,7 @@ from typing import Final
 import httpx
 
 from phalanx.control.auth import Principal, UserRole
+from phalanx.control.controllers.autoscale import Autoscaler
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.errors import ApiError
 from phalanx.control.store import IntegrityError
@@ -78,6 +80,7 @@ class Serving:
         *,
         publish: Publish,
         on_stored: OnStored,
+        load: Callable[[str, str], float] | None = None,
         host: str = "127.0.0.1",
         period: float = 1.0,
         idle_grace: float = IDLE_GRACE,
@@ -92,6 +95,10 @@ class Serving:
         self._clock = clock
         self._lock = threading.Lock()
         self._demand: dict[str, float] = {}  # service -> when the gateway last saw demand
+        self._load = load
+        self._scalers: dict[tuple[str, str], Autoscaler] = {}
+        self._gone: set[str] = set()  # deleted since the last pass read the store
+        self._routes: dict[str, Service] = {}  # as last published
         #: Who may call each service besides admins: its owner and its ``callers``.
         self.access: dict[str, frozenset[str]] = {}
         self._http = httpx.Client(timeout=PROBE_TIMEOUT, trust_env=False)
@@ -149,6 +156,10 @@ class Serving:
         if ended:
             with self.db.write() as session:
                 stored.remove_replicas(session, ended)
+        with self._lock:  # deleted since the read: not published again
+            self._gone &= set(services)
+            for name in self._gone:
+                services.pop(name)
         self.access = {
             name: frozenset([held.user, *held.document.spec.callers])
             for name, held in services.items()
@@ -171,16 +182,47 @@ class Serving:
         if changed:
             with self.db.write() as session:
                 stored.set_readiness(session, changed)
-        self._publish(routes)
-
-    def wanted(self, service: str, predictor: PredictorSpec) -> int:
-        """How many replicas ``predictor`` of ``service`` wants now."""
-        if predictor.min_replicas > 0:
-            return predictor.min_replicas
         with self._lock:
-            last = self._demand.get(service)
-        recent = last is not None and self._clock() - last < self._idle_grace
-        return 1 if recent else 0
+            for name in self._gone:
+                routes.pop(name, None)
+            self._routes = routes
+            self._publish(routes)
+
+    def deleted(self, name: str) -> None:
+        """Service ``name`` was deleted (its row is gone): stop routing to it at once,
+        and in any pass that read it before."""
+        with self._lock:
+            self._gone.add(name)
+            self.access = {k: v for k, v in self.access.items() if k != name}
+            self._routes = {k: v for k, v in self._routes.items() if k != name}
+            self._publish(self._routes)
+        self._ticker.poke()
+
+    def applied(self, name: str) -> None:
+        """Service ``name`` was created or changed: reconcile it soon."""
+        with self._lock:
+            self._gone.discard(name)
+        self._ticker.poke()
+
+    def wanted(self, service: str, predictor: PredictorSpec, current: int = 0) -> int:
+        """How many replicas ``predictor`` of ``service`` wants now, with ``current``:
+        what its load asks (``autoscale.Autoscaler``) within ``minReplicas`` and
+        ``maxReplicas``; at ``minReplicas: 0``, none once no request came for the idle
+        grace, and at least one while they come."""
+        now = self._clock()
+        scaler = self._scalers.get((service, predictor.name))
+        if scaler is None or scaler.target != predictor.target:
+            scaler = self._scalers[(service, predictor.name)] = Autoscaler(predictor.target)
+        if self._load is not None:
+            scaler.observe(now, self._load(service, predictor.name))
+        low = predictor.min_replicas
+        if low == 0:
+            with self._lock:
+                last = self._demand.get(service)
+            if last is None or now - last >= self._idle_grace:
+                return 0
+            low = 1
+        return scaler.desired(now, current, low, predictor.most_replicas)
 
     def _reconcile(self, held: _Held, live: list[_Replica]) -> None:
         """Submit the replicas ``held`` misses; cancel those it has too many of."""
@@ -193,7 +235,7 @@ class Serving:
                 extra.append(replica.row.job)
         for predictor in document.spec.predictors:
             mine = [r for r in live if r.row.predictor == predictor.name]
-            want = min(self.wanted(held.name, predictor), predictor.most_replicas)
+            want = self.wanted(held.name, predictor, len(mine))
             if len(mine) > want:
                 # newest first; a replica not yet Ready before one that serves
                 surplus = sorted(mine, key=lambda r: (r.row.ready, -r.row.id))
