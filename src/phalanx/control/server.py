@@ -412,9 +412,11 @@ class Server:
         the controller's thread ended in time."""
         self.app.state.submissions.close()
         self.workflows.shutdown()
-        self.registrar.stop()
-        self.fetcher.stop()
-        self.serving.stop()
+        workers = (self.registrar, self.fetcher, self.serving)
+        for worker in workers:  # all asked first, so that their last passes overlap
+            worker.stop(timeout=0)
+        for worker in workers:
+            worker.stop()
         stopped = self.controller.shutdown()
         if stopped:
             for executor in self._executors:

@@ -6,18 +6,29 @@ Guarantees:
   answer is 401 (``WWW-Authenticate: Bearer``), for a caller the service does not
   admit (or no such service) 404, the same answer, so a service's existence is not
   shown to those it does not admit;
-- the caller's ``Authorization`` and ``Cookie`` headers never reach the replica
-  (replicas run tenants' code), nor do hop-by-hop headers (RFC 9110 7.6.1); the
-  replica gets ``X-Forwarded-For``, ``-Host`` and ``-Proto``; the method, query string
-  and body pass intact, and the answer is streamed back as it comes;
+- the caller's ``Authorization``, ``Proxy-Authorization`` and ``Cookie`` headers never
+  reach the replica (replicas run tenants' code), nor do hop-by-hop headers, those the
+  ``Connection`` header names included (RFC 9110 7.6.1), in either direction; the
+  replica gets ``X-Forwarded-For``, ``-Host`` and ``-Proto`` as the server the gateway
+  runs in saw the request (that server decides which proxies in front of it to trust:
+  a caller's own forwarding headers are not passed on); the method, query string and
+  body pass intact, and the answer is streamed back as it comes;
 - a replica is chosen by ``Routes.acquire``; a request whose connection to it failed
-  before anything was sent goes to another replica of the service (each tried once);
+  before anything was sent goes to another replica of the service (each tried once;
+  nothing is marked down for later requests); when every Ready replica refused, the
+  answer is 502 at once; a replica that fails after the request may have reached it
+  (closed, reset) is not retried: the answer is 502, or the end of what came;
 - with no free Ready replica, the request is held until one is free, up to ``hold``
   seconds, when Ready replicas are all at their concurrency or replicas are on their
   way (``Service.waking``: then ``on_demand(NAME)`` is called, to start one); otherwise,
   or after that, the answer is 503 with ``Retry-After``;
-- errors are JSON ``{"detail", "field", "fix"}`` as the API's are; requests, errors
-  and latency are counted per service, predictor and replica in ``registry``.
+- errors are JSON ``{"detail", "field", "fix"}`` as the API's are; in ``registry``:
+  ``phalanx_serving_requests_total`` by service, predictor, replica and status (the
+  gateway's own 502/503 included), ``phalanx_serving_request_seconds`` by service and
+  predictor, ``phalanx_serving_connect_failures_total`` by replica, and, read from
+  ``routes`` at each scrape, ``phalanx_serving_in_flight`` by replica and
+  ``phalanx_serving_held`` by service;
+- nothing is logged per request.
 """
 
 from __future__ import annotations
@@ -25,11 +36,13 @@ from __future__ import annotations
 import enum
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Final
 
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from starlette.types import Message, Receive, Scope, Send
 
 from phalanx.gateway.routes import Replica, Routes
@@ -45,27 +58,30 @@ class Access(enum.Enum):
 
 Authorize = Callable[[str | None, str], Awaitable[Access]]
 
-#: Headers that describe one connection, not the request (RFC 9110 7.6.1), and those
-#: that carry the caller's credentials; none is passed on.
-_DROPPED: Final = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"authorization",
-        b"cookie",
-        b"content-length",
-    }
+#: Headers that describe one connection, not the message (RFC 9110 7.6.1); a message's
+#: ``Connection`` header may name more.
+_HOP_BY_HOP: Final = frozenset(
+    {b"connection", b"proxy-connection", b"keep-alive", b"te", b"trailer"}
+    | {b"transfer-encoding", b"upgrade"}
 )
-_DROPPED_ANSWER: Final = frozenset(
-    {b"connection", b"keep-alive", b"transfer-encoding", b"trailer", b"upgrade"}
+#: Not passed to a replica, besides hop-by-hop ones: the caller's credentials; what the
+#: client to the replica sets itself (host, length); ``Expect``, as the body is already
+#: here; the forwarding headers the gateway writes itself.
+_NOT_SENT: Final = (
+    _HOP_BY_HOP
+    | {b"authorization", b"proxy-authorization", b"cookie", b"host", b"content-length"}
+    | {b"expect", b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto"}
 )
+#: Not passed back, besides hop-by-hop ones: ``Date`` and ``Server``, which the server
+#: the gateway runs in writes itself (uvicorn always does), so that an answer has one
+#: of each.
+_NOT_ANSWERED: Final = _HOP_BY_HOP | {b"date", b"server", b"proxy-authenticate"}
+#: The connection to the replica failed before the request was sent.
+_CONNECT_FAILED: Final = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+#: Seconds an idle pooled connection is kept: less than the 5 s after which uvicorn (what
+#: replicas most often run) closes one, so that a request seldom meets a connection the
+#: replica is closing (aiohttp sends a GET again on a new one; a POST would be a 502).
+_KEEPALIVE: Final = 4.0
 #: Seconds a client is told to wait before it tries a service with no replica again.
 RETRY_AFTER: Final = 5
 #: Latency buckets of ``phalanx_serving_request_seconds``.
@@ -103,13 +119,22 @@ class Gateway:
             buckets=_BUCKETS,
             registry=registry,
         )
+        self._refused = Counter(
+            "phalanx_serving_connect_failures",
+            "Connections to a replica that failed before the request was sent",
+            ["service", "predictor", "replica"],
+            registry=registry,
+        )
+        registry.register(_Load(routes))
 
     def _http(self) -> aiohttp.ClientSession:
         """The pooled session (made on the event loop that first needs it): connections
         kept alive without a limit, nothing decoded, no header of its own added."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+                connector=aiohttp.TCPConnector(
+                    limit=0, keepalive_timeout=_KEEPALIVE, enable_cleanup_closed=True
+                ),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0),
                 auto_decompress=False,
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
@@ -153,44 +178,78 @@ class Gateway:
         one may be (see the module docstring); a held request counts in the service's
         demand (``Routes.holding``) until it leaves."""
         tried: list[str] = []
-        deadline = started + self._hold
         held = False
         try:
             while True:
                 since = self.routes.version
                 replica = self.routes.acquire(name, tried)
                 if replica is None:
-                    service = self.routes.service(name)
-                    busy = service is not None and any(p.replicas for p in service.predictors)
-                    waking = service is not None and service.waking
-                    remaining = deadline - time.perf_counter()
-                    if not (busy or waking) or remaining <= 0:
-                        await _unavailable(send, name, held=busy or waking)
-                        self._requests.labels(name, "", "", "503").inc()
+                    verdict = self._verdict(name, tried, started)
+                    if verdict is not _Verdict.HOLD:
+                        status = await _unavailable(send, name, verdict)
+                        self._requests.labels(name, "", "", str(status)).inc()
                         return
                     if not held:
                         held = True
                         self.routes.holding(name, +1)
-                    if waking:
+                    service = self.routes.service(name)
+                    if service is not None and service.waking:
                         self._on_demand(name)
+                    remaining = started + self._hold - time.perf_counter()
                     await self.routes.wait(since, min(remaining, 1.0))
                     continue
                 if held:
                     held = False
                     self.routes.holding(name, -1)
-                try:
-                    code = await self._forward(scope, body, replica, rest, send)
-                except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
-                    tried.append(replica.name)
-                    continue
-                finally:
-                    self.routes.release(replica)
-                self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
-                self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
-                return
+                if await self._attempt(scope, send, name, rest, body, replica, started):
+                    return
+                tried.append(replica.name)
         finally:
             if held:
                 self.routes.holding(name, -1)
+
+    def _verdict(self, name: str, tried: list[str], started: float) -> _Verdict:
+        """What to do with a request of ``name`` that found no free replica not among
+        ``tried`` (those that refused it)."""
+        service = self.routes.service(name)
+        if service is None:  # deleted meanwhile
+            return _Verdict.NONE_READY
+        untried = any(
+            r.name not in tried for p in service.predictors if p.weight > 0 for r in p.replicas
+        )
+        if not (untried or service.waking):
+            return _Verdict.ALL_REFUSED if tried else _Verdict.NONE_READY
+        if time.perf_counter() >= started + self._hold:
+            return _Verdict.HELD_TOO_LONG
+        return _Verdict.HOLD
+
+    async def _attempt(
+        self,
+        scope: Scope,
+        send: Send,
+        name: str,
+        rest: str,
+        body: bytes,
+        replica: Replica,
+        started: float,
+    ) -> bool:
+        """Send the request to ``replica`` (acquired: released here) and answer the
+        caller; False when the connection failed before the request was sent (nothing
+        was answered: try another)."""
+        try:
+            code = await self._forward(scope, body, replica, rest, send)
+        except _CONNECT_FAILED:
+            self._refused.labels(name, replica.predictor, replica.name).inc()
+            return False
+        except (TimeoutError, aiohttp.ClientError) as failure:
+            code = 502  # the request may have reached the replica: not sent again
+            why = f"replica {replica.name} failed before answering ({type(failure).__name__})"
+            await _error(send, code, why, _FAILED_FIX)
+        finally:
+            self.routes.release(replica)
+        self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
+        self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
+        return True
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -206,39 +265,116 @@ class Gateway:
         self, scope: Scope, body: bytes, replica: Replica, rest: str, send: Send
     ) -> int:
         """Send the request to ``replica`` and stream its answer back; the status.
-        Raises ``aiohttp.ClientConnectorError`` (or a connect timeout) when nothing was
-        sent."""
+        Raises ``aiohttp.ClientError`` (``_CONNECT_FAILED`` when nothing was sent) only
+        before the answer began."""
         query: bytes = scope.get("query_string", b"")
         url = f"{replica.url}/{rest}" + (f"?{query.decode('latin-1')}" if query else "")
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in scope["headers"]
-            if k not in _DROPPED
-        ]
-        client = scope.get("client")
-        headers += [
-            ("X-Forwarded-For", client[0] if client else ""),
-            ("X-Forwarded-Proto", scope.get("scheme", "http")),
-        ]
-        host = next((v for k, v in scope["headers"] if k == b"host"), None)
-        if host is not None:
-            headers.append(("X-Forwarded-Host", host.decode("latin-1")))
         async with self._http().request(
-            scope["method"], url, headers=headers, data=body, allow_redirects=False
+            scope["method"],
+            url,
+            headers=_outbound(scope),
+            data=body,
+            allow_redirects=False,
         ) as answer:
-            out = [(k, v) for k, v in answer.raw_headers if k.lower() not in _DROPPED_ANSWER]
+            dropped = _HOP_BY_HOP | _named_by_connection(answer.raw_headers)
+            out = [
+                (k, v)
+                for k, v in answer.raw_headers
+                if k.lower() not in dropped and k.lower() not in _NOT_ANSWERED
+            ]
             await send({"type": "http.response.start", "status": answer.status, "headers": out})
-            try:
-                async for chunk in answer.content.iter_any():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except aiohttp.ClientError:
-                pass  # the replica broke off: the caller gets what came, then the end
-            await send({"type": "http.response.body", "body": b""})
+            await _stream(answer.content, send)
             return answer.status
+
+
+class _Verdict(enum.Enum):
+    """What becomes of a request that found no free replica."""
+
+    HOLD = "hold"  # wait for a change of the routes, then look again
+    NONE_READY = "none-ready"  # 503: none Ready and none on its way
+    HELD_TOO_LONG = "held-too-long"  # 503: held ``hold`` seconds, none became free
+    ALL_REFUSED = "all-refused"  # 502: every Ready replica refused the connection
+
+
+class _Load(Collector):
+    """The routes' requests in flight and held, read at each scrape (nothing to keep
+    in step on the request path)."""
+
+    def __init__(self, routes: Routes) -> None:
+        self._routes = routes
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(self._families())
+
+    def collect(self) -> Iterator[Metric]:
+        in_flight, held = self._families()
+        for service, predictor, replica, count in self._routes.in_flight_rows():
+            in_flight.add_metric([service, predictor, replica], count)
+        for service, count in sorted(self._routes.held().items()):
+            held.add_metric([service], count)
+        return iter((in_flight, held))
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "phalanx_serving_in_flight",
+                "Requests the gateway has sent to a Ready replica and not yet answered",
+                labels=["service", "predictor", "replica"],
+            ),
+            GaugeMetricFamily(
+                "phalanx_serving_held",
+                "Requests waiting at the gateway for a free replica of a service",
+                labels=["service"],
+            ),
+        )
+
+
+async def _stream(content: aiohttp.StreamReader, send: Send) -> None:
+    """Pass a replica's answer body on as it comes; the chunk that ends it says so (no
+    empty message after it: a small answer is one ``send``). A replica that breaks off:
+    the caller gets what came, then the end."""
+    try:
+        while True:
+            chunk = await content.readany()
+            done = not chunk or content.at_eof()
+            await send({"type": "http.response.body", "body": chunk, "more_body": not done})
+            if done:
+                return
+    except (TimeoutError, aiohttp.ClientError):
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _outbound(scope: Scope) -> list[tuple[str, str]]:
+    """The headers a replica gets: the caller's, less those it must not (``_NOT_SENT``
+    and those the caller's ``Connection`` names), plus the forwarding headers."""
+    raw: list[tuple[bytes, bytes]] = scope["headers"]
+    dropped = _NOT_SENT | _named_by_connection(raw)
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in dropped]
+    client = scope.get("client")
+    if client:
+        headers.append(("X-Forwarded-For", client[0]))
+    host = next((v for k, v in raw if k == b"host"), None)
+    if host is not None:
+        headers.append(("X-Forwarded-Host", host.decode("latin-1")))
+    headers.append(("X-Forwarded-Proto", scope.get("scheme", "http")))
+    return headers
+
+
+def _named_by_connection(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """The header names a message's ``Connection`` header lists (lower case)."""
+    named = [
+        token.strip().lower()
+        for k, v in headers
+        if k.lower() == b"connection"
+        for token in v.split(b",")
+    ]
+    return frozenset(n for n in named if n)
 
 
 _TOKEN_FIX: Final = "send 'Authorization: Bearer <token>' of a user the service admits"
 _LIST_FIX: Final = "list the services you may call: phalanx get inferences"
+_FAILED_FIX: Final = "see the replica's logs: phalanx logs <replica job>; try again"
 
 
 def _token(scope: Scope) -> str | None:
@@ -260,14 +396,17 @@ async def _body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _unavailable(send: Send, name: str, *, held: bool) -> None:
-    why = (
-        f"no replica of {name} became free in time"
-        if held
-        else f"no replica of {name} is Ready, and none is starting"
-    )
+async def _unavailable(send: Send, name: str, verdict: _Verdict) -> int:
+    """Answer a request that found no free replica of ``name``; the status."""
+    if verdict is _Verdict.ALL_REFUSED:
+        status, why = 502, f"every Ready replica of {name} refused the connection"
+    elif verdict is _Verdict.HELD_TOO_LONG:
+        status, why = 503, f"no replica of {name} became free in time"
+    else:
+        status, why = 503, f"no replica of {name} is Ready, and none is starting"
     fix = f"try again in {RETRY_AFTER} s; phalanx describe inference {name} shows its replicas"
-    await _error(send, 503, why, fix, retry_after=RETRY_AFTER)
+    await _error(send, status, why, fix, retry_after=RETRY_AFTER)
+    return status
 
 
 async def _error(

@@ -111,7 +111,8 @@ class Routes:
             return chosen
 
     def release(self, replica: Replica) -> None:
-        """One request to ``replica`` ended: its slot is free again."""
+        """One request to ``replica`` ended: its slot is free again. Call it exactly once
+        per ``acquire`` that returned ``replica`` (a count never goes below zero)."""
         with self._lock:
             left = self._in_flight.get(replica.name, 0) - 1
             if left > 0:
@@ -121,7 +122,9 @@ class Routes:
         self.changed()
 
     def in_flight(self, name: str) -> dict[str, int]:
-        """Requests in flight to each Ready replica of service ``name``, by replica."""
+        """Requests in flight to each Ready replica of service ``name``, by replica (their
+        total: ``sum(...values())``; a replica that left the table is not listed, though
+        its requests still count against it until released)."""
         with self._lock:
             service = self._services.get(name)
             if service is None:
@@ -131,6 +134,22 @@ class Routes:
                 for p in service.predictors
                 for r in p.replicas
             }
+
+    def in_flight_rows(self) -> list[tuple[str, str, str, int]]:
+        """``(service, predictor, replica, requests in flight)`` for every Ready replica
+        in the table, in table order: one consistent reading, for a metrics scrape."""
+        with self._lock:
+            return [
+                (s.name, p.name, r.name, self._in_flight.get(r.name, 0))
+                for s in self._services.values()
+                for p in s.predictors
+                for r in p.replicas
+            ]
+
+    def held(self) -> dict[str, int]:
+        """Requests waiting at the gateway for a replica, by service (none: absent)."""
+        with self._lock:
+            return dict(self._held)
 
     def holding(self, name: str, change: int) -> None:
         """``change`` requests of service ``name`` began (+) or stopped (-) waiting for a

@@ -45,7 +45,7 @@ def get_inference(name: str, caller: Caller, session: DbSession) -> InferenceVie
     return _view(session, _visible(session, name, caller))
 
 
-@router.post("", status_code=201, response_model=InferenceView, responses=errors(404, 409))
+@router.post("", status_code=201, response_model=InferenceView, responses=errors(400, 404, 409))
 def create_inference(
     body: InferenceBody, caller: Caller, session: DbSession, request: Request
 ) -> InferenceView:
@@ -71,7 +71,7 @@ def create_inference(
     return view
 
 
-@router.put("/{name}", response_model=InferenceView, responses=errors(404))
+@router.put("/{name}", response_model=InferenceView, responses=errors(400, 404, 409))
 def update_inference(
     name: str, body: InferenceBody, caller: Caller, session: DbSession, request: Request
 ) -> InferenceView:

@@ -10,7 +10,8 @@ Guarantees of each pass (``Serving.tick``, on its own thread, never the schedule
   through the usual checks (queue, model versions), each named
   ``<service>-<predictor>-<n>`` with ``n`` never given twice; extra ones (newest first)
   and those of predictors no longer in the document are cancelled and deleted;
-- a replica whose job ended is forgotten (and replaced, by the rule above);
+- a replica whose job ended is forgotten (and replaced, by the rule above); one of a
+  service deleted meanwhile (a pass that read the service before) is cancelled;
 - a replica is Ready once its job runs and its readiness path answers 200; only Ready
   replicas are routed to, and readiness is written to the store for other gateways;
 - the routes handed to ``publish`` hold, for each service, its predictors with their
@@ -111,7 +112,8 @@ class Serving:
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop after the pass under way; False when it still ran after ``timeout``."""
         stopped = self._ticker.stop(timeout)
-        self._http.close()
+        if stopped:  # not under a pass still probing
+            self._http.close()
         return stopped
 
     def poke(self) -> None:
@@ -147,15 +149,19 @@ class Serving:
             }
         by_service: dict[str, list[_Replica]] = {}
         ended: list[str] = []
+        orphans: list[str] = []  # live replicas of a service deleted meanwhile
         for row in rows:
             phase = phases.get(row.job)
-            if phase is None or JobPhase(phase) in TERMINAL or row.service not in services:
+            if phase is None or JobPhase(phase) in TERMINAL:
                 ended.append(row.job)
-                continue
-            by_service.setdefault(row.service, []).append(_Replica(row, phase))
-        if ended:
+            elif row.service not in services:
+                orphans.append(row.job)
+            else:
+                by_service.setdefault(row.service, []).append(_Replica(row, phase))
+        if ended or orphans:
             with self.db.write() as session:
-                stored.remove_replicas(session, ended)
+                stored_jobs.request_cancel(session, orphans, delete=True)
+                stored.remove_replicas(session, ended + orphans)
         with self._lock:  # deleted since the read: not published again
             self._gone &= set(services)
             for name in self._gone:
