@@ -136,3 +136,69 @@ def test_demand_is_in_flight_plus_a_share_of_the_held_requests() -> None:
     routes.holding("svc", -4)
     routes.release(main)
     assert routes.demand("svc", "main") == routes.demand("nothing", "main") == 0
+
+
+def test_a_released_slot_wakes_a_request_waiting_for_one() -> None:
+    routes = Routes()
+    routes.replace({"svc": service(predictor("main", 100, 1, concurrency=1))})
+    busy = routes.acquire("svc")
+    assert busy is not None
+
+    async def held() -> Replica | None:
+        since = routes.version
+        assert routes.acquire("svc") is None
+        threading.Thread(target=routes.release, args=[busy]).start()
+        await routes.wait(since, timeout=600)
+        return routes.acquire("svc")
+
+    # far below the wait's own timeout: only a wake-up returns in time
+    assert asyncio.run(asyncio.wait_for(held(), 60)) == busy
+
+
+def test_one_replace_wakes_waiters_on_every_event_loop() -> None:
+    routes = Routes()
+    since = routes.version
+    woken: list[str] = []
+    registered = threading.Barrier(3)
+
+    def waiter(name: str) -> None:
+        async def wait() -> None:
+            waiting = asyncio.ensure_future(routes.wait(since, timeout=600))
+            await asyncio.sleep(0)  # let it register on this loop
+            registered.wait(30)
+            await asyncio.wait_for(waiting, 60)
+            woken.append(name)
+
+        asyncio.run(wait())
+
+    threads = [threading.Thread(target=waiter, args=[n]) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    registered.wait(30)
+    routes.replace({"svc": service(predictor("main", 100, 1))})
+    for thread in threads:
+        thread.join(90)
+    assert sorted(woken) == ["a", "b"]
+
+
+def test_a_wait_without_a_change_returns_at_its_timeout() -> None:
+    routes = Routes()
+    asyncio.run(routes.wait(routes.version, timeout=0.01))  # returns, raises nothing
+    assert routes.version == 0
+
+
+def test_rows_for_a_scrape_list_every_ready_replica_and_the_held_requests() -> None:
+    routes = Routes()
+    routes.replace({"svc": service(predictor("main", 75, 2), predictor("canary", 25, 1))})
+    taken = routes.acquire("svc", exclude=["main-0", "main-1"])
+    assert taken is not None
+    routes.holding("svc", +2)
+    assert routes.in_flight_rows() == [
+        ("svc", "main", "main-0", 0),
+        ("svc", "main", "main-1", 0),
+        ("svc", "canary", "canary-0", 1),
+    ]
+    assert routes.held() == {"svc": 2}
+    routes.holding("svc", -2)
+    routes.release(taken)
+    assert routes.held() == {} and sum(routes.in_flight("svc").values()) == 0
