@@ -36,7 +36,7 @@ from __future__ import annotations
 import enum
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
 import aiohttp
@@ -45,6 +45,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import Message, Receive, Scope, Send
 
+from phalanx.gateway.headers import inbound, outbound
 from phalanx.gateway.routes import Replica, Routes
 
 
@@ -58,24 +59,6 @@ class Access(enum.Enum):
 
 Authorize = Callable[[str | None, str], Awaitable[Access]]
 
-#: Headers that describe one connection, not the message (RFC 9110 7.6.1); a message's
-#: ``Connection`` header may name more.
-_HOP_BY_HOP: Final = frozenset(
-    {b"connection", b"proxy-connection", b"keep-alive", b"te", b"trailer"}
-    | {b"transfer-encoding", b"upgrade"}
-)
-#: Not passed to a replica, besides hop-by-hop ones: the caller's credentials; what the
-#: client to the replica sets itself (host, length); ``Expect``, as the body is already
-#: here; the forwarding headers the gateway writes itself.
-_NOT_SENT: Final = (
-    _HOP_BY_HOP
-    | {b"authorization", b"proxy-authorization", b"cookie", b"host", b"content-length"}
-    | {b"expect", b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto"}
-)
-#: Not passed back, besides hop-by-hop ones: ``Date`` and ``Server``, which the server
-#: the gateway runs in writes itself (uvicorn always does), so that an answer has one
-#: of each.
-_NOT_ANSWERED: Final = _HOP_BY_HOP | {b"date", b"server", b"proxy-authenticate"}
 #: The connection to the replica failed before the request was sent.
 _CONNECT_FAILED: Final = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 #: Seconds an idle pooled connection is kept: less than the 5 s after which uvicorn (what
@@ -272,16 +255,11 @@ class Gateway:
         async with self._http().request(
             scope["method"],
             url,
-            headers=_outbound(scope),
+            headers=outbound(scope),
             data=body,
             allow_redirects=False,
         ) as answer:
-            dropped = _HOP_BY_HOP | _named_by_connection(answer.raw_headers)
-            out = [
-                (k, v)
-                for k, v in answer.raw_headers
-                if k.lower() not in dropped and k.lower() not in _NOT_ANSWERED
-            ]
+            out = inbound(answer.raw_headers)
             await send({"type": "http.response.start", "status": answer.status, "headers": out})
             await _stream(answer.content, send)
             return answer.status
@@ -343,33 +321,6 @@ async def _stream(content: aiohttp.StreamReader, send: Send) -> None:
                 return
     except (TimeoutError, aiohttp.ClientError):
         await send({"type": "http.response.body", "body": b""})
-
-
-def _outbound(scope: Scope) -> list[tuple[str, str]]:
-    """The headers a replica gets: the caller's, less those it must not (``_NOT_SENT``
-    and those the caller's ``Connection`` names), plus the forwarding headers."""
-    raw: list[tuple[bytes, bytes]] = scope["headers"]
-    dropped = _NOT_SENT | _named_by_connection(raw)
-    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in dropped]
-    client = scope.get("client")
-    if client:
-        headers.append(("X-Forwarded-For", client[0]))
-    host = next((v for k, v in raw if k == b"host"), None)
-    if host is not None:
-        headers.append(("X-Forwarded-Host", host.decode("latin-1")))
-    headers.append(("X-Forwarded-Proto", scope.get("scheme", "http")))
-    return headers
-
-
-def _named_by_connection(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
-    """The header names a message's ``Connection`` header lists (lower case)."""
-    named = [
-        token.strip().lower()
-        for k, v in headers
-        if k.lower() == b"connection"
-        for token in v.split(b",")
-    ]
-    return frozenset(n for n in named if n)
 
 
 _TOKEN_FIX: Final = "send 'Authorization: Bearer <token>' of a user the service admits"

@@ -11,6 +11,7 @@ was applied with until it is applied again. The serving controller
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -22,7 +23,7 @@ from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import services as stored
-from phalanx.control.store.models import ServiceRow
+from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
 from phalanx.control.submit import pin_model, why_closed
 from phalanx.spec.inference import InferenceDocument
 from phalanx.wire.views import InferenceView, PredictorView, ReplicaView
@@ -35,8 +36,7 @@ InferenceBody = Annotated[dict[str, Any], Body(description="an Inference documen
 @router.get("", response_model=list[InferenceView])
 def list_inferences(caller: Caller, session: DbSession) -> list[InferenceView]:
     """The caller's services (an admin's: everyone's), by name."""
-    rows = stored.listing(session, None if caller.is_admin else caller.name)
-    return [_view(session, row) for row in rows]
+    return _views(session, stored.listing(session, None if caller.is_admin else caller.name))
 
 
 @router.get("/{name}", response_model=InferenceView, responses=errors(404))
@@ -160,12 +160,24 @@ def _applied(request: Request, name: str) -> None:
 
 
 def _view(session: DbSession, row: ServiceRow) -> InferenceView:
-    document = InferenceDocument.model_validate(row.document)
-    replicas = stored.replicas(session, [row.name])
+    (view,) = _views(session, [row])
+    return view
+
+
+def _views(session: DbSession, rows: Sequence[ServiceRow]) -> list[InferenceView]:
+    """The views of ``rows``, their replicas and those replicas' phases read once."""
+    replicas = stored.replicas(session, [row.name for row in rows])
     phases = {
         name: outcome.phase
         for name, outcome in stored_jobs.outcomes(session, [r.job for r in replicas]).items()
     }
+    return [_one_view(row, [r for r in replicas if r.service == row.name], phases) for row in rows]
+
+
+def _one_view(
+    row: ServiceRow, replicas: Sequence[ServiceReplicaRow], phases: Mapping[str, str]
+) -> InferenceView:
+    document = InferenceDocument.model_validate(row.document)
     predictors = []
     for predictor in document.spec.predictors:
         mine = [

@@ -24,7 +24,6 @@ again next pass; one service's trouble never stops another's.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
 from phalanx.control.submit import check_models, resolve_queues, store_jobs
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine.lifecycle import TERMINAL
+from phalanx.executors.rendezvous import free_ports
 from phalanx.gateway.routes import Predictor, Replica, Service
 from phalanx.spec.inference import InferenceDocument, PredictorSpec
 from phalanx.spec.job import JobDocument
@@ -268,9 +268,10 @@ class Serving:
             role = UserRole(user.role) if user is not None else UserRole.USER
             caller = Principal(name=held.user, role=role)
             made: list[tuple[JobDocument, str, int]] = []
-            for predictor in predictors:
+            for predictor, port in zip(
+                predictors, free_ports(len(predictors), self._host), strict=True
+            ):
                 number = stored.next_replica_number(session, held.name)
-                port = _free_port(self._host)
                 name = f"{held.name}-{predictor.name}-{number}"
                 made.append(
                     (held.document.replica_job(predictor, name, port), predictor.name, port)
@@ -279,8 +280,9 @@ class Serving:
                 session, resolve_queues(session, [(job, caller) for job, _, _ in made])
             )
             refused = [c for c in checked if isinstance(c, ApiError)]
-            if refused:
-                raise RuntimeError(f"a replica was refused: {refused[0].detail}")
+            if refused:  # tried again next pass (the queue or the version may come back)
+                log.warning("service %s: a replica was refused: %s", held.name, refused[0].detail)
+                return
             jobs = [c for c in checked if isinstance(c, JobDocument)]
             stored_rows = store_jobs(session, jobs)
             for job, predictor_name, port in made:
@@ -336,11 +338,3 @@ class _Held:
 
 def _held(row: ServiceRow) -> _Held:
     return _Held(row.name, row.user, InferenceDocument.model_validate(row.document))
-
-
-def _free_port(host: str) -> int:
-    """A port on ``host`` nothing listens on now (the OS's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
