@@ -19,6 +19,7 @@ from rich.text import Text
 
 from phalanx.cli import inferences, models, render
 from phalanx.cli.remote import connect, console, print_table, reported
+from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
@@ -206,7 +207,8 @@ def describe_inference(
     ctx: typer.Context, name: str = typer.Argument(..., help="The service.")
 ) -> None:
     """An inference service: where it is reached, each predictor's model version, traffic
-    share and replica range, and every replica with its job, phase and readiness."""
+    share and replica range, every replica with its job, phase and readiness, and its
+    rollouts (newest first) with their history."""
     with connect(ctx) as client:
         service = client.inference(name)
     out = console()
@@ -231,6 +233,18 @@ def describe_inference(
         )
     out.print(Text("\nReplicas", style="bold"))
     out.print(inferences.replicas_table(service))
+    for rollout in service.rollouts:
+        out.print(
+            Text(
+                f"\nRollout {rollout.id}: {rollout.predictor} {rollout.from_version} -> "
+                f"{rollout.to_version}, steps {','.join(map(str, rollout.steps))}, by "
+                f"{rollout.user}",
+                style="bold",
+            )
+        )
+        out.print(f"  {rollout.phase} at {rollout.traffic}%: {rollout.reason}", markup=False)
+        for entry in rollout.history:
+            out.print("  " + step_line(entry), markup=False)
 
 
 def _fields(values: Mapping[str, str | Text]) -> Table:

@@ -37,6 +37,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "logs": Lazy("logs", "logs"),
     "cancel": Lazy("delete", "cancel"),
     "scale": Lazy("scale", "scale"),
+    "rollout": Lazy("rollout", "rollout"),
     "cordon": Lazy("cordon", "cordon"),
     "uncordon": Lazy("cordon", "uncordon"),
     "drain": Lazy("cordon", "drain"),

@@ -34,6 +34,7 @@ from phalanx.wire.views import (
     PipelineView,
     QueueView,
     ReportView,
+    RolloutView,
     RunPage,
     RunView,
     TaskPage,
@@ -256,6 +257,41 @@ class Client:
         """Delete inference service ``name``: the gateway stops routing to it and its
         replicas are stopped."""
         self._call("DELETE", f"/inferences/{_segment(name)}")
+
+    def rollout(
+        self,
+        name: str,
+        to: str,
+        *,
+        predictor: str | None = None,
+        steps: Sequence[int] | None = None,
+        interval: float | str | None = None,
+        max_error_rate: float | None = None,
+        max_p99: float | str | None = None,
+        min_requests: int | None = None,
+        ready_timeout: float | str | None = None,
+    ) -> RolloutView:
+        """Start rolling a predictor of service ``name`` to model version ``to`` (``vN``:
+        of the predictor's own model): ``predictor`` (omitted: the only one), ``steps``
+        (shares in percent, rising to 100), and the thresholds; durations in seconds or
+        as ``30s``, ``5m``. What is not given takes the server's defaults."""
+        given = {
+            "predictor": predictor,
+            "steps": None if steps is None else list(steps),
+            "interval": interval,
+            "maxErrorRate": max_error_rate,
+            "maxP99": max_p99,
+            "minRequests": min_requests,
+            "readyTimeout": ready_timeout,
+        }
+        body = {"to": to} | {key: value for key, value in given.items() if value is not None}
+        answer = self._call("POST", f"/inferences/{_segment(name)}/rollouts", json=body)
+        return _parse(RolloutView, answer)
+
+    def abort_rollout(self, name: str) -> RolloutView:
+        """Stop the rollout of service ``name`` under way: it is rolled back."""
+        answer = self._call("POST", f"/inferences/{_segment(name)}/rollouts/abort")
+        return _parse(RolloutView, answer)
 
     # -- pipelines and runs ----------------------------------------------------------------
 

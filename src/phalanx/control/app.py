@@ -27,6 +27,7 @@ from phalanx.control.api import (
     pipelines,
     queues,
     reports,
+    rollouts,
     runs,
     system,
     tokens,
@@ -129,6 +130,7 @@ def create_app(
         cache,
         models,
         inferences,
+        rollouts,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -43,6 +43,7 @@ from phalanx.control.controllers.core import Timing
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
+from phalanx.control.controllers.rollouts import RolloutDriver
 from phalanx.control.controllers.serving import Serving
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.workflow import Workflows
@@ -71,6 +72,7 @@ from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.gateway.proxy import Gateway
 from phalanx.gateway.routes import Routes
+from phalanx.gateway.tallies import Tallies
 from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
@@ -353,11 +355,13 @@ class Server:
             period=settings.timing.period * 5,
         )
         self.routes = Routes()
+        tallies = Tallies()
         self.serving = Serving(
             self.db,
             publish=self.routes.replace,
             on_stored=self._stored,
             load=self.routes.demand,
+            rollouts=RolloutDriver(self.db, tallies.read),
             period=settings.timing.period,
         )
         self.gateway = Gateway(
@@ -365,6 +369,7 @@ class Server:
             authorize=ServiceAccess(TokenCache(self.db), self.serving),
             on_demand=self.serving.demand,
             registry=self.metrics.registry,
+            tallies=tallies,
         )
         self.controller.on_jobs_ended.append(self.serving.poke)
 

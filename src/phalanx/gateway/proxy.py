@@ -27,7 +27,8 @@ Guarantees:
   gateway's own 502/503 included), ``phalanx_serving_request_seconds`` by service and
   predictor, ``phalanx_serving_connect_failures_total`` by replica, and, read from
   ``routes`` at each scrape, ``phalanx_serving_in_flight`` by replica and
-  ``phalanx_serving_held`` by service;
+  ``phalanx_serving_held`` by service; the same answers by predictor in ``tallies``
+  (what rollouts judge a new version by);
 - nothing is logged per request.
 """
 
@@ -47,6 +48,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from phalanx.gateway.headers import inbound, outbound
 from phalanx.gateway.routes import Replica, Routes
+from phalanx.gateway.tallies import LATENCY_BUCKETS, Tallies
 
 
 class Access(enum.Enum):
@@ -67,8 +69,6 @@ _CONNECT_FAILED: Final = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeou
 _KEEPALIVE: Final = 4.0
 #: Seconds a client is told to wait before it tries a service with no replica again.
 RETRY_AFTER: Final = 5
-#: Latency buckets of ``phalanx_serving_request_seconds``.
-_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class Gateway:
@@ -82,8 +82,10 @@ class Gateway:
         on_demand: Callable[[str], None],
         hold: float = 30.0,
         registry: CollectorRegistry | None = None,
+        tallies: Tallies | None = None,
     ) -> None:
         self.routes = routes
+        self.tallies = tallies or Tallies()
         self._authorize = authorize
         self._on_demand = on_demand
         self._hold = hold
@@ -99,7 +101,7 @@ class Gateway:
             "phalanx_serving_request_seconds",
             "Time from a request's arrival at the gateway to its answer's last byte",
             ["service", "predictor"],
-            buckets=_BUCKETS,
+            buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         self._refused = Counter(
@@ -230,8 +232,10 @@ class Gateway:
             await _error(send, code, why, _FAILED_FIX)
         finally:
             self.routes.release(replica)
+        seconds = time.perf_counter() - started
         self._requests.labels(name, replica.predictor, replica.name, str(code)).inc()
-        self._seconds.labels(name, replica.predictor).observe(time.perf_counter() - started)
+        self._seconds.labels(name, replica.predictor).observe(seconds)
+        self.tallies.record(name, replica.predictor, code, seconds)
         return True
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -427,9 +427,48 @@ class PredictorView(View):
     replicas: list[ReplicaView]
 
 
+class RolloutStepView(View):
+    """One entry of a rollout's history: what was done, at what traffic, and the
+    canary's figures over the window that led to it."""
+
+    at: float
+    action: Literal["started", "promoted", "completed", "rolled-back", "aborted"]
+    traffic: int  # the canary's share of the predictor's traffic after it, in percent
+    reason: str
+    requests: int = 0  # the canary's requests in the window
+    errors: int = 0  # of which answered 5xx
+    p99_seconds: float | None = None  # the canary's p99 latency in the window
+
+
+class RolloutView(View):
+    """A rollout of a predictor to another model version: its steps, where it stands
+    and why, and its history."""
+
+    id: int
+    service: str
+    predictor: str
+    canary: str  # the predictor that serves the new version while it rolls out
+    from_version: str
+    to_version: str
+    steps: list[int]
+    step: int  # the index in steps of the traffic share now given
+    traffic: int  # the canary's share now, in percent
+    phase: Literal["Progressing", "Succeeded", "RolledBack"]
+    reason: str  # why it stands where it does (what it waits for, or why it ended)
+    user: str  # who started it
+    started_at: float
+    finished_at: float | None = None
+    interval_seconds: float
+    max_error_rate: float
+    max_p99_seconds: float | None = None
+    min_requests: int
+    ready_timeout_seconds: float
+    history: list[RolloutStepView] = []
+
+
 class InferenceView(View):
     """An inference service: its document as stored (model versions pinned), where it
-    is reached, and each predictor's replicas."""
+    is reached, each predictor's replicas, and its rollouts (newest first)."""
 
     name: str
     user: str
@@ -439,3 +478,4 @@ class InferenceView(View):
     ready: bool  # every predictor with traffic has a Ready replica
     predictors: list[PredictorView]
     document: dict[str, Any]
+    rollouts: list[RolloutView] = []

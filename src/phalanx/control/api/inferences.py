@@ -11,22 +11,22 @@ was applied with until it is applied again. The serving controller
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 
 from phalanx.control.api.deps import Caller, DbSession, TheController, document_of, errors
+from phalanx.control.api.service_views import view, views, visible
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store import jobs as stored_jobs
+from phalanx.control.store import rollouts as stored_rollouts
 from phalanx.control.store import services as stored
-from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
 from phalanx.control.submit import pin_model, why_closed
 from phalanx.spec.inference import InferenceDocument
-from phalanx.wire.views import InferenceView, PredictorView, ReplicaView
+from phalanx.wire.views import InferenceView
 
 router = APIRouter(prefix="/api/v1/inferences", tags=["inferences"], responses=errors(401, 422))
 
@@ -36,13 +36,13 @@ InferenceBody = Annotated[dict[str, Any], Body(description="an Inference documen
 @router.get("", response_model=list[InferenceView])
 def list_inferences(caller: Caller, session: DbSession) -> list[InferenceView]:
     """The caller's services (an admin's: everyone's), by name."""
-    return _views(session, stored.listing(session, None if caller.is_admin else caller.name))
+    return views(session, stored.listing(session, None if caller.is_admin else caller.name))
 
 
 @router.get("/{name}", response_model=InferenceView, responses=errors(404))
 def get_inference(name: str, caller: Caller, session: DbSession) -> InferenceView:
     """One service, with its predictors' replicas."""
-    return _view(session, _visible(session, name, caller))
+    return view(session, visible(session, name, caller))
 
 
 @router.post("", status_code=201, response_model=InferenceView, responses=errors(400, 404, 409))
@@ -65,10 +65,10 @@ def create_inference(
         )
     stored.add(session, name, document.spec.user, _dump(document), now=time.time())
     session.flush()
-    view = _view(session, _visible(session, name, caller))
+    answer = view(session, visible(session, name, caller))
     session.commit()
     _applied(request, name)
-    return view
+    return answer
 
 
 @router.put("/{name}", response_model=InferenceView, responses=errors(400, 404, 409))
@@ -76,8 +76,17 @@ def update_inference(
     name: str, body: InferenceBody, caller: Caller, session: DbSession, request: Request
 ) -> InferenceView:
     """Replace a service's document (its name cannot change): replicas of predictors it
-    no longer has, or has fewer of, are removed; new ones are made."""
-    row = _visible(session, name, caller)
+    no longer has, or has fewer of, are removed; new ones are made. Refused (409) while a
+    rollout of it is under way."""
+    row = visible(session, name, caller)
+    for rollout in stored_rollouts.progressing(session, name):
+        raise ApiError(
+            409,
+            f"rollout {rollout.id} of {name} is under way ({rollout.predictor} to "
+            f"{rollout.to_version})",
+            field="name",
+            fix=f"wait for it to end, or stop it: phalanx rollout {name} --abort",
+        )
     document = _checked(session, body, caller)
     if document.metadata.name != name:
         raise ApiError(
@@ -87,10 +96,10 @@ def update_inference(
             fix="make them equal; a service cannot be renamed",
         )
     row.document, row.updated_at = _dump(document), time.time()
-    view = _view(session, row)
+    answer = view(session, row)
     session.commit()
     _applied(request, name)
-    return view
+    return answer
 
 
 @router.delete("/{name}", status_code=204, responses=errors(404))
@@ -99,8 +108,9 @@ def delete_inference(
 ) -> None:
     """Delete a service: the gateway stops routing to it and its replicas' jobs are
     cancelled and deleted."""
-    _visible(session, name, caller)
+    visible(session, name, caller)
     jobs = stored.remove(session, name)
+    stored_rollouts.remove_for(session, name)
     stored_jobs.request_cancel(session, jobs, delete=True)
     session.commit()
     controller.wake(Intent.CANCELS)
@@ -137,18 +147,6 @@ def _checked(session: DbSession, body: Any, caller: Principal) -> InferenceDocum
     return document.model_copy(update={"spec": pinned_spec})
 
 
-def _visible(session: DbSession, name: str, caller: Principal) -> ServiceRow:
-    row = stored.get(session, name)
-    if row is None or (row.user != caller.name and not caller.is_admin):
-        raise ApiError(
-            404,
-            f"no inference named {name!r}",
-            field="name",
-            fix="list them: phalanx get inferences; apply one: phalanx apply -f FILE",
-        )
-    return row
-
-
 def _dump(document: InferenceDocument) -> dict[str, Any]:
     return document.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -157,52 +155,3 @@ def _applied(request: Request, name: str) -> None:
     serving = request.app.state.serving
     if serving is not None:
         serving.applied(name)
-
-
-def _view(session: DbSession, row: ServiceRow) -> InferenceView:
-    (view,) = _views(session, [row])
-    return view
-
-
-def _views(session: DbSession, rows: Sequence[ServiceRow]) -> list[InferenceView]:
-    """The views of ``rows``, their replicas and those replicas' phases read once."""
-    replicas = stored.replicas(session, [row.name for row in rows])
-    phases = {
-        name: outcome.phase
-        for name, outcome in stored_jobs.outcomes(session, [r.job for r in replicas]).items()
-    }
-    return [_one_view(row, [r for r in replicas if r.service == row.name], phases) for row in rows]
-
-
-def _one_view(
-    row: ServiceRow, replicas: Sequence[ServiceReplicaRow], phases: Mapping[str, str]
-) -> InferenceView:
-    document = InferenceDocument.model_validate(row.document)
-    predictors = []
-    for predictor in document.spec.predictors:
-        mine = [
-            ReplicaView(job=r.job, phase=phases.get(r.job, "Deleted"), ready=r.ready, port=r.port)
-            for r in replicas
-            if r.predictor == predictor.name
-        ]
-        predictors.append(
-            PredictorView(
-                name=predictor.name,
-                model_version=predictor.model_version,
-                traffic=predictor.traffic,
-                min_replicas=predictor.min_replicas,
-                max_replicas=predictor.most_replicas,
-                ready=sum(r.ready for r in mine),
-                replicas=mine,
-            )
-        )
-    return InferenceView(
-        name=row.name,
-        user=row.user,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        url=f"/serve/{row.name}/",
-        ready=all(p.ready > 0 for p in predictors if p.traffic > 0),
-        predictors=predictors,
-        document=row.document,
-    )

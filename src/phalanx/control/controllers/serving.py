@@ -17,7 +17,8 @@ Guarantees of each pass (``Serving.tick``, on its own thread, never the schedule
 - the routes handed to ``publish`` hold, for each service, its predictors with their
   traffic shares, concurrency limits and Ready replicas, and whether replicas are on
   their way (``waking``: the gateway then holds requests instead of refusing them).
-A submission the store refuses (a queue gone, a version deleted) is logged and tried
+Each pass first advances the rollouts under way (``rollouts.RolloutDriver``), so that it
+reads their changes of documents and replicas whole. A submission the store refuses (a queue gone, a version deleted) is logged and tried
 again next pass; one service's trouble never stops another's.
 """
 
@@ -34,6 +35,7 @@ import httpx
 
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.autoscale import Autoscaler
+from phalanx.control.controllers.rollouts import RolloutDriver
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.errors import ApiError
 from phalanx.control.store import IntegrityError
@@ -82,6 +84,7 @@ class Serving:
         publish: Publish,
         on_stored: OnStored,
         load: Callable[[str, str], float] | None = None,
+        rollouts: RolloutDriver | None = None,
         host: str = "127.0.0.1",
         period: float = 1.0,
         idle_grace: float = IDLE_GRACE,
@@ -97,6 +100,7 @@ class Serving:
         self._lock = threading.Lock()
         self._demand: dict[str, float] = {}  # service -> when the gateway last saw demand
         self._load = load
+        self._rollouts = rollouts
         self._scalers: dict[tuple[str, str], Autoscaler] = {}
         self._gone: set[str] = set()  # deleted since the last pass read the store
         self._routes: dict[str, Service] = {}  # as last published
@@ -140,6 +144,11 @@ class Serving:
         return self._period
 
     def _pass(self) -> None:
+        if self._rollouts is not None:
+            try:
+                self._rollouts.advance()
+            except Exception:  # the services are still served as they stand
+                log.exception("advancing rollouts failed; trying again")
         with self.db.session() as session:
             services = {row.name: _held(row) for row in stored.listing(session, None)}
             rows = stored.replicas(session)

@@ -331,3 +331,34 @@ class ServiceReplicaRow(Base):
     created_at: Mapped[float] = mapped_column(Float)
     ready: Mapped[bool] = mapped_column(Boolean, default=False)
     url: Mapped[str | None] = mapped_column(String(300), nullable=True)
+
+
+class RolloutRow(Base):
+    """A rollout of a service's predictor to another model version: the ``canary``
+    predictor it added, the predictor's traffic share before it (``base_traffic``), its
+    ``steps`` (canary shares in percent) and the index of the one given now, its phase
+    and the reason for it, its thresholds (``settings``, as the API took them) and its
+    ``history`` (one entry per action). ``ready_at``: when the canary first had a Ready
+    replica; ``abort_by``: who asked to stop it (the serving pass rolls it back)."""
+
+    __tablename__ = "rollouts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    service: Mapped[str] = mapped_column(String(63), index=True)
+    predictor: Mapped[str] = mapped_column(String(63))
+    canary: Mapped[str] = mapped_column(String(63))
+    from_version: Mapped[str] = mapped_column(String(400))
+    to_version: Mapped[str] = mapped_column(String(400))
+    base_traffic: Mapped[int] = mapped_column(Integer)
+    steps: Mapped[list[int]] = mapped_column(JSON)
+    step: Mapped[int] = mapped_column(Integer)
+    phase: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    user: Mapped[str] = mapped_column(String(253))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    history: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    started_at: Mapped[float] = mapped_column(Float)
+    step_started_at: Mapped[float] = mapped_column(Float)
+    ready_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    abort_by: Mapped[str | None] = mapped_column(String(253), nullable=True)

@@ -76,6 +76,23 @@ def set_readiness(session: Session, readiness: dict[str, str | None]) -> None:
         )
 
 
+def move_replicas(session: Session, service: str, predictor: str, to: str) -> None:
+    """Make ``service``'s replicas of ``predictor`` replicas of ``to``."""
+    session.execute(
+        update(ServiceReplicaRow)
+        .where(ServiceReplicaRow.service == service, ServiceReplicaRow.predictor == predictor)
+        .values(predictor=to)
+    )
+
+
+def replica_jobs(session: Session, service: str, predictor: str) -> Sequence[str]:
+    """The jobs of ``service``'s replicas of ``predictor``."""
+    query = select(ServiceReplicaRow.job).where(
+        ServiceReplicaRow.service == service, ServiceReplicaRow.predictor == predictor
+    )
+    return session.scalars(query).all()
+
+
 def remove(session: Session, name: str) -> list[str]:
     """Forget service ``name`` and its replicas; the replicas' jobs, for the caller to
     cancel."""
