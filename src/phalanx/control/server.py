@@ -44,7 +44,7 @@ from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.controllers.rollouts import RolloutDriver
-from phalanx.control.controllers.serving import Serving
+from phalanx.control.controllers.serving import ReplicaGauge, Serving
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.datadir import prepare_data_dir
@@ -371,6 +371,7 @@ class Server:
             registry=self.metrics.registry,
             tallies=tallies,
         )
+        self.metrics.registry.register(ReplicaGauge(self.serving))
         self.controller.on_jobs_ended.append(self.serving.poke)
 
     def _stored(self, stored: Sequence[tuple[int, Job]]) -> None:

@@ -128,6 +128,13 @@ def test_a_version_rolls_out_in_steps_and_a_broken_one_rolls_back(server: Server
         )
         assert replaced.status_code == 409 and replaced.json()["fix"].endswith("--abort")
 
+        wait_for(
+            lambda: (
+                'phalanx_serving_replicas{predictor="main-canary",service="mnist",state="ready"} 1.0'
+                in api.http.get("/metrics").text
+            ),
+            "the canary's Ready replica in /metrics",
+        )
         done = ended(api, "mnist", started["id"])
         assert done["phase"] == "Succeeded", done
         assert [e["action"] for e in done["history"]] == [
@@ -163,6 +170,11 @@ def test_a_version_rolls_out_in_steps_and_a_broken_one_rolls_back(server: Server
     # the 5xx answers came only from the broken canary, judged in its first window
     assert traffic.seen["500"] <= 10 * back["history"][-1]["requests"]
 
+    metrics = api.http.get("/metrics").text
+    assert (
+        'phalanx_serving_replicas{predictor="main",service="mnist",state="desired"} 1.0' in metrics
+    )
+    assert 'phalanx_serving_requests_total{code="500",predictor="main-canary"' in metrics
     shown = ok(phalanx(server, "describe", "inference", "mnist"))
     assert f"Rollout {broken['id']}: main" in shown and "rolled-back" in shown
     assert "completed" in shown and "RolledBack at 0%" in shown

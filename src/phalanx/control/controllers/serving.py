@@ -27,11 +27,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import httpx
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.autoscale import Autoscaler
@@ -104,6 +106,10 @@ class Serving:
         self._scalers: dict[tuple[str, str], Autoscaler] = {}
         self._gone: set[str] = set()  # deleted since the last pass read the store
         self._routes: dict[str, Service] = {}  # as last published
+        #: Each predictor's replicas as the last pass left them: (service, predictor) ->
+        #: (desired, ready); what ``phalanx_serving_replicas`` shows.
+        self.replica_counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._desired: dict[tuple[str, str], int] = {}  # filled by the pass under way
         #: Who may call each service besides admins: its owner and its ``callers``.
         self.access: dict[str, frozenset[str]] = {}
         self._http = httpx.Client(timeout=PROBE_TIMEOUT, trust_env=False)
@@ -181,6 +187,7 @@ class Serving:
         }
         routes: dict[str, Service] = {}
         readiness: dict[str, str | None] = {}
+        self._desired = {}
         for name, held in services.items():
             live = by_service.get(name, [])
             try:
@@ -197,6 +204,11 @@ class Serving:
         if changed:
             with self.db.write() as session:
                 stored.set_readiness(session, changed)
+        self.replica_counts = {
+            (name, p.name): (self._desired.get((name, p.name), 0), len(p.replicas))
+            for name, service in routes.items()
+            for p in service.predictors
+        }
         with self._lock:
             for name in self._gone:
                 routes.pop(name, None)
@@ -251,6 +263,7 @@ class Serving:
         for predictor in document.spec.predictors:
             mine = [r for r in live if r.row.predictor == predictor.name]
             want = self.wanted(held.name, predictor, len(mine))
+            self._desired[(held.name, predictor.name)] = want
             if len(mine) > want:
                 # newest first; a replica not yet Ready before one that serves
                 surplus = sorted(mine, key=lambda r: (r.row.ready, -r.row.id))
@@ -347,3 +360,29 @@ class _Held:
 
 def _held(row: ServiceRow) -> _Held:
     return _Held(row.name, row.user, InferenceDocument.model_validate(row.document))
+
+
+class ReplicaGauge(Collector):
+    """``phalanx_serving_replicas``: each predictor's replicas desired and Ready, as the
+    serving controller's last pass left them (read at each scrape)."""
+
+    def __init__(self, serving: Serving) -> None:
+        self._serving = serving
+
+    def describe(self) -> Iterator[Metric]:
+        return iter([self._family()])
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        for (service, predictor), counts in sorted(self._serving.replica_counts.items()):
+            for state, count in zip(("desired", "ready"), counts, strict=True):
+                family.add_metric([service, predictor, state], count)
+        return iter([family])
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "phalanx_serving_replicas",
+            "Replicas of each predictor: desired (what its load and bounds ask) and ready",
+            labels=["service", "predictor", "state"],
+        )
