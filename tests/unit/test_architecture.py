@@ -227,6 +227,7 @@ FUNCTION_LOCAL_IMPORTS = {
     ("phalanx.control.server", "phalanx.executors.ray"): "Ray loads only for a Ray address",
     ("phalanx.executors.gpus", "pynvml"): "nvidia-ml-py is optional: without it, no GPUs",
     ("phalanx.examples", "torch"): "torch is optional: only the example tasks use it",
+    ("phalanx.runtimes", "torch"): "torch is optional: only the serving runtime uses it",
     ("phalanx.spec.scheduler", "phalanx.engine"): "documents load without the engine",
     ("phalanx.cli.up", "phalanx"): "the server's stack loads for `up` alone: the CLI starts fast",
     ("phalanx.cli.demo", "phalanx"): "the same, for `demo`",

@@ -1,4 +1,4 @@
-"""Example pipelines: real programs (numpy and the standard library) and the documents
+"""Example pipelines: real programs (numpy, torch and the standard library) and the documents
 that run them.
 
 - ``train-validate.yaml``: preprocess -> train -> validate -> promote, the promotion
@@ -6,10 +6,14 @@ that run them.
   the run still Succeeds).
 - ``sweep.yaml``: a learning-rate sweep fanned out with ``foreach`` (``maxItems``,
   ``maxParallel``), then a step choosing the best model by validation accuracy.
-- ``queue.yaml``: the queue ``examples`` both run in.
+- ``serve-model.yaml``: preprocess -> train a small torch model, registered as the
+  next version of the model ``example`` (TorchScript, served by the built-in runtime
+  ``phalanx.runtimes.torchscript``); needs torch.
+- ``queue.yaml``: the queue ``examples`` they run in.
 
 The steps run ``python -m phalanx.examples.pipelines.STEP`` (``prep``, ``train``,
-``validate``, ``best``, ``promote``) with the Python named by the ``python`` param.
+``train_torch``, ``validate``, ``best``, ``promote``) with the Python named by the
+``python`` param.
 ``python -m phalanx.examples.pipelines`` prints the folder holding the documents.
 """
 
@@ -21,7 +25,7 @@ from typing import Final
 #: The folder of the example documents.
 DIRECTORY: Final = Path(__file__).resolve().parent
 #: The example Pipeline documents, by file name.
-PIPELINES: Final = ("train-validate.yaml", "sweep.yaml")
+PIPELINES: Final = ("train-validate.yaml", "sweep.yaml", "serve-model.yaml")
 #: The Queue document they run in.
 QUEUE: Final = "queue.yaml"
 

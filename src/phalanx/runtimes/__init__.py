@@ -1,0 +1,1 @@
+"""Built-in serving runtimes: programs an Inference predictor runs as its replicas."""
