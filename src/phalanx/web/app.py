@@ -4,8 +4,8 @@ One router per view (``views/``); at most ``gate.CONSOLE_CONCURRENCY`` requests 
 served at once (the rest wait, holding no thread: the API's handlers keep theirs);
 refusals become pages, never tracebacks: no session
 -> the login page (a refresh request gets 401, and its script reloads the page); an
-API refusal -> a page with the API's message (404 for another user's job, as the API
-says); a form without its CSRF token -> 403 with what to do. Every page carries the
+API refusal -> a page with the API's message (404 for another user's job or service, as
+the API says); a form without its CSRF token -> 403 with what to do. Every page carries the
 security headers of ``headers`` (no framing, no foreign script).
 """
 
@@ -26,7 +26,18 @@ from phalanx.web.csrf import CsrfRefused
 from phalanx.web.gate import Gate
 from phalanx.web.headers import SecurityHeaders
 from phalanx.web.session import ROOT, LoginRequired, Refused, end_session
-from phalanx.web.views import admin, job, jobs, login, reports, run, runs, submit
+from phalanx.web.views import (
+    admin,
+    inference,
+    inferences,
+    job,
+    jobs,
+    login,
+    reports,
+    run,
+    runs,
+    submit,
+)
 
 #: Sent by the page's script with each refresh: answered with a status, not a page.
 REFRESH_HEADER: Final = "X-Phalanx-Refresh"
@@ -36,7 +47,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
     """The console, reading everything from the API at ``api_url()`` as each visitor."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.console = Console(api_url=api_url)
-    for module in (login, jobs, job, submit, admin, runs, run, reports):
+    for module in (login, jobs, job, submit, admin, runs, run, inferences, inference, reports):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(LoginRequired, _login_required)

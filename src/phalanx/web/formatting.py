@@ -59,10 +59,28 @@ def counts(tally: dict[str, int]) -> str:
     return ", ".join(f"{n} {phase}" for phase, n in sorted(tally.items()) if n)
 
 
+def seconds(value: float | None) -> str:
+    """A span of seconds (a latency, an interval) as ``850 ms`` below a second, ``1.25 s``
+    from there ("" for None: not measured)."""
+    if value is None:
+        return ""
+    if value < 1:
+        return f"{_number(round(value * 1000, 1))} ms"
+    return f"{_number(value)} s"
+
+
+def version(reference: str) -> str:
+    """A pinned model version without its digest: ``mnist:v1@sha256:...`` -> ``mnist:v1``
+    (the page that shows one version in full shows the digest)."""
+    return reference.partition("@")[0]
+
+
 FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "amount": amount,
     "utc": utc,
     "duration": duration,
     "percent": percent,
     "counts": counts,
+    "seconds": seconds,
+    "version": version,
 }

@@ -3,10 +3,13 @@
 Every metric that a panel's query or a template variable names is a series of a real
 ``/metrics`` answer: the server's ``Metrics``, wired as ``Server`` wires them (the
 controller observes its sessions and evictions into them, they watch the store and the
-controller's view, the app serves them to the metrics token), after a queue with quotas,
-jobs, sessions and a preemption. Every label a query selects, groups by or names in its
-legend is on one of its metrics. Panels have unique ids and read the Prometheus picked in
-the dashboard's ``DS_PROMETHEUS`` variable.
+controller's view, the gateway and the serving controller's replica gauge register into
+them, the app serves them to the metrics token), after a queue with quotas, jobs,
+sessions and a preemption, and a request through the gateway that met a replica refusing
+connections and was answered by another. Every label a query selects, groups by or names
+in its legend is on one of its metrics. Panels have unique ids, read the Prometheus
+picked in the dashboard's ``DS_PROMETHEUS`` variable, and do not overlap; the Serving
+row shows each service's traffic, errors, latency, load and replicas.
 
 The PromQL is read by a small extractor, not a parser: it knows selectors, ranges,
 grouping clauses, string literals, function calls and Grafana's ``$variables``, enough
@@ -19,6 +22,7 @@ import asyncio
 import copy
 import json
 import re
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -32,11 +36,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from phalanx.control.app import create_app
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.controllers.serving import ReplicaGauge, Serving
 from phalanx.control.metrics import Metrics, metrics_token
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.store.models import QueueRow
 from phalanx.engine import default_config
 from phalanx.executors.base import TaskEventKind
+from phalanx.gateway.proxy import Access, Gateway
+from phalanx.gateway.routes import Predictor, Replica, Routes, Service
 from phalanx.spec.loader import build_document
 from tests.unit.control.plane import NODES, TIMING, Clock, FakeExecutor, Plane
 
@@ -44,6 +51,16 @@ DASHBOARD_FILE = (
     Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "phalanx-dashboard.json"
 )
 DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+#: The gateway's and the serving controller's families, each with the series of it that
+#: the Serving row reads.
+SERVING = {
+    "phalanx_serving_requests": "phalanx_serving_requests_total",
+    "phalanx_serving_request_seconds": "phalanx_serving_request_seconds_bucket",
+    "phalanx_serving_connect_failures": "phalanx_serving_connect_failures_total",
+    "phalanx_serving_in_flight": "phalanx_serving_in_flight",
+    "phalanx_serving_held": "phalanx_serving_held",
+    "phalanx_serving_replicas": "phalanx_serving_replicas",
+}
 
 #: Sample names of the exposition, each with the labels its samples carry.
 Exported = Mapping[str, frozenset[str]]
@@ -118,6 +135,20 @@ def all_panels(dashboard: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield from panel.get("panels", [])
 
 
+def row_panels(dashboard: Mapping[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels of the row titled ``title``: an open row's are those after it up to the
+    next row, a collapsed row's are its own."""
+    panels = dashboard["panels"]
+    (at,) = [
+        i for i, panel in enumerate(panels) if panel["type"] == "row" and panel["title"] == title
+    ]
+    if panels[at]["collapsed"]:
+        found: list[dict[str, Any]] = panels[at]["panels"]
+        return found
+    following = [*panels[at + 1 :], {"type": "row"}]
+    return following[: next(i for i, p in enumerate(following) if p["type"] == "row")]
+
+
 @dataclass(frozen=True, slots=True)
 class Asked:
     """One query of the dashboard: a panel target's (with its legend) or a variable's."""
@@ -181,6 +212,42 @@ def _gang(replicas: int) -> list[dict[str, Any]]:
     return [{"name": "w", "replicas": replicas, "resources": {"gpu": 4}, "command": "true"}]
 
 
+async def _allowed(token: str | None, service: str) -> Access:
+    return Access.ALLOWED
+
+
+async def _answer_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A replica: answers any request 200."""
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+
+
+def _serve_once(app: Any, gateway: Gateway) -> httpx.Response:
+    """One request to service ``svc`` through the app's gateway: its first replica
+    (by name) refuses connections (a port bound, not listened on), its second answers."""
+
+    async def call() -> httpx.Response:
+        replica = await asyncio.start_server(_answer_ok, "127.0.0.1", 0)
+        with socket.socket() as refusing:
+            refusing.bind(("127.0.0.1", 0))
+            urls = [f"http://127.0.0.1:{s.getsockname()[1]}" for s in (refusing, *replica.sockets)]
+            replicas = tuple(Replica(f"svc-main-{i}", url, "main") for i, url in enumerate(urls))
+            gateway.routes.replace({"svc": Service("svc", (Predictor("main", 100, replicas),))})
+            transport = httpx.ASGITransport(app=app)
+            async with (
+                replica,
+                httpx.AsyncClient(transport=transport, base_url="http://phalanx") as client,
+            ):
+                answer = await client.get("/serve/svc/x", headers={"Authorization": "Bearer t"})
+            await gateway.aclose()
+        return answer
+
+    return asyncio.run(call())
+
+
 def _scrape(app: Any, token: str) -> httpx.Response:
     async def call() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
@@ -193,7 +260,9 @@ def _scrape(app: Any, token: str) -> httpx.Response:
 @pytest.fixture(scope="module")
 def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
     """``/metrics`` of a server whose queue ``q`` (guarantee and capability of GPUs) ran a
-    gang of two 4-GPU tasks, then had it preempted by a higher-priority gang."""
+    gang of two 4-GPU tasks, then had it preempted by a higher-priority gang; whose
+    gateway answered a request of service ``svc`` after a connection refused, and holds
+    another; and whose serving pass left predictor ``svc/main`` one Ready of two."""
     data = tmp_path_factory.mktemp("server")
     db = Database.open(sqlite_url(data))
     queue = build_document(yaml.safe_load(_QUEUE))
@@ -209,8 +278,14 @@ def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     controller.recover()
     metrics.watch(db, lambda: controller.view)  # as Server does
+    routes = Routes()
+    serving = Serving(db, publish=routes.replace, on_stored=controller.offer)
+    gateway = Gateway(  # as Server wires them
+        routes, authorize=_allowed, on_demand=serving.demand, registry=metrics.registry
+    )
+    metrics.registry.register(ReplicaGauge(serving))
     token = metrics_token(data)
-    app = create_app(db, controller, metrics, metrics_token=token)
+    app = create_app(db, controller, metrics, metrics_token=token, serving=serving, gateway=gateway)
     plane = Plane(db, controller, executor, clock)
     plane.submit("low", roles=_gang(2))
     plane.tick()
@@ -220,7 +295,12 @@ def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
     plane.submit("high", priority=10, roles=_gang(2))
     plane.tick()
     assert [e.action for e in executor.stopped] == ["preempt", "preempt"]
+    served = _serve_once(app, gateway)
+    assert (served.status_code, served.text) == (200, "ok")
+    routes.holding("svc", +1)  # a request waiting for a free replica
+    serving.replica_counts = {("svc", "main"): (2, 1)}  # as a pass leaves them
     scraped = _scrape(app, token)
+    serving.stop()
     app.state.submissions.close()
     db.close()
     assert scraped.status_code == 200, scraped.text
@@ -250,6 +330,7 @@ def test_every_family_the_server_exports_has_samples_here(families: Families) ->
     """The activity is enough: a family without samples would hide its labels."""
     assert {name for name, samples in families.items() if not samples} == set()
     assert {"phalanx_preemptions", "phalanx_scheduling_session_seconds"} <= families.keys()
+    assert set(SERVING) <= families.keys()
 
 
 def test_every_query_names_exported_metrics_and_labels(exported: Exported) -> None:
@@ -331,3 +412,49 @@ def test_panels_have_unique_ids_and_read_the_chosen_prometheus() -> None:
     assert all(t["datasource"] == DATASOURCE for p in shown for t in p["targets"])
     variables = [v for v in dashboard["templating"]["list"] if v["type"] == "query"]
     assert variables and all(v["datasource"] == DATASOURCE for v in variables)
+
+
+def test_panels_do_not_overlap_and_fit_the_grid() -> None:
+    """Rows and the panels of open rows, as Grafana lays them out (a collapsed row's own
+    panels are placed when it opens), each within the 24 columns."""
+    taken: dict[tuple[int, int], int] = {}
+    for panel in load_dashboard()["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["id"]
+        for y in range(grid["y"], grid["y"] + grid["h"]):
+            for x in range(grid["x"], grid["x"] + grid["w"]):
+                assert (x, y) not in taken, f"panel {panel['id']} overlaps {taken[x, y]}"
+                taken[x, y] = panel["id"]
+
+
+def test_the_serving_row_shows_traffic_errors_latency_load_and_replicas() -> None:
+    shown = row_panels(load_dashboard(), "Serving")
+    asked = [read_promql(t["expr"]) for p in shown for t in p["targets"]]
+    exprs = [t["expr"] for p in shown for t in p["targets"]]
+    assert set().union(*(query.metrics for query in asked)) == set(SERVING.values())
+
+    def reading(metric: str) -> list[tuple[str, Query]]:
+        return [(e, q) for e, q in zip(exprs, asked, strict=True) if metric in q.metrics]
+
+    # requests per second by service and code
+    assert any(
+        q.grouped == {"service", "code"} and "rate(" in e
+        for e, q in reading("phalanx_serving_requests_total")
+    )
+    # the error ratio of each predictor: its 5xx over all its answers
+    (ratio,) = [(e, q) for e, q in reading("phalanx_serving_requests_total") if "5.." in e]
+    assert ratio[1].grouped == {"service", "predictor"} and ") / sum by" in ratio[0]
+    # p50 and p99 latency of each predictor
+    latency = reading("phalanx_serving_request_seconds_bucket")
+    quantiles = sorted(
+        re.findall(r"histogram_quantile\((0\.\d+),", " ".join(e for e, _ in latency))
+    )
+    assert quantiles == ["0.5", "0.99"]
+    assert all(q.grouped == {"service", "predictor", "le"} for _, q in latency)
+    # replicas desired against Ready, per predictor
+    states = {
+        m for e, _ in reading("phalanx_serving_replicas") for m in re.findall(r'state="(\w+)"', e)
+    }
+    assert states == {"desired", "ready"}
+    # every panel of the row follows the service variable
+    assert all('service=~"$service"' in e for e in exprs)
