@@ -57,6 +57,10 @@ def default_data_dir() -> Path:
     return Path(base) / "phalanx"
 
 
+#: How far below the watermark the online load must fall before paused tasks resume.
+COLOCATION_BAND: Final = 0.1
+
+
 def up(
     data_dir: Path | None = typer.Option(
         None,
@@ -118,6 +122,15 @@ def up(
         help="A folder of simulator reports (phalanx sim compare --out DIR/NAME) to list and "
         "serve to signed-in users at /api/v1/reports and in the console at /ui/reports.",
     ),
+    colocation: float = typer.Option(
+        0.7,
+        "--colocation-watermark",
+        min=0.0,
+        max=1.0,
+        help="Pause offline tasks on a host while its online tasks (inference replicas, "
+        "serviceClass: online) use more than this share of its CPU or of their GPUs; they "
+        "resume once it falls 0.1 below. 0: never pause them.",
+    ),
     shared_identity: bool = typer.Option(
         False,
         "--shared-identity",
@@ -162,6 +175,11 @@ def up(
                 f"--reports: {reports} is not a directory; fix: give the folder holding the reports"
             )
         _check_port(host, port)
+        if 0 < colocation <= COLOCATION_BAND:
+            fail(
+                f"--colocation-watermark: {colocation} is within the {COLOCATION_BAND} band "
+                "tasks resume below; fix: give more than 0.1, or 0 to never pause them"
+            )
         uids = UidRange.parse(task_uids)
         per_user = decide(root=os.geteuid() == 0, shared=shared_identity)
         tasks = (
@@ -185,6 +203,7 @@ def up(
             workspace=workspace,
             models=models if models is None or "://" in models else str(Path(models).absolute()),
             reports=None if reports is None else reports.absolute(),
+            colocation=colocation or None,
         )
         _log_to_stderr()
         server = _server(settings)

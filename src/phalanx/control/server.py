@@ -38,6 +38,7 @@ import uvicorn
 
 from phalanx.control.app import create_app
 from phalanx.control.auth import AGENT_KEY_FILE, TokenCache, bootstrap_admin, kept_secret
+from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
 from phalanx.control.controllers.intents import Intent
@@ -109,6 +110,9 @@ class ServerSettings:
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
     # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
+    # Offline tasks pause while online ones load a host over this share (0..1) of it
+    # (phalanx up: 0.7); None: never.
+    colocation: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,6 +249,8 @@ class Server:
             ),
             model_cache=model_cache,
         )
+        if settings.colocation is not None and isinstance(executors[0], LocalExecutor):
+            self.controller.colocation = Colocation(executors[0], settings.colocation)
         self._executors = executors
         self.workflows = Workflows(
             self.db,
@@ -516,6 +522,7 @@ def ray_cluster(
         agent_root=tasks_dir.with_name(f"{tasks_dir.name}-ray"),
         per_user=per_user,
         limits=limits,
+        colocation=settings.colocation,
         declared={node.name: node for node in declared},
         on_change=on_news,
         on_news=on_news,

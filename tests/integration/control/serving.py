@@ -66,6 +66,7 @@ def running_server(
     timing: Timing = FAST,
     workspace: str | None = None,
     reports: Path | None = None,
+    colocation: float | None = None,
 ) -> Iterator[Server]:
     """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
     the data dir's; simulator reports shared from ``reports``, default none); stopped
@@ -84,6 +85,7 @@ def running_server(
         shared_identity=True,
         workspace=workspace,
         reports=reports,
+        colocation=colocation,
     )
     server = Server(settings)
     server.start()

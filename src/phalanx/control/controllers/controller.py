@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from phalanx.control.controllers import adoption
+from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.core import Core, Timing
 from phalanx.control.controllers.intents import Intent, Intents
 from phalanx.control.controllers.launches import launch_of
@@ -112,6 +113,10 @@ class Controller:
             self._lifecycle(new_state(self.cluster.nodes, [], {})), executor(self._launch), timing
         )
         self._progress = ProgressReader(self.core)
+        #: Offline tasks pause while online ones are busier than the watermark, ticked
+        #: here (the server sets it on the local executor; each Ray node's agent runs its
+        #: own); None: never.
+        self.colocation: Colocation | None = None
         self.intents = Intents(self.core)
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
@@ -283,6 +288,8 @@ class Controller:
                 events.setdefault(event.job, []).append(event)
             for job, mine in events.items():
                 self._guarded(job, self._hear, mine)
+            if self.colocation is not None:
+                self.colocation.tick(core)
             for job in core.life.due(core.now):
                 self._guarded(job, self._advance, job)
             self._next_deadline = core.life.next_deadline()

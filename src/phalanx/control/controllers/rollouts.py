@@ -29,8 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy.orm import Session
-
+from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import rollouts as stored
 from phalanx.control.store import services as stored_services

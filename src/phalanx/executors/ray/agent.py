@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import logging
 import os
 import threading
 import time
@@ -48,6 +49,7 @@ from typing import Concatenate, Final, ParamSpec, TypeVar
 from phalanx.domain.errors import InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
+from phalanx.executors.colocation import OfflineThrottle
 from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.launch import TaskLaunch
@@ -71,6 +73,9 @@ def agent_name(node: str) -> str:
 def key_digest(key: str) -> str:
     """What an agent keeps of its server's key: its SHA-256, in hex."""
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+log = logging.getLogger(__name__)
 
 
 class AgentRefused(RequestRefused):
@@ -114,6 +119,8 @@ class AgentSettings:
     tasks_dir: Path
     per_user: bool = False
     limits: LimitDefaults | None = None
+    #: Offline tasks pause while online ones load the node over this share; None: never.
+    colocation: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +182,7 @@ class NodeAgent:
             on_events=self._news.set,
             tasks_die_with_it=True,
         )
+        self._throttle = _throttle(self._executor, settings.colocation)
 
     @_obeys
     def configure(self, settings: AgentSettings) -> str:
@@ -184,6 +192,11 @@ class NodeAgent:
         when they differ, for the server to log; empty when all could be applied."""
         with self._lock:
             self._executor.reconfigure(per_user=settings.per_user, limits=settings.limits)
+            if settings.colocation != self.settings.colocation:
+                if self._throttle is not None:  # what it paused runs again
+                    for job, task in self._throttle.paused:
+                        self._executor.resume(job, task)
+                self._throttle = _throttle(self._executor, settings.colocation)
             kept = [
                 f"{name} {getattr(self.settings, name)} (not {getattr(settings, name)})"
                 for name in ("address", "data_dir", "tasks_dir")
@@ -249,6 +262,11 @@ class NodeAgent:
         self._news.wait(wait)
         self._news.clear()
         with self._lock:
+            if self._throttle is not None:
+                try:
+                    self._throttle.tick()
+                except Exception:  # the load could not be read: tasks stay as they are
+                    log.exception("colocation on %s failed this round", self.settings.node)
             events = [*self._refused, *self._executor.poll(now=time.time())]
             self._refused = []
             return Report(events=events, records=self._executor.records())
@@ -298,3 +316,8 @@ class NodeAgent:
         """Let go of the launcher and empty cgroup parents; the tasks keep running."""
         with self._lock:
             self._executor.close()
+
+
+def _throttle(executor: LocalExecutor, watermark: float | None) -> OfflineThrottle | None:
+    """The node's colocation throttle at ``watermark``, or None without one."""
+    return None if watermark is None else OfflineThrottle(executor, watermark=watermark)

@@ -132,6 +132,7 @@ class RayCluster:
         agent_root: Path,
         per_user: bool = False,
         limits: LimitDefaults | None = None,
+        colocation: float | None = None,
         declared: Mapping[str, Node] | None = None,
         refresh: float = REFRESH,
         on_change: Callable[[], object] | None = None,
@@ -142,6 +143,7 @@ class RayCluster:
         self.agent_root = agent_root
         self._per_user = per_user
         self._limits = limits
+        self._colocation = colocation
         self._declared = dict(declared or {})
         self._refresh = refresh
         self._on_change = on_change
@@ -279,6 +281,7 @@ class RayCluster:
                 tasks_dir=self.agent_root / name / "tasks",
                 per_user=self._per_user,
                 limits=self._limits,
+                colocation=self._colocation,
             )
             agent = AgentHandle(self._actor(settings, str(info["NodeID"])), self._key)
             calls.append((info, agent, agent.configure.remote(settings), agent.probe.remote()))
