@@ -63,6 +63,7 @@ class InvalidInput(PhalanxError):
     """Bad input. The message names the offending field and how to fix it."""
 
     def __init__(self, message: str, *, field: str | None = None, fix: str | None = None) -> None:
+        self.message = message  # without the field and the fix
         self.field = field
         self.fix = fix
         parts = [f"{field}: {message}" if field else message]

@@ -43,7 +43,7 @@ from phalanx.spec.pipeline.parts import (
     RetrySpec,
     SubPipelineSpec,
 )
-from phalanx.spec.pipeline.templates import Kind, Reference, Template
+from phalanx.spec.pipeline.templates import Kind, Reference, Template, TemplateError
 from phalanx.spec.quantity import QuantityValue
 
 if TYPE_CHECKING:
@@ -398,7 +398,12 @@ def _check_references(
     used: set[str] = set()
     param_names = [p.name for p in params]
     for place, text in node.templates:
-        for ref in _references(place, text):
+        try:
+            references = _references(place, text)
+        except TemplateError as error:  # a role's command in a job step: parsed only here
+            fix = error.fix or "correct the template"
+            raise GraphError(error.message, fix, at=_origin(spec, step, at, place)) from None
+        for ref in references:
             problem = _problem(spec, node, place[0], ref, outputs, param_names)
             problem = problem or _kind_problem(place, ref, outputs, params)
             if problem is not None:

@@ -501,3 +501,20 @@ def test_parameters_are_overridden_with_type_checks() -> None:
             resolve(declared, parse_assignments(pairs))
     with pytest.raises(InvalidInput, match=r"params.threshold: 'true' is not a float"):
         resolve(declared, {"tag": "x", "threshold": True})
+
+
+def test_a_broken_template_in_a_job_steps_role_is_refused_at_that_command() -> None:
+    text = """\
+apiVersion: phalanx/v1
+kind: Pipeline
+metadata: {name: p}
+spec:
+  steps:
+    dist:
+      job: {roles: [{name: m, replicas: 1, resources: {cpu: 1}, command: "{{"}]}
+"""
+    with pytest.raises(DocumentError) as refused:
+        load_pipelines(text)
+    said = str(refused.value)
+    assert "spec.steps.dist.job.roles.0.command" in said or "roles[0].command" in said, said
+    assert "is never closed" in said and "fix:" in said
