@@ -32,7 +32,7 @@ from phalanx.spec.common import (
     located,
 )
 from phalanx.spec.job import Command, JobDocument
-from phalanx.spec.model import ModelReference
+from phalanx.spec.model import ModelReference, model_reference
 from phalanx.spec.quantity import ResourceMap
 
 #: Most predictors of one service, and most replicas of one predictor.
@@ -42,6 +42,8 @@ MAX_SERVICE_REPLICAS: Final = 1_000
 REPLICA_ROLE: Final = "server"
 #: Where a replica serves HTTP, and the name of the path prefix the gateway strips.
 PORT_ENV: Final = "PORT"
+#: The module each built-in runtime runs (``python -m MODULE``).
+RUNTIMES: Final = {"torchscript": "phalanx.runtimes.torchscript"}
 
 
 class PredictorSpec(SpecModel):
@@ -52,9 +54,14 @@ class PredictorSpec(SpecModel):
     model_version: ModelReference
     """The model version it serves: NAME (the newest, pinned when the service is applied),
     NAME:vN or NAME:vN@sha256:...; each replica reads it at PHALANX_MODEL_PATH."""
-    command: Command
+    command: Command | None = None
     """What each replica runs: a server answering HTTP on 127.0.0.1:$PORT (all interfaces
-    on a Ray node) that reads its model from $PHALANX_MODEL_PATH."""
+    on a Ray node) that reads its model from $PHALANX_MODEL_PATH. Omitted: ``runtime``."""
+    runtime: Literal["torchscript"] | None = None
+    """A built-in runtime instead of a command: torchscript serves the version's model.pt
+    (a file torch.jit.save wrote) with KServe's V1 protocol, POST
+    /v1/models/MODEL:predict {"instances": [...]} (MODEL: the model's name), run by the
+    server's own Python (it needs torch)."""
     image: ImageRef | None = None
     """A container image the replicas run in; omitted: on the host."""
     env: dict[EnvName, str] = Field(default_factory=dict)
@@ -91,6 +98,23 @@ class PredictorSpec(SpecModel):
         if self.scale_target is not None:
             return self.scale_target
         return float(self.concurrency or 10)
+
+    @model_validator(mode="after")
+    def _one_runtime(self) -> Self:
+        if (self.command is None) == (self.runtime is None):
+            raise located(
+                "a predictor runs a command or a built-in runtime"
+                + (", not both" if self.command is not None else ": it names neither"),
+                "give command (a server of your own on $PORT) or runtime: torchscript",
+                at=("runtime" if self.runtime is not None else "command",),
+            )
+        if self.runtime is not None and self.image is not None:
+            raise located(
+                f"the {self.runtime} runtime runs on the host, not in an image",
+                "omit image, or give a command the image runs",
+                at=("image",),
+            )
+        return self
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
@@ -162,15 +186,21 @@ class InferenceDocument(SpecModel):
             )
         return self
 
-    def replica_job(self, predictor: PredictorSpec, name: str, port: int) -> JobDocument:
+    def replica_job(
+        self, predictor: PredictorSpec, name: str, port: int, *, python: str
+    ) -> JobDocument:
         """The Job of one replica of ``predictor``, named ``name``, serving on ``port``:
-        one online, non-preemptible task of the predictor's command, image, resources and
-        model version, retried as any job."""
+        one online, non-preemptible task of the predictor's command (a built-in runtime:
+        run by ``python``), image, resources and model version, retried as any job."""
+        command = predictor.command
+        if command is None:  # the built-in runtime
+            model = model_reference(predictor.model_version).name
+            command = [python, "-m", RUNTIMES[predictor.runtime or ""], "--name", model]
         role = {
             "name": REPLICA_ROLE,
             "replicas": 1,
             "resources": predictor.resources,
-            "command": predictor.command,
+            "command": command,
             "env": {**predictor.env, PORT_ENV: str(port)},
             "modelVersion": predictor.model_version,
         }

@@ -51,21 +51,28 @@ def main(version: str) -> dict[str, Any]:
 
 
 class Traffic:
-    """Requests to a service from a thread, as fast as they are answered, until stopped;
-    the answers' bodies (or status) are counted."""
+    """Requests to a service's ``path`` from a thread (GET, or POST of ``body`` as JSON),
+    as fast as they are answered, until stopped; the answers' bodies (or status, for
+    those that are not 200) are counted."""
 
-    def __init__(self, server: Server, token: str, service: str) -> None:
+    def __init__(
+        self, server: Server, token: str, service: str, path: str = "", body: Any = None
+    ) -> None:
         self._http = httpx.Client(
             base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
-        self._path = f"/serve/{service}/"
+        self._path = f"/serve/{service}/{path}"
+        self._body = body  # None: GET; else POSTed as JSON
         self.seen: Counter[str] = Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            answer = self._http.get(self._path)
+            if self._body is None:
+                answer = self._http.get(self._path)
+            else:
+                answer = self._http.post(self._path, json=self._body)
             self.seen[answer.text if answer.status_code == 200 else str(answer.status_code)] += 1
 
     @contextmanager

@@ -119,3 +119,55 @@ def test_a_window_is_judged_only_with_enough_requests() -> None:
     for _ in range(20):
         fine.record("s", "c", 200, 0.004)
     assert judge(fine.read("s", "c"), spec) is None
+
+
+def _predictor(**fields: Any) -> dict[str, Any]:
+    return {"name": "main", "modelVersion": V1, "resources": {"cpu": 1}, **fields}
+
+
+@pytest.mark.parametrize(
+    ("fields", "path", "said"),
+    [
+        ({}, "spec.predictors[0].command", "it names neither"),
+        (
+            {"command": ["serve"], "runtime": "torchscript"},
+            "spec.predictors[0].runtime",
+            "not both",
+        ),
+        (
+            {"runtime": "torchscript", "image": "localhost/x:1"},
+            "spec.predictors[0].image",
+            "on the host",
+        ),
+        ({"runtime": "onnx"}, "spec.predictors[0].runtime", "onnx"),
+    ],
+)
+def test_a_predictor_runs_a_command_or_the_built_in_runtime(
+    fields: dict[str, Any], path: str, said: str
+) -> None:
+    body = {
+        "apiVersion": "phalanx/v1",
+        "kind": "Inference",
+        "metadata": {"name": "svc"},
+        "spec": {"predictors": [_predictor(**fields)]},
+    }
+    with pytest.raises(ValidationError) as caught:
+        InferenceDocument.model_validate(body)
+    problem = problems_of(caught.value)[0]
+    assert problem.path == path and said in problem.detail, problem
+
+
+def test_the_built_in_runtime_runs_with_the_servers_python_under_the_models_name() -> None:
+    document = InferenceDocument.model_validate(
+        {
+            "apiVersion": "phalanx/v1",
+            "kind": "Inference",
+            "metadata": {"name": "svc"},
+            "spec": {"predictors": [_predictor(runtime="torchscript")]},
+        }
+    )
+    (predictor,) = document.spec.predictors
+    job = document.replica_job(predictor, "svc-main-1", 40001, python="/opt/py")
+    (role,) = job.spec.roles
+    assert role.command == ["/opt/py", "-m", "phalanx.runtimes.torchscript", "--name", "mnist"]
+    assert role.env["PORT"] == "40001" and role.model_version == V1

@@ -25,6 +25,7 @@ again next pass; one service's trouble never stops another's.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -295,9 +296,8 @@ class Serving:
             ):
                 number = stored.next_replica_number(session, held.name)
                 name = f"{held.name}-{predictor.name}-{number}"
-                made.append(
-                    (held.document.replica_job(predictor, name, port), predictor.name, port)
-                )
+                job = held.document.replica_job(predictor, name, port, python=sys.executable)
+                made.append((job, predictor.name, port))
             checked = check_models(
                 session, resolve_queues(session, [(job, caller) for job, _, _ in made])
             )
