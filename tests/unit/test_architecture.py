@@ -216,7 +216,7 @@ RULES = (
     ),
 )
 # CLI command groups that run in-process by design (DESIGN.md §3); the rest go through the client.
-IN_PROCESS_COMMANDS = {"sim", "story", "bench", "up", "demo", "main", "__init__"}
+IN_PROCESS_COMMANDS = {"sim", "story", "bench", "up", "demo", "gateway", "main", "__init__"}
 
 #: The imports made inside a function on purpose: (importer, imported), each a module or
 #: package, with the reason. Any other import inside a function is a dependency hidden from
@@ -231,6 +231,7 @@ FUNCTION_LOCAL_IMPORTS = {
     ("phalanx.spec.scheduler", "phalanx.engine"): "documents load without the engine",
     ("phalanx.cli.up", "phalanx"): "the server's stack loads for `up` alone: the CLI starts fast",
     ("phalanx.cli.demo", "phalanx"): "the same, for `demo`",
+    ("phalanx.cli.gateway", "phalanx"): "the same, for `gateway`",
     ("phalanx.cli.bench", "phalanx.benchmarks"): "the benchmarks load when one is run",
     ("phalanx.cli.sim", "phalanx.sim.report"): "the HTML report loads when one is asked for",
     ("phalanx.cli.version", "phalanx.client"): "--version answers before the client loads",

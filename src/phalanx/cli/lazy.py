@@ -33,6 +33,7 @@ class Lazy:
 #: Every top-level command, in the order ``--help`` lists them: commands, then groups.
 COMMANDS: Final[dict[str, Lazy]] = {
     "up": Lazy("up", "up"),
+    "gateway": Lazy("gateway", "gateway"),
     "apply": Lazy("apply", "apply"),
     "logs": Lazy("logs", "logs"),
     "cancel": Lazy("delete", "cancel"),

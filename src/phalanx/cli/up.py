@@ -174,7 +174,7 @@ def up(
             fail(
                 f"--reports: {reports} is not a directory; fix: give the folder holding the reports"
             )
-        _check_port(host, port)
+        check_port(host, port)
         if 0 < colocation <= COLOCATION_BAND:
             fail(
                 f"--colocation-watermark: {colocation} is within the {COLOCATION_BAND} band "
@@ -205,7 +205,7 @@ def up(
             reports=None if reports is None else reports.absolute(),
             colocation=colocation or None,
         )
-        _log_to_stderr()
+        log_to_stderr()
         server = _server(settings)
     announce(server, directory)
     stopped = server.serve()
@@ -249,13 +249,15 @@ _STDERR.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
 _STDERR.setLevel(logging.WARNING)
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     """The server's warnings (and worse) as ``WARNING: ...`` lines on stderr."""
     _STDERR.stream = sys.stderr  # not setStream: that flushes the previous one, maybe closed
     logging.getLogger("phalanx").addHandler(_STDERR)  # once: a handler is added only once
 
 
-def _check_port(host: str, port: int) -> None:
+def check_port(host: str, port: int) -> None:
+    """End the command with an ``error:`` line when ``host`` is not an address of this
+    machine or ``port`` is taken there."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror:

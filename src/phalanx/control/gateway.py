@@ -4,23 +4,37 @@ A token is checked as the API checks it (``TokenCache``: remembered, else read f
 store off the event loop). Its holder may call a service they own, one whose
 ``callers`` name them, or any service as an admin; for anyone else, and for a service
 that does not exist, the answer is the same (``Access.NOT_FOUND``). Each admitted call
-counts as the service's activity (``Serving.saw_request``), which keeps a replica of a
+counts as the service's activity (``Serving.saw_request``; a gateway in its own
+process reports it instead), which keeps a replica of a
 predictor that scales to zero alive.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Protocol
+
 from starlette.concurrency import run_in_threadpool
 
 from phalanx.control.auth import Expired, TokenCache
-from phalanx.control.controllers.serving import Serving
 from phalanx.gateway.proxy import Access
 
 
-class ServiceAccess:
-    """The gateway's ``authorize`` over ``tokens`` and ``serving``'s table of callers."""
+class Callers(Protocol):
+    """Who may call each service besides admins (its owner and its ``callers``), and
+    where an admitted call is counted as the service's activity."""
 
-    def __init__(self, tokens: TokenCache, serving: Serving) -> None:
+    @property
+    def access(self) -> Mapping[str, frozenset[str]]: ...
+
+    def saw_request(self, service: str) -> None: ...
+
+
+class ServiceAccess:
+    """The gateway's ``authorize`` over ``tokens`` and the table of ``serving``'s callers
+    (the serving controller's, or, in a gateway process, the store's)."""
+
+    def __init__(self, tokens: TokenCache, serving: Callers) -> None:
         self._tokens = tokens
         self._serving = serving
 

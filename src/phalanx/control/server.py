@@ -41,6 +41,7 @@ from phalanx.control.auth import AGENT_KEY_FILE, TokenCache, bootstrap_admin, ke
 from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.gateways import GatewayReports
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
@@ -73,7 +74,7 @@ from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.gateway.proxy import Gateway
 from phalanx.gateway.routes import Routes
-from phalanx.gateway.tallies import Tallies
+from phalanx.gateway.tallies import Tallies, Tally
 from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
@@ -362,12 +363,19 @@ class Server:
         )
         self.routes = Routes()
         tallies = Tallies()
+        reports = GatewayReports(self.db)
+
+        def answers(service: str, predictor: str) -> Tally:
+            """A predictor's answers at every gateway: this one and those on their own."""
+            return tallies.read(service, predictor).plus(reports.tally(service, predictor))
+
         self.serving = Serving(
             self.db,
             publish=self.routes.replace,
             on_stored=self._stored,
             load=self.routes.demand,
-            rollouts=RolloutDriver(self.db, tallies.read),
+            rollouts=RolloutDriver(self.db, answers),
+            reports=reports,
             period=settings.timing.period,
         )
         self.gateway = Gateway(

@@ -47,11 +47,22 @@ class Tally:
     buckets: tuple[int, ...] = (0,) * (len(LATENCY_BUCKETS) + 1)
 
     def since(self, earlier: Tally) -> Tally:
-        """What was counted after ``earlier`` (a reading of the same tally)."""
+        """What was counted after ``earlier`` (a reading of the same tally); a count that
+        went down (a gateway that restarted, or stopped reporting) counts as none."""
         return Tally(
-            requests=self.requests - earlier.requests,
-            errors=self.errors - earlier.errors,
-            buckets=tuple(a - b for a, b in zip(self.buckets, earlier.buckets, strict=True)),
+            requests=max(0, self.requests - earlier.requests),
+            errors=max(0, self.errors - earlier.errors),
+            buckets=tuple(
+                max(0, a - b) for a, b in zip(self.buckets, earlier.buckets, strict=True)
+            ),
+        )
+
+    def plus(self, other: Tally) -> Tally:
+        """Both tallies together (the same predictor's answers at two gateways)."""
+        return Tally(
+            requests=self.requests + other.requests,
+            errors=self.errors + other.errors,
+            buckets=tuple(a + b for a, b in zip(self.buckets, other.buckets, strict=True)),
         )
 
     @property
@@ -95,6 +106,14 @@ class Tallies:
             counts[0] += 1
             counts[1] += status >= 500
             counts[bucket] += 1
+
+    def rows(self) -> list[tuple[str, str, Tally]]:
+        """``(service, predictor, tally)`` of everything counted so far, in one reading."""
+        with self._lock:
+            return [
+                (service, predictor, Tally(counts[0], counts[1], tuple(counts[2:])))
+                for (service, predictor), counts in self._counts.items()
+            ]
 
     def read(self, service: str, predictor: str) -> Tally:
         """Everything counted for ``predictor`` of ``service`` so far."""

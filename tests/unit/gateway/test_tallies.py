@@ -65,3 +65,15 @@ def test_counts_are_exact_from_many_threads() -> None:
         thread.join()
     tally = tallies.read("s", "p")
     assert (tally.requests, tally.errors, sum(tally.buckets)) == (8_000, 2_000, 8_000)
+
+
+def test_tallies_of_two_gateways_add_and_a_restart_never_counts_negative() -> None:
+    one, two = Tallies(), Tallies()
+    for _ in range(3):
+        one.record("s", "p", 500, 0.01)
+    two.record("s", "p", 200, 0.01)
+    both = one.read("s", "p").plus(two.read("s", "p"))
+    assert (both.requests, both.errors, sum(both.buckets)) == (4, 3, 4)
+    restarted = two.read("s", "p").since(both)  # counts that went down: none
+    assert (restarted.requests, restarted.errors, sum(restarted.buckets)) == (0, 0, 0)
+    assert {(s, p) for s, p, _ in one.rows()} == {("s", "p")}

@@ -17,7 +17,9 @@ Guarantees of each pass (``Serving.tick``, on its own thread, never the schedule
 - the routes handed to ``publish`` hold, for each service, its predictors with their
   traffic shares, concurrency limits and Ready replicas, and whether replicas are on
   their way (``waking``: the gateway then holds requests instead of refusing them).
-Each pass first advances the rollouts under way (``rollouts.RolloutDriver``), so that it
+Each pass first reads what gateways in their own processes report
+(``gateways.GatewayReports``: their demand joins the in-process gateway's, a request
+they held or answered counts as the service's activity), then advances the rollouts under way (``rollouts.RolloutDriver``), so that it
 reads their changes of documents and replicas whole. A submission the store refuses (a queue gone, a version deleted) is logged and tried
 again next pass; one service's trouble never stops another's.
 """
@@ -38,6 +40,7 @@ from prometheus_client.registry import Collector
 
 from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.autoscale import Autoscaler
+from phalanx.control.controllers.gateways import GatewayReports
 from phalanx.control.controllers.rollouts import RolloutDriver
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.errors import ApiError
@@ -88,6 +91,7 @@ class Serving:
         on_stored: OnStored,
         load: Callable[[str, str], float] | None = None,
         rollouts: RolloutDriver | None = None,
+        reports: GatewayReports | None = None,
         host: str = "127.0.0.1",
         period: float = 1.0,
         idle_grace: float = IDLE_GRACE,
@@ -104,6 +108,7 @@ class Serving:
         self._demand: dict[str, float] = {}  # service -> when the gateway last saw demand
         self._load = load
         self._rollouts = rollouts
+        self._reports = reports
         self._scalers: dict[tuple[str, str], Autoscaler] = {}
         self._gone: set[str] = set()  # deleted since the last pass read the store
         self._routes: dict[str, Service] = {}  # as last published
@@ -151,11 +156,7 @@ class Serving:
         return self._period
 
     def _pass(self) -> None:
-        if self._rollouts is not None:
-            try:
-                self._rollouts.advance()
-            except Exception:  # the services are still served as they stand
-                log.exception("advancing rollouts failed; trying again")
+        self._before()
         with self.db.session() as session:
             services = {row.name: _held(row) for row in stored.listing(session, None)}
             rows = stored.replicas(session)
@@ -216,6 +217,24 @@ class Serving:
             self._routes = routes
             self._publish(routes)
 
+    def _before(self) -> None:
+        """What a pass does before it reads the services: the gateways' reports read, the
+        rollouts advanced (each failure logged: the services are served as they stand)."""
+        if self._reports is not None:
+            try:
+                self._reports.refresh()
+            except Exception:  # the last reports stand
+                log.exception("reading the gateways' reports failed; trying again")
+            now = self._clock()
+            with self._lock:
+                for service in self._reports.busy:
+                    self._demand[service] = now
+        if self._rollouts is not None:
+            try:
+                self._rollouts.advance()
+            except Exception:
+                log.exception("advancing rollouts failed; trying again")
+
     def deleted(self, name: str) -> None:
         """Service ``name`` was deleted (its row is gone): stop routing to it at once,
         and in any pass that read it before."""
@@ -241,8 +260,11 @@ class Serving:
         scaler = self._scalers.get((service, predictor.name))
         if scaler is None or scaler.target != predictor.target:
             scaler = self._scalers[(service, predictor.name)] = Autoscaler(predictor.target)
-        if self._load is not None:
-            scaler.observe(now, self._load(service, predictor.name))
+        if self._load is not None or self._reports is not None:
+            load = 0.0 if self._load is None else self._load(service, predictor.name)
+            if self._reports is not None:
+                load += self._reports.load(service, predictor.name)
+            scaler.observe(now, load)
         low = predictor.min_replicas
         if low == 0:
             with self._lock:

@@ -16,6 +16,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -92,6 +94,15 @@ class Database:
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
+
+    def up_to_date(self) -> bool:
+        """True when every migration has been applied (what a process that must not
+        change the schema checks before it reads)."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        heads = set(ScriptDirectory.from_config(config).get_heads())
+        with self.engine.connect() as connection:
+            return set(MigrationContext.configure(connection).get_current_heads()) == heads
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -362,3 +362,22 @@ class RolloutRow(Base):
     ready_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     abort_by: Mapped[str | None] = mapped_column(String(253), nullable=True)
+
+
+class GatewayReportRow(Base):
+    """What a gateway in its own process (``phalanx gateway``) reports of one predictor,
+    rewritten every second: its ``demand`` (requests in flight and its share of those
+    held), the requests ``held`` for the service, and its answers counted since that
+    gateway started (``requests``, 5xx ``errors``, the latency ``buckets``)."""
+
+    __tablename__ = "gateway_reports"
+
+    gateway: Mapped[str] = mapped_column(String(100), primary_key=True)
+    service: Mapped[str] = mapped_column(String(63), primary_key=True)
+    predictor: Mapped[str] = mapped_column(String(63), primary_key=True)
+    demand: Mapped[float] = mapped_column(Float)
+    held: Mapped[int] = mapped_column(Integer)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)
+    buckets: Mapped[list[int]] = mapped_column(JSON)
+    updated_at: Mapped[float] = mapped_column(Float, index=True)
