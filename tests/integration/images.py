@@ -25,7 +25,7 @@ BUSYBOX: Final = Path("/bin/busybox")
 #: What the tests' commands use.
 APPLETS: Final = (
     "sh", "echo", "sleep", "cat", "env", "id", "dd", "pwd", "ls", "touch", "sort", "true",
-    "false", "head", "kill", "test", "[", "rm",
+    "false", "head", "kill", "test", "[", "rm", "httpd",
 )  # fmt: skip
 CONTAINERFILE: Final = "FROM scratch\nCOPY bin /bin\n"
 
