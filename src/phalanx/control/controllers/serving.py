@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,8 +63,9 @@ log = logging.getLogger(__name__)
 
 #: How long a predictor that scales to zero keeps a replica after the last demand.
 IDLE_GRACE: Final = 30.0
-#: How long a readiness probe may take.
+#: How long a readiness probe may take, and how many run at once.
 PROBE_TIMEOUT: Final = 1.0
+PROBES: Final = 16
 #: The phases of a replica job whose task may be serving.
 _RUNNING: Final = JobPhase.RUNNING.value
 
@@ -118,7 +120,12 @@ class Serving:
         self._desired: dict[tuple[str, str], int] = {}  # filled by the pass under way
         #: Who may call each service besides admins: its owner and its ``callers``.
         self.access: dict[str, frozenset[str]] = {}
-        self._http = httpx.Client(timeout=PROBE_TIMEOUT, trust_env=False)
+        self._http = httpx.Client(
+            timeout=PROBE_TIMEOUT,
+            trust_env=False,
+            limits=httpx.Limits(max_connections=PROBES, max_keepalive_connections=PROBES),
+        )
+        self._probes = ThreadPoolExecutor(PROBES, thread_name_prefix="phalanx-probe")
         self._ticker = Ticker("phalanx-serving", self.tick)
 
     def start(self) -> None:
@@ -129,6 +136,7 @@ class Serving:
         """Stop after the pass under way; False when it still ran after ``timeout``."""
         stopped = self._ticker.stop(timeout)
         if stopped:  # not under a pass still probing
+            self._probes.shutdown(wait=False)
             self._http.close()
         return stopped
 
@@ -188,7 +196,7 @@ class Serving:
             for name, held in services.items()
         }
         routes: dict[str, Service] = {}
-        readiness: dict[str, str | None] = {}
+        readiness = self._probe_all(services, by_service)
         self._desired = {}
         for name, held in services.items():
             live = by_service.get(name, [])
@@ -338,18 +346,17 @@ class Serving:
     def _route(
         self, held: _Held, live: list[_Replica], readiness: dict[str, str | None]
     ) -> Service:
-        """``held``'s routes, probing the readiness of its running replicas into
-        ``readiness`` (by job: its URL when Ready, else None)."""
+        """``held``'s routes: its predictors, each with the replicas ``readiness`` (by
+        job: its URL when Ready) found Ready."""
         predictors = []
         waking = False
         for predictor in held.document.spec.predictors:
             mine = [r for r in live if r.row.predictor == predictor.name]
-            ready = []
-            for replica in mine:
-                url = self._probe(replica, predictor) if replica.phase == _RUNNING else None
-                readiness[replica.row.job] = url
-                if url is not None:
-                    ready.append(Replica(name=replica.row.job, url=url, predictor=predictor.name))
+            ready = [
+                Replica(name=r.row.job, url=url, predictor=predictor.name)
+                for r in mine
+                if (url := readiness.get(r.row.job)) is not None
+            ]
             waking |= len(ready) < len(mine) or predictor.min_replicas == 0
             predictors.append(
                 Predictor(
@@ -361,11 +368,38 @@ class Serving:
             )
         return Service(name=held.name, predictors=tuple(predictors), waking=waking)
 
-    def _probe(self, replica: _Replica, predictor: PredictorSpec) -> str | None:
-        """The replica's URL when its readiness path answers 200, else None."""
+    def _probe_all(
+        self, services: dict[str, _Held], by_service: dict[str, list[_Replica]]
+    ) -> dict[str, str | None]:
+        """Every replica's readiness, by job: its URL when its job runs and its readiness
+        path answers 200, else None. The probes run at once (``PROBES`` at a time), so
+        a replica that hangs costs a pass one ``PROBE_TIMEOUT``, not one each."""
+        paths = {
+            name: {p.name: p.readiness_path for p in held.document.spec.predictors}
+            for name, held in services.items()
+        }
+        readiness: dict[str, str | None] = {}
+        asked: list[tuple[_Replica, str]] = []
+        for name, replicas in by_service.items():
+            for replica in replicas:
+                path = paths.get(name, {}).get(replica.row.predictor)
+                readiness[replica.row.job] = None
+                if path is not None and replica.phase == _RUNNING:
+                    asked.append((replica, path))
+        if len(asked) == 1:
+            readiness[asked[0][0].row.job] = self._probe(*asked[0])
+        elif asked:
+            for (replica, _), url in zip(
+                asked, self._probes.map(lambda a: self._probe(*a), asked), strict=True
+            ):
+                readiness[replica.row.job] = url
+        return readiness
+
+    def _probe(self, replica: _Replica, path: str) -> str | None:
+        """The replica's URL when ``path`` answers 200 there, else None."""
         url = f"http://{self._host}:{replica.row.port}"
         try:
-            answer = self._http.get(url + predictor.readiness_path)
+            answer = self._http.get(url + path)
         except httpx.HTTPError:
             return None
         return url if answer.status_code == 200 else None
