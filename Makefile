@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast lint typecheck demo bench bench-serving docs clean
+.PHONY: install test test-fast lint typecheck demo bench bench-serving bench-serving-scale docs clean
 
 install: $(STAMP)
 
@@ -63,6 +63,10 @@ $(RAYSERVE):
 
 bench-serving: install $(RAYSERVE)
 	$(BIN)/python bench/serving.py
+
+# Scale from zero and a 10x burst, phalanx (a real `phalanx up`) against Ray Serve.
+bench-serving-scale: install $(RAYSERVE)
+	$(BIN)/python bench/serving_scale.py
 
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link fails it.
 docs: install

@@ -17,7 +17,10 @@ Guarantees of each pass (``Serving.tick``, on its own thread, never the schedule
 - the routes handed to ``publish`` hold, for each service, its predictors with their
   traffic shares, concurrency limits and Ready replicas, and whether replicas are on
   their way (``waking``: the gateway then holds requests instead of refusing them).
-Each pass first reads what gateways in their own processes report
+Passes come every ``period``, and every ``STARTING_PERIOD`` while a replica made in the
+last ``STARTING_WINDOW`` seconds is not Ready (so it gets traffic soon after it
+answers); a request held for a predictor with no replica starts a pass at once, once
+per period. Each pass first reads what gateways in their own processes report
 (``gateways.GatewayReports``: their demand joins the in-process gateway's, a request
 they held or answered counts as the service's activity), then advances the rollouts under way (``rollouts.RolloutDriver``), so that it
 reads their changes of documents and replicas whole. A submission the store refuses (a queue gone, a version deleted) is logged and tried
@@ -63,6 +66,10 @@ log = logging.getLogger(__name__)
 
 #: How long a predictor that scales to zero keeps a replica after the last demand.
 IDLE_GRACE: Final = 30.0
+#: Seconds between passes while a replica made in the last STARTING_WINDOW seconds is
+#: not Ready yet: it gets traffic within this much of answering its readiness path.
+STARTING_PERIOD: Final = 0.1
+STARTING_WINDOW: Final = 30.0
 #: How long a readiness probe may take, and how many run at once.
 PROBE_TIMEOUT: Final = 1.0
 PROBES: Final = 16
@@ -111,6 +118,7 @@ class Serving:
         self._load = load
         self._rollouts = rollouts
         self._reports = reports
+        self._starting = False  # the last pass saw a replica starting
         self._scalers: dict[tuple[str, str], Autoscaler] = {}
         self._gone: set[str] = set()  # deleted since the last pass read the store
         self._routes: dict[str, Service] = {}  # as last published
@@ -145,10 +153,15 @@ class Serving:
         self._ticker.poke()
 
     def demand(self, service: str) -> None:
-        """The gateway has a request for ``service`` and no Ready replica: wake it."""
+        """The gateway has a request for ``service`` and no Ready replica: wake it (a pass
+        at once for new demand; demand already seen within a period waits for the passes
+        that follow, which come every ``STARTING_PERIOD`` while a replica starts)."""
+        now = self._clock()
         with self._lock:
-            self._demand[service] = self._clock()
-        self._ticker.poke()
+            last = self._demand.get(service)
+            self._demand[service] = now
+        if last is None or now - last >= self._period:
+            self._ticker.poke()
 
     def saw_request(self, service: str) -> None:
         """The gateway served a request of ``service``: it is not idle."""
@@ -161,9 +174,10 @@ class Serving:
             self._pass()
         except Exception:  # a database outage: try again next pass
             log.exception("serving pass failed; trying again")
-        return self._period
+        return STARTING_PERIOD if self._starting else self._period
 
     def _pass(self) -> None:
+        self._starting = False
         self._before()
         with self.db.session() as session:
             services = {row.name: _held(row) for row in stored.listing(session, None)}
@@ -305,6 +319,7 @@ class Serving:
                 stored_jobs.request_cancel(session, extra, delete=True)
                 stored.remove_replicas(session, extra)
         if missing:
+            self._starting = True
             try:
                 self._submit(held, missing)
             except IntegrityError:  # a job of that name exists: the next pass takes the next
@@ -358,6 +373,12 @@ class Serving:
                 if (url := readiness.get(r.row.job)) is not None
             ]
             waking |= len(ready) < len(mine) or predictor.min_replicas == 0
+            now = time.time()
+            self._starting |= any(
+                readiness.get(r.row.job) is None
+                for r in mine
+                if now - r.row.created_at < STARTING_WINDOW
+            )
             predictors.append(
                 Predictor(
                     name=predictor.name,
