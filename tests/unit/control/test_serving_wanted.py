@@ -43,3 +43,27 @@ def test_a_predictor_at_zero_wants_one_replica_while_requests_come(tmp_path: Pat
     now[0] += 1.5
     assert serving.wanted("svc", cold) == 0  # 30 s without a request
     assert serving.wanted("other", cold) == 0
+
+
+def test_new_demand_starts_a_pass_at_once_even_right_after_an_admitted_call(
+    tmp_path: Path,
+) -> None:
+    now = [100.0]
+    serving = Serving(
+        Database.open(sqlite_url(tmp_path)),
+        publish=lambda _: None,
+        on_stored=lambda _: None,
+        period=1.0,
+        clock=lambda: now[0],
+    )
+    poked = serving._ticker._poked
+    serving.saw_request("svc")  # the gateway admitted the call first
+    serving.demand("svc")  # then found no replica
+    assert poked.is_set()
+    poked.clear()
+    now[0] += 0.5
+    serving.demand("svc")  # the same demand again within a period: the passes come anyway
+    assert not poked.is_set()
+    now[0] += 0.6
+    serving.demand("svc")
+    assert poked.is_set()

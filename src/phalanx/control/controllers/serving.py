@@ -115,6 +115,7 @@ class Serving:
         self._clock = clock
         self._lock = threading.Lock()
         self._demand: dict[str, float] = {}  # service -> when the gateway last saw demand
+        self._woken: dict[str, float] = {}  # service -> when its demand last started a pass
         self._load = load
         self._rollouts = rollouts
         self._reports = reports
@@ -158,9 +159,12 @@ class Serving:
         that follow, which come every ``STARTING_PERIOD`` while a replica starts)."""
         now = self._clock()
         with self._lock:
-            last = self._demand.get(service)
             self._demand[service] = now
-        if last is None or now - last >= self._period:
+            last = self._woken.get(service)
+            if last is None or now - last >= self._period:
+                self._woken[service] = now
+                last = None
+        if last is None:
             self._ticker.poke()
 
     def saw_request(self, service: str) -> None:
@@ -262,6 +266,7 @@ class Serving:
         and in any pass that read it before."""
         with self._lock:
             self._gone.add(name)
+            self._woken.pop(name, None)
             self.access = {k: v for k, v in self.access.items() if k != name}
             self._routes = {k: v for k, v in self._routes.items() if k != name}
             self._publish(self._routes)
