@@ -4,7 +4,8 @@ Guarantees: every file is read and every document validated before the first is 
 so a bad document changes nothing; the error names the file, the document, its line
 and field, and the fix. Queues are sent before jobs. Each document sent prints one
 line ``queue/NAME created|configured|unchanged`` or ``job/NAME created|unchanged``
-(``unchanged``: the server holds this very document already). A job cannot be changed in
+(``unchanged``: the server holds this very document already; never for a secret, whose
+values are never read back: ``secret/NAME created|configured``). A job cannot be changed in
 place: applying another document under a job's name is refused with the fields that
 differ and what to do (delete it and apply again, or choose another name). A field of a
 foreign document (Kubeflow, ...) that phalanx reads but does not honour prints one
@@ -29,13 +30,13 @@ def apply(
         ...,
         "--filename",
         "-f",
-        help="A YAML/JSON file of Queue, Job (phalanx, Volcano, Kubeflow, OpenPAI), Pipeline "
-        "and Inference documents, or a Python file building a pipeline ('-' reads stdin). "
-        "Repeatable.",
+        help="A YAML/JSON file of Queue, Job (phalanx, Volcano, Kubeflow, OpenPAI), Pipeline, "
+        "Inference and Secret documents, or a Python file building a pipeline ('-' reads "
+        "stdin). Repeatable.",
     ),
 ) -> None:
-    """Create or update the queues, pipelines and inference services and submit the jobs
-    of the given files."""
+    """Create or update the queues, secrets, pipelines and inference services and submit
+    the jobs of the given files."""
     documents: list[PreparedDocument] = []
     with reported():
         for name in files:

@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue|run|pipeline|model|inference NAME...`` and ``phalanx cancel JOB``: ending
+"""``phalanx delete job|queue|run|pipeline|model|inference|secret NAME...`` and ``phalanx cancel JOB``: ending
 things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
@@ -24,8 +24,8 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues, runs, pipelines, models or inferences (each kind singular or plural: job or "
-    "jobs).",
+    help="Delete jobs, queues, runs, pipelines, models, inferences or secrets (each kind singular or "
+    "plural: job or jobs).",
     no_args_is_help=True,
 )
 
@@ -170,6 +170,20 @@ def delete_inference(
             typer.echo(f"inference/{name} deleted")
 
 
+@app.command("secret")
+def delete_secret(
+    ctx: typer.Context,
+    names: list[str] = typer.Argument(..., help="The secrets."),
+    user: str | None = typer.Option(None, "--user", help="That user's secrets (admins)."),
+) -> None:
+    """Delete your secrets (an admin: --user's): jobs naming one that have not started
+    fail to start, saying so; running tasks keep what they were given."""
+    with connect(ctx) as client:
+        for name in names:
+            client.delete_secret(name, user=user)
+            typer.echo(f"secret/{name} deleted")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
@@ -177,3 +191,4 @@ app.command("runs", hidden=True)(delete_run)
 app.command("pipelines", hidden=True)(delete_pipeline)
 app.command("models", hidden=True)(delete_model)
 app.command("inferences", hidden=True)(delete_inference)
+app.command("secrets", hidden=True)(delete_secret)

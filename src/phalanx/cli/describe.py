@@ -1,8 +1,8 @@
-"""``phalanx describe job|queue|node|run|model|inference NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run|model|inference|secret NAME``: one object in detail, for people.
 
 A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
 events; a queue its quotas against what it holds; a node each GPU as a bar; a model
-version its lineage and files.
+version its lineage and files; a secret its key names and size, never a value.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.cli import inferences, models, render
+from phalanx.cli import inferences, models, render, secrets
 from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, run, queue, node, model or inference service in detail (each kind singular or plural).",
+    help="Show one job, run, queue, node, model, inference service or secret in detail (each kind "
+    "singular or plural).",
     no_args_is_help=True,
 )
 
@@ -247,6 +248,27 @@ def describe_inference(
             out.print("  " + step_line(entry), markup=False)
 
 
+@app.command("secret")
+def describe_secret(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The secret."),
+    user: str | None = typer.Option(None, "--user", help="That user's secret (admins)."),
+) -> None:
+    """A secret: its user, key names, size and times; its values are never shown."""
+    with connect(ctx) as client:
+        secret = client.secret(name, user=user)
+    fields: dict[str, str | Text] = {
+        "Name": secret.name,
+        "User": secret.user,
+        "Keys": secrets.keys_text(secret.keys, shown=len(secret.keys)),
+        "Size": models.size(secret.size),
+        "Created": _clock(secret.created_at),
+        "Updated": _clock(secret.updated_at),
+        "Values": "sealed at rest; never shown (your jobs get them: spec.roles[].secrets)",
+    }
+    console().print(_fields(fields))
+
+
 def _fields(values: Mapping[str, str | Text]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -417,3 +439,4 @@ app.command("queues", hidden=True)(describe_queue)
 app.command("nodes", hidden=True)(describe_node)
 app.command("models", hidden=True)(describe_model)
 app.command("inferences", hidden=True)(describe_inference)
+app.command("secrets", hidden=True)(describe_secret)

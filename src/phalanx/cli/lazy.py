@@ -55,6 +55,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "wait": Lazy("wait", "app"),
     "pipeline": Lazy("pipeline", "app"),
     "cache": Lazy("cache", "app"),
+    "secret": Lazy("secrets", "app"),
 }
 
 

@@ -6,8 +6,8 @@ One rule for every kind (jobs, tasks, queues, nodes, users, tokens):
   ``deserved``, ``configured_deserved``, ``capability``) holds quantities as documents write them, as strings:
   ``cpu: "32"``, ``cpu: 500m``, ``memory: 256Gi``, ``gpu: "0.5"`` (exact: an amount a
   suffix cannot say exactly is given in the base unit, ``memory: "1000000001"``);
-- a time (``created_at``, ``started_at``, ``finished_at``, ``expires_at``, an event's
-  ``time``) is RFC 3339 in UTC, to the second: ``2026-11-25T23:02:00Z``;
+- a time (``created_at``, ``updated_at``, ``started_at``, ``finished_at``,
+  ``expires_at``, an event's ``time``) is RFC 3339 in UTC, to the second: ``2026-11-25T23:02:00Z``;
 - every object with such fields also carries ``canonical``: those same fields as the
   API gives them (cpu in millicores, memory in bytes, times in seconds since the
   epoch, exact), for programs that compute with them.
@@ -36,7 +36,9 @@ QUANTITY_FIELDS: Final = frozenset(
     }
 )
 #: Fields holding a time in seconds since the epoch.
-TIME_FIELDS: Final = frozenset({"created_at", "started_at", "finished_at", "expires_at", "time"})
+TIME_FIELDS: Final = frozenset(
+    {"created_at", "updated_at", "started_at", "finished_at", "expires_at", "time"}
+)
 #: Where an object keeps the API's values of the fields rewritten above.
 CANONICAL: Final = "canonical"
 #: Fields printed as they are, whatever they hold.

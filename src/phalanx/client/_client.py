@@ -8,8 +8,10 @@ newer server does not break an older client.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 from urllib.parse import quote
@@ -20,6 +22,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from phalanx.client._config import resolve_endpoint
 from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
+from phalanx.spec.diagnostics import document_error, problems_of
+from phalanx.spec.secret import SecretDocument
 from phalanx.wire.views import (
     CacheEntryView,
     EventView,
@@ -37,6 +41,7 @@ from phalanx.wire.views import (
     RolloutView,
     RunPage,
     RunView,
+    SecretView,
     TaskPage,
     TaskView,
     TokenInfoView,
@@ -60,11 +65,12 @@ _API: Final = "/api/v1"
 class Applied:
     """One document ``apply`` sent and what the server made of it."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"]
     name: str
-    #: ``unchanged``: the server already held this very document (nothing was changed)
+    #: ``unchanged``: the server already held this very document (nothing was changed;
+    #: never for a Secret, whose values are never read back to compare)
     action: Literal["created", "configured", "unchanged"]
-    view: QueueView | JobView | PipelineView | InferenceView
+    view: QueueView | JobView | PipelineView | InferenceView | SecretView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +188,7 @@ class Client:
         from phalanx.client._unchanged import differences  # noqa: PLC0415
 
         headers = {"Content-Type": "application/json"}
+        action: Literal["created", "configured"]
         if document.kind == "Job":
             try:
                 answer = self._call("POST", "/jobs", content=document.body, headers=headers)
@@ -195,9 +202,13 @@ class Client:
             return self._apply_registered(document, "pipelines", PipelineView)
         if document.kind == "Inference":
             return self._apply_registered(document, "inferences", InferenceView)
+        if document.kind == "Secret":
+            created, secret = self._put_secret(document.name, document.body)
+            action = "created" if created else "configured"
+            return Applied(kind="Secret", name=document.name, action=action, view=secret)
         try:
             answer = self._call("POST", "/queues", content=document.body, headers=headers)
-            action: Literal["created", "configured"] = "created"
+            action = "created"
         except ClientError as error:
             if error.status != 409:
                 raise
@@ -292,6 +303,54 @@ class Client:
         """Stop the rollout of service ``name`` under way: it is rolled back."""
         answer = self._call("POST", f"/inferences/{_segment(name)}/rollouts/abort")
         return _parse(RolloutView, answer)
+
+    # -- secrets -----------------------------------------------------------------------------
+
+    def secrets(self) -> list[SecretView]:
+        """The caller's secrets (an admin's: everyone's), by user then name: key names
+        and sizes, never values."""
+        return _parse_list(SecretView, self._call("GET", "/secrets"))
+
+    def secret(self, name: str, user: str | None = None) -> SecretView:
+        """The caller's secret ``name`` (an admin: ``user``'s); never its values."""
+        path = f"/secrets/{_segment(name)}"
+        return _parse(SecretView, self._call("GET", path, params=_whose(user)))
+
+    def create_secret(
+        self, name: str, values: Mapping[str, str | bytes], user: str | None = None
+    ) -> SecretView:
+        """Create the caller's secret ``name`` holding ``values`` (an admin may name
+        another ``user``); ``ClientError`` with status 409 when it exists (``put_secret``
+        replaces). Checked here first, as ``put_secret``."""
+        headers = {"Content-Type": "application/json"}
+        body = secret_body(name, values, user)
+        return _parse(SecretView, self._call("POST", "/secrets", content=body, headers=headers))
+
+    def put_secret(
+        self, name: str, values: Mapping[str, str | bytes], user: str | None = None
+    ) -> SecretView:
+        """Create the caller's secret ``name`` holding ``values`` (text, or bytes), or
+        replace the one of that name; an admin may name another ``user``. Checked here
+        first: a bad key raises ``DocumentError`` (naming the key, never a value) before
+        anything is sent."""
+        return self._put_secret(name, secret_body(name, values, user))[1]
+
+    def delete_secret(self, name: str, user: str | None = None) -> None:
+        """Delete the caller's secret ``name`` (an admin: ``user``'s)."""
+        self._call("DELETE", f"/secrets/{_segment(name)}", params=_whose(user))
+
+    def _put_secret(self, name: str, body: bytes) -> tuple[bool, SecretView]:
+        """POST the Secret document ``body``, or PUT it over the one of that name:
+        whether it was created, and its view."""
+        headers = {"Content-Type": "application/json"}
+        try:
+            answer = self._call("POST", "/secrets", content=body, headers=headers)
+        except ClientError as error:
+            if error.status != 409:
+                raise
+            path = f"/secrets/{_segment(name)}"
+            return False, _parse(SecretView, self._call("PUT", path, content=body, headers=headers))
+        return True, _parse(SecretView, answer)
 
     # -- pipelines and runs ----------------------------------------------------------------
 
@@ -778,6 +837,32 @@ def _unescape(match: re.Match[str]) -> str:
 
 def _segment(name: str) -> str:
     return quote(name, safe="")
+
+
+def _whose(user: str | None) -> dict[str, str]:
+    return {} if user is None else {"user": user}
+
+
+def secret_body(name: str, values: Mapping[str, str | bytes], user: str | None) -> bytes:
+    """The JSON of a Secret document named ``name`` holding ``values`` (text in
+    ``stringData``, bytes in ``data``) of ``user`` (None: the caller), validated here;
+    ``DocumentError`` (naming the field, never showing a value) when it is not valid."""
+    spec: dict[str, object] = {
+        "stringData": {k: v for k, v in values.items() if isinstance(v, str)},
+        "data": {
+            k: base64.b64encode(v).decode("ascii")
+            for k, v in values.items()
+            if not isinstance(v, str)
+        },
+    }
+    if user is not None:
+        spec["user"] = user
+    raw = {"apiVersion": "phalanx/v1", "kind": "Secret", "metadata": {"name": name}, "spec": spec}
+    try:
+        SecretDocument.model_validate(raw)
+    except ValidationError as error:
+        raise document_error(f"secret {name[:63]!r}", problems_of(error)) from None
+    return json.dumps(raw).encode()
 
 
 def _json(response: httpx.Response) -> Any:

@@ -6,7 +6,9 @@ each becomes, which the API caps at ``MAX_INPUT_SIZE`` (10 MiB) as the loader do
 ``DocumentError`` naming the source, the document, its line (when it came from text)
 and the field, with the fix. Queues come first, then pipelines, then jobs, each in input
 order, so a file can hold a queue and the jobs and pipelines that go to it. Each document is sent as the user wrote
-it (a Volcano Job stays a Volcano Job; the server imports it the same way). A field
+it (a Volcano Job stays a Volcano Job; the server imports it the same way). A Secret
+comes right after the queues (a job in the same file may name it); its values are never
+part of a message, and a ``PreparedDocument``'s ``repr`` leaves its body out. A field
 of a foreign document that phalanx reads but does not honour is told to ``warn``. A
 ``.py`` file is run (as on import, not as ``__main__``) and gives the documents it
 builds with the workflow DSL: its module-level ``PipelineBuilder`` values and document
@@ -22,7 +24,7 @@ import re
 import runpy
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -37,6 +39,7 @@ from phalanx.spec.limits import MAX_INPUT_SIZE, size
 from phalanx.spec.loader import Document, build_document, load_documents, load_file
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
+from phalanx.spec.secret import SecretDocument
 from phalanx.workflow.dsl import PipelineBuilder
 
 #: What ``apply`` accepts: a path, YAML/JSON text, one mapping or document, or a list of them.
@@ -53,9 +56,9 @@ _STEP: Final = re.compile(
 class PreparedDocument:
     """One validated document, ready to send (``Client.apply_prepared``)."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"]
     name: str
-    body: bytes  # JSON of the document as written
+    body: bytes = field(repr=False)  # JSON of the document as written (a Secret's values)
     where: str  # "jobs.yaml document 2", for messages
 
 
@@ -69,7 +72,7 @@ def prepare_documents(
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
-            fix="give Queue, Pipeline, Job or Inference documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Pipeline, Job, Inference or Secret documents (apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
     return queues_first(prepared)
@@ -85,15 +88,15 @@ def prepare_text(
     if not pairs:
         raise DocumentError(
             f"{source} holds no documents",
-            fix="give Queue, Pipeline, Job or Inference documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Pipeline, Job, Inference or Secret documents (apiVersion, kind, metadata, spec)",
         )
     return queues_first([_prepared(raw, document, where) for raw, document, where in pairs])
 
 
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
-    """``documents`` with every queue first, then every pipeline, every job, and every
-    inference service, each kind in its given order."""
-    order = {"Queue": 0, "Pipeline": 1, "Job": 2, "Inference": 3}
+    """``documents`` with every queue first, then every secret, every pipeline, every
+    job, and every inference service, each kind in its given order."""
+    order = {"Queue": 0, "Secret": 1, "Pipeline": 2, "Job": 3, "Inference": 4}
     return sorted(documents, key=lambda d: order[d.kind])
 
 
@@ -149,7 +152,13 @@ def _from_file(
 
 #: Document models a Python file may build (apply refuses clusters and scheduler
 #: configs with the fix, as from YAML).
-_DOCUMENT_MODELS: Final = (PipelineDocument, JobDocument, QueueDocument, InferenceDocument)
+_DOCUMENT_MODELS: Final = (
+    PipelineDocument,
+    JobDocument,
+    QueueDocument,
+    InferenceDocument,
+    SecretDocument,
+)
 
 
 def _from_python(path: Path, where: str) -> list[tuple[str, Any]]:
@@ -221,13 +230,15 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
             field="kind",
             fix=f"give it to the server at start: phalanx up {option} FILE",
         )
-    kind: Literal["Queue", "Pipeline", "Job", "Inference"] = (
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"] = (
         "Queue"
         if isinstance(document, QueueDocument)
         else "Job"
         if isinstance(document, JobDocument)
         else "Inference"
         if isinstance(document, InferenceDocument)
+        else "Secret"
+        if isinstance(document, SecretDocument)
         else "Pipeline"
     )
     body = json.dumps(raw, default=_jsonable).encode()

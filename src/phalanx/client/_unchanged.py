@@ -7,7 +7,8 @@ except in a pipeline, which is stored as written; a quantity written another way
 ``1Gi`` for ``1024Mi``, is a change). A job's ``spec.user`` and ``spec.queue`` (which
 the server fills in: the caller, and the user's default queue) are compared only when
 the document sets them (a queue in any of its forms: a Kubeflow job's
-``runPolicy.schedulingPolicy.queue`` ...).
+``runPolicy.schedulingPolicy.queue`` ...). A Secret is never the one the server holds:
+its values are never read back to compare, so applying one always replaces it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def stored_form(document: PreparedDocument) -> dict[str, Any]:
 
 def differences(sent: PreparedDocument, stored: dict[str, Any]) -> list[str]:
     """The fields (document paths, ``spec.roles[0].command``) where ``sent`` and the
-    ``stored`` document differ; empty when they are the same."""
+    ``stored`` document differ; empty when they are the same (never for a Secret)."""
+    if sent.kind == "Secret":
+        return ["spec (a secret's values are never read back)"]
     mine = stored_form(sent)
     theirs = json.loads(json.dumps(stored))
     if sent.kind == "Job" and "user" not in json.loads(sent.body).get("spec", {}):

@@ -33,6 +33,7 @@ from phalanx.control.api import (
     tokens,
     users,
 )
+from phalanx.control.api import secrets as secret_routes
 from phalanx.control.api.deps import errors, visitor_headers
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -44,6 +45,7 @@ from phalanx.control.controllers.serving import Serving
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
 from phalanx.control.metrics import Metrics
+from phalanx.control.secretbox import SecretBox
 from phalanx.control.store import DataError
 from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
@@ -73,6 +75,7 @@ def create_app(
     console_api: Callable[[], str] | None = None,
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
+    secret_box: SecretBox | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -88,7 +91,8 @@ def create_app(
     ``Retry-After`` (``api.deps.principal``). The console's requests for its visitors
     count against the visitors' addresses, never against the loopback's. Jobs stored
     by the API go to ``on_stored`` (default: ``controller.offer``); ``serving`` is poked
-    when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``."""
+    when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``.
+    Secrets are sealed with ``secret_box`` (without it, creating one answers 501)."""
     app = FastAPI(
         lifespan=None if gateway is None else _closing(gateway),
         title="phalanx",
@@ -115,6 +119,7 @@ def create_app(
     app.state.reports = reports_dir
     app.state.submissions = SubmissionWriter(db, on_stored=on_stored or controller.offer)
     app.state.serving = serving  # None: services are recorded, and no one serves them
+    app.state.secret_box = secret_box
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -131,6 +136,7 @@ def create_app(
         models,
         inferences,
         rollouts,
+        secret_routes,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -21,6 +21,7 @@ from concurrent.futures import Future
 
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
+from phalanx.control.secret_uses import check_secrets
 from phalanx.control.store import DataError, IntegrityError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
@@ -89,8 +90,11 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                resolved = check_models(
-                    session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                resolved = check_secrets(
+                    session,
+                    check_models(
+                        session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                    ),
                 )
                 accepted = [
                     (document, future)

@@ -1,8 +1,9 @@
 """``phalanx up`` in one process: the API, the controller and the local executor.
 
 The data dir holds the SQLite database (unless ``db`` names another), the admin token,
-the metrics token (``/metrics`` needs it, or an admin's token) and the records of the
-tasks' processes; it is private to the server's user (mode 0700: see
+the metrics token (``/metrics`` needs it, or an admin's token), the key that seals
+users' secrets (``secrets.key``: ``control.secretbox``) and the records of the tasks'
+processes; it is private to the server's user (mode 0700: see
 ``control.datadir``). The tasks dir holds every task's working directory and logs
 (``control.tenancy.places``: inside the data dir, or beside it when tasks run as their
 users' own uids). Starting again on the same data dir resumes: accepted jobs are all
@@ -53,6 +54,8 @@ from phalanx.control.datadir import prepare_data_dir
 from phalanx.control.gateway import ServiceAccess
 from phalanx.control.localhost import local_node
 from phalanx.control.metrics import Metrics, metrics_token
+from phalanx.control.secretbox import KEY_FILE, SecretBox
+from phalanx.control.store import secrets as stored_secrets
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.tenancy import DEFAULT_TASK_UIDS, IdentityMode, Tenancy, UidRange
 from phalanx.control.tenancy.modes import decide
@@ -197,7 +200,11 @@ class Server:
             open_tasks_dir(self.tasks_dir)
         self.db = Database.open(settings.db_url or sqlite_url(data_dir))
         self.admin_token = bootstrap_admin(self.db, data_dir)
-        self.metrics_token = metrics_token(data_dir)
+        # One statement: __init__ is at ruff's limit of 50.
+        self.metrics_token, self.secret_box = (
+            metrics_token(data_dir),
+            SecretBox.load_or_create(data_dir / KEY_FILE),
+        )
         self.tenancy = Tenancy.for_server(
             self.db, shared=settings.shared_identity, uids=settings.task_uids, root=root
         )
@@ -249,6 +256,7 @@ class Server:
                 limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
             ),
             model_cache=model_cache,
+            secrets=self._secret_values,
         )
         if settings.colocation is not None and isinstance(executors[0], LocalExecutor):
             self.controller.colocation = Colocation(executors[0], settings.colocation)
@@ -283,6 +291,7 @@ class Server:
             console_api=lambda: self.loopback_url,
             reports_dir=settings.reports,
             throttle=Throttle(settings.throttle),
+            secret_box=self.secret_box,
         )
         config = uvicorn.Config(
             self.app,
@@ -387,6 +396,13 @@ class Server:
         )
         self.metrics.registry.register(ReplicaGauge(self.serving))
         self.controller.on_jobs_ended.append(self.serving.poke)
+
+    def _secret_values(self, user: str, name: str) -> dict[str, bytes] | None:
+        """``user``'s secret ``name`` opened, for a task's start; None when it is gone."""
+        with self.db.session() as session:
+            row = stored_secrets.get(session, user, name)
+            sealed = None if row is None else row.sealed
+        return None if sealed is None else self.secret_box.open(sealed)
 
     def _stored(self, stored: Sequence[tuple[int, Job]]) -> None:
         """Jobs were stored: the controller takes them as they are, and the model

@@ -162,6 +162,8 @@ class Role:
     hostfile: Hostfile | None = None  # a file listing another role's hosts, for mpirun
     elastic: Elastic | None = None  # a size range: None, always ``replicas`` tasks
     model_digest: str | None = None  # the model version its tasks read (None: none, or unpinned)
+    # the secrets of the job's user its tasks get: (name, "env" or "files")
+    secrets: tuple[tuple[str, str], ...] = ()
 
     @property
     def kept_replicas(self) -> int:

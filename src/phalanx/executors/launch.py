@@ -131,6 +131,10 @@ class TaskLaunch:
     ``model_path`` is the directory of the model version the task reads, read-only, on
     this host (None: it reads none): the task sees it as ``PHALANX_MODEL_PATH``, and a
     container sees it at the same path, mounted read-only.
+    ``secret_env`` are the variables of the job's secrets given ``as: env`` (set over the
+    role's own); ``secret_files`` the keys of those given ``as: files``, by ``NAME/KEY``,
+    written under ``PHALANX_SECRETS_DIR`` in the task's directory, mode 0600, as its user.
+    Neither is ever logged or recorded.
     """
 
     job: str
@@ -157,6 +161,8 @@ class TaskLaunch:
     elastic_nodes: tuple[int, int] | None = None
     attempt: int | None = None
     model_path: str | None = None
+    secret_env: Mapping[str, str] = field(default_factory=dict)
+    secret_files: Mapping[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_directory_names(self.job, self.task)

@@ -131,34 +131,62 @@ def passage(directory: Path) -> None:
         os.chmod(directory, PASSAGE_MODE)
 
 
-def write_task_file(workdir: Path, name: str, text: str, identity: TaskIdentity | None) -> None:
-    """Write ``text`` to a new file ``name`` in the prepared ``workdir``, owned by
-    ``identity`` (when given), mode 0600.
+def write_task_file(
+    workdir: Path, name: str, text: str | bytes, identity: TaskIdentity | None
+) -> None:
+    """Write ``text`` to a new file at ``name`` in the prepared ``workdir``, owned by
+    ``identity`` (when given), mode 0600. ``name`` is a plain file name, or a path of
+    such names (``secrets/s3/key``) whose directories are made mode 0700, as
+    ``identity``.
 
-    Whatever is at ``name`` (a link the task planted, a hard link to another file, a FIFO,
-    an empty directory) is removed first, and the file is created anew with ``O_EXCL``
-    relative to the directory opened without following a link: nothing outside it is
-    written. Raises ``ValueError`` for a name that is not one plain file name, and
-    ``OSError`` when it cannot be written (a directory with files in it at ``name``)."""
-    if not name or name in {".", ".."} or "/" in name or "\0" in name:
+    Whatever is at the file's name (a link the task planted, a hard link to another file,
+    a FIFO, an empty directory) is removed first, and the file is created anew with
+    ``O_EXCL`` relative to its directory opened without following a link; a directory on
+    the way that is a link is refused: nothing outside ``workdir`` is written. Raises
+    ``ValueError`` for a name that is not a path of plain file names, and ``OSError``
+    when it cannot be written (a directory with files in it at ``name``, a link on the
+    way)."""
+    parts = name.split("/")
+    if any(not part or part in {".", ".."} or "\0" in part for part in parts):
         raise ValueError(f"{name!r} cannot name a file in a task's directory")
     directory = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        try:
-            os.unlink(name, dir_fd=directory)
-        except FileNotFoundError:
-            pass
-        except IsADirectoryError:  # an empty one goes; one with files in it raises
-            os.rmdir(name, dir_fd=directory)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(name, flags, TASK_FILE_MODE, dir_fd=directory)
-        try:
-            if identity is not None:
-                os.fchown(fd, identity.uid, identity.gid)
-            data = text.encode()
-            while data:
-                data = data[os.write(fd, data) :]
-        finally:
-            os.close(fd)
+        for part in parts[:-1]:
+            directory = _enter(directory, part, identity)
+        _write_new(directory, parts[-1], text.encode() if isinstance(text, str) else text, identity)
     finally:
         os.close(directory)
+
+
+def _enter(directory: int, name: str, identity: TaskIdentity | None) -> int:
+    """The directory ``name`` in ``directory`` (made 0700 as ``identity`` when absent),
+    opened without following a link; ``directory`` is closed."""
+    try:
+        try:
+            os.mkdir(name, 0o700, dir_fd=directory)
+            if identity is not None:
+                os.chown(name, identity.uid, identity.gid, dir_fd=directory, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(name, flags, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def _write_new(directory: int, name: str, data: bytes, identity: TaskIdentity | None) -> None:
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:  # an empty one goes; one with files in it raises
+        os.rmdir(name, dir_fd=directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, TASK_FILE_MODE, dir_fd=directory)
+    try:
+        if identity is not None:
+            os.fchown(fd, identity.uid, identity.gid)
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)

@@ -31,6 +31,9 @@ PHALANX_NICS: Final = "PHALANX_NICS"
 PHALANX_HOSTFILE: Final = "PHALANX_HOSTFILE"
 #: The name of that file in the working directory.
 HOSTFILE_NAME: Final = "hostfile"
+#: Where a task's secrets given as files are, below its working directory.
+PHALANX_SECRETS_DIR: Final = "PHALANX_SECRETS_DIR"
+SECRETS_DIR: Final = "secrets"
 #: The file a task may write its progress report to (``phalanx.client.progress``).
 PHALANX_PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
 #: The directory of the model version the task reads (read-only).
@@ -52,8 +55,9 @@ def task_environment(
     ``HOME``, ``USER`` and ``LOGNAME`` (when it has one), the launch's own ``env``,
     the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
     the progress file (``PHALANX_PROGRESS_FILE``), the bound NICs and, for a launch
-    with a ``hostfile``, ``PHALANX_HOSTFILE``, and for one that reads a model version,
-    ``PHALANX_MODEL_PATH``. The
+    with a ``hostfile``, ``PHALANX_HOSTFILE``, for one that reads a model version,
+    ``PHALANX_MODEL_PATH``, and for one with secrets as files, ``PHALANX_SECRETS_DIR``
+    (secrets as env come right after the launch's own env). The
     scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
     therefore cannot be overridden by user environment.
 
@@ -67,6 +71,7 @@ def task_environment(
     if launch.identity is not None:
         env.update(launch.identity.env(workdir))
     env.update(launch.env)
+    env.update(launch.secret_env)
     env.update(injected)
     env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
     env[PHALANX_PROGRESS_FILE] = str(workdir / PROGRESS_NAME)
@@ -79,18 +84,23 @@ def task_environment(
         env[PHALANX_HOSTFILE] = str(workdir / HOSTFILE_NAME)
     if launch.model_path is not None:
         env[PHALANX_MODEL_PATH] = launch.model_path
+    if launch.secret_files:
+        env[PHALANX_SECRETS_DIR] = str(workdir / SECRETS_DIR)
     return env
 
 
-def task_files(launch: TaskLaunch, injected: Mapping[str, str]) -> dict[str, str]:
+def task_files(launch: TaskLaunch, injected: Mapping[str, str]) -> dict[str, str | bytes]:
     """The files the executor writes into the task's working directory before it starts,
-    by name: the hostfile of a launch with one (``rendezvous.hostfile_text`` of the same
-    ``injected`` variables). Raises ``InvalidInput`` when the hostfile's role has no task
-    in the rendezvous."""
-    if launch.hostfile is None:
-        return {}
-    spec = launch.hostfile
-    return {HOSTFILE_NAME: hostfile_text(injected, spec.role, spec.slots)}
+    by path: the hostfile of a launch with one (``rendezvous.hostfile_text`` of the same
+    ``injected`` variables), and the secrets given as files (``secrets/NAME/KEY``).
+    Raises ``InvalidInput`` when the hostfile's role has no task in the rendezvous."""
+    files: dict[str, str | bytes] = {
+        f"{SECRETS_DIR}/{path}": value for path, value in launch.secret_files.items()
+    }
+    if launch.hostfile is not None:
+        spec = launch.hostfile
+        files[HOSTFILE_NAME] = hostfile_text(injected, spec.role, spec.slots)
+    return files
 
 
 def read_report(path: Path, limit: int) -> tuple[int, bytes] | None:

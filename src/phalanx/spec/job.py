@@ -178,6 +178,21 @@ class Dependency(SpecModel):
 MAX_SLOTS: Final = 4096
 
 
+#: Most secrets one role reads.
+MAX_SECRETS: Final = 16
+
+
+class SecretUse(SpecModel):
+    """``{name: s3, as: env}``: a secret of the job's user that each task gets."""
+
+    name: Name
+    """The secret (phalanx get secrets): one of the job's user's own."""
+    as_: Literal["env", "files"] = Field("env", alias="as")
+    """env: each key as an environment variable (the keys must be variable names, and
+    the role's env may not set them); files: each key in $PHALANX_SECRETS_DIR/NAME/KEY,
+    mode 0600, owned by the task's user."""
+
+
 class HostfileSpec(SpecModel):
     """``{role: worker, slots: 2}``: each task of the role gets a hostfile naming every
     task of ``role``, one ``host slots=N`` line each in rank order (an MPI launcher's
@@ -305,6 +320,22 @@ class RoleSpec(Placement):
     """A model version the tasks read: NAME (its newest), NAME:vN, or NAME:vN@sha256:...
     The server pins it at submit, copies it out verified against its digest before the
     job is scheduled, and each task finds it read-only at PHALANX_MODEL_PATH."""
+    secrets: Annotated[list[SecretUse], Field(max_length=MAX_SECRETS)] = Field(default_factory=list)
+    """Secrets of the job's user its tasks get, as environment variables or files; never
+    shown back (phalanx secret create)."""
+
+    @model_validator(mode="after")
+    def _secrets_once(self) -> Self:
+        seen: set[str] = set()
+        for i, use in enumerate(self.secrets):
+            if use.name in seen:
+                raise located(
+                    f"secret {use.name!r} is named twice",
+                    "name each secret once",
+                    at=("secrets", i, "name"),
+                )
+            seen.add(use.name)
+        return self
 
     @model_validator(mode="after")
     def _replicas_in_range(self) -> Self:
@@ -360,6 +391,7 @@ class RoleSpec(Placement):
             model_digest=None
             if self.model_version is None
             else model_reference(self.model_version).digest,
+            secrets=tuple((use.name, use.as_) for use in self.secrets),
         )
 
 

@@ -57,13 +57,14 @@ from phalanx.spec.limits import MAX_INPUT_SIZE
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
+from phalanx.spec.secret import SecretDocument
 
 #: Deepest nesting of mappings and lists accepted.
 MAX_DEPTH: Final = 64
 
 Document: TypeAlias = (
     "QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument | PipelineDocument"
-    " | InferenceDocument"
+    " | InferenceDocument | SecretDocument"
 )
 
 #: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
@@ -98,6 +99,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "SchedulerConfig"): _quiet(SchedulerConfigDocument.model_validate),
     (API_VERSION, "Pipeline"): _quiet(PipelineDocument.model_validate),
     (API_VERSION, "Inference"): _quiet(InferenceDocument.model_validate),
+    (API_VERSION, "Secret"): _quiet(SecretDocument.model_validate),
     (BATCH_API_VERSION, "Job"): _volcano_job,
     (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},

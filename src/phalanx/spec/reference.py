@@ -26,6 +26,7 @@ from phalanx.spec.job import JobDocument
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
+from phalanx.spec.secret import SecretDocument
 
 #: The kinds, in the order the page gives them.
 KINDS: Final[tuple[type[BaseModel], ...]] = (
@@ -35,6 +36,7 @@ KINDS: Final[tuple[type[BaseModel], ...]] = (
     SchedulerConfigDocument,
     PipelineDocument,
     InferenceDocument,
+    SecretDocument,
 )
 #: Types known by their validator, as a person reads them.
 _BY_VALIDATOR: Final = {

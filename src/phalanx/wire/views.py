@@ -479,3 +479,15 @@ class InferenceView(View):
     predictors: list[PredictorView]
     document: dict[str, Any]
     rollouts: list[RolloutView] = []
+
+
+class SecretView(View):
+    """A user's secret as the API shows it: its key names and total size, never a
+    value (those are sealed at rest and only the owner's tasks get them)."""
+
+    name: str
+    user: str
+    keys: list[str]  # sorted
+    size: int  # bytes of all its values together
+    created_at: float
+    updated_at: float  # when it was last replaced (created_at until then)

@@ -60,7 +60,27 @@ def test_a_linked_working_directory_is_not_followed(tmp_path: Path) -> None:
     assert not (elsewhere / "hostfile").exists()
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\0b"])
-def test_a_name_that_is_not_one_file_name_is_refused(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize("name", ["", ".", "..", "a\0b", "a//b", "../b", "a/./b", "/a", "a/"])
+def test_a_name_that_is_not_a_path_of_file_names_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError):
         write_task_file(tmp_path, name, "x", None)
+
+
+def test_a_path_makes_its_directories_private_and_writes_bytes(tmp_path: Path) -> None:
+    write_task_file(tmp_path, "secrets/s3/key", b"\x00\xffraw", None)
+    assert (tmp_path / "secrets" / "s3" / "key").read_bytes() == b"\x00\xffraw"
+    for directory in (tmp_path / "secrets", tmp_path / "secrets" / "s3"):
+        assert os.stat(directory).st_mode & 0o777 == 0o700
+    write_task_file(tmp_path, "secrets/s3/other", "x", None)  # the directories exist now
+    assert sorted(p.name for p in (tmp_path / "secrets" / "s3").iterdir()) == ["key", "other"]
+
+
+def test_a_linked_directory_on_the_way_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    workdir = tmp_path / "task"
+    workdir.mkdir()
+    (workdir / "secrets").symlink_to(elsewhere)  # planted by the task
+    with pytest.raises(OSError):
+        write_task_file(workdir, "secrets/s3/key", b"v", None)
+    assert list(elsewhere.iterdir()) == []

@@ -23,6 +23,7 @@ from phalanx.control.auth import TokenCache, issue_token
 from phalanx.control.errors import ApiError
 from phalanx.control.store import IntegrityError
 from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import secrets as stored_secrets
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import UserRow
 from phalanx.control.submit import why_closed
@@ -97,13 +98,15 @@ def create_user(body: NewUser, _: Admin, session: DbSession, request: Request) -
 
 @router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
 def delete_user(name: str, caller: Admin, session: DbSession, request: Request) -> None:
-    """Delete a user and revoke their tokens (their jobs stay)."""
+    """Delete a user, revoke their tokens and remove their secrets (their jobs stay; a
+    new user of the same name never gets the secrets)."""
     if name == caller.name:
         raise ApiError(409, "an admin cannot delete themselves", fix="ask another admin")
     user = stored_users.user(session, name)
     if user is None:
         raise ApiError(404, f"no user named {name!r}", field="name", fix="list users")
     session.delete(user)
+    stored_secrets.remove_owned(session, name)
     session.commit()
     tokens: TokenCache = request.app.state.tokens
     tokens.forget()

@@ -21,7 +21,7 @@ from phalanx.control.controllers import adoption
 from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.core import Core, Timing
 from phalanx.control.controllers.intents import Intent, Intents
-from phalanx.control.controllers.launches import launch_of
+from phalanx.control.controllers.launches import SecretValues, launch_of, secret_parts
 from phalanx.control.controllers.nodes import Cluster
 from phalanx.control.controllers.progress import ProgressReader
 from phalanx.control.controllers.rebuild import life_of, new_state, stored_tasks
@@ -93,9 +93,11 @@ class Controller:
         identity_of: IdentityOf | None = None,
         host: HostFacts | None = None,
         model_cache: ModelCache | None = None,
+        secrets: SecretValues | None = None,
     ) -> None:
         self.db = db
         self._model_cache = model_cache
+        self._secrets = secrets
         self.host = host or HostFacts()
         self._identity_of = identity_of
         self.metrics = metrics
@@ -420,6 +422,8 @@ class Controller:
         model = None
         if digest is not None and self._model_cache is not None:
             model = str(self._model_cache.path(digest))
+        role = next(r for r in life.job.roles if r.name == bind.role)
+        env, files = secret_parts(life.job.user, role.secrets, self._secrets)
         return launch_of(
             life.job,
             bind,
@@ -428,6 +432,8 @@ class Controller:
             identity=identity,
             attempt=life.attempts + 1,
             model_path=model,
+            secret_env=env,
+            secret_files=files,
         )
 
     def _record_processes(self) -> None:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, RescaleMode, ServiceClass
 from phalanx.engine.decisions import Bind
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, GpuShareHint, TaskLaunch
+from phalanx.spec.limits import MAX_ENV_ENTRY
+
+#: A key a secret gives as an environment variable must be a variable name.
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def launch_of(
@@ -17,6 +26,8 @@ def launch_of(
     identity: TaskIdentity | None = None,
     attempt: int | None = None,
     model_path: str | None = None,
+    secret_env: Mapping[str, str] | None = None,
+    secret_files: Mapping[str, bytes] | None = None,
 ) -> TaskLaunch:
     """What the executor needs to start ``bind``'s task of ``job``.
 
@@ -27,7 +38,8 @@ def launch_of(
     for the rendezvous; ``address`` is the declared address of ``bind.node``;
     ``identity`` is the Unix identity of the job's user (None: the server's own);
     ``attempt`` the job's attempt the start belongs to; ``model_path`` where the model
-    version the role reads was copied out (``models.cache``). A
+    version the role reads was copied out (``models.cache``); ``secret_env`` and
+    ``secret_files`` the role's secrets (``secret_parts``). A
     replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
     role = next(r for r in job.roles if r.name == bind.role)
@@ -69,4 +81,52 @@ def launch_of(
         ),
         attempt=attempt,
         model_path=model_path,
+        secret_env=secret_env or {},
+        secret_files=secret_files or {},
     )
+
+
+#: The values of a user's secret by key, or None when the user has no such secret.
+SecretValues = Callable[[str, str], Mapping[str, bytes] | None]
+
+
+def secret_parts(
+    user: str, uses: Sequence[tuple[str, str]], values: SecretValues | None
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The environment and the files (by ``NAME/KEY``) of the secrets ``uses`` names
+    (``(name, "env" | "files")``), read as ``user``'s. Raises ``InvalidInput`` (the
+    task's start fails with it) for a secret the user no longer has, or whose keys can
+    no longer be variables; the message names the secret and its keys, never a value."""
+    env: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    for name, how in uses:
+        found = None if values is None else values(user, name)
+        if found is None:
+            raise InvalidInput(
+                f"user {user} has no secret {name!r} (deleted since the job was submitted)",
+                field="secrets",
+                fix=f"create it again (phalanx secret create {name} ...), then rerun the job",
+            )
+        for key, value in found.items():
+            if how == "files":
+                files[f"{name}/{key}"] = value
+                continue
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                text = None
+            if (
+                text is None
+                or "\0" in text
+                or len(value) > MAX_ENV_ENTRY
+                or not _ENV_NAME.fullmatch(key)
+            ):
+                raise InvalidInput(
+                    f"secret {name!r} key {key!r} cannot be an environment variable "
+                    "(not a variable name, or its value is not text of at most "
+                    f"{MAX_ENV_ENTRY} bytes)",
+                    field="secrets",
+                    fix="give the secret as files (as: files), or change the key",
+                )
+            env[key] = text
+    return env, files

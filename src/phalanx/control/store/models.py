@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -381,3 +382,20 @@ class GatewayReportRow(Base):
     errors: Mapped[int] = mapped_column(BigInteger)
     buckets: Mapped[list[int]] = mapped_column(JSON)
     updated_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class SecretRow(Base):
+    """A user's secret: its key names (in clear, sorted), its values sealed by the
+    server's ``SecretBox`` (never stored in clear) and their total size in bytes. A
+    secret is its user's: ``(user, name)`` is its identity, so two users may each have
+    a secret of the same name."""
+
+    __tablename__ = "secrets"
+
+    user: Mapped[str] = mapped_column(String(253), primary_key=True)
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    keys: Mapped[list[str]] = mapped_column(JSON)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)

@@ -24,7 +24,8 @@ class Start:
     ``group`` is its cgroup to make (None: no cgroup isolation, then ``memory_kib`` is
     its RLIMIT_AS, if any); ``record`` is what to persist once it runs, its ``pid`` and
     ``start_time`` filled in by the launcher. ``files`` are written into ``workdir``
-    before the task starts, by name (``taskdirs.write_task_file``): its hostfile, say.
+    before the task starts, by path (``taskdirs.write_task_file``): its hostfile, its
+    secrets.
 
     ``client``: ``argv`` is a container runtime's client (``executors.containers``). It
     runs as the server's own user (it starts the container as ``identity``, who still
@@ -40,7 +41,7 @@ class Start:
     group: GroupPlan | None
     memory_kib: int | None
     record: ProcessRecord
-    files: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
     client: bool = False
     attempt: int | None = None  # the job's attempt, for the logs' header (None: unknown)
 
