@@ -152,7 +152,9 @@ def write_task_file(
     directory = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         for part in parts[:-1]:
-            directory = _enter(directory, part, identity)
+            inner = _enter(directory, part, identity)
+            os.close(directory)
+            directory = inner
         _write_new(directory, parts[-1], text.encode() if isinstance(text, str) else text, identity)
     finally:
         os.close(directory)
@@ -160,18 +162,15 @@ def write_task_file(
 
 def _enter(directory: int, name: str, identity: TaskIdentity | None) -> int:
     """The directory ``name`` in ``directory`` (made 0700 as ``identity`` when absent),
-    opened without following a link; ``directory`` is closed."""
+    opened without following a link."""
     try:
-        try:
-            os.mkdir(name, 0o700, dir_fd=directory)
-            if identity is not None:
-                os.chown(name, identity.uid, identity.gid, dir_fd=directory, follow_symlinks=False)
-        except FileExistsError:
-            pass
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        return os.open(name, flags, dir_fd=directory)
-    finally:
-        os.close(directory)
+        os.mkdir(name, 0o700, dir_fd=directory)
+        if identity is not None:
+            os.chown(name, identity.uid, identity.gid, dir_fd=directory, follow_symlinks=False)
+    except FileExistsError:
+        pass
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(name, flags, dir_fd=directory)
 
 
 def _write_new(directory: int, name: str, data: bytes, identity: TaskIdentity | None) -> None:

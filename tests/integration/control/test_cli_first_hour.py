@@ -200,10 +200,10 @@ def test_logs_of_a_job_not_started_says_so_and_follow_waits_for_the_start(
         ok(phalanx(server, "delete", "job", "hog", "--wait"))
         out, err = follower.communicate(timeout=60)
         assert (follower.returncode, out, err) == (0, b"rank=0\n", b"")
-    finally:
+    finally:  # its pipes closed even when it has exited
         if follower.poll() is None:
             follower.kill()
-            follower.communicate()
+        follower.communicate()
 
 
 def test_a_job_no_retry_can_start_fails_at_once_and_its_follower_says_so(
@@ -267,7 +267,7 @@ def test_a_follower_of_a_job_deleted_while_it_runs_ends_quietly(server: Server) 
         ok(phalanx(server, "delete", "job", "hello"))
         out, err = follower.communicate(timeout=60)
         assert (follower.returncode, out, err) == (0, b"", b"")
-    finally:
+    finally:  # its pipes closed even when it has exited
         if follower.poll() is None:
             follower.kill()
-            follower.communicate()
+        follower.communicate()

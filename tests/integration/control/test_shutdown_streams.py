@@ -43,7 +43,10 @@ def test_ctrl_c_with_a_follower_exits_at_once(tmp_path: Path, all_tasks: bool) -
         took = time.monotonic() - began
         log = served.log()
         assert code == 0, log
-        assert took < 5.0, f"took {took:.1f}s to stop:\n{log}"
+        # About 1.4 s here when quiet; up to 6 s under the suite's four workers on two
+        # cores. A stream that held the server open would show in the log (asserted
+        # below) and last past uvicorn's graceful timeout and the 30 s wait.
+        assert took < 15.0, f"took {took:.1f}s to stop:\n{log}"
         assert "Traceback" not in log and "timeout graceful shutdown exceeded" not in log, log
         _, said = follower.communicate(timeout=10)
         # The follower learns the server went away, in one line, not a traceback.
@@ -52,8 +55,9 @@ def test_ctrl_c_with_a_follower_exits_at_once(tmp_path: Path, all_tasks: bool) -
         assert b"Traceback" not in said and said.count(b"\n") == 1, said
     finally:
         served.kill()
-        if follower is not None and follower.poll() is None:
-            follower.kill()
+        if follower is not None:  # its pipes closed even when it has exited
+            if follower.poll() is None:
+                follower.kill()
             follower.communicate()
         if pid is not None:  # the task outlives its server (a restart would adopt it)
             with contextlib.suppress(ProcessLookupError):
