@@ -42,6 +42,7 @@ from phalanx.control.gateway import ServiceAccess
 from phalanx.control.store import gateway_reports as stored_reports
 from phalanx.control.store import services as stored
 from phalanx.control.store.database import Database
+from phalanx.control.store.models import ServiceReplicaRow
 from phalanx.domain.errors import InvalidInput
 from phalanx.gateway.proxy import Gateway
 from phalanx.gateway.routes import Predictor, Replica, Routes, Service
@@ -83,11 +84,14 @@ class StoreRoutes:
         with self.db.session() as session:
             rows = list(stored.listing(session, None))
             replicas = stored.replicas(session)
+        by_service: dict[str, list[ServiceReplicaRow]] = {}
+        for replica in replicas:
+            by_service.setdefault(replica.service, []).append(replica)
         table: dict[str, Service] = {}
         access: dict[str, frozenset[str]] = {}
         for row in rows:
             document = InferenceDocument.model_validate(row.document)
-            mine = [r for r in replicas if r.service == row.name]
+            mine = by_service.get(row.name, [])
             predictors = []
             waking = False
             for predictor in document.spec.predictors:

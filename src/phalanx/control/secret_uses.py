@@ -11,18 +11,16 @@ fails the task's start with the reason).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
 from phalanx.control.errors import ApiError
 from phalanx.control.store import Session
 from phalanx.control.store import secrets as stored
+from phalanx.spec.common import ENV_NAME
 from phalanx.spec.job import JobDocument
 from phalanx.spec.limits import MAX_ENV_ENTRY
 
-#: A key given as an environment variable must be a variable name.
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The variables phalanx sets.
 _RESERVED: Final = "PHALANX_"
 
@@ -74,7 +72,7 @@ def _refusal(session: Session, document: JobDocument) -> ApiError | None:
 
 def _not_a_variable(key: str, env: dict[str, str], given: dict[str, str]) -> str | None:
     """Why ``key`` cannot be a task's variable, or None."""
-    if not _ENV_NAME.fullmatch(key):
+    if not ENV_NAME.fullmatch(key):
         return "it is not a variable name"
     if key.startswith(_RESERVED):
         return "phalanx sets the variables named PHALANX_..."

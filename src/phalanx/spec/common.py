@@ -148,12 +148,14 @@ UserName = Annotated[
     ),
 ]
 
-#: An environment variable's name, as POSIX shells accept it.
+#: An environment variable's name, as POSIX shells accept it (``ENV_NAME`` matches one).
+ENV_NAME_PATTERN: Final = r"[A-Za-z_][A-Za-z0-9_]*"
+ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 EnvName = Annotated[
     str,
     AfterValidator(
         _pattern(
-            r"[A-Za-z_][A-Za-z0-9_]*",
+            ENV_NAME_PATTERN,
             255,
             "environment variable name",
             "letters, digits and '_', not starting with a digit",

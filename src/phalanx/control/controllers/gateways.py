@@ -25,6 +25,8 @@ from phalanx.gateway.tallies import LATENCY_BUCKETS, Tally
 
 #: Seconds after which a report not rewritten is from a gateway gone.
 FRESH: Final = 5.0
+#: Seconds between two removals of stale reports (each pass only reads).
+SWEEP_EVERY: Final = 60.0
 
 
 class GatewayReports:
@@ -40,12 +42,17 @@ class GatewayReports:
         self._tallies: dict[tuple[str, str], Tally] = {}
         self._requests: dict[tuple[str, str, str], int] = {}  # (gateway, service, predictor)
         self.busy: frozenset[str] = frozenset()
+        self._swept = float("-inf")
 
     def refresh(self) -> None:
-        """Read the fresh reports (one query), and remove stale ones."""
-        since = self._clock() - self._fresh
-        with self.db.write() as session:
-            stored.forget(session, before=since - self._fresh)
+        """Read the fresh reports (one query); remove stale ones once a ``SWEEP_EVERY``."""
+        now = self._clock()
+        since = now - self._fresh
+        if now - self._swept >= SWEEP_EVERY:  # rows of gateways gone, now and then
+            self._swept = now
+            with self.db.write() as session:
+                stored.forget(session, before=since - self._fresh)
+        with self.db.session() as session:
             rows = stored.fresh(session, since)
         loads: dict[tuple[str, str], float] = {}
         tallies: dict[tuple[str, str], Tally] = {}

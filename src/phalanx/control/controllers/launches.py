@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, RescaleMode, ServiceClass
 from phalanx.engine.decisions import Bind
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import GangMember, GpuShareHint, TaskLaunch
+from phalanx.spec.common import ENV_NAME
 from phalanx.spec.limits import MAX_ENV_ENTRY
-
-#: A key a secret gives as an environment variable must be a variable name.
-_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def launch_of(
@@ -119,7 +115,7 @@ def secret_parts(
                 text is None
                 or "\0" in text
                 or len(value) > MAX_ENV_ENTRY
-                or not _ENV_NAME.fullmatch(key)
+                or not ENV_NAME.fullmatch(key)
             ):
                 raise InvalidInput(
                     f"secret {name!r} key {key!r} cannot be an environment variable "
