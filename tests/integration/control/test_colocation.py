@@ -14,20 +14,28 @@ from tests.integration.control.test_inference import inference, trained
 from tests.integration.control.test_pipelines import admin
 from tests.integration.control.test_rollouts import Traffic
 
-#: A replica whose every answer spins the CPU for 50 ms.
+#: A replica that spins a CPU for as long as requests keep coming (until 0.5 s after the
+#: last): the spinning is runnable all the while, not only while a request is in flight,
+#: so its share of a contended host (the suite runs alongside) does not hang on how fast
+#: the gateway and the traffic thread get their turns.
 BUSY = r"""
-import http.server, os, time
+import http.server, os, threading, time
+last = [0.0]
+def spin():
+    while True:
+        if time.monotonic() - last[0] > 0.5:
+            time.sleep(0.05)
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        end = time.process_time() + 0.05
-        while self.path != "/healthz" and time.process_time() < end:
-            pass
+        if self.path != "/healthz":
+            last[0] = time.monotonic()
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")
     def log_message(self, *args):
         pass
+threading.Thread(target=spin, daemon=True).start()
 http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
 """
 
@@ -37,7 +45,7 @@ def kinds(api: Api, job: str) -> list[str]:
 
 
 def test_training_pauses_while_the_service_is_busy_and_resumes_after(tmp_path: Path) -> None:
-    with running_server(tmp_path, colocation=0.2) as server:
+    with running_server(tmp_path, colocation=0.15) as server:
         run(server)
 
 
@@ -67,6 +75,6 @@ def run(server: Server) -> None:
         assert api.job("train")["phase"] == "Running"
     wait_for(lambda: "Resumed" in kinds(api, "train"), "the training resumed", timeout=60)
     events = {e["kind"]: e["message"] for e in api.get("/api/v1/jobs/train/events")}
-    assert "is over the colocation watermark (20%)" in events["Throttled"]
+    assert "is over the colocation watermark (15%)" in events["Throttled"]
     assert "fell below the watermark" in events["Resumed"]
     assert api.wait_phase("train", "Succeeded", "Failed")["phase"] == "Succeeded"
