@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 
 from phalanx.executors.rendezvous import free_ports
 from tests.integration.control.serving import CLUSTER, DEADLINE, Api
@@ -116,7 +117,9 @@ def start(
         if code is not None:
             raise AssertionError(f"the server exited with {code} before answering:\n{served.log()}")
         try:
-            if httpx.get(f"{served.url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{served.url}/healthz", timeout=1).status_code == 200 and listens(
+                process.pid, port_
+            ):
                 return served
         except httpx.HTTPError:
             pass
@@ -124,6 +127,17 @@ def start(
             served.kill()
             raise AssertionError(f"the server did not answer:\n{served.log()}")
         time.sleep(0.05)
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself listens on ``port``: a free port chosen here may be
+    taken by another worker's server before this one binds it, and that server's
+    ``/healthz`` answers too (then this one exits, unable to bind)."""
+    try:
+        sockets = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.NoSuchProcess:
+        return False
+    return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
 
 
 def count_dirs(path: Path) -> int:
