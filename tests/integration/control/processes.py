@@ -93,7 +93,8 @@ def start(
     """A server on ``tmp_path/data`` answering ``/healthz`` (the same data dir, cluster
     file and database on every call: a restart) within ``deadline`` seconds. ``stack_limit`` (bytes; not with
     ``cli``) lowers the server's stack limit once it runs, and so the ``ARG_MAX`` of the
-    tasks it starts (a quarter of it)."""
+    tasks it starts (a quarter of it). A port chosen here that another process took
+    first is replaced by another."""
     (port_,) = (port,) if port is not None else free_ports(1)
     cluster_file = tmp_path / "cluster.yaml"
     cluster_file.write_text(cluster)
@@ -115,6 +116,12 @@ def start(
     while True:
         code = process.poll()
         if code is not None:
+            if port is None and "address already in use" in served.log().lower():
+                # the port chosen here was taken before the server bound it: another one
+                return start(
+                    tmp_path, db=db, cluster=cluster, cli=cli, stack_limit=stack_limit,
+                    deadline=deadline,
+                )  # fmt: skip
             raise AssertionError(f"the server exited with {code} before answering:\n{served.log()}")
         try:
             if httpx.get(f"{served.url}/healthz", timeout=1).status_code == 200 and listens(
