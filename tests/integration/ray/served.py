@@ -16,6 +16,7 @@ import httpx
 
 from phalanx.benchmarks.raycluster import DEADLINE
 from phalanx.executors.rendezvous import free_ports
+from tests.integration.control.processes import listens
 from tests.integration.control.serving import Api
 
 SERVE = textwrap.dedent(
@@ -87,7 +88,8 @@ class Served:
             code = self.process.poll()
             assert code is None, f"the server exited with {code}:\n{err.read_text()[-3000:]}"
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                answer = httpx.get(f"{self.url}/healthz", timeout=1)
+                if answer.status_code == 200 and listens(self.process.pid, self.port):
                     break
             except httpx.HTTPError:
                 pass

@@ -123,7 +123,7 @@ def events_of(executor: RayExecutor, want: int) -> list[TaskEvent]:
 
 def pid_of(cluster: RayCluster, task: str) -> int:
     path = cluster.agent_root / NODE / "tasks" / "job" / task / "pid"
-    wait_for(path.exists, "the task's pid file")
+    wait_for(lambda: path.exists() and path.read_text().strip(), "the task's pid file")
     return int(path.read_text())
 
 

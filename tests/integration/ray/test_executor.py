@@ -342,9 +342,10 @@ def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(
     victim = sorted(first.values())[0]
     # Each node's agent keeps its tasks under TASKS_DIR-ray/<node>/tasks (here all on one disk).
     agent_tasks = served.data / "tasks-ray" / victim / "tasks" / "resilient"
-    pids = [
-        int((agent_tasks / n / "pid").read_text()) for n, node in first.items() if node == victim
-    ]
+    files = [agent_tasks / n / "pid" for n, node in first.items() if node == victim]
+    # Running means started: each shell writes its pid a moment later.
+    wait_for(lambda: all(f.exists() and f.read_text().strip() for f in files), "the pid files")
+    pids = [int(f.read_text()) for f in files]
     ray_cluster.kill(victim.removeprefix("ray-").replace("-", "."))
     killed_at = time.monotonic()
     # The tasks die with their node's Ray (as Ray's own workers do): none runs on unseen.
