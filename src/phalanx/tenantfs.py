@@ -34,6 +34,7 @@ followed, created through or chowned.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -537,3 +538,28 @@ def check_mount_source(path: str, *, reader: Reader | None) -> None:
     if not stat.S_ISDIR(status.st_mode):
         why = f"it is {kind_of(status.st_mode)}, not a directory"
         raise TenantPathRefused(path, why, fix=fix, field="mounts")
+
+
+#: A passage: a directory its owner alone lists, that others may only pass through.
+PASSAGE_MODE: Final = 0o711
+
+
+def passage(directory: Path) -> None:
+    """Make ``directory`` a passage: it exists, is a real directory of this user (not a
+    link), mode 0711. Raises ``OSError`` when it cannot be made so."""
+    try:
+        os.mkdir(directory, PASSAGE_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(directory, PASSAGE_MODE)
+    status = os.lstat(directory)
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid():
+        raise OSError(
+            errno.EPERM,
+            "a directory on a task's path is not the server's own (a link, or another owner)",
+            str(directory),
+        )
+    if stat.S_IMODE(status.st_mode) != PASSAGE_MODE:
+        os.chmod(directory, PASSAGE_MODE)

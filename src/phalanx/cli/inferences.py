@@ -34,9 +34,9 @@ def inferences_table(services: Sequence[InferenceView], now: float) -> Table:
 
 
 def replicas_table(service: InferenceView) -> Table:
-    """One row per replica: its predictor, job, phase, readiness and port."""
+    """One row per replica: its predictor, job, phase, readiness and endpoint."""
     table = Table(box=None, pad_edge=False)
-    for title in ("PREDICTOR", "REPLICA", "PHASE", "READY", "PORT"):
+    for title in ("PREDICTOR", "REPLICA", "PHASE", "READY", "ENDPOINT"):
         table.add_column(title, overflow="fold")
     for predictor in service.predictors:
         for replica in predictor.replicas:
@@ -45,6 +45,6 @@ def replicas_table(service: InferenceView) -> Table:
                 replica.job,
                 replica.phase,
                 "True" if replica.ready else "False",
-                str(replica.port),
+                replica.endpoint or "",
             )
     return table

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+import fsspec
 import uvicorn
 
 from phalanx.control.app import create_app
@@ -74,6 +75,7 @@ from phalanx.executors.containers.detect import detect_runtime
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 from phalanx.executors.ray.executor import RayExecutor
+from phalanx.executors.ray.models import NodeModels
 from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.gateway.proxy import Gateway
 from phalanx.gateway.routes import Routes
@@ -241,9 +243,10 @@ class Server:
             executors.append(made)
             return made
 
-        model_store = ModelStore(settings.models or str(data_dir / "models"))
-        # Versions copied out for the tasks that read them, beside the tasks dir.
-        model_cache = ModelCache(self.tasks_dir.with_name(f"{self.tasks_dir.name}-models"))
+        # Versions copied out for the tasks that read them: beside the tasks dir, or on
+        # each Ray node by its agent, just before a start there.
+        cache = ModelCache(self.tasks_dir.with_name(f"{self.tasks_dir.name}-models"))
+        copies = cache if ray is None else NodeModels(ray)
         self.controller = Controller(
             self.db,
             nodes,
@@ -255,7 +258,7 @@ class Server:
             host=HostFacts(
                 limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
             ),
-            model_cache=model_cache,
+            model_cache=copies if isinstance(copies, ModelCache) else None,
             secrets=self._secret_values,
         )
         if settings.colocation is not None and isinstance(executors[0], LocalExecutor):
@@ -273,7 +276,7 @@ class Server:
             identity_of=self.tenancy.identities if per_user else None,
         )
         self.controller.on_jobs_ended.append(self.workflows.poke)
-        self._models_and_services(settings, model_store, model_cache, on_this_host=ray is None)
+        self._models_and_services(settings, copies)
         self._announce(given, isolation)
         self.metrics.watch(self.db, lambda: self.controller.view)
         self.app = create_app(
@@ -342,19 +345,17 @@ class Server:
     def _models_and_services(
         self,
         settings: ServerSettings,
-        model_store: ModelStore,
-        model_cache: ModelCache,
-        *,
-        on_this_host: bool,
+        copies: ModelCache | NodeModels,
     ) -> None:
         """The model registrar and fetcher, the serving controller and the gateway."""
+        model_store = ModelStore(model_store_url(settings))
         identity_of = self.tenancy.identities if self._per_user else None
         self.registrar = ModelRegistrar(
             self.db,
             model_store,
             Where(
                 tasks_dir=self.tasks_dir,
-                on_this_host=on_this_host,
+                nodes=copies if isinstance(copies, NodeModels) else None,
                 identity_of=identity_of,
                 runtime=detect_runtime(),
                 scratch=settings.data_dir / "scratch",
@@ -365,8 +366,7 @@ class Server:
         self.fetcher = ModelFetcher(
             self.db,
             model_store,
-            model_cache,
-            on_this_host=on_this_host,
+            copies,
             on_ready=lambda: self.controller.wake(Intent.JOBS),
             period=settings.timing.period * 5,
         )
@@ -540,6 +540,7 @@ def ray_cluster(
     namespace = ray_namespace(settings.data_dir)
     connect(settings.ray_address, namespace)
     declared = cluster_nodes(settings.cluster) if settings.cluster is not None else ()
+    models = model_store_url(settings)
     cluster = RayCluster(
         namespace=namespace,
         key=kept_secret(settings.data_dir / AGENT_KEY_FILE),
@@ -547,6 +548,7 @@ def ray_cluster(
         per_user=per_user,
         limits=limits,
         colocation=settings.colocation,
+        models=models,
         declared={node.name: node for node in declared},
         on_change=on_news,
         on_news=on_news,
@@ -558,12 +560,25 @@ def ray_cluster(
             field="--ray-address",
             fix="start its nodes (ray start --address ...) and try again",
         )
+    if len(cluster.state.nodes) > 1 and fsspec.core.split_protocol(models)[0] is None:
+        log.warning(
+            "the model store (%s) is a path on the server's machine; each Ray node reads "
+            "model versions from the same path on its own disk, so a version reaches "
+            "only nodes that share it. Fix: give --models a URL every node reaches "
+            "(s3://bucket/models), or file:///PATH for a file system every node mounts",
+            models,
+        )
     log.info(
         "tasks run on the Ray cluster at %s: %s",
         settings.ray_address,
         ", ".join(node.name for node in cluster.state.nodes),
     )
     return cluster
+
+
+def model_store_url(settings: ServerSettings) -> str:
+    """The model store of ``settings``: ``--models``, or ``DATA_DIR/models``."""
+    return settings.models or str(settings.data_dir / "models")
 
 
 def cluster_nodes(path: Path | None) -> tuple[Node, ...]:

@@ -130,7 +130,9 @@ class TaskLaunch:
     known), for the header of its run in the logs (``attempts``).
     ``model_path`` is the directory of the model version the task reads, read-only, on
     this host (None: it reads none): the task sees it as ``PHALANX_MODEL_PATH``, and a
-    container sees it at the same path, mounted read-only.
+    container sees it at the same path, mounted read-only. ``model_digest`` is that
+    version's digest: an executor on another host (a Ray node's agent) copies it out
+    there before the start and sets ``model_path`` to its copy.
     ``secret_env`` are the variables of the job's secrets given ``as: env`` (set over the
     role's own); ``secret_files`` the keys of those given ``as: files``, by ``NAME/KEY``,
     written under ``PHALANX_SECRETS_DIR`` in the task's directory, mode 0600, as its user.
@@ -161,6 +163,7 @@ class TaskLaunch:
     elastic_nodes: tuple[int, int] | None = None
     attempt: int | None = None
     model_path: str | None = None
+    model_digest: str | None = None
     secret_env: Mapping[str, str] = field(default_factory=dict)
     secret_files: Mapping[str, bytes] = field(default_factory=dict)
 

@@ -115,6 +115,7 @@ class _Live:
     process: TaskProcess | LaunchedTask | ContainerTask
     since: float  # when it started (or was adopted): no later event of it is earlier
     logs: str  # the directory its logs are written in (``ProcessRecord.logs``)
+    endpoint: str  # where it is reached (``ProcessRecord.endpoint``)
     group: TaskGroup | None = None  # its cgroup, under cgroup isolation
     stop_deadline: float | None = None  # set by the first stop request
     killed: bool = False
@@ -352,6 +353,7 @@ class LocalExecutor:
                 process=process,
                 since=now,
                 logs=record.log_dir,
+                endpoint=record.endpoint,
                 group=group,
             )
 
@@ -572,6 +574,7 @@ class LocalExecutor:
                 process=process,
                 since=max(now, at),
                 logs=item.request.record.logs,
+                endpoint=item.request.record.endpoint,
                 group=None if group is None else group.group,
             )
             # When the launcher answered: a batch of starts takes a while, and each
@@ -627,6 +630,7 @@ class LocalExecutor:
             cgroup="" if live.group is None else str(live.group.path),
             container=live.process.name if isinstance(live.process, ContainerTask) else "",
             logs=live.logs,
+            endpoint=live.endpoint,
         )
 
     def _unpause(self, live: _Live) -> None:

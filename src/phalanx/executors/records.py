@@ -36,7 +36,9 @@ class ProcessRecord:
     ``logs`` is the directory its ``stdout.log`` and ``stderr.log`` were written in (its
     working directory under the tasks dir of the server that started it); records
     written before this field existed read as ``""`` (``log_dir`` then tells it from
-    ``workdir`` where it can).
+    ``workdir`` where it can). ``endpoint`` is ``host:port`` where its peers (and, for an
+    inference replica, the gateway) reach it: its node's address and the port reserved
+    for it there (its ``PORT``); ``""`` when not known (an older record).
     """
 
     job: str
@@ -51,6 +53,7 @@ class ProcessRecord:
     cgroup: str = ""  # the task's group (its memory one under v1), for cgroup isolation
     container: str = ""  # the name of the task's container, for a role with an image
     logs: str = ""  # where its logs were written: its working directory in the tasks dir
+    endpoint: str = ""  # host:port of its reserved port on its node's address
 
     def __post_init__(self) -> None:
         if (self.isolation in GROUPED) != bool(self.cgroup):
@@ -81,6 +84,7 @@ class ProcessRecord:
             "cgroup": self.cgroup,
             "container": self.container,
             "logs": self.logs,
+            "endpoint": self.endpoint,
         }
 
     @classmethod
@@ -115,6 +119,11 @@ class ProcessRecord:
             raise InvalidInput(
                 f"{logs!r} is not a directory", field="logs", fix="as records() gave it"
             )
+        endpoint = data.get("endpoint", "")
+        if not isinstance(endpoint, str):
+            raise InvalidInput(
+                f"{endpoint!r} is not host:port", field="endpoint", fix="as records() gave it"
+            )
         gpus = data.get("gpus", [])
         if not isinstance(gpus, list) or not all(_is_int(g) for g in gpus):
             raise InvalidInput(f"{gpus!r} is not a list of GPU ids", field="gpus", fix="[0, 1]")
@@ -131,6 +140,7 @@ class ProcessRecord:
             cgroup=cgroup,
             container=container,
             logs=logs,
+            endpoint=endpoint,
         )
 
 

@@ -110,7 +110,9 @@ def rendezvous_env(
 
     Ranks are global over ``placements``, ordered by role (``roles`` gives the job's
     role order; roles not listed follow in order of first appearance) then index.
-    ``MASTER_ADDR`` is rank 0's host (its node's address); ``LOCAL_RANK`` counts this job's tasks on the same
+    ``MASTER_ADDR`` is rank 0's host (its node's address); ``PHALANX_HOST`` and
+    ``PHALANX_PORT`` where the task is reached (its node's address, and the port reserved
+    for it there: its entry in its role's host list); ``LOCAL_RANK`` counts this job's tasks on the same
     node in rank order. ``TF_CONFIG`` is set only when the job has a role named ``ps`` or
     ``chief`` (``TF_ROLES``).
     Raises ``InvalidInput`` for a task placed twice, a bad port, or two role names that
@@ -137,6 +139,8 @@ def rendezvous_env(
             **shared,
             "PHALANX_ROLE": p.role,
             "PHALANX_INDEX": str(p.index),
+            "PHALANX_HOST": p.host,
+            "PHALANX_PORT": str(p.port),
             "RANK": str(rank),
             "LOCAL_RANK": str(local_rank),
             # Empty, not unset: an unset variable would let CUDA see every device.

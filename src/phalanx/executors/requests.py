@@ -40,7 +40,7 @@ from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.launcher import Start
 from phalanx.executors.process import address_space_kib
 from phalanx.executors.records import ProcessRecord
-from phalanx.executors.rendezvous import Placement
+from phalanx.executors.rendezvous import Placement, endpoint
 from phalanx.executors.taskdirs import TaskDirs
 from phalanx.executors.taskenv import task_environment, task_files
 from phalanx.executors.taskgroups import TaskGroups
@@ -119,6 +119,7 @@ class StartRequests:
         record = _unstarted(
             launch,
             workdir,
+            placement,
             logs=workdir,
             isolation=IsolationKind.RLIMIT if group is None else self._groups.isolation.kind,
             cgroup="" if group is None else str(group.group.path),
@@ -175,7 +176,9 @@ class StartRequests:
             identity=launch.identity,
             group=None,  # the container has its own, made by the runtime
             memory_kib=None,
-            record=_unstarted(launch, control, logs=workdir, container=name),  # control: exit_code
+            record=_unstarted(
+                launch, control, placement, logs=workdir, container=name
+            ),  # control: exit_code
             files=task_files(launch, injected),  # the workdir is mounted at its own path
             client=True,
             attempt=launch.attempt,
@@ -211,9 +214,12 @@ def mount_problem(launch: TaskLaunch) -> str | None:
     return None
 
 
-def _unstarted(launch: TaskLaunch, workdir: Path, *, logs: Path, **fields: Any) -> ProcessRecord:
+def _unstarted(
+    launch: TaskLaunch, workdir: Path, placement: Placement, *, logs: Path, **fields: Any
+) -> ProcessRecord:
     """The record of ``launch`` before it runs, kept in ``workdir``, its logs written in
-    ``logs``: the launcher fills in its pid and start time once it does."""
+    ``logs``, reached at ``placement``: the launcher fills in its pid and start time once
+    it does."""
     return ProcessRecord(
         job=launch.job,
         task=launch.task,
@@ -224,5 +230,6 @@ def _unstarted(launch: TaskLaunch, workdir: Path, *, logs: Path, **fields: Any) 
         logs=str(logs),
         workload=launch.workload,
         gpus=launch.gpus,
+        endpoint=endpoint(placement.host, placement.port),
         **fields,
     )

@@ -44,15 +44,14 @@ from typing import Final
 
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.process import dir_name
-from phalanx.tenantfs import Place, make_dirs
+from phalanx.tenantfs import Place, make_dirs, passage
 
 #: The server's records of its tasks' processes, inside its data dir.
 RECORDS_DIR: Final = "records"
 #: A task's record in its record directory.
 RECORD_FILE: Final = "process.json"
-#: The mode of the tasks root and of every job directory in it, with identities.
-PASSAGE_MODE: Final = 0o711
-#: The mode of a task's own directory, with identities.
+#: The mode of the tasks root and of every job directory in it, with identities:
+#: ``tenantfs.PASSAGE_MODE``. The mode of a task's own directory, with identities.
 TASK_DIR_MODE: Final = 0o700
 #: The mode of a file the server writes for a task into its directory.
 TASK_FILE_MODE: Final = 0o600
@@ -108,27 +107,6 @@ class TaskDirs:
         if stat.S_IMODE(status.st_mode) != TASK_DIR_MODE:
             os.chmod(workdir, TASK_DIR_MODE, follow_symlinks=False)
         return False
-
-
-def passage(directory: Path) -> None:
-    """Make ``directory`` a passage: it exists, is a real directory of this user (not a
-    link), mode 0711. Raises ``OSError`` when it cannot be made so."""
-    try:
-        os.mkdir(directory, PASSAGE_MODE)
-    except FileExistsError:
-        pass
-    except FileNotFoundError:
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(directory, PASSAGE_MODE)
-    status = os.lstat(directory)
-    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid():
-        raise OSError(
-            errno.EPERM,
-            "a directory on a task's path is not the server's own (a link, or another owner)",
-            str(directory),
-        )
-    if stat.S_IMODE(status.st_mode) != PASSAGE_MODE:
-        os.chmod(directory, PASSAGE_MODE)
 
 
 def write_task_file(

@@ -38,6 +38,10 @@ SECRETS_DIR: Final = "secrets"
 PHALANX_PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
 #: The directory of the model version the task reads (read-only).
 PHALANX_MODEL_PATH: Final = "PHALANX_MODEL_PATH"
+#: The port reserved for the task on its node (a rendezvous variable), and ``PORT``,
+#: which carries it too unless the task's own environment sets it.
+PHALANX_PORT: Final = "PHALANX_PORT"
+PORT: Final = "PORT"
 #: That file's name in the working directory.
 PROGRESS_NAME: Final = "progress.json"
 
@@ -57,7 +61,8 @@ def task_environment(
     the progress file (``PHALANX_PROGRESS_FILE``), the bound NICs and, for a launch
     with a ``hostfile``, ``PHALANX_HOSTFILE``, for one that reads a model version,
     ``PHALANX_MODEL_PATH``, and for one with secrets as files, ``PHALANX_SECRETS_DIR``
-    (secrets as env come right after the launch's own env). The
+    (secrets as env come right after the launch's own env). ``PORT`` is the reserved
+    ``PHALANX_PORT`` unless the launch's own env sets it. The
     scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
     therefore cannot be overridden by user environment.
 
@@ -73,6 +78,8 @@ def task_environment(
     env.update(launch.env)
     env.update(launch.secret_env)
     env.update(injected)
+    if PHALANX_PORT in injected:  # where its peers and, for a replica, the gateway reach it
+        env.setdefault(PORT, injected[PHALANX_PORT])
     env.update(PHALANX_TASK=launch.task, PHALANX_NODE=launch.node, PHALANX_WORKDIR=str(workdir))
     env[PHALANX_PROGRESS_FILE] = str(workdir / PROGRESS_NAME)
     if launch.gpu_share is not None:

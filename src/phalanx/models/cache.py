@@ -7,7 +7,7 @@ Guarantees:
   own versions);
 - a version's directory appears whole or not at all: it is written under a private
   temporary name, every file verified against its digest (``ModelStore.materialize``),
-  then renamed into place, read-only (files 0444 or 0555, directories 0555), so a
+  then renamed into place (two copies made at once: the first to land stays), read-only (files 0444 or 0555, directories 0555), so a
   task sees exactly the bytes registered and cannot change them for another;
 - ``collect`` removes the versions not kept, and any temporary left by a crash.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Final
 
 from phalanx.domain.errors import InvalidInput
-from phalanx.executors.taskdirs import passage
 from phalanx.models.store import ModelStore
+from phalanx.tenantfs import passage
 
 #: The prefix of a version's directory while it is written.
 _PARTIAL: Final = ".partial-"
@@ -66,6 +66,11 @@ class ModelCache:
             store.materialize(digest, partial)
             partial.chmod(0o555)
             os.rename(partial, target)
+        except OSError:
+            _remove(partial)
+            if target.is_dir() and not target.is_symlink():
+                return target  # another copy of the same version got there first
+            raise
         except BaseException:
             _remove(partial)
             raise

@@ -12,11 +12,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from phalanx.domain.errors import ContentError
-from phalanx.executors.containers.runtime import ContainerRuntime
 from phalanx.models.store import ModelStore
 
 #: Where the files are in the image.
@@ -24,6 +24,19 @@ MODEL_DIR: Final = "/model"
 #: The longest a build may take.
 BUILD_TIMEOUT: Final = 1800.0
 _RECIPE: Final = f"FROM scratch\nCOPY model {MODEL_DIR}\n"
+
+
+class Builder(Protocol):
+    """A container runtime's client (``executors.containers.runtime.ContainerRuntime``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def client(self) -> str: ...
+
+    @property
+    def environ(self) -> Mapping[str, str]: ...
 
 
 class ImageBuildFailed(ContentError):
@@ -36,7 +49,7 @@ def image_tag(name: str, version: int) -> str:
 
 
 def build_image(
-    store: ModelStore, digest: str, tag: str, runtime: ContainerRuntime, *, scratch: Path
+    store: ModelStore, digest: str, tag: str, runtime: Builder, *, scratch: Path
 ) -> None:
     """Build version ``digest``'s image as ``tag`` with ``runtime``, in a new directory
     under ``scratch`` (the server's own)."""

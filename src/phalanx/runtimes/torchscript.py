@@ -3,7 +3,7 @@
     python -m phalanx.runtimes.torchscript [--model-dir DIR] [--port N] [--host H] [--name NAME]
 
 ``--model-dir`` defaults to ``$PHALANX_MODEL_PATH`` (where a replica finds its model
-version), ``--port`` to ``$PORT`` (0: any free port), ``--host`` to 127.0.0.1 and
+version), ``--port`` to ``$PORT`` (0: any free port), ``--host`` to ``$PHALANX_HOST`` (its node's address) or 127.0.0.1, and
 ``--name`` to ``model``. It loads ``DIR/model.pt`` (a file ``torch.jit.save`` wrote) in
 eval mode, on the GPU when torch sees one, before it answers anything; then it prints
 ``serving NAME at http://HOST:PORT ...`` as one line on stdout and answers:
@@ -327,7 +327,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model-dir", help="holds model.pt (default: $PHALANX_MODEL_PATH)")
     parser.add_argument("--port", help="the port to serve on (default: $PORT; 0: any)")
-    parser.add_argument("--host", default="127.0.0.1", help="the address to serve on")
+    parser.add_argument(
+        "--host",
+        default=os.environ.get("PHALANX_HOST", "127.0.0.1"),
+        help="the address to serve on (default: $PHALANX_HOST, its node's, or 127.0.0.1)",
+    )
     parser.add_argument("--name", default="model", help="the model's name in the URLs")
     args = parser.parse_args(argv)
     if isinstance(sys.stdout, io.TextIOWrapper):  # each line reaches the replica's log

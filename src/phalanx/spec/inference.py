@@ -55,8 +55,9 @@ class PredictorSpec(SpecModel):
     """The model version it serves: NAME (the newest, pinned when the service is applied),
     NAME:vN or NAME:vN@sha256:...; each replica reads it at PHALANX_MODEL_PATH."""
     command: Command | None = None
-    """What each replica runs: a server answering HTTP on 127.0.0.1:$PORT (all interfaces
-    on a Ray node) that reads its model from $PHALANX_MODEL_PATH. Omitted: ``runtime``."""
+    """What each replica runs: a server answering HTTP on $PHALANX_HOST:$PORT (its node's
+    address and the port reserved for it there; or all interfaces) that reads its model
+    from $PHALANX_MODEL_PATH. Omitted: ``runtime``."""
     runtime: Literal["torchscript"] | None = None
     """A built-in runtime instead of a command: torchscript serves the version's model.pt
     (a file torch.jit.save wrote) with KServe's V1 protocol, POST
@@ -65,7 +66,7 @@ class PredictorSpec(SpecModel):
     image: ImageRef | None = None
     """A container image the replicas run in; omitted: on the host."""
     env: dict[EnvName, str] = Field(default_factory=dict)
-    """Extra environment variables of each replica (PORT and PHALANX_* are set on top)."""
+    """Extra environment variables of each replica (not PORT: the executor sets it)."""
     resources: ResourceMap
     """What each replica needs: cpu, memory, gpu (a share below 1, such as 0.25, shares
     a card), gpu-memory."""
@@ -113,6 +114,16 @@ class PredictorSpec(SpecModel):
                 f"the {self.runtime} runtime runs on the host, not in an image",
                 "omit image, or give a command the image runs",
                 at=("image",),
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _port_is_given(self) -> Self:
+        if PORT_ENV in self.env:
+            raise located(
+                f"{PORT_ENV} is set for each replica: the port reserved for it on its node",
+                f"remove {PORT_ENV} from env; the replica serves on the $PORT it is given",
+                at=("env", PORT_ENV),
             )
         return self
 
@@ -186,12 +197,11 @@ class InferenceDocument(SpecModel):
             )
         return self
 
-    def replica_job(
-        self, predictor: PredictorSpec, name: str, port: int, *, python: str
-    ) -> JobDocument:
-        """The Job of one replica of ``predictor``, named ``name``, serving on ``port``:
-        one online, non-preemptible task of the predictor's command (a built-in runtime:
-        run by ``python``), image, resources and model version, retried as any job."""
+    def replica_job(self, predictor: PredictorSpec, name: str, *, python: str) -> JobDocument:
+        """The Job of one replica of ``predictor``, named ``name``: one online,
+        non-preemptible task of the predictor's command (a built-in runtime: run by
+        ``python``), image, resources and model version, retried
+        as any job. It serves on the ``PORT`` its executor reserves on its node."""
         command = predictor.command
         if command is None:  # the built-in runtime
             model = model_reference(predictor.model_version).name
@@ -201,7 +211,7 @@ class InferenceDocument(SpecModel):
             "replicas": 1,
             "resources": predictor.resources,
             "command": command,
-            "env": {**predictor.env, PORT_ENV: str(port)},
+            "env": predictor.env,
             "modelVersion": predictor.model_version,
         }
         if predictor.image is not None:

@@ -406,13 +406,14 @@ class ModelView(View):
 
 
 class ReplicaView(View):
-    """One replica of a predictor: the job that runs it, its phase, and whether it is
-    Ready (answered its readiness path; the gateway routes to it)."""
+    """One replica of a predictor: the job that runs it, its phase, where it serves
+    (``host:port`` on its node, once its task runs; None before), and whether it is
+    Ready (answered its readiness path there; the gateway routes to it)."""
 
     job: str
     phase: str
     ready: bool
-    port: int
+    endpoint: str | None = None
 
 
 class PredictorView(View):

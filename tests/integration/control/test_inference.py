@@ -22,7 +22,8 @@ from tests.integration.control.test_models import events, train
 from tests.integration.control.test_pipelines import admin
 
 #: A replica: answers GET and POST with the model's config, the path and what it was
-#: sent (the Authorization header included, which must never arrive), on $PORT.
+#: sent (the Authorization header included, which must never arrive), on
+#: $PHALANX_HOST:$PORT (its node's address and the port reserved for it there).
 SERVER = r"""
 import http.server, os, pathlib, time
 model = pathlib.Path(os.environ["PHALANX_MODEL_PATH"], "sub", "c").read_text()
@@ -40,7 +41,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(self.rfile.read(int(self.headers["Content-Length"])).decode())
     def log_message(self, *args):
         pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+http.server.ThreadingHTTPServer((os.environ["PHALANX_HOST"], int(os.environ["PORT"])), Handler).serve_forever()
 """
 
 

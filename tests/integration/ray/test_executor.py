@@ -15,11 +15,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from phalanx.benchmarks.raycluster import DEADLINE, LoopbackCluster
 from tests.integration.control.serving import Api, role, wait_for
+from tests.integration.control.test_inference import inference, predictor
+from tests.integration.control.test_models import TRAIN, events
 from tests.integration.ray.served import LARGE, SMALL, Served, log_of, tasks_of
 from tests.integration.s3 import S3
 
@@ -324,6 +327,41 @@ def test_a_node_that_joins_is_scheduled_on(
     assert api.wait_phase("eight", "Succeeded", "Failed")["phase"] == "Succeeded"
     assert tasks_of(api, "eight")["eight-worker-0"]["node"] == "ray-127-0-0-5"
     ray_cluster.kill("127.0.0.5")
+
+
+def test_a_model_trained_on_a_node_is_served_from_the_nodes_behind_the_gateway(
+    api: Api, served: Served
+) -> None:
+    # the version is read on the node the training ran on, by its agent
+    trainer = role("trainer", command=["sh", "-c", TRAIN, "one"], cpu="100m", memory="64Mi")
+    trainer["model"] = {"name": "ray-mnist", "path": "model"}
+    api.submit("ray-train", "team", trainer)
+    assert api.wait_phase("ray-train", "Succeeded", "Failed")["phase"] == "Succeeded"
+    (registered,) = events(api, "ray-train", "ModelRegistered")
+    assert "2 files, 10 bytes" in registered, registered
+    two = predictor("main", "ray-mnist:v1", minReplicas=2, maxReplicas=2)
+    api.post("/api/v1/inferences", inference("ray-mnist", two, queue="team"))
+
+    def all_ready() -> Any:
+        view = api.get("/api/v1/inferences/ray-mnist")
+        replicas = [r for p in view["predictors"] for r in p["replicas"]]
+        return len(replicas) == 2 and all(r["ready"] for r in replicas) and replicas
+
+    replicas = wait_for(all_ready, "both replicas Ready on the Ray nodes", timeout=120)
+    nodes = {tasks_of(api, r["job"])[f"{r['job']}-server-0"]["node"] for r in replicas}
+    addresses = {node.removeprefix("ray-").replace("-", ".") for node in nodes}
+    # each replica serves on its node's address, on the port reserved for it there
+    assert {r["endpoint"].rpartition(":")[0] for r in replicas} == addresses
+    # each node's agent copied the version out of the store just before the start
+    digest = api.get("/api/v1/models/ray-mnist/versions/1")["digest"].removeprefix("sha256:")
+    for node in nodes:
+        assert (served.data / "tasks-ray" / node / "models" / digest / "sub" / "c").is_file()
+    answers = {api.http.get("/serve/ray-mnist/hello").text.split()[0] for _ in range(4)}
+    assert answers == {"one"}
+    api.http.delete("/api/v1/inferences/ray-mnist").raise_for_status()
+    for replica in replicas:  # stopped, then deleted
+        path = f"/api/v1/jobs/{replica['job']}"
+        wait_for(lambda p=path: api.http.get(p).status_code == 404, "the replica gone")
 
 
 def test_a_lost_node_fails_its_tasks_and_the_gang_restarts_on_the_rest(

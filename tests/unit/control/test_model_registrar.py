@@ -1,7 +1,9 @@
 """The model registrar on a real store and SQLite, without a server: a succeeded job's
 model becomes a version once, also when the pass that copied it did not get to commit
 (the copy is made again and nothing is stored twice); a job whose task ran on a Ray node
-is refused with that reason; a job not succeeded is left alone."""
+is read on that node (``Where.nodes``: its agent, here one that reads the same disk), and
+refused with the reason when its task never ran on one; a job not succeeded is left
+alone."""
 
 from __future__ import annotations
 
@@ -16,12 +18,15 @@ from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import model_versions as stored
 from phalanx.control.store.database import Database, sqlite_url
-from phalanx.control.store.models import JobRow
+from phalanx.control.store.models import JobRow, TaskRow
 from phalanx.control.submit import store_jobs
+from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.process import dir_name
+from phalanx.models.manifest import Manifest
 from phalanx.models.store import ModelStore
 from phalanx.spec.job import JobDocument
 from phalanx.spec.loader import build_document
+from phalanx.tenantfs import Limits, Place
 
 JOB = """\
 apiVersion: phalanx/v1
@@ -53,8 +58,31 @@ def submitted(db: Database, tasks: Path, phase: str = "Succeeded") -> int:
     return job.id
 
 
-def registrar(db: Database, tmp_path: Path, *, on_this_host: bool = True) -> ModelRegistrar:
-    where = Where(tasks_dir=tmp_path / "tasks", on_this_host=on_this_host, identity_of=None)
+class SameDisk:
+    """A node's agent as ``NodeModels`` reaches it, its tasks dir on this disk: what it
+    was asked, and the store's intake of that directory."""
+
+    def __init__(self, tasks: Path, store: ModelStore) -> None:
+        self.tasks, self.store = tasks, store
+        self.asked: list[tuple[str, str, str, str]] = []
+
+    def intake(
+        self,
+        node: str,
+        job: str,
+        task: str,
+        path: str,
+        *,
+        identity: TaskIdentity | None,
+        limits: Limits,
+    ) -> Manifest:
+        self.asked.append((node, job, task, path))
+        place = Place(self.tasks, f"{dir_name(job)}/{dir_name(task)}/{path}")
+        return self.store.intake(place, reader=None, limits=limits)
+
+
+def registrar(db: Database, tmp_path: Path, *, nodes: SameDisk | None = None) -> ModelRegistrar:
+    where = Where(tasks_dir=tmp_path / "tasks", nodes=nodes, identity_of=None)
     return ModelRegistrar(db, ModelStore(str(tmp_path / "models")), where)
 
 
@@ -97,14 +125,26 @@ def test_a_pass_cut_short_before_its_commit_registers_once_on_the_next(
         assert len(stored.versions(session, "mnist")) == 1
 
 
-def test_a_model_written_on_a_ray_node_is_refused_with_the_reason(
+def test_a_model_written_on_a_ray_node_is_read_there(db: Database, tmp_path: Path) -> None:
+    job_id = submitted(db, tmp_path / "tasks")
+    with db.write() as session:
+        session.execute(update(TaskRow).where(TaskRow.job_id == job_id).values(node="ray-a"))
+    nodes = SameDisk(tmp_path / "tasks", ModelStore(str(tmp_path / "models")))
+    registrar(db, tmp_path, nodes=nodes).tick()
+    assert nodes.asked == [("ray-a", "fit", "fit-trainer-0", "out")]
+    ((kind, message),) = kinds(db, job_id)
+    assert kind == "ModelRegistered" and message.startswith("mnist:v1 (sha256:")
+
+
+def test_a_model_of_a_task_that_never_ran_on_a_node_is_refused_with_the_reason(
     db: Database, tmp_path: Path
 ) -> None:
     job_id = submitted(db, tmp_path / "tasks")
-    registrar(db, tmp_path, on_this_host=False).tick()
+    nodes = SameDisk(tmp_path / "tasks", ModelStore(str(tmp_path / "models")))
+    registrar(db, tmp_path, nodes=nodes).tick()
+    assert nodes.asked == []
     ((kind, message),) = kinds(db, job_id)
-    assert kind == "ModelNotRegistered"
-    assert "ran on a Ray node" in message and "fix:" in message
+    assert kind == "ModelNotRegistered" and "never ran on a node" in message
     with db.session() as session:
         assert stored.owed(session, 8) == [] and stored.versions(session, "mnist") == []
 

@@ -42,8 +42,10 @@ def replica(status: int, barrier: threading.Barrier | None) -> Iterator[int]:
         server.server_close()
 
 
-def row(job: str, port: int) -> ServiceReplicaRow:
-    return ServiceReplicaRow(service="svc", predictor="main", job=job, port=port, ready=False)
+def at(job: str, port: int, phase: str = "Running") -> _Replica:
+    """Replica ``job`` in ``phase``, its task's record saying it serves on ``port``."""
+    row = ServiceReplicaRow(service="svc", predictor="main", job=job, ready=False)
+    return _Replica(row, phase, f"127.0.0.1:{port}")
 
 
 def test_probes_overlap_and_only_200_is_ready(tmp_path: Path) -> None:
@@ -66,11 +68,14 @@ def test_probes_overlap_and_only_200_is_ready(tmp_path: Path) -> None:
     (closed,) = free_ports(1, "127.0.0.1")
     with replica(200, both) as a, replica(200, both) as b, replica(503, None) as c:
         live = [
-            _Replica(row("svc-main-1", a), "Running"),
-            _Replica(row("svc-main-2", b), "Running"),
-            _Replica(row("svc-main-3", c), "Running"),
-            _Replica(row("svc-main-4", closed), "Running"),
-            _Replica(row("svc-main-5", a), "Pending"),  # not running: not asked
+            at("svc-main-1", a),
+            at("svc-main-2", b),
+            at("svc-main-3", c),
+            at("svc-main-4", closed),
+            at("svc-main-5", a, "Pending"),  # not running: not asked
+            _Replica(
+                ServiceReplicaRow(service="svc", predictor="main", job="svc-main-6"), "Running"
+            ),  # no endpoint recorded yet: not asked
         ]
         readiness = serving._probe_all({"svc": _Held("svc", "u", document)}, {"svc": live})
     serving.stop()
@@ -80,4 +85,5 @@ def test_probes_overlap_and_only_200_is_ready(tmp_path: Path) -> None:
         "svc-main-3": None,
         "svc-main-4": None,
         "svc-main-5": None,
+        "svc-main-6": None,
     }

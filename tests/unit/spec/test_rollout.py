@@ -167,7 +167,20 @@ def test_the_built_in_runtime_runs_with_the_servers_python_under_the_models_name
         }
     )
     (predictor,) = document.spec.predictors
-    job = document.replica_job(predictor, "svc-main-1", 40001, python="/opt/py")
+    job = document.replica_job(predictor, "svc-main-1", python="/opt/py")
     (role,) = job.spec.roles
     assert role.command == ["/opt/py", "-m", "phalanx.runtimes.torchscript", "--name", "mnist"]
-    assert role.env["PORT"] == "40001" and role.model_version == V1
+    # the executor reserves its port on the node it lands on: the document names none
+    assert "PORT" not in role.env and role.model_version == V1
+
+
+def test_a_predictor_may_not_set_its_own_port() -> None:
+    with pytest.raises(ValidationError, match="PORT is set for each replica"):
+        InferenceDocument.model_validate(
+            {
+                "apiVersion": "phalanx/v1",
+                "kind": "Inference",
+                "metadata": {"name": "svc"},
+                "spec": {"predictors": [_predictor(runtime="torchscript", env={"PORT": "80"})]},
+            }
+        )

@@ -52,6 +52,7 @@ def views(session: DbSession, rows: Sequence[ServiceRow]) -> list[InferenceView]
         name: outcome.phase
         for name, outcome in stored_jobs.outcomes(session, [r.job for r in replicas]).items()
     }
+    endpoints = stored.endpoints(session, [r.job for r in replicas])
     rollouts: dict[str, list[RolloutView]] = {}
     for rollout in stored_rollouts.of_services(session, names):
         rollouts.setdefault(rollout.service, []).append(rollout_view(rollout))
@@ -60,6 +61,7 @@ def views(session: DbSession, rows: Sequence[ServiceRow]) -> list[InferenceView]
             row,
             [r for r in replicas if r.service == row.name],
             phases,
+            endpoints,
             rollouts.get(row.name, []),
         )
         for row in rows
@@ -97,13 +99,19 @@ def _one_view(
     row: ServiceRow,
     replicas: Sequence[ServiceReplicaRow],
     phases: Mapping[str, str],
+    endpoints: Mapping[str, str],
     rollouts: list[RolloutView],
 ) -> InferenceView:
     document = InferenceDocument.model_validate(row.document)
     predictors = []
     for predictor in document.spec.predictors:
         mine = [
-            ReplicaView(job=r.job, phase=phases.get(r.job, "Deleted"), ready=r.ready, port=r.port)
+            ReplicaView(
+                job=r.job,
+                phase=phases.get(r.job, "Deleted"),
+                ready=r.ready,
+                endpoint=endpoints.get(r.job),
+            )
             for r in replicas
             if r.predictor == predictor.name
         ]

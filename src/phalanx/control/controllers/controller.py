@@ -432,6 +432,7 @@ class Controller:
             identity=identity,
             attempt=life.attempts + 1,
             model_path=model,
+            model_digest=digest,
             secret_env=env,
             secret_files=files,
         )

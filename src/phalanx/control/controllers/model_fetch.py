@@ -1,16 +1,20 @@
-"""The model fetcher: the model versions a job's tasks read are copied out before the
+"""The model fetcher: the model versions a job's tasks read are made ready before the
 job is scheduled.
 
 Guarantees:
 - a job whose roles read a model version (``modelVersion``, pinned at submit to its
-  digest; ``model_fetch = pending``) is not taken in by the scheduler until each version
-  is in the model cache (``phalanx.models.cache``), whole and verified against its
-  digest; then its fetch is ``done`` and the controller is woken to take it in;
-- what cannot be copied out (a version whose files are gone or corrupt, a store that
-  cannot be read, a server whose tasks run on Ray nodes) marks the fetch ``failed``
-  with an event naming the version and the reason; the controller then fails the job;
-- versions no version row keeps any more leave the cache within a pass of their
-  deletion (a version some live job reads cannot be deleted: ``api.models``).
+  digest; ``model_fetch = pending``) is not taken in by the scheduler until ``copies``
+  has each version: on the server's host, copied into the model cache
+  (``phalanx.models.cache``), whole and verified against its digest; on a Ray cluster
+  (``executors.ray.models``), its manifest verified in the store, each node's agent
+  copying it out just before a start there. Then its fetch is ``done`` and the
+  controller is woken to take it in;
+- what cannot be made ready (a version whose files are gone or corrupt, a store that
+  cannot be read) marks the fetch ``failed`` with an event naming the version and the
+  reason; the controller then fails the job;
+- versions no version row keeps any more leave the copies within a pass of their
+  deletion (a version some live job reads cannot be deleted: ``api.models``), or the
+  first pass after that in which every copy could be collected.
 The copy runs on this controller's own thread, never on the scheduler's tick.
 """
 
@@ -18,8 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final, Protocol
 
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import jobs as stored_jobs
@@ -27,7 +31,6 @@ from phalanx.control.store import model_versions as stored
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
 from phalanx.domain.errors import ContentError, InvalidInput
-from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.spec.job import JobDocument
 from phalanx.spec.model import ModelRef, model_reference
@@ -36,6 +39,21 @@ log = logging.getLogger(__name__)
 
 #: Jobs fetched for per pass.
 BATCH: Final = 8
+
+
+class Copies(Protocol):
+    """Where the versions tasks read are copied out: ``models.cache.ModelCache`` on the
+    server's host, ``executors.ray.models.NodeModels`` on a Ray cluster's nodes."""
+
+    def ensure(self, store: ModelStore, digest: str) -> object:
+        """Make version ``digest`` of ``store`` ready for its tasks; raises
+        ``InvalidInput``, ``ContentError`` or ``OSError`` when it cannot be."""
+        ...
+
+    def collect(self, keep: Iterable[str]) -> int | None:
+        """Remove the copies of versions not in ``keep``: how many went (None: not all
+        could be collected now; asked again next pass)."""
+        ...
 
 
 class ModelFetcher:
@@ -47,14 +65,12 @@ class ModelFetcher:
         self,
         db: Database,
         store: ModelStore,
-        cache: ModelCache,
+        copies: Copies,
         *,
-        on_this_host: bool,
         on_ready: Callable[[], None],
         period: float = 5.0,
     ) -> None:
-        self.db, self.store, self.cache = db, store, cache
-        self._on_this_host = on_this_host
+        self.db, self.store, self.copies = db, store, copies
         self._on_ready = on_ready
         self._period = period
         self._kept: set[str] | None = None  # what the cache was last collected down to
@@ -86,8 +102,8 @@ class ModelFetcher:
             with self.db.session() as session:
                 kept = stored.kept_digests(session)
             if kept != self._kept:
-                removed = self.cache.collect(kept)
-                self._kept = kept
+                removed = self.copies.collect(kept)
+                self._kept = None if removed is None else kept
                 if removed:
                     log.info("model cache: removed %d versions no longer kept", removed)
         except Exception:  # a store or database outage: try again next pass
@@ -118,15 +134,10 @@ class ModelFetcher:
 
     def _copy_out(self, ref: ModelRef) -> str | None:
         """Why version ``ref`` cannot be copied out for its tasks (None: it is there)."""
-        if not self._on_this_host:
-            return (
-                "model versions reach tasks on the server's host only, not Ray nodes yet; "
-                "fix: run the job on a server with the local executor"
-            )
         if ref.digest is None:  # pinned at submit: a document stored otherwise is refused
             return "the version is not pinned to a digest; fix: submit the job again"
         try:
-            self.cache.ensure(self.store, ref.digest)
+            self.copies.ensure(self.store, ref.digest)
         except (InvalidInput, ContentError) as error:
             return str(error)
         except OSError as error:

@@ -3,7 +3,8 @@
 Guarantees:
 - a job whose roles declare models (``model_intake = pending``) is registered once it
   succeeds: each model's directory, written by the role's first task under its working
-  directory, is copied into the model store (``phalanx.models``) and recorded as the
+  directory (on the server's host, or on the Ray node it ran on, read by that node's
+  agent), is copied into the model store (``phalanx.models``) and recorded as the
   model's next version with its lineage, in one transaction that also marks the job
   ``done``; a crash before that commit leaves the job pending and the copy is made again
   (the store is content-addressed, so nothing is stored twice);
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import Session
@@ -56,16 +57,33 @@ class IntakeRefused(ContentError):
     """Why one model of a job cannot be registered (a message for the job's events)."""
 
 
+class NodeIntake(Protocol):
+    """Reads a model a task wrote on another host (``executors.ray.models.NodeModels``)."""
+
+    def intake(
+        self,
+        node: str,
+        job: str,
+        task: str,
+        path: str,
+        *,
+        identity: TaskIdentity | None,
+        limits: Limits,
+    ) -> Manifest:
+        """``path`` of ``task``'s working directory on ``node``, copied into the store."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Where:
     """Where the registrar finds what tasks wrote: the tasks dir of this server (a task's
-    working directory is ``TASKS/<job>/<task>``, ``phalanx.executors.taskdirs``), whether
-    tasks run on this host, and as which identity each user's tasks run (None: the
-    server's own); and how it builds images: the container runtime and a directory of
-    the server's own to build in."""
+    working directory is ``TASKS/<job>/<task>``, ``phalanx.executors.taskdirs``), or
+    ``nodes`` that read it on the task's node (tasks on a Ray cluster), and as which
+    identity each user's tasks run (None: the server's own); and how it builds images:
+    the container runtime and a directory of the server's own to build in."""
 
     tasks_dir: Path
-    on_this_host: bool
+    nodes: NodeIntake | None = None
     identity_of: Callable[[str], TaskIdentity] | None
     runtime: ContainerRuntime | None = None  # builds images of versions (None: none here)
     scratch: Path = Path("/nonexistent")  # the server's own directory to build them in
@@ -123,7 +141,7 @@ class ModelRegistrar:
             log.exception("model registration pass failed; trying again")
         return 0.0 if len(owed) == BATCH else self._period
 
-    def _register(self, job: JobRow, tasks: dict[str, str]) -> None:
+    def _register(self, job: JobRow, tasks: dict[str, tuple[str, str | None]]) -> None:
         """Copy each model of ``job`` into the store, then record the versions, the
         refusals as events, and the job's intake as done or failed, in one transaction."""
         made: list[tuple[RoleSpec, Manifest]] = []
@@ -178,22 +196,25 @@ class ModelRegistrar:
             with self.db.write() as session:
                 stored.image_built(session, version_id, image=built, message=message)
 
-    def _intake(self, job: JobRow, role: RoleSpec, task: str | None) -> Manifest:
-        """Copy ``role``'s model directory, written by its first task ``task``, into the
-        store as ``job``'s user could read it; its manifest."""
+    def _intake(self, job: JobRow, role: RoleSpec, task: tuple[str, str | None] | None) -> Manifest:
+        """Copy ``role``'s model directory, written by its first task (``task``: its name
+        and node), into the store as ``job``'s user could read it, on this host or on
+        that node; its manifest."""
         assert role.model is not None
-        if not self.where.on_this_host:
-            raise IntakeRefused(
-                "the task ran on a Ray node, whose files this server does not read yet; "
-                "fix: run the training job on the local executor"
-            )
         if task is None:
             raise IntakeRefused(f"the job has no task {role.name}-0 to have written it")
-        place = Place(
-            self.where.tasks_dir, f"{dir_name(job.name)}/{dir_name(task)}/{role.model.path}"
-        )
+        name, node = task
         try:
             identity = None if self.where.identity_of is None else self.where.identity_of(job.user)
+            if self.where.nodes is not None:
+                if node is None:
+                    raise IntakeRefused(f"task {name} of the job never ran on a node")
+                return self.where.nodes.intake(
+                    node, job.name, name, role.model.path, identity=identity, limits=MODEL_LIMITS
+                )
+            place = Place(
+                self.where.tasks_dir, f"{dir_name(job.name)}/{dir_name(name)}/{role.model.path}"
+            )
             reader = None if identity is None else identity.reader()
             return self.store.intake(place, reader=reader, limits=MODEL_LIMITS)
         except (InvalidInput, ContentError) as error:
@@ -202,9 +223,13 @@ class ModelRegistrar:
             raise IntakeRefused(f"the model store could not be written: {error}") from None
 
 
-def _first_tasks(session: Session, job_id: int) -> dict[str, str]:
-    """Each role's first task's name, by role."""
-    return {task.role: task.name for task in stored_jobs.tasks(session, job_id) if task.index == 0}
+def _first_tasks(session: Session, job_id: int) -> dict[str, tuple[str, str | None]]:
+    """Each role's first task's name and the node it last ran on, by role."""
+    return {
+        task.role: (task.name, task.node)
+        for task in stored_jobs.tasks(session, job_id)
+        if task.index == 0
+    }
 
 
 def _new_version(

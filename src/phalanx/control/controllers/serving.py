@@ -12,7 +12,10 @@ Guarantees of each pass (``Serving.tick``, on its own thread, never the schedule
   and those of predictors no longer in the document are cancelled and deleted;
 - a replica whose job ended is forgotten (and replaced, by the rule above); one of a
   service deleted meanwhile (a pass that read the service before) is cancelled;
-- a replica is Ready once its job runs and its readiness path answers 200; only Ready
+- a replica is reached where its executor started it (``host:port``: its node's address
+  and the port reserved for it there, its ``PORT``, from its task's record), on this
+  host or a Ray node alike; it is Ready once its job runs and its readiness path
+  answers 200 there; only Ready
   replicas are routed to, and readiness is written to the store for other gateways;
 - the routes handed to ``publish`` hold, for each service, its predictors with their
   traffic shares, concurrency limits and Ready replicas, and whether replicas are on
@@ -57,7 +60,6 @@ from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
 from phalanx.control.submit import check_models, resolve_queues, store_jobs
 from phalanx.domain.job import Job, JobPhase
 from phalanx.engine.lifecycle import TERMINAL
-from phalanx.executors.rendezvous import free_ports
 from phalanx.gateway.routes import Predictor, Replica, Service
 from phalanx.spec.inference import InferenceDocument, PredictorSpec
 from phalanx.spec.job import JobDocument
@@ -86,6 +88,7 @@ class _Replica:
 
     row: ServiceReplicaRow
     phase: str | None  # its job's phase (None: the job is gone)
+    endpoint: str | None = None  # host:port of its running task (None: not running)
 
 
 class Serving:
@@ -101,7 +104,6 @@ class Serving:
         load: Callable[[str, str], float] | None = None,
         rollouts: RolloutDriver | None = None,
         reports: GatewayReports | None = None,
-        host: str = "127.0.0.1",
         period: float = 1.0,
         idle_grace: float = IDLE_GRACE,
         clock: Callable[[], float] = time.monotonic,
@@ -109,7 +111,6 @@ class Serving:
         self.db = db
         self._publish = publish
         self._on_stored = on_stored
-        self._host = host
         self._period = period
         self._idle_grace = idle_grace
         self._clock = clock
@@ -190,6 +191,7 @@ class Serving:
                 name: outcome.phase
                 for name, outcome in stored_jobs.outcomes(session, [r.job for r in rows]).items()
             }
+            endpoints = stored.endpoints(session, [r.job for r in rows if phases.get(r.job)])
         by_service: dict[str, list[_Replica]] = {}
         ended: list[str] = []
         orphans: list[str] = []  # live replicas of a service deleted meanwhile
@@ -200,7 +202,8 @@ class Serving:
             elif row.service not in services:
                 orphans.append(row.job)
             else:
-                by_service.setdefault(row.service, []).append(_Replica(row, phase))
+                replica = _Replica(row, phase, endpoints.get(row.job))
+                by_service.setdefault(row.service, []).append(replica)
         if ended or orphans:
             with self.db.write() as session:
                 stored_jobs.request_cancel(session, orphans, delete=True)
@@ -340,16 +343,14 @@ class Serving:
             user = stored_users.user(session, held.user)
             role = UserRole(user.role) if user is not None else UserRole.USER
             caller = Principal(name=held.user, role=role)
-            made: list[tuple[JobDocument, str, int]] = []
-            for predictor, port in zip(
-                predictors, free_ports(len(predictors), self._host), strict=True
-            ):
+            made: list[tuple[JobDocument, str]] = []
+            for predictor in predictors:
                 number = stored.next_replica_number(session, held.name)
                 name = f"{held.name}-{predictor.name}-{number}"
-                job = held.document.replica_job(predictor, name, port, python=sys.executable)
-                made.append((job, predictor.name, port))
+                job = held.document.replica_job(predictor, name, python=sys.executable)
+                made.append((job, predictor.name))
             checked = check_models(
-                session, resolve_queues(session, [(job, caller) for job, _, _ in made])
+                session, resolve_queues(session, [(job, caller) for job, _ in made])
             )
             refused = [c for c in checked if isinstance(c, ApiError)]
             if refused:  # tried again next pass (the queue or the version may come back)
@@ -357,10 +358,8 @@ class Serving:
                 return
             jobs = [c for c in checked if isinstance(c, JobDocument)]
             stored_rows = store_jobs(session, jobs)
-            for job, predictor_name, port in made:
-                stored.add_replica(
-                    session, held.name, predictor_name, job.metadata.name, port, now=now
-                )
+            for job, predictor_name in made:
+                stored.add_replica(session, held.name, predictor_name, job.metadata.name, now=now)
         self._on_stored([(row.id, row.job) for row in stored_rows])
 
     def _route(
@@ -410,7 +409,7 @@ class Serving:
             for replica in replicas:
                 path = paths.get(name, {}).get(replica.row.predictor)
                 readiness[replica.row.job] = None
-                if path is not None and replica.phase == _RUNNING:
+                if path is not None and replica.phase == _RUNNING and replica.endpoint:
                     asked.append((replica, path))
         if len(asked) == 1:
             readiness[asked[0][0].row.job] = self._probe(*asked[0])
@@ -423,7 +422,7 @@ class Serving:
 
     def _probe(self, replica: _Replica, path: str) -> str | None:
         """The replica's URL when ``path`` answers 200 there, else None."""
-        url = f"http://{self._host}:{replica.row.port}"
+        url = f"http://{replica.endpoint}"
         try:
             answer = self._http.get(url + path)
         except httpx.HTTPError:

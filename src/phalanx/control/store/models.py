@@ -319,8 +319,8 @@ class ServiceRow(Base):
 
 
 class ServiceReplicaRow(Base):
-    """One replica of a service's predictor: the job that runs it, the port it serves on,
-    and whether it answered its readiness path (``url`` then reaches it)."""
+    """One replica of a service's predictor: the job that runs it, and whether it
+    answered its readiness path (``url`` then reaches it)."""
 
     __tablename__ = "service_replicas"
 
@@ -328,7 +328,6 @@ class ServiceReplicaRow(Base):
     service: Mapped[str] = mapped_column(String(63), index=True)
     predictor: Mapped[str] = mapped_column(String(63))
     job: Mapped[str] = mapped_column(String(253), unique=True)
-    port: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[float] = mapped_column(Float)
     ready: Mapped[bool] = mapped_column(Boolean, default=False)
     url: Mapped[str | None] = mapped_column(String(300), nullable=True)

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from phalanx.control.store.models import ServiceReplicaRow, ServiceRow
+from phalanx.control.store.models import JobRow, ServiceReplicaRow, ServiceRow, TaskRow
 
 
 def get(session: Session, name: str) -> ServiceRow | None:
@@ -50,15 +50,30 @@ def next_replica_number(session: Session, name: str) -> int:
     return row.replicas_made
 
 
-def add_replica(
-    session: Session, service: str, predictor: str, job: str, port: int, *, now: float
-) -> None:
-    """Record a replica of ``service``'s ``predictor``, run by ``job`` serving on ``port``."""
+def add_replica(session: Session, service: str, predictor: str, job: str, *, now: float) -> None:
+    """Record a replica of ``service``'s ``predictor``, run by ``job``."""
     session.add(
         ServiceReplicaRow(
-            service=service, predictor=predictor, job=job, port=port, created_at=now, ready=False
+            service=service, predictor=predictor, job=job, created_at=now, ready=False
         )
     )
+
+
+def endpoints(session: Session, jobs: Iterable[str]) -> dict[str, str]:
+    """Where each replica job of ``jobs`` serves (``host:port``: its task's node address
+    and the port reserved for it there, from the executor's record), by job, for those
+    whose task runs now."""
+    query = (
+        select(JobRow.name, TaskRow.process)
+        .join(TaskRow, TaskRow.job_id == JobRow.id)
+        .where(JobRow.name.in_(list(jobs)), TaskRow.index == 0, TaskRow.process.is_not(None))
+    )
+    found: dict[str, str] = {}
+    for name, process in session.execute(query):
+        endpoint = process.get("endpoint") if isinstance(process, dict) else None
+        if isinstance(endpoint, str) and endpoint:
+            found[name] = endpoint
+    return found
 
 
 def remove_replicas(session: Session, jobs: Iterable[str]) -> None:

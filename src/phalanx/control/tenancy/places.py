@@ -21,7 +21,7 @@ from typing import Final
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.executors.identity import unreachable_by_others
-from phalanx.executors.taskdirs import passage
+from phalanx.tenantfs import passage
 
 log = logging.getLogger(__name__)
 

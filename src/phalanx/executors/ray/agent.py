@@ -29,7 +29,14 @@ Guarantees:
   else off the cluster; the key keeps a caller that has Ray's token (a driver on any
   node, a task run as Ray's user) from commanding the agent;
 - every call is serialised on one lock (the executor is not thread-safe); ``events``
-  waits outside it.
+  waits outside it;
+- a start that reads a model version (``TaskLaunch.model_digest``) not yet on the node
+  returns at once and starts once the version is copied out of the model store
+  (``AgentSettings.models``) into the node's ``ModelCache`` (whole and verified, or
+  not at all), on a thread of its own; a version that cannot be copied out fails the
+  start naming the version and why; a stop of a start still waiting for its version
+  ends it there (it never ran). ``intake`` copies a task's model directory on the node
+  into the store, as the registrar does on the server's host.
 """
 
 from __future__ import annotations
@@ -42,27 +49,36 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from phalanx.domain.errors import InvalidInput, RequestRefused
+from phalanx.domain.errors import ContentError, InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
+from phalanx.executors.base import LogAbsence, LogStream, TaskEvent, TaskEventKind
 from phalanx.executors.colocation import OfflineThrottle
 from phalanx.executors.failures import failed_to_start
 from phalanx.executors.gangs import PlannedStart
+from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
+from phalanx.executors.process import dir_name
 from phalanx.executors.ray.nodes import Probe, probe
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.rendezvous import free_ports
 from phalanx.executors.taskgroups import LimitDefaults
+from phalanx.models.cache import ModelCache
+from phalanx.models.manifest import Manifest
+from phalanx.models.store import ModelStore
+from phalanx.tenantfs import Limits, Place
 
 #: The prefix of every agent's actor name (then the node's name).
 AGENT_PREFIX: Final = "phalanx-agent-"
 #: Concurrent calls an agent takes: a waiting ``events``, starts, stops, log reads.
 AGENT_CONCURRENCY: Final = 16
+#: Model versions an agent copies out at once.
+FETCHES: Final = 2
 
 
 def agent_name(node: str) -> str:
@@ -111,7 +127,10 @@ class AgentSettings:
     """How an agent runs its node's tasks.
 
     ``data_dir`` (private: the records) and ``tasks_dir`` (every task's directory) are
-    paths on the node; ``address`` is the node's, where its tasks' peers reach them."""
+    paths on the node; ``address`` is the node's, where its tasks' peers reach them.
+    ``models`` is the model store (a path or fsspec URL, as the server's ``--models``)
+    that versions are copied out of onto the node, beside ``tasks_dir`` (its
+    ``models``), and that models its tasks write are registered into; None: none."""
 
     node: str
     address: str
@@ -121,6 +140,7 @@ class AgentSettings:
     limits: LimitDefaults | None = None
     #: Offline tasks pause while online ones load the node over this share; None: never.
     colocation: float | None = None
+    models: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,7 +191,11 @@ class NodeAgent:
         self.digest = digest
         self._news = threading.Event()
         self._lock = threading.Lock()
-        self._refused: list[TaskEvent] = []  # starts of tasks still running here
+        self._owed: list[TaskEvent] = []  # events of starts that never reached the executor
+        self._models = None if settings.models is None else ModelStore(settings.models)
+        self._model_cache = ModelCache(settings.tasks_dir.parent / "models")
+        self._fetching: dict[tuple[str, str], PlannedStart] = {}  # waiting for a version
+        self._fetches = ThreadPoolExecutor(FETCHES, thread_name_prefix="phalanx-model-fetch")
         self._executor = LocalExecutor(
             settings.data_dir,
             _planned_only,
@@ -192,6 +216,8 @@ class NodeAgent:
         when they differ, for the server to log; empty when all could be applied."""
         with self._lock:
             self._executor.reconfigure(per_user=settings.per_user, limits=settings.limits)
+            if settings.models != self.settings.models:
+                self._models = None if settings.models is None else ModelStore(settings.models)
             if settings.colocation != self.settings.colocation:
                 if self._throttle is not None:  # what it paused runs again
                     for job, task in self._throttle.paused:
@@ -241,18 +267,104 @@ class NodeAgent:
             stale = [s.launch for s in planned if (s.launch.job, s.launch.task) in live]
             self._executor.stop([_stale(launch) for launch in stale], now=now, grace=0.0)
             for launch in stale:
-                self._refused.append(
+                self._owed.append(
                     failed_to_start(launch.job, launch.task, launch.node, now, STALE_RUN)
                 )
             fresh = [s for s in planned if (s.launch.job, s.launch.task) not in live]
-            self._executor.launch(fresh, now=now)
+            ready: list[PlannedStart] = []
+            for start in fresh:
+                digest = start.launch.model_digest
+                copied = None if digest is None else self._copied(digest)
+                if digest is None or copied is not None:
+                    ready.append(start if copied is None else _reading(start, copied))
+                else:
+                    self._fetching[start.launch.job, start.launch.task] = start
+                    self._fetches.submit(self._fetch_then_start, start, digest)
+            self._executor.launch(ready, now=now)
+        self._news.set()
+
+    def _copied(self, digest: str) -> Path | None:
+        """Where version ``digest`` is on this node, if it was copied out already."""
+        path = self._model_cache.path(digest)
+        return path if path.is_dir() and not path.is_symlink() else None
+
+    def _fetch_then_start(self, start: PlannedStart, digest: str) -> None:
+        """Copy version ``digest`` out for ``start``, then start it (unless it was stopped
+        meanwhile); a version that cannot be copied out fails the start, saying why."""
+        launch = start.launch
+        problem, retriable = "", False
+        try:
+            if self._models is None:
+                raise InvalidInput(
+                    "no model store was given to this node's agent",
+                    field="models",
+                    fix="start the server with the model store it registers into",
+                )
+            path = self._model_cache.ensure(self._models, digest)
+        except (InvalidInput, ContentError) as error:
+            problem = str(error)
+        except OSError as error:  # the store could not be reached: worth another try
+            problem, retriable = f"it could not be copied out: {error}", True
+        except Exception as error:  # a remote store's own error (s3fs, a network)
+            problem, retriable = f"it could not be copied out: {error!r}", True
+        now = time.time()
+        with self._lock:
+            if self._fetching.pop((launch.job, launch.task), None) is None:
+                return  # stopped while it waited
+            if problem:
+                message = (
+                    f"its model version {digest} could not be copied to node "
+                    f"{self.settings.node} from the model store {self.settings.models}: "
+                    f"{problem}"
+                )
+                self._owed.append(
+                    failed_to_start(
+                        launch.job, launch.task, launch.node, now, message, retriable=retriable
+                    )
+                )
+            else:
+                self._executor.launch([_reading(start, path)], now=now)
         self._news.set()
 
     @_obeys
-    def stop(self, evictions: Sequence[Evict], now: float, grace: float) -> None:
-        """SIGTERM now, SIGKILL ``grace`` seconds after ``now`` (``LocalExecutor.stop``)."""
+    def collect_models(self, keep: Sequence[str]) -> int | None:
+        """Remove the versions on this node not among the digests ``keep``; how many
+        went, or None when a copy is under way (then nothing is removed: ask again)."""
         with self._lock:
-            self._executor.stop(evictions, now=now, grace=grace)
+            if self._fetching:
+                return None
+            return self._model_cache.collect(keep)
+
+    @_obeys
+    def intake(
+        self, job: str, task: str, path: str, identity: TaskIdentity | None, limits: Limits
+    ) -> Manifest:
+        """Copy the directory ``path`` (relative to the working directory of ``task`` of
+        ``job`` on this node) into the model store, read as ``identity`` would read it
+        (``ModelStore.intake``: no link followed, within ``limits``); its manifest.
+        Raises what that raises, and ``InvalidInput`` without a model store."""
+        if self._models is None:
+            raise InvalidInput(
+                f"the agent of {self.settings.node} was given no model store",
+                field="models",
+                fix="start the server with the model store it registers into",
+            )
+        place = Place(self.settings.tasks_dir, f"{dir_name(job)}/{dir_name(task)}/{path}")
+        reader = None if identity is None else identity.reader()
+        return self._models.intake(place, reader=reader, limits=limits)
+
+    @_obeys
+    def stop(self, evictions: Sequence[Evict], now: float, grace: float) -> None:
+        """SIGTERM now, SIGKILL ``grace`` seconds after ``now`` (``LocalExecutor.stop``);
+        a start still waiting for its model version ends at once, never having run."""
+        with self._lock:
+            running = []
+            for eviction in evictions:
+                if self._fetching.pop((eviction.job, eviction.task), None) is None:
+                    running.append(eviction)
+                else:
+                    self._owed.append(_stopped_fetching(eviction, now))
+            self._executor.stop(running, now=now, grace=grace)
         self._news.set()
 
     @_obeys
@@ -267,8 +379,8 @@ class NodeAgent:
                     self._throttle.tick()
                 except Exception:  # the load could not be read: tasks stay as they are
                     log.exception("colocation on %s failed this round", self.settings.node)
-            events = [*self._refused, *self._executor.poll(now=time.time())]
-            self._refused = []
+            events = [*self._owed, *self._executor.poll(now=time.time())]
+            self._owed = []
             return Report(events=events, records=self._executor.records())
 
     @_obeys
@@ -316,6 +428,25 @@ class NodeAgent:
         """Let go of the launcher and empty cgroup parents; the tasks keep running."""
         with self._lock:
             self._executor.close()
+        self._fetches.shutdown(wait=False, cancel_futures=True)
+
+
+def _reading(start: PlannedStart, model: Path) -> PlannedStart:
+    """``start`` reading the version copied out at ``model`` on this node."""
+    return replace(start, launch=replace(start.launch, model_path=str(model)))
+
+
+def _stopped_fetching(eviction: Evict, now: float) -> TaskEvent:
+    """The end of a task stopped while its model version was copied to its node."""
+    return TaskEvent(
+        kind=TaskEventKind.EXITED,
+        time=now,
+        job=eviction.job,
+        task=eviction.task,
+        node=eviction.node,
+        stopped=True,
+        message="stopped before it started: its model version was being copied to its node",
+    )
 
 
 def _throttle(executor: LocalExecutor, watermark: float | None) -> OfflineThrottle | None:

@@ -119,7 +119,8 @@ class RayCluster:
 
     ``key`` is the server's secret, which its agents obey (kept in its data dir, handed
     to no one). ``agent_root`` is where on each node its agent keeps its data dir and tasks dir
-    (``<agent_root>/<node>/data`` and ``.../tasks``). ``declared`` maps node names to a
+    (``<agent_root>/<node>/data`` and ``.../tasks``), and the model versions it copied
+    out (``.../models``) of the model store ``models`` (a path or URL every node reads). ``declared`` maps node names to a
     Cluster document's nodes (for GPUs a node's probe cannot see). Call ``start`` once,
     ``close`` at the end; ``state``, ``take`` and ``agent`` may be called from any thread.
     """
@@ -133,6 +134,7 @@ class RayCluster:
         per_user: bool = False,
         limits: LimitDefaults | None = None,
         colocation: float | None = None,
+        models: str | None = None,
         declared: Mapping[str, Node] | None = None,
         refresh: float = REFRESH,
         on_change: Callable[[], object] | None = None,
@@ -144,6 +146,7 @@ class RayCluster:
         self._per_user = per_user
         self._limits = limits
         self._colocation = colocation
+        self._models = models
         self._declared = dict(declared or {})
         self._refresh = refresh
         self._on_change = on_change
@@ -282,6 +285,7 @@ class RayCluster:
                 per_user=self._per_user,
                 limits=self._limits,
                 colocation=self._colocation,
+                models=self._models,
             )
             agent = AgentHandle(self._actor(settings, str(info["NodeID"])), self._key)
             calls.append((info, agent, agent.configure.remote(settings), agent.probe.remote()))
