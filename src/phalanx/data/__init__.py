@@ -1,0 +1,1 @@
+"""Datasets: remote data by URL, cached on the nodes that read it."""
