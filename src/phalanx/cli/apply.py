@@ -35,7 +35,7 @@ def apply(
         "stdin). Repeatable.",
     ),
 ) -> None:
-    """Create or update the queues, secrets, pipelines and inference services and submit
+    """Create or update the queues, secrets, datasets, pipelines and inference services and submit
     the jobs of the given files."""
     documents: list[PreparedDocument] = []
     with reported():

@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue|run|pipeline|model|inference|secret NAME...`` and ``phalanx cancel JOB``: ending
+"""``phalanx delete job|queue|run|pipeline|model|inference|secret|dataset NAME...`` and ``phalanx cancel JOB``: ending
 things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
@@ -24,8 +24,8 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues, runs, pipelines, models, inferences or secrets (each kind singular or "
-    "plural: job or jobs).",
+    help="Delete jobs, queues, runs, pipelines, models, inferences, secrets or datasets (each kind "
+    "singular or plural: job or jobs).",
     no_args_is_help=True,
 )
 
@@ -184,6 +184,20 @@ def delete_secret(
             typer.echo(f"secret/{name} deleted")
 
 
+@app.command("dataset")
+def delete_dataset(
+    ctx: typer.Context,
+    names: list[str] = typer.Argument(..., help="The datasets."),
+    user: str | None = typer.Option(None, "--user", help="That user's datasets (admins)."),
+) -> None:
+    """Delete your datasets (an admin: --user's): a job submitted after cannot name one;
+    the nodes drop their copies once no task reads them."""
+    with connect(ctx) as client:
+        for name in names:
+            client.delete_dataset(name, user=user)
+            typer.echo(f"dataset/{name} deleted")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
@@ -192,3 +206,4 @@ app.command("pipelines", hidden=True)(delete_pipeline)
 app.command("models", hidden=True)(delete_model)
 app.command("inferences", hidden=True)(delete_inference)
 app.command("secrets", hidden=True)(delete_secret)
+app.command("datasets", hidden=True)(delete_dataset)

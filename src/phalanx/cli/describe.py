@@ -1,8 +1,9 @@
-"""``phalanx describe job|queue|node|run|model|inference|secret NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run|model|inference|secret|dataset NAME``: one object in detail, for people.
 
 A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
 events; a queue its quotas against what it holds; a node each GPU as a bar; a model
-version its lineage and files; a secret its key names and size, never a value.
+version its lineage and files; a secret its key names and size, never a value; a
+dataset its source and last listing.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.cli import inferences, models, render, secrets
+from phalanx.cli import datasets, inferences, models, render, secrets
 from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, run, queue, node, model, inference service or secret in detail (each kind "
-    "singular or plural).",
+    help="Show one job, run, queue, node, model, inference service or secret, or a dataset, in "
+    "detail (each kind singular or plural).",
     no_args_is_help=True,
 )
 
@@ -269,6 +270,36 @@ def describe_secret(
     console().print(_fields(fields))
 
 
+@app.command("dataset")
+def describe_dataset(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The dataset."),
+    user: str | None = typer.Option(None, "--user", help="That user's dataset (admins)."),
+) -> None:
+    """A dataset: its user, source, sub-path and secret, then what its last
+    listing found (phase, message, files, size, digest, when) and its times."""
+    with connect(ctx) as client:
+        dataset = client.dataset(name, user=user)
+    secret = datasets.spec_field(dataset, "secret")
+    anonymous = "- (read anonymously)"
+    fields: dict[str, str | Text] = {
+        "Name": dataset.name,
+        "User": dataset.user,
+        "Source": str(datasets.spec_field(dataset, "source") or "-"),
+        "Path": str(datasets.spec_field(dataset, "path") or "-"),
+        "Secret": str(secret) if secret else anonymous,
+        "Phase": render.phase(dataset.phase),
+        "Message": dataset.message or "-",
+        "Files": f"{dataset.files:,}",
+        "Size": models.size(dataset.size),
+        "Digest": dataset.digest or "-",
+        "Listed": _clock(dataset.listed_at),
+        "Created": _clock(dataset.created_at),
+        "Updated": _clock(dataset.updated_at),
+    }
+    console().print(_fields(fields))
+
+
 def _fields(values: Mapping[str, str | Text]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -440,3 +471,4 @@ app.command("nodes", hidden=True)(describe_node)
 app.command("models", hidden=True)(describe_model)
 app.command("inferences", hidden=True)(describe_inference)
 app.command("secrets", hidden=True)(describe_secret)
+app.command("datasets", hidden=True)(describe_dataset)

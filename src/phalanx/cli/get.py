@@ -1,4 +1,4 @@
-"""``phalanx get jobs|queues|nodes|runs|pipelines|models|inferences|secrets [NAME]`` and ``phalanx get tasks JOB``:
+"""``phalanx get jobs|queues|nodes|runs|pipelines|models|inferences|secrets|datasets [NAME]`` and ``phalanx get tasks JOB``:
 list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import typer
 
-from phalanx.cli import inferences, models, render, secrets
+from phalanx.cli import datasets, inferences, models, render, secrets
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
 from phalanx.cli.watch import watch
 from phalanx.client import ClientError, JobSummaryView, RunView, UserView
@@ -24,8 +24,8 @@ from phalanx.domain.job import JobPhase, TaskPhase
 V = TypeVar("V", JobSummaryView, RunView)
 
 app = typer.Typer(
-    help="List jobs, tasks, queues, nodes, runs, pipelines, models, inferences or secrets (each kind "
-    "singular or plural).",
+    help="List jobs, tasks, queues, nodes, runs, pipelines, models, inferences, secrets or datasets "
+    "(each kind singular or plural).",
     no_args_is_help=True,
 )
 
@@ -295,6 +295,26 @@ def get_secrets(
         print_table(secrets.secrets_table(listed, time.time()))
 
 
+@app.command("datasets")
+def get_datasets(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One dataset."),
+    output: Output | None = OUTPUT_OPTION,
+    user: str | None = typer.Option(None, "--user", help="With NAME: that user's (admins)."),
+) -> None:
+    """Your datasets (an admin's: everyone's): phase, files and size of the last listing,
+    and where the data lives."""
+    with connect(ctx) as client:
+        listed = client.datasets() if name is None else [client.dataset(name, user=user)]
+    if machine(output):
+        assert output is not None
+        emit(listed if name is None else listed[0], output)
+    elif not listed:
+        typer.echo("no datasets: create one with phalanx apply -f DATASET.yaml", err=True)
+    else:
+        print_table(datasets.datasets_table(listed, time.time()))
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("job", hidden=True)(get_jobs)
 app.command("task", hidden=True)(get_tasks)
@@ -305,3 +325,4 @@ app.command("pipeline", hidden=True)(get_pipelines)
 app.command("model", hidden=True)(get_models)
 app.command("inference", hidden=True)(get_inferences)
 app.command("secret", hidden=True)(get_secrets)
+app.command("dataset", hidden=True)(get_datasets)

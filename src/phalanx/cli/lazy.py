@@ -56,6 +56,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "pipeline": Lazy("pipeline", "app"),
     "cache": Lazy("cache", "app"),
     "secret": Lazy("secrets", "app"),
+    "dataset": Lazy("datasets", "app"),
 }
 
 

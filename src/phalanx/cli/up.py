@@ -116,6 +116,13 @@ def up(
         help="Where model versions are kept: a directory or an fsspec URL (s3://bucket/models "
         "with s3fs installed, ...). Default: DATA_DIR/models.",
     ),
+    data_cache: str = typer.Option(
+        "64Gi",
+        "--data-cache",
+        help="The most this host's dataset cache holds (TASKS_DIR-data), as a quantity "
+        "(500Gi, 2Ti): past 95% of it, the least recently used datasets no task reads are "
+        "evicted down to 80%.",
+    ),
     reports: Path | None = typer.Option(
         None,
         "--reports",
@@ -149,6 +156,7 @@ def up(
         check_tasks_dir,
         default_tasks_dir,
     )
+    from phalanx.domain.resources import parse_quantity  # noqa: PLC0415
     from phalanx.executors.ray.cluster import check_address  # noqa: PLC0415
     from phalanx.policies import load_policy  # noqa: PLC0415
     from phalanx.workflow.artifacts import check_workspace  # noqa: PLC0415
@@ -175,6 +183,9 @@ def up(
                 f"--reports: {reports} is not a directory; fix: give the folder holding the reports"
             )
         check_port(host, port)
+        quota = int(parse_quantity(data_cache, field="--data-cache"))
+        if quota <= 0:
+            fail(f"--data-cache: {data_cache} holds nothing; fix: give a size such as 64Gi")
         if 0 < colocation <= COLOCATION_BAND:
             fail(
                 f"--colocation-watermark: {colocation} is within the {COLOCATION_BAND} band "
@@ -204,6 +215,7 @@ def up(
             models=models if models is None or "://" in models else str(Path(models).absolute()),
             reports=None if reports is None else reports.absolute(),
             colocation=colocation or None,
+            data_cache_quota=quota,
         )
         log_to_stderr()
         server = _server(settings)

@@ -40,6 +40,7 @@ from phalanx.client._wait import JobEnded, RunEnded, WaitError, WaitTimeout
 from phalanx.domain.errors import DocumentError
 from phalanx.wire.views import (
     CacheEntryView,
+    DatasetView,
     EventView,
     GpuView,
     HistoryBucketView,
@@ -76,6 +77,7 @@ __all__ = [
     "CacheEntryView",
     "Client",
     "ClientError",
+    "DatasetView",
     "DocumentError",
     "Endpoint",
     "EventView",

@@ -26,6 +26,7 @@ from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.secret import SecretDocument
 from phalanx.wire.views import (
     CacheEntryView,
+    DatasetView,
     EventView,
     HistoryView,
     InferenceView,
@@ -65,12 +66,12 @@ _API: Final = "/api/v1"
 class Applied:
     """One document ``apply`` sent and what the server made of it."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"]
     name: str
     #: ``unchanged``: the server already held this very document (nothing was changed;
     #: never for a Secret, whose values are never read back to compare)
     action: Literal["created", "configured", "unchanged"]
-    view: QueueView | JobView | PipelineView | InferenceView | SecretView
+    view: QueueView | JobView | PipelineView | InferenceView | SecretView | DatasetView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,8 +169,9 @@ class Client:
     # -- documents -----------------------------------------------------------------------
 
     def apply(self, documents: ApplyInput, *, source: str | None = None) -> list[Applied]:
-        """Create or update every Queue and submit every Job of ``documents`` (a path,
-        YAML/JSON text, a mapping, a document, or a list); queues first."""
+        """Create or update every Queue, Secret, Dataset, Pipeline and Inference and
+        submit every Job of ``documents`` (a path, YAML/JSON text, a mapping, a document,
+        or a list); queues first (``queues_first``)."""
         return list(self.apply_each(documents, source=source))
 
     def apply_each(self, documents: ApplyInput, *, source: str | None = None) -> Iterator[Applied]:
@@ -202,6 +204,8 @@ class Client:
             return self._apply_registered(document, "pipelines", PipelineView)
         if document.kind == "Inference":
             return self._apply_registered(document, "inferences", InferenceView)
+        if document.kind == "Dataset":
+            return self._apply_dataset(document)
         if document.kind == "Secret":
             created, secret = self._put_secret(document.name, document.body)
             action = "created" if created else "configured"
@@ -253,6 +257,40 @@ class Client:
             action = "configured"
         view = _parse(shown, answer)
         return Applied(kind=document.kind, name=document.name, action=action, view=view)
+
+    def _apply_dataset(self, document: PreparedDocument) -> Applied:
+        """Create a dataset, or replace the one of its user and name: created, configured
+        or unchanged. The dataset looked at is the document's ``spec.user``'s when it names
+        one (an admin's for another user), else the caller's, whose name the server gives
+        ``spec.user``: a document that names no user is compared without it."""
+        from phalanx.client._unchanged import differences, stored_form  # noqa: PLC0415
+
+        headers = {"Content-Type": "application/json"}
+        written = json.loads(document.body).get("spec", {})
+        owner = written.get("user") if isinstance(written.get("user"), str) else None
+        path = f"/datasets/{_segment(document.name)}"
+        try:
+            answer = self._call("POST", "/datasets", content=document.body, headers=headers)
+        except ClientError as error:
+            if error.status != 409:
+                raise
+            try:
+                held = self.dataset(document.name, user=owner)
+            except ClientError as missing:
+                if missing.status == 404:
+                    raise error from None
+                raise
+            stored = held.document
+            if owner is None:  # the server gave spec.user the caller's name: not a change
+                default = stored_form(document)["spec"]["user"]
+                stored = {**stored, "spec": {**stored.get("spec", {}), "user": default}}
+            if not differences(document, stored):
+                return Applied(kind="Dataset", name=document.name, action="unchanged", view=held)
+            answer = self._call("PUT", path, content=document.body, headers=headers)
+            view = _parse(DatasetView, answer)
+            return Applied(kind="Dataset", name=document.name, action="configured", view=view)
+        view = _parse(DatasetView, answer)
+        return Applied(kind="Dataset", name=document.name, action="created", view=view)
 
     # -- inference services ----------------------------------------------------------------
 
@@ -351,6 +389,31 @@ class Client:
             path = f"/secrets/{_segment(name)}"
             return False, _parse(SecretView, self._call("PUT", path, content=body, headers=headers))
         return True, _parse(SecretView, answer)
+
+    # -- datasets ----------------------------------------------------------------------------
+
+    def datasets(self) -> list[DatasetView]:
+        """The caller's datasets (an admin's: everyone's), by user then name, each with
+        its last listing."""
+        return _parse_list(DatasetView, self._call("GET", "/datasets"))
+
+    def dataset(self, name: str, user: str | None = None) -> DatasetView:
+        """The caller's dataset ``name`` (an admin: ``user``'s): its document and its
+        last listing."""
+        path = f"/datasets/{_segment(name)}"
+        return _parse(DatasetView, self._call("GET", path, params=_whose(user)))
+
+    def refresh_dataset(self, name: str, user: str | None = None) -> DatasetView:
+        """Have the caller's dataset ``name`` (an admin: ``user``'s) listed again (its
+        data changed): jobs started after the new listing read the new data. The answer
+        is the dataset as it is now; the listing happens soon after."""
+        path = f"/datasets/{_segment(name)}/refresh"
+        return _parse(DatasetView, self._call("POST", path, params=_whose(user)))
+
+    def delete_dataset(self, name: str, user: str | None = None) -> None:
+        """Delete the caller's dataset ``name`` (an admin: ``user``'s); the nodes drop
+        their copies once no task reads them."""
+        self._call("DELETE", f"/datasets/{_segment(name)}", params=_whose(user))
 
     # -- pipelines and runs ----------------------------------------------------------------
 

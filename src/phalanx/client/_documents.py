@@ -8,7 +8,8 @@ and the field, with the fix. Queues come first, then pipelines, then jobs, each 
 order, so a file can hold a queue and the jobs and pipelines that go to it. Each document is sent as the user wrote
 it (a Volcano Job stays a Volcano Job; the server imports it the same way). A Secret
 comes right after the queues (a job in the same file may name it); its values are never
-part of a message, and a ``PreparedDocument``'s ``repr`` leaves its body out. A field
+part of a message, and a ``PreparedDocument``'s ``repr`` leaves its body out. A Dataset
+comes right after the secrets (it may name one, and a job or pipeline may name it). A field
 of a foreign document that phalanx reads but does not honour is told to ``warn``. A
 ``.py`` file is run (as on import, not as ``__main__``) and gives the documents it
 builds with the workflow DSL: its module-level ``PipelineBuilder`` values and document
@@ -33,6 +34,7 @@ from pydantic import BaseModel
 
 from phalanx.domain.errors import DocumentError
 from phalanx.spec import ClusterDocument, JobDocument, QueueDocument
+from phalanx.spec.dataset import DatasetDocument
 from phalanx.spec.diagnostics import Warn
 from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.limits import MAX_INPUT_SIZE, size
@@ -56,7 +58,7 @@ _STEP: Final = re.compile(
 class PreparedDocument:
     """One validated document, ready to send (``Client.apply_prepared``)."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"]
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"]
     name: str
     body: bytes = field(repr=False)  # JSON of the document as written (a Secret's values)
     where: str  # "jobs.yaml document 2", for messages
@@ -72,7 +74,8 @@ def prepare_documents(
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
-            fix="give Queue, Pipeline, Job, Inference or Secret documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Secret, Dataset, Pipeline, Job or Inference documents "
+            "(apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
     return queues_first(prepared)
@@ -88,15 +91,17 @@ def prepare_text(
     if not pairs:
         raise DocumentError(
             f"{source} holds no documents",
-            fix="give Queue, Pipeline, Job, Inference or Secret documents (apiVersion, kind, metadata, spec)",
+            fix="give Queue, Secret, Dataset, Pipeline, Job or Inference documents "
+            "(apiVersion, kind, metadata, spec)",
         )
     return queues_first([_prepared(raw, document, where) for raw, document, where in pairs])
 
 
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
-    """``documents`` with every queue first, then every secret, every pipeline, every
-    job, and every inference service, each kind in its given order."""
-    order = {"Queue": 0, "Secret": 1, "Pipeline": 2, "Job": 3, "Inference": 4}
+    """``documents`` with every queue first, then every secret, every dataset (which
+    may name a secret), every pipeline, every job, and every inference service, each kind
+    in its given order."""
+    order = {"Queue": 0, "Secret": 1, "Dataset": 2, "Pipeline": 3, "Job": 4, "Inference": 5}
     return sorted(documents, key=lambda d: order[d.kind])
 
 
@@ -158,6 +163,7 @@ _DOCUMENT_MODELS: Final = (
     QueueDocument,
     InferenceDocument,
     SecretDocument,
+    DatasetDocument,
 )
 
 
@@ -230,7 +236,7 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
             field="kind",
             fix=f"give it to the server at start: phalanx up {option} FILE",
         )
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret"] = (
+    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"] = (
         "Queue"
         if isinstance(document, QueueDocument)
         else "Job"
@@ -239,6 +245,8 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
         if isinstance(document, InferenceDocument)
         else "Secret"
         if isinstance(document, SecretDocument)
+        else "Dataset"
+        if isinstance(document, DatasetDocument)
         else "Pipeline"
     )
     body = json.dumps(raw, default=_jsonable).encode()

@@ -33,6 +33,7 @@ from phalanx.control.api import (
     tokens,
     users,
 )
+from phalanx.control.api import datasets as dataset_routes
 from phalanx.control.api import secrets as secret_routes
 from phalanx.control.api.deps import errors, visitor_headers
 from phalanx.control.auth import TokenCache
@@ -120,6 +121,7 @@ def create_app(
     app.state.submissions = SubmissionWriter(db, on_stored=on_stored or controller.offer)
     app.state.serving = serving  # None: services are recorded, and no one serves them
     app.state.secret_box = secret_box
+    app.state.datasets_changed = None  # set by the server: wakes the dataset lister
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -137,6 +139,7 @@ def create_app(
         inferences,
         rollouts,
         secret_routes,
+        dataset_routes,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from phalanx.control.auth import Principal
+from phalanx.control.dataset_uses import check_datasets
 from phalanx.control.errors import ApiError
 from phalanx.control.secret_uses import check_secrets
 from phalanx.control.store import DataError, IntegrityError
@@ -90,10 +91,13 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                resolved = check_secrets(
+                resolved = check_datasets(
                     session,
-                    check_models(
-                        session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                    check_secrets(
+                        session,
+                        check_models(
+                            session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                        ),
                     ),
                 )
                 accepted = [

@@ -43,6 +43,8 @@ from phalanx.control.auth import AGENT_KEY_FILE, TokenCache, bootstrap_admin, ke
 from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
+from phalanx.control.controllers.data_inputs import DatasetInputs
+from phalanx.control.controllers.datasets import DatasetLister
 from phalanx.control.controllers.gateways import GatewayReports
 from phalanx.control.controllers.intents import Intent
 from phalanx.control.controllers.model_fetch import ModelFetcher
@@ -66,6 +68,7 @@ from phalanx.control.tenancy.places import (
     open_tasks_dir,
 )
 from phalanx.control.throttle import Throttle, ThrottleSettings
+from phalanx.data.cache import CacheLimits, DatasetCache
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job
 from phalanx.domain.node import Node
@@ -113,6 +116,7 @@ class ServerSettings:
     ray_address: str | None = None  # with "ray": the head's host:port
     workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
     models: str | None = None  # the model store (a path or fsspec URL); default: DATA_DIR/models
+    data_cache_quota: int = 64 << 30  # bytes this host's dataset cache holds at most
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
     # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
@@ -243,10 +247,7 @@ class Server:
             executors.append(made)
             return made
 
-        # Versions copied out for the tasks that read them: beside the tasks dir, or on
-        # each Ray node by its agent, just before a start there.
-        cache = ModelCache(self.tasks_dir.with_name(f"{self.tasks_dir.name}-models"))
-        copies = cache if ray is None else NodeModels(ray)
+        copies, self.data_cache = _caches(self.tasks_dir, ray, settings)
         self.controller = Controller(
             self.db,
             nodes,
@@ -259,6 +260,7 @@ class Server:
                 limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
             ),
             model_cache=copies if isinstance(copies, ModelCache) else None,
+            data_cache=self.data_cache,
             secrets=self._secret_values,
         )
         if settings.colocation is not None and isinstance(executors[0], LocalExecutor):
@@ -296,6 +298,7 @@ class Server:
             throttle=Throttle(settings.throttle),
             secret_box=self.secret_box,
         )
+        self.app.state.datasets_changed = self.lister.poke
         config = uvicorn.Config(
             self.app,
             host=settings.host,
@@ -334,6 +337,7 @@ class Server:
         self.workflows.start()
         self.registrar.start()
         self.fetcher.start()
+        self.lister.start()
         self.serving.start()
         try:
             self._uvicorn.run()
@@ -368,6 +372,13 @@ class Server:
             model_store,
             copies,
             on_ready=lambda: self.controller.wake(Intent.JOBS),
+            datasets=DatasetInputs(self.data_cache, self._secret_values),
+            period=settings.timing.period * 5,
+        )
+        self.lister = DatasetLister(
+            self.db,
+            self._secret_values,
+            on_listed=self.fetcher.listed,
             period=settings.timing.period * 5,
         )
         self.routes = Routes()
@@ -405,10 +416,12 @@ class Server:
         return None if sealed is None else self.secret_box.open(sealed)
 
     def _stored(self, stored: Sequence[tuple[int, Job]]) -> None:
-        """Jobs were stored: the controller takes them as they are, and the model
-        fetcher copies out the versions they read (it waits otherwise for its pass)."""
-        self.controller.offer(stored)
-        if any(role.model_digest for _, job in stored for role in job.roles):
+        """Jobs were stored: the controller takes them as they are (those that read
+        datasets it reads once the fetcher pinned them in their stored documents), and
+        the fetcher makes ready the versions and datasets they read (it waits otherwise
+        for its pass)."""
+        self.controller.offer([(i, job) for i, job in stored if not _reads_data(job)])
+        if any(role.model_digest or role.datasets for _, job in stored for role in job.roles):
             self.fetcher.poke()
 
     def start(self, timeout: float = 30.0) -> None:
@@ -417,6 +430,7 @@ class Server:
         self.workflows.start()
         self.registrar.start()
         self.fetcher.start()
+        self.lister.start()
         self.serving.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
@@ -448,7 +462,7 @@ class Server:
         the controller's thread ended in time."""
         self.app.state.submissions.close()
         self.workflows.shutdown()
-        workers = (self.registrar, self.fetcher, self.serving)
+        workers = (self.registrar, self.fetcher, self.lister, self.serving)
         for worker in workers:  # all asked first, so that their last passes overlap
             worker.stop(timeout=0)
         for worker in workers:
@@ -574,6 +588,26 @@ def ray_cluster(
         ", ".join(node.name for node in cluster.state.nodes),
     )
     return cluster
+
+
+def _caches(
+    tasks_dir: Path, ray: RayCluster | None, settings: ServerSettings
+) -> tuple[ModelCache | NodeModels, DatasetCache | None]:
+    """Where the versions and datasets tasks read are copied out: beside the tasks dir
+    (``TASKS-models``, ``TASKS-data``: the dataset cache cleaned of what a crash left),
+    or, for versions, on each Ray node by its agent just before a start there (datasets
+    do not reach Ray nodes yet: None)."""
+    if ray is not None:
+        return NodeModels(ray), None
+    data = DatasetCache(
+        tasks_dir.with_name(f"{tasks_dir.name}-data"), CacheLimits(quota=settings.data_cache_quota)
+    )
+    data.clean()
+    return ModelCache(tasks_dir.with_name(f"{tasks_dir.name}-models")), data
+
+
+def _reads_data(job: Job) -> bool:
+    return any(role.datasets for role in job.roles)
 
 
 def model_store_url(settings: ServerSettings) -> str:

@@ -325,8 +325,11 @@ def store_jobs(session: Session, documents: Sequence[JobDocument]) -> list[Store
             "cancel_requested": False,
             "ingested": False,
             "model_intake": (PENDING if any(role.model for role in document.spec.roles) else None),
+            # its inputs (model versions, datasets) are made ready before it is taken in
             "model_fetch": (
-                PENDING if any(role.model_version for role in document.spec.roles) else None
+                PENDING
+                if any(role.model_version or role.datasets for role in document.spec.roles)
+                else None
             ),
         }
         for job, document in zip(jobs, documents, strict=True)

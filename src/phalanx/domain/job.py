@@ -164,6 +164,8 @@ class Role:
     model_digest: str | None = None  # the model version its tasks read (None: none, or unpinned)
     # the secrets of the job's user its tasks get: (name, "env" or "files")
     secrets: tuple[tuple[str, str], ...] = ()
+    # the datasets of the job's user its tasks read: (name, listing digest or None: unpinned)
+    datasets: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def kept_replicas(self) -> int:
@@ -279,3 +281,9 @@ class Job:
         return tuple(
             Task(role=role.name, index=i) for role in self.roles for i in range(role.replicas)
         )
+
+
+def data_variable(name: str) -> str:
+    """The variable holding the path of dataset ``name`` in a task: ``PHALANX_DATA_`` and
+    the name in capitals, with ``-`` and ``.`` as ``_``."""
+    return "PHALANX_DATA_" + name.upper().replace("-", "_").replace(".", "_")

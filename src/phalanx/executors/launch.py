@@ -132,7 +132,9 @@ class TaskLaunch:
     this host (None: it reads none): the task sees it as ``PHALANX_MODEL_PATH``, and a
     container sees it at the same path, mounted read-only. ``model_digest`` is that
     version's digest: an executor on another host (a Ray node's agent) copies it out
-    there before the start and sets ``model_path`` to its copy.
+    there before the start and sets ``model_path`` to its copy. ``datasets`` are the
+    directories of the datasets the task reads, by name, read-only on this host: the
+    task sees each as ``PHALANX_DATA_<NAME>``, a container at the same path, read-only.
     ``secret_env`` are the variables of the job's secrets given ``as: env`` (set over the
     role's own); ``secret_files`` the keys of those given ``as: files``, by ``NAME/KEY``,
     written under ``PHALANX_SECRETS_DIR`` in the task's directory, mode 0600, as its user.
@@ -164,6 +166,7 @@ class TaskLaunch:
     attempt: int | None = None
     model_path: str | None = None
     model_digest: str | None = None
+    datasets: Mapping[str, str] = field(default_factory=dict)
     secret_env: Mapping[str, str] = field(default_factory=dict)
     secret_files: Mapping[str, bytes] = field(default_factory=dict)
 

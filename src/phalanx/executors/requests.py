@@ -99,6 +99,13 @@ class StartRequests:
                 "submit the job again (the server copies the version out before it starts)",
                 retriable=False,
             )
+        for name, path in launch.datasets.items():
+            if not os.path.isdir(path):
+                return Refusal(
+                    message=f"dataset {name} is not at {path} on this node; fix: submit the "
+                    "job again (the server copies it there before the job starts)",
+                    retriable=False,
+                )
         if launch.image is not None:
             return self._container(launch, launch.image, placement, injected, now)
         workdir = self._dirs.workdir(launch.job, launch.task)

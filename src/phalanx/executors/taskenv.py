@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from phalanx.domain.job import data_variable
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.rendezvous import hostfile_text
 from phalanx.tenantfs import Place, TenantPathRefused, read_head
@@ -60,7 +61,8 @@ def task_environment(
     the ``injected`` rendezvous variables, phalanx's task identity, the GPU share limits,
     the progress file (``PHALANX_PROGRESS_FILE``), the bound NICs and, for a launch
     with a ``hostfile``, ``PHALANX_HOSTFILE``, for one that reads a model version,
-    ``PHALANX_MODEL_PATH``, and for one with secrets as files, ``PHALANX_SECRETS_DIR``
+    ``PHALANX_MODEL_PATH``, for one that reads datasets, ``PHALANX_DATA_<NAME>`` each,
+    and for one with secrets as files, ``PHALANX_SECRETS_DIR``
     (secrets as env come right after the launch's own env). ``PORT`` is the reserved
     ``PHALANX_PORT`` unless the launch's own env sets it. The
     scheduler's assignment (ranks, ``CUDA_VISIBLE_DEVICES``, the NICs, the hostfile)
@@ -91,6 +93,8 @@ def task_environment(
         env[PHALANX_HOSTFILE] = str(workdir / HOSTFILE_NAME)
     if launch.model_path is not None:
         env[PHALANX_MODEL_PATH] = launch.model_path
+    for name, path in launch.datasets.items():
+        env[data_variable(name)] = path
     if launch.secret_files:
         env[PHALANX_SECRETS_DIR] = str(workdir / SECRETS_DIR)
     return env

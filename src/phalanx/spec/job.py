@@ -13,6 +13,7 @@ durations, and each role's command and environment fit what ``execve`` accepts.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
@@ -25,6 +26,7 @@ from phalanx.domain.job import (
     RescaleMode,
     Role,
     ServiceClass,
+    data_variable,
 )
 from phalanx.domain.resources import GPU
 from phalanx.spec.common import (
@@ -50,6 +52,7 @@ from phalanx.spec.limits import (
     MAX_ENV_BYTES,
     MAX_ENV_ENTRY,
     MAX_ENV_VARS,
+    MAX_NAME,
     MAX_REPLICAS,
     MAX_RETRY,
     MAX_ROLES,
@@ -180,6 +183,26 @@ MAX_SLOTS: Final = 4096
 
 #: Most secrets one role reads.
 MAX_SECRETS: Final = 16
+#: Most datasets one role reads.
+MAX_DATASETS: Final = 16
+
+
+def _dataset_reference(value: str) -> str:
+    name = value.partition("@")[0]
+    if not DATASET_REFERENCE.fullmatch(value) or len(name) > MAX_NAME:
+        raise located(
+            f"{value[:80]!r} is not a dataset reference",
+            "give the dataset's name (phalanx get datasets); the server pins it to its "
+            "listing's digest (NAME@sha256:...)",
+        )
+    return value
+
+
+#: ``NAME`` or ``NAME@sha256:<hex>`` (pinned to a listing by the server).
+DATASET_REFERENCE: Final = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(@sha256:[0-9a-f]{64})?"
+)
+DatasetReference = Annotated[str, AfterValidator(_dataset_reference)]
 
 
 class SecretUse(SpecModel):
@@ -323,6 +346,33 @@ class RoleSpec(Placement):
     secrets: Annotated[list[SecretUse], Field(max_length=MAX_SECRETS)] = Field(default_factory=list)
     """Secrets of the job's user its tasks get, as environment variables or files; never
     shown back (phalanx secret create)."""
+    datasets: Annotated[list[DatasetReference], Field(max_length=MAX_DATASETS)] = Field(
+        default_factory=list
+    )
+    """Datasets of the job's user its tasks read (phalanx get datasets): each is copied
+    into the cache of the node a task runs on before it starts (once per node, shared by
+    the jobs there), and the task finds it read-only at $PHALANX_DATA_<NAME> (the name in
+    capitals, - and . as _). The server pins each to its listing at that time."""
+
+    @model_validator(mode="after")
+    def _datasets_once(self) -> Self:
+        seen: dict[str, str] = {}
+        for i, reference in enumerate(self.datasets):
+            name = reference.partition("@")[0]
+            variable = data_variable(name)
+            if variable in seen:
+                raise located(
+                    f"dataset {name!r} "
+                    + (
+                        "is named twice"
+                        if seen[variable] == name
+                        else f"and {seen[variable]!r} would both be ${variable}"
+                    ),
+                    "name each dataset once",
+                    at=("datasets", i),
+                )
+            seen[variable] = name
+        return self
 
     @model_validator(mode="after")
     def _secrets_once(self) -> Self:
@@ -392,6 +442,10 @@ class RoleSpec(Placement):
             if self.model_version is None
             else model_reference(self.model_version).digest,
             secrets=tuple((use.name, use.as_) for use in self.secrets),
+            datasets=tuple(
+                (name, digest or None)
+                for name, _, digest in (ref.partition("@") for ref in self.datasets)
+            ),
         )
 
 

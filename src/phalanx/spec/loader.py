@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from phalanx.domain.errors import DocumentError
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.common import API_VERSION
+from phalanx.spec.dataset import DatasetDocument
 from phalanx.spec.diagnostics import (
     Notice,
     Problem,
@@ -64,7 +65,7 @@ MAX_DEPTH: Final = 64
 
 Document: TypeAlias = (
     "QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument | PipelineDocument"
-    " | InferenceDocument | SecretDocument"
+    " | InferenceDocument | SecretDocument | DatasetDocument"
 )
 
 #: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
@@ -100,6 +101,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Pipeline"): _quiet(PipelineDocument.model_validate),
     (API_VERSION, "Inference"): _quiet(InferenceDocument.model_validate),
     (API_VERSION, "Secret"): _quiet(SecretDocument.model_validate),
+    (API_VERSION, "Dataset"): _quiet(DatasetDocument.model_validate),
     (BATCH_API_VERSION, "Job"): _volcano_job,
     (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},

@@ -482,6 +482,25 @@ class InferenceView(View):
     rollouts: list[RolloutView] = []
 
 
+class DatasetView(View):
+    """A user's dataset as the API shows it: its document, and what the last listing of
+    its source found. ``phase``: Listing (none yet), Ready, or Failed (``message`` says
+    why; a dataset listed before keeps that listing, which jobs read). ``digest``
+    names the listing (the copy the nodes cache); ``files`` and ``size`` count it."""
+
+    name: str
+    user: str
+    document: dict[str, Any]
+    phase: str
+    message: str
+    files: int
+    size: int  # bytes
+    digest: str | None
+    listed_at: float | None
+    created_at: float
+    updated_at: float
+
+
 class SecretView(View):
     """A user's secret as the API shows it: its key names and total size, never a
     value (those are sealed at rest and only the owner's tasks get them)."""

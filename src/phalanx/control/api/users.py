@@ -23,6 +23,7 @@ from phalanx.control.auth import TokenCache, issue_token
 from phalanx.control.errors import ApiError
 from phalanx.control.store import IntegrityError
 from phalanx.control.store import cluster as stored_cluster
+from phalanx.control.store import datasets as stored_datasets
 from phalanx.control.store import secrets as stored_secrets
 from phalanx.control.store import users as stored_users
 from phalanx.control.store.models import UserRow
@@ -98,8 +99,8 @@ def create_user(body: NewUser, _: Admin, session: DbSession, request: Request) -
 
 @router.delete("/{name}", status_code=204, responses=errors(403, 404, 409))
 def delete_user(name: str, caller: Admin, session: DbSession, request: Request) -> None:
-    """Delete a user, revoke their tokens and remove their secrets (their jobs stay; a
-    new user of the same name never gets the secrets)."""
+    """Delete a user, revoke their tokens and remove their secrets and datasets (their jobs
+    stay; a new user of the same name never gets the secrets)."""
     if name == caller.name:
         raise ApiError(409, "an admin cannot delete themselves", fix="ask another admin")
     user = stored_users.user(session, name)
@@ -107,6 +108,7 @@ def delete_user(name: str, caller: Admin, session: DbSession, request: Request) 
         raise ApiError(404, f"no user named {name!r}", field="name", fix="list users")
     session.delete(user)
     stored_secrets.remove_owned(session, name)
+    stored_datasets.remove_owned(session, name)
     session.commit()
     tokens: TokenCache = request.app.state.tokens
     tokens.forget()

@@ -31,6 +31,7 @@ from phalanx.control.metrics import Metrics
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
+from phalanx.data.cache import DatasetCache
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
@@ -93,10 +94,12 @@ class Controller:
         identity_of: IdentityOf | None = None,
         host: HostFacts | None = None,
         model_cache: ModelCache | None = None,
+        data_cache: DatasetCache | None = None,
         secrets: SecretValues | None = None,
     ) -> None:
         self.db = db
         self._model_cache = model_cache
+        self._data_cache = data_cache
         self._secrets = secrets
         self.host = host or HostFacts()
         self._identity_of = identity_of
@@ -424,6 +427,12 @@ class Controller:
             model = str(self._model_cache.path(digest))
         role = next(r for r in life.job.roles if r.name == bind.role)
         env, files = secret_parts(life.job.user, role.secrets, self._secrets)
+        cache = self._data_cache
+        datasets = {
+            name: str(cache.path(digest))
+            for name, digest in role.datasets
+            if digest is not None and cache is not None
+        }
         return launch_of(
             life.job,
             bind,
@@ -433,6 +442,7 @@ class Controller:
             attempt=life.attempts + 1,
             model_path=model,
             model_digest=digest,
+            datasets=datasets,
             secret_env=env,
             secret_files=files,
         )

@@ -8,7 +8,7 @@ Guarantees of ``Intents.read``:
 
 - a job the API stored is taken in exactly once: its ``ingested`` flag is written in
   the tick that submits it to the lifecycle, and a job already known is skipped;
-- a job whose model versions could not be copied out for its tasks
+- a job whose model versions or datasets could not be made ready for its tasks
   (``model_fetch`` failed) is taken in failed, with the reason;
 - jobs this process's API just committed (``offer``) are taken as they are, not read
   and validated again; an offer newer than every row the tick read waits for the next;
@@ -140,11 +140,13 @@ class Intents:
         core.decided = True
 
     def _refuse(self, job: Job) -> None:
-        """Take in ``job`` failed: a model version its tasks read could not be copied
-        out for them (``controllers.model_fetch``; its events say which and why)."""
+        """Take in ``job`` failed: a model version or dataset its tasks read could not be
+        made ready for them (``controllers.model_fetch``; its events say which and why)."""
         core = self._core
         core.record(core.life.submit(job, now=core.now))
-        message = "a model version its tasks read could not be made ready (its events say why)"
+        message = (
+            "a model version or dataset its tasks read could not be made ready (its events say why)"
+        )
         core.record(core.life.abort(job.name, message, now=core.now))
         core.decided = True
 

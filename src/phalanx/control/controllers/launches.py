@@ -23,6 +23,7 @@ def launch_of(
     attempt: int | None = None,
     model_path: str | None = None,
     model_digest: str | None = None,
+    datasets: Mapping[str, str] | None = None,
     secret_env: Mapping[str, str] | None = None,
     secret_files: Mapping[str, bytes] | None = None,
 ) -> TaskLaunch:
@@ -36,7 +37,8 @@ def launch_of(
     ``identity`` is the Unix identity of the job's user (None: the server's own);
     ``attempt`` the job's attempt the start belongs to; ``model_path`` where the model
     version the role reads was copied out (``models.cache``; None where the executor
-    copies it out on the task's node) and ``model_digest`` that version; ``secret_env`` and
+    copies it out on the task's node) and ``model_digest`` that version; ``datasets``
+    where the datasets it reads were copied (``data.cache``), by name; ``secret_env`` and
     ``secret_files`` the role's secrets (``secret_parts``). A
     replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
@@ -80,6 +82,7 @@ def launch_of(
         attempt=attempt,
         model_path=model_path,
         model_digest=model_digest,
+        datasets=datasets or {},
         secret_env=secret_env or {},
         secret_files=secret_files or {},
     )

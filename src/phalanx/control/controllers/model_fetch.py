@@ -9,8 +9,12 @@ Guarantees:
   (``executors.ray.models``), its manifest verified in the store, each node's agent
   copying it out just before a start there. Then its fetch is ``done`` and the
   controller is woken to take it in;
+- a job whose roles read datasets is made ready the same way (``data_inputs``: each
+  pinned to its listing in the job's stored document, copied into the host's dataset
+  cache); one whose dataset was never listed waits, skipped until datasets are listed
+  (``listed``);
 - what cannot be made ready (a version whose files are gone or corrupt, a store that
-  cannot be read) marks the fetch ``failed`` with an event naming the version and the
+  cannot be read, a dataset that cannot be copied) marks the fetch ``failed`` with an event naming the version and the
   reason; the controller then fails the job;
 - versions no version row keeps any more leave the copies within a pass of their
   deletion (a version some live job reads cannot be deleted: ``api.models``), or the
@@ -23,8 +27,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
+from phalanx.control.controllers.data_inputs import DatasetInputs
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import model_versions as stored
@@ -68,9 +73,12 @@ class ModelFetcher:
         copies: Copies,
         *,
         on_ready: Callable[[], None],
+        datasets: DatasetInputs | None = None,
         period: float = 5.0,
     ) -> None:
         self.db, self.store, self.copies = db, store, copies
+        self.datasets = datasets
+        self._waiting: set[int] = set()  # jobs whose datasets wait for a first listing
         self._on_ready = on_ready
         self._period = period
         self._kept: set[str] | None = None  # what the cache was last collected down to
@@ -88,19 +96,27 @@ class ModelFetcher:
         """Look for jobs waiting on a model, and for deleted versions, soon."""
         self._ticker.poke()
 
+    def listed(self) -> None:
+        """Datasets were listed: the jobs that waited for them are looked at again soon."""
+        self._waiting = set()
+        self._ticker.poke()
+
     def tick(self) -> float:
         """One pass: copy out what jobs wait for, then collect; seconds until the next."""
         owed: Sequence[JobRow] = ()
         try:
             with self.db.session() as session:
-                owed = stored.fetches_owed(session, BATCH)
-                jobs = [(row.id, row.document) for row in owed]
-            for job_id, document in jobs:
-                self._fetch(job_id, document)
+                owed = stored.fetches_owed(session, BATCH, skip=self._waiting)
+                jobs = [(row.id, row.user, row.document) for row in owed]
+            for job_id, user, document in jobs:
+                self._fetch(job_id, user, document)
             if jobs:
                 self._on_ready()
             with self.db.session() as session:
                 kept = stored.kept_digests(session)
+                readers = [document for _, document in stored.readers(session)]
+            if self.datasets is not None:
+                self.datasets.keep(readers)
             if kept != self._kept:
                 removed = self.copies.collect(kept)
                 self._kept = None if removed is None else kept
@@ -110,27 +126,44 @@ class ModelFetcher:
             log.exception("model fetch pass failed; trying again")
         return 0.0 if len(owed) == BATCH else self._period
 
-    def _fetch(self, job_id: int, document: dict[str, object]) -> None:
-        """Copy out each version job ``job_id`` reads; record the outcome with events."""
-        wanted = [
-            model_reference(role.model_version)
-            for role in JobDocument.model_validate(document).spec.roles
-            if role.model_version is not None
-        ]
-        problems: list[str] = []
-        ready: list[str] = []
+    def _fetch(self, job_id: int, user: str, document: dict[str, Any]) -> None:
+        """Make ready each version and dataset job ``job_id`` reads; record the outcome
+        with events, and the datasets' pins in its document. A job whose dataset was
+        never listed yet is left pending (looked at again once datasets are listed)."""
+        spec = JobDocument.model_validate(document).spec
+        names = [ref.partition("@")[0] for role in spec.roles for ref in role.datasets]
+        events: list[tuple[str, str]] = []
+        pins: dict[str, str] = {}
+        if names:
+            if self.datasets is None:
+                events.append(("DatasetNotReady", "this server reads no datasets"))
+            else:
+                with self.db.session() as session:
+                    read = self.datasets.read(session, user, names)
+                if read is None:
+                    self._waiting.add(job_id)
+                    return
+                listed, refused = read
+                pins, copied = self.datasets.copy(user, listed)
+                events += [("DatasetNotReady", line) for line in [*refused, *copied]]
+                events += [
+                    ("DatasetReady", f"{d.name} ({d.digest}, {len(d.files)} files, {d.size} bytes)")
+                    for d in listed
+                    if d.name in pins
+                ]
+        wanted = [model_reference(r.model_version) for r in spec.roles if r.model_version]
         for ref in dict.fromkeys(wanted):
             why = self._copy_out(ref)
-            (ready if why is None else problems).append(
-                f"{ref.name}:v{ref.version} ({ref.digest})" + ("" if why is None else f": {why}")
-            )
+            line = f"{ref.name}:v{ref.version} ({ref.digest})" + ("" if why is None else f": {why}")
+            events.append(("ModelReady" if why is None else "ModelNotReady", line))
+        failed = any(kind.endswith("NotReady") for kind, _ in events)
         now = time.time()
         with self.db.write() as session:
-            for line in ready:
-                stored_jobs.add_event(session, job_id, time=now, kind="ModelReady", message=line)
-            for line in problems:
-                stored_jobs.add_event(session, job_id, time=now, kind="ModelNotReady", message=line)
-            stored.settle_fetch(session, job_id, stored.FAILED if problems else stored.DONE)
+            for kind, line in events:
+                stored_jobs.add_event(session, job_id, time=now, kind=kind, message=line)
+            if pins and not failed:
+                stored_jobs.set_document(session, job_id, _pinned(document, pins))
+            stored.settle_fetch(session, job_id, stored.FAILED if failed else stored.DONE)
 
     def _copy_out(self, ref: ModelRef) -> str | None:
         """Why version ``ref`` cannot be copied out for its tasks (None: it is there)."""
@@ -143,3 +176,22 @@ class ModelFetcher:
         except OSError as error:
             return f"it could not be copied out: {error}"
         return None
+
+
+def _pinned(document: dict[str, Any], pins: dict[str, str]) -> dict[str, Any]:
+    """``document`` with each role's datasets pinned to ``pins`` (``NAME@sha256:...``)."""
+    spec = dict(document["spec"])
+    spec["roles"] = [
+        {
+            **role,
+            "datasets": [
+                f"{name}@{pins[name]}" if name in pins else reference
+                for reference in role.get("datasets", [])
+                for name in [str(reference).partition("@")[0]]
+            ],
+        }
+        if role.get("datasets")
+        else role
+        for role in spec["roles"]
+    ]
+    return {**document, "spec": spec}

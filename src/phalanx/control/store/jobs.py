@@ -267,6 +267,11 @@ def documents(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]
     return {row.id: row.document for row in session.execute(query)}
 
 
+def set_document(session: Session, job_id: int, document: dict[str, Any]) -> None:
+    """Replace job ``job_id``'s stored document (its inputs pinned before it is taken in)."""
+    session.execute(update(JobRow).where(JobRow.id == job_id).values(document=document))
+
+
 def task_ids(session: Session, first: int, last: int) -> dict[int, dict[str, int]]:
     """The task row ids of the jobs with ids from ``first`` to ``last``: job id ->
     task name -> task id."""

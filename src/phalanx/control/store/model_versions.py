@@ -8,7 +8,7 @@ and a name stays its first user's; reads leave deleted versions out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -178,10 +178,14 @@ def image_built(session: Session, version_id: int, *, image: str | None, message
     )
 
 
-def fetches_owed(session: Session, limit: int) -> Sequence[JobRow]:
-    """Jobs whose model inputs are still to be copied out for their tasks, oldest first."""
-    query = select(JobRow).where(JobRow.model_fetch == PENDING).order_by(JobRow.id).limit(limit)
-    return session.scalars(query).all()
+def fetches_owed(session: Session, limit: int, skip: Iterable[int] = ()) -> Sequence[JobRow]:
+    """Jobs whose inputs (model versions, datasets) are still to be made ready for their
+    tasks, oldest first, but those ``skip`` names (ids)."""
+    query = select(JobRow).where(JobRow.model_fetch == PENDING)
+    skipped = list(skip)
+    if skipped:
+        query = query.where(JobRow.id.not_in(skipped))
+    return session.scalars(query.order_by(JobRow.id).limit(limit)).all()
 
 
 def settle_fetch(session: Session, job_id: int, state: str) -> None:

@@ -398,3 +398,29 @@ class SecretRow(Base):
     size: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class DatasetRow(Base):
+    """A user's dataset: its document, and what the last listing of its source found
+    (``phase`` Listing until one succeeded, Ready, or Failed with ``message``): the
+    files by path with their sizes (``listing``), their count and total size, and the
+    ``digest`` of that listing, which names the copy the nodes cache. ``(user, name)``
+    is its identity. ``wanted`` is bumped by each change of its document and each
+    request to list it again; ``listed`` is the value it had when the listing was taken."""
+
+    __tablename__ = "datasets"
+
+    user: Mapped[str] = mapped_column(String(253), primary_key=True)
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    phase: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    digest: Mapped[str | None] = mapped_column(String(71), nullable=True)
+    listing: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
+    wanted: Mapped[int] = mapped_column(Integer, default=1)
+    listed: Mapped[int] = mapped_column(Integer, default=0)
+    listed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)

@@ -87,9 +87,10 @@ def run_argv(
                 fix="give plain absolute directory paths",
             )
         volumes += ["--volume", f"{path}:{path}"]
-    model = launch.model_path
-    if model is not None and os.path.isabs(model) and ":" not in model and "," not in model:
-        volumes += ["--volume", f"{model}:{model}:ro"]  # the cache names it by hex digest
+    # the caches name a version or a dataset by the hex of its digest: a plain path
+    for read in (launch.model_path, *launch.datasets.values()):
+        if read is not None and os.path.isabs(read) and ":" not in read and "," not in read:
+            volumes += ["--volume", f"{read}:{read}:ro"]
     uid, gid, groups = _user(launch.identity)
     argv = [
         runtime.client, "run", "--sig-proxy=true", "--name", name,
