@@ -41,6 +41,13 @@ CREDENTIALS: Final[Mapping[str, frozenset[str]]] = {
     "s3": frozenset({"key", "secret", "token"}),
 }
 _CHUNK: Final = 1 << 20
+#: How long an S3 client waits and how often it tries (botocore's ``Config``): a
+#: source that does not answer fails its listing or copy within a minute or so.
+S3_CLIENT: Final[Mapping[str, Any]] = {
+    "connect_timeout": 10,
+    "read_timeout": 60,
+    "retries": {"max_attempts": 3},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +82,12 @@ def reach(url: str, credentials: Mapping[str, bytes] | None) -> tuple[Any, str]:
     options: dict[str, Any] = {key: value.decode() for key, value in given.items()}
     if protocol in ("http", "https"):
         _check_host(urlsplit(url).hostname or "")
-    elif not options:
-        options["anon"] = True
+    else:
+        options.setdefault("anon", not options)
+        options["config_kwargs"] = S3_CLIENT  # a store that does not answer is said soon
+    # A filesystem of its own, remembering no listing: what it reads is the source now
+    # (a cached one would open a file by the size and ETag of an older listing).
+    options.update(skip_instance_cache=True, use_listings_cache=False)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, str(root).rstrip("/")
 
@@ -106,7 +117,7 @@ def list_source(fs: Any, root: str) -> Listing:
     """The files below ``root`` on ``fs`` (one file when ``root`` is a file). Raises
     ``ContentError`` for more than ``MAX_FILES`` files or none, ``OSError`` (and the
     filesystem's own errors) when it cannot be read."""
-    if fs.isfile(root):
+    if not fs.isdir(root):  # a web server answers for a directory's index page too
         info = fs.info(root)
         entries = {PurePosixPath(root).name: info}
     else:
@@ -116,8 +127,8 @@ def list_source(fs: Any, root: str) -> Listing:
             if info.get("type") == "directory":
                 continue
             relative = str(path)[len(root) :].lstrip("/")
-            if relative:
-                entries[relative] = info
+            if relative:  # a web server's index gives no size: its own answer does
+                entries[relative] = info if info.get("size") is not None else fs.info(path)
             if len(entries) > MAX_FILES:
                 raise ContentError(
                     f"the source holds more than {MAX_FILES} files; fix: name a sub-path "
@@ -144,7 +155,7 @@ def copy_listed(fs: Any, root: str, files: Sequence[tuple[str, int, str]], dest:
     """Copy ``files`` (a listing's) from ``root`` on ``fs`` under ``dest``, each checked
     against its listed size. Raises ``ContentError`` for a size that differs or a path
     that would leave ``dest``, and what the filesystem raises."""
-    single = len(files) == 1 and fs.isfile(root)
+    single = len(files) == 1 and not fs.isdir(root)
     for path, size, _ in files:
         parts = PurePosixPath(path).parts
         if not parts or any(part in ("", ".", "..") for part in parts) or path.startswith("/"):

@@ -208,7 +208,13 @@ def test_the_log_of_every_task_shows_the_end_of_each_and_a_waiting_job_says_why(
     api.wait_phase("gang", "Succeeded")
     page = _login(browser, server, token, "/jobs/gang")
     page.wait_for_selector("#log-state:has-text('the job has ended')")
-    # each task's box is scrolled to its own end: every task's last line is in view
+    # each task's box is scrolled to its own end: every task's last line is in view (the
+    # box scrolls once its text is laid out, a frame after the text arrives)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("#log pre[data-task]")].every(
+            (pre) => pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4)""",
+        timeout=10_000,
+    )
     ends = page.evaluate(
         """() => [...document.querySelectorAll("#log pre[data-task]")].map((pre) => [
             pre.dataset.task,

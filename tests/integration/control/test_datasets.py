@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from phalanx.control.server import Server
-from tests.integration.control.serving import Api, role, running_server, wait_for
+from tests.integration.control.serving import Api, role, wait_for
 from tests.integration.control.test_models import events
 from tests.integration.control.test_pipelines import admin
 from tests.integration.s3 import S3
@@ -43,12 +43,6 @@ def s3(s3_endpoint: S3, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     fs.pipe({f"{BUCKET}/mnist/a.txt": b"alpha", f"{BUCKET}/mnist/sub/b.txt": b"beta!"})
     yield fs
     s3fs.S3FileSystem.clear_instance_cache()
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with running_server(tmp_path) as started:
-        yield started
 
 
 def dataset(name: str, **spec: Any) -> dict[str, Any]:
@@ -82,9 +76,10 @@ def reader(api: Api, job: str, *refs: str) -> str:
     role_ = role("reader", command=READ, cpu="100m", memory="64Mi")
     role_["datasets"] = list(refs)
     api.submit(job, "wf", role_)
-    assert api.wait_phase(job, "Succeeded", "Failed")["phase"] == "Succeeded", events(
-        api, job, "DatasetReady"
-    )
+    ended = api.wait_phase(job, "Succeeded", "Failed")
+    assert ended["phase"] == "Succeeded", [
+        e["message"] for e in api.get(f"/api/v1/jobs/{job}/events")
+    ]
     answer = api.http.get(f"/api/v1/jobs/{job}/logs")
     assert answer.status_code == 200, answer.text
     return answer.text

@@ -11,7 +11,9 @@ Guarantees:
 - a listing taken while the document changed again is not recorded (the newer one is
   owed and taken next);
 - after a pass that recorded something, ``on_listed`` is called (from this thread),
-  for the jobs that waited on a first listing to be looked at again.
+  for the jobs that waited on a first listing to be looked at again;
+- once ``stop`` was called nothing more is written (the server closes the database
+  after it): a listing cut short is owed still, and taken at the next start.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class DatasetLister:
                 todo = [(row.user, row.name, row.wanted, row.document) for row in rows]
             owed = len(todo)
             for user, name, asked, document in todo:
+                if self._ticker.stopping:  # the database closes after this pass
+                    return 0.0
                 self._list(user, name, asked, document)
             if todo:
                 self._on_listed()
@@ -100,6 +104,8 @@ class DatasetLister:
             except Exception as error:  # the store's own errors (s3fs, botocore, a network)
                 problem = f"the source could not be listed: {error}"
         now = time.time()
+        if self._ticker.stopping:  # stopped meanwhile: the listing is owed to the next start
+            return
         with self.db.write() as session:
             if found is not None:
                 stored.record_listing(

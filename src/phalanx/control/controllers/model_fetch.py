@@ -157,6 +157,8 @@ class ModelFetcher:
             line = f"{ref.name}:v{ref.version} ({ref.digest})" + ("" if why is None else f": {why}")
             events.append(("ModelReady" if why is None else "ModelNotReady", line))
         failed = any(kind.endswith("NotReady") for kind, _ in events)
+        if self._ticker.stopping:  # the database closes after this pass: owed still
+            return
         now = time.time()
         with self.db.write() as session:
             for kind, line in events:
