@@ -109,6 +109,20 @@ def failed_to_start(
     )
 
 
+def stopped_before_start(job: str, task: str, node: str, now: float, why: str) -> TaskEvent:
+    """The end of ``task`` of ``job``, stopped at ``now`` while its start waited on
+    ``node`` (it never ran): ``why`` it waited."""
+    return TaskEvent(
+        kind=TaskEventKind.EXITED,
+        time=now,
+        job=job,
+        task=task,
+        node=node,
+        stopped=True,
+        message=f"stopped before it started: {why}",
+    )
+
+
 #: The errnos of a start that a retry of the same task cannot fix.
 _LASTING_ERRNOS = frozenset({errno.E2BIG, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM})
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 
-from phalanx.control.api.deps import Caller, DbSession, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.store import datasets as stored
@@ -45,7 +45,7 @@ def list_datasets(caller: Caller, session: DbSession) -> list[DatasetView]:
 @router.get("/{name}", response_model=DatasetView, responses=errors(404))
 def get_dataset(name: str, caller: Caller, session: DbSession, user: Owner = None) -> DatasetView:
     """One dataset: its document and its last listing."""
-    return view_of(_visible(session, name, _owner(caller, user)))
+    return view_of(_visible(session, name, addressed_user(caller, user)))
 
 
 @router.post("", status_code=201, response_model=DatasetView, responses=errors(400, 409))
@@ -92,7 +92,7 @@ def refresh_dataset(
 ) -> DatasetView:
     """List the dataset's source again (its data changed): jobs started after the new
     listing read the new data."""
-    owner = _owner(caller, user)
+    owner = addressed_user(caller, user)
     _visible(session, name, owner)
     stored.relist(session, owner, name)
     return _stored(session, request, owner, name)
@@ -101,7 +101,7 @@ def refresh_dataset(
 @router.delete("/{name}", status_code=204, responses=errors(404))
 def delete_dataset(name: str, caller: Caller, session: DbSession, user: Owner = None) -> None:
     """Delete a dataset; the nodes drop their copies of it once no task reads them."""
-    owner = _owner(caller, user)
+    owner = addressed_user(caller, user)
     if not stored.remove(session, owner, name):
         raise _missing(name, owner)
     session.commit()
@@ -122,14 +122,6 @@ def view_of(row: DatasetRow) -> DatasetView:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
-
-
-def _owner(caller: Principal, user: str | None) -> str:
-    """Whose dataset ``caller`` addresses: their own, or for an admin ``user``'s; a user
-    naming another user reaches nothing (the 404 of a dataset not there)."""
-    if user is None or user == caller.name or caller.is_admin:
-        return user or caller.name
-    return ""
 
 
 def _visible(session: DbSession, name: str, user: str) -> DatasetRow:

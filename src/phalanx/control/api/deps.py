@@ -180,3 +180,13 @@ def document_of(body: Any, kind: type[_Kind], endpoint: str) -> _Kind:
             fix=f"send kind {name} here",
         )
     return document
+
+
+def addressed_user(caller: Principal, user: str | None) -> str:
+    """Whose thing (a secret, a dataset: kinds each user has their own of) ``caller``
+    addresses with ``?user=``: their own, or for an admin ``user``'s. A user naming
+    another user reaches nothing: ``""``, which no user is, so it answers the 404 of a
+    thing not there."""
+    if user is None or user == caller.name or caller.is_admin:
+        return user or caller.name
+    return ""

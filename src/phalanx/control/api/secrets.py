@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 
-from phalanx.control.api.deps import Caller, DbSession, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.secretbox import SecretBox
@@ -55,7 +55,7 @@ def list_secrets(caller: Caller, session: DbSession) -> list[SecretView]:
 @router.get("/{name}", response_model=SecretView, responses=errors(404))
 def get_secret(name: str, caller: Caller, session: DbSession, user: Owner = None) -> SecretView:
     """One secret: its key names and size, never its values."""
-    return _view(_visible(session, name, _owner(caller, user)))
+    return _view(_visible(session, name, addressed_user(caller, user)))
 
 
 @router.post("", status_code=201, response_model=SecretView, responses=errors(400, 409, 501))
@@ -98,7 +98,7 @@ def replace_secret(
 def delete_secret(name: str, caller: Caller, session: DbSession, user: Owner = None) -> None:
     """Delete a secret. Jobs that name it and have not started fail to start, saying
     so; running tasks keep what they were given."""
-    owner = _owner(caller, user)
+    owner = addressed_user(caller, user)
     if not stored.remove(session, owner, name):
         raise _missing(name, owner)
     session.commit()
@@ -111,14 +111,6 @@ def _taken(user: str, name: str) -> ApiError:
         field="metadata.name",
         fix="update it with PUT (phalanx apply does; phalanx secret create --replace)",
     )
-
-
-def _owner(caller: Principal, user: str | None) -> str:
-    """Whose secret ``caller`` addresses: their own, or for an admin ``user``'s. A user
-    naming another user reaches nothing (the 404 of a secret not there)."""
-    if user is None or user == caller.name or caller.is_admin:
-        return user or caller.name
-    return ""  # no user has this name: what is asked for is not there
 
 
 def _visible(session: DbSession, name: str, user: str) -> SecretRow:

@@ -56,9 +56,9 @@ from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from phalanx.domain.errors import ContentError, InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
-from phalanx.executors.base import LogAbsence, LogStream, TaskEvent, TaskEventKind
+from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
 from phalanx.executors.colocation import OfflineThrottle
-from phalanx.executors.failures import failed_to_start
+from phalanx.executors.failures import failed_to_start, stopped_before_start
 from phalanx.executors.gangs import PlannedStart
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
@@ -363,7 +363,15 @@ class NodeAgent:
                 if self._fetching.pop((eviction.job, eviction.task), None) is None:
                     running.append(eviction)
                 else:
-                    self._owed.append(_stopped_fetching(eviction, now))
+                    self._owed.append(
+                        stopped_before_start(
+                            eviction.job,
+                            eviction.task,
+                            eviction.node,
+                            now,
+                            "its model version was being copied to its node",
+                        )
+                    )
             self._executor.stop(running, now=now, grace=grace)
         self._news.set()
 
@@ -434,19 +442,6 @@ class NodeAgent:
 def _reading(start: PlannedStart, model: Path) -> PlannedStart:
     """``start`` reading the version copied out at ``model`` on this node."""
     return replace(start, launch=replace(start.launch, model_path=str(model)))
-
-
-def _stopped_fetching(eviction: Evict, now: float) -> TaskEvent:
-    """The end of a task stopped while its model version was copied to its node."""
-    return TaskEvent(
-        kind=TaskEventKind.EXITED,
-        time=now,
-        job=eviction.job,
-        task=eviction.task,
-        node=eviction.node,
-        stopped=True,
-        message="stopped before it started: its model version was being copied to its node",
-    )
 
 
 def _throttle(executor: LocalExecutor, watermark: float | None) -> OfflineThrottle | None:

@@ -50,7 +50,7 @@ from phalanx.executors.base import (
     TaskEvent,
     TaskEventKind,
 )
-from phalanx.executors.failures import failed_to_start
+from phalanx.executors.failures import failed_to_start, stopped_before_start
 from phalanx.executors.gangs import GangPlanner, PlannedStart
 from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.ray.cluster import RayCluster
@@ -159,7 +159,15 @@ class RayExecutor:
         for eviction in evictions:
             waiting = self._waiting.get(eviction.job, {})
             if waiting.pop(eviction.task, None) is not None:
-                self._events.append(_stopped_waiting(eviction, now))
+                self._events.append(
+                    stopped_before_start(
+                        eviction.job,
+                        eviction.task,
+                        eviction.node,
+                        now,
+                        "its node's agent was being replaced",
+                    )
+                )
                 if not waiting:
                     del self._waiting[eviction.job]
                 continue
@@ -403,19 +411,6 @@ class RayExecutor:
     def _failed(self, job: str, task: str, node: str, now: float, message: str) -> None:
         log.warning("cannot start %s of %s on %s: %s", task, job, node, message)
         self._events.append(failed_to_start(job, task, node, now, message))
-
-
-def _stopped_waiting(eviction: Evict, now: float) -> TaskEvent:
-    """The end of a task stopped while it waited for its node's agent (it never ran)."""
-    return TaskEvent(
-        kind=TaskEventKind.EXITED,
-        time=now,
-        job=eviction.job,
-        task=eviction.task,
-        node=eviction.node,
-        stopped=True,
-        message="stopped before it started: its node's agent was being replaced",
-    )
 
 
 class RayTaskLog:
