@@ -67,6 +67,7 @@ def running_server(
     workspace: str | None = None,
     reports: Path | None = None,
     colocation: float | None = None,
+    data_cache_quota: int = 64 << 30,
 ) -> Iterator[Server]:
     """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
     the data dir's; simulator reports shared from ``reports``, default none); stopped
@@ -86,6 +87,7 @@ def running_server(
         workspace=workspace,
         reports=reports,
         colocation=colocation,
+        data_cache_quota=data_cache_quota,
     )
     server = Server(settings)
     server.start()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from phalanx.control.server import Server
-from tests.integration.control.serving import Api, role, wait_for
+from tests.integration.control.serving import Api, role, running_server, wait_for
 from tests.integration.control.test_models import events
 from tests.integration.control.test_pipelines import admin
 from tests.integration.s3 import S3
@@ -142,3 +142,43 @@ def test_a_secret_key_that_is_no_credential_fails_the_listing_naming_it(
     assert "169.254" not in view["message"] and "k-value-hidden" not in view["message"]
     refused = api.post("/api/v1/datasets", dataset("lost", secret="nope"), expect=422)
     assert refused["field"] == "spec.secret"
+
+
+def test_the_host_cache_evicts_what_no_job_reads_and_refuses_what_does_not_fit(
+    s3: Any, tmp_path: Path
+) -> None:
+    """A cache of 15 bytes holds one 10-byte copy: a copy no live job reads makes room
+    for the next (least recently used first); one a running job reads does not, and the
+    job that wanted room fails saying so; a server started over a copy cut short by a
+    crash removes it."""
+    cache = tmp_path / "data" / "tasks-data"
+    cache.mkdir(parents=True)
+    (cache / ".partial-0123456789abcdef").mkdir()  # a copy a killed server left
+    (cache / ".partial-0123456789abcdef" / "a.txt").write_bytes(b"alp")
+    s3.pipe({f"{BUCKET}/other/c.txt": b"0123456789"})
+    with running_server(tmp_path, data_cache_quota=15) as server:
+        assert not (cache / ".partial-0123456789abcdef").exists()
+        api = admin(server)
+        secret(api, "s3", key="phalanx-test", secret="phalanx-test")
+        api.post("/api/v1/datasets", dataset("mnist-train", secret="s3"))
+        other_source = {"source": f"s3://{BUCKET}/other", "secret": "s3"}
+        api.post("/api/v1/datasets", {**dataset("other"), "spec": other_source})
+        first, other = listed(api, "mnist-train"), listed(api, "other")
+        reader(api, "read-1", "mnist-train")
+        copies = lambda: sorted(p.name for p in cache.iterdir() if p.is_dir())  # noqa: E731
+        assert copies() == [first["digest"].removeprefix("sha256:")]
+        # read-1 ended: its copy goes to make room for other's
+        hold = role(
+            "holder", command='ls "$PHALANX_DATA_OTHER"; sleep 600', cpu="100m", memory="64Mi"
+        )
+        hold["datasets"] = ["other"]
+        api.submit("hold", "wf", hold)
+        api.wait_phase("hold", "Running")
+        assert copies() == [other["digest"].removeprefix("sha256:")]
+        # other is read by a running job: no room for mnist-train again
+        late = role("late", command="true", cpu="100m", memory="64Mi")
+        late["datasets"] = ["mnist-train"]
+        api.submit("late", "wf", late)
+        assert api.wait_phase("late", "Failed", "Succeeded")["phase"] == "Failed"
+        (why,) = events(api, "late", "DatasetNotReady")
+        assert "needs 10 bytes and the cache holds 15" in why and "pinned" in why, why

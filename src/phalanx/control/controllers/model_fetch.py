@@ -14,8 +14,9 @@ Guarantees:
   cache); one whose dataset was never listed waits, skipped until datasets are listed
   (``listed``);
 - what cannot be made ready (a version whose files are gone or corrupt, a store that
-  cannot be read, a dataset that cannot be copied) marks the fetch ``failed`` with an event naming the version and the
-  reason; the controller then fails the job;
+  cannot be read, a dataset that cannot be copied) marks the fetch ``failed`` with an
+  event naming the version or dataset and the reason; the controller then fails the
+  job;
 - versions no version row keeps any more leave the copies within a pass of their
   deletion (a version some live job reads cannot be deleted: ``api.models``), or the
   first pass after that in which every copy could be collected.
@@ -25,6 +26,7 @@ The copy runs on this controller's own thread, never on the scheduler's tick.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
@@ -79,6 +81,7 @@ class ModelFetcher:
         self.db, self.store, self.copies = db, store, copies
         self.datasets = datasets
         self._waiting: set[int] = set()  # jobs whose datasets wait for a first listing
+        self._relisted = threading.Event()  # set by ``listed``: look at those jobs again
         self._on_ready = on_ready
         self._period = period
         self._kept: set[str] | None = None  # what the cache was last collected down to
@@ -97,26 +100,30 @@ class ModelFetcher:
         self._ticker.poke()
 
     def listed(self) -> None:
-        """Datasets were listed: the jobs that waited for them are looked at again soon."""
-        self._waiting = set()
+        """Datasets were listed: the jobs that waited for them are looked at again soon
+        (thread-safe: the next pass, on this fetcher's thread, forgets which waited)."""
+        self._relisted.set()
         self._ticker.poke()
 
     def tick(self) -> float:
         """One pass: copy out what jobs wait for, then collect; seconds until the next."""
         owed: Sequence[JobRow] = ()
+        if self._relisted.is_set():  # cleared before the reads: a later listing sets it again
+            self._relisted.clear()
+            self._waiting.clear()
         try:
             with self.db.session() as session:
                 owed = stored.fetches_owed(session, BATCH, skip=self._waiting)
                 jobs = [(row.id, row.user, row.document) for row in owed]
+                readers = [document for _, document in stored.readers(session)]
+            if self.datasets is not None:  # before the copies: what ended makes room
+                self.datasets.keep(readers)
             for job_id, user, document in jobs:
                 self._fetch(job_id, user, document)
             if jobs:
                 self._on_ready()
             with self.db.session() as session:
                 kept = stored.kept_digests(session)
-                readers = [document for _, document in stored.readers(session)]
-            if self.datasets is not None:
-                self.datasets.keep(readers)
             if kept != self._kept:
                 removed = self.copies.collect(kept)
                 self._kept = None if removed is None else kept
