@@ -191,7 +191,7 @@ def delete_dataset(
     user: str | None = typer.Option(None, "--user", help="That user's datasets (admins)."),
 ) -> None:
     """Delete your datasets (an admin: --user's): a job submitted after cannot name one;
-    the nodes drop their copies once no task reads them."""
+    their copies in the nodes' caches go when room is needed, as any copy no task reads."""
     with connect(ctx) as client:
         for name in names:
             client.delete_dataset(name, user=user)

@@ -411,8 +411,8 @@ class Client:
         return _parse(DatasetView, self._call("POST", path, params=_whose(user)))
 
     def delete_dataset(self, name: str, user: str | None = None) -> None:
-        """Delete the caller's dataset ``name`` (an admin: ``user``'s); the nodes drop
-        their copies once no task reads them."""
+        """Delete the caller's dataset ``name`` (an admin: ``user``'s); its copies in the
+        nodes' caches go when room is needed, as any copy no task reads."""
         self._call("DELETE", f"/datasets/{_segment(name)}", params=_whose(user))
 
     # -- pipelines and runs ----------------------------------------------------------------

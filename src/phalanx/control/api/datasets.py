@@ -100,7 +100,8 @@ def refresh_dataset(
 
 @router.delete("/{name}", status_code=204, responses=errors(404))
 def delete_dataset(name: str, caller: Caller, session: DbSession, user: Owner = None) -> None:
-    """Delete a dataset; the nodes drop their copies of it once no task reads them."""
+    """Delete a dataset; its copies in the nodes' caches go when room is needed, as any
+    copy that no task reads."""
     owner = addressed_user(caller, user)
     if not stored.remove(session, owner, name):
         raise _missing(name, owner)
