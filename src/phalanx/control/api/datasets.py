@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 
-from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors, owned
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.store import datasets as stored
@@ -145,9 +145,7 @@ def _checked(session: DbSession, body: Any, caller: Principal) -> DatasetDocumen
     """``body`` validated, owned by the caller (an admin may name another user), and
     naming only a secret its user has."""
     document = document_of(body, DatasetDocument, "datasets")
-    if not caller.is_admin or "user" not in document.spec.model_fields_set:
-        spec = document.spec.model_copy(update={"user": caller.name})
-        document = document.model_copy(update={"spec": spec})
+    document = owned(document, caller)
     secret = document.spec.secret
     if secret is not None and stored_secrets.get(session, document.spec.user, secret) is None:
         raise ApiError(

@@ -18,7 +18,10 @@ from phalanx.control.store import Session
 from phalanx.control.store.database import Database
 from phalanx.control.throttle import Throttle, address_key, retry_after
 from phalanx.domain.errors import DocumentError
+from phalanx.spec.dataset import DatasetDocument
+from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.loader import build_document
+from phalanx.spec.secret import SecretDocument
 from phalanx.wire.views import ErrorView
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
@@ -190,3 +193,15 @@ def addressed_user(caller: Principal, user: str | None) -> str:
     if user is None or user == caller.name or caller.is_admin:
         return user or caller.name
     return ""
+
+
+_Owned = TypeVar("_Owned", SecretDocument, DatasetDocument, InferenceDocument)
+
+
+def owned(document: _Owned, caller: Principal) -> _Owned:
+    """``document`` (a kind each user has their own of) as ``caller``'s: its
+    ``spec.user`` is the caller, unless an admin named another user there."""
+    if caller.is_admin and "user" in document.spec.model_fields_set:
+        return document
+    spec = document.spec.model_copy(update={"user": caller.name})
+    return document.model_copy(update={"spec": spec})

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 
-from phalanx.control.api.deps import Caller, DbSession, TheController, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, TheController, document_of, errors, owned
 from phalanx.control.api.service_views import view, views, visible
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.intents import Intent
@@ -123,9 +123,7 @@ def _checked(session: DbSession, body: Any, caller: Principal) -> InferenceDocum
     """``body`` validated, owned by the caller (an admin may name another user), its
     queue open to that user and its model versions pinned."""
     document = document_of(body, InferenceDocument, "inferences")
-    if not caller.is_admin or "user" not in document.spec.model_fields_set:
-        spec = document.spec.model_copy(update={"user": caller.name})
-        document = document.model_copy(update={"spec": spec})
+    document = owned(document, caller)
     spec = document.spec
     found = stored_cluster.queue_documents(session, [spec.queue]).get(spec.queue)
     closed = why_closed(found, spec.user, admin=caller.is_admin)

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 
-from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors
+from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors, owned
 from phalanx.control.auth import Principal
 from phalanx.control.errors import ApiError
 from phalanx.control.secretbox import SecretBox
@@ -132,11 +132,7 @@ def _missing(name: str, user: str) -> ApiError:
 
 def _checked(body: Any, caller: Principal) -> SecretDocument:
     """``body`` validated and owned by the caller (an admin may name another user)."""
-    document = document_of(body, SecretDocument, "secrets")
-    if not caller.is_admin or "user" not in document.spec.model_fields_set:
-        spec = document.spec.model_copy(update={"user": caller.name})
-        document = document.model_copy(update={"spec": spec})
-    return document
+    return owned(document_of(body, SecretDocument, "secrets"), caller)
 
 
 def _box(request: Request) -> SecretBox:
