@@ -45,6 +45,14 @@ class ServiceClass(StrEnum):
     OFFLINE = "offline"  # batch work that fills the room online services leave, and yields to them
 
 
+class DataLocality(StrEnum):
+    """How strongly a role's tasks want nodes that hold its datasets in their cache (as
+    Fluid's dataset affinity)."""
+
+    PREFERRED = "preferred"  # a node holding more of them scores higher; any node will do
+    REQUIRED = "required"  # only a node holding every one of them: the task waits for one
+
+
 class SelectorOperator(StrEnum):
     """Operators of a node affinity term, as in Kubernetes."""
 
@@ -166,6 +174,7 @@ class Role:
     secrets: tuple[tuple[str, str], ...] = ()
     # the datasets of the job's user its tasks read: (name, listing digest or None: unpinned)
     datasets: tuple[tuple[str, str | None], ...] = ()
+    data_locality: DataLocality = DataLocality.PREFERRED  # nodes holding them warm: wanted how
 
     @property
     def kept_replicas(self) -> int:

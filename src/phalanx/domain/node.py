@@ -118,6 +118,8 @@ class Node:
     max_tasks: int | None = None
     schedulable: bool = True  # False once cordoned
     cells: NodeCells | None = None  # its place in the cell hierarchy (the hived plugin's)
+    # the datasets its cache holds whole: listing digests (sha256:...), as jobs pin them
+    datasets: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.address is not None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Final, Literal, Self
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from phalanx.domain.job import (
+    DataLocality,
     Elastic,
     Hostfile,
     Job,
@@ -353,6 +354,11 @@ class RoleSpec(Placement):
     into the cache of the node a task runs on before it starts (once per node, shared by
     the jobs there), and the task finds it read-only at $PHALANX_DATA_<NAME> (the name in
     capitals, - and . as _). The server pins each to its listing at that time."""
+    data_locality: Literal["preferred", "required"] = "preferred"
+    """Where the tasks go with respect to the nodes that hold the datasets in their cache:
+    preferred, those holding more of them first (any node will do, filling its cache);
+    required, only nodes holding all of them (the tasks wait for one: phalanx dataset
+    warm NAME --nodes ...)."""
 
     @model_validator(mode="after")
     def _datasets_once(self) -> Self:
@@ -446,6 +452,7 @@ class RoleSpec(Placement):
                 (name, digest or None)
                 for name, _, digest in (ref.partition("@") for ref in self.datasets)
             ),
+            data_locality=DataLocality(self.data_locality),
         )
 
 
