@@ -1,10 +1,12 @@
-"""``phalanx dataset refresh NAME``, and the tables of ``get datasets`` and ``describe
-dataset``.
+"""``phalanx dataset refresh NAME`` and ``phalanx dataset warm NAME``, and the tables
+of ``get datasets`` and ``describe dataset``.
 
 A dataset is created, changed and deleted as a document (``phalanx apply -f``,
 ``phalanx delete dataset``); this group holds what is done to one in place. ``refresh``
 prints one line, ``dataset/NAME refresh requested: PHASE``, the phase the server gave
 it then: the listing itself happens soon after (``phalanx get datasets NAME`` shows it).
+``warm`` prints ``dataset/NAME warm requested on NODES``: the copies are made soon
+after (``phalanx describe dataset NAME`` shows each node's cache).
 """
 
 from __future__ import annotations
@@ -38,6 +40,34 @@ def refresh_dataset(
     with connect(ctx) as client:
         view = client.refresh_dataset(name, user=user)
     typer.echo(f"dataset/{name} refresh requested: {view.phase}")
+
+
+@app.command("warm")
+def warm_dataset(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The dataset."),
+    nodes: str = typer.Option(
+        "", "--nodes", help="Comma-separated nodes whose caches get it (default: every node)."
+    ),
+    user: str | None = typer.Option(None, "--user", help="That user's dataset (admins)."),
+) -> None:
+    """Copy a dataset's current listing into nodes' caches now, ahead of the jobs that
+    read it (phalanx describe dataset NAME shows each node's cache)."""
+    named = [node.strip() for node in nodes.split(",") if node.strip()]
+    with connect(ctx) as client:
+        client.warm_dataset(name, named, user=user)
+    typer.echo(f"dataset/{name} warm requested on {', '.join(named) or 'every node'}")
+
+
+def nodes_table(dataset: DatasetView) -> Table:
+    """One row per node whose cache holds the dataset's current listing, is being given
+    it, or could not be: the node, the state and why."""
+    table = Table(box=None, pad_edge=False)
+    for title in ("NODE", "CACHE", "MESSAGE"):
+        table.add_column(title, overflow="fold")
+    for node in dataset.nodes:
+        table.add_row(node.node, phase(node.state), node.message or "-")
+    return table
 
 
 def datasets_table(datasets: Sequence[DatasetView], now: float) -> Table:

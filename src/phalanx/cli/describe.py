@@ -277,7 +277,8 @@ def describe_dataset(
     user: str | None = typer.Option(None, "--user", help="That user's dataset (admins)."),
 ) -> None:
     """A dataset: its user, source, sub-path and secret, then what its last
-    listing found (phase, message, files, size, digest, when) and its times."""
+    listing found (phase, message, files, size, digest, when) and its times, then each
+    node's cache with that listing (Warm, Filling or Failed)."""
     with connect(ctx) as client:
         dataset = client.dataset(name, user=user)
     secret = datasets.spec_field(dataset, "secret")
@@ -298,6 +299,10 @@ def describe_dataset(
         "Updated": _clock(dataset.updated_at),
     }
     console().print(_fields(fields))
+    if dataset.nodes:
+        console().print(datasets.nodes_table(dataset))
+    else:
+        console().print("Cached on: no node (a node copies it when a task there reads it)")
 
 
 def _fields(values: Mapping[str, str | Text]) -> Table:

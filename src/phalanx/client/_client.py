@@ -410,6 +410,17 @@ class Client:
         path = f"/datasets/{_segment(name)}/refresh"
         return _parse(DatasetView, self._call("POST", path, params=_whose(user)))
 
+    def warm_dataset(
+        self, name: str, nodes: Sequence[str] = (), user: str | None = None
+    ) -> DatasetView:
+        """Have the current listing of the caller's dataset ``name`` (an admin:
+        ``user``'s) copied into the caches of ``nodes`` (empty: every node) soon, ahead
+        of the jobs that read it. The answer is the dataset as it is now; its ``nodes``
+        say how far each got, then and in later reads."""
+        path = f"/datasets/{_segment(name)}/warm"
+        body = {"nodes": list(nodes)}
+        return _parse(DatasetView, self._call("POST", path, params=_whose(user), json=body))
+
     def delete_dataset(self, name: str, user: str | None = None) -> None:
         """Delete the caller's dataset ``name`` (an admin: ``user``'s); its copies in the
         nodes' caches go when room is needed, as any copy no task reads."""

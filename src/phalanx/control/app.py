@@ -40,9 +40,11 @@ from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
 from phalanx.control.body_limit import BodyLimit
 from phalanx.control.controllers.controller import Controller
+from phalanx.control.controllers.datasets import DatasetLister
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar
 from phalanx.control.controllers.serving import Serving
+from phalanx.control.controllers.warming import DatasetWarmer
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
 from phalanx.control.metrics import Metrics
@@ -77,6 +79,8 @@ def create_app(
     reports_dir: Path | None = None,
     throttle: Throttle | None = None,
     secret_box: SecretBox | None = None,
+    lister: DatasetLister | None = None,
+    warmer: DatasetWarmer | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -93,7 +97,9 @@ def create_app(
     count against the visitors' addresses, never against the loopback's. Jobs stored
     by the API go to ``on_stored`` (default: ``controller.offer``); ``serving`` is poked
     when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``.
-    Secrets are sealed with ``secret_box`` (without it, creating one answers 501)."""
+    Secrets are sealed with ``secret_box`` (without it, creating one answers 501). A
+    dataset written has ``lister`` list it soon; ``warmer`` warms datasets on request
+    and says which nodes hold them (without it, a warm answers 501)."""
     app = FastAPI(
         lifespan=None if gateway is None else _closing(gateway),
         title="phalanx",
@@ -121,7 +127,8 @@ def create_app(
     app.state.submissions = SubmissionWriter(db, on_stored=on_stored or controller.offer)
     app.state.serving = serving  # None: services are recorded, and no one serves them
     app.state.secret_box = secret_box
-    app.state.datasets_changed = None  # set by the server: wakes the dataset lister
+    app.state.datasets_changed = None if lister is None else lister.poke
+    app.state.dataset_warmer = warmer
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()

@@ -43,7 +43,7 @@ from phalanx.control.auth import AGENT_KEY_FILE, TokenCache, bootstrap_admin, ke
 from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.core import Timing
-from phalanx.control.controllers.data_inputs import DatasetInputs
+from phalanx.control.controllers.data_inputs import DatasetInputs, SecretValues
 from phalanx.control.controllers.datasets import DatasetLister
 from phalanx.control.controllers.gateways import GatewayReports
 from phalanx.control.controllers.intents import Intent
@@ -52,6 +52,7 @@ from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.controllers.rollouts import RolloutDriver
 from phalanx.control.controllers.serving import ReplicaGauge, Serving
 from phalanx.control.controllers.views import HostFacts
+from phalanx.control.controllers.warming import DatasetWarmer, HostCache, NodeCaches
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.datadir import prepare_data_dir
 from phalanx.control.gateway import ServiceAccess
@@ -77,6 +78,7 @@ from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_
 from phalanx.executors.containers.detect import detect_runtime
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
+from phalanx.executors.ray.data import NodeData
 from phalanx.executors.ray.executor import RayExecutor
 from phalanx.executors.ray.models import NodeModels
 from phalanx.executors.taskgroups import LimitDefaults
@@ -247,7 +249,9 @@ class Server:
             executors.append(made)
             return made
 
-        copies, self.data_cache = _caches(self.tasks_dir, ray, settings)
+        copies, self.dataset_inputs, self._node_caches = _caches(
+            self.tasks_dir, ray, settings, self._secret_values
+        )
         self.controller = Controller(
             self.db,
             nodes,
@@ -260,7 +264,7 @@ class Server:
                 limits=limits_line(isolation, defaults), identity=self.tenancy.describe()
             ),
             model_cache=copies if isinstance(copies, ModelCache) else None,
-            data_cache=self.data_cache,
+            datasets=self.dataset_inputs,
             secrets=self._secret_values,
         )
         if settings.colocation is not None and isinstance(executors[0], LocalExecutor):
@@ -297,8 +301,9 @@ class Server:
             reports_dir=settings.reports,
             throttle=Throttle(settings.throttle),
             secret_box=self.secret_box,
+            lister=self.lister,
+            warmer=self.warmer,
         )
-        self.app.state.datasets_changed = self.lister.poke
         config = uvicorn.Config(
             self.app,
             host=settings.host,
@@ -335,10 +340,8 @@ class Server:
         sys.setswitchinterval(0.0005)
         self.controller.start()
         self.workflows.start()
-        self.registrar.start()
-        self.fetcher.start()
-        self.lister.start()
-        self.serving.start()
+        for worker in self._workers:
+            worker.start()
         try:
             self._uvicorn.run()
         finally:
@@ -372,14 +375,24 @@ class Server:
             model_store,
             copies,
             on_ready=lambda: self.controller.wake(Intent.JOBS),
-            datasets=DatasetInputs(self.data_cache, self._secret_values),
+            datasets=self.dataset_inputs,
             period=settings.timing.period * 5,
         )
-        self.lister = DatasetLister(
+        self.warmer = DatasetWarmer(
             self.db,
-            self._secret_values,
-            on_listed=self.fetcher.listed,
+            self.dataset_inputs,
+            self._node_caches,
+            held=lambda: self.controller.cluster.held,
+            nodes=lambda: [node.name for node in self.controller.cluster.nodes],
             period=settings.timing.period * 5,
+        )
+
+        def listed() -> None:
+            self.fetcher.listed()
+            self.warmer.poke()
+
+        self.lister = DatasetLister(
+            self.db, self._secret_values, on_listed=listed, period=settings.timing.period * 5
         )
         self.routes = Routes()
         tallies = Tallies()
@@ -407,6 +420,8 @@ class Server:
         )
         self.metrics.registry.register(ReplicaGauge(self.serving))
         self.controller.on_jobs_ended.append(self.serving.poke)
+        #: The controllers on threads of their own, started and stopped together.
+        self._workers = (self.registrar, self.fetcher, self.lister, self.warmer, self.serving)
 
     def _secret_values(self, user: str, name: str) -> dict[str, bytes] | None:
         """``user``'s secret ``name`` opened, for a task's start; None when it is gone."""
@@ -428,10 +443,8 @@ class Server:
         """Serve on a background thread; returns once the API accepts connections."""
         self.controller.start()
         self.workflows.start()
-        self.registrar.start()
-        self.fetcher.start()
-        self.lister.start()
-        self.serving.start()
+        for worker in self._workers:
+            worker.start()
         self._thread = threading.Thread(target=self._uvicorn.run, name="phalanx-api", daemon=True)
         self._thread.start()
         started = threading.Event()
@@ -462,10 +475,9 @@ class Server:
         the controller's thread ended in time."""
         self.app.state.submissions.close()
         self.workflows.shutdown()
-        workers = (self.registrar, self.fetcher, self.lister, self.serving)
-        for worker in workers:  # all asked first, so that their last passes overlap
+        for worker in self._workers:  # all asked first, so that their last passes overlap
             worker.stop(timeout=0)
-        for worker in workers:
+        for worker in self._workers:
             worker.stop()
         stopped = self.controller.shutdown()
         if stopped:
@@ -563,6 +575,7 @@ def ray_cluster(
         limits=limits,
         colocation=settings.colocation,
         models=models,
+        data_quota=settings.data_cache_quota,
         declared={node.name: node for node in declared},
         on_change=on_news,
         on_news=on_news,
@@ -591,19 +604,20 @@ def ray_cluster(
 
 
 def _caches(
-    tasks_dir: Path, ray: RayCluster | None, settings: ServerSettings
-) -> tuple[ModelCache | NodeModels, DatasetCache | None]:
+    tasks_dir: Path, ray: RayCluster | None, settings: ServerSettings, secrets: SecretValues
+) -> tuple[ModelCache | NodeModels, DatasetInputs, NodeCaches]:
     """Where the versions and datasets tasks read are copied out: beside the tasks dir
     (``TASKS-models``, ``TASKS-data``: the dataset cache cleaned of what a crash left),
-    or, for versions, on each Ray node by its agent just before a start there (datasets
-    do not reach Ray nodes yet: None)."""
+    or on each Ray node by its agent (just before a start there, or when warmed); the
+    datasets read with ``secrets``."""
     if ray is not None:
-        return NodeModels(ray), None
+        return NodeModels(ray), DatasetInputs(None, secrets), NodeData(ray)
     data = DatasetCache(
         tasks_dir.with_name(f"{tasks_dir.name}-data"), CacheLimits(quota=settings.data_cache_quota)
     )
     data.clean()
-    return ModelCache(tasks_dir.with_name(f"{tasks_dir.name}-models")), data
+    models = ModelCache(tasks_dir.with_name(f"{tasks_dir.name}-models"))
+    return models, DatasetInputs(data, secrets), HostCache(data)
 
 
 def _reads_data(job: Job) -> bool:

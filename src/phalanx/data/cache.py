@@ -215,6 +215,11 @@ class DatasetCache:
                 for hexdigest, index in self._entries.items()
             ]
 
+    def held(self) -> frozenset[str]:
+        """The keys of the complete entries (what the engine's locality reads)."""
+        with self._changed:
+            return frozenset(_PREFIX + hexdigest for hexdigest in self._entries)
+
     def usage(self) -> int:
         """The bytes the complete entries hold."""
         with self._changed:

@@ -15,8 +15,8 @@ and ``NodeSource`` (nodes that come and go: the Ray executor's are its cluster's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, Protocol, runtime_checkable
 
@@ -154,11 +154,13 @@ class LogSource(Protocol):
 class NodeState:
     """The nodes an executor has: every node it has seen (one that died stays, not
     ``alive``, as Kubernetes keeps a NotReady node) and a ``version`` that grows with
-    every change."""
+    every change; ``datasets``, by node, the listing digests its dataset cache holds
+    whole (``Node.datasets``; a node not named holds none)."""
 
     nodes: tuple[Node, ...] = ()
     alive: frozenset[str] = frozenset()
     version: int = 0
+    datasets: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from phalanx.data.copies import DatasetCopy
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Hostfile, ServiceClass
 from phalanx.domain.node import check_address
@@ -135,6 +136,9 @@ class TaskLaunch:
     there before the start and sets ``model_path`` to its copy. ``datasets`` are the
     directories of the datasets the task reads, by name, read-only on this host: the
     task sees each as ``PHALANX_DATA_<NAME>``, a container at the same path, read-only.
+    ``dataset_copies`` are the datasets the task reads where an executor on another
+    host (a Ray node's agent) copies them into its node's cache before the start, and
+    adds each copy's directory to ``datasets``.
     ``secret_env`` are the variables of the job's secrets given ``as: env`` (set over the
     role's own); ``secret_files`` the keys of those given ``as: files``, by ``NAME/KEY``,
     written under ``PHALANX_SECRETS_DIR`` in the task's directory, mode 0600, as its user.
@@ -167,6 +171,7 @@ class TaskLaunch:
     model_path: str | None = None
     model_digest: str | None = None
     datasets: Mapping[str, str] = field(default_factory=dict)
+    dataset_copies: tuple[DatasetCopy, ...] = ()
     secret_env: Mapping[str, str] = field(default_factory=dict)
     secret_files: Mapping[str, bytes] = field(default_factory=dict)
 

@@ -19,14 +19,24 @@ from __future__ import annotations
 from typing import Annotated, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
-from phalanx.spec.common import API_VERSION, Metadata, Name, SpecModel, UserName, located
+from phalanx.spec.common import (
+    API_VERSION,
+    Duration,
+    Metadata,
+    Name,
+    SpecModel,
+    UserName,
+    located,
+)
 
 #: The protocols a dataset's source may use (fsspec's names): S3 and the web.
 PROTOCOLS: Final = ("s3", "http", "https")
 #: The longest source URL and sub-path.
 MAX_SOURCE: Final = 2048
+#: Most nodes ``spec.warm`` names.
+MAX_WARM_NODES: Final = 1024
 
 
 def _source(url: str) -> str:
@@ -67,6 +77,13 @@ SourceUrl = Annotated[str, AfterValidator(_source)]
 SubPath = Annotated[str, AfterValidator(_relative)]
 
 
+class DatasetWarm(SpecModel):
+    """``spec.warm`` of a Dataset: the nodes that keep a copy of it ahead of the jobs."""
+
+    nodes: Annotated[list[Name], Field(max_length=MAX_WARM_NODES)] = Field(default_factory=list)
+    """The nodes whose caches hold it (phalanx get nodes); empty: every node."""
+
+
 class DatasetSpec(SpecModel):
     """``spec`` of a Dataset: whose it is and where its data lives."""
 
@@ -83,6 +100,16 @@ class DatasetSpec(SpecModel):
     """A secret of the same user whose keys are the storage options that reach the
     source (for s3://: key, secret and, for temporary credentials, token). Omitted: the
     source is read anonymously (never with the server's or a node's own credentials)."""
+
+    refresh_every: Duration | None = None
+    """List the source again this often (30m, 6h, 1d): jobs that start after a listing
+    that found new data read the new data. Omitted: listed when created or changed, and
+    when asked (phalanx dataset refresh)."""
+    warm: DatasetWarm | None = None
+    """Keep a copy of the dataset's current listing in the caches of these nodes, copied
+    as soon as it is listed (and again if it is evicted), ahead of the jobs that read
+    it. Omitted: a node copies it when a job's task there first reads it (phalanx
+    dataset warm NAME warms nodes once, on request)."""
 
     @property
     def url(self) -> str:

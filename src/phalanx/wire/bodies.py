@@ -134,3 +134,10 @@ class ResumeRun(Body):
             name: list(value) if isinstance(value, list) else value
             for name, value in self.params.items()
         }
+
+
+class WarmRequest(Body):
+    """Warm a dataset: copy its current listing into the caches of ``nodes`` now (empty:
+    every node), ahead of the jobs that read it."""
+
+    nodes: list[str] = Field(default_factory=list, max_length=1024)

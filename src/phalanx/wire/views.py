@@ -482,11 +482,22 @@ class InferenceView(View):
     rollouts: list[RolloutView] = []
 
 
+class DatasetNodeView(View):
+    """One node's cache with a dataset's current listing: ``state`` Warm (it holds a
+    copy), Filling (one is being copied there) or Failed (``message`` says why)."""
+
+    node: str
+    state: str
+    message: str = ""
+
+
 class DatasetView(View):
     """A user's dataset as the API shows it: its document, and what the last listing of
     its source found. ``phase``: Listing (none yet), Ready, or Failed (``message`` says
     why; a dataset listed before keeps that listing, which jobs read). ``digest``
-    names the listing (the copy the nodes cache); ``files`` and ``size`` count it."""
+    names the listing (the copy the nodes cache); ``files`` and ``size`` count it;
+    ``nodes`` are the nodes that hold it, are being given it, or could not be (a node
+    not named holds no copy of it)."""
 
     name: str
     user: str
@@ -499,6 +510,7 @@ class DatasetView(View):
     listed_at: float | None
     created_at: float
     updated_at: float
+    nodes: list[DatasetNodeView] = []
 
 
 class SecretView(View):

@@ -182,3 +182,40 @@ def test_the_host_cache_evicts_what_no_job_reads_and_refuses_what_does_not_fit(
         assert api.wait_phase("late", "Failed", "Succeeded")["phase"] == "Failed"
         (why,) = events(api, "late", "DatasetNotReady")
         assert "needs 10 bytes and the cache holds 15" in why and "pinned" in why, why
+
+
+def test_a_dataset_is_warmed_ahead_of_jobs_by_its_spec_and_on_request(
+    server: Server, s3: Any, tmp_path: Path
+) -> None:
+    """``spec.warm`` copies each new listing into the nodes' cache before any job reads
+    it, ``refreshEvery`` lists the source again by itself, and a warm asked of a node
+    that does not exist says so; every read of the dataset shows each node's cache."""
+    api = admin(server)
+    secret(api, "s3", key="phalanx-test", secret="phalanx-test")
+    api.post("/api/v1/datasets", dataset("mnist-train", secret="s3", warm={}, refreshEvery="1s"))
+    view = listed(api, "mnist-train")
+    cache = tmp_path / "data" / "tasks-data"
+
+    def warm_on_every_node(digest: str) -> Any:
+        found = api.get("/api/v1/datasets/mnist-train")
+        states = {(n["node"], n["state"]) for n in found["nodes"]}
+        held = found["digest"] == digest and states == {("node-0", "Warm"), ("node-1", "Warm")}
+        return held and found
+
+    wait_for(lambda: warm_on_every_node(view["digest"]), "the first listing warm")
+    assert (
+        cache / view["digest"].removeprefix("sha256:") / "sub" / "b.txt"
+    ).read_bytes() == b"beta!"
+    s3.pipe({f"{BUCKET}/mnist/a.txt": b"ALPHA"})  # listed again within a second or so
+    again = listed(api, "mnist-train", after=view["digest"])
+    wait_for(lambda: warm_on_every_node(again["digest"]), "the new listing warm")
+    assert (cache / again["digest"].removeprefix("sha256:") / "a.txt").read_bytes() == b"ALPHA"
+
+    api.post("/api/v1/datasets/mnist-train/warm", {"nodes": ["node-9"]}, expect=202)
+
+    def refused() -> Any:
+        nodes = {n["node"]: n for n in api.get("/api/v1/datasets/mnist-train")["nodes"]}
+        return "node-9" in nodes and nodes["node-9"]
+
+    state = wait_for(refused, "the unknown node answered")
+    assert state["state"] == "Failed" and "there is no node node-9" in state["message"]

@@ -6,7 +6,9 @@ everyone's, reaches another user's as ``/datasets/NAME?user=alice``, and may cre
 for another user by naming them in ``spec.user``. A dataset naming a secret is accepted
 only when its user has that secret: the secret's values are read by the server's lister
 and the nodes, never answered here. Creating or changing a dataset, or
-``POST .../refresh``, has its source listed soon (``controllers.datasets``).
+``POST .../refresh``, has its source listed soon (``controllers.datasets``);
+``POST .../warm`` has its current listing copied into nodes' caches soon
+(``controllers.warming``), and every view says which nodes hold it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from fastapi import APIRouter, Body, Query, Request
 
 from phalanx.control.api.deps import Caller, DbSession, addressed_user, document_of, errors, owned
 from phalanx.control.auth import Principal
+from phalanx.control.controllers.warming import DatasetWarmer
 from phalanx.control.errors import ApiError
 from phalanx.control.store import datasets as stored
 from phalanx.control.store import secrets as stored_secrets
 from phalanx.control.store.models import DatasetRow
 from phalanx.spec.dataset import DatasetDocument
-from phalanx.wire.views import DatasetView
+from phalanx.wire.bodies import WarmRequest
+from phalanx.wire.views import DatasetNodeView, DatasetView
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], responses=errors(401, 422))
 
@@ -36,16 +40,18 @@ Owner = Annotated[
 
 
 @router.get("", response_model=list[DatasetView])
-def list_datasets(caller: Caller, session: DbSession) -> list[DatasetView]:
+def list_datasets(caller: Caller, session: DbSession, request: Request) -> list[DatasetView]:
     """The caller's datasets (an admin's: everyone's), by user, then name."""
     rows = stored.listing(session, None if caller.is_admin else caller.name)
-    return [view_of(row) for row in rows]
+    return [view_of(row, request) for row in rows]
 
 
 @router.get("/{name}", response_model=DatasetView, responses=errors(404))
-def get_dataset(name: str, caller: Caller, session: DbSession, user: Owner = None) -> DatasetView:
-    """One dataset: its document and its last listing."""
-    return view_of(_visible(session, name, addressed_user(caller, user)))
+def get_dataset(
+    name: str, caller: Caller, session: DbSession, request: Request, user: Owner = None
+) -> DatasetView:
+    """One dataset: its document, its last listing, and the nodes' caches with it."""
+    return view_of(_visible(session, name, addressed_user(caller, user)), request)
 
 
 @router.post("", status_code=201, response_model=DatasetView, responses=errors(400, 409))
@@ -98,6 +104,40 @@ def refresh_dataset(
     return _stored(session, request, owner, name)
 
 
+@router.post(
+    "/{name}/warm", status_code=202, response_model=DatasetView, responses=errors(404, 409, 501)
+)
+def warm_dataset(
+    name: str,
+    caller: Caller,
+    session: DbSession,
+    request: Request,
+    body: WarmRequest | None = None,
+    user: Owner = None,
+) -> DatasetView:
+    """Copy the dataset's current listing into the caches of the nodes named (none:
+    every node) soon, ahead of the jobs that read it; ``nodes`` in the answer, and in
+    later reads, says how far each got."""
+    owner = addressed_user(caller, user)
+    row = _visible(session, name, owner)
+    warmer = request.app.state.dataset_warmer
+    if warmer is None:
+        raise ApiError(
+            501,
+            "this server warms no dataset",
+            fix="run the server with phalanx up, which warms datasets",
+        )
+    if row.digest is None:
+        raise ApiError(
+            409,
+            f"dataset {name!r} was never listed ({row.phase}: {row.message or 'listing'})",
+            field="name",
+            fix="wait for its listing (phalanx describe dataset NAME), or fix its source",
+        )
+    warmer.ask(owner, name, [] if body is None else body.nodes)
+    return view_of(row, request)
+
+
 @router.delete("/{name}", status_code=204, responses=errors(404))
 def delete_dataset(name: str, caller: Caller, session: DbSession, user: Owner = None) -> None:
     """Delete a dataset; its copies in the nodes' caches go when room is needed, as any
@@ -108,8 +148,11 @@ def delete_dataset(name: str, caller: Caller, session: DbSession, user: Owner = 
     session.commit()
 
 
-def view_of(row: DatasetRow) -> DatasetView:
-    """``row`` as the API shows it."""
+def view_of(row: DatasetRow, request: Request) -> DatasetView:
+    """``row`` as the API shows it, with its nodes' caches as the server's warmer
+    sees them."""
+    warmer: DatasetWarmer | None = request.app.state.dataset_warmer
+    states = [] if warmer is None else warmer.states(row.user, row.name, row.digest)
     return DatasetView(
         name=row.name,
         user=row.user,
@@ -122,6 +165,7 @@ def view_of(row: DatasetRow) -> DatasetView:
         listed_at=row.listed_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        nodes=[DatasetNodeView(node=s.node, state=s.state, message=s.message) for s in states],
     )
 
 
@@ -168,7 +212,7 @@ def _stored(session: DbSession, request: Request, user: str, name: str) -> Datas
     session.flush()
     row = stored.get(session, user, name)
     assert row is not None, (user, name)
-    answer = view_of(row)
+    answer = view_of(row, request)
     session.commit()
     wake = getattr(request.app.state, "datasets_changed", None)
     if wake is not None:

@@ -20,6 +20,7 @@ from typing import TypeVar
 from phalanx.control.controllers import adoption
 from phalanx.control.controllers.colocate import Colocation
 from phalanx.control.controllers.core import Core, Timing
+from phalanx.control.controllers.data_inputs import DatasetInputs
 from phalanx.control.controllers.intents import Intent, Intents
 from phalanx.control.controllers.launches import SecretValues, launch_of, secret_parts
 from phalanx.control.controllers.nodes import Cluster
@@ -31,7 +32,7 @@ from phalanx.control.metrics import Metrics
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
-from phalanx.data.cache import DatasetCache
+from phalanx.data.copies import DatasetCopy
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Decisions
@@ -94,12 +95,12 @@ class Controller:
         identity_of: IdentityOf | None = None,
         host: HostFacts | None = None,
         model_cache: ModelCache | None = None,
-        data_cache: DatasetCache | None = None,
+        datasets: DatasetInputs | None = None,
         secrets: SecretValues | None = None,
     ) -> None:
         self.db = db
         self._model_cache = model_cache
-        self._data_cache = data_cache
+        self._datasets = datasets
         self._secrets = secrets
         self.host = host or HostFacts()
         self._identity_of = identity_of
@@ -280,6 +281,10 @@ class Controller:
             if full:
                 self._progress.read(self._guarded)
             self.cluster.follow(core, self.db)
+            inputs = self._datasets
+            if inputs is not None and inputs.cache is not None:  # every node is this host
+                held = inputs.cache.held()
+                self.cluster.hold(core, {node.name: held for node in self.cluster.nodes})
             if changed:
                 with self.db.session() as session:
                     if Intent.NODES in changed:
@@ -427,12 +432,15 @@ class Controller:
             model = str(self._model_cache.path(digest))
         role = next(r for r in life.job.roles if r.name == bind.role)
         env, files = secret_parts(life.job.user, role.secrets, self._secrets)
-        cache = self._data_cache
-        datasets = {
-            name: str(cache.path(digest))
-            for name, digest in role.datasets
-            if digest is not None and cache is not None
-        }
+        datasets: dict[str, str] = {}
+        copies: tuple[DatasetCopy, ...] = ()
+        inputs = self._datasets
+        if role.datasets and inputs is not None and inputs.cache is not None:
+            cache = inputs.cache
+            datasets = {name: str(cache.path(d)) for name, d in role.datasets if d is not None}
+        elif role.datasets and inputs is not None:
+            with self.db.session() as session:
+                copies = inputs.for_task(session, life.job.user, role.datasets)
         return launch_of(
             life.job,
             bind,
@@ -443,6 +451,7 @@ class Controller:
             model_path=model,
             model_digest=digest,
             datasets=datasets,
+            dataset_copies=copies,
             secret_env=env,
             secret_files=files,
         )

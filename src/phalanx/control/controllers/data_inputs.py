@@ -1,32 +1,39 @@
-"""The datasets a job reads, made ready on the server's host before it is scheduled:
+"""The datasets a job reads, made ready before it is scheduled and handed to its tasks:
 ``DatasetInputs``, which the model fetcher (``controllers.model_fetch``) asks for each
-job that names datasets.
+job that names datasets, and the controller for each task it starts.
 
 Guarantees of ``read`` then ``copy`` (outside the session ``read`` used):
 - ``read`` answers None (the job waits) while a dataset the job names has never been
   listed;
-- each dataset is pinned to its listing at that moment: the job reads that copy, in
-  the node's cache (``data.cache.DatasetCache``), filled once from the source with the
-  dataset's own secret (``data.source``), every file of the listing at its listed size;
-  a copy already there is shared;
-- what cannot be made ready (a dataset deleted, one whose source never listed, a copy
-  that fails or does not fit the cache) is a problem naming the dataset and why, never
-  a secret's value (each is masked in what a store's error says).
+- each dataset is pinned to its listing at that moment; where tasks run on the
+  server's host (``cache`` given), the job reads that copy in the host's cache
+  (``data.cache.DatasetCache``), filled once from the source with the dataset's own
+  secret (``data.copies``), every file of the listing at its listed size, a copy
+  already there shared; where they run on other hosts (no ``cache``: Ray nodes), each
+  task's node copies it there just before the task starts (``for_task``);
+- what cannot be made ready (a dataset deleted, one whose source never listed, a
+  secret deleted, a copy that fails or does not fit the cache) is a problem naming the
+  dataset and why, never a secret's value (each is masked in what a store's error says).
 
-``keep`` pins, in the cache, the copies the jobs not yet ended read (and unpins the
-rest), so that making room for a new copy never evicts one a task reads.
+``for_task`` gives what a task's node needs to copy the datasets the task's job is
+pinned to, by the pinned listing (kept while a job not yet ended names it, however
+often the dataset was listed since), with the dataset's credentials now.
+
+``keep`` pins, in the host's cache, the copies the jobs not yet ended read (and unpins
+the rest), so that making room for a new copy never evicts one a task reads; it
+returns the digests those jobs are pinned to, whose listings the store keeps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from phalanx.control.store import Session
 from phalanx.control.store import datasets as stored
 from phalanx.data.cache import DatasetCache
-from phalanx.data.source import copy_listed, reach
-from phalanx.domain.errors import ContentError, InvalidInput
+from phalanx.data.copies import CopyFailed, DatasetCopy
+from phalanx.domain.errors import InvalidInput
 from phalanx.spec.dataset import DatasetDocument
 
 #: The values of a user's secret by key, or None when the user has no such secret.
@@ -35,19 +42,15 @@ SecretValues = Callable[[str, str], Mapping[str, bytes] | None]
 
 @dataclass(frozen=True, slots=True)
 class _Listed:
-    """What a copy needs of a dataset, read in one session."""
+    """A dataset's copy as read in one session (no credentials yet), and its secret."""
 
-    name: str
-    url: str
+    copy: DatasetCopy
     secret: str | None
-    digest: str
-    size: int
-    files: tuple[tuple[str, int, str], ...]
 
 
 class DatasetInputs:
-    """See the module docstring. ``cache`` is None where tasks run on other hosts (their
-    datasets are not yet copied there: such a job is refused with the reason)."""
+    """See the module docstring. ``cache`` is the server's host's, where its executor
+    runs tasks there; None where tasks run on other hosts (Ray nodes)."""
 
     def __init__(self, cache: DatasetCache | None, secret_values: SecretValues) -> None:
         self.cache = cache
@@ -71,63 +74,87 @@ class DatasetInputs:
             elif row.digest is None:
                 return None
             else:
-                spec = DatasetDocument.model_validate(row.document).spec
-                files = tuple((str(p), int(s), str(v)) for p, s, v in row.listing)
-                listed.append(_Listed(name, spec.url, spec.secret, row.digest, row.size, files))
+                found = self._listed(session, user, name, row.digest)
+                if isinstance(found, str):
+                    problems.append(found)
+                else:
+                    listed.append(found)
         return listed, problems
 
     def copy(self, user: str, listed: Sequence[_Listed]) -> tuple[dict[str, str], list[str]]:
-        """The digest each of ``listed`` is pinned to, its copy in the cache, and the
-        problems (each naming its dataset)."""
+        """The digest each of ``listed`` is pinned to (copied into the host's cache, when
+        there is one), and the problems (each naming its dataset)."""
         pins: dict[str, str] = {}
         problems: list[str] = []
         for dataset in listed:
-            why = self._copy(user, dataset)
-            if why is None:
-                pins[dataset.name] = dataset.digest
+            name, digest = dataset.copy.name, dataset.copy.digest
+            try:
+                copy = self._with_credentials(user, dataset)
+                if self.cache is not None:
+                    if digest not in self._pinned:  # held from the moment it lands
+                        self.cache.pin(digest)
+                        self._pinned.add(digest)
+                    copy.into(self.cache)
+            except (CopyFailed, InvalidInput) as error:
+                problems.append(f"dataset {name} ({digest}): {error}")
             else:
-                problems.append(f"dataset {dataset.name} ({dataset.digest}): {why}")
+                pins[name] = digest
         return pins, problems
 
-    def _copy(self, user: str, dataset: _Listed) -> str | None:
-        """Why ``dataset`` cannot be copied into the cache (None: it is there)."""
-        if self.cache is None:
-            return (
-                "datasets reach tasks on the server's host only, not Ray nodes yet; fix: "
-                "run the job on a server with the local executor"
-            )
-        values: Mapping[str, bytes] | None = None
-        if dataset.secret is not None:
-            values = self._secret_values(user, dataset.secret)
-            if values is None:
-                return f"its secret {dataset.secret!r} was deleted; fix: create it again"
-        if dataset.digest not in self._pinned:  # held from the moment it lands
-            self.cache.pin(dataset.digest)
-            self._pinned.add(dataset.digest)
-        try:
-            fs, root = reach(dataset.url, values)
-            self.cache.ensure(
-                dataset.digest,
-                dataset.size,
-                lambda dest: copy_listed(fs, root, dataset.files, dest),
-            )
-        except (InvalidInput, ContentError) as error:
-            return masked(str(error), values)
-        except Exception as error:  # the store's own errors (s3fs, botocore, a network)
-            return masked(f"it could not be copied: {error}", values)
-        return None
+    def for_task(
+        self, session: Session, user: str, pinned: Sequence[tuple[str, str | None]]
+    ) -> tuple[DatasetCopy, ...]:
+        """What a task's node copies for the datasets ``pinned`` (``(name, digest)``, as
+        the task's role names them), with their credentials. Raises ``InvalidInput``
+        naming the dataset when one cannot be read any more (the start fails with it)."""
+        copies: list[DatasetCopy] = []
+        for name, digest in pinned:
+            if digest is None:
+                raise InvalidInput(
+                    f"dataset {name} is not pinned to a listing",
+                    field="datasets",
+                    fix="submit the job again",
+                )
+            found = self._listed(session, user, name, digest)
+            if isinstance(found, str):
+                raise InvalidInput(found, field="datasets", fix="submit the job again")
+            copies.append(self._with_credentials(user, found))
+        return tuple(copies)
 
-    def keep(self, readers: Iterable[Mapping[str, object]]) -> None:
+    def keep(self, readers: Iterable[Mapping[str, object]]) -> set[str]:
         """Pin the copies the job ``readers`` (documents of jobs not yet ended) read, and
-        unpin the others this pinned."""
-        if self.cache is None:
-            return
+        unpin the others this pinned; the digests those jobs are pinned to."""
         wanted = {digest for document in readers for digest in _pinned_digests(document)}
+        if self.cache is None:
+            return wanted
         for digest in wanted - self._pinned:
             self.cache.pin(digest)
         for digest in self._pinned - wanted:
             self.cache.unpin(digest)
-        self._pinned = wanted
+        self._pinned = set(wanted)
+        return wanted
+
+    def _listed(self, session: Session, user: str, name: str, digest: str) -> _Listed | str:
+        """``user``'s dataset ``name`` pinned to listing ``digest``, or why it cannot be."""
+        row = stored.get(session, user, name)
+        files = stored.listed_files(session, digest)
+        if row is None:
+            return f"dataset {name}: it was deleted"
+        if files is None:
+            return f"dataset {name}: its listing {digest} is no longer kept"
+        spec = DatasetDocument.model_validate(row.document).spec
+        size = sum(size for _, size, _ in files)
+        copy = DatasetCopy(name=name, url=spec.url, digest=digest, size=size, files=files)
+        return _Listed(copy, spec.secret)
+
+    def _with_credentials(self, user: str, dataset: _Listed) -> DatasetCopy:
+        """``dataset``'s copy with its secret's values; ``InvalidInput`` when it is gone."""
+        if dataset.secret is None:
+            return dataset.copy
+        values = self._secret_values(user, dataset.secret)
+        if values is None:
+            raise InvalidInput(f"its secret {dataset.secret!r} was deleted", fix="create it again")
+        return replace(dataset.copy, credentials=values)
 
 
 def _pinned_digests(document: Mapping[str, object]) -> set[str]:
@@ -141,12 +168,3 @@ def _pinned_digests(document: Mapping[str, object]) -> set[str]:
             if digest:
                 found.add(digest)
     return found
-
-
-def masked(message: str, values: Mapping[str, bytes] | None) -> str:
-    """``message`` with every value of the secret ``values`` replaced by ``***``."""
-    for value in (values or {}).values():
-        text = value.decode(errors="replace")
-        if len(text) >= 4:
-            message = message.replace(text, "***")
-    return message[:2000]

@@ -10,6 +10,8 @@ Guarantees:
   never appear in what is recorded (each is masked);
 - a listing taken while the document changed again is not recorded (the newer one is
   owed and taken next);
+- a dataset with ``spec.refreshEvery`` is owed a listing once that long has passed since
+  its last one;
 - after a pass that recorded something, ``on_listed`` is called (from this thread),
   for the jobs that waited on a first listing to be looked at again;
 - once ``stop`` was called nothing more is written (the server closes the database
@@ -23,10 +25,11 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from phalanx.control.controllers.data_inputs import SecretValues, masked
+from phalanx.control.controllers.data_inputs import SecretValues
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.store import datasets as stored
 from phalanx.control.store.database import Database
+from phalanx.data.copies import masked
 from phalanx.data.source import Listing, list_source, reach
 from phalanx.domain.errors import ContentError, InvalidInput
 from phalanx.spec.dataset import DatasetDocument
@@ -71,6 +74,12 @@ class DatasetLister:
         """One pass: list what is owed; seconds until the next."""
         owed = 0
         try:
+            with self.db.session() as session:
+                due = stored.refresh_due(session, time.time())
+            if due:
+                with self.db.write() as session:
+                    for user, name in due:
+                        stored.relist(session, user, name)
             with self.db.session() as session:
                 rows = stored.owed(session, BATCH)
                 todo = [(row.user, row.name, row.wanted, row.document) for row in rows]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from phalanx.data.copies import DatasetCopy
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job, RescaleMode, ServiceClass
 from phalanx.engine.decisions import Bind
@@ -24,6 +25,7 @@ def launch_of(
     model_path: str | None = None,
     model_digest: str | None = None,
     datasets: Mapping[str, str] | None = None,
+    dataset_copies: tuple[DatasetCopy, ...] = (),
     secret_env: Mapping[str, str] | None = None,
     secret_files: Mapping[str, bytes] | None = None,
 ) -> TaskLaunch:
@@ -38,7 +40,8 @@ def launch_of(
     ``attempt`` the job's attempt the start belongs to; ``model_path`` where the model
     version the role reads was copied out (``models.cache``; None where the executor
     copies it out on the task's node) and ``model_digest`` that version; ``datasets``
-    where the datasets it reads were copied (``data.cache``), by name; ``secret_env`` and
+    where the datasets it reads were copied (``data.cache``), by name, or
+    ``dataset_copies`` what the task's node copies for them; ``secret_env`` and
     ``secret_files`` the role's secrets (``secret_parts``). A
     replica of an elastic role in rendezvous mode gets torchrun's rendezvous.
     """
@@ -83,6 +86,7 @@ def launch_of(
         model_path=model_path,
         model_digest=model_digest,
         datasets=datasets or {},
+        dataset_copies=dataset_copies,
         secret_env=secret_env or {},
         secret_files=secret_files or {},
     )

@@ -11,8 +11,9 @@ Guarantees:
   controller is woken to take it in;
 - a job whose roles read datasets is made ready the same way (``data_inputs``: each
   pinned to its listing in the job's stored document, copied into the host's dataset
-  cache); one whose dataset was never listed waits, skipped until datasets are listed
-  (``listed``);
+  cache, or on a Ray cluster by each task's node just before its start); one whose
+  dataset was never listed waits, skipped until datasets are listed (``listed``); the
+  listings no dataset and no job not yet ended names are forgotten;
 - what cannot be made ready (a version whose files are gone or corrupt, a store that
   cannot be read, a dataset that cannot be copied) marks the fetch ``failed`` with an
   event naming the version or dataset and the reason; the controller then fails the
@@ -33,6 +34,7 @@ from typing import Any, Final, Protocol
 
 from phalanx.control.controllers.data_inputs import DatasetInputs
 from phalanx.control.controllers.ticker import Ticker
+from phalanx.control.store import datasets as stored_datasets
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store import model_versions as stored
 from phalanx.control.store.database import Database
@@ -85,6 +87,7 @@ class ModelFetcher:
         self._on_ready = on_ready
         self._period = period
         self._kept: set[str] | None = None  # what the cache was last collected down to
+        self._listings_kept: set[str] | None = None  # pinned digests at the last collection
         self._ticker = Ticker("phalanx-model-fetch", self.tick)
 
     def start(self) -> None:
@@ -108,7 +111,8 @@ class ModelFetcher:
     def tick(self) -> float:
         """One pass: copy out what jobs wait for, then collect; seconds until the next."""
         owed: Sequence[JobRow] = ()
-        if self._relisted.is_set():  # cleared before the reads: a later listing sets it again
+        relisted = self._relisted.is_set()
+        if relisted:  # cleared before the reads: a later listing sets it again
             self._relisted.clear()
             self._waiting.clear()
         try:
@@ -117,7 +121,11 @@ class ModelFetcher:
                 jobs = [(row.id, row.user, row.document) for row in owed]
                 readers = [document for _, document in stored.readers(session)]
             if self.datasets is not None:  # before the copies: what ended makes room
-                self.datasets.keep(readers)
+                pinned = self.datasets.keep(readers)
+                if relisted or pinned != self._listings_kept:
+                    with self.db.write() as session:
+                        stored_datasets.collect_listings(session, pinned)
+                    self._listings_kept = pinned
             for job_id, user, document in jobs:
                 self._fetch(job_id, user, document)
             if jobs:
@@ -153,9 +161,17 @@ class ModelFetcher:
                 listed, refused = read
                 pins, copied = self.datasets.copy(user, listed)
                 events += [("DatasetNotReady", line) for line in [*refused, *copied]]
+                where = (
+                    ""
+                    if self.datasets.cache is not None
+                    else "; each task's node copies it as it starts"
+                )
                 events += [
-                    ("DatasetReady", f"{d.name} ({d.digest}, {len(d.files)} files, {d.size} bytes)")
-                    for d in listed
+                    (
+                        "DatasetReady",
+                        f"{d.name} ({d.digest}, {len(d.files)} files, {d.size} bytes{where})",
+                    )
+                    for d in (dataset.copy for dataset in listed)
                     if d.name in pins
                 ]
         wanted = [model_reference(r.model_version) for r in spec.roles if r.model_version]

@@ -9,12 +9,16 @@ Guarantees:
 - a change of the queue table, or of the executor's node list, rebuilds the engine
   state from the store's queues (``Lifecycle.rebuild``: its jobs are kept);
 - each source is read again only when its version moved (a table's row count and
-  newest update, the executor's ``NodeState.version``), or when forced.
+  newest update, the executor's ``NodeState.version``), or when forced;
+- what each node's dataset cache holds (``hold``: the executor's ``NodeState.datasets``,
+  or the host's cache) is each node's ``Node.datasets`` in the engine's state, from the
+  call on, and after any rebuild; a change of it alone rebuilds nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from phalanx.control.controllers.core import Core
 from phalanx.control.controllers.rebuild import new_state, queues_of
@@ -34,6 +38,8 @@ class Cluster:
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self.nodes = tuple(nodes)
+        self._reported = self.nodes  # as the executor last reported them
+        self.held: Mapping[str, frozenset[str]] = {}  # what each node's cache holds
         self.alive: frozenset[str] | None = None
         self.draining: set[str] = set()  # as last read from the store
         self._schedulable: dict[str, bool] = {}  # the store's cordons and drains, by node
@@ -97,10 +103,35 @@ class Cluster:
             return
         self._node_version = state.version
         self.alive = state.alive
-        if state.nodes and state.nodes != self.nodes:
-            self.nodes = state.nodes
+        if state.nodes and state.nodes != self._reported:
+            self._reported = state.nodes
+            self.nodes = _holding(state.nodes, self.held)
             if db is not None:
                 with db.session() as session:
                     self.read_queues(session, core, force=True)
         if db is not None:
             self.apply_schedulable(core)
+        self.hold(core, state.datasets)
+
+    def hold(self, core: Core, held: Mapping[str, frozenset[str]]) -> None:
+        """Take in what each node's dataset cache holds now, by node (a node not named
+        holds none)."""
+        if held == self.held:
+            return
+        self.held = dict(held)
+        self.nodes = _holding(self.nodes, held)
+        snapshot = core.state.snapshot
+        for node in self.nodes:
+            index = snapshot.node_index.get(node.name)
+            if index is not None:
+                snapshot.set_datasets(index, node.datasets)
+
+
+def _holding(nodes: Sequence[Node], held: Mapping[str, frozenset[str]]) -> tuple[Node, ...]:
+    """``nodes``, each holding the datasets ``held`` names for it."""
+    return tuple(
+        node
+        if node.datasets == held.get(node.name, frozenset())
+        else replace(node, datasets=held.get(node.name, frozenset()))
+        for node in nodes
+    )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from phalanx.control.store.models import DatasetRow
+from phalanx.control.store.models import DatasetRow, ListingRow
 
 #: A dataset's phases: listing owed and none yet, listed, the last listing failed.
 LISTING: Final = "Listing"
@@ -43,7 +43,6 @@ def put(session: Session, user: str, name: str, document: dict[str, Any], *, now
                 message="",
                 files=0,
                 size=0,
-                listing=[],
                 wanted=1,
                 listed=0,
                 created_at=now,
@@ -64,6 +63,20 @@ def relist(session: Session, user: str, name: str) -> bool:
         .values(wanted=DatasetRow.wanted + 1)
     )
     return int(getattr(result, "rowcount", 0) or 0) > 0
+
+
+def refresh_due(session: Session, now: float) -> list[tuple[str, str]]:
+    """The datasets (user, name) whose ``spec.refreshEvery`` has passed since their last
+    listing, and that are not owed one already."""
+    query = select(DatasetRow).where(
+        DatasetRow.listed >= DatasetRow.wanted, DatasetRow.listed_at.is_not(None)
+    )
+    due = []
+    for row in session.scalars(query):
+        every = row.document.get("spec", {}).get("refreshEvery")
+        if isinstance(every, int | float) and (row.listed_at or 0.0) + every <= now:
+            due.append((row.user, row.name))
+    return due
 
 
 def owed(session: Session, limit: int) -> Sequence[DatasetRow]:
@@ -89,8 +102,19 @@ def record_listing(
     now: float,
 ) -> bool:
     """Record a listing (``(path, size, version)`` per file) taken for ``asked`` (the
-    ``wanted`` it was owed for); False when the dataset is gone or was changed since
-    (that listing is owed again)."""
+    ``wanted`` it was owed for), kept by its digest (``listed_files``); False when the
+    dataset is gone or was changed since (that listing is owed again)."""
+    size = sum(size for _, size, _ in files)
+    if session.get(ListingRow, digest) is None:
+        session.add(
+            ListingRow(
+                digest=digest,
+                files=len(files),
+                size=size,
+                listing=[[path, size, version] for path, size, version in files],
+                created_at=now,
+            )
+        )
     result = session.execute(
         update(DatasetRow)
         .where(DatasetRow.user == user, DatasetRow.name == name, DatasetRow.wanted == asked)
@@ -98,9 +122,8 @@ def record_listing(
             phase=READY,
             message="",
             files=len(files),
-            size=sum(size for _, size, _ in files),
+            size=size,
             digest=digest,
-            listing=[[path, size, version] for path, size, version in files],
             listed=asked,
             listed_at=now,
         )
@@ -139,3 +162,24 @@ def kept_digests(session: Session) -> set[str]:
     """The listing digests some dataset names now: the copies the nodes keep."""
     query = select(DatasetRow.digest).where(DatasetRow.digest.is_not(None))
     return {digest for digest in session.scalars(query) if digest}
+
+
+def listed_files(session: Session, digest: str) -> tuple[tuple[str, int, str], ...] | None:
+    """The files of the listing ``digest`` (``(path, size, version)`` each, by path), or
+    None when no listing of that digest is kept."""
+    row = session.get(ListingRow, digest)
+    if row is None:
+        return None
+    return tuple((str(path), int(size), str(version)) for path, size, version in row.listing)
+
+
+def collect_listings(session: Session, pinned: Iterable[str]) -> int:
+    """Forget the listings no dataset names now and none of the digests ``pinned`` (those
+    jobs not yet ended read); how many went."""
+    named = select(DatasetRow.digest).where(DatasetRow.digest.is_not(None))
+    result = session.execute(
+        delete(ListingRow).where(
+            ListingRow.digest.not_in(named), ListingRow.digest.not_in(sorted(set(pinned)))
+        )
+    )
+    return int(getattr(result, "rowcount", 0) or 0)

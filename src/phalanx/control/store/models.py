@@ -403,8 +403,8 @@ class SecretRow(Base):
 class DatasetRow(Base):
     """A user's dataset: its document, and what the last listing of its source found
     (``phase`` Listing until one succeeded, Ready, or Failed with ``message``): the
-    files by path with their sizes (``listing``), their count and total size, and the
-    ``digest`` of that listing, which names the copy the nodes cache. ``(user, name)``
+    count and total size of its files, and the ``digest`` of that listing
+    (``ListingRow``), which names the copy the nodes cache. ``(user, name)``
     is its identity. ``wanted`` is bumped by each change of its document and each
     request to list it again; ``listed`` is the value it had when the listing was taken."""
 
@@ -418,9 +418,22 @@ class DatasetRow(Base):
     files: Mapped[int] = mapped_column(Integer, default=0)
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     digest: Mapped[str | None] = mapped_column(String(71), nullable=True)
-    listing: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
     wanted: Mapped[int] = mapped_column(Integer, default=1)
     listed: Mapped[int] = mapped_column(Integer, default=0)
     listed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ListingRow(Base):
+    """A dataset listing by its digest: ``[path, size, version]`` per file, by path. It
+    is kept while a dataset names it or a job not yet ended is pinned to it, so a task
+    started long after its job was pinned still copies exactly what the pin names."""
+
+    __tablename__ = "dataset_listings"
+
+    digest: Mapped[str] = mapped_column(String(71), primary_key=True)
+    files: Mapped[int] = mapped_column(Integer)
+    size: Mapped[int] = mapped_column(BigInteger)
+    listing: Mapped[list[list[Any]]] = mapped_column(JSON)
+    created_at: Mapped[float] = mapped_column(Float)

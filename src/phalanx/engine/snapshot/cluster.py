@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -391,6 +392,20 @@ class Snapshot:
             self.schedulable[node] = schedulable
             self.schedulable.flags.writeable = False
             self._total = None
+
+    def set_datasets(self, node: int, datasets: frozenset[str]) -> None:
+        """Say which datasets node ``node``'s cache holds now (``Node.datasets``): a fill
+        landed, an entry was evicted. Counts as a change that can let a waiting job run."""
+        current = self.nodes[node]
+        if current.datasets != datasets:
+            self._unforked("change what a node's cache holds")
+            if self.epoch is not None:
+                self.epoch += 1
+            self.nodes = (
+                *self.nodes[:node],
+                replace(current, datasets=datasets),
+                *self.nodes[node + 1 :],
+            )
 
     def leaf_queues(self) -> list[QueueInfo]:
         """Leaf queues, by name."""

@@ -30,13 +30,18 @@ Guarantees:
   node, a task run as Ray's user) from commanding the agent;
 - every call is serialised on one lock (the executor is not thread-safe); ``events``
   waits outside it;
-- a start that reads a model version (``TaskLaunch.model_digest``) not yet on the node
-  returns at once and starts once the version is copied out of the model store
-  (``AgentSettings.models``) into the node's ``ModelCache`` (whole and verified, or
-  not at all), on a thread of its own; a version that cannot be copied out fails the
-  start naming the version and why; a stop of a start still waiting for its version
-  ends it there (it never ran). ``intake`` copies a task's model directory on the node
-  into the store, as the registrar does on the server's host.
+- a start that reads a model version (``TaskLaunch.model_digest``) or datasets
+  (``TaskLaunch.dataset_copies``) not yet on the node returns at once and starts once
+  each is copied onto the node, on a thread of its own: the version out of the model
+  store (``AgentSettings.models``) into the node's ``ModelCache``, each dataset from
+  its source into the node's ``DatasetCache`` (``data.copies``), each whole and
+  verified, or not at all; one that cannot be copied fails the start naming it and why
+  (retriable when the store, the source or the room failed, not the data); a stop of a
+  start still waiting ends it there (it never ran). ``intake`` copies a task's model
+  directory on the node into the store, as the registrar does on the server's host;
+- the datasets a start reads are pinned in the node's cache from its launch until the
+  task is no longer live here, so no fill evicts what a task reads; what the cache
+  holds whole goes with every report (``Report.datasets``); ``warm`` fills it.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
+from phalanx.data.cache import CacheLimits, DatasetCache
+from phalanx.data.copies import CopyFailed, DatasetCopy
 from phalanx.domain.errors import ContentError, InvalidInput, RequestRefused
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
@@ -141,15 +148,18 @@ class AgentSettings:
     #: Offline tasks pause while online ones load the node over this share; None: never.
     colocation: float | None = None
     models: str | None = None
+    #: Bytes the node's dataset cache (beside ``tasks_dir``: its ``data``) holds at most.
+    data_quota: int = 64 << 30
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    """What ``NodeAgent.events`` returns: the node's events, oldest first, and a record
-    of every task live on it now."""
+    """What ``NodeAgent.events`` returns: the node's events, oldest first, a record of
+    every task live on it now, and the datasets its cache holds whole (digests)."""
 
     events: list[TaskEvent]
     records: list[ProcessRecord]
+    datasets: frozenset[str] = frozenset()
 
 
 #: Why a start of a task still running on its node (from an earlier attempt) failed.
@@ -194,7 +204,12 @@ class NodeAgent:
         self._owed: list[TaskEvent] = []  # events of starts that never reached the executor
         self._models = None if settings.models is None else ModelStore(settings.models)
         self._model_cache = ModelCache(settings.tasks_dir.parent / "models")
-        self._fetching: dict[tuple[str, str], PlannedStart] = {}  # waiting for a version
+        self._data_cache = DatasetCache(
+            settings.tasks_dir.parent / "data", CacheLimits(quota=settings.data_quota)
+        )
+        self._data_cache.clean()  # what a killed agent left half filled
+        self._fetching: dict[tuple[str, str], PlannedStart] = {}  # waiting for its inputs
+        self._reads: dict[tuple[str, str], tuple[str, ...]] = {}  # datasets pinned, by task
         self._fetches = ThreadPoolExecutor(FETCHES, thread_name_prefix="phalanx-model-fetch")
         self._executor = LocalExecutor(
             settings.data_dir,
@@ -271,28 +286,89 @@ class NodeAgent:
                     failed_to_start(launch.job, launch.task, launch.node, now, STALE_RUN)
                 )
             fresh = [s for s in planned if (s.launch.job, s.launch.task) not in live]
+            self._release_reads()
             ready: list[PlannedStart] = []
             for start in fresh:
-                digest = start.launch.model_digest
-                copied = None if digest is None else self._copied(digest)
-                if digest is None or copied is not None:
-                    ready.append(start if copied is None else _reading(start, copied))
+                launch = start.launch
+                digests = tuple(copy.digest for copy in launch.dataset_copies)
+                for digest in digests:  # held from now: no fill evicts what it reads
+                    self._data_cache.pin(digest)
+                self._reads[launch.job, launch.task] = digests
+                prepared = self._prepared(start)
+                if prepared is not None:
+                    ready.append(prepared)
                 else:
-                    self._fetching[start.launch.job, start.launch.task] = start
-                    self._fetches.submit(self._fetch_then_start, start, digest)
+                    self._fetching[launch.job, launch.task] = start
+                    self._fetches.submit(self._fetch_then_start, start)
             self._executor.launch(ready, now=now)
         self._news.set()
 
-    def _copied(self, digest: str) -> Path | None:
-        """Where version ``digest`` is on this node, if it was copied out already."""
-        path = self._model_cache.path(digest)
-        return path if path.is_dir() and not path.is_symlink() else None
-
-    def _fetch_then_start(self, start: PlannedStart, digest: str) -> None:
-        """Copy version ``digest`` out for ``start``, then start it (unless it was stopped
-        meanwhile); a version that cannot be copied out fails the start, saying why."""
+    def _prepared(self, start: PlannedStart) -> PlannedStart | None:
+        """``start`` reading its version and datasets where they are on this node, or
+        None when one of them still has to be copied here."""
         launch = start.launch
-        problem, retriable = "", False
+        model = None
+        if launch.model_digest is not None:
+            path = self._model_cache.path(launch.model_digest)
+            if not path.is_dir() or path.is_symlink():
+                return None
+            model = str(path)
+        datasets = dict(launch.datasets)
+        for copy in launch.dataset_copies:
+            found = self._data_cache.lookup(copy.digest)
+            if found is None:
+                return None
+            datasets[copy.name] = str(found)
+        return replace(start, launch=replace(launch, model_path=model, datasets=datasets))
+
+    def _fetch_then_start(self, start: PlannedStart) -> None:
+        """Copy what ``start`` reads onto this node, then start it (unless it was
+        stopped meanwhile); what cannot be copied fails the start, saying why."""
+        launch = start.launch
+        problem, retriable = self._copy_inputs(launch)
+        now = time.time()
+        with self._lock:
+            if self._fetching.pop((launch.job, launch.task), None) is None:
+                return  # stopped while it waited
+            prepared = None if problem else self._prepared(start)
+            if prepared is None:
+                problem = problem or "a copy it reads was evicted as it landed; starting again"
+                self._owed.append(
+                    failed_to_start(
+                        launch.job, launch.task, launch.node, now, problem, retriable=retriable
+                    )
+                )
+            else:
+                self._executor.launch([prepared], now=now)
+        self._news.set()
+
+    def _copy_inputs(self, launch: TaskLaunch) -> tuple[str, bool]:
+        """Copy ``launch``'s version and datasets onto this node: why one could not be
+        (empty: all are here), and whether trying again may help."""
+        digest = launch.model_digest
+        if digest is not None:
+            problem, retriable = self._copy_model(digest)
+            if problem:
+                return (
+                    f"its model version {digest} could not be copied to node "
+                    f"{self.settings.node} from the model store {self.settings.models}: "
+                    f"{problem}",
+                    retriable,
+                )
+        for copy in launch.dataset_copies:
+            try:
+                copy.into(self._data_cache)
+            except CopyFailed as error:
+                return (
+                    f"its dataset {copy.name} ({copy.digest}) could not be copied to node "
+                    f"{self.settings.node}: {error}",
+                    error.retriable,
+                )
+        return "", False
+
+    def _copy_model(self, digest: str) -> tuple[str, bool]:
+        """Copy version ``digest`` out of the model store: why it could not be (empty:
+        it is here), and whether trying again may help."""
         try:
             if self._models is None:
                 raise InvalidInput(
@@ -300,31 +376,34 @@ class NodeAgent:
                     field="models",
                     fix="start the server with the model store it registers into",
                 )
-            path = self._model_cache.ensure(self._models, digest)
+            self._model_cache.ensure(self._models, digest)
         except (InvalidInput, ContentError) as error:
-            problem = str(error)
+            return str(error), False
         except OSError as error:  # the store could not be reached: worth another try
-            problem, retriable = f"it could not be copied out: {error}", True
+            return f"it could not be copied out: {error}", True
         except Exception as error:  # a remote store's own error (s3fs, a network)
-            problem, retriable = f"it could not be copied out: {error!r}", True
-        now = time.time()
-        with self._lock:
-            if self._fetching.pop((launch.job, launch.task), None) is None:
-                return  # stopped while it waited
-            if problem:
-                message = (
-                    f"its model version {digest} could not be copied to node "
-                    f"{self.settings.node} from the model store {self.settings.models}: "
-                    f"{problem}"
-                )
-                self._owed.append(
-                    failed_to_start(
-                        launch.job, launch.task, launch.node, now, message, retriable=retriable
-                    )
-                )
-            else:
-                self._executor.launch([_reading(start, path)], now=now)
-        self._news.set()
+            return f"it could not be copied out: {error!r}", True
+        return "", False
+
+    def _release_reads(self) -> None:
+        """Unpin the datasets of the tasks no longer live here (nor waiting to start)."""
+        live = {(task.job, task.task) for task in self._executor.running()}
+        for key in [key for key in self._reads if key not in live and key not in self._fetching]:
+            for digest in self._reads.pop(key):
+                self._data_cache.unpin(digest)
+
+    @_obeys
+    def warm(self, copies: Sequence[DatasetCopy]) -> list[str]:
+        """Copy ``copies`` into this node's dataset cache now (each that is not there
+        yet); why each that could not be was not, naming it."""
+        problems = []
+        for copy in copies:
+            try:
+                copy.into(self._data_cache)
+            except CopyFailed as error:
+                problems.append(f"dataset {copy.name} ({copy.digest}): {error}")
+        self._news.set()  # the next report says what the cache holds
+        return problems
 
     @_obeys
     def collect_models(self, keep: Sequence[str]) -> int | None:
@@ -369,7 +448,7 @@ class NodeAgent:
                             eviction.task,
                             eviction.node,
                             now,
-                            "its model version was being copied to its node",
+                            "what it reads was being copied to its node",
                         )
                     )
             self._executor.stop(running, now=now, grace=grace)
@@ -389,7 +468,12 @@ class NodeAgent:
                     log.exception("colocation on %s failed this round", self.settings.node)
             events = [*self._owed, *self._executor.poll(now=time.time())]
             self._owed = []
-            return Report(events=events, records=self._executor.records())
+            self._release_reads()
+            return Report(
+                events=events,
+                records=self._executor.records(),
+                datasets=self._data_cache.held(),
+            )
 
     @_obeys
     def adopt(self, records: Iterable[ProcessRecord], now: float) -> None:
@@ -437,11 +521,6 @@ class NodeAgent:
         with self._lock:
             self._executor.close()
         self._fetches.shutdown(wait=False, cancel_futures=True)
-
-
-def _reading(start: PlannedStart, model: Path) -> PlannedStart:
-    """``start`` reading the version copied out at ``model`` on this node."""
-    return replace(start, launch=replace(start.launch, model_path=str(model)))
 
 
 def _throttle(executor: LocalExecutor, watermark: float | None) -> OfflineThrottle | None:

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -135,6 +135,7 @@ class RayCluster:
         limits: LimitDefaults | None = None,
         colocation: float | None = None,
         models: str | None = None,
+        data_quota: int = 64 << 30,
         declared: Mapping[str, Node] | None = None,
         refresh: float = REFRESH,
         on_change: Callable[[], object] | None = None,
@@ -147,6 +148,7 @@ class RayCluster:
         self._limits = limits
         self._colocation = colocation
         self._models = models
+        self._data_quota = data_quota
         self._declared = dict(declared or {})
         self._refresh = refresh
         self._on_change = on_change
@@ -256,7 +258,9 @@ class RayCluster:
         alive = frozenset(n for n in infos if n in nodes and n not in self._dead_agents())
         if alive == state.alive and not joined:
             return
-        self._state = NodeState(nodes=tuple(nodes.values()), alive=alive, version=state.version + 1)
+        self._state = replace(
+            state, nodes=tuple(nodes.values()), alive=alive, version=state.version + 1
+        )
         for name in sorted(state.alive - alive):
             log.warning("Ray node %s is gone: its tasks are lost", name)
         if self._on_change is not None:
@@ -286,6 +290,7 @@ class RayCluster:
                 limits=self._limits,
                 colocation=self._colocation,
                 models=self._models,
+                data_quota=self._data_quota,
             )
             agent = AgentHandle(self._actor(settings, str(info["NodeID"])), self._key)
             calls.append((info, agent, agent.configure.remote(settings), agent.probe.remote()))
@@ -376,8 +381,20 @@ class RayCluster:
                     if report.events:
                         self._reports.append((agent.node, report))
                         news = True
+                self._note_held(agent.node, report.datasets)
             if news and self._on_news is not None:
                 self._on_news()
+
+    def _note_held(self, node: str, held: frozenset[str]) -> None:
+        """Take in what ``node``'s dataset cache holds, as its agent reported it."""
+        with self._refreshing:
+            state = self._state
+            if state.datasets.get(node, frozenset()) == held:
+                return
+            datasets = {**state.datasets, node: held}
+            self._state = replace(state, datasets=datasets, version=state.version + 1)
+        if self._on_change is not None:
+            self._on_change()
 
     def _agent_died(self, agent: _Agent, error: Exception) -> None:
         log.warning("the agent of Ray node %s died: %s", agent.node, error)
