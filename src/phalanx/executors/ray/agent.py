@@ -148,7 +148,7 @@ class AgentSettings:
     #: Offline tasks pause while online ones load the node over this share; None: never.
     colocation: float | None = None
     models: str | None = None
-    #: Bytes the node's dataset cache (beside ``tasks_dir``: its ``data``) holds at most.
+    #: Bytes the node's dataset cache (beside ``tasks_dir``: its ``datasets``) holds at most.
     data_quota: int = 64 << 30
 
 
@@ -205,7 +205,7 @@ class NodeAgent:
         self._models = None if settings.models is None else ModelStore(settings.models)
         self._model_cache = ModelCache(settings.tasks_dir.parent / "models")
         self._data_cache = DatasetCache(
-            settings.tasks_dir.parent / "data", CacheLimits(quota=settings.data_quota)
+            settings.tasks_dir.parent / "datasets", CacheLimits(quota=settings.data_quota)
         )
         self._data_cache.clean()  # what a killed agent left half filled
         self._fetching: dict[tuple[str, str], PlannedStart] = {}  # waiting for its inputs
