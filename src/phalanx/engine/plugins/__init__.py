@@ -8,6 +8,7 @@ from phalanx.engine.plugins.balanced import BalancedPlugin
 from phalanx.engine.plugins.binpack import BinpackPlugin, SpreadPlugin
 from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.compact import CompactPlugin
+from phalanx.engine.plugins.datalocality import DataLocalityPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
@@ -38,6 +39,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     CapacityPlugin,
     ColocationPlugin,
     CompactPlugin,
+    DataLocalityPlugin,
     DotProdPlugin,
     DrfPlugin,
     FgdPlugin,
