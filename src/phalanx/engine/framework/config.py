@@ -56,9 +56,10 @@ class SchedulerConfig:
 def default_config() -> SchedulerConfig:
     """phalanx's default policy, the same as the shipped ``phalanx-default`` document: gang +
     priority first, then fairness, quota and placement (fgd with memory, balanced,
-    spot-like nodes to elastic replicas first); preemption never evicts more than the
-    preemptor will use; elastic jobs grow into idle room, those nearest their end
-    weighing most, and when they outnumber the GPUs the least served run."""
+    spot-like nodes to elastic replicas first, nodes caching a role's datasets first);
+    preemption never evicts more than the preemptor will use; elastic jobs grow into idle
+    room, those nearest their end weighing most, and when they outnumber the GPUs the
+    least served run."""
     tiers = SchedulerConfig.build(
         [],
         [
@@ -77,6 +78,7 @@ def default_config() -> SchedulerConfig:
                 ("fgd", {"memory": True, "relearn": 16, "integerScores": False}),
                 ("balanced", {"weight": 0.3}),
                 ("reclaimable", {"weight": 2}),
+                "datalocality",
             ],
         ],
     ).tiers
