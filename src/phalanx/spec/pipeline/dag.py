@@ -7,6 +7,7 @@ a ``{{steps.X.outputs.Y}}`` reference) and checks the whole. It guarantees, or r
 
 - step names are unique across ``steps`` and ``finally``; ``uses`` names a component;
 - every step has a command or a job, and a command step has resources;
+- a step names ``datasets`` only beside a command (a job step names them on its roles);
 - every ``dependsOn`` names another step; a normal step depends on normal steps only, a
   ``finally`` step on normal steps only (finally steps start when every normal step has
   ended, so their order among themselves is not expressible);
@@ -95,6 +96,9 @@ class StepNode:
     timeout: float | None
     cache: CacheSpec
     model: ModelOutput | None  # the model a command step's task writes
+    #: the datasets its job reads, by name, in order: a command step's own (or its
+    #: component's), a job step's roles' (each once)
+    datasets: tuple[str, ...]
     params_used: frozenset[str]  # parameters any of its templates reads
     #: every template and its place in the step (``("command", 2)``, ``("env", "X")``)
     templates: tuple[tuple[Loc, str], ...] = field(repr=False)
@@ -232,6 +236,7 @@ def _resolved(
         timeout=timeout,
         cache=cache or CacheSpec(),
         model=None if source is None else _first(step.model, c.model if c else None),
+        datasets=_datasets(step, c, source, at),
         params_used=frozenset(),
         templates=(),
     )
@@ -283,6 +288,32 @@ def _resources(
             "has no resources", "give resources on the step, its component or in defaults", at=at
         )
     return None if source is None or source.job else resources
+
+
+def _datasets(
+    step: StepSpec, component: ComponentSpec | None, source: StepFields | None, at: Loc
+) -> tuple[str, ...]:
+    """The datasets the step's job reads: a job's roles' (each once, in order); a
+    command step's own, else its component's; none for a sub-pipeline step. Raises
+    ``GraphError`` when a step names datasets beside its component's job."""
+    if source is None:
+        return ()
+    if source.job is not None:
+        if step.datasets and source is not step:
+            raise GraphError(
+                f"is not allowed with a job (component {step.uses}'s)",
+                "name the datasets on the job's roles in the component",
+                at=(*at, "datasets"),
+            )
+        return tuple(
+            dict.fromkeys(
+                reference.partition("@")[0]
+                for role in source.job.roles
+                for reference in role.datasets
+            )
+        )
+    c = component
+    return tuple(_first(step.datasets, c.datasets if c else None) or ())
 
 
 def _queue(

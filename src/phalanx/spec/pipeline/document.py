@@ -40,6 +40,7 @@ from phalanx.spec.pipeline.params import Param, type_of
 from phalanx.spec.pipeline.parts import (
     CacheSpec,
     ConditionText,
+    DatasetNames,
     ForeachSpec,
     Identifier,
     Inputs,
@@ -57,7 +58,15 @@ from phalanx.spec.quantity import ResourceMap
 #: Most steps of one pipeline (``steps`` and ``finally`` together) and components.
 MAX_STEPS: Final = 1_000
 
-_STEP_FIELDS_WITHOUT_JOB: Final = ("command", "resources", "image", "env", "queue", "model")
+_STEP_FIELDS_WITHOUT_JOB: Final = (
+    "command",
+    "resources",
+    "image",
+    "env",
+    "queue",
+    "model",
+    "datasets",
+)
 _STEP_FIELDS_WITHOUT_PIPELINE: Final = (
     *_STEP_FIELDS_WITHOUT_JOB,
     "job",
@@ -131,6 +140,12 @@ class StepFields(SpecModel):
     model: ModelOutput | None = None
     """A model the step's task writes, registered as the model's next version when the
     step succeeds; omitted: the component's (none). A job step declares it on a role."""
+    datasets: DatasetNames | None = None
+    """Datasets of the run's user the step's task reads (phalanx get datasets), each
+    read-only at $PHALANX_DATA_<NAME>. When the step starts each is pinned to its current
+    listing, which is part of the step's cache key: new data, once listed again (phalanx
+    dataset refresh NAME), reruns the step. Omitted: the component's (none). A job step
+    names them on its roles."""
 
     @model_validator(mode="after")
     def _job_excludes(self) -> Self:
@@ -142,6 +157,16 @@ class StepFields(SpecModel):
                         f"give {name} in the job (its queue, or each role's {name})",
                         at=(name,),
                     )
+            for r, role in enumerate(self.job.roles):
+                for d, reference in enumerate(role.datasets):
+                    if "@" in reference:
+                        raise located(
+                            f"{reference[:80]!r} is pinned to a listing",
+                            "name the dataset alone: the server pins it to its current "
+                            "listing when the step starts, and that listing is part of the "
+                            "step's cache key",
+                            at=("job", "roles", r, "datasets", d),
+                        )
         return self
 
 

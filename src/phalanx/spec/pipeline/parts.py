@@ -23,7 +23,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from phalanx.domain.job import data_variable
 from phalanx.spec.common import UNION_TAG, Duration, Loc, SpecModel, located
+from phalanx.spec.job import DATASET_REFERENCE, MAX_DATASETS
+from phalanx.spec.limits import MAX_NAME
 from phalanx.spec.pipeline.conditions import Condition, ConditionError
 from phalanx.spec.pipeline.cron import CronError, CronSchedule
 from phalanx.spec.pipeline.params import MAX_LIST, MAX_STRING, ParamType, ParamValue, a, check_value
@@ -73,6 +76,39 @@ def _cron(value: str) -> str:
     return value
 
 
+def _dataset_names(value: list[str]) -> list[str]:
+    """Each entry is a dataset's bare name (the server pins it when the step starts), and
+    no two are one task variable (``$PHALANX_DATA_<NAME>``)."""
+    seen: dict[str, str] = {}
+    for i, name in enumerate(value):
+        if "@" in name:
+            raise located(
+                f"{name[:80]!r} is pinned to a listing",
+                "name the dataset alone: the server pins it to its current listing when the "
+                "step starts, and that listing is part of the step's cache key",
+                at=(i,),
+            )
+        if not DATASET_REFERENCE.fullmatch(name) or len(name) > MAX_NAME:
+            raise located(
+                f"{name[:80]!r} is not a dataset name",
+                "give the name of a dataset of the run's user (phalanx get datasets)",
+                at=(i,),
+            )
+        variable = data_variable(name)
+        if variable in seen:
+            other = seen[variable]
+            said = "is named twice" if other == name else f"and {other!r} would both be ${variable}"
+            raise located(f"dataset {name!r} {said}", "name each dataset once", at=(i,))
+        seen[variable] = name
+    return value
+
+
+#: The datasets a step reads, by name (at most ``MAX_DATASETS``).
+DatasetNames = Annotated[
+    list[Annotated[str, Field(max_length=4 * MAX_NAME)]],
+    Field(max_length=MAX_DATASETS),
+    AfterValidator(_dataset_names),
+]
 #: A name templates refer to: a param, an input or an output (``[A-Za-z_][A-Za-z0-9_]*``).
 Identifier = Annotated[str, AfterValidator(_identifier)]
 #: Text with ``{{...}}`` references (see ``phalanx.spec.pipeline.templates``).
