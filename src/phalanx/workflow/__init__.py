@@ -14,8 +14,9 @@ workflow controller drives it::
         node = graph.node(start.unit.step)
         context = unit_context(graph, state, start,
                                outputs=workspace.outputs("r1", start.unit, node))
-        job = job_spec(node, context, unit=str(start.unit))   # or serve it from the cache:
-        key = key_material(graph, node, context, content=..., files=...).key()
+        pinned, waiting = pins(node, listings, user="ann")   # workflow.datasets
+        job = job_spec(node, context, unit=str(start.unit), datasets=pinned)   # or, cached:
+        key = key_material(graph, node, context, content=..., files=..., datasets=pinned).key()
 
 Each module's docstring states what it guarantees.
 """

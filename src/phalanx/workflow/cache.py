@@ -14,14 +14,18 @@ A step's key is the SHA-256 of one canonical JSON document (``KeyMaterial.docume
   ``cache.excludeParams``) and ``item``;
 - ``content``: the content hash of every artifact the step reads (its input artifacts and
   upstream artifacts it refers to) and of every file of ``cache.files``;
+- ``datasets``: the listing digest of each dataset the step reads (``StepNode.datasets``),
+  by name, as pinned when the unit started (``workflow.datasets.pins``): the very
+  listing its job is pinned to;
 - ``outputs``: the names of the step's outputs;
 - ``user``: the run's user, so that no run of another user is ever served an entry, or
   overwrites one (a user reads the artifacts of their own runs only).
 
 Guarantees: the same material gives the same key on any machine and Python (keys sorted,
 no whitespace, UTF-8, no NaN); changing one used param, one byte of an input artifact or
-listed file, the image, the command, the item or either version changes it; the order of
-env keys or of params does not, nor do the run id and workspace paths. ``servable``
+listed file, the listing of a dataset it reads, the image, the command, the item or
+either version changes it; the order of env keys, of params or of datasets does not, nor
+do the run id and workspace paths. ``servable``
 tells whether an entry may be used:
 never past its ttl, never with a recorded artifact gone (a miss, not an error).
 """
@@ -38,7 +42,7 @@ from phalanx.spec.pipeline.dag import Graph, StepNode
 from phalanx.spec.pipeline.templates import Context, Kind, Template, Value, render_argv
 
 #: Phalanx's part of every key: bumped whenever what goes into a key changes.
-CACHE_VERSION: Final = "phalanx-cache/2"
+CACHE_VERSION: Final = "phalanx-cache/3"
 #: Fields of a job step's job that decide where and when it runs, not what it computes:
 #: left out of the key (a command step's queue is not in it either).
 _SCHEDULING_ONLY: Final = {
@@ -113,6 +117,7 @@ class KeyMaterial:
     params: Mapping[str, Value]
     item: Value = None
     content: Mapping[str, str] = field(default_factory=dict)
+    datasets: Mapping[str, str] = field(default_factory=dict)  # name -> listing digest
     outputs: tuple[str, ...] = ()
     version: str = ""
     user: str = ""
@@ -128,6 +133,7 @@ class KeyMaterial:
             "params": dict(self.params),
             "item": self.item,
             "content": dict(self.content),
+            "datasets": dict(self.datasets),
             "outputs": sorted(self.outputs),
             "user": self.user,
         }
@@ -152,10 +158,13 @@ def key_material(
     content: Mapping[str, str],
     files: Mapping[str, str],
     user: str = "",
+    datasets: Mapping[str, str] | None = None,
 ) -> KeyMaterial:
     """The key material of ``node`` run in ``context`` (with its inputs and outputs) by
     ``user``; ``content``: the hash of each of ``artifact_references``; ``files``: of
-    each of ``cache.files``. Raises ``TemplateError`` as rendering does."""
+    each of ``cache.files``; ``datasets``: the listing each of ``node.datasets`` is
+    pinned to (every one of them: ``KeyError`` for one missing, a caller's bug). Raises
+    ``TemplateError`` as rendering does."""
     keyed = key_context(graph, node, context)
     templates: dict[str, str] = {}
     if node.command is not None:
@@ -182,6 +191,7 @@ def key_material(
         params=params,
         item=context.item if context.has_item else None,
         content={**{f"file:{k}": v for k, v in files.items()}, **dict(content)},
+        datasets={name: (datasets or {})[name] for name in node.datasets},
         outputs=node.outputs.names,
         version=node.cache.version,
         user=user,

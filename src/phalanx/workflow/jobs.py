@@ -11,7 +11,9 @@ step's image for roles without one. The queue is the step's (see ``dag``); the s
 ``timeout`` becomes ``walltime`` (a job step's own walltime wins); ``maxRetry`` is 0:
 the workflow controller retries a step by its ``retry`` policy, one job per attempt.
 ``PHALANX_RUN_ID`` and ``PHALANX_STEP`` (``train`` or ``train[3]``) are set in every
-task's environment. ``attempt_ended`` says how an attempt whose job failed or was
+task's environment. The datasets the step reads are on its job's roles (a command
+step's on ``main``), each pinned to the listing ``datasets`` gives it
+(``workflow.datasets.pins``: ``NAME@sha256:...``), left by name where it gives none. ``attempt_ended`` says how an attempt whose job failed or was
 preempted ended: the cause a retry policy's ``on`` names, and the unit's reason; one rule
 for every driver of runs (the simulator's replay; the controller's ``_attempt_ended``
 says the same).
@@ -70,6 +72,12 @@ def attempt_ended(job: str, *, failed: bool, reason: str, message: str) -> tuple
     return cause, f"job {job} failed: {said}"[:2000]
 
 
+def _pinned(reference: str, datasets: Mapping[str, str]) -> str:
+    """A role's dataset ``reference`` pinned to its listing in ``datasets``, if any."""
+    name = reference.partition("@")[0]
+    return f"{name}@{datasets[name]}" if name in datasets else reference
+
+
 def _env(env: dict[str, str], context: Context, field: str) -> dict[str, str]:
     return {
         name: Template.parse(value).render(context, field=f"{field}.{name}")
@@ -98,12 +106,14 @@ def job_spec(
     *,
     unit: str | None = None,
     mounts: tuple[str, ...] = (),
+    datasets: Mapping[str, str] | None = None,
 ) -> JobSpec:
     """The job of ``node`` run in ``context`` (with its inputs, outputs and item);
     ``unit``: its name in ``PHALANX_STEP`` (default: the step's); ``mounts``: host
     directories every role with an image mounts (the workspace, so that a container
-    reads and writes artifacts at the paths the templates give). Raises
-    ``InvalidInput`` (a ``TemplateError`` for a reference that does not resolve)."""
+    reads and writes artifacts at the paths the templates give); ``datasets``: the
+    listing each dataset the step reads is pinned to. Raises ``InvalidInput`` (a
+    ``TemplateError`` for a reference that does not resolve)."""
     ours = {"PHALANX_RUN_ID": context.run_id, "PHALANX_STEP": unit or node.name}
     data: dict[str, Any]
     if node.job is None:
@@ -119,6 +129,7 @@ def job_spec(
                     "env": {**_env(dict(node.env), context, "env"), **ours},
                     **({"image": node.image} if node.image else {}),
                     **({"model": node.model.model_dump(mode="json")} if node.model else {}),
+                    **({"datasets": list(node.datasets)} if node.datasets else {}),
                 }
             ],
         }
@@ -135,6 +146,8 @@ def job_spec(
             if node.image and "image" not in role:
                 role["image"] = node.image
     for role in data["roles"]:
+        if role.get("datasets"):
+            role["datasets"] = [_pinned(str(ref), datasets or {}) for ref in role["datasets"]]
         if mounts and role.get("image"):
             role["mounts"] = list(dict.fromkeys([*role.get("mounts", []), *mounts]))
     if node.timeout is not None and "walltime" not in data:

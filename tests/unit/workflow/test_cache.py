@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -105,7 +106,7 @@ def test_the_document_is_canonical_json() -> None:
         step="s", templates={"a": "1", "b": "2"}, image=None, job=None, params={"é": 1.5}
     )
     assert material.key() == again.key()
-    assert material.document()["version"][0] == "phalanx-cache/2"
+    assert material.document()["version"][0] == "phalanx-cache/3"
 
 
 def test_entries_past_their_ttl_or_with_a_lost_artifact_are_misses() -> None:
@@ -156,3 +157,59 @@ def test_a_job_steps_key_covers_its_roles_but_not_where_it_is_scheduled() -> Non
         )
         != base
     )
+
+
+READER: dict[str, Any] = {
+    "command": ["sh", "-c", "wc -l $PHALANX_DATA_CORPUS/* > {{outputs.counts}}"],
+    "datasets": ["corpus", "labels"],
+    "outputs": {"artifacts": ["counts"]},
+    "cache": {"enabled": True},
+}
+CORPUS = "sha256:" + "c" * 64
+LABELS = "sha256:" + "1" * 64
+
+
+def reader_key(step: dict[str, Any] | None = None, **listings: str) -> str:
+    g = graph(step or READER)
+    context = Context(step="train", params={}, outputs={"counts": "/ws/r/train/counts"})
+    datasets = {"corpus": CORPUS, "labels": LABELS, **listings}
+    return key_material(g, g.steps["train"], context, content={}, files={}, datasets=datasets).key()
+
+
+def test_a_datasets_listing_is_in_the_key() -> None:
+    base = reader_key()
+    assert reader_key(corpus="sha256:" + "d" * 64) != base  # new data, listed again
+    assert reader_key(labels="sha256:" + "2" * 64) != base
+    assert reader_key(unread="sha256:" + "e" * 64) == base  # a dataset it does not read
+    g = graph(READER)
+    material = key_material(
+        g,
+        g.steps["train"],
+        Context(step="train", params={}, outputs={"counts": "/ws/r/train/counts"}),
+        content={},
+        files={},
+        datasets={"corpus": CORPUS, "labels": LABELS},
+    )
+    assert material.document()["datasets"] == {"corpus": CORPUS, "labels": LABELS}
+
+
+def test_the_order_of_datasets_does_not_change_the_key() -> None:
+    swapped = {**READER, "datasets": ["labels", "corpus"]}
+    assert reader_key(swapped) == reader_key()
+    forward = KeyMaterial(
+        step="s", templates={}, image=None, job=None, params={}, datasets={"a": "1", "b": "2"}
+    )
+    backward = KeyMaterial(
+        step="s", templates={}, image=None, job=None, params={}, datasets={"b": "2", "a": "1"}
+    )
+    assert forward.key() == backward.key()
+
+
+def test_naming_another_dataset_changes_the_key_and_every_one_must_be_pinned() -> None:
+    assert reader_key({**READER, "datasets": ["corpus"]}) != reader_key()
+    g = graph(READER)
+    context = Context(step="train", params={}, outputs={"counts": "/ws/r/train/counts"})
+    with pytest.raises(KeyError):  # a caller that pinned one of two: a bug, not a key
+        key_material(
+            g, g.steps["train"], context, content={}, files={}, datasets={"corpus": CORPUS}
+        )
