@@ -3,8 +3,10 @@ served from, and the entry written when it succeeds (``CacheEntryRow``).
 
 The key is ``phalanx.workflow.cache``'s: this module gathers what goes into it that
 needs I/O, the content hashes of the artifacts the step reads and of its
-``cache.files``. A cached unit's outputs are the producing unit's, so a downstream step
-reads the artifact where the producing run wrote it (``WORKSPACE/runs/RUN/STEP/NAME``);
+``cache.files``, and the state of the datasets it reads (``listings``: what
+``workflow.datasets.pins`` pins the unit's key and job to). A cached unit's outputs are
+the producing unit's, so a downstream step reads the artifact where the producing run
+wrote it (``WORKSPACE/runs/RUN/STEP/NAME``);
 an entry with an artifact gone is a miss (never an error), and the step runs again and
 writes its entry anew. A failure is never written, so never served. A key includes the
 run's user, so an entry is made, replaced and served for that user's runs alone (its
@@ -14,10 +16,12 @@ artifacts are theirs), and every file hashed is read as that user
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from phalanx.control.store import Session, cache
+from phalanx.control.store import datasets as stored_datasets
+from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import CacheEntryRow
 from phalanx.spec.pipeline.dag import Graph, StepNode
 from phalanx.spec.pipeline.templates import Context, Value
@@ -30,6 +34,7 @@ from phalanx.workflow.cache import (
     servable,
 )
 from phalanx.workflow.contents import Access, MissingContent, written
+from phalanx.workflow.datasets import Listing, Waiting, disagreement, keyed_by, pins
 
 #: A run's cache modes: read and write entries; write only; neither.
 MODES = ("use", "refresh", "off")
@@ -64,12 +69,65 @@ def artifact_urls(node: StepNode, outputs: dict[str, Value]) -> list[str]:
     return [url for name in node.outputs.artifacts if isinstance(url := outputs.get(name), str)]
 
 
+def listings(session: Session, user: str, names: Sequence[str]) -> dict[str, Listing | None]:
+    """The state of each of ``user``'s datasets ``names`` (None: no such dataset): its
+    listing's digest, and why its last listing failed, if it did."""
+    found: dict[str, Listing | None] = {}
+    for name in names:
+        row = stored_datasets.get(session, user, name)
+        if row is None:
+            found[name] = None
+            continue
+        failure = (
+            (row.message or "its listing failed") if row.phase == stored_datasets.FAILED else ""
+        )
+        found[name] = Listing(digest=row.digest, failure=failure)
+    return found
+
+
+def step_listings(
+    session: Session, user: str, node: StepNode
+) -> tuple[dict[str, str], Waiting | None]:
+    """The listing each dataset ``node`` reads is pinned to now (``user``'s datasets as
+    the store holds them), and those never listed yet (``workflow.datasets.pins``, which
+    raises ``InvalidInput`` for one not there or whose only listing failed)."""
+    if not node.datasets:
+        return {}, None
+    return pins(node, listings(session, user, node.datasets), user=user)
+
+
+def keyed_listings(session: Session, job: str) -> str | None:
+    """The listings the key of job ``job``'s unit was made with, as its stored document
+    records them (``workflow.datasets.KEYED``); None when it does not, or is gone."""
+    held = stored_jobs.owner_and_document(session, job)
+    return None if held is None else keyed_by(held[1])
+
+
+def other_data(session: Session, node: StepNode, job: str) -> str:
+    """Why ``job``, which ran a unit of cached ``node``, read other listings of its
+    datasets than its key names (``workflow.datasets.disagreement``: its entry is then
+    not written), or ""."""
+    if not node.datasets:
+        return ""
+    held = stored_jobs.owner_and_document(session, job)
+    why = f"its job {job} is gone" if held is None else disagreement(node, held[1])
+    return "" if why is None else f"not written to the cache: {why}"[:2000]
+
+
 def material_of(
-    graph: Graph, node: StepNode, context: Context, *, user: str, hash_of: Callable[[str], str]
+    graph: Graph,
+    node: StepNode,
+    context: Context,
+    *,
+    user: str,
+    hash_of: Callable[[str], str],
+    datasets: Mapping[str, str] | None = None,
 ) -> KeyMaterial:
     """The key material of ``node`` run in ``context`` (``unit_context``) by ``user``,
     the content of each of ``key_contents`` given by ``hash_of`` (the hashes
-    ``Hashes.batch`` made as that user); raises ``TemplateError`` as rendering does."""
+    ``Hashes.batch`` made as that user) and the listing each dataset it reads is pinned
+    to by ``datasets`` (every one; none for a step that reads none); raises
+    ``TemplateError`` as rendering does."""
     content: dict[str, str] = {}
     for ref in artifact_references(graph, node):
         content[ref] = ",".join(
@@ -77,7 +135,9 @@ def material_of(
             for url in _urls(_referenced(context, ref))
         )
     files = {path: hash_of(path) for path in node.cache.files}
-    return key_material(graph, node, context, content=content, files=files, user=user)
+    return key_material(
+        graph, node, context, content=content, files=files, user=user, datasets=datasets
+    )
 
 
 def lookup(

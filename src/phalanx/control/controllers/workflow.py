@@ -19,7 +19,10 @@ active run (Pending or Running), and for each, in one transaction:
    one job (``job_spec``, maxRetry 0) named ``job_name(run, unit, attempt)``, owned by
    the run's user, inserted as the API inserts jobs (``submit.store_jobs``), its
    output directory made in the run's workspace first; a stop cancels the jobs of the
-   Running units the plan lists;
+   Running units the plan lists. The datasets a started unit reads are pinned, in the
+   same transaction, to their listings now (``workflow.datasets``): those listings go
+   into its cache key and onto its job, a unit whose dataset was never listed yet
+   waits Pending, and one whose dataset is not there (or never listed well) fails;
 4. writes the run's record and phase with the jobs it inserted, in the same commit.
 
 A unit of a sub-pipeline step (``pipeline``) runs no job: its start inserts a child
@@ -54,8 +57,11 @@ from phalanx.control.auth import Principal, UserRole
 from phalanx.control.controllers.caching import (
     artifact_urls,
     key_contents,
+    keyed_listings,
     lookup,
     material_of,
+    other_data,
+    step_listings,
     store,
 )
 from phalanx.control.controllers.controller import Controller
@@ -105,6 +111,7 @@ from phalanx.workflow import (
     unit_context,
 )
 from phalanx.workflow.contents import Access, written
+from phalanx.workflow.datasets import KEYED, keyed
 from phalanx.workflow.jobs import attempt_ended
 from phalanx.workflow.planner import render_value
 from phalanx.workflow.state import items_of
@@ -132,6 +139,7 @@ class _Begin(Enum):
     JOB = "job"  # it runs a job (not cached, or a miss)
     DONE = "done"  # no job: served from the cache, or failed for what its key reads
     HASHING = "hashing"  # its key's contents are being hashed: it stays Pending
+    LISTING = "listing"  # a dataset it reads was never listed yet: it stays Pending
 
 
 @dataclass(slots=True)
@@ -294,18 +302,22 @@ class Workflows:
                 record.expanded[step] = count
             for settle in decided.settle:
                 end_unit(settle.unit, record.unit(settle.unit), settle.phase, settle.reason, now)
-            hashing = set()
+            held = set()  # started, not begun: hashing its key, or its datasets not listed
             for start in decided.start:
                 unit_record = record.unit(start.unit)
                 check_transition(start.unit, unit_record.phase, Phase.RUNNING)
-                begun = self._cached(work, start)
-                if begun is _Begin.HASHING:
-                    hashing.add(start.unit)  # started once its key's contents are hashed
+                pinned = self._datasets(work, start.unit)
+                if isinstance(pinned, _Begin):
+                    begun, pinned = pinned, {}
+                else:
+                    begun = self._cached(work, start, pinned)
+                if begun in (_Begin.HASHING, _Begin.LISTING):
+                    held.add(start.unit)  # begun on a later tick
                 if begun is not _Begin.JOB:
                     continue
-                unit_record.phase, unit_record.attempt = Phase.RUNNING, 1
-                self._submit(work, start.unit, start=start)
-            started = [start for start in decided.start if start.unit not in hashing]
+                unit_record.phase, unit_record.attempt, unit_record.reason = Phase.RUNNING, 1, ""
+                self._submit(work, start.unit, start=start, pinned=pinned)
+            started = [start for start in decided.start if start.unit not in held]
             if not (decided.expand or decided.settle or started):
                 break
         work.row.state = record.to_json()
@@ -359,11 +371,12 @@ class Workflows:
     def _succeeded(self, work: _Pass, unit: Unit, job: JobOutcome) -> None:
         """A unit whose job Succeeded: Succeeded with its outputs read, or Failed when
         they cannot be; a cached step's entry is written first (the unit waits Running
-        while its artifacts are hashed)."""
-        row, unit_record = work.row, work.record.unit(unit)
+        while its artifacts are hashed), unless its job read other listings of its
+        datasets than its key names (then its reason says so)."""
+        row, unit_record, node = work.row, work.record.unit(unit), work.graph.node(unit.step)
         ended = job.finished_at or work.now
         try:
-            unit_record.outputs = self._outputs(row, unit, work.graph.node(unit.step))
+            unit_record.outputs = self._outputs(row, unit, node)
         except OutputError as error:
             end_unit(unit, unit_record, Phase.FAILED, str(error), ended)
             return
@@ -372,10 +385,14 @@ class Workflows:
             end_unit(unit, unit_record, Phase.FAILED, why, ended)
             return
         cached = unit_record.cache_key and row.cache_mode != "off"
-        if cached and not self._remember(work, unit):
+        note = other_data(work.session, node, unit_record.job) if cached else ""
+        if note:  # its job read other data than its key names: no entry
+            log.info("run %s, unit %s: %s", row.id, unit, note)
+            self._materials.pop((row.id, unit), None)
+        elif cached and not self._remember(work, unit):
             unit_record.outputs = {}  # observed again once its artifacts are hashed
             return
-        end_unit(unit, unit_record, Phase.SUCCEEDED, "", ended)
+        end_unit(unit, unit_record, Phase.SUCCEEDED, note, ended)
 
     def _observe_children(self, work: _Pass, waiting: dict[Unit, UnitRecord]) -> None:
         """Feed the ended child runs of Running sub-pipeline units to their units."""
@@ -402,13 +419,31 @@ class Workflows:
                 retry = work.graph.node(unit.step).retry
                 retry_or_fail(retry, unit, unit_record, ended, stopping=work.stopping, now=now)
 
-    def _cached(self, work: _Pass, start: Start) -> _Begin:
+    def _datasets(self, work: _Pass, unit: Unit) -> dict[str, str] | _Begin:
+        """The listing each dataset ``unit``'s step reads is pinned to for its key and
+        its job (``workflow.datasets.pins``, the run's user's datasets as the store holds
+        them now); LISTING while one was never listed yet (the unit stays Pending, its
+        reason saying which); DONE when one is not there or its only listing failed (the
+        unit Failed, naming the field, the dataset and the fix)."""
+        node, unit_record = work.graph.node(unit.step), work.record.unit(unit)
+        try:
+            pinned, waiting = step_listings(work.session, work.row.user, node)
+        except InvalidInput as error:
+            end_unit(unit, unit_record, Phase.FAILED, str(error)[:2000], work.now)
+            return _Begin.DONE
+        if waiting is not None:
+            unit_record.reason = waiting.reason
+            return _Begin.LISTING
+        return pinned
+
+    def _cached(self, work: _Pass, start: Start, pinned: dict[str, str]) -> _Begin:
         """For a started unit whose step is cached (and the run uses the cache): record
-        its key, and when a servable entry has it, the unit Cached with the entry's
-        outputs (DONE). A key that cannot be made (a file or artifact gone, a reference
-        that does not resolve) means no caching: the unit runs as usual (JOB); one whose
-        file or artifact the server refuses to hash (a link, a FIFO, a file the run's
-        user could not read: ``tenantfs``) fails the unit with why (DONE). While the
+        its key (the datasets it reads at the listings ``pinned``), and when a servable
+        entry has it, the unit Cached with the entry's outputs (DONE). A key that cannot
+        be made (a file or artifact gone, a reference that does not resolve) means no
+        caching: the unit runs as usual (JOB); one whose file or artifact the server
+        refuses to hash (a link, a FIFO, a file the run's user could not read:
+        ``tenantfs``) fails the unit with why (DONE). While the
         contents of its key are hashed (``Hashes``), HASHING: it stays Pending."""
         row, graph, now = work.row, work.graph, work.now
         node = graph.node(start.unit.step)
@@ -421,7 +456,14 @@ class Workflows:
             context = unit_context(graph, work.state(), start, outputs=outputs)
             contents = key_contents(graph, node, context)
             hashes = self._hashes.batch(f"{row.id}/{start.unit}/key", contents, access)
-            material = material_of(graph, node, context, user=row.user, hash_of=hashes.__getitem__)
+            material = material_of(
+                graph,
+                node,
+                context,
+                user=row.user,
+                hash_of=hashes.__getitem__,
+                datasets=pinned,
+            )
         except NotYetHashed:
             return _Begin.HASHING
         except TenantPathRefused as error:  # a link, a FIFO, a file its user cannot read
@@ -511,16 +553,36 @@ class Workflows:
         values.update(read_outputs(node, urls, access))
         return values
 
-    def _submit(self, work: _Pass, unit: Unit, *, start: Start | None = None) -> None:
+    def _submit(
+        self,
+        work: _Pass,
+        unit: Unit,
+        *,
+        start: Start | None = None,
+        pinned: dict[str, str] | None = None,
+    ) -> None:
         """Make the job of ``unit``'s current attempt (``work.jobs``), or fail the unit
-        with the reason it cannot have one (a reference that does not resolve ...)."""
+        with the reason it cannot have one (a reference that does not resolve, a dataset
+        gone ...). Its datasets are pinned to ``pinned``, the listings its key was made
+        with. A retry's (``start`` None) are pinned to their listings now (one never
+        listed is left unpinned: the fetcher waits for it, as for any job), its job
+        carrying over the listings the key was made with (``KEYED``) from the attempt
+        before (whose job its record still names)."""
         session, row, graph, now = work.session, work.row, work.graph, work.now
         unit_record = work.record.unit(unit)
-        if start is None:  # a retry: the unit's item again
-            start = _start_of(work, unit)
+        node = graph.node(unit.step)
+        try:
+            key_listings = keyed(pinned or {}) if unit_record.cache_key else None
+            if start is None:  # a retry: the unit's item again, its datasets as listed now
+                start = _start_of(work, unit)
+                pinned, _ = step_listings(session, row.user, node)
+                cached = unit_record.cache_key and node.datasets
+                key_listings = keyed_listings(session, unit_record.job) if cached else None
+        except InvalidInput as error:
+            end_unit(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
+            return
         name = job_name(row.id, unit, unit_record.attempt)
         unit_record.job, unit_record.started_at, unit_record.finished_at = name, None, None
-        node = graph.node(unit.step)
         try:
             outputs = self.workspace.outputs(row.id, unit, node)
             context = unit_context(graph, work.state(), start, outputs=outputs)
@@ -529,12 +591,17 @@ class Workflows:
                 self._start_child(work, node, unit_record.job, context)
                 return
             self._make_dirs(row, unit)
-            spec = job_spec(node, context, unit=str(unit), mounts=self.workspace.mounts())
+            spec = job_spec(
+                node, context, unit=str(unit), mounts=self.workspace.mounts(), datasets=pinned
+            )
         except (PhalanxError, TemplateError, OSError, ValueError) as error:
             end_unit(unit, unit_record, Phase.FAILED, str(error)[:2000], now)
             return
+        annotations = {KEYED: key_listings} if key_listings else {}
         document = JobDocument(
-            metadata=Metadata(name=name, labels={RUN_LABEL: _label(row.id)}),
+            metadata=Metadata(
+                name=name, labels={RUN_LABEL: _label(row.id)}, annotations=annotations
+            ),
             spec=spec.model_copy(update={"user": row.user}),
         )
         caller = Principal(name=row.user, role=UserRole.USER)
