@@ -254,12 +254,6 @@ def test_a_job_without_datasets_is_not_held_back_by_a_cold_one_of_its_shape() ->
     assert bound(decisions, "plain") == ["n0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="eviction's failure memo (placement/eviction/gangs.evict_for_gang) keys a gang "
-    "by its shape, priority and job order, not its confinement's key as try_job does: a "
-    "cold required job's failed preemption is taken for a same-shaped job's",
-)
 def test_a_job_without_datasets_still_preempts_behind_a_cold_one_of_its_shape() -> None:
     low = make_job("low", gpus=8, running_on=["n0"])
     cold = reading(make_job("cold", gpus=8, priority=10, created=1), "imagenet", required=True)

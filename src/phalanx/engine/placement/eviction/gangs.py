@@ -56,12 +56,16 @@ def evict_for_gang(
     filter that accepts only as many as a queue can spare (quota) keeps the first
     victims (overcommitted work); ``judge`` replaces the plugins' (preemptable for
     preempt, else reclaimable) when given. A job equivalent to one that failed earlier in the
-    session fails without a search (see ``Session.eviction_failed``).
+    session (the same shape, priority, order and confinement) fails without a search (see
+    ``Session.eviction_failed``).
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
     )
-    shape = (action, gang_shape(job, tasks), job.priority, session.points.job_order.key(job))
+    rule = session.points.confinement(job) if session.points.confinement else None
+    confined = None if rule is None else rule.key  # the same gang confined otherwise may fit
+    order = session.points.job_order.key(job)
+    shape = (action, gang_shape(job, tasks), job.priority, order, confined)
     if session.eviction_failed(shape):
         return False
     victims = find_victims(job)
