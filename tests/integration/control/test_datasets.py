@@ -15,6 +15,7 @@ import pytest
 
 from phalanx.control.server import Server
 from tests.integration.control.serving import Api, role, running_server, wait_for
+from tests.integration.control.test_cli import ok, phalanx
 from tests.integration.control.test_models import events
 from tests.integration.control.test_pipelines import admin
 from tests.integration.s3 import S3
@@ -219,3 +220,26 @@ def test_a_dataset_is_warmed_ahead_of_jobs_by_its_spec_and_on_request(
 
     state = wait_for(refused, "the unknown node answered")
     assert state["state"] == "Failed" and "there is no node node-9" in state["message"]
+
+
+def test_the_cli_warms_a_dataset_and_describe_shows_each_nodes_cache(
+    server: Server, s3: Any
+) -> None:
+    api = admin(server)
+    secret(api, "s3", key="phalanx-test", secret="phalanx-test")
+    api.post("/api/v1/datasets", dataset("mnist-train", secret="s3"))
+    listed(api, "mnist-train")
+    said = ok(phalanx(server, "dataset", "warm", "mnist-train", "--nodes", "node-1,node-7"))
+    assert said == "dataset/mnist-train warm requested on node-1, node-7\n"
+
+    def described() -> str | None:
+        text = ok(phalanx(server, "describe", "dataset", "mnist-train"))
+        done = "there is no node node-7" in text and "node-1  Warm" in text
+        return text if done else None
+
+    text = wait_for(described, "the warm in describe")
+    rows = {
+        line.split()[0]: line.split()[1] for line in text.splitlines() if line.startswith("node-")
+    }
+    # node-0 shares the host's one cache with node-1: it holds the copy too
+    assert rows == {"node-0": "Warm", "node-1": "Warm", "node-7": "Failed"}, text

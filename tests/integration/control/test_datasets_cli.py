@@ -4,7 +4,8 @@ it changed (an admin's apply for another user compares that user's); ``get datas
 and ``describe dataset`` show where the data lives and the last listing; a dataset
 naming a secret its user lacks is refused on ``spec.secret``; a dataset is its user's
 (another user's describe, refresh and delete answer 404, their listing is empty; an
-admin reaches it with ``--user``); ``dataset refresh`` and ``delete dataset``.
+admin reaches it with ``--user``); ``dataset refresh``, ``dataset warm`` (refused
+before a first listing) and ``delete dataset``.
 
 No source here is reachable (``s3://`` without an endpoint): the listing, which the
 server does in the background, may still be owed or have failed, so nothing below
@@ -124,6 +125,7 @@ def test_another_user_neither_sees_nor_reaches_it(server: Server) -> None:
         ("describe", "dataset", "imagenet", "--user", "alice"),
         ("get", "dataset", "imagenet", "--user", "alice"),
         ("dataset", "refresh", "imagenet", "--user", "alice"),
+        ("dataset", "warm", "imagenet", "--user", "alice"),
         ("delete", "dataset", "imagenet", "--user", "alice"),
     ):
         assert "no dataset named 'imagenet'" in refused(phalanx(server, *command, token=bob.token))
@@ -142,6 +144,9 @@ def test_refresh_then_delete(server: Server) -> None:
     assert "no dataset named 'missing'" in refused(
         phalanx(server, "dataset", "refresh", "missing", token=alice.token)
     )
+    if phalanx(server, "describe", "dataset", "imagenet", token=alice.token).exit_code == 0:
+        never = refused(phalanx(server, "dataset", "warm", "imagenet", token=alice.token))
+        assert "was never listed" in never and "fix: wait for its listing" in never, never
 
     assert ok(phalanx(server, "delete", "dataset", "imagenet", token=alice.token)) == (
         "dataset/imagenet deleted\n"
