@@ -37,16 +37,16 @@ def web(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_a_web_directory_is_listed_and_copied(web: tuple[str, Path], tmp_path: Path) -> None:
     url, served = web
     fs, root = reach(url, None)
-    listing = list_source(fs, root)
+    listing = list_source(fs, root, source=url)
     assert [(path, size) for path, size, _ in listing.files] == [("a.txt", 5), ("sub/b.txt", 5)]
-    assert list_source(*reach(url, None)).digest == listing.digest
+    assert list_source(*reach(url, None), source=url).digest == listing.digest
     copy_listed(fs, root, listing.files, tmp_path / "copy")
     assert (tmp_path / "copy" / "sub" / "b.txt").read_bytes() == b"beta!"
 
     (served / "a.txt").write_bytes(b"alpha, longer")  # changed since it was listed
     with pytest.raises(ContentError, match="not the 5 it was listed with"):
         copy_listed(*reach(url, None), listing.files, tmp_path / "again")
-    assert list_source(*reach(url, None)).digest != listing.digest
+    assert list_source(*reach(url, None), source=url).digest != listing.digest
 
 
 def test_a_bucket_is_listed_with_its_credentials_and_copied(
@@ -62,14 +62,15 @@ def test_a_bucket_is_listed_with_its_credentials_and_copied(
         {"phalanx-sources/set/x.bin": bytes(range(256)) * 5000, "phalanx-sources/set/y": b"y"}
     )
     credentials = {"key": b"phalanx-test", "secret": b"phalanx-test"}
-    fs, root = reach("s3://phalanx-sources/set", credentials)
-    listing = list_source(fs, root)
+    url = "s3://phalanx-sources/set"
+    fs, root = reach(url, credentials)
+    listing = list_source(fs, root, source=url)
     assert [(path, size) for path, size, _ in listing.files] == [("x.bin", 1_280_000), ("y", 1)]
     assert all(version for _, _, version in listing.files)  # the ETags
     copy_listed(fs, root, listing.files, tmp_path / "copy")
     assert (tmp_path / "copy" / "x.bin").read_bytes() == bytes(range(256)) * 5000
     writer.pipe({"phalanx-sources/set/y": b"z"})  # same size, new content: a new ETag
-    assert list_source(*reach("s3://phalanx-sources/set", credentials)).digest != listing.digest
+    assert list_source(*reach(url, credentials), source=url).digest != listing.digest
 
 
 def test_what_a_dataset_must_not_reach_is_refused() -> None:

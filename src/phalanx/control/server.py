@@ -387,8 +387,9 @@ class Server:
             period=settings.timing.period * 5,
         )
 
-        def listed() -> None:
+        def listed() -> None:  # what waits for a listing: jobs, steps, warm caches
             self.fetcher.listed()
+            self.workflows.poke()
             self.warmer.poke()
 
         self.lister = DatasetLister(

@@ -10,8 +10,9 @@ Guarantees:
   metadata service) is refused before anything is asked of it;
 - ``list_source`` returns the files below the source by relative path, sorted, with
   their sizes and versions (ETag, or modification time), at most ``MAX_FILES`` of
-  them, and a digest of exactly that (``sha256:``): the same data lists to the same
-  digest, and a file added, removed, resized or rewritten changes it;
+  them, and a digest of exactly that and the source's URL (``sha256:``,
+  ``listing_digest``): the same data at the same source lists to the same digest, and
+  a file added, removed, resized or rewritten changes it, as does another source;
 - ``copy_listed`` writes exactly the listed files under a directory, refusing a path
   that would leave it, and fails (``ContentError``) when a file's bytes are not its
   listed size: a copy of changed data is never passed for the listing.
@@ -113,8 +114,9 @@ def _check_host(host: str) -> None:
             )
 
 
-def list_source(fs: Any, root: str) -> Listing:
-    """The files below ``root`` on ``fs`` (one file when ``root`` is a file). Raises
+def list_source(fs: Any, root: str, *, source: str) -> Listing:
+    """The files below ``root`` on ``fs`` (one file when ``root`` is a file), the
+    listing of ``source`` (the URL ``reach`` was given: its digest names it). Raises
     ``ContentError`` for more than ``MAX_FILES`` files or none, ``OSError`` (and the
     filesystem's own errors) when it cannot be read."""
     if not fs.isdir(root):  # a web server answers for a directory's index page too
@@ -139,8 +141,14 @@ def list_source(fs: Any, root: str) -> Listing:
     files = tuple(
         sorted((path, int(info.get("size") or 0), _version(info)) for path, info in entries.items())
     )
-    text = json.dumps(files, separators=(",", ":")).encode()
-    return Listing(files=files, digest="sha256:" + hashlib.sha256(text).hexdigest())
+    return Listing(files=files, digest=listing_digest(source, files))
+
+
+def listing_digest(source: str, files: Sequence[tuple[str, int, str]]) -> str:
+    """The digest of ``files`` listed at ``source``: the same files at another source
+    digest otherwise, so a copy named by a digest is always of that source."""
+    text = json.dumps([source, [list(file) for file in files]], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _version(info: Mapping[str, Any]) -> str:

@@ -131,6 +131,17 @@ def test_another_user_neither_sees_nor_mounts_a_dataset(server: Server, s3: Any)
     assert refused["field"] == "spec.roles[0].datasets[0]"
     assert "user bob has no dataset 'mnist-train'" in refused["detail"]
 
+    # nor passes his own data off as hers: his dataset pinned to her listing's digest
+    # (files of the same paths and sizes in his bucket) is refused at submit, and would
+    # be at the copy (a digest names its source), never copied under her digest
+    theirs = listed(api, "mnist-train")["digest"]
+    s3.pipe({f"{BUCKET}/bob/a.txt": b"EVIL!", f"{BUCKET}/bob/sub/b.txt": b"EVIL!"})
+    bob.post("/api/v1/datasets", dataset("mnist-train", source=f"s3://{BUCKET}/bob"))
+    assert listed(bob, "mnist-train")["digest"] != theirs  # the same files elsewhere
+    pinned = {**role("r", command="true", cpu="100m"), "datasets": [f"mnist-train@{theirs}"]}
+    refused = bob.post("/api/v1/jobs", {**job, "spec": {"queue": "wf", "roles": [pinned]}}, 409)
+    assert "which is not its current listing" in refused["detail"], refused
+
 
 def test_a_secret_key_that_is_no_credential_fails_the_listing_naming_it(
     server: Server, s3: Any

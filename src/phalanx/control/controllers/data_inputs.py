@@ -5,7 +5,8 @@ job that names datasets, and the controller for each task it starts.
 Guarantees of ``read`` then ``copy`` (outside the session ``read`` used):
 - ``read`` answers None (the job waits) while a dataset the job names has never been
   listed;
-- each dataset is pinned to its listing at that moment; where tasks run on the
+- each dataset is pinned to its listing at that moment (or stays pinned to the listing
+  the job names, when that is a listing of its source still kept); where tasks run on the
   server's host (``cache`` given), the job reads that copy in the host's cache
   (``data.cache.DatasetCache``), filled once from the source with the dataset's own
   secret (``data.copies``), every file of the listing at its listed size, a copy
@@ -33,6 +34,7 @@ from phalanx.control.store import Session
 from phalanx.control.store import datasets as stored
 from phalanx.data.cache import DatasetCache
 from phalanx.data.copies import CopyFailed, DatasetCopy
+from phalanx.data.source import listing_digest
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.dataset import DatasetDocument
 
@@ -58,23 +60,27 @@ class DatasetInputs:
         self._pinned: set[str] = set()
 
     def read(
-        self, session: Session, user: str, names: Sequence[str]
+        self, session: Session, user: str, refs: Sequence[tuple[str, str | None]]
     ) -> tuple[list[_Listed], list[str]] | None:
-        """What ``copy`` needs of each of ``user``'s datasets ``names``, and the problems
+        """What ``copy`` needs of each of ``user``'s datasets ``refs`` (name, and the
+        listing it is pinned to already or None: its current one), and the problems
         found already (each naming its dataset); None while one of them waits for its
         first listing."""
         listed: list[_Listed] = []
         problems: list[str] = []
-        for name in dict.fromkeys(names):
+        first: dict[str, str | None] = {}
+        for name, pin in refs:
+            first.setdefault(name, pin)
+        for name, pinned in first.items():
             row = stored.get(session, user, name)
             if row is None:
                 problems.append(f"dataset {name}: it was deleted")
-            elif row.digest is None and row.phase == stored.FAILED:
+            elif pinned is None and row.digest is None and row.phase == stored.FAILED:
                 problems.append(f"dataset {name}: its source could not be listed: {row.message}")
-            elif row.digest is None:
+            elif pinned is None and row.digest is None:
                 return None
             else:
-                found = self._listed(session, user, name, row.digest)
+                found = self._listed(session, user, name, pinned or row.digest or "")
                 if isinstance(found, str):
                     problems.append(found)
                 else:
@@ -141,8 +147,10 @@ class DatasetInputs:
         if row is None:
             return f"dataset {name}: it was deleted"
         if files is None:
-            return f"dataset {name}: its listing {digest} is no longer kept"
+            return f"dataset {name}: its listing {digest} is not kept (never made, or forgotten)"
         spec = DatasetDocument.model_validate(row.document).spec
+        if listing_digest(spec.url, files) != digest:  # another source's (another user's)
+            return f"dataset {name}: listing {digest} is not of its source {spec.url}"
         size = sum(size for _, size, _ in files)
         copy = DatasetCopy(name=name, url=spec.url, digest=digest, size=size, files=files)
         return _Listed(copy, spec.secret)

@@ -107,7 +107,7 @@ class DatasetLister:
         else:
             try:
                 fs, root = reach(spec.url, values)
-                found = list_source(fs, root)
+                found = list_source(fs, root, source=spec.url)
             except (InvalidInput, ContentError) as error:
                 problem = str(error)
             except Exception as error:  # the store's own errors (s3fs, botocore, a network)

@@ -146,15 +146,19 @@ class ModelFetcher:
         with events, and the datasets' pins in its document. A job whose dataset was
         never listed yet is left pending (looked at again once datasets are listed)."""
         spec = JobDocument.model_validate(document).spec
-        names = [ref.partition("@")[0] for role in spec.roles for ref in role.datasets]
+        refs = [
+            (name, digest or None)
+            for role in spec.roles
+            for name, _, digest in (ref.partition("@") for ref in role.datasets)
+        ]
         events: list[tuple[str, str]] = []
         pins: dict[str, str] = {}
-        if names:
+        if refs:
             if self.datasets is None:
                 events.append(("DatasetNotReady", "this server reads no datasets"))
             else:
                 with self.db.session() as session:
-                    read = self.datasets.read(session, user, names)
+                    read = self.datasets.read(session, user, refs)
                 if read is None:
                     self._waiting.add(job_id)
                     return

@@ -4,7 +4,8 @@ A listing moves from its dataset's row to a ``dataset_listings`` row of its own,
 digest: a job is pinned to a digest, and its tasks may start (on a Ray node, which
 copies the dataset there and then) after the dataset was listed again, so the listing
 a pin names is kept while a job not yet ended names it. The ``datasets.listing``
-column goes; each dataset's last listing is carried over.
+column goes; each dataset's last listing is carried over, and every dataset is listed
+again: a digest now names the source as well as its files (``listing_digest``).
 
 Revision ID: 0021
 Revises: 0020
@@ -39,6 +40,7 @@ def upgrade() -> None:
         sa.column("files", sa.Integer()),
         sa.column("size", sa.BigInteger()),
         sa.column("listing", sa.JSON()),
+        sa.column("wanted", sa.Integer()),
     )
     found = op.get_bind().execute(
         sa.select(datasets.c.digest, datasets.c.files, datasets.c.size, datasets.c.listing).where(
@@ -52,6 +54,7 @@ def upgrade() -> None:
     if carried:
         now = time.time()
         op.bulk_insert(listings, [{**row, "created_at": now} for row in carried.values()])
+    op.execute(datasets.update().values(wanted=datasets.c.wanted + 1))
     with op.batch_alter_table("datasets") as batch:
         batch.drop_column("listing")
 
