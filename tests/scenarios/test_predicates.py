@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from phalanx.domain.job import NodeSelectorRequirement, SelectorOperator
-from phalanx.domain.node import Node, Taint, TaintEffect, Toleration
+from phalanx.domain.node import NODE_NAME_LABEL, Node, Taint, TaintEffect, Toleration
 from phalanx.engine import ReasonCode
 from tests.builders import bound, config, cycle, make_job, make_node
 
@@ -26,6 +26,21 @@ def test_node_selector_places_only_on_matching_nodes() -> None:
     decisions = cycle(_labelled(), [job], PLACE)
 
     assert bound(decisions, "sel") == ["h100", "h100", "h100"]
+
+
+def test_every_node_carries_its_name_as_a_label() -> None:
+    """``phalanx.io/node``, as Kubernetes' ``kubernetes.io/hostname``: a selector keeps
+    tasks on a named node, an affinity term off named ones."""
+    on = make_job("on", gpus=1, replicas=2, node_selector={NODE_NAME_LABEL: "plain"})
+    away = NodeSelectorRequirement(
+        key=NODE_NAME_LABEL, operator=SelectorOperator.NOT_IN, values=("a100", "plain")
+    )
+    off = make_job("off", gpus=1, replicas=2, affinity=[away], created=1)
+
+    decisions = cycle(_labelled(), [on, off], PLACE)
+
+    assert bound(decisions, "on") == ["plain", "plain"]
+    assert bound(decisions, "off") == ["h100", "h100"]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,11 @@ GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 #: predicates plugin keeps a role with an image off every node without it.
 CONTAINER_RUNTIME_LABEL: Final = "phalanx.io/container-runtime"
 
+#: The label every node carries with its own name (Kubernetes' ``kubernetes.io/hostname``):
+#: a node selector or affinity term on it keeps a task on, or off, named nodes. The
+#: engine reads it from ``Node.name`` unless the node's labels set it.
+NODE_NAME_LABEL: Final = "phalanx.io/node"
+
 #: One label of a DNS host name (RFC 1123): letters, digits and inner hyphens.
 _HOST_LABEL: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 

@@ -1,5 +1,7 @@
 """Node label columns: one label's value on every node, as an array predicates compare
-at once. Labels are fixed for a snapshot's life, so a column is read once and kept."""
+at once. Labels are fixed for a snapshot's life, so a column is read once and kept.
+Every node carries ``NODE_NAME_LABEL`` with its name, as a Kubernetes node does its
+hostname."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from phalanx.domain.node import Node
+from phalanx.domain.node import NODE_NAME_LABEL, Node
 
 
 class LabelColumns:
@@ -21,9 +23,16 @@ class LabelColumns:
         self._columns: dict[str, NDArray[np.object_]] = {}
 
     def column(self, key: str) -> NDArray[np.object_]:
-        """Every node's value of label ``key`` (None where absent)."""
+        """Every node's value of label ``key`` (None where absent; ``NODE_NAME_LABEL``:
+        the node's name unless its labels set it)."""
         column = self._columns.get(key)
         if column is None:
-            column = np.array([node.labels.get(key) for node in self._nodes], dtype=object)
+            column = np.array(
+                [
+                    node.labels.get(key, node.name if key == NODE_NAME_LABEL else None)
+                    for node in self._nodes
+                ],
+                dtype=object,
+            )
             self._columns[key] = column
         return column
