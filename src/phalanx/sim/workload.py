@@ -6,13 +6,15 @@ checkpoints (progress since the last checkpoint is lost on eviction) and how lon
 of its runs takes to start making progress. An elastic training job carries its
 application's profile (``ElasticModel``) instead: the simulator then advances it by
 that model on whatever placement it has, and ``duration`` is only its time at the
-size it asked for, for reports.
+size it asked for, for reports. A workload may say how large the datasets its jobs'
+roles read are (``Workload.datasets``; ``phalanx.sim.data`` models reading them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job
 from phalanx.domain.queue import Queue
 from phalanx.sim.elastic.profile import AppProfile
@@ -69,6 +71,20 @@ class WorkloadJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Dataset:
+    """A dataset jobs of a workload read: ``name`` (as roles name it) and ``size`` in bytes."""
+
+    name: str
+    size: int
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            raise InvalidInput(
+                f"dataset {self.name!r} has {self.size} bytes", field="size", fix="give >= 0"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFailure:
     """Node ``node`` fails at ``at`` (every task on it is lost) and is back ``repair`` s later."""
 
@@ -90,3 +106,5 @@ class Workload:
     source: str = ""
     notes: tuple[str, ...] = field(default=())  # what the loader assumed, for the report
     node_failures: tuple[NodeFailure, ...] = ()  # besides SimOptions' random ones
+    #: the sizes of datasets its jobs' roles read, by name (``Role.datasets``)
+    datasets: tuple[Dataset, ...] = ()
