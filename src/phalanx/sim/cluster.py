@@ -23,6 +23,11 @@ that changes with the placement, the batch and the epoch; every change of placem
 costs ``restart_delay`` seconds; nothing is lost when they stop. The job ends when its
 training is done: every running task exits with code 0. ``reports()`` hands over what
 such jobs say of their training (``Progress``), for the driver to pass on.
+
+Datasets (with a ``DataPlane``): a task reading datasets its node does not hold whole
+starts, holds its resources and waits for them (``phalanx.sim.data``); a job's run makes
+progress (and its restart delay begins) once every task of its gang has its data; an
+elastic job's change of placement costs its delay from when its new replicas have theirs.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from phalanx.domain.progress import Progress
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.engine.goodput import PerfParams
 from phalanx.executors.base import TaskEvent, TaskEventKind
+from phalanx.sim.data import DataPlane, dataset_key
 from phalanx.sim.elastic.job import profile_fit
 from phalanx.sim.elastic.tracker import ElasticRun
 from phalanx.sim.workload import WorkloadJob
@@ -60,6 +66,7 @@ class _Run:
     progress: float = 0.0  # work done in the current run up to ``since``
     since: float = 0.0  # when ``rate`` last changed in the current run, or its delay ends
     elastic: ElasticRun | None = None  # an elastic training job's model (then the above rest)
+    ready: dict[str, float] = field(default_factory=dict)  # task -> when its data is there
 
     def work(self, now: float) -> float:
         """Work done in the current run by ``now``."""
@@ -82,9 +89,12 @@ class SimCluster:
         *,
         watermark: float | None = None,
         elastic: bool = False,
+        data: DataPlane | None = None,
     ) -> None:
-        """``elastic``: jobs with an elastic model progress by it (else by duration)."""
+        """``elastic``: jobs with an elastic model progress by it (else by duration);
+        ``data``: the nodes' dataset caches, when jobs read datasets."""
         self._jobs = jobs
+        self._data = data
         self._elastic = elastic
         self._reports: dict[str, Progress] = {}
         self._told: dict[str, int] = {}  # steps in the log when each job last reported
@@ -108,6 +118,10 @@ class SimCluster:
         for bind in binds:
             run = self._run(bind.job)
             run.running[bind.task] = bind.node
+            if self._data is not None:
+                run.ready[bind.task] = self._data.start(
+                    (bind.job, bind.task), bind.node, self._reads(run, bind.role), now
+                )
             self._emit(
                 now,
                 TaskEvent(
@@ -176,6 +190,8 @@ class SimCluster:
         self._share_gpus(now)
 
     def poll(self, *, now: float) -> list[TaskEvent]:
+        if self._data is not None:
+            self._data.land(now)
         while self._load_steps and self._load_steps[0] <= now:
             step = heapq.heappop(self._load_steps)
             self._finish_due(step)
@@ -197,6 +213,8 @@ class SimCluster:
             heapq.heappop(self._ends)  # an interrupted run's end: it will not happen
         times = [t for t, _, _ in self._events[:1]] + [t for t, _, _, _ in self._ends[:1]]
         times += self._load_steps[:1]
+        landing = None if self._data is None else self._data.next_landing()
+        times += [] if landing is None else [landing]
         return min(times) if times else None
 
     def lose_node(self, node: str, *, now: float) -> None:
@@ -256,6 +274,7 @@ class SimCluster:
             return
         if not moved:
             return
+        tracker.wait_for(self._ready(run, now))
         run.started = now if tracker.placement else None
         self._plan_elastic(run, now)
         self._report(run.spec.name, tracker, now)
@@ -296,6 +315,15 @@ class SimCluster:
             )
         run.started = None
 
+    def _reads(self, run: _Run, role: str) -> list[tuple[str, str]]:
+        """(name, key) of each dataset a task of ``role`` reads."""
+        spec = next(r for r in run.spec.job.roles if r.name == role)
+        return [(name, dataset_key(name, digest)) for name, digest in spec.datasets]
+
+    def _ready(self, run: _Run, now: float) -> float:
+        """When every running task of ``run`` has its data (``now`` at the earliest)."""
+        return max([now, *(at for task, at in run.ready.items() if task not in run.stopping)])
+
     def _active(self, run: _Run) -> int:
         return len(run.running) - len(run.stopping)
 
@@ -306,7 +334,7 @@ class SimCluster:
         if run.started is not None or self._active(run) < run.gang:
             return
         run.started = now
-        run.progress, run.since = 0.0, now + run.spec.restart_delay
+        run.progress, run.since = 0.0, self._ready(run, now) + run.spec.restart_delay
         self._schedule_end(run, now)
 
     def _schedule_end(self, run: _Run, now: float) -> None:
@@ -399,6 +427,9 @@ class SimCluster:
             return
         run.running.pop(task, None)
         run.stopping.discard(task)
+        run.ready.pop(task, None)
+        if self._data is not None:
+            self._data.stop((job, task))
 
     def _emit(self, time: float, event: TaskEvent) -> None:
         self._seq += 1

@@ -14,6 +14,7 @@ from typing import Final
 
 import numpy as np
 
+from phalanx.sim.data import DataStats
 from phalanx.sim.fragmentation import FragmentationSummary
 
 #: The summary figures a side-by-side view of runs shows first (CLI table, benchmarks).
@@ -122,6 +123,7 @@ class Metrics:
         self._last = 0.0
         self.start_time: float | None = None
         self.end_time = 0.0
+        self.data: DataStats | None = None  # what reading datasets cost, when jobs read any
 
     def submitted(self, record: JobRecord) -> None:
         self.jobs[record.name] = record
@@ -174,7 +176,8 @@ class Metrics:
         self._last = max(self._last, time)
 
     def summary(self, *, sim_wall_s: float) -> dict[str, object]:
-        """summary.json: the figures named by the simulator issue, plus per-queue detail."""
+        """summary.json: the figures named by the simulator issue, plus per-queue detail;
+        with the ``DATA_FIGURES`` when the run modelled datasets."""
         records = list(self.jobs.values())
         finished = [r for r in records if r.outcome == "finished"]
         jct = np.array([r.jct for r in finished if r.jct is not None], dtype=float)
@@ -217,6 +220,7 @@ class Metrics:
             "session_p50_ms": round(1000 * _pct(np.array(self.session_seconds), 50), 3),
             "session_p99_ms": round(1000 * _pct(np.array(self.session_seconds), 99), 3),
             "sim_wall_s": round(sim_wall_s, 3),
+            **({} if self.data is None else self.data.summary()),
             "per_queue": self.per_queue(start, end),
             "per_user": self.per_user(start, end),
         }

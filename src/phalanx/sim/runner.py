@@ -14,12 +14,12 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 import numpy as np
 
-from phalanx.domain.errors import EngineInvariantError
+from phalanx.domain.errors import EngineInvariantError, InvalidInput
 from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
@@ -46,6 +46,7 @@ from phalanx.engine.lifecycle import (
 )
 from phalanx.engine.state import ClusterState
 from phalanx.sim.cluster import SimCluster
+from phalanx.sim.data import CacheModel, DataPlane, names_read, pin_datasets
 from phalanx.sim.fragmentation import FragmentationProbe
 from phalanx.sim.loop import EventLoop, Priority
 from phalanx.sim.metrics import JobRecord, Metrics
@@ -75,6 +76,8 @@ class SimOptions:
     #: arrival or a release waits for the next one), as in Pollux's simulator, which
     #: schedules at fixed intervals; False: a session ``trigger_delay`` after each event
     fixed_period: bool = False
+    #: every node's dataset cache and remote bandwidth (used when jobs read datasets)
+    data: CacheModel = field(default_factory=CacheModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,9 @@ class Simulation:
         #: elastic jobs are elastic only under a policy that rescales them (``elastic``
         #: action); under any other they run at the size they ask for, by duration
         self.elastic = any(action.name == "elastic" for action in config.actions)
+        self.data = _data_plane(nodes, workload, options.data)
         self.cluster = SimCluster(
-            self.jobs, watermark=self.options.sla_watermark, elastic=self.elastic
+            self.jobs, watermark=self.options.sla_watermark, elastic=self.elastic, data=self.data
         )
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
@@ -159,6 +163,7 @@ class Simulation:
                 q.name: float((q.deserved or q.guarantee).get("gpu")) for q in self.queues
             },
         )
+        self.metrics.data = None if self.data is None else self.data.stats
         self._out = events_out
         self._on_event = on_event
         self._on_session = on_session
@@ -208,6 +213,7 @@ class Simulation:
                 break
             self._handle(self.loop.pop())
             self._pass_reports()
+            self._pass_datasets()
             self._schedule_wake()
             handled += 1
             if progress is not None and handled % 2000 == 0:
@@ -259,8 +265,8 @@ class Simulation:
                 released = released or task_event.kind is not TaskEventKind.STARTED
             advanced = self.life.advance(now=now)
             self._carry_out(advanced)
-            if released or advanced:
-                self._triggered(now)
+            if self._pass_datasets() or released or advanced:
+                self._triggered(now)  # a fill landed: a job requiring its data may fit
         elif isinstance(event, _Session):
             if event.at != self._session_at:
                 return
@@ -273,6 +279,17 @@ class Simulation:
         """Hand what elastic jobs reported of their training to the lifecycle."""
         for name, progress in self.cluster.reports():
             self.life.report(name, progress)
+
+    def _pass_datasets(self) -> bool:
+        """Show the engine what each node's cache holds now (``Node.datasets``); whether
+        any changed."""
+        if self.data is None:
+            return False
+        changes = self.data.changes()
+        snapshot = self.state.snapshot
+        for node, held in changes:
+            snapshot.set_datasets(snapshot.node_index[node], held)
+        return bool(changes)
 
     def _wants_sessions(self) -> bool:
         """Whether a session could decide anything: a job waits, or (under an elastic
@@ -308,7 +325,7 @@ class Simulation:
 
     def _arrive(self, workload_job: WorkloadJob, now: float) -> None:
         self._arrivals_left -= 1
-        job = workload_job.job
+        job = pin_datasets(workload_job.job)  # as the control plane pins them at submit
         if not self.elastic and job.elastic_role() is not None:
             job = replace(job, roles=tuple(replace(r, elastic=None) for r in job.roles))
         if self.options.oracle_runtime:
@@ -533,6 +550,22 @@ _OUTCOMES = {
     JobPhase.FAILED: "failed",
     JobPhase.CANCELLED: "cancelled",
 }
+
+
+def _data_plane(nodes: Sequence[Node], workload: Workload, model: CacheModel) -> DataPlane | None:
+    """The nodes' dataset caches when the workload's jobs read datasets, else None."""
+    read = names_read(item.job for item in workload.jobs)
+    if not read:
+        return None
+    sizes = {dataset.name: dataset.size for dataset in workload.datasets}
+    unsized = sorted(read - set(sizes))
+    if unsized:
+        raise InvalidInput(
+            f"datasets {', '.join(unsized[:5])} have no size",
+            field="datasets",
+            fix="give their sizes in the workload (or with --dataset-size)",
+        )
+    return DataPlane([node.name for node in nodes], sizes, model)
 
 
 def _preemption(event: Event) -> bool:

@@ -69,6 +69,11 @@ class ElasticRun:
         self.resumes = now + self.delay
         return True
 
+    def wait_for(self, ready: float) -> None:
+        """Its replicas have their data at ``ready``: training resumes ``delay`` s after
+        that at the earliest (a change of placement costs its delay from then)."""
+        self.resumes = max(self.resumes, ready + self.delay)
+
     def advance(self, now: float) -> None:
         """Train up to ``now`` (nothing while suspended, restarting or complete)."""
         start = max(self.at, self.resumes)
