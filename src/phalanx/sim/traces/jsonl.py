@@ -7,17 +7,22 @@ A line is the ``spec`` of a Job document (``queue``, ``user``, ``priority``,
 on the requested resources), an optional ``checkpointInterval`` (seconds), an optional
 ``restartDelay`` (seconds each run spends starting before it progresses) and an
 optional ``failAfter`` (seconds into each failing run: ``[30]`` makes the first run fail
-30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``)::
+30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``)
+and an optional ``datasetSizes`` (the bytes of datasets its roles read, ``datasets``;
+one not sized on any line takes ``--dataset-size``)::
 
     {"name": "bert-1", "submitTime": 0, "duration": 3600, "queue": "nlp", "user": "ann",
      "priority": 0, "minAvailable": 2, "roles": [{"name": "worker", "replicas": 2,
-     "resources": {"cpu": 8, "memory": "32Gi", "gpu": 8}}]}
+     "resources": {"cpu": 8, "memory": "32Gi", "gpu": 8}, "datasets": ["wiki"]}],
+     "datasetSizes": {"wiki": "150Gi"}}
 
 Guarantees: ``load_jsonl`` accepts exactly the fields above (camelCase; an unknown
 field is refused with the closest allowed one); a bad line raises ``DocumentError``
-naming the file, the line number, the field and the fix. Blank lines are skipped.
-``write_jsonl`` writes what ``load_jsonl`` reads back into an equal workload (jobs;
-queues are not part of the format: the loader derives one default queue per name).
+naming the file, the line number, the field and the fix (a dataset sized on a line
+whose roles do not read it, or sized differently on two lines, too). Blank lines are
+skipped. ``write_jsonl`` writes what ``load_jsonl`` reads back into an equal workload
+(jobs and dataset sizes; queues are not part of the format: the loader derives one
+default queue per name; a dataset's digest is written only when it is a pinned one).
 """
 
 from __future__ import annotations
@@ -26,15 +31,16 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import Field, ValidationError
 
 from phalanx.domain.errors import DocumentError
-from phalanx.domain.job import Job, NodeSelectorRequirement, Role
+from phalanx.domain.job import DataLocality, Job, NodeSelectorRequirement, Role
 from phalanx.domain.node import Toleration
-from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY
+from phalanx.domain.resources import CPU, GPU_MEMORY, MEMORY, parse_quantity
 from phalanx.sim.traces._common import (
     assemble,
     default_queues,
@@ -43,10 +49,11 @@ from phalanx.sim.traces._common import (
     open_text,
     row_error,
 )
-from phalanx.sim.workload import Workload, WorkloadJob
+from phalanx.sim.workload import Dataset, Workload, WorkloadJob
 from phalanx.spec.common import Duration, Name, SpecModel
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.job import JobSpec
+from phalanx.spec.quantity import Quantity
 
 #: Longest line accepted, in characters; a guard against hostile input.
 MAX_LINE: Final = 1_000_000
@@ -62,6 +69,7 @@ class Timing(SpecModel):
     checkpoint_interval: Duration | None = None
     restart_delay: Duration | None = None
     fail_after: list[Duration] = Field(default_factory=list, max_length=100)
+    dataset_sizes: dict[str, Quantity] = Field(default_factory=dict, max_length=16)
 
 
 class WorkloadRow(JobSpec, Timing):
@@ -118,13 +126,14 @@ def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = No
     """
     jobs: list[WorkloadJob] = []
     lines: dict[str, int] = {}
+    sizes: dict[str, tuple[int, int]] = {}  # dataset -> (bytes, the line that said so)
     shapes = _Shapes()
     try:
         with open_text(path) as stream:
             for number, text in enumerate(stream, start=1):
                 if not text.strip():
                     continue
-                job = _parse_line(text, path, number, shapes)
+                job, raw = _parse_line(text, path, number, shapes)
                 note_unique(
                     lines,
                     job.name,
@@ -132,14 +141,46 @@ def load_jsonl(path: Path, *, until: float | None = None, limit: int | None = No
                     fix="give every job its own name",
                 )
                 jobs.append(job)
+                _note_sizes(sizes, raw.get("datasetSizes", {}), job, path, number)
     except UnicodeDecodeError as error:
         raise file_error(path, f"byte {error.start} is not UTF-8", "save it as UTF-8") from None
     notes = ("queues derived from the job lines with default settings; --queues sets quotas",)
     queues = default_queues(job.job.queue for job in jobs)
-    return assemble(jobs, queues=queues, source=path, notes=notes, until=until, limit=limit)
+    workload = assemble(jobs, queues=queues, source=path, notes=notes, until=until, limit=limit)
+    datasets = tuple(Dataset(name=name, size=size) for name, (size, _) in sorted(sizes.items()))
+    return replace(workload, datasets=datasets)
 
 
-def _parse_line(text: str, path: Path, number: int, shapes: _Shapes) -> WorkloadJob:
+def _note_sizes(
+    sizes: dict[str, tuple[int, int]],
+    given: Mapping[str, str | float],
+    job: WorkloadJob,
+    path: Path,
+    line: int,
+) -> None:
+    """Record the dataset sizes a line gives (checked: read by its roles, said alike)."""
+    read = {name for role in job.job.roles for name, _ in role.datasets}
+    for name, value in given.items():
+        size = int(parse_quantity(value))
+        if name not in read:
+            raise row_error(
+                path, line, "datasetSizes", f"no role reads {name!r}", "size the datasets read"
+            )
+        said = sizes.setdefault(name, (size, line))
+        if said[0] != size:
+            raise row_error(
+                path,
+                line,
+                "datasetSizes",
+                f"{name!r} is {size} bytes here and {said[0]} on line {said[1]}",
+                "give each dataset one size",
+            )
+
+
+def _parse_line(
+    text: str, path: Path, number: int, shapes: _Shapes
+) -> tuple[WorkloadJob, dict[str, Any]]:
+    """The job of a line, and the line as decoded (its job validated it)."""
     if len(text) > MAX_LINE:
         raise row_error(path, number, "line", f"over {MAX_LINE} characters", "shorten the line")
     try:
@@ -153,7 +194,7 @@ def _parse_line(text: str, path: Path, number: int, shapes: _Shapes) -> Workload
             path, number, "line", f"expected an object, got {type(raw).__name__}", "write {...}"
         )
     try:
-        return shapes.job(raw)
+        return shapes.job(raw), raw
     except ValidationError as error:
         raise document_error(_header(raw, path, number), problems_of(error)) from None
     except DocumentError as error:
@@ -170,13 +211,15 @@ def _header(raw: dict[str, Any], path: Path, number: int) -> str:
 def write_jsonl(workload: Workload | Iterable[WorkloadJob], path: Path) -> None:
     """Write the jobs of ``workload`` to ``path``, one line each, in workload order."""
     jobs = workload.jobs if isinstance(workload, Workload) else workload
+    sizes = {d.name: d.size for d in workload.datasets} if isinstance(workload, Workload) else {}
     with open(path, "w", encoding="utf-8") as stream:
         for job in jobs:
-            stream.write(json.dumps(row_of(job), separators=(",", ":")) + "\n")
+            stream.write(json.dumps(row_of(job, sizes), separators=(",", ":")) + "\n")
 
 
-def row_of(item: WorkloadJob) -> dict[str, Any]:
-    """The JSONL row of one job (optional fields only when they differ from the default)."""
+def row_of(item: WorkloadJob, sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The JSONL row of one job (optional fields only when they differ from the default),
+    with the ``sizes`` of the datasets its roles read that have one."""
     job = item.job
     row: dict[str, Any] = {
         "name": job.name,
@@ -199,6 +242,9 @@ def row_of(item: WorkloadJob) -> dict[str, Any]:
     row.update({key: value for key, value in optional.items() if value is not None})
     if item.fail_after:
         row["failAfter"] = list(item.fail_after)
+    read = sorted({name for role in job.roles for name, _ in role.datasets} & set(sizes or {}))
+    if read and sizes:
+        row["datasetSizes"] = {name: quantity(MEMORY, sizes[name]) for name in read}
     if job.max_retry != _DEFAULT_MAX_RETRY:
         row["maxRetry"] = job.max_retry
     if not job.preemptible:
@@ -222,6 +268,13 @@ def _role_row(role: Role) -> dict[str, Any]:
         row["tolerations"] = [_toleration(t) for t in role.tolerations]
     if role.depends_on:
         row["dependsOn"] = [{"role": name} for name in role.depends_on]
+    if role.datasets:
+        row["datasets"] = [
+            f"{name}@{digest}" if digest and digest.startswith("sha256:") else name
+            for name, digest in role.datasets
+        ]
+    if role.data_locality is not DataLocality.PREFERRED:
+        row["dataLocality"] = str(role.data_locality)
     return row
 
 
