@@ -30,6 +30,7 @@ from phalanx.engine.framework.registry import Registry
 from phalanx.plugins import installed_registry
 from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
+from phalanx.sim.data import DATA_FIGURES, byte_amount, parse_cache_model, with_datasets
 from phalanx.sim.metrics import HEADLINE_FIGURES
 from phalanx.sim.pipeline import (
     check_replayable,
@@ -91,6 +92,23 @@ PERIOD = typer.Option(60.0, help="Seconds between periodic scheduling sessions."
 TRACES_DIR = typer.Option(None, help="Public traces folder (default ../shared/traces).")
 NODE_MTBF = typer.Option(None, help=NODE_MTBF_HELP)
 NODE_MTTR = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h.")
+DATASETS = typer.Option(
+    0,
+    min=0,
+    help="Give each job that reads no dataset one of this many, the first ones the most "
+    "read (Zipf, seeded by --seed); a task waits for what its node's cache lacks.",
+)
+DATASET_SIZE = typer.Option(
+    "200Gi", help="Bytes of each dataset --datasets makes, and of any the workload leaves unsized."
+)
+NODE_CACHE = typer.Option(
+    "2Ti",
+    help="Each node's dataset cache: least recently used evicted from 95% full to 80%, "
+    "never what a task there reads.",
+)
+NODE_BANDWIDTH = typer.Option(
+    "1G", help="Bytes/s each node reads datasets from the store at (its fills take turns)."
+)
 FIXED_PERIOD = typer.Option(
     False,
     "--fixed-period",
@@ -179,6 +197,10 @@ class _Replay:
     node_mttr: str
     fixed_period: bool
     as_json: bool
+    datasets: int
+    dataset_size: str
+    node_cache: str
+    node_bandwidth: str
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> _Replay:
@@ -216,6 +238,8 @@ def _run_all(
         registry.check(policy.config)
     with _option("--workload", workload_spec), console.status(f"reading {workload_spec} ..."):
         workload = load_workload(workload_spec, traces_dir=folder, seed=replay.seed, until=horizon)
+    size = int(byte_amount(replay.dataset_size, option="--dataset-size"))
+    workload = with_datasets(workload, count=replay.datasets, size=size, seed=replay.seed)
     with _option("--cluster", cluster):
         nodes = load_cluster(cluster, traces_dir=folder)
     with _option("--queues", str(replay.queues)):
@@ -227,6 +251,7 @@ def _run_all(
         node_mtbf=mtbf,
         node_mttr=mttr,
         fixed_period=replay.fixed_period,
+        data=parse_cache_model(replay.node_cache, replay.node_bandwidth),
     )
     console.print(f"{len(workload.jobs)} jobs on {len(nodes)} nodes, {len(queues)} queues")
     results = []
@@ -268,7 +293,8 @@ def _table(results: list[tuple[Path, dict[str, object]]]) -> Table:
     table.add_column("figure")
     for _, summary in results:
         table.add_column(str(summary["policy"]), justify="right")
-    for key in HEADLINE_FIGURES:
+    shown = [key for key in DATA_FIGURES if any(key in summary for _, summary in results)]
+    for key in (*HEADLINE_FIGURES, *shown):
         table.add_row(key, *(str(summary.get(key)) for _, summary in results))
     return table
 
@@ -300,6 +326,10 @@ def run(
     node_mtbf: str | None = NODE_MTBF,
     node_mttr: str = NODE_MTTR,
     fixed_period: bool = FIXED_PERIOD,
+    datasets: int = DATASETS,
+    dataset_size: str = DATASET_SIZE,
+    node_cache: str = NODE_CACHE,
+    node_bandwidth: str = NODE_BANDWIDTH,
 ) -> None:
     """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
     title = f"phalanx sim: {scheduler} on {_workload_label(workload)}"
@@ -324,6 +354,10 @@ def compare(
     node_mtbf: str | None = NODE_MTBF,
     node_mttr: str = NODE_MTTR,
     fixed_period: bool = FIXED_PERIOD,
+    datasets: int = DATASETS,
+    dataset_size: str = DATASET_SIZE,
+    node_cache: str = NODE_CACHE,
+    node_bandwidth: str = NODE_BANDWIDTH,
 ) -> None:
     """Replay WORKLOAD under several schedulers side by side; one report compares them."""
     title = f"phalanx sim compare on {_workload_label(workload)}"

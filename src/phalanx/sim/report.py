@@ -3,9 +3,10 @@
 ``render_report(runs, out, title=...)`` reads each run folder's ``summary.json`` and
 streams its ``events.jsonl`` once (``phalanx.sim.eventlog`` says what it takes from the
 events). The page has the summary figures side by side (the best per row marked where
-lower or higher is clearly better), the per-queue figures, and per run: JCT and
-queueing-delay CDFs per queue, GPU allocation over time, GPUs per queue over time
-(stacked) and a Gantt chart of the largest jobs. With several runs, the JCT and delay
+lower or higher is clearly better; what reading datasets cost when a run modelled it),
+the per-queue figures, and per run: JCT and queueing-delay CDFs per queue, GPU
+allocation over time, GPUs per queue over time (stacked) and a Gantt chart of the
+largest jobs. With several runs, the JCT and delay
 CDFs of all runs are overlaid and the per-queue averages put side by side.
 
 Guarantees:
@@ -31,6 +32,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from phalanx.domain.resources import MEMORY, format_amount
 from phalanx.sim.eventlog import Changes, JobSpan, RunLog, load_summary, read_run
 from phalanx.sim.svg import (
     Canvas,
@@ -94,6 +96,17 @@ _ROWS: Final = (
     ("session_p99_ms", "session wall time p99 (ms)", "ratio", "low"),
     ("sim_wall_s", "simulation wall time", "duration", ""), ("total_gpus", "cluster GPUs", "count", ""),
 )  # fmt: skip
+#: Rows of runs that modelled datasets (``phalanx.sim.data``), shown when one did.
+_DATA_ROWS: Final = (
+    ("data_reads", "task starts reading datasets", "count", ""),
+    ("data_hit_rate", "of them with all their data warm", "percent", "high"),
+    ("data_cold_bytes", "bytes read from the remote store", "bytes", "low"),
+    ("data_delay_avg_s", "average start delay for data", "duration", "low"),
+    ("data_delay_p50_s", "median start delay for data", "duration", "low"),
+    ("data_delay_p95_s", "p95 start delay for data", "duration", "low"),
+    ("data_evictions", "datasets evicted from node caches", "count", "low"),
+    ("data_uncached_reads", "reads that did not fit a node's cache", "count", "low"),
+)  # fmt: skip
 _QUEUE_COLUMNS: Final = (
     ("jobs", "jobs", "count"), ("finished", "finished", "count"), ("avg_jct_s", "avg JCT", "duration"),
     ("avg_queue_delay_s", "avg delay", "duration"), ("starvation_s", "longest wait", "duration"),
@@ -109,6 +122,8 @@ def _fmt(value: object, kind: str) -> str:
         return fmt_duration(value)
     if kind == "percent":
         return f"{100 * value:.1f}%"
+    if kind == "bytes":
+        return esc(format_amount(MEMORY, value))
     return f"{value:,}" if isinstance(value, int) else fmt_number(round(value, 3))
 
 
@@ -132,7 +147,10 @@ def _table(head: Sequence[str], rows: Sequence[str]) -> str:
 def _summary_table(runs: Sequence[RunLog]) -> str:
     rows = [
         f"<tr><th>{label}</th>{_cells([r.summary.get(key) for r in runs], kind, better)}</tr>"
-        for key, label, kind, better in _ROWS
+        for key, label, kind, better in (
+            *_ROWS,
+            *(row for row in _DATA_ROWS if any(row[0] in r.summary for r in runs)),
+        )
     ]
     return _table(["figure", *(esc(r.name) for r in runs)], rows)
 
