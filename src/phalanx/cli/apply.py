@@ -31,12 +31,12 @@ def apply(
         "--filename",
         "-f",
         help="A YAML/JSON file of Queue, Job (phalanx, Volcano, Kubeflow, OpenPAI), Pipeline, "
-        "Inference and Secret documents, or a Python file building a pipeline ('-' reads "
-        "stdin). Repeatable.",
+        "Inference, Secret, Dataset and Tuning documents, or a Python file building a "
+        "pipeline ('-' reads stdin). Repeatable.",
     ),
 ) -> None:
-    """Create or update the queues, secrets, datasets, pipelines and inference services and submit
-    the jobs of the given files."""
+    """Create or update the queues, secrets, datasets, pipelines and inference services,
+    submit the jobs and start the tunings of the given files."""
     documents: list[PreparedDocument] = []
     with reported():
         for name in files:

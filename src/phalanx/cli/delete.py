@@ -1,4 +1,4 @@
-"""``phalanx delete job|queue|run|pipeline|model|inference|secret|dataset NAME...`` and ``phalanx cancel JOB``: ending
+"""``phalanx delete job|queue|run|pipeline|model|inference|secret|dataset|tuning NAME...`` and ``phalanx cancel JOB``: ending
 things.
 
 Each name gets one line. Deleting an ended job removes it with its events. Deleting a
@@ -24,7 +24,8 @@ from phalanx.cli.wait import duration
 from phalanx.client import Client, ClientError
 
 app = typer.Typer(
-    help="Delete jobs, queues, runs, pipelines, models, inferences, secrets or datasets (each kind "
+    help="Delete jobs, queues, runs, pipelines, models, inferences, secrets, datasets or "
+    "tunings (each kind "
     "singular or plural: job or jobs).",
     no_args_is_help=True,
 )
@@ -198,6 +199,18 @@ def delete_dataset(
             typer.echo(f"dataset/{name} deleted")
 
 
+@app.command("tuning")
+def delete_tuning(
+    ctx: typer.Context, names: list[str] = typer.Argument(..., help="The tunings.")
+) -> None:
+    """Delete tunings and their trials; replicas of trials under way are stopped (the
+    services they tuned are left as they are)."""
+    with connect(ctx) as client:
+        for name in names:
+            client.delete_tuning(name)
+            typer.echo(f"tuning/{name} deleted")
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("jobs", hidden=True)(delete_job)
 app.command("queues", hidden=True)(delete_queue)
@@ -207,3 +220,4 @@ app.command("models", hidden=True)(delete_model)
 app.command("inferences", hidden=True)(delete_inference)
 app.command("secrets", hidden=True)(delete_secret)
 app.command("datasets", hidden=True)(delete_dataset)
+app.command("tunings", hidden=True)(delete_tuning)

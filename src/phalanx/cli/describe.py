@@ -1,9 +1,10 @@
-"""``phalanx describe job|queue|node|run|model|inference|secret|dataset NAME``: one object in detail, for people.
+"""``phalanx describe job|queue|node|run|model|inference|secret|dataset|tuning NAME``: one object in detail, for people.
 
 A run shows its steps (state, job, duration); a job shows its tasks (node, GPUs, exit code), why it waits when it waits, and its
 events; a queue its quotas against what it holds; a node each GPU as a bar; a model
 version its lineage and files; a secret its key names and size, never a value; a
-dataset its source and last listing.
+dataset its source, last listing and each node's cache; a tuning its objective, best
+spec and every trial.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from phalanx.cli import datasets, inferences, models, render, secrets
+from phalanx.cli import datasets, inferences, models, render, secrets, tunings
 from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
 
 app = typer.Typer(
-    help="Show one job, run, queue, node, model, inference service or secret, or a dataset, in "
+    help="Show one job, run, queue, node, model, inference service, secret, dataset or tuning in "
     "detail (each kind singular or plural).",
     no_args_is_help=True,
 )
@@ -305,6 +306,39 @@ def describe_dataset(
         console().print("Cached on: no node (a node copies it when a task there reads it)")
 
 
+@app.command("tuning")
+def describe_tuning(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The tuning."),
+) -> None:
+    """A tuning: the service and predictor it tunes, its objective, sampler and phase,
+    the best spec so far, then every trial (candidate, state, node, throughput, p50
+    and p99 latency, errors, cost, value; the best marked *) and what each fell short
+    of or why it ended."""
+    with connect(ctx) as client:
+        tuning = client.tuning(name)
+    spec = tuning.document.get("spec", {})
+    objective = spec.get("objective", {})
+    best = tuning.best
+    fields: dict[str, str | Text] = {
+        "Name": tuning.name,
+        "User": tuning.user,
+        "Inference": f"{spec.get('inference')} (predictor {spec.get('predictor') or 'first'})",
+        "Objective": tunings.objective_text(objective),
+        "Sampler": f"{spec.get('sampler', 'tpe')}, {spec.get('trials', 20)} trials, "
+        f"{spec.get('parallel', 1)} at once",
+        "Phase": render.phase(tuning.phase),
+        "Message": tuning.message or "-",
+        "Best": "-" if best is None else f"trial {best.number}: {tunings.params_text(best.params)}",
+        "Created": _clock(tuning.created_at),
+    }
+    console().print(_fields(fields))
+    if tuning.trials:
+        console().print(tunings.trials_table(tuning))
+        for line in tunings.trial_notes(tuning):
+            console().print(line, highlight=False, markup=False)
+
+
 def _fields(values: Mapping[str, str | Text]) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -477,3 +511,4 @@ app.command("models", hidden=True)(describe_model)
 app.command("inferences", hidden=True)(describe_inference)
 app.command("secrets", hidden=True)(describe_secret)
 app.command("datasets", hidden=True)(describe_dataset)
+app.command("tunings", hidden=True)(describe_tuning)

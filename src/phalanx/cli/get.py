@@ -1,4 +1,4 @@
-"""``phalanx get jobs|queues|nodes|runs|pipelines|models|inferences|secrets|datasets [NAME]`` and ``phalanx get tasks JOB``:
+"""``phalanx get jobs|queues|nodes|runs|pipelines|models|inferences|secrets|datasets|tunings [NAME]`` and ``phalanx get tasks JOB``:
 list what the server holds.
 
 A Rich table for people (``-o wide`` adds columns); ``-o json`` and ``-o yaml`` print the
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import typer
 
-from phalanx.cli import datasets, inferences, models, render, secrets
+from phalanx.cli import datasets, inferences, models, render, secrets, tunings
 from phalanx.cli.remote import OUTPUT_OPTION, Output, connect, emit, fail, machine, print_table
 from phalanx.cli.watch import watch
 from phalanx.client import ClientError, JobSummaryView, RunView, UserView
@@ -24,7 +24,8 @@ from phalanx.domain.job import JobPhase, TaskPhase
 V = TypeVar("V", JobSummaryView, RunView)
 
 app = typer.Typer(
-    help="List jobs, tasks, queues, nodes, runs, pipelines, models, inferences, secrets or datasets "
+    help="List jobs, tasks, queues, nodes, runs, pipelines, models, inferences, secrets, "
+    "datasets or tunings "
     "(each kind singular or plural).",
     no_args_is_help=True,
 )
@@ -315,6 +316,25 @@ def get_datasets(
         print_table(datasets.datasets_table(listed, time.time()))
 
 
+@app.command("tunings")
+def get_tunings(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="One tuning."),
+    output: Output | None = OUTPUT_OPTION,
+) -> None:
+    """Your tunings (an admin's: everyone's): the service each tunes, its phase, trials,
+    and the best spec so far."""
+    with connect(ctx) as client:
+        listed = client.tunings() if name is None else [client.tuning(name)]
+    if machine(output):
+        assert output is not None
+        emit(listed if name is None else listed[0], output)
+    elif not listed:
+        typer.echo("no tunings: start one with phalanx tune -f TUNING.yaml", err=True)
+    else:
+        print_table(tunings.tunings_table(listed, time.time()))
+
+
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("job", hidden=True)(get_jobs)
 app.command("task", hidden=True)(get_tasks)
@@ -326,3 +346,4 @@ app.command("model", hidden=True)(get_models)
 app.command("inference", hidden=True)(get_inferences)
 app.command("secret", hidden=True)(get_secrets)
 app.command("dataset", hidden=True)(get_datasets)
+app.command("tuning", hidden=True)(get_tunings)

@@ -57,6 +57,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "cache": Lazy("cache", "app"),
     "secret": Lazy("secrets", "app"),
     "dataset": Lazy("datasets", "app"),
+    "tune": Lazy("tunings", "app"),
 }
 
 

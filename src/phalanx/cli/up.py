@@ -29,6 +29,7 @@ from phalanx.cli.remote import fail, reported
 
 if TYPE_CHECKING:
     from phalanx.control.server import Server, ServerSettings
+    from phalanx.tuning.objective import Prices
 
 #: The executors ``--executor`` accepts.
 EXECUTORS: Final = ("local", "ray")
@@ -123,6 +124,12 @@ def up(
         "(500Gi, 2Ti): past 95% of it, the least recently used datasets no task reads are "
         "evicted down to 80%.",
     ),
+    prices: str = typer.Option(
+        "cpu=1,memory=0.125,gpu=10",
+        "--prices",
+        help="What right-sizing charges per core, per GiB of memory and per GPU (phalanx "
+        "tune: the cost a tuning minimises or divides by), as name=price pairs.",
+    ),
     reports: Path | None = typer.Option(
         None,
         "--reports",
@@ -216,6 +223,7 @@ def up(
             reports=None if reports is None else reports.absolute(),
             colocation=colocation or None,
             data_cache_quota=quota,
+            prices=parse_prices(prices),
         )
         log_to_stderr()
         server = _server(settings)
@@ -312,3 +320,21 @@ def _client_url(host: str, port: int) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port}"
+
+
+def parse_prices(text: str) -> Prices:
+    """``cpu=1,memory=0.125,gpu=10`` as ``Prices`` (a name left out keeps its default);
+    a person's mistake fails naming ``--prices`` and the fix."""
+    from phalanx.tuning.objective import Prices  # noqa: PLC0415
+
+    given: dict[str, float] = {}
+    for pair in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = pair.partition("=")
+        try:
+            given[name.strip()] = float(value)
+        except ValueError:
+            fail(f"--prices: {pair!r} is not name=price; fix: write cpu=1,memory=0.125,gpu=10")
+    unknown = sorted(set(given) - {"cpu", "memory", "gpu"})
+    if unknown:
+        fail(f"--prices: {unknown[0]!r} is not priced; fix: price cpu, memory and gpu")
+    return Prices(**given)

@@ -65,6 +65,8 @@ from phalanx.wire.views import (
     TaskView,
     TokenInfoView,
     TokenView,
+    TrialView,
+    TuningView,
     UserView,
     WhyView,
 )
@@ -110,6 +112,8 @@ __all__ = [
     "TaskView",
     "TokenInfoView",
     "TokenView",
+    "TrialView",
+    "TuningView",
     "UserView",
     "WaitError",
     "WaitTimeout",

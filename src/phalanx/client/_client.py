@@ -47,12 +47,13 @@ from phalanx.wire.views import (
     TaskView,
     TokenInfoView,
     TokenView,
+    TuningView,
     UserView,
     WhyView,
 )
 
 if TYPE_CHECKING:
-    from phalanx.client._documents import ApplyInput, PreparedDocument
+    from phalanx.client._documents import ApplyInput, Kind, PreparedDocument
 
 # Applying documents (``_documents``, ``_unchanged``) needs every document model: those
 # load when a document is first applied, so that reading the API stays light.
@@ -66,12 +67,12 @@ _API: Final = "/api/v1"
 class Applied:
     """One document ``apply`` sent and what the server made of it."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"]
+    kind: Kind
     name: str
     #: ``unchanged``: the server already held this very document (nothing was changed;
     #: never for a Secret, whose values are never read back to compare)
     action: Literal["created", "configured", "unchanged"]
-    view: QueueView | JobView | PipelineView | InferenceView | SecretView | DatasetView
+    view: QueueView | JobView | PipelineView | InferenceView | SecretView | DatasetView | TuningView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +207,8 @@ class Client:
             return self._apply_registered(document, "inferences", InferenceView)
         if document.kind == "Dataset":
             return self._apply_dataset(document)
+        if document.kind == "Tuning":
+            return self._apply_tuning(document)
         if document.kind == "Secret":
             created, secret = self._put_secret(document.name, document.body)
             action = "created" if created else "configured"
@@ -292,6 +295,31 @@ class Client:
         view = _parse(DatasetView, answer)
         return Applied(kind="Dataset", name=document.name, action="created", view=view)
 
+    def _apply_tuning(self, document: PreparedDocument) -> Applied:
+        """Start a tuning: created, or unchanged when the server holds this very
+        document; one of that name with another document is refused (a tuning is not
+        changed while it runs: delete it, then apply)."""
+        from phalanx.client._unchanged import differences  # noqa: PLC0415
+
+        headers = {"Content-Type": "application/json"}
+        try:
+            answer = self._call("POST", "/tunings", content=document.body, headers=headers)
+        except ClientError as error:
+            if error.status != 409:
+                raise
+            held = self.tuning(document.name)
+            if differences(document, held.document):
+                raise ClientError(
+                    f"tuning {document.name!r} exists with another document",
+                    status=409,
+                    field="metadata.name",
+                    fix=f"delete it first (phalanx delete tuning {document.name}), or "
+                    "choose another name",
+                ) from None
+            return Applied(kind="Tuning", name=document.name, action="unchanged", view=held)
+        view = _parse(TuningView, answer)
+        return Applied(kind="Tuning", name=document.name, action="created", view=view)
+
     # -- inference services ----------------------------------------------------------------
 
     def inferences(self) -> list[InferenceView]:
@@ -341,6 +369,28 @@ class Client:
         """Stop the rollout of service ``name`` under way: it is rolled back."""
         answer = self._call("POST", f"/inferences/{_segment(name)}/rollouts/abort")
         return _parse(RolloutView, answer)
+
+    # -- tunings -----------------------------------------------------------------------------
+
+    def tunings(self) -> list[TuningView]:
+        """The caller's tunings (an admin's: everyone's), by name, with their trials."""
+        return _parse_list(TuningView, self._call("GET", "/tunings"))
+
+    def tuning(self, name: str) -> TuningView:
+        """One tuning: every trial, and the best so far."""
+        return _parse(TuningView, self._call("GET", f"/tunings/{_segment(name)}"))
+
+    def stop_tuning(self, name: str) -> TuningView:
+        """End tuning ``name`` now; what its trials measured stays."""
+        return _parse(TuningView, self._call("POST", f"/tunings/{_segment(name)}/stop"))
+
+    def apply_tuning(self, name: str) -> InferenceView:
+        """Write tuning ``name``'s best spec into the service it tuned; the service."""
+        return _parse(InferenceView, self._call("POST", f"/tunings/{_segment(name)}/apply"))
+
+    def delete_tuning(self, name: str) -> None:
+        """Forget tuning ``name``; replicas of its trials under way are stopped."""
+        self._call("DELETE", f"/tunings/{_segment(name)}")
 
     # -- secrets -----------------------------------------------------------------------------
 

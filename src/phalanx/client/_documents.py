@@ -42,6 +42,7 @@ from phalanx.spec.loader import Document, build_document, load_documents, load_f
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 from phalanx.spec.secret import SecretDocument
+from phalanx.spec.tuning import TuningDocument
 from phalanx.workflow.dsl import PipelineBuilder
 
 #: What ``apply`` accepts: a path, YAML/JSON text, one mapping or document, or a list of them.
@@ -54,11 +55,15 @@ _STEP: Final = re.compile(
 )
 
 
+#: The kinds ``apply`` sends.
+Kind: TypeAlias = Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset", "Tuning"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedDocument:
     """One validated document, ready to send (``Client.apply_prepared``)."""
 
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"]
+    kind: Kind
     name: str
     body: bytes = field(repr=False)  # JSON of the document as written (a Secret's values)
     where: str  # "jobs.yaml document 2", for messages
@@ -74,7 +79,7 @@ def prepare_documents(
     if not pairs:
         raise DocumentError(
             f"{source or 'the input'} holds no documents",
-            fix="give Queue, Secret, Dataset, Pipeline, Job or Inference documents "
+            fix="give Queue, Secret, Dataset, Pipeline, Job, Inference or Tuning documents "
             "(apiVersion, kind, metadata, spec)",
         )
     prepared = [_prepared(raw, document, where) for raw, document, where in pairs]
@@ -91,7 +96,7 @@ def prepare_text(
     if not pairs:
         raise DocumentError(
             f"{source} holds no documents",
-            fix="give Queue, Secret, Dataset, Pipeline, Job or Inference documents "
+            fix="give Queue, Secret, Dataset, Pipeline, Job, Inference or Tuning documents "
             "(apiVersion, kind, metadata, spec)",
         )
     return queues_first([_prepared(raw, document, where) for raw, document, where in pairs])
@@ -99,9 +104,17 @@ def prepare_text(
 
 def queues_first(documents: Sequence[PreparedDocument]) -> list[PreparedDocument]:
     """``documents`` with every queue first, then every secret, every dataset (which
-    may name a secret), every pipeline, every job, and every inference service, each kind
-    in its given order."""
-    order = {"Queue": 0, "Secret": 1, "Dataset": 2, "Pipeline": 3, "Job": 4, "Inference": 5}
+    may name a secret), every pipeline, every job, every inference service, and every
+    tuning (which names a service), each kind in its given order."""
+    order = {
+        "Queue": 0,
+        "Secret": 1,
+        "Dataset": 2,
+        "Pipeline": 3,
+        "Job": 4,
+        "Inference": 5,
+        "Tuning": 6,
+    }
     return sorted(documents, key=lambda d: order[d.kind])
 
 
@@ -164,6 +177,7 @@ _DOCUMENT_MODELS: Final = (
     InferenceDocument,
     SecretDocument,
     DatasetDocument,
+    TuningDocument,
 )
 
 
@@ -236,7 +250,7 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
             field="kind",
             fix=f"give it to the server at start: phalanx up {option} FILE",
         )
-    kind: Literal["Queue", "Pipeline", "Job", "Inference", "Secret", "Dataset"] = (
+    kind: Kind = (
         "Queue"
         if isinstance(document, QueueDocument)
         else "Job"
@@ -247,6 +261,8 @@ def _prepared(raw: Any, document: Document, where: str) -> PreparedDocument:
         if isinstance(document, SecretDocument)
         else "Dataset"
         if isinstance(document, DatasetDocument)
+        else "Tuning"
+        if isinstance(document, TuningDocument)
         else "Pipeline"
     )
     body = json.dumps(raw, default=_jsonable).encode()

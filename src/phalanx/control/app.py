@@ -35,6 +35,7 @@ from phalanx.control.api import (
 )
 from phalanx.control.api import datasets as dataset_routes
 from phalanx.control.api import secrets as secret_routes
+from phalanx.control.api import tunings as tuning_routes
 from phalanx.control.api.deps import errors, visitor_headers
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -44,6 +45,7 @@ from phalanx.control.controllers.datasets import DatasetLister
 from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar
 from phalanx.control.controllers.serving import Serving
+from phalanx.control.controllers.tuning import Tuner
 from phalanx.control.controllers.warming import DatasetWarmer
 from phalanx.control.controllers.workflow import Workflows
 from phalanx.control.errors import ApiError
@@ -81,6 +83,7 @@ def create_app(
     secret_box: SecretBox | None = None,
     lister: DatasetLister | None = None,
     warmer: DatasetWarmer | None = None,
+    tuner: Tuner | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -99,7 +102,8 @@ def create_app(
     when services change, and ``gateway`` (an ASGI app) is mounted at ``/serve``.
     Secrets are sealed with ``secret_box`` (without it, creating one answers 501). A
     dataset written has ``lister`` list it soon; ``warmer`` warms datasets on request
-    and says which nodes hold them (without it, a warm answers 501)."""
+    and says which nodes hold them (without it, a warm answers 501); ``tuner`` runs
+    the tunings' trials."""
     app = FastAPI(
         lifespan=None if gateway is None else _closing(gateway),
         title="phalanx",
@@ -129,6 +133,7 @@ def create_app(
     app.state.secret_box = secret_box
     app.state.datasets_changed = None if lister is None else lister.poke
     app.state.dataset_warmer = warmer
+    app.state.tuner = tuner  # None: tunings are recorded, and no one runs their trials
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -147,6 +152,7 @@ def create_app(
         rollouts,
         secret_routes,
         dataset_routes,
+        tuning_routes,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -51,6 +51,7 @@ from phalanx.control.controllers.model_fetch import ModelFetcher
 from phalanx.control.controllers.models import ModelRegistrar, Where
 from phalanx.control.controllers.rollouts import RolloutDriver
 from phalanx.control.controllers.serving import ReplicaGauge, Serving
+from phalanx.control.controllers.tuning import Tuner
 from phalanx.control.controllers.views import HostFacts
 from phalanx.control.controllers.warming import DatasetWarmer, HostCache, NodeCaches
 from phalanx.control.controllers.workflow import Workflows
@@ -89,6 +90,7 @@ from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
+from phalanx.tuning.objective import Prices
 from phalanx.web import close_console
 from phalanx.workflow import Workspace
 from phalanx.workflow.artifacts import check_shared, check_workspace
@@ -119,6 +121,7 @@ class ServerSettings:
     workspace: str | None = None  # runs' artifacts (a path or fsspec URL); default: see below
     models: str | None = None  # the model store (a path or fsspec URL); default: DATA_DIR/models
     data_cache_quota: int = 64 << 30  # bytes this host's dataset cache holds at most
+    prices: Prices = field(default_factory=Prices)  # what right-sizing charges (phalanx tune)
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
     # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
@@ -303,6 +306,7 @@ class Server:
             secret_box=self.secret_box,
             lister=self.lister,
             warmer=self.warmer,
+            tuner=self.tuner,
         )
         config = uvicorn.Config(
             self.app,
@@ -421,8 +425,18 @@ class Server:
         )
         self.metrics.registry.register(ReplicaGauge(self.serving))
         self.controller.on_jobs_ended.append(self.serving.poke)
+        self.tuner = Tuner(
+            self.db, on_stored=self._stored, prices=settings.prices, period=settings.timing.period
+        )
         #: The controllers on threads of their own, started and stopped together.
-        self._workers = (self.registrar, self.fetcher, self.lister, self.warmer, self.serving)
+        self._workers = (
+            self.registrar,
+            self.fetcher,
+            self.lister,
+            self.warmer,
+            self.serving,
+            self.tuner,
+        )
 
     def _secret_values(self, user: str, name: str) -> dict[str, bytes] | None:
         """``user``'s secret ``name`` opened, for a task's start; None when it is gone."""

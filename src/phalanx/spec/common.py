@@ -240,13 +240,17 @@ class Metadata(SpecModel):
 _DURATION: Final = re.compile(
     r"(?:(?P<d>[0-9]+(?:\.[0-9]+)?)d)?(?:(?P<h>[0-9]+(?:\.[0-9]+)?)h)?"
     r"(?:(?P<m>[0-9]+(?:\.[0-9]+)?)m)?(?:(?P<s>[0-9]+(?:\.[0-9]+)?)s)?"
+    r"(?:(?P<ms>[0-9]+(?:\.[0-9]+)?)ms)?"
 )
-_UNIT_SECONDS: Final = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
-_DURATION_FIX: Final = "write seconds (90) or units in d, h, m, s order, e.g. 8h, 30m, 1h30m, 2d"
+_UNIT_SECONDS: Final = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION_FIX: Final = (
+    "write seconds (90) or units in d, h, m, s, ms order, e.g. 8h, 30m, 1h30m, 2d, 250ms"
+)
 
 
 def parse_duration(value: object) -> float:
-    """Seconds in ``value``: a number of seconds, or ``"2d"``, ``"8h"``, ``"1h30m"``, ``"45s"``.
+    """Seconds in ``value``: a number of seconds, or ``"2d"``, ``"8h"``, ``"1h30m"``, ``"45s"``,
+    ``"250ms"``.
 
     The result is finite and > 0. Raises ``DocumentError`` (without a field; the
     caller knows where the value came from).

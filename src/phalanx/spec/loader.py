@@ -59,13 +59,14 @@ from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 from phalanx.spec.secret import SecretDocument
+from phalanx.spec.tuning import TuningDocument
 
 #: Deepest nesting of mappings and lists accepted.
 MAX_DEPTH: Final = 64
 
 Document: TypeAlias = (
     "QueueDocument | JobDocument | ClusterDocument | SchedulerConfigDocument | PipelineDocument"
-    " | InferenceDocument | SecretDocument | DatasetDocument"
+    " | InferenceDocument | SecretDocument | DatasetDocument | TuningDocument"
 )
 
 #: Turns a raw document into a validated one, giving each ``Notice`` to its second argument.
@@ -102,6 +103,7 @@ _BUILDERS: Final[Mapping[tuple[str, str], Builder]] = {
     (API_VERSION, "Inference"): _quiet(InferenceDocument.model_validate),
     (API_VERSION, "Secret"): _quiet(SecretDocument.model_validate),
     (API_VERSION, "Dataset"): _quiet(DatasetDocument.model_validate),
+    (API_VERSION, "Tuning"): _quiet(TuningDocument.model_validate),
     (BATCH_API_VERSION, "Job"): _volcano_job,
     (SCHEDULING_API_VERSION, "Queue"): _volcano_queue,
     **{(KUBEFLOW_API_VERSION, kind): _kubeflow for kind in KUBEFLOW_KINDS},

@@ -21,12 +21,14 @@ from pydantic_core import PydanticUndefined
 
 from phalanx.domain.errors import PhalanxError
 from phalanx.spec.cluster import ClusterDocument
+from phalanx.spec.dataset import DatasetDocument
 from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.job import JobDocument
 from phalanx.spec.pipeline.document import PipelineDocument
 from phalanx.spec.queue import QueueDocument
 from phalanx.spec.scheduler import SchedulerConfigDocument
 from phalanx.spec.secret import SecretDocument
+from phalanx.spec.tuning import TuningDocument
 
 #: The kinds, in the order the page gives them.
 KINDS: Final[tuple[type[BaseModel], ...]] = (
@@ -37,11 +39,13 @@ KINDS: Final[tuple[type[BaseModel], ...]] = (
     PipelineDocument,
     InferenceDocument,
     SecretDocument,
+    DatasetDocument,
+    TuningDocument,
 )
 #: Types known by their validator, as a person reads them.
 _BY_VALIDATOR: Final = {
     "_check_quantity": "quantity (2, 500m, 16Gi)",
-    "_duration": "duration (90, 30m, 8h, 1h30m, 2d)",
+    "_duration": "duration (90, 30m, 8h, 1h30m, 2d, 250ms)",
     "_shell_string": "argv list, or one shell string",
     "_topology_form": "preset name, `nvidia-smi topo -m` text, or a "
     "[TopologyMatrixSpec](#topologymatrixspec)",

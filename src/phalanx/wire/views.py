@@ -523,3 +523,42 @@ class SecretView(View):
     size: int  # bytes of all its values together
     created_at: float
     updated_at: float  # when it was last replaced (created_at until then)
+
+
+class TrialView(View):
+    """One trial of a tuning: its candidate (``params``: parameter name -> value), its
+    ``state`` (Pending, Running, Complete, Failed, Unplaceable or Stopped; ``message``
+    says why it ended otherwise than Complete, or what it fell short of), the replica
+    job and node it ran on, what the load measured (``metrics``: one entry per rate:
+    rate, sent, ok, errors, throughput, p50, p90, p99 and max latency in seconds), the
+    spec's ``cost``, the objective's ``value`` and whether it met the SLO."""
+
+    number: int
+    params: dict[str, Any]
+    state: str
+    message: str
+    job: str | None
+    node: str | None
+    metrics: list[dict[str, Any]]
+    cost: float | None
+    value: float | None
+    feasible: bool | None
+    created_at: float
+    ended_at: float | None
+
+
+class TuningView(View):
+    """A right-sizing experiment: its document, ``phase`` (Running, Succeeded, Failed
+    or Stopped, with ``message``), its trials by number, and the best trial so far
+    (``best``: the feasible Complete trial with the best value; None before one)."""
+
+    name: str
+    user: str
+    document: dict[str, Any]
+    phase: str
+    message: str
+    trials: list[TrialView]
+    best: TrialView | None
+    created_at: float
+    updated_at: float
+    ended_at: float | None

@@ -122,7 +122,7 @@ def test_version_is_printed_offline_and_with_the_servers() -> None:
 
 def test_help_names_every_kind_and_shows_no_type_for_a_flag() -> None:
     described = runner.invoke(app, ["describe", "--help"], env={"COLUMNS": "120"}).stdout
-    assert "job, run, queue, node, model, inference service or secret" in described
+    assert "job, run, queue, node, model, inference service, secret, dataset or tuning" in described
     assert "Pipeline" in runner.invoke(app, ["apply", "--help"]).stdout
     for command in (["logs"], ["get", "jobs"], ["up"], []):
         shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"}).stdout

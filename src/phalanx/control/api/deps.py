@@ -22,6 +22,7 @@ from phalanx.spec.dataset import DatasetDocument
 from phalanx.spec.inference import InferenceDocument
 from phalanx.spec.loader import build_document
 from phalanx.spec.secret import SecretDocument
+from phalanx.spec.tuning import TuningDocument
 from phalanx.wire.views import ErrorView
 
 _bearer = HTTPBearer(auto_error=False, description="a phalanx token (phx_...)")
@@ -195,7 +196,7 @@ def addressed_user(caller: Principal, user: str | None) -> str:
     return ""
 
 
-_Owned = TypeVar("_Owned", SecretDocument, DatasetDocument, InferenceDocument)
+_Owned = TypeVar("_Owned", SecretDocument, DatasetDocument, InferenceDocument, TuningDocument)
 
 
 def owned(document: _Owned, caller: Principal) -> _Owned:

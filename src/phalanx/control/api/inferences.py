@@ -78,6 +78,14 @@ def update_inference(
     """Replace a service's document (its name cannot change): replicas of predictors it
     no longer has, or has fewer of, are removed; new ones are made. Refused (409) while a
     rollout of it is under way."""
+    return replace_inference(session, request, caller, name, body)
+
+
+def replace_inference(
+    session: DbSession, request: Request, caller: Principal, name: str, body: Any
+) -> InferenceView:
+    """Replace service ``name``'s document with ``body`` (see ``update_inference``),
+    committed; its view."""
     row = visible(session, name, caller)
     for rollout in stored_rollouts.progressing(session, name):
         raise ApiError(

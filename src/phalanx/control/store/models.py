@@ -437,3 +437,47 @@ class ListingRow(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     listing: Mapped[list[list[Any]]] = mapped_column(JSON)
     created_at: Mapped[float] = mapped_column(Float)
+
+
+class TuningRow(Base):
+    """A right-sizing experiment: its validated Tuning document, its owner, where it is
+    (``phase`` Running, Succeeded, Failed or Stopped, with ``message``), and how many
+    trials it made (a trial's number and its replica's name are never given twice)."""
+
+    __tablename__ = "tunings"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    phase: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    trials_made: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class TrialRow(Base):
+    """One trial of a tuning: the candidate (``params``), the replica job that ran it
+    and its node, its ``state`` (Pending, Running, Complete, Failed, Unplaceable or
+    Stopped, with ``message``), what the load measured (``metrics``: one entry per rate),
+    the spec's ``cost``, the objective's ``value`` and whether the spec met the SLO
+    (``feasible``)."""
+
+    __tablename__ = "tuning_trials"
+    __table_args__ = (UniqueConstraint("tuning", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tuning: Mapped[str] = mapped_column(String(63), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    job: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    node: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    metrics: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    feasible: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -1,0 +1,148 @@
+"""Right-sizing through the real server and local executor (issue 40): a Tuning runs its
+trials as real replicas of a service's predictor, each with exactly one candidate spec,
+placed by the engine (two at once never on one node), loaded by the open-loop client;
+the cheapest spec within the SLO wins and ``tune apply`` writes it into the service; a
+trial whose replica crashes is Failed and one that cannot be placed is Unplaceable,
+each once; the throughput-per-cost objective climbs its rates."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from phalanx.control.server import Server
+from tests.integration.control.serving import Api, wait_for
+from tests.integration.control.test_cli import ok, phalanx
+from tests.integration.control.test_inference import SERVER, inference, ready, trained
+from tests.integration.control.test_pipelines import admin
+
+#: The replica: test_inference's server, unless MODE asks it to crash at start.
+COMMAND = [
+    "sh",
+    "-c",
+    f'[ "$MODE" = crash ] && exit 3; exec {sys.executable} -c "$0"',
+    SERVER,
+]
+
+
+def service(api: Api) -> None:
+    """Service ``echo`` of model mnist:v1, one replica of 100m and 256Mi."""
+    trained(api, "train-echo", "v1")
+    predictor = {
+        "name": "main",
+        "modelVersion": "mnist:v1",
+        "command": COMMAND,
+        "resources": {"cpu": "200m", "memory": "256Mi"},
+        "env": {"DELAY": "0"},
+    }
+    api.post("/api/v1/inferences", inference("echo", predictor))
+    ready(api, "echo")
+
+
+def tuning(name: str, *parameters: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "phalanx/v1",
+        "kind": "Tuning",
+        "metadata": {"name": name},
+        "spec": {
+            "inference": "echo",
+            "parameters": list(parameters),
+            "objective": {"goal": "cheapest", "latencyP99": "150ms", "rate": 10},
+            "load": {"path": "/predict", "body": {"instances": [1]}, "warmup": 0.5, "duration": 2},
+            "sampler": "grid",
+            **spec,
+        },
+    }
+
+
+def ended(api: Api, name: str) -> Any:
+    return wait_for(
+        lambda: (view := api.get(f"/api/v1/tunings/{name}"))["phase"] != "Running" and view,
+        f"tuning {name} ended",
+        timeout=240,
+    )
+
+
+def test_the_cheapest_spec_within_the_slo_wins_and_is_applied(server: Server) -> None:
+    api = admin(server)
+    service(api)
+    cpu = {"name": "cpu", "category": "resources", "values": ["100m", "200m"]}
+    delay = {"name": "DELAY", "category": "env", "values": ["0", "0.3"]}
+    api.post("/api/v1/tunings", tuning("size-echo", cpu, delay, trials=4, parallel=2))
+    view = ended(api, "size-echo")
+    assert view["phase"] == "Succeeded", view
+    trials = {t["number"]: t for t in view["trials"]}
+    assert sorted(trials) == [0, 1, 2, 3]
+    assert all(t["state"] == "Complete" for t in trials.values()), trials
+    # the first two ran at once: the second was kept off the first's node
+    assert trials[0]["node"] != trials[1]["node"], trials
+    slow = [t for t in trials.values() if t["params"]["DELAY"] == "0.3"]
+    assert all(not t["feasible"] and "over the SLO" in t["message"] for t in slow), slow
+    for trial in trials.values():
+        (measured,) = trial["metrics"]
+        assert measured["rate"] == 10 and measured["sent"] == 20, measured
+    best = view["best"]
+    assert best["params"] == {"cpu": "100m", "DELAY": "0"}, best
+    # 0.1 core and 256Mi at the default prices (1 a core, 0.125 a GiB)
+    assert abs(best["value"] - (0.1 + 0.25 * 0.125)) < 1e-9 and best["feasible"]
+    assert "best: trial" in view["message"]
+
+    described = ok(phalanx(server, "describe", "tuning", "size-echo"))
+    assert "cheapest with p99 <= 150ms at 10 req/s" in described
+    assert f"{best['number']} *" in described
+    for trial in slow:
+        assert f"trial {trial['number']}: p99 " in described and "over the SLO 0.15 s" in described
+    said = ok(phalanx(server, "tune", "apply", "size-echo"))
+    assert said == f"inference/echo configured from tuning/size-echo trial {best['number']}\n"
+    (main,) = api.get("/api/v1/inferences/echo")["document"]["spec"]["predictors"]
+    assert main["resources"] == {"cpu": "100m", "memory": "256Mi"}
+    assert main["env"] == {"DELAY": "0"}
+    # no trial replica is left
+    wait_for(
+        lambda: (
+            not any(
+                j["name"].startswith("size-echo-trial-") for j in api.get("/api/v1/jobs")["items"]
+            )
+        ),
+        "the trial replicas gone",
+    )
+
+
+def test_a_crashing_trial_fails_and_an_unplaceable_one_is_said_so_each_once(
+    server: Server,
+) -> None:
+    api = admin(server)
+    service(api)
+    cpu = {"name": "cpu", "category": "resources", "values": ["100m", "64"]}
+    mode = {"name": "MODE", "category": "env", "type": "categorical", "values": ["ok", "crash"]}
+    api.post("/api/v1/tunings", tuning("broken", cpu, mode, trials=4, placementTimeout=3))
+    view = ended(api, "broken")
+    states = {(t["params"]["cpu"], t["params"]["MODE"]): t for t in view["trials"]}
+    assert len(view["trials"]) == 4, view["trials"]
+    assert states["100m", "ok"]["state"] == "Complete"
+    crashed = states["100m", "crash"]
+    assert crashed["state"] == "Failed" and "exited with code 3" in crashed["message"], crashed
+    for big in (states["64", "ok"], states["64", "crash"]):
+        assert big["state"] == "Unplaceable", big
+        assert "not placed within 3 s" in big["message"], big
+    assert view["phase"] == "Succeeded" and view["best"]["params"] == {"cpu": "100m", "MODE": "ok"}
+
+
+def test_throughput_per_cost_climbs_its_rates_until_the_slo_breaks(server: Server) -> None:
+    api = admin(server)
+    service(api)
+    delay = {"name": "DELAY", "category": "env", "values": ["0", "0.12"]}
+    objective = {"goal": "throughputPerCost", "latencyP99": "100ms", "rates": [5, 10]}
+    api.post(
+        "/api/v1/tunings",
+        tuning("climb", delay, objective=objective, trials=2),
+    )
+    view = ended(api, "climb")
+    by_delay = {t["params"]["DELAY"]: t for t in view["trials"]}
+    fast, slow = by_delay["0"], by_delay["0.12"]
+    assert [m["rate"] for m in fast["metrics"]] == [5, 10]  # both held the SLO
+    assert [m["rate"] for m in slow["metrics"]] == [5]  # broke it at the first
+    assert fast["feasible"] and not slow["feasible"] and slow["value"] < 0
+    assert view["best"]["number"] == fast["number"]
+    # the highest rate held, per unit of cost (0.2 core and 256Mi)
+    assert abs(fast["value"] - fast["metrics"][-1]["throughput"] / 0.23125) < 1e-6
