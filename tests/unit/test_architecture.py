@@ -185,6 +185,20 @@ RULES = (
         "server's modules; the faces that use it are above it",
     ),
     Rule(
+        "phalanx.tuning",
+        (
+            "phalanx.control",
+            "phalanx.executors",
+            "phalanx.engine",
+            "phalanx.cli",
+            "phalanx.web",
+            "phalanx.sim",
+            "phalanx.workflow",
+        ),
+        "the tuning library (load, space, search, objective) stands on domain alone: the "
+        "tuning controller drives it, never the reverse",
+    ),
+    Rule(
         "phalanx.tenantfs",
         ("phalanx.engine", *UPPER_LAYERS),
         "paths a tenant controls are reached one way, below every layer that reads them",
