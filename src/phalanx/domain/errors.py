@@ -26,7 +26,8 @@ this module); a test (tests/unit/domain/test_error_tree.py) holds the two togeth
     │   ├── ModelCorrupt        (models.store) stored bytes that are not their digest's
     │   ├── ImageBuildFailed    (models.image) a model version's image not built, and why
     │   ├── IntakeRefused       (control.controllers.models) a model not registered, and why
-    │   └── CacheFull           (data.cache) a dataset that does not fit in a node's cache
+    │   ├── CacheFull           (data.cache) a dataset that does not fit in a node's cache
+    │   └── CopyFailed          (data.copies) a dataset not copied into a node's cache
     ├── RequestRefused          a request this process refuses, saying what to do instead
     │   ├── ApiError            (control.errors) an API answer {detail, field, fix}
     │   │   └── BodyTooLarge    (control.body_limit) a request body over the limit
