@@ -530,7 +530,8 @@ class TrialView(View):
     ``state`` (Pending, Running, Complete, Failed, Unplaceable or Stopped; ``message``
     says why it ended otherwise than Complete, or what it fell short of), the replica
     job and node it ran on, what the load measured (``metrics``: one entry per rate:
-    rate, sent, ok, errors, throughput, p50, p90, p99 and max latency in seconds), the
+    rate, scheduled, sent, ok, errors by kind, throughput, p50, p90, p99 and max latency
+    in seconds, error_rate), the
     spec's ``cost``, the objective's ``value`` and whether it met the SLO."""
 
     number: int

@@ -7,8 +7,12 @@ each once; the throughput-per-cost objective climbs its rates."""
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from phalanx.control.server import Server
 from tests.integration.control.serving import Api, wait_for
@@ -16,6 +20,7 @@ from tests.integration.control.test_cli import ok, phalanx
 from tests.integration.control.test_inference import SERVER, inference, ready, trained
 from tests.integration.control.test_pipelines import admin
 
+ROOT = Path(__file__).resolve().parents[3]
 #: The replica: test_inference's server, unless MODE asks it to crash at start.
 COMMAND = [
     "sh",
@@ -25,9 +30,9 @@ COMMAND = [
 ]
 
 
-def service(api: Api) -> None:
-    """Service ``echo`` of model mnist:v1, one replica of 100m and 256Mi."""
-    trained(api, "train-echo", "v1")
+def service(api: Api, name: str = "echo") -> None:
+    """Service ``name`` of model mnist:v1, one replica of 200m and 256Mi."""
+    trained(api, f"train-{name}", "v1")
     predictor = {
         "name": "main",
         "modelVersion": "mnist:v1",
@@ -35,8 +40,8 @@ def service(api: Api) -> None:
         "resources": {"cpu": "200m", "memory": "256Mi"},
         "env": {"DELAY": "0"},
     }
-    api.post("/api/v1/inferences", inference("echo", predictor))
-    ready(api, "echo")
+    api.post("/api/v1/inferences", inference(name, predictor))
+    ready(api, name)
 
 
 def tuning(name: str, *parameters: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -146,3 +151,20 @@ def test_throughput_per_cost_climbs_its_rates_until_the_slo_breaks(server: Serve
     assert view["best"]["number"] == fast["number"]
     # the highest rate held, per unit of cost (0.2 core and 256Mi)
     assert abs(fast["value"] - fast["metrics"][-1]["throughput"] / 0.23125) < 1e-6
+
+
+def test_the_documented_tuning_runs_as_written(server: Server) -> None:
+    """docs/tasks/right-sizing.md's Tuning, against a service of that name (the test's
+    replica server, not a TorchScript model), with a shorter load."""
+    text = (ROOT / "docs" / "tasks" / "right-sizing.md").read_text()
+    document = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)[0])
+    document["spec"]["load"].update(path="/predict", warmup=0.2, duration=1)
+    document["spec"]["trials"] = 3
+    api = admin(server)
+    service(api, document["spec"]["inference"])
+    api.post("/api/v1/tunings", document)
+    view = ended(api, "mnist-size")
+    assert view["phase"] == "Succeeded", view
+    assert len(view["trials"]) == 3 and all(t["state"] == "Complete" for t in view["trials"])
+    # the test's replica answers at once: every spec holds the SLO, the cheapest wins
+    assert view["best"]["cost"] == min(t["cost"] for t in view["trials"]), view

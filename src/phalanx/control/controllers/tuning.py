@@ -530,19 +530,9 @@ def trial_job(
 
 
 def metrics_of(result: LoadResult) -> dict[str, Any]:
-    """What a trial keeps of one rate's load."""
-    return {
-        "rate": result.rate,
-        "sent": result.sent,
-        "ok": result.ok,
-        "errors": result.failed,
-        "throughput": round(result.throughput, 3),
-        "p50": result.p50,
-        "p90": result.p90,
-        "p99": result.p99,
-        "max": result.max,
-        "error_rate": round(result.error_rate, 5),
-    }
+    """What a trial keeps of one rate's load: all of it (``LoadResult.to_dict``: rate,
+    sent, ok, errors by kind, throughput, p50, p90, p99, max, error rate ...)."""
+    return result.to_dict()
 
 
 def _ready(url: str) -> str:
