@@ -37,6 +37,7 @@ from phalanx.web.views import (
     run,
     runs,
     submit,
+    tuning,
 )
 
 #: Sent by the page's script with each refresh: answered with a status, not a page.
@@ -47,7 +48,19 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
     """The console, reading everything from the API at ``api_url()`` as each visitor."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.console = Console(api_url=api_url)
-    for module in (login, jobs, job, submit, admin, runs, run, inferences, inference, reports):
+    for module in (
+        login,
+        jobs,
+        job,
+        submit,
+        admin,
+        runs,
+        run,
+        inferences,
+        inference,
+        tuning,
+        reports,
+    ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(LoginRequired, _login_required)

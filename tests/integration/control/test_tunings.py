@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from phalanx.control.server import Server
+from tests.integration.control.console import signed_in
 from tests.integration.control.serving import Api, wait_for
 from tests.integration.control.test_cli import ok, phalanx
 from tests.integration.control.test_inference import SERVER, inference, ready, trained
@@ -97,6 +98,17 @@ def test_the_cheapest_spec_within_the_slo_wins_and_is_applied(server: Server) ->
     assert f"{best['number']} *" in described
     for trial in slow:
         assert f"trial {trial['number']}: p99 " in described and "over the SLO 0.15 s" in described
+    # the console: the tuning's page draws the measured trials, the best marked and the
+    # SLO drawn; the service's page links to it
+    visitor = signed_in(server.url, server.admin_token or "")
+    page = visitor.get("/tunings/size-echo").text
+    drawn = re.findall(r'<circle class="trial (\w+)" data-trial="(\d+)"', page)
+    assert sorted(int(n) for _, n in drawn) == [0, 1, 2, 3], drawn
+    assert (("best", str(best["number"])) in drawn) and 'id="slo-line"' in page
+    assert 'id="tuning-phase">Succeeded<' in page and "data-refresh" not in page  # ended
+    service_page = visitor.get("/fragments/inferences/echo").text
+    assert '<a href="/ui/tunings/size-echo">size-echo</a>' in service_page
+
     said = ok(phalanx(server, "tune", "apply", "size-echo"))
     assert said == f"inference/echo configured from tuning/size-echo trial {best['number']}\n"
     (main,) = api.get("/api/v1/inferences/echo")["document"]["spec"]["predictors"]

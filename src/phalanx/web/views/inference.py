@@ -5,7 +5,8 @@ its phase, whether it is Ready, its port); its rollouts, newest first, each with
 phase, the versions it moves between, its steps with the one it stands at marked, the
 new version's traffic share now, why it stands where it does, and its history (time,
 action, traffic, the window's requests, errors and p99); and the document as stored,
-as YAML.
+as YAML; the tunings of it, each linked to its page (``/ui/tunings/NAME``: its trials
+on a chart).
 
 Another user's service is "not found", as the API says. The page refreshes all but the
 document (``/ui/fragments/inferences/{name}``) for as long as it is open: a service
@@ -36,6 +37,11 @@ def _context(visitor: Visitor, service: InferenceView) -> dict[str, Any]:
         "replicas": sum(len(predictor.replicas) for predictor in service.predictors),
         "steps": {rollout.id: steps_of(rollout) for rollout in service.rollouts},
         "quoted": quote(service.name, safe=""),
+        "tunings": [
+            t
+            for t in visitor.client.tunings()
+            if t.document.get("spec", {}).get("inference") == service.name
+        ],
     }
 
 
