@@ -323,7 +323,10 @@ def describe_tuning(
     fields: dict[str, str | Text] = {
         "Name": tuning.name,
         "User": tuning.user,
-        "Inference": f"{spec.get('inference')} (predictor {spec.get('predictor') or 'first'})",
+        "Tunes": f"inference {spec.get('inference')} (predictor {spec.get('predictor') or 'first'})"
+        if spec.get("inference")
+        else f"a training job, role {spec.get('role') or 'first'}, "
+        f"{spec.get('trialDuration', 60):g} s a trial",
         "Objective": tunings.objective_text(objective),
         "Sampler": f"{spec.get('sampler', 'tpe')}, {spec.get('trials', 20)} trials, "
         f"{spec.get('parallel', 1)} at once",

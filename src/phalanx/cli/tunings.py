@@ -84,7 +84,7 @@ def tunings_table(tunings: Sequence[TuningView], now: float) -> Table:
     """One row per tuning: its service, phase, trials (ended/all asked), the best so far
     and its value, and its age."""
     table = Table(box=None, pad_edge=False)
-    for title in ("NAME", "INFERENCE", "PHASE", "TRIALS", "BEST", "VALUE", "AGE"):
+    for title in ("NAME", "TUNES", "PHASE", "TRIALS", "BEST", "VALUE", "AGE"):
         table.add_column(title, overflow="fold")
     for tuning in tunings:
         spec = _spec(tuning)
@@ -92,7 +92,7 @@ def tunings_table(tunings: Sequence[TuningView], now: float) -> Table:
         best = tuning.best
         table.add_row(
             tuning.name,
-            str(spec.get("inference", "-")),
+            str(spec.get("inference") or f"job ({spec.get('role') or 'first role'})"),
             phase(tuning.phase),
             f"{ended}/{spec.get('trials', '?')}",
             "-" if best is None else params_text(best.params),
@@ -137,6 +137,8 @@ def trial_notes(tuning: TuningView) -> list[str]:
 def objective_text(objective: Mapping[str, Any]) -> str:
     """``cheapest with p99 <= 250ms at 20 req/s`` or ``throughputPerCost over 10, 20, 40
     req/s (p99 <= 250ms)``."""
+    if objective.get("goal") == "samplesPerGpu":
+        return "the most samples/s per GPU the job reports"
     p99 = objective.get("latencyP99")
     slo = "" if not isinstance(p99, int | float) else f"p99 <= {p99 * 1000:g}ms"
     if objective.get("goal", "cheapest") == "cheapest":

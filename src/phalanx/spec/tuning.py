@@ -1,5 +1,5 @@
-"""The ``Tuning`` document: right-sizing an inference service's predictor by measurement
-(KubeDL-Morphling's ProfilingExperiment).
+"""The ``Tuning`` document: right-sizing an inference service's predictor, or a training
+job's role, by measurement (KubeDL-Morphling's ProfilingExperiment).
 
 A Tuning names a predictor of one of its user's inference services, the parameters to
 tune and their spaces (resources: cpu, memory, gpu; env: thread counts, batch sizes),
@@ -7,7 +7,10 @@ the objective, the load that measures a candidate, the sampler, and how many tri
 in all and at once. Each trial is a real replica of the predictor with exactly the
 candidate spec, placed by the engine through the service's queue, warmed up, then loaded
 at fixed rates by an open-loop client (``phalanx.tuning.load``); its throughput,
-latencies and errors give the objective's value (``phalanx.tuning.objective``).
+latencies and errors give the objective's value (``phalanx.tuning.objective``). A
+training tuning's trial is the job with the candidate set on one role (its env,
+resources and replica count), run for ``trialDuration``; the samples/s it reports per
+GPU is its value.
 
 Guarantees of a validated ``TuningDocument``: parameter names are unique, each space is
 well formed (``low <= high``, values given, a resources parameter is cpu, memory or gpu
@@ -32,6 +35,7 @@ from phalanx.spec.common import (
     UserName,
     located,
 )
+from phalanx.spec.job import JobSpec
 from phalanx.spec.quantity import Quantity
 
 #: Most parameters, candidate values of one, trials of one tuning, trials at once.
@@ -48,8 +52,9 @@ class TuningParameter(SpecModel):
 
     name: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")]
     """For resources: cpu, memory or gpu; for env: the variable (OMP_NUM_THREADS)."""
-    category: Literal["resources", "env"] = "env"
-    """Where the value goes: the replica's resources, or its environment."""
+    category: Literal["resources", "env", "replicas"] = "env"
+    """Where the value goes: the replica's (or the tuned role's) resources, its
+    environment, or (a training tuning) the role's replica count."""
     type: Literal["int", "float", "discrete", "categorical"] = "discrete"
     """int and float: a range (low, high, optional step, log); discrete: ordered values
     (numbers or quantities); categorical: unordered values."""
@@ -74,6 +79,12 @@ class TuningParameter(SpecModel):
                 "tune one of " + ", ".join(TUNABLE_RESOURCES) + ", or give category: env",
                 at=("name",),
             )
+        if self.category == "replicas" and self.type not in ("int", "discrete"):
+            raise located(
+                "a replica count is a whole number",
+                "give type: int (low, high) or discrete values",
+                at=("type",),
+            )
         ranged = self.type in ("int", "float")
         if ranged and (self.low is None or self.high is None):
             raise located(
@@ -93,11 +104,12 @@ class TuningParameter(SpecModel):
 class TuningObjective(SpecModel):
     """What makes one spec better than another."""
 
-    goal: Literal["cheapest", "throughputPerCost"] = "cheapest"
+    goal: Literal["cheapest", "throughputPerCost", "samplesPerGpu"] = "cheapest"
     """cheapest: the lowest cost whose p99 latency at ``rate`` stays under ``latencyP99``
     (and errors under ``maxErrorRate``); throughputPerCost: the most requests/s per unit
     of cost, the requests/s being the highest of ``rates`` met within the SLO (when one
-    is given)."""
+    is given); samplesPerGpu (a training tuning): the most samples/s per GPU the job
+    reports (phalanx.client.progress) by the end of ``trialDuration``."""
     latency_p99: Duration | None = None
     """The SLO on the 99th percentile latency (250ms, 1s)."""
     rate: Annotated[float, Field(gt=0, le=100_000)] | None = None
@@ -116,6 +128,12 @@ class TuningObjective(SpecModel):
                 "the cheapest goal needs a latency SLO and a rate",
                 "give latencyP99 (250ms) and rate (requests/s)",
                 at=("latencyP99" if self.latency_p99 is None else "rate",),
+            )
+        if self.goal == "samplesPerGpu" and (self.rate is not None or self.rates):
+            raise located(
+                "a training tuning's objective is measured by the job's own reports",
+                "omit rate and rates (the job reports samples/s: phalanx.client.progress)",
+                at=("rate" if self.rate is not None else "rates",),
             )
         if self.goal == "throughputPerCost" and not self.rates:
             raise located(
@@ -146,10 +164,19 @@ class TuningSpec(SpecModel):
 
     user: UserName = "default"
     """Whose tuning it is (the API sets it to the caller); its trials are that user's."""
-    inference: Name
-    """The inference service whose predictor is tuned (the user's own)."""
+    inference: Name | None = None
+    """The inference service whose predictor is tuned (the user's own); or ``job``."""
     predictor: DnsLabel | None = None
     """The predictor to tune; omitted: the service's first."""
+    job: JobSpec | None = None
+    """A training job to tune instead of a service (its queue, roles ...): each trial is
+    this job with the candidate set on ``role``, run for ``trialDuration`` while it
+    reports its samples/s (phalanx.client.progress), then stopped."""
+    role: DnsLabel | None = None
+    """The job's role the parameters set; omitted: its first."""
+    trial_duration: Duration = 60.0
+    """How long a training trial runs from its first progress report; its last report
+    then counts."""
     parameters: Annotated[list[TuningParameter], Field(min_length=1, max_length=MAX_PARAMETERS)]
     """The parameters and their spaces."""
     objective: TuningObjective
@@ -167,6 +194,40 @@ class TuningSpec(SpecModel):
     """How many trials run at once, each on a node of its own."""
     placement_timeout: Duration = 300.0
     """How long a trial's replica may wait to be placed; then the trial is unplaceable."""
+
+    @model_validator(mode="after")
+    def _target(self) -> Self:
+        training = self.job is not None
+        if training == (self.inference is not None):
+            raise located(
+                "a tuning tunes an inference service or a training job"
+                + (", not both" if training else ": it names neither"),
+                "give inference (a service's name) or job (a job's spec)",
+                at=("job" if training else "inference",),
+            )
+        if training != (self.objective.goal == "samplesPerGpu"):
+            raise located(
+                f"the {self.objective.goal} goal is not for a "
+                + ("training job" if training else "service"),
+                "a job is tuned for samplesPerGpu; a service for cheapest or throughputPerCost",
+                at=("objective", "goal"),
+            )
+        roles = [] if self.job is None else [role.name for role in self.job.roles]
+        if self.role is not None and self.role not in roles:
+            raise located(
+                f"the job has no role {self.role!r}",
+                "name one of " + ", ".join(roles) + ", or omit role (the first)",
+                at=("role",),
+            )
+        for i, parameter in enumerate(self.parameters):
+            if (parameter.category == "replicas") != (training and parameter.name == "replicas"):
+                raise located(
+                    f"parameter {parameter.name!r} in category {parameter.category}: only a "
+                    "training tuning's parameter named replicas sets a replica count",
+                    "name it replicas with category: replicas (a job), or use resources or env",
+                    at=("parameters", i),
+                )
+        return self
 
     @model_validator(mode="after")
     def _checked(self) -> Self:

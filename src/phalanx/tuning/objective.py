@@ -247,3 +247,41 @@ def _runs(results: Runs) -> Sequence[LoadResult]:
     if not runs:
         raise InvalidInput("no run to judge", field="results", fix="measure at least one run")
     return runs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MostSamplesPerGpu:
+    """A training tuning's objective (maximise): the samples/s a job reported, per GPU
+    it held (per replica's GPUs x replicas; a job without GPUs: per core instead, so a
+    CPU-only job is tuned the same way). A job that reported nothing is no measurement:
+    the caller fails its trial."""
+
+    prices: Prices = Prices()
+
+    @property
+    def direction(self) -> Direction:
+        return "maximize"
+
+    def score_samples(
+        self, resources: Quantities, replicas: int, samples_per_second: float
+    ) -> Score:
+        """The worth of a job of ``replicas`` tasks of ``resources`` each that reported
+        ``samples_per_second`` in all."""
+        gpus = canonical_amount(GPU, resources.get(GPU, 0)) * replicas
+        cores = canonical_amount(CPU, resources.get(CPU, 0)) / 1000.0 * replicas
+        per, unit = (gpus, "GPU") if gpus > 0 else (cores, "core")
+        if per <= 0 or replicas < 1:
+            raise InvalidInput(
+                "a trial that holds no GPU and no CPU has no samples per GPU",
+                field="resources",
+                fix="give the tuned role gpu or cpu",
+            )
+        value = samples_per_second / per
+        cost = self.prices.cost(resources) * replicas
+        return Score(
+            value=value,
+            feasible=True,
+            cost=cost,
+            throughput=samples_per_second,
+            reason=f"{samples_per_second:.4g} samples/s on {per:g} {unit}s: {value:.4g} per {unit}",
+        )

@@ -1,5 +1,5 @@
 """One dimension of a tuning space: a typed, validated parameter of a replica's
-resources, environment or arguments.
+resources, environment or arguments, or of a training role's replica count.
 
 Guarantees:
 - a ``Parameter`` that exists is valid: anything else is refused when it is made, with
@@ -9,6 +9,7 @@ Guarantees:
   parameter is held, and proposed, as a number in Kubernetes base units (cores, bytes,
   devices), which a resources block reads the same; a discrete one proposes its values
   as written;
+- a replicas parameter is whole (int or discrete);
 - int and float bounds span a whole number of steps (optuna would move ``high``
   otherwise); a log scale has ``low > 0`` and no step;
 - discrete values (numbers or quantities) are distinct amounts, held in ascending
@@ -28,7 +29,7 @@ from typing import Any, Final, Literal, get_args
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.resources import CPU, GPU, MEMORY, parse_quantity
 
-Category = Literal["resources", "env", "args"]
+Category = Literal["resources", "env", "args", "replicas"]
 Kind = Literal["int", "float", "discrete", "categorical"]
 CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
@@ -154,6 +155,12 @@ def _check_name(p: Parameter) -> None:
             f"{p.name!r} is not a resource a trial can tune",
             field=p._field("name"),
             fix=f"one of {', '.join(RESOURCE_NAMES)}",
+        )
+    if p.category == "replicas" and p.kind not in ("int", "discrete"):
+        raise InvalidInput(
+            "a replica count is a whole number",
+            field=p._field("kind"),
+            fix="int (low, high) or discrete values",
         )
     if p.category == "env" and not _ENV_NAME.match(p.name):
         raise InvalidInput(

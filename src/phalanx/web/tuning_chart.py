@@ -90,7 +90,11 @@ def trial_chart(tuning: TuningView) -> TrialChart:
         points=points,
         slo_y=None if slo_ms is None else py(slo_ms),
         x_title="cost",
-        y_title="p99 latency (ms)" if cheapest else "requests/s",
+        y_title="p99 latency (ms)"
+        if cheapest
+        else "samples/s"
+        if objective.get("goal") == "samplesPerGpu"
+        else "requests/s",
         x_max=x_max,
         y_max=y_max,
     )

@@ -180,3 +180,48 @@ def test_the_documented_tuning_runs_as_written(server: Server) -> None:
     assert len(view["trials"]) == 3 and all(t["state"] == "Complete" for t in view["trials"])
     # the test's replica answers at once: every spec holds the SLO, the cheapest wins
     assert view["best"]["cost"] == min(t["cost"] for t in view["trials"]), view
+
+
+#: A training task: reports samples/s that grow with its batch and, less than linearly,
+#: with the job's size, until it is stopped.
+TRAIN_REPORTING = (
+    "import os, time; from phalanx.client import progress\n"
+    "batch, world = int(os.environ['BATCH']), int(os.environ['WORLD_SIZE'])\n"
+    "for step in range(100000):\n"
+    "    progress.report(step=step, samples_per_second=batch * 10 * world ** 0.5)\n"
+    "    time.sleep(0.2)\n"
+)
+
+
+def test_a_training_job_is_tuned_for_samples_per_gpu(server: Server) -> None:
+    api = admin(server)
+    role = {
+        "name": "worker",
+        "replicas": 1,
+        "resources": {"cpu": "100m", "memory": "128Mi", "gpu": 1},
+        "command": [sys.executable, "-c", TRAIN_REPORTING],
+    }
+    spec = {
+        "job": {"queue": "wf", "roles": [role]},
+        "parameters": [
+            {"name": "replicas", "category": "replicas", "values": [1, 2]},
+            {"name": "BATCH", "category": "env", "values": [32, 64]},
+        ],
+        "objective": {"goal": "samplesPerGpu"},
+        "trialDuration": 1,
+        "sampler": "grid",
+        "trials": 4,
+    }
+    document = {"apiVersion": "phalanx/v1", "kind": "Tuning", "metadata": {"name": "batch"}}
+    api.post("/api/v1/tunings", {**document, "spec": spec})
+    view = ended(api, "batch")
+    assert view["phase"] == "Succeeded", (view["message"], [t["message"] for t in view["trials"]])
+    by = {(t["params"]["replicas"], t["params"]["BATCH"]): t for t in view["trials"]}
+    assert all(t["state"] == "Complete" for t in by.values()), by
+    # samples/s per GPU: batch x 10 x sqrt(replicas) / replicas
+    for (replicas, batch), trial in by.items():
+        expected = batch * 10 * replicas**0.5 / replicas
+        assert abs(trial["value"] - expected) < 1e-6, (replicas, batch, trial)
+    assert view["best"]["params"] == {"replicas": 1, "BATCH": 64}
+    refused = api.post("/api/v1/tunings/batch/apply", expect=409)
+    assert "training job" in refused["detail"], refused

@@ -15,6 +15,7 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
+from pydantic import ValidationError
 
 from phalanx.control.api.deps import Caller, DbSession, TheController, document_of, errors, owned
 from phalanx.control.api.inferences import replace_inference
@@ -28,7 +29,8 @@ from phalanx.control.store.models import TrialRow, TuningRow
 from phalanx.control.tuned import best_trial, tuned_inference
 from phalanx.domain.errors import InvalidInput
 from phalanx.spec.inference import InferenceDocument
-from phalanx.spec.tuning import TuningDocument
+from phalanx.spec.job import JobDocument, JobSpec
+from phalanx.spec.tuning import TuningDocument, TuningSpec
 from phalanx.wire.views import InferenceView, TrialView, TuningView
 
 router = APIRouter(prefix="/api/v1/tunings", tags=["tunings"], responses=errors(401, 422))
@@ -68,23 +70,10 @@ def create_tuning(
             if mine
             else "choose another name: tuning names are unique across all users",
         )
-    service = visible_service(session, spec.inference, caller)
-    if service.user != spec.user:
-        raise ApiError(
-            404,
-            f"user {spec.user} has no inference {spec.inference!r}",
-            field="spec.inference",
-            fix="tune one of the user's own services (phalanx get inferences)",
-        )
-    inference = InferenceDocument.model_validate(service.document)
-    predictors = [p.name for p in inference.spec.predictors]
-    if spec.predictor is not None and spec.predictor not in predictors:
-        raise ApiError(
-            422,
-            f"inference {spec.inference!r} has no predictor {spec.predictor!r}",
-            field="spec.predictor",
-            fix="name one of " + ", ".join(predictors) + ", or omit it (the first)",
-        )
+    if spec.job is not None:
+        _check_job(spec.job, spec.user, name)
+    else:
+        _check_service(session, caller, spec)
     dumped = document.model_dump(mode="json", by_alias=True, exclude_none=True)
     stored.add(session, name, spec.user, dumped, now=time.time())
     session.flush()
@@ -131,6 +120,13 @@ def apply_tuning(name: str, caller: Caller, session: DbSession, request: Request
             fix="wait for its trials (phalanx describe tuning NAME), or widen its space",
         )
     spec = document.spec
+    if spec.inference is None:
+        raise ApiError(
+            409,
+            f"tuning {name!r} tuned a training job: there is no service to write it into",
+            field="name",
+            fix="submit the job with the best trial's values (phalanx describe tuning NAME)",
+        )
     service = visible_service(session, spec.inference, caller)
     try:
         tuned = tuned_inference(
@@ -153,6 +149,44 @@ def delete_tuning(name: str, caller: Caller, session: DbSession, controller: The
     stored_jobs.request_cancel(session, jobs, delete=True)
     session.commit()
     controller.wake(Intent.CANCELS)
+
+
+def _check_service(session: DbSession, caller: Principal, spec: TuningSpec) -> None:
+    """Refuse a tuning of a service its user does not have, or of a predictor it lacks."""
+    service = visible_service(session, spec.inference or "", caller)
+    if service.user != spec.user:
+        raise ApiError(
+            404,
+            f"user {spec.user} has no inference {spec.inference!r}",
+            field="spec.inference",
+            fix="tune one of the user's own services (phalanx get inferences)",
+        )
+    inference = InferenceDocument.model_validate(service.document)
+    predictors = [p.name for p in inference.spec.predictors]
+    if spec.predictor is not None and spec.predictor not in predictors:
+        raise ApiError(
+            422,
+            f"inference {spec.inference!r} has no predictor {spec.predictor!r}",
+            field="spec.predictor",
+            fix="name one of " + ", ".join(predictors) + ", or omit it (the first)",
+        )
+
+
+def _check_job(job: JobSpec, user: str, name: str) -> None:
+    """Refuse a training tuning whose job would not be a valid Job of ``user``."""
+    raw = job.model_dump(mode="json", by_alias=True, exclude_none=True)
+    try:
+        JobDocument.model_validate(
+            {"apiVersion": "phalanx/v1", "kind": "Job", "metadata": {"name": f"{name}-trial-0"},
+             "spec": {**raw, "user": user}}
+        )  # fmt: skip
+    except ValidationError as error:
+        raise ApiError(
+            422,
+            f"spec.job is not a valid job: {error.errors()[0]['msg']}",
+            field="spec.job",
+            fix="give a job's spec (queue, roles)",
+        ) from None
 
 
 def view_of(session: DbSession, row: TuningRow) -> TuningView:

@@ -21,6 +21,11 @@ Guarantees:
 - the search is the tuning's own (``phalanx.tuning.search``), rebuilt from the stored
   trials when this process meets the tuning first; a trial under way when the server
   stopped is Failed at the next start, saying so (its replica is cancelled);
+- a training tuning's trial is the job with the candidate set on its role, run for
+  ``trialDuration`` from its first progress report (``phalanx.client.progress``: what
+  it does before, starting and loading data, is not measured); the samples/s it last
+  reported, per GPU it held (per core without GPUs), is its value; one that reported
+  nothing within ``REPORT_GRACE`` seconds of running, or failed, is Failed;
 - once every trial ended the tuning is Succeeded with its best trial (``tuned``), or
   Failed when none met the objective; a Stopped or deleted tuning's measurements end
   at their next step and write nothing.
@@ -54,19 +59,20 @@ from phalanx.domain.errors import InvalidInput, PhalanxError
 from phalanx.domain.job import JobPhase
 from phalanx.domain.node import NODE_NAME_LABEL
 from phalanx.spec.inference import InferenceDocument, PredictorSpec
-from phalanx.spec.job import JobDocument
+from phalanx.spec.job import JobDocument, RoleSpec
 from phalanx.spec.model import model_reference
 from phalanx.spec.tuning import MAX_PARALLEL, TuningDocument, TuningSpec
 from phalanx.tuning.load import LoadResult, drive_sync, warmup_sync
 from phalanx.tuning.objective import (
     CheapestWithinSlo,
     Limits,
+    MostSamplesPerGpu,
     MostThroughputPerCost,
     Objective,
     Prices,
     ceiling_for,
 )
-from phalanx.tuning.search import Search, TrialRecord
+from phalanx.tuning.search import Direction, Search, TrialRecord
 from phalanx.tuning.space import Parameter, Space
 
 log = logging.getLogger(__name__)
@@ -75,6 +81,8 @@ log = logging.getLogger(__name__)
 TUNING_LABEL: Final = "phalanx.dev/tuning"
 #: How long a trial's replica may take from running to answering its readiness path.
 READY_TIMEOUT: Final = 180.0
+#: Seconds a training trial may run before its first report (starting, loading data).
+REPORT_GRACE: Final = 120.0
 #: Requests sent one after another before a trial is loaded (the replica answers).
 FIRST_REQUESTS: Final = 3
 _ENDED_JOBS: Final = frozenset(
@@ -88,16 +96,6 @@ class Measured:
 
     results: tuple[LoadResult, ...] = ()
     problem: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class _Replica:
-    """A trial replica job as the store has it."""
-
-    phase: str
-    message: str
-    node: str | None
-    endpoint: str | None
 
 
 class Tuner:
@@ -121,6 +119,8 @@ class Tuner:
         self._python = python
         self._searches: dict[str, Search] = {}
         self._measuring: dict[tuple[str, int], Future[Measured]] = {}
+        #: when each training trial's first report was seen (its trial runs from then)
+        self._reporting: dict[tuple[str, int], float] = {}
         self._pool = ThreadPoolExecutor(2 * MAX_PARALLEL, thread_name_prefix="phalanx-tune")
         self._ticker = Ticker("phalanx-tuner", self.tick)
 
@@ -209,9 +209,8 @@ class Tuner:
         search = self._searches.get(name)
         if search is not None:
             return search
-        objective = objective_of(spec, self.prices, self._predictor_resources(spec))
         search = Search(
-            space_of(spec), direction=objective.direction, sampler=spec.sampler, seed=spec.seed or 0
+            space_of(spec), direction=direction_of(spec), sampler=spec.sampler, seed=spec.seed or 0
         )
         now = time.time()
         records = []
@@ -280,19 +279,23 @@ class Tuner:
         return trial
 
     def _submit(self, row: TuningRow, spec: TuningSpec, trial: TrialRow, busy: list[str]) -> str:
-        """Submit trial ``trial``'s replica job, off the nodes ``busy``; its name."""
+        """Submit trial ``trial``'s job (a replica, or the training job), off the nodes
+        ``busy``; its name."""
+        name = f"{row.name}-trial-{trial.number}"
         with self.db.write() as session:
-            service = stored_services.get(session, spec.inference)
-            if service is None or service.user != row.user:
-                raise InvalidInput(
-                    f"inference {spec.inference!r} is gone",
-                    field="spec.inference",
-                    fix="tune a service that exists",
-                )
-            inference = InferenceDocument.model_validate(service.document)
-            predictor = with_params(tuned_predictor(inference, spec), spec, trial.params)
-            name = f"{row.name}-trial-{trial.number}"
-            job = trial_job(inference, predictor, name, row.name, busy, python=self._python)
+            if spec.job is not None:
+                job = training_trial_job(spec, trial.params, name, row.name, row.user, busy)
+            else:
+                service = stored_services.get(session, spec.inference or "")
+                if service is None or service.user != row.user:
+                    raise InvalidInput(
+                        f"inference {spec.inference!r} is gone",
+                        field="spec.inference",
+                        fix="tune a service that exists",
+                    )
+                inference = InferenceDocument.model_validate(service.document)
+                predictor = with_params(tuned_predictor(inference, spec), spec, trial.params)
+                job = trial_job(inference, predictor, name, row.name, busy, python=self._python)
             user = stored_users.user(session, row.user)
             role = UserRole(user.role) if user is not None else UserRole.USER
             caller = Principal(name=row.user, role=role)
@@ -317,13 +320,17 @@ class Tuner:
             return
         replica = self._replica(trial.job)
         now = time.time()
-        if replica is None or replica.phase in _ENDED_JOBS:
+        if replica is not None and replica.phase in _ENDED_JOBS and spec.job is not None:
+            self._follow_training(row, spec, search, trial, replica, now)
+        elif replica is None or replica.phase in _ENDED_JOBS:
             why = (
                 "its replica is gone"
                 if replica is None
                 else f"its replica ended {replica.phase}: {replica.message}"
             )
             self._fail(row, search, trial, stored.TRIAL_FAILED, why)
+        elif spec.job is not None:
+            self._follow_training(row, spec, search, trial, replica, now)
         elif replica.endpoint is not None and replica.node is not None:
             with self.db.write() as session:
                 stored.update_trial(
@@ -340,6 +347,75 @@ class Tuner:
                 f": {replica.message}" if replica.message else ""
             )
             self._fail(row, search, trial, stored.UNPLACEABLE, why)
+
+    def _follow_training(
+        self,
+        row: TuningRow,
+        spec: TuningSpec,
+        search: Search,
+        trial: TrialRow,
+        replica: stored.TrialReplica,
+        now: float,
+    ) -> None:
+        """Move a training trial on: placed, run for ``trialDuration``, its last report
+        taken (or, when it ended first, the report it left), its job stopped."""
+        if replica.node is not None and trial.node is None:
+            with self.db.write() as session:
+                stored.update_trial(
+                    session, row.name, trial.number, state=stored.MEASURING, node=replica.node
+                )
+        ended = replica.phase in _ENDED_JOBS
+        key = (row.name, trial.number)
+        if replica.progress is not None:
+            self._reporting.setdefault(key, now)
+        ran = now - self._reporting.get(key, now) >= spec.trial_duration
+        silent = (
+            replica.started_at is not None
+            and key not in self._reporting
+            and now - replica.started_at >= spec.trial_duration + REPORT_GRACE
+        )
+        if replica.started_at is None and not ended:
+            if now - trial.created_at > spec.placement_timeout:
+                why = f"not placed within {spec.placement_timeout:g} s" + (
+                    f": {replica.message}" if replica.message else ""
+                )
+                self._fail(row, search, trial, stored.UNPLACEABLE, why)
+            return
+        if not (ran or ended or silent):
+            return
+        self._reporting.pop(key, None)
+        rate = (replica.progress or {}).get("samplesPerSecond")
+        if not isinstance(rate, int | float) or (ended and replica.phase != "Succeeded"):
+            why = (
+                f"its job ended {replica.phase}: {replica.message}"
+                if ended and replica.phase != "Succeeded"
+                else f"it reported no samples/s (phalanx.client.progress) in "
+                f"{spec.trial_duration + REPORT_GRACE:g} s of running"
+            )
+            self._fail(row, search, trial, stored.TRIAL_FAILED, why)
+            return
+        role = tuned_role(spec)
+        resources = with_params_resources(spec, trial.params, dict(role.resources))
+        replicas = int(trial.params.get("replicas", role.replicas))
+        scored = MostSamplesPerGpu(prices=self.prices).score_samples(
+            resources, replicas, float(rate)
+        )
+        search.tell(trial.number, scored.value)
+        with self.db.write() as session:
+            stored.update_trial(
+                session,
+                row.name,
+                trial.number,
+                state=stored.COMPLETE,
+                metrics=[{**(replica.progress or {}), "throughput": float(rate)}],
+                cost=scored.cost,
+                value=scored.value,
+                feasible=True,
+                message="",
+                ended_at=now,
+            )
+            if trial.job:
+                stored_jobs.request_cancel(session, [trial.job], delete=True)
 
     def _measured(
         self, row: TuningRow, spec: TuningSpec, search: Search, trial: TrialRow, measured: Measured
@@ -392,14 +468,15 @@ class Tuner:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def _replica(self, job: str) -> _Replica | None:
+    def _replica(self, job: str) -> stored.TrialReplica | None:
         with self.db.session() as session:
-            found = stored.replica(session, job)
-        return None if found is None else _Replica(*found)
+            return stored.replica(session, job)
 
     def _predictor_resources(self, spec: TuningSpec) -> dict[str, Any]:
+        if spec.job is not None:
+            return dict(tuned_role(spec).resources)
         with self.db.session() as session:
-            service = stored_services.get(session, spec.inference)
+            service = stored_services.get(session, spec.inference or "")
             document = (
                 None if service is None else InferenceDocument.model_validate(service.document)
             )
@@ -409,7 +486,7 @@ class Tuner:
         if spec.load.path is not None:
             return spec.load.path
         with self.db.session() as session:
-            service = stored_services.get(session, spec.inference)
+            service = stored_services.get(session, spec.inference or "")
             document = (
                 None if service is None else InferenceDocument.model_validate(service.document)
             )
@@ -455,7 +532,7 @@ class Tuner:
 
     def _readiness(self, spec: TuningSpec) -> str:
         with self.db.session() as session:
-            service = stored_services.get(session, spec.inference)
+            service = stored_services.get(session, spec.inference or "")
             document = (
                 None if service is None else InferenceDocument.model_validate(service.document)
             )
@@ -496,6 +573,11 @@ def objective_of(spec: TuningSpec, prices: Prices, base: dict[str, Any]) -> Obje
     return MostThroughputPerCost(limits=limits_of(spec), prices=prices)
 
 
+def direction_of(spec: TuningSpec) -> Direction:
+    """Whether ``spec``'s objective is minimised (the cheapest) or maximised."""
+    return "minimize" if spec.objective.goal == "cheapest" else "maximize"
+
+
 def with_params_resources(
     spec: TuningSpec, params: dict[str, Any], base: dict[str, Any]
 ) -> dict[str, Any]:
@@ -527,6 +609,61 @@ def trial_job(
             {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))},
         ]
     return JobDocument.model_validate(raw)
+
+
+def tuned_role(spec: TuningSpec) -> RoleSpec:
+    """The role of ``spec.job`` the parameters set (its first when unnamed)."""
+    assert spec.job is not None
+    return next(r for r in spec.job.roles if spec.role in (None, r.name))
+
+
+def training_trial_job(
+    spec: TuningSpec,
+    params: dict[str, Any],
+    name: str,
+    tuning: str,
+    user: str,
+    busy: Sequence[str],
+) -> JobDocument:
+    """A training trial: ``spec.job`` as ``user``'s job ``name`` with ``params`` set on
+    the tuned role (resources, env, replicas), labelled with ``tuning``, off the nodes
+    ``busy``. The role is elastic at exactly its size (min = max), so that its progress
+    reports are read (the controller reads elastic jobs'), and never resized."""
+    assert spec.job is not None
+    raw = spec.job.model_dump(mode="json", by_alias=True, exclude_none=True)
+    tuned = tuned_role(spec).name
+    for role in raw["roles"]:
+        if role["name"] != tuned:
+            continue
+        for parameter in spec.parameters:
+            if parameter.name not in params:
+                continue
+            value = params[parameter.name]
+            if parameter.category == "resources":
+                role.setdefault("resources", {})[parameter.name] = value
+            elif parameter.category == "env":
+                role.setdefault("env", {})[parameter.name] = str(value)
+            else:
+                role["replicas"] = int(value)
+        role["elastic"] = {
+            "minReplicas": role["replicas"],
+            "maxReplicas": role["replicas"],
+            "mode": "restart",
+        }
+    raw["user"] = user
+    if busy:
+        raw["affinity"] = [
+            *raw.get("affinity", []),
+            {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))},
+        ]
+    return JobDocument.model_validate(
+        {
+            "apiVersion": "phalanx/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "labels": {TUNING_LABEL: tuning}},
+            "spec": raw,
+        }
+    )
 
 
 def metrics_of(result: LoadResult) -> dict[str, Any]:

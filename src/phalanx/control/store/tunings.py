@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import delete, select, update
@@ -113,23 +114,41 @@ def update_trial(session: Session, tuning: str, number: int, **values: Any) -> N
     )
 
 
-def replica(session: Session, job: str) -> tuple[str, str, str | None, str | None] | None:
-    """Trial replica ``job``'s phase, message (why it waits, or ended), its task's node
-    and endpoint (``host:port``, once it runs); None when the job is gone."""
+@dataclass(frozen=True, slots=True)
+class TrialReplica:
+    """A trial's job as the store has it: its phase, message (why it waits, or how it
+    ended), when it started, its latest progress report, and its first task's node and
+    endpoint (``host:port``, once it runs)."""
+
+    phase: str
+    message: str
+    started_at: float | None
+    progress: dict[str, Any] | None
+    node: str | None
+    endpoint: str | None
+
+
+def replica(session: Session, job: str) -> TrialReplica | None:
+    """Trial job ``job`` (see ``TrialReplica``); None when it is gone."""
     found = session.execute(
-        select(JobRow.id, JobRow.phase, JobRow.message).where(JobRow.name == job)
+        select(JobRow.id, JobRow.phase, JobRow.message, JobRow.started_at, JobRow.progress).where(
+            JobRow.name == job
+        )
     ).first()
     if found is None:
         return None
     task = session.execute(
-        select(TaskRow.node, TaskRow.process).where(TaskRow.job_id == found.id, TaskRow.index == 0)
+        select(TaskRow.node, TaskRow.process)
+        .where(TaskRow.job_id == found.id, TaskRow.index == 0)
+        .order_by(TaskRow.id)
     ).first()
-    node = None if task is None else task.node
     process = None if task is None else task.process
     endpoint = process.get("endpoint") if isinstance(process, dict) else None
-    return (
-        found.phase,
-        found.message or "",
-        node,
-        endpoint if isinstance(endpoint, str) and endpoint else None,
+    return TrialReplica(
+        phase=found.phase,
+        message=found.message or "",
+        started_at=found.started_at,
+        progress=found.progress if isinstance(found.progress, dict) else None,
+        node=None if task is None else task.node,
+        endpoint=endpoint if isinstance(endpoint, str) and endpoint else None,
     )
