@@ -7,7 +7,7 @@ trials each run measured before it proposed a spec within 5% of the grid's optim
 with TPE, GP and random sampling, for a fixed seed and for five seeds. Prints JSON.
 
     .venv/bin/python bench/tuning_replay.py [--grid bench/data/tuning_grid.json]
-        [--samplers tpe,gp,random] [--seed 0] [--seeds 5] [--startup N]
+        [--samplers cost,tpe,gp,random] [--seed 0] [--seeds 5] [--startup N]
 
 The ground truth, ``bench/data/tuning_grid.json`` (format ``phalanx/tuning-grid/v1``)::
 
@@ -77,7 +77,7 @@ from phalanx.tuning.objective import (
     Prices,
     ceiling_for,
 )
-from phalanx.tuning.search import SamplerName, Search
+from phalanx.tuning.search import SAMPLERS, SamplerName, Search
 from phalanx.tuning.space import Space, grid, parse_space
 
 FORMAT = "phalanx/tuning-grid/v1"
@@ -100,6 +100,7 @@ class Truth:
     """A ground-truth file read: its space, objective, and each point's value."""
 
     space: Space
+    base: Mapping[str, Any]
     objective: Objective
     goal: str
     synthetic: bool
@@ -174,6 +175,7 @@ def read_truth(path: Path) -> Truth:
         )
     return Truth(
         space=space,
+        base=base,
         objective=objective,
         goal=spec["goal"],
         synthetic=bool(data.get("synthetic", False)),
@@ -186,12 +188,25 @@ def replay(
 ) -> dict[str, Any]:
     """One tuning run answered from ``truth``: the trials it measured until it reached
     the optimum (or until it had measured every point)."""
+    objective = truth.objective
+    known = isinstance(objective, CheapestWithinSlo)  # a spec's value is its cost
+
+    def cost(params: Mapping[str, Any]) -> float:
+        assert isinstance(objective, CheapestWithinSlo)
+        return objective.prices.cost({**truth.base, **truth.space.by_category(params)["resources"]})
+
+    def feasible(value: float) -> bool:
+        assert isinstance(objective, CheapestWithinSlo)
+        return value < objective.ceiling
+
     search = Search(
         truth.space,
-        direction=truth.objective.direction,
+        direction=objective.direction,
         sampler=sampler,
         seed=seed,
         startup_trials=startup,
+        cost=cost if known else None,
+        feasible=feasible if known else None,
     )
     optimum = truth.optimum()
     size = len(truth.points)
@@ -275,7 +290,7 @@ def report(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", type=Path, default=DEFAULT_GRID)
-    parser.add_argument("--samplers", default="tpe,gp,random")
+    parser.add_argument("--samplers", default="cost,tpe,gp,random")
     parser.add_argument("--seed", type=int, default=0, help="the fixed seed (the first run)")
     parser.add_argument("--seeds", type=int, default=5, help="runs per sampler")
     parser.add_argument("--startup", type=int, default=None, help="random trials first")
@@ -289,8 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     samplers: list[SamplerName] = []
     for name in args.samplers.split(","):
-        if name not in ("tpe", "gp", "random", "grid"):
-            parser.error(f"unknown sampler {name!r}: tpe, gp, random or grid")
+        if name not in SAMPLERS:
+            parser.error(f"unknown sampler {name!r}: " + ", ".join(SAMPLERS))
         samplers.append(name)
     try:
         truth = read_truth(args.grid)

@@ -183,9 +183,11 @@ class TuningSpec(SpecModel):
     """What the trials are scored by."""
     load: TuningLoad = Field(default_factory=TuningLoad)
     """The request a trial is measured with."""
-    sampler: Literal["tpe", "gp", "random", "grid"] = "tpe"
+    sampler: Literal["tpe", "gp", "random", "grid", "cost"] = "tpe"
     """How candidates are chosen: optuna's TPE (default), its Gaussian process sampler,
-    random search, or every point of the grid."""
+    random search, every point of the grid, or (the cheapest goal) cost: the grid's
+    points cheapest first, ending at the first that holds the SLO (all the others cost
+    more)."""
     seed: int | None = None
     """The sampler's seed (the same seed proposes the same candidates)."""
     trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 20
@@ -243,11 +245,17 @@ class TuningSpec(SpecModel):
                 "give parallel <= trials",
                 at=("parallel",),
             )
-        if self.sampler == "grid":
+        if self.sampler == "cost" and self.objective.goal != "cheapest":
+            raise located(
+                "the cost sampler is for the cheapest goal (a spec's value is its cost)",
+                "use tpe, gp, random or grid",
+                at=("sampler",),
+            )
+        if self.sampler in ("grid", "cost"):
             for i, parameter in enumerate(self.parameters):
                 if parameter.type in ("int", "float") and parameter.step is None:
                     raise located(
-                        f"the grid sampler needs a step for {parameter.type} parameter "
+                        f"the {self.sampler} sampler needs a step for {parameter.type} parameter "
                         f"{parameter.name!r}",
                         "give step, or list the values (type: discrete)",
                         at=("parameters", i, "step"),

@@ -5,7 +5,9 @@ Guarantees:
 - samplers by name, each seeded: ``tpe`` (the default, optuna's TPESampler), ``gp``
   (GPSampler: it needs scipy and torch, and without them ``Search`` refuses ``gp`` with
   an InvalidInput saying what to install), ``random`` and ``grid`` (every grid point
-  once, in a seeded order; InvalidInput for a space without a grid). The same space,
+  once, in a seeded order; InvalidInput for a space without a grid) and ``cost``
+  (``costfirst``: the grid in ascending order of a known cost, for the cheapest goal).
+  The same space,
   sampler, seed and answers give the same proposals;
 - trial numbers are the caller's: unique and ascending, also across ``restore`` (the
   next number follows the highest restored one);
@@ -38,6 +40,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, Trial, TrialState, create_trial
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.tuning.costfirst import Cost, CostFirstSampler, Feasible
 from phalanx.tuning.space import (
     GRID_LIMIT,
     Space,
@@ -50,7 +53,7 @@ from phalanx.tuning.space import (
 )
 
 Direction = Literal["minimize", "maximize"]
-SamplerName = Literal["tpe", "gp", "random", "grid"]
+SamplerName = Literal["tpe", "gp", "random", "grid", "cost"]
 State = Literal["complete", "failed"]
 DIRECTIONS: Final[tuple[Direction, ...]] = get_args(Direction)
 SAMPLERS: Final[tuple[SamplerName, ...]] = get_args(SamplerName)
@@ -128,6 +131,8 @@ class Search:
         sampler: SamplerName = "tpe",
         seed: int = 0,
         startup_trials: int | None = None,
+        cost: Cost | None = None,
+        feasible: Feasible | None = None,
     ) -> None:
         if direction not in DIRECTIONS:
             raise InvalidInput(
@@ -138,7 +143,8 @@ class Search:
         self.sampler: SamplerName = sampler
         self._distributions = distributions(space)
         self._study: Study = optuna.create_study(
-            direction=direction, sampler=_sampler(space, sampler, seed, startup_trials)
+            direction=direction,
+            sampler=_sampler(space, sampler, seed, startup_trials, cost, feasible),
         )
         self._pending: dict[int, Trial] = {}
         self._records: dict[int, TrialRecord] = {}
@@ -248,7 +254,11 @@ class Search:
     @property
     def exhausted(self) -> bool:
         """Whether every point of a space with a grid has a finished trial (never, for a
-        space without one): nothing new is left to measure."""
+        space without one), or the cost sampler found the cheapest spec within the SLO:
+        nothing new is left to measure."""
+        sampler = self._study.sampler
+        if isinstance(sampler, CostFirstSampler) and sampler.finished(self._study):
+            return True  # the cheapest spec within the SLO is found: the rest cost more
         return self._grid is not None and len(self._first_at) >= self._grid
 
     def _keep(self, record: TrialRecord) -> None:
@@ -303,8 +313,23 @@ class _AskTellGrid(GridSampler):
         return None
 
 
-def _sampler(space: Space, name: SamplerName, seed: int, startup_trials: int | None) -> BaseSampler:
+def _sampler(
+    space: Space,
+    name: SamplerName,
+    seed: int,
+    startup_trials: int | None,
+    cost: Cost | None = None,
+    feasible: Feasible | None = None,
+) -> BaseSampler:
     startup = 10 if startup_trials is None else startup_trials
+    if name == "cost":
+        if cost is None or feasible is None:
+            raise InvalidInput(
+                "the cost sampler needs each spec's cost and the objective's SLO",
+                field="sampler",
+                fix="use it with the cheapest goal, or another sampler",
+            )
+        return CostFirstSampler(space, cost, feasible, seed=seed)
     if name == "tpe":
         return TPESampler(seed=seed, n_startup_trials=startup)
     if name == "gp":

@@ -37,7 +37,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -209,8 +209,26 @@ class Tuner:
         search = self._searches.get(name)
         if search is not None:
             return search
+        cost, feasible = None, None
+        if spec.objective.goal == "cheapest":  # a spec's value is its cost, known ahead
+            base = self._predictor_resources(spec)
+            objective = objective_of(spec, self.prices, base)
+            assert isinstance(objective, CheapestWithinSlo)
+            ceiling = objective.ceiling
+
+            def cost(params: Mapping[str, Any]) -> float:
+                return self.prices.cost(with_params_resources(spec, dict(params), base))
+
+            def feasible(value: float) -> bool:
+                return value < ceiling
+
         search = Search(
-            space_of(spec), direction=direction_of(spec), sampler=spec.sampler, seed=spec.seed or 0
+            space_of(spec),
+            direction=direction_of(spec),
+            sampler=spec.sampler,
+            seed=spec.seed or 0,
+            cost=cost,
+            feasible=feasible,
         )
         now = time.time()
         records = []
