@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/tuning_grid.py [--out bench/data/tuning_grid.json]
         [--duration 10] [--warmup 3] [--rate 20]
+    .venv/bin/python bench/tuning_grid.py --chart docs/right-sizing-grid.svg
 
 A real ``phalanx up`` (SQLite, the local executor, one node of this host's 2 cores)
 serves a CPU-bound TorchScript model (``phalanx.examples.tuning_model``: a 3-layer
@@ -171,14 +172,64 @@ def measure(api: Api, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def chart(truth_path: Path, out: Path) -> None:
+    """Draw the measured grid as the console draws a tuning (cost against p99, the SLO
+    line, the cheapest spec within it marked) into ``out``, an SVG file."""
+    from phalanx.client import TrialView, TuningView
+    from phalanx.tuning.objective import Prices
+    from phalanx.web.tuning_chart import svg_of, trial_chart
+
+    truth = json.loads(truth_path.read_text())
+    slo = truth["objective"]["latencyP99"]
+    prices = Prices()
+    trials = []
+    for number, point in enumerate(truth["points"]):
+        params = point["params"]
+        cost = prices.cost({"cpu": params["cpu"], "memory": params["memory"]})
+        result = point["results"][-1]
+        feasible = (
+            result["p99"] is not None and result["p99"] <= slo and result["error_rate"] <= 0.01
+        )
+        trials.append(
+            TrialView(
+                number=number,
+                params=params,
+                state="Complete",
+                message="",
+                job=None,
+                node=None,
+                metrics=point["results"],
+                cost=cost,
+                value=cost,
+                feasible=feasible,
+                created_at=0.0,
+                ended_at=0.0,
+            )
+        )
+    best = min((t for t in trials if t.feasible), key=lambda t: (t.cost or 0.0, t.number))
+    view = TuningView(
+        name="grid", user="bench", phase="Succeeded", message="", trials=trials, best=best,
+        document={"spec": {"objective": {"goal": "cheapest", "latencyP99": slo}}},
+        created_at=0.0, updated_at=0.0, ended_at=0.0,
+    )  # fmt: skip
+    title = f"{len(trials)} specs measured: cost against p99 at {truth['load']['rates'][0]:g} req/s"
+    out.write_text(svg_of(trial_chart(view), title=title))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("bench/data/tuning_grid.json"))
+    parser.add_argument(
+        "--chart", type=Path, default=None, help="only draw --out's grid into this SVG file"
+    )
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
+    if args.chart is not None:
+        chart(args.out, args.chart)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="phalanx-tuning-grid-"))
     (tmp / "cluster.yaml").write_text(CLUSTER)
     port = _free_port()

@@ -4,13 +4,15 @@ A pure function of a ``TuningView``: one point per trial that was measured, x it
 and y what the objective holds it to at the highest rate it was measured at (the p99
 latency in ms for ``cheapest``, with the SLO drawn as a line; the requests/s for
 ``throughputPerCost``). The axes run from 0 to the largest value shown (the SLO
-included), so the picture's proportions are the data's; the best trial is marked.
+included; a p99 axis to at most ``SLO_SPAN`` times the SLO, slower trials drawn on its
+top edge), so the picture's proportions are the data's; the best trial is marked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import escape
 from typing import Any, Final
 
 from phalanx.client import TrialView, TuningView
@@ -22,6 +24,8 @@ _LEFT: Final = 48.0
 _BOTTOM: Final = 28.0
 _TOP: Final = 10.0
 _RIGHT: Final = 12.0
+#: The p99 axis reaches this many times the SLO at most; slower trials sit on its top.
+SLO_SPAN: Final = 4.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +71,8 @@ def trial_chart(tuning: TuningView) -> TrialChart:
     ]
     x_max = max([t.cost or 0.0 for t, _ in measured] + [1e-9])
     y_max = max([y or 0.0 for _, y in measured] + [slo_ms or 0.0, 1e-9])
+    if slo_ms is not None:  # far over the SLO is drawn at the top: the boundary stays readable
+        y_max = min(y_max, SLO_SPAN * slo_ms)
     best = None if tuning.best is None else tuning.best.number
     span_x, span_y = WIDTH - _RIGHT - _LEFT, HEIGHT - _BOTTOM - _TOP
 
@@ -80,7 +86,7 @@ def trial_chart(tuning: TuningView) -> TrialChart:
         Point(
             number=trial.number,
             x=px(trial.cost or 0.0),
-            y=py(y or 0.0),
+            y=py(min(y or 0.0, y_max)),
             kind="best" if trial.number == best else "feasible" if trial.feasible else "missed",
             label=_label(trial, y or 0.0, cheapest),
         )
@@ -114,3 +120,36 @@ def _label(trial: TrialView, y: float, cheapest: bool) -> str:
     params = " ".join(f"{key}={value}" for key, value in trial.params.items())
     shown = f"p99 {y:.1f} ms" if cheapest else f"{y:.1f} requests/s"
     return f"trial {trial.number}: {params}; {shown}, cost {trial.cost:.3g}"
+
+
+def svg_of(chart: TrialChart, *, title: str) -> str:
+    """``chart`` as a standalone SVG document (the console draws the same in its page):
+    what ``bench/tuning_grid.py --chart`` writes for the documentation."""
+    colours = {"best": "#2f6fde", "feasible": "#2e9d5b", "missed": "#c0392b"}
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {chart.width} {chart.height}" '
+        f'width="{chart.width * 1.5:g}" height="{chart.height * 1.5:g}" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<rect width="{chart.width}" height="{chart.height}" fill="#fbfcfd"/>',
+        f'<line x1="{chart.left}" y1="{chart.bottom}" x2="{chart.right}" y2="{chart.bottom}" '
+        'stroke="#8a94a0"/>',
+        f'<line x1="{chart.left}" y1="{chart.bottom}" x2="{chart.left}" y2="{chart.top}" '
+        'stroke="#8a94a0"/>',
+        f'<text x="{chart.right}" y="{chart.height - 4}" text-anchor="end" font-size="11" '
+        f'font-family="sans-serif">{escape(chart.x_title)} (0 to {chart.x_max:.3g})</text>',
+        f'<text x="4" y="{chart.top + 8}" font-size="11" font-family="sans-serif">'
+        f"{escape(chart.y_title)}, 0 to {chart.y_max:.3g}</text>",
+    ]
+    if chart.slo_y is not None:
+        parts.append(
+            f'<line x1="{chart.left}" y1="{chart.slo_y}" x2="{chart.right}" y2="{chart.slo_y}" '
+            'stroke="#e08a00" stroke-width="1.5" stroke-dasharray="6 4"/>'
+        )
+    for point in chart.points:
+        radius = 6 if point.kind == "best" else 4
+        parts.append(
+            f'<circle cx="{point.x}" cy="{point.y}" r="{radius}" fill="{colours[point.kind]}" '
+            f'opacity="0.8"><title>{escape(point.label)}</title></circle>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

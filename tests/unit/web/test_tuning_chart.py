@@ -78,3 +78,16 @@ def test_throughput_per_cost_draws_requests_per_second_without_an_slo() -> None:
         tuning({"goal": "throughputPerCost", "rates": [5, 10]}, trial(0, 1.0, 0.1, throughput=9.5))
     )
     assert chart.slo_y is None and chart.y_title == "requests/s" and chart.y_max == 9.5
+
+
+def test_a_trial_far_over_the_slo_sits_on_the_top_edge() -> None:
+    chart = trial_chart(
+        tuning(
+            {"goal": "cheapest", "latencyP99": 0.1, "rate": 10},
+            trial(0, 1.0, 0.05),
+            trial(1, 0.5, 8.0, feasible=False),
+        )
+    )
+    assert chart.y_max == 400.0  # four times the SLO, not the 8 s trial
+    by = {p.number: p for p in chart.points}
+    assert by[1].y == chart.top and by[0].y > chart.slo_y if chart.slo_y else False
