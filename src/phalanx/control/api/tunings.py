@@ -51,7 +51,7 @@ def get_tuning(name: str, caller: Caller, session: DbSession) -> TuningView:
     return view_of(session, _visible(session, name, caller))
 
 
-@router.post("", status_code=201, response_model=TuningView, responses=errors(404, 409))
+@router.post("", status_code=201, response_model=TuningView, responses=errors(400, 404, 409))
 def create_tuning(
     body: TuningBody, caller: Caller, session: DbSession, request: Request
 ) -> TuningView:
