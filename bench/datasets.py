@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+
+from phalanx.benchmarks.serving import wait_answering
+from phalanx.executors.rendezvous import free_ports
 
 BUCKET: Final = "phalanx-bench"
 PREFIX: Final = "imagenet-slice"
@@ -69,18 +71,10 @@ spec:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_answering(url: str, process: subprocess.Popen[bytes], seconds: float) -> bool:
+def _answering(url: str, process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether moto's server at ``url`` answers anything within ``seconds``."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False
+    while process.poll() is None and time.monotonic() < deadline:
         with contextlib.suppress(httpx.HTTPError):
             httpx.get(url, timeout=1)
             return True
@@ -127,14 +121,14 @@ class Bench:
         self.jobs = 0
 
     def start(self) -> None:
-        moto_port, port = _free_port(), _free_port()
+        moto_port, port = free_ports(2)
         moto = str(Path(sys.executable).with_name("moto_server"))
         self.s3_url = f"http://127.0.0.1:{moto_port}"
         base = {**os.environ, "AWS_ENDPOINT_URL": self.s3_url, "AWS_DEFAULT_REGION": "us-east-1"}
         self.moto = _start(
             [moto, "-H", "127.0.0.1", "-p", str(moto_port)], self.tmp / "moto.log", base
         )
-        if not _wait_answering(self.s3_url, self.moto, 30):
+        if not _answering(self.s3_url, self.moto, 30):
             raise RuntimeError((self.tmp / "moto.log").read_text()[-2000:])
         (self.tmp / "cluster.yaml").write_text(CLUSTER)
         quota = f"{4 * self.files * self.file_mib}Mi"
@@ -145,7 +139,7 @@ class Bench:
         ]  # fmt: skip
         self.server = _start(command, self.tmp / "phalanx.log", base)
         self.url = f"http://127.0.0.1:{port}"
-        if not _wait_answering(self.url, self.server, 60):
+        if not wait_answering(self.url, self.server, 60):
             raise RuntimeError((self.tmp / "phalanx.log").read_text()[-2000:])
         token = (self.tmp / "data" / "admin.token").read_text().strip()
         self.api = httpx.Client(

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+
+from phalanx.benchmarks.serving import wait_answering
+from phalanx.executors.rendezvous import free_ports
 
 CPUS: Final = ["250m", "500m", "750m", "1", "1500m", "2"]
 MEMORIES: Final = ["1Gi", "1536Mi", "2Gi"]
@@ -50,13 +52,6 @@ spec:
     count: 1
     resources: {cpu: 4, memory: 12Gi}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Api:
@@ -232,7 +227,7 @@ def main() -> None:
         return
     tmp = Path(tempfile.mkdtemp(prefix="phalanx-tuning-grid-"))
     (tmp / "cluster.yaml").write_text(CLUSTER)
-    port = _free_port()
+    (port,) = free_ports(1)
     command = [
         str(Path(sys.executable).with_name("phalanx")), "up", "--data-dir", str(tmp / "data"),
         "--port", str(port), "--cluster", str(tmp / "cluster.yaml"), "--shared-identity",
@@ -241,15 +236,8 @@ def main() -> None:
         server = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url + "/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((tmp / "phalanx.log").read_text()[-2000:]) from None
-                time.sleep(0.2)
+        if not wait_answering(url, server, 60):
+            raise RuntimeError((tmp / "phalanx.log").read_text()[-2000:])
         api = Api(url, (tmp / "data" / "admin.token").read_text().strip())
         truth = measure(api, args)
         args.out.parent.mkdir(parents=True, exist_ok=True)
