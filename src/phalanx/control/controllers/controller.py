@@ -101,6 +101,7 @@ class Controller:
         self.db = db
         self._model_cache = model_cache
         self._datasets = datasets
+        self._host_held: frozenset[str] = frozenset()  # what the host's cache held last tick
         self._secrets = secrets
         self.host = host or HostFacts()
         self._identity_of = identity_of
@@ -284,7 +285,9 @@ class Controller:
             inputs = self._datasets
             if inputs is not None and inputs.cache is not None:  # every node is this host
                 held = inputs.cache.held()
-                self.cluster.hold(core, {node.name: held for node in self.cluster.nodes})
+                if held != self._host_held:  # a fill or an eviction: rare
+                    self._host_held = held
+                    self.cluster.hold(core, {node.name: held for node in self.cluster.nodes})
             if changed:
                 with self.db.session() as session:
                     if Intent.NODES in changed:

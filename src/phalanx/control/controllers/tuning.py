@@ -354,8 +354,10 @@ class Tuner:
                 stored.update_trial(
                     session, row.name, trial.number, state=stored.MEASURING, node=replica.node
                 )
+            predictor = self._predictor(spec)
+            readiness = "/healthz" if predictor is None else predictor.readiness_path
             self._measuring[key] = self._pool.submit(
-                self._measure, spec, replica.endpoint, self._path(spec)
+                self._measure, spec, replica.endpoint, readiness, load_path(spec, predictor)
             )
         elif replica.node is not None and trial.node is None:
             with self.db.write() as session:
@@ -490,35 +492,30 @@ class Tuner:
         with self.db.session() as session:
             return stored.replica(session, job)
 
+    def _predictor(self, spec: TuningSpec) -> PredictorSpec | None:
+        """The predictor ``spec`` tunes, as its service holds it now (None: gone)."""
+        with self.db.session() as session:
+            service = stored_services.get(session, spec.inference or "")
+            document = None if service is None else service.document
+        if document is None:
+            return None
+        return tuned_predictor(InferenceDocument.model_validate(document), spec)
+
     def _predictor_resources(self, spec: TuningSpec) -> dict[str, Any]:
+        """The resources the parameters leave as they are: the tuned role's or
+        predictor's."""
         if spec.job is not None:
             return dict(tuned_role(spec).resources)
-        with self.db.session() as session:
-            service = stored_services.get(session, spec.inference or "")
-            document = (
-                None if service is None else InferenceDocument.model_validate(service.document)
-            )
-        return {} if document is None else dict(tuned_predictor(document, spec).resources)
-
-    def _path(self, spec: TuningSpec) -> str:
-        if spec.load.path is not None:
-            return spec.load.path
-        with self.db.session() as session:
-            service = stored_services.get(session, spec.inference or "")
-            document = (
-                None if service is None else InferenceDocument.model_validate(service.document)
-            )
-        if document is None:
-            return "/"
-        predictor = tuned_predictor(document, spec)
-        return f"/v1/models/{model_reference(predictor.model_version).name}:predict"
+        predictor = self._predictor(spec)
+        return {} if predictor is None else dict(predictor.resources)
 
     # -- measuring (on the pool's threads) ---------------------------------------------------
 
-    def _measure(self, spec: TuningSpec, endpoint: str, path: str) -> Measured:
-        """Measure the replica at ``endpoint`` (see the module docstring)."""
+    def _measure(self, spec: TuningSpec, endpoint: str, readiness: str, path: str) -> Measured:
+        """Measure the replica at ``endpoint`` once ``readiness`` answers 200, loading
+        ``path`` (see the module docstring)."""
         base = f"http://{endpoint}"
-        problem = _ready(base + self._readiness(spec))
+        problem = _ready(base + readiness)
         if problem:
             return Measured(problem=problem)
         url, body = base + path, json.dumps(spec.load.body).encode()
@@ -548,13 +545,15 @@ class Tuner:
                 break  # the SLO broke: higher rates break it too
         return Measured(results=tuple(results))
 
-    def _readiness(self, spec: TuningSpec) -> str:
-        with self.db.session() as session:
-            service = stored_services.get(session, spec.inference or "")
-            document = (
-                None if service is None else InferenceDocument.model_validate(service.document)
-            )
-        return "/healthz" if document is None else tuned_predictor(document, spec).readiness_path
+
+def load_path(spec: TuningSpec, predictor: PredictorSpec | None) -> str:
+    """Where a trial's load goes: ``load.path``, else the torchscript runtime's predict
+    path of the predictor's model."""
+    if spec.load.path is not None:
+        return spec.load.path
+    if predictor is None:
+        return "/"
+    return f"/v1/models/{model_reference(predictor.model_version).name}:predict"
 
 
 def space_of(spec: TuningSpec) -> Space:
@@ -621,11 +620,7 @@ def trial_job(
     job = inference.replica_job(predictor, name, python=python)
     raw = job.model_dump(mode="json", by_alias=True, exclude_none=True)
     raw["metadata"]["labels"] = {TUNING_LABEL: tuning}
-    if busy:
-        raw["spec"]["affinity"] = [
-            *raw["spec"].get("affinity", []),
-            {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))},
-        ]
+    _keep_off(raw["spec"], busy)
     return JobDocument.model_validate(raw)
 
 
@@ -669,11 +664,7 @@ def training_trial_job(
             "mode": "restart",
         }
     raw["user"] = user
-    if busy:
-        raw["affinity"] = [
-            *raw.get("affinity", []),
-            {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))},
-        ]
+    _keep_off(raw, busy)
     return JobDocument.model_validate(
         {
             "apiVersion": "phalanx/v1",
@@ -682,6 +673,13 @@ def training_trial_job(
             "spec": raw,
         }
     )
+
+
+def _keep_off(spec: dict[str, Any], busy: Sequence[str]) -> None:
+    """Keep a job's (raw) ``spec`` off the nodes ``busy`` (``phalanx.io/node NotIn``)."""
+    if busy:
+        term = {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))}
+        spec["affinity"] = [*spec.get("affinity", []), term]
 
 
 def metrics_of(result: LoadResult) -> dict[str, Any]:

@@ -186,10 +186,10 @@ class DatasetWarmer:
 
     def _warm(self, want: _Want) -> None:
         """Give ``want`` to each of its nodes that does not hold it, was not tried lately."""
-        known = self._nodes()
+        known = set(self._nodes())
         held = self._held()
         now = self._clock()
-        targets = list(want.nodes or known)
+        targets = list(want.nodes or sorted(known))
         states: dict[str, NodeState] = {
             node: NodeState(node, FAILED, f"there is no node {node} (phalanx get nodes)")
             for node in targets
