@@ -105,7 +105,10 @@ def refresh_dataset(
 
 
 @router.post(
-    "/{name}/warm", status_code=202, response_model=DatasetView, responses=errors(404, 409, 501)
+    "/{name}/warm",
+    status_code=202,
+    response_model=DatasetView,
+    responses=errors(400, 404, 409, 501),
 )
 def warm_dataset(
     name: str,

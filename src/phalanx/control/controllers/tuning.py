@@ -676,7 +676,10 @@ def training_trial_job(
 
 
 def _keep_off(spec: dict[str, Any], busy: Sequence[str]) -> None:
-    """Keep a job's (raw) ``spec`` off the nodes ``busy`` (``phalanx.io/node NotIn``)."""
+    """Make a job's (raw) ``spec`` a trial's: kept off the nodes ``busy``
+    (``phalanx.io/node NotIn``), and never retried (a trial that fails is a result,
+    measured once: its point is not tried again)."""
+    spec["maxRetry"] = 0
     if busy:
         term = {"key": NODE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(busy))}
         spec["affinity"] = [*spec.get("affinity", []), term]
