@@ -31,6 +31,7 @@ from phalanx.engine.snapshot import (
     Vector,
     dimensions,
 )
+from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE, UsageBook
 
 
 class ClusterState:
@@ -42,11 +43,19 @@ class ClusterState:
     """
 
     def __init__(
-        self, nodes: Sequence[Node], queues: Sequence[Queue], *, extra_dims: Iterable[str] = ()
+        self,
+        nodes: Sequence[Node],
+        queues: Sequence[Queue],
+        *,
+        extra_dims: Iterable[str] = (),
+        half_life: float = DEFAULT_HALF_LIFE,
     ) -> None:
         self.snapshot = Snapshot(
             nodes, queues, dimensions(nodes, queues, (), extra=tuple(extra_dims))
         )
+        #: users' past usage, decaying at ``half_life`` (``Lifecycle.rebuild`` carries it
+        #: over to the state that replaces this one)
+        self.snapshot.usage = UsageBook(self.snapshot.dims, half_life=half_life)
         self.snapshot.epoch = 0  # every change below that can make room counts
         #: what one cycle keeps for the next (see ``framework.kept``)
         self.kept = KeptState(self.snapshot)
@@ -85,7 +94,7 @@ class ClusterState:
 
         A task arriving on a node holds ``gpus`` (the cards its bind named). A task leaving
         its node at ``now`` adds its GPU-seconds since its start time to the job's
-        attained service.
+        attained service, and its run to its user's usage (``Snapshot.usage``).
         """
         self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
         index = None if node is None else self.snapshot.node_index[node]
@@ -98,6 +107,8 @@ class ClusterState:
         ):
             gpu_count = task.role.spec.resources.get("gpu")
             task.job.attained_service += gpu_count * max(now - task.start_time, 0.0)
+            job = task.job
+            self.snapshot.usage.bank((job.queue.name, job.user), task.request, task.start_time, now)
         self.snapshot.move(task, status, index, gpus)
         if start_time is not None or phase is TaskPhase.PENDING:
             task.start_time = start_time

@@ -44,6 +44,7 @@ from phalanx.engine.lifecycle import (
     TaskEventKind,
     Waiting,
 )
+from phalanx.engine.plugins.fairshare import half_life_of
 from phalanx.engine.state import ClusterState
 from phalanx.sim.cluster import SimCluster
 from phalanx.sim.data import CacheModel, DataPlane, names_read, pin_datasets
@@ -140,7 +141,7 @@ class Simulation:
         self.registry = registry
         self.queues = tuple(queues if queues is not None else workload.queues)
         self.life = Lifecycle(
-            ClusterState(nodes, self.queues),
+            ClusterState(nodes, self.queues, half_life=half_life_of(config)),
             RetryPolicy(backoff=options.backoff, max_backoff=options.max_backoff),
         )
         self.jobs = {w.name: w for w in workload.jobs}

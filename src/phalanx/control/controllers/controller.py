@@ -44,6 +44,7 @@ from phalanx.engine.lifecycle import (
     TaskEventKind,
     parts_by_job,
 )
+from phalanx.engine.plugins.fairshare import half_life_of
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import (
@@ -116,9 +117,7 @@ class Controller:
         self._recorded: set[tuple[str, str]] = set()
         timing = timing or Timing()
         self._policy = RetryPolicy(backoff=timing.backoff, max_backoff=timing.max_backoff)
-        self.core = Core(
-            self._lifecycle(new_state(self.cluster.nodes, [], {})), executor(self._launch), timing
-        )
+        self.core = Core(self._lifecycle(self._empty_state()), executor(self._launch), timing)
         self._progress = ProgressReader(self.core)
         #: Offline tasks pause while online ones are busier than the watermark, ticked
         #: here (the server sets it on the local executor; each Ray node's agent runs its
@@ -209,7 +208,7 @@ class Controller:
         core, cluster = self.core, self.cluster
         cluster.forget()
         cluster.follow(core, db=None)
-        core.reset(self._lifecycle(new_state(cluster.nodes, [], {})))
+        core.reset(self._lifecycle(self._empty_state()))
         self._recorded.clear()
         core.now = self.clock()
         with self.db.session() as session:
@@ -404,6 +403,11 @@ class Controller:
 
     def _lifecycle(self, state: ClusterState) -> Lifecycle:
         return Lifecycle(state, self._policy)
+
+    def _empty_state(self) -> ClusterState:
+        """The engine state before queues and jobs are read in, its users' usage decaying
+        at the half-life the scheduler's fairshare plugin asks for."""
+        return new_state(self.cluster.nodes, [], {}, half_life=half_life_of(self.config))
 
     # -- the executor's side ---------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.engine.lifecycle import Ending, JobLife
+from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE
 from phalanx.engine.state import ClusterState
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
@@ -64,10 +65,15 @@ def stored_tasks(row: JobRow) -> tuple[Task, ...]:
 
 
 def new_state(
-    nodes: Sequence[Node], queues: Sequence[Queue], schedulable: dict[str, bool]
+    nodes: Sequence[Node],
+    queues: Sequence[Queue],
+    schedulable: dict[str, bool],
+    *,
+    half_life: float = DEFAULT_HALF_LIFE,
 ) -> ClusterState:
-    """An empty engine state over ``nodes`` and ``queues`` with cordons applied."""
-    state = ClusterState(nodes, queues)
+    """An empty engine state over ``nodes`` and ``queues`` with cordons applied, its
+    users' usage decaying at ``half_life``."""
+    state = ClusterState(nodes, queues, half_life=half_life)
     for name, ok in schedulable.items():
         index = state.snapshot.node_index.get(name)
         if index is not None:

@@ -10,6 +10,7 @@ from phalanx.engine.plugins.colocation import ColocationPlugin
 from phalanx.engine.plugins.compact import CompactPlugin
 from phalanx.engine.plugins.datalocality import DataLocalityPlugin
 from phalanx.engine.plugins.drf import DrfPlugin
+from phalanx.engine.plugins.fairshare import FairsharePlugin
 from phalanx.engine.plugins.fgd import FgdPlugin
 from phalanx.engine.plugins.gang import GangPlugin
 from phalanx.engine.plugins.goodput import GoodputPlugin
@@ -42,6 +43,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     DataLocalityPlugin,
     DotProdPlugin,
     DrfPlugin,
+    FairsharePlugin,
     FgdPlugin,
     GangPlugin,
     GoodputPlugin,

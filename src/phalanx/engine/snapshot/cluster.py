@@ -39,6 +39,7 @@ from phalanx.engine.snapshot.tasks import (
     TaskStatus,
 )
 from phalanx.engine.snapshot.units import ENGINE_UNITS, Vector, dimensions
+from phalanx.engine.snapshot.usage import UsageBook
 
 
 class Snapshot:
@@ -111,6 +112,9 @@ class Snapshot:
         self.elastic: dict[str, JobInfo] = {}
         #: resources charged per (queue, user), kept by ``move``
         self.user_allocated: dict[tuple[str, str], Vector] = {}
+        #: each (queue, user)'s closed runs, for fair-share and budgets: banked by the
+        #: driver (``ClusterState.set_task``), never by a session, so forks leave it alone
+        self.usage = UsageBook(dims)
         #: Counts the changes from outside a session that can make room for a job or let
         #: it preempt: a task moving, a job leaving or changing phase, a node opening or
         #: closing. None while nobody keeps count (a snapshot built for one session); a
