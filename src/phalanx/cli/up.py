@@ -29,6 +29,7 @@ from phalanx.cli.remote import fail, reported
 
 if TYPE_CHECKING:
     from phalanx.control.server import Server, ServerSettings
+    from phalanx.domain.prices import PriceSheet
     from phalanx.tuning.objective import Prices
 
 #: The executors ``--executor`` accepts.
@@ -127,8 +128,10 @@ def up(
     prices: str = typer.Option(
         "cpu=1,memory=0.125,gpu=10",
         "--prices",
-        help="What right-sizing charges per core, per GiB of memory and per GPU (phalanx "
-        "tune: the cost a tuning minimises or divides by), as name=price pairs.",
+        help="What an hour of a core, a GiB of memory and a GPU costs, as name=price pairs, "
+        "or a Prices file (YAML) that also prices node classes by label and reclaimable "
+        "nodes apart (docs/tasks/usage.md). Usage reports (phalanx usage) charge these; "
+        "right-sizing (phalanx tune) charges the default prices.",
     ),
     reports: Path | None = typer.Option(
         None,
@@ -199,6 +202,7 @@ def up(
                 "tasks resume below; fix: give more than 0.1, or 0 to never pause them"
             )
         uids = UidRange.parse(task_uids)
+        sheet = parse_prices(prices)
         per_user = decide(root=os.geteuid() == 0, shared=shared_identity)
         tasks = (
             tasks_dir or default_tasks_dir(directory, per_user=per_user is IdentityMode.PER_USER)
@@ -223,7 +227,8 @@ def up(
             reports=None if reports is None else reports.absolute(),
             colocation=colocation or None,
             data_cache_quota=quota,
-            prices=parse_prices(prices),
+            prices=tuning_prices(sheet),
+            price_sheet=sheet,
         )
         log_to_stderr()
         server = _server(settings)
@@ -322,19 +327,23 @@ def _client_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def parse_prices(text: str) -> Prices:
-    """``cpu=1,memory=0.125,gpu=10`` as ``Prices`` (a name left out keeps its default);
-    a person's mistake fails naming ``--prices`` and the fix."""
+def parse_prices(text: str) -> PriceSheet:
+    """``--prices``: ``cpu=1,memory=0.125,gpu=10`` (a name left out keeps its default)
+    or the path of a Prices file; a person's mistake fails naming ``--prices`` and the fix."""
+    from phalanx.domain.errors import InvalidInput  # noqa: PLC0415
+    from phalanx.spec.prices import parse_short, read_prices  # noqa: PLC0415
+
+    try:
+        if "=" in text or not text.strip():
+            return parse_short(text, field="--prices")
+        return read_prices(text)
+    except InvalidInput as error:
+        fail(error)
+
+
+def tuning_prices(sheet: PriceSheet) -> Prices:
+    """What right-sizing charges: the sheet's default prices of cpu, memory and gpu."""
     from phalanx.tuning.objective import Prices  # noqa: PLC0415
 
-    given: dict[str, float] = {}
-    for pair in filter(None, (part.strip() for part in text.split(","))):
-        name, _, value = pair.partition("=")
-        try:
-            given[name.strip()] = float(value)
-        except ValueError:
-            fail(f"--prices: {pair!r} is not name=price; fix: write cpu=1,memory=0.125,gpu=10")
-    unknown = sorted(set(given) - {"cpu", "memory", "gpu"})
-    if unknown:
-        fail(f"--prices: {unknown[0]!r} is not priced; fix: price cpu, memory and gpu")
-    return Prices(**given)
+    rates = sheet.default
+    return Prices(cpu=rates.get("cpu"), memory=rates.get("memory"), gpu=rates.get("gpu"))

@@ -36,6 +36,7 @@ from phalanx.control.api import (
 from phalanx.control.api import datasets as dataset_routes
 from phalanx.control.api import secrets as secret_routes
 from phalanx.control.api import tunings as tuning_routes
+from phalanx.control.api import usage as usage_routes
 from phalanx.control.api.deps import errors, visitor_headers
 from phalanx.control.auth import TokenCache
 from phalanx.control.batcher import SubmissionWriter
@@ -56,6 +57,7 @@ from phalanx.control.store.database import Database
 from phalanx.control.tenancy import IdentityMode, Tenancy
 from phalanx.control.throttle import Throttle
 from phalanx.domain.job import Job
+from phalanx.domain.prices import PriceSheet
 from phalanx.gateway.proxy import Gateway
 from phalanx.spec.diagnostics import format_path
 from phalanx.web import create_console
@@ -84,6 +86,7 @@ def create_app(
     lister: DatasetLister | None = None,
     warmer: DatasetWarmer | None = None,
     tuner: Tuner | None = None,
+    price_sheet: PriceSheet | None = None,
 ) -> FastAPI:
     """The API over ``db``, recording intent for ``controller``; users get what
     ``tenancy`` gives them (default: every task as the server, as with a shared identity).
@@ -103,7 +106,8 @@ def create_app(
     Secrets are sealed with ``secret_box`` (without it, creating one answers 501). A
     dataset written has ``lister`` list it soon; ``warmer`` warms datasets on request
     and says which nodes hold them (without it, a warm answers 501); ``tuner`` runs
-    the tunings' trials."""
+    the tunings' trials. Usage reports are priced by ``price_sheet`` (default: the
+    built-in prices)."""
     app = FastAPI(
         lifespan=None if gateway is None else _closing(gateway),
         title="phalanx",
@@ -134,6 +138,7 @@ def create_app(
     app.state.datasets_changed = None if lister is None else lister.poke
     app.state.dataset_warmer = warmer
     app.state.tuner = tuner  # None: tunings are recorded, and no one runs their trials
+    app.state.price_sheet = price_sheet or PriceSheet()  # what usage reports charge
     # Set when the server begins to stop: open streams (followed logs) end at once, so
     # that the shutdown never waits on a job that may run for hours.
     app.state.stopping = threading.Event()
@@ -153,6 +158,7 @@ def create_app(
         secret_routes,
         dataset_routes,
         tuning_routes,
+        usage_routes,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -74,6 +74,7 @@ from phalanx.data.cache import CacheLimits, DatasetCache
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import Job
 from phalanx.domain.node import Node
+from phalanx.domain.prices import PriceSheet
 from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
 from phalanx.executors.containers.detect import detect_runtime
@@ -122,6 +123,7 @@ class ServerSettings:
     models: str | None = None  # the model store (a path or fsspec URL); default: DATA_DIR/models
     data_cache_quota: int = 64 << 30  # bytes this host's dataset cache holds at most
     prices: Prices = field(default_factory=Prices)  # what right-sizing charges (phalanx tune)
+    price_sheet: PriceSheet = field(default_factory=PriceSheet)  # what usage reports charge
     reports: Path | None = None  # a folder of simulator reports served at /api/v1/reports
     # Unknown or invalid tokens per client address: lock-outs after a few (docs/auth.md).
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
@@ -307,6 +309,7 @@ class Server:
             lister=self.lister,
             warmer=self.warmer,
             tuner=self.tuner,
+            price_sheet=settings.price_sheet,
         )
         config = uvicorn.Config(
             self.app,

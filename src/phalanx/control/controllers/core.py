@@ -6,6 +6,13 @@ and the executor. The lifecycle decides; ``record`` writes each effect it return
 into the journal and keeps the executor's requests until the tick is committed, so
 memory and store never disagree and no process runs for a placement the store does
 not know about.
+
+The accounting ledger (``store.usage``) is written from the same effects: a task's
+allocation opens when it is bound (it holds the node's resources from then on) and
+closes when it leaves the node (Pending again, Succeeded, Failed, or its job ended),
+each at the time the effect carries, never the clock's, so the ledger says what the
+lifecycle's records say. A restart changes nothing there: tasks taken back keep their
+open allocation; the lifecycle closes those it finds lost, at the time it says.
 """
 
 from __future__ import annotations
@@ -32,10 +39,15 @@ from phalanx.engine.lifecycle import (
     TaskChanged,
     Waiting,
 )
+from phalanx.engine.plugins.reclaimable import RECLAIMABLE_LABEL
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import Executor
 
 __all__ = ["TERMINAL", "Core", "Rows", "Timing"]
+
+#: The task phases in which a task holds its node, and those in which it has left it.
+_ON_NODE = frozenset({TaskPhase.BOUND, TaskPhase.RUNNING, TaskPhase.RELEASING})
+_OFF_NODE = frozenset({TaskPhase.PENDING, TaskPhase.SUCCEEDED, TaskPhase.FAILED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +83,8 @@ class Core:
         self.starts: list[Bind] = []
         self.stops: list[Evict] = []
         self.ended = 0  # jobs ended so far (the workflow controller watches it)
+        #: why tasks are being stopped (the eviction's action), per job: an allocation's end
+        self._stopping: dict[str, dict[str, str]] = {}
 
     @property
     def state(self) -> ClusterState:
@@ -83,6 +97,7 @@ class Core:
         self.rows = {}
         self.journal = Journal()
         self.starts, self.stops = [], []
+        self._stopping = {}
 
     def record(self, effects: Iterable[Effect]) -> None:
         """Journal what the lifecycle did and queue its executor requests for ``dispatch``."""
@@ -108,6 +123,7 @@ class Core:
                         self.journal.task(row, **_task_columns(effect))
                     else:  # added by a growth in this tick, not inserted yet
                         self.journal.new_task_update(rows.id, effect.task, **_task_columns(effect))
+                    self._account(effect, rows.id)
                 case Resized():
                     self._resized(effect)
                 case JobCounters():
@@ -125,6 +141,9 @@ class Core:
                         self.rows[effect.job].id, reason=effect.code, message=effect.message
                     )
                 case Event():
+                    if effect.stops:
+                        stopping = self._stopping.setdefault(effect.job, {})
+                        stopping.update((stop.task, stop.action) for stop in effect.stops)
                     self.journal.event(
                         self.rows[effect.job].id, effect.time, effect.kind.value, effect.message
                     )
@@ -137,6 +156,16 @@ class Core:
         self.ended += len(ended)
         for name in ended:
             self.rows.pop(name, None)
+            self._stopping.pop(name, None)
+
+    def _account(self, change: TaskChanged, job_id: int) -> None:
+        """Open the task's allocation when it is bound; close it when it leaves its node."""
+        if change.phase is TaskPhase.BOUND:
+            self.journal.allocate(job_id, change.task, **self._allocation(change))
+        elif change.phase in _OFF_NODE and change.previous in _ON_NODE:
+            action = self._stopping.get(change.job, {}).pop(change.task, None)
+            reason = action or change.phase.value
+            self.journal.release(job_id, change.task, end=change.time, reason=reason)
 
     def _resized(self, change: Resized) -> None:
         """Insert the rows of an elastic role's new tasks; delete those of its gone ones."""
@@ -149,6 +178,30 @@ class Core:
             )
         for name in change.removed:
             self.journal.remove_task(rows.id, name, rows.tasks.pop(name, None))
+            # a removed task has left its node already; should one not have, it does now
+            self.journal.release(rows.id, name, end=change.time, reason="shrink")
+
+    def _allocation(self, change: TaskChanged) -> dict[str, Any]:
+        """The ledger's columns of a task bound now: what its role requests, the job's
+        user and queue, the node's labels (a report needs no node that may be gone)."""
+        job = self.life.jobs[change.job].job
+        role = next(r for r in job.roles if r.name == change.role)
+        snapshot = self.state.snapshot
+        index = snapshot.node_index.get(change.node or "")
+        labels = {} if index is None else dict(snapshot.nodes[index].labels)
+        return {
+            "job": change.job,
+            "user": job.user,
+            "queue": job.queue,
+            "role": change.role,
+            "node": change.node or "",
+            "resources": dict(role.resources.without_zeros().items()),
+            "gpus": list(change.gpus),
+            "labels": labels,
+            "reclaimable": labels.get(RECLAIMABLE_LABEL) == "true",
+            "elastic": role.elastic is not None,
+            "start": change.time,
+        }
 
     def dispatch(self) -> list[tuple[list[Bind], Exception]]:
         """Send the tick's start and stop requests to the executor (after the commit).

@@ -481,3 +481,36 @@ class TrialRow(Base):
     feasible: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class AllocationRow(Base):
+    """One placement of one task: what it held (its role's ``resources`` in canonical
+    units, its ``gpus``) on which ``node`` from ``start`` (bound) to ``end`` (off the
+    node; None while it holds it), and why it ended (``ended_by``). The job's ``user``,
+    ``queue`` and ``role`` are copied, and the node's ``labels`` and whether it was
+    ``reclaimable``, so that a report needs neither a job nor a node that may be gone:
+    rows outlive their job (no foreign key). ``job_id`` is the job's row while it lives.
+    ``elastic``: the task's role is elastic (what it saved on reclaimable nodes counts)."""
+
+    __tablename__ = "allocations"
+    __table_args__ = (
+        Index("ix_allocations_open", "job_id", "task", "end"),
+        Index("ix_allocations_end", "end"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(Integer)
+    job: Mapped[str] = mapped_column(String(253), index=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    queue: Mapped[str] = mapped_column(String(253), index=True)
+    task: Mapped[str] = mapped_column(String(330))
+    role: Mapped[str] = mapped_column(String(63))
+    node: Mapped[str] = mapped_column(String(253))
+    resources: Mapped[dict[str, float]] = mapped_column(JSON)
+    gpus: Mapped[list[int]] = mapped_column(JSON, default=list)
+    labels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    reclaimable: Mapped[bool] = mapped_column(Boolean, default=False)
+    elastic: Mapped[bool] = mapped_column(Boolean, default=False)
+    start: Mapped[float] = mapped_column(Float, index=True)
+    end: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended_by: Mapped[str] = mapped_column(String(32), default="")
