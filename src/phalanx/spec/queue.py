@@ -2,7 +2,7 @@
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
 and deserved share never exceed its capability on any resource, and each cell type
-appears once in its ``cells``. Its weight, priority, starvation threshold and quantities
+appears once in its ``cells``; a budget names at least one amount. Its weight, priority, starvation threshold and quantities
 are within the bounds of ``phalanx.spec.limits``.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, model_validator
 
 from phalanx.domain.cells import CellGuarantee
-from phalanx.domain.queue import ROOT_QUEUE, Queue
+from phalanx.domain.queue import ROOT_QUEUE, Budget, Queue, UserLimits, WhenSpent
 from phalanx.domain.resources import Resources
 from phalanx.spec.common import (
     API_VERSION,
@@ -36,6 +36,88 @@ class CellGuaranteeSpec(SpecModel):
     """A cell type of the Cluster (its cellTypes, or one derived from a GPU topology)."""
     count: Annotated[int, Field(ge=1, le=1_000_000)]
     """How many whole cells of that type the queue is guaranteed."""
+
+
+#: Most jobs a per-user limit may name: far beyond any queue's real limit.
+MAX_JOBS_LIMIT = 1_000_000
+#: Longest budget period, in seconds: the usage book keeps closed runs by the hour for
+#: 31 days (``engine.snapshot.usage.KEEP_HOURS``), and periods are whole hours.
+MAX_BUDGET_PERIOD = 31 * 86_400.0
+
+
+class UserLimitsSpec(SpecModel):
+    """``limits`` (each user of the queue) or one entry of ``userLimits``: what one user
+    may have at once in this queue. A field left out is not limited (in ``userLimits``:
+    the queue's ``limits`` apply to it)."""
+
+    running_jobs: Annotated[int, Field(ge=0, le=MAX_JOBS_LIMIT)] | None = None
+    """Most of the user's jobs running (holding nodes) at once (Slurm's MaxJobsPerUser);
+    more wait, with the reason."""
+    waiting_jobs: Annotated[int, Field(ge=0, le=MAX_JOBS_LIMIT)] | None = None
+    """Most of the user's jobs submitted and not yet running (Slurm's
+    MaxSubmitJobsPerUser); more are refused at submit (the control plane's check: the
+    simulator has no submit to refuse)."""
+    resources: ResourceMap | None = None
+    """Most the user's jobs hold at once, per resource named (Slurm's MaxTRESPerUser):
+    ``{gpu: 8}``; a job that would pass it waits, with the reason."""
+
+    def to_domain(self) -> UserLimits:
+        """The domain ``UserLimits`` in canonical units."""
+        return UserLimits(
+            running_jobs=self.running_jobs,
+            waiting_jobs=self.waiting_jobs,
+            resources=_optional(self.resources),
+        )
+
+
+class BudgetSpec(SpecModel):
+    """``budget``: resource-hours the queue's users may use per period (Slurm's
+    GrpTRESMins, in hours): ``{period: 7d, perUser: {gpu: 100}, queue: {gpu: 1000},
+    whenSpent: hold}``. What a user used counts runs that ended in the period and tasks
+    running now."""
+
+    period: JobDuration
+    """How often the budget restarts, in whole hours up to 31d: periods are aligned to t=0
+    (a 1d period restarts at UTC midnight)."""
+    per_user: ResourceMap | None = None
+    """Resource-hours each user may use per period: ``gpu: 100`` is 100 GPU-hours, ``cpu``
+    in core-hours, ``memory`` in byte-hours written as quantities (``512Gi``: 512 GiB-hours)."""
+    queue: ResourceMap | None = None
+    """Resource-hours all the queue's users may use together per period, as perUser."""
+    when_spent: Literal["hold", "lowerPriority"] = "hold"
+    """What happens to new jobs once a budget is spent: ``hold`` (they wait, with the
+    reason, until the next period) or ``lowerPriority`` (they go after every job within
+    budget, and such jobs may preempt them)."""
+
+    @model_validator(mode="after")
+    def _whole_hours(self) -> Self:
+        hours = self.period / 3600
+        if hours != int(hours) or self.period > MAX_BUDGET_PERIOD:
+            raise located(
+                f"a budget period of {self.period:g} s is not a whole number of hours up to 31d",
+                "give whole hours, at most 31d: 1h, 24h, 1d, 7d, 30d",
+                at=("period",),
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _names_an_amount(self) -> Self:
+        if not self.per_user and not self.queue:
+            raise located(
+                "a budget without amounts limits nothing",
+                "give perUser or queue resource-hours, e.g. perUser: {gpu: 100}, or drop budget",
+                at=("perUser",),
+            )
+        return self
+
+    def to_domain(self) -> Budget:
+        """The domain ``Budget`` in canonical units (times hours)."""
+        return Budget(
+            period=self.period,
+            per_user=_optional(self.per_user),
+            queue=_optional(self.queue),
+            when_spent=WhenSpent(self.when_spent),
+        )
 
 
 class QueueSpec(SpecModel):
@@ -78,6 +160,15 @@ class QueueSpec(SpecModel):
     always may."""
     cells: list[CellGuaranteeSpec] = Field(default_factory=list)
     """Whole cells the queue is guaranteed, making it a virtual cluster (the hived plugin)."""
+    limits: UserLimitsSpec = UserLimitsSpec()
+    """What each user of the queue may have at once (running jobs, waiting jobs,
+    resources held), unless userLimits says otherwise for that user."""
+    user_limits: dict[UserName, UserLimitsSpec] = Field(default_factory=dict)
+    """Limits of named users, each replacing the fields it sets of limits (a resources
+    map replaces the whole map): ``{alice: {runningJobs: 8}}``. A user who never submits
+    here is fine."""
+    budget: BudgetSpec | None = None
+    """Resource-hours the queue's users may use per period, and what happens once spent."""
 
     @model_validator(mode="after")
     def _cell_types_once(self) -> Self:
@@ -152,6 +243,11 @@ class QueueDocument(SpecModel):
             priority=spec.priority,
             starvation_threshold=spec.starvation_threshold,
             cells=tuple(CellGuarantee(type=c.type, count=c.count) for c in spec.cells),
+            limits=spec.limits.to_domain(),
+            user_limits=tuple(
+                (user, limits.to_domain()) for user, limits in sorted(spec.user_limits.items())
+            ),
+            budget=None if spec.budget is None else spec.budget.to_domain(),
         )
 
 

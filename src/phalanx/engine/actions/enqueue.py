@@ -63,8 +63,10 @@ class EnqueueAction(Action):
         if snapshot.elastic:  # growth is lent: any waiting gang may take it back
             budget += lent_total(snapshot.elastic.values(), len(snapshot.dims))
         standing = session.kept.get(_refusals, Lifetime.EPOCH)
-        # Within a session budgets only shrink and queues only fill, so a job refused for a
-        # given (queue, minimum, priority, starving) means every later such job is refused.
+        # Within a session budgets only shrink and queues (and their users' holdings) only
+        # fill, so a job refused for a given (queue, user, minimum, priority, starving)
+        # means every later such job is refused. The user is in the key because a plugin
+        # may refuse by what the user holds (userlimits): another user's job may still go.
         refused: dict[tuple[object, ...], Reason] = {}
         for job in _pending_in_order(session, standing):
             invalid = session.points.job_valid(job)
@@ -75,6 +77,7 @@ class EnqueueAction(Action):
             minimum = job.min_request()
             key = (
                 job.queue.name,
+                job.user,
                 minimum.tobytes(),
                 job.priority,
                 session.points.job_starving(job),
@@ -82,17 +85,17 @@ class EnqueueAction(Action):
             known = refused.get(key)
             if known is not None:
                 session.record_reason(job, known)
-                standing[job.name] = (bool(key[3]), known)
+                standing[job.name] = (bool(key[4]), known)
                 continue
             if not session.points.job_enqueueable(job):
                 refused[key] = session.reasons[job.name]  # the rejecting plugin recorded why
-                standing[job.name] = (bool(key[3]), refused[key])
+                standing[job.name] = (bool(key[4]), refused[key])
                 continue
             short = minimum > budget + EPSILON
             if short.any() and not _room_can_be_made(session, job, minimum, budget):
                 _record_no_room(session, job, minimum, short, promised)
                 refused[key] = session.reasons[job.name]
-                standing[job.name] = (bool(key[3]), refused[key])
+                standing[job.name] = (bool(key[4]), refused[key])
                 continue
             session.admitted.append(job.name)
             if _uses_budget(session, job):

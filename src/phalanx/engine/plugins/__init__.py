@@ -1,5 +1,5 @@
 """Plugins: the nouns of a session, a module per small plugin and a package per large one
-(fgd, hived, gpufit, shares); ``BUILTIN_PLUGINS`` lists every built-in one."""
+(fgd, hived, gpufit, shares, userlimits); ``BUILTIN_PLUGINS`` lists every built-in one."""
 
 from typing import Any
 
@@ -32,6 +32,7 @@ from phalanx.engine.plugins.shares.capacity import CapacityPlugin
 from phalanx.engine.plugins.shares.proportion import ProportionPlugin
 from phalanx.engine.plugins.sjf import SjfPlugin
 from phalanx.engine.plugins.sla import SlaPlugin
+from phalanx.engine.plugins.userlimits import UserLimitsPlugin
 
 BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     BalancedPlugin,
@@ -63,6 +64,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin[Any]], ...] = (
     SjfPlugin,
     SlaPlugin,
     SpreadPlugin,
+    UserLimitsPlugin,
 )
 
 __all__ = ["BUILTIN_PLUGINS"]
