@@ -42,6 +42,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "cordon": Lazy("cordon", "cordon"),
     "uncordon": Lazy("cordon", "uncordon"),
     "drain": Lazy("cordon", "drain"),
+    "usage": Lazy("usage", "usage"),
     "demo": Lazy("demo", "demo"),
     "version": Lazy("version", "version"),
     "get": Lazy("get", "app"),

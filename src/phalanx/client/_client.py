@@ -24,6 +24,7 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.secret import SecretDocument
+from phalanx.wire.usage import UsageBy, UsageView
 from phalanx.wire.views import (
     CacheEntryView,
     DatasetView,
@@ -604,6 +605,23 @@ class Client:
         return _parse(RunView, self._call("DELETE", f"/runs/{_segment(run_id)}"))
 
     # -- simulator reports -----------------------------------------------------------------
+
+    def usage(
+        self,
+        *,
+        user: str | None = None,
+        queue: str | None = None,
+        job: str | None = None,
+        since: str | float | None = None,
+        until: str | float | None = None,
+        by: UsageBy = "job",
+    ) -> UsageView:
+        """GPU-, CPU- and memory-hours held within ``[since, until)`` (ISO dates, seconds
+        since the epoch, or spans ago such as ``7d``), priced, by job, user, queue or
+        allocation; a user's own unless an admin asks for another's or everyone's."""
+        given = {"user": user, "queue": queue, "job": job, "since": since, "until": until}
+        params = {name: str(value) for name, value in given.items() if value is not None}
+        return _parse(UsageView, self._call("GET", "/usage", params={**params, "by": by}))
 
     def reports(self) -> list[ReportView]:
         """The simulator reports the server shares (``phalanx up --reports DIR``), newest
