@@ -24,6 +24,7 @@ from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
 from phalanx.domain.resources import Resources
+from phalanx.spec.queue import QueueDocument, limits_summary
 
 app = typer.Typer(
     help="Show one job, run, queue, node, model, inference service, secret, dataset or tuning in "
@@ -133,6 +134,7 @@ def describe_queue(ctx: typer.Context, name: str = typer.Argument(..., help="The
                 "Weight": f"{queue.weight:g}",
                 "Submitters": submitters,
                 "Jobs": jobs,
+                **dict(limits_summary(QueueDocument.model_validate(queue.document).spec)),
             }
         )
     )

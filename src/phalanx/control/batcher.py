@@ -27,6 +27,7 @@ from phalanx.control.store import DataError, IntegrityError
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.submit import check_models, name_taken, resolve_queues, store_jobs
+from phalanx.control.waiting_limits import check_waiting
 from phalanx.domain.job import Job
 from phalanx.spec.job import JobDocument
 from phalanx.wire.views import JobView
@@ -91,12 +92,16 @@ class SubmissionWriter:
     def _write(self, batch: list[_Item]) -> None:
         try:
             with self._db.write() as session:
-                resolved = check_datasets(
+                resolved = check_waiting(
                     session,
-                    check_secrets(
+                    check_datasets(
                         session,
-                        check_models(
-                            session, resolve_queues(session, [(d, who) for d, who, _ in batch])
+                        check_secrets(
+                            session,
+                            check_models(
+                                session,
+                                resolve_queues(session, [(d, who) for d, who, _ in batch]),
+                            ),
                         ),
                     ),
                 )

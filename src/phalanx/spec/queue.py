@@ -253,3 +253,54 @@ class QueueDocument(SpecModel):
 
 def _optional(amounts: ResourceMap | None) -> Resources | None:
     return None if amounts is None else resources_of(amounts)
+
+
+def limits_summary(spec: QueueSpec) -> list[tuple[str, str]]:
+    """A queue's per-user limits and budget for people, as (label, text) lines in the
+    words of the document: ``("Limits", "runningJobs 4, waitingJobs 20, resources gpu 8")``,
+    ``("Limits of alice", ...)``, ``("Budget", "per 7d: perUser gpu 100, queue gpu 1000
+    (resource-hours); when spent: hold")``. None of them for a queue without any."""
+    lines: list[tuple[str, str]] = []
+    said = _said_limits(spec.limits)
+    if said:
+        lines.append(("Limits", f"{said} (each user)"))
+    for user, own in sorted(spec.user_limits.items()):
+        lines.append((f"Limits of {user}", _said_limits(own) or "as the queue's"))
+    budget = spec.budget
+    if budget is not None:
+        amounts = [
+            f"{field} {_said_map(given)}"
+            for field, given in (("perUser", budget.per_user), ("queue", budget.queue))
+            if given
+        ]
+        lines.append(
+            (
+                "Budget",
+                f"per {_said_period(budget.period)}: {', '.join(amounts)} (resource-hours); "
+                f"when spent: {budget.when_spent}",
+            )
+        )
+    return lines
+
+
+def _said_limits(limits: UserLimitsSpec) -> str:
+    parts = [
+        f"{name} {value}"
+        for name, value in (
+            ("runningJobs", limits.running_jobs),
+            ("waitingJobs", limits.waiting_jobs),
+        )
+        if value is not None
+    ]
+    if limits.resources is not None:
+        parts.append(f"resources {_said_map(limits.resources)}")
+    return ", ".join(parts)
+
+
+def _said_map(amounts: ResourceMap) -> str:
+    return " ".join(f"{name}={value}" for name, value in amounts.items()) or "none"
+
+
+def _said_period(seconds: float) -> str:
+    days, hours = divmod(int(seconds // 3600), 24)
+    return f"{days}d" if not hours else (f"{days}d{hours}h" if days else f"{hours}h")

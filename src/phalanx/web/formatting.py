@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from phalanx.spec.queue import QueueDocument, limits_summary
+
 _GI: Final = 1024**3
 
 
@@ -75,6 +77,12 @@ def version(reference: str) -> str:
     return reference.partition("@")[0]
 
 
+def queue_limits(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """A queue's per-user limits and budget, as ``phalanx describe queue`` says them,
+    from its stored document (none for a queue without any)."""
+    return limits_summary(QueueDocument.model_validate(document).spec)
+
+
 FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "amount": amount,
     "utc": utc,
@@ -83,4 +91,5 @@ FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "counts": counts,
     "seconds": seconds,
     "version": version,
+    "queue_limits": queue_limits,
 }

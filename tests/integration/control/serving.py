@@ -68,6 +68,7 @@ def running_server(
     reports: Path | None = None,
     colocation: float | None = None,
     data_cache_quota: int = 64 << 30,
+    scheduler: str = "phalanx-default",
 ) -> Iterator[Server]:
     """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
     the data dir's; simulator reports shared from ``reports``, default none); stopped
@@ -88,6 +89,7 @@ def running_server(
         reports=reports,
         colocation=colocation,
         data_cache_quota=data_cache_quota,
+        scheduler=scheduler,
     )
     server = Server(settings)
     server.start()

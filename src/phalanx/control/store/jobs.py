@@ -198,6 +198,30 @@ def count_by_phase(session: Session, queue: str) -> dict[str, int]:
     return {row[0]: row[1] for row in session.execute(query.group_by(JobRow.phase))}
 
 
+def waiting_per_user(
+    session: Session, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """How many jobs of each (queue, user) of ``keys`` wait: submitted, not running yet
+    and not ended (Pending or Queued). Keys without such jobs are absent."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    query = (
+        select(JobRow.queue, JobRow.user, func.count())
+        .where(
+            JobRow.queue.in_(sorted({queue for queue, _ in wanted})),
+            JobRow.user.in_(sorted({user for _, user in wanted})),
+            JobRow.phase.in_([JobPhase.PENDING.value, JobPhase.QUEUED.value]),
+        )
+        .group_by(JobRow.queue, JobRow.user)
+    )
+    return {
+        (queue, user): count
+        for queue, user, count in session.execute(query)
+        if (queue, user) in wanted
+    }
+
+
 def count_active(session: Session, queue: str) -> int:
     """How many jobs of ``queue`` have not ended."""
     query = select(func.count()).where(JobRow.queue == queue, JobRow.phase.not_in(ENDED))
