@@ -31,7 +31,7 @@ from phalanx.plugins import installed_registry
 from phalanx.policies import Policy, load_policy, policy_names
 from phalanx.sim.clusters import PRESETS, load_cluster
 from phalanx.sim.data import DATA_FIGURES, byte_amount, parse_cache_model, with_datasets
-from phalanx.sim.metrics import HEADLINE_FIGURES
+from phalanx.sim.metrics import HEADLINE_FIGURES, USER_FIGURES
 from phalanx.sim.pipeline import (
     check_replayable,
     load_timings,
@@ -109,6 +109,14 @@ NODE_CACHE = typer.Option(
 NODE_BANDWIDTH = typer.Option(
     "1G", help="Bytes/s each node reads datasets from the store at (its fills take turns)."
 )
+FAIRNESS_WINDOW = typer.Option(
+    "1d",
+    help="Window of simulated time over which Jain's index between users is taken (users' "
+    "GPU-time against their max-min fair share), e.g. 6h.",
+)
+PER_USER = typer.Option(
+    False, "--per-user", help="Also print a table of per-user figures for each scheduler."
+)
 FIXED_PERIOD = typer.Option(
     False,
     "--fixed-period",
@@ -125,6 +133,7 @@ def _play(
     options: SimOptions,
     out: Path,
     registry: Registry,
+    fairness_window: float,
 ) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     options = replace(options, oracle_runtime=policy.oracle_runtime)
@@ -160,7 +169,7 @@ def _play(
     summary = {
         "policy": policy.name,
         "total_gpus": metrics.total_gpus,
-        **metrics.summary(sim_wall_s=simulation.wall_seconds),
+        **metrics.summary(sim_wall_s=simulation.wall_seconds, fairness_window=fairness_window),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _write_jobs(out / "jobs.csv", metrics.per_job())
@@ -201,6 +210,8 @@ class _Replay:
     dataset_size: str
     node_cache: str
     node_bandwidth: str
+    fairness_window: str
+    per_user: bool
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> _Replay:
@@ -217,7 +228,11 @@ def _simulate(schedulers: list[str], replay: _Replay, *, nested: bool, title: st
         summaries = [summary for _, summary in results]
         typer.echo(json.dumps(summaries if nested else summaries[0]))
     else:
-        Console().print(_table(results))
+        printer = Console()
+        printer.print(_table(results))
+        if replay.per_user:
+            for _, summary in results:
+                printer.print(_user_table(summary))
 
 
 def _run_all(
@@ -232,6 +247,8 @@ def _run_all(
     horizon = parse_duration(replay.until) if replay.until else None
     mtbf = parse_duration(replay.node_mtbf) if replay.node_mtbf else None
     mttr = parse_duration(replay.node_mttr)
+    with _option("--fairness-window", replay.fairness_window):
+        window = parse_duration(replay.fairness_window)
     registry = installed_registry()
     policies = [load_policy(s) for s in schedulers]
     for policy in policies:
@@ -257,7 +274,8 @@ def _run_all(
     results = []
     for policy in policies:
         folder = out / policy.name if nested else out
-        results.append((folder, _play(policy, workload, nodes, queues, options, folder, registry)))
+        summary = _play(policy, workload, nodes, queues, options, folder, registry, window)
+        results.append((folder, summary))
     return results
 
 
@@ -296,6 +314,51 @@ def _table(results: list[tuple[Path, dict[str, object]]]) -> Table:
     shown = [key for key in DATA_FIGURES if any(key in summary for _, summary in results)]
     for key in (*HEADLINE_FIGURES, *shown):
         table.add_row(key, *(str(summary.get(key)) for _, summary in results))
+    table.add_section()  # fairness between users: n/a where the workload has one user
+    for key in USER_FIGURES:
+        table.add_row(key, *(_cell(summary.get(key)) for _, summary in results))
+    return table
+
+
+def _cell(value: object) -> str:
+    return "n/a" if value is None else str(value)
+
+
+#: Columns of the per-user table: (per-user key, heading).
+_USER_COLUMNS = (
+    ("jobs", "jobs"),
+    ("finished", "finished"),
+    ("avg_jct_s", "avg JCT s"),
+    ("avg_wait_s", "avg wait s"),
+    ("starvation_s", "max wait s"),
+    ("gpu_time_s", "GPU-h"),
+)
+#: Rows of the per-user table: the users with the most GPU-time (summary.json has all).
+_USER_ROWS = 20
+
+
+def _user_table(summary: Mapping[str, object]) -> Table:
+    """One row per user, most GPU-time first: jobs, mean JCT (n/a with none finished),
+    mean and longest wait (never-started jobs waiting until the end), GPU-hours."""
+    rows = summary.get("per_user")
+    users = sorted(
+        (rows if isinstance(rows, dict) else {}).items(),
+        key=lambda item: (-float(item[1]["gpu_time_s"]), item[0]),
+    )
+    shown = f"the {_USER_ROWS} with the most GPU-time of {len(users)}"
+    table = Table(
+        title=f"per user: {escape(str(summary.get('policy')))}",
+        caption=shown + " (all in summary.json)" if len(users) > _USER_ROWS else None,
+    )
+    table.add_column("user")
+    for _, heading in _USER_COLUMNS:
+        table.add_column(heading, justify="right")
+    for user, row in users[:_USER_ROWS]:
+        cells = {key: row.get(key) for key, _ in _USER_COLUMNS}
+        cells["gpu_time_s"] = round(float(row["gpu_time_s"]) / 3600.0, 1)
+        if not row.get("finished"):
+            cells["avg_jct_s"] = None
+        table.add_row(escape(str(user)), *(_cell(cells[key]) for key, _ in _USER_COLUMNS))
     return table
 
 
@@ -330,6 +393,8 @@ def run(
     dataset_size: str = DATASET_SIZE,
     node_cache: str = NODE_CACHE,
     node_bandwidth: str = NODE_BANDWIDTH,
+    fairness_window: str = FAIRNESS_WINDOW,
+    per_user: bool = PER_USER,
 ) -> None:
     """Replay WORKLOAD on CLUSTER with one scheduler; write summary, events and a report."""
     title = f"phalanx sim: {scheduler} on {_workload_label(workload)}"
@@ -358,6 +423,8 @@ def compare(
     dataset_size: str = DATASET_SIZE,
     node_cache: str = NODE_CACHE,
     node_bandwidth: str = NODE_BANDWIDTH,
+    fairness_window: str = FAIRNESS_WINDOW,
+    per_user: bool = PER_USER,
 ) -> None:
     """Replay WORKLOAD under several schedulers side by side; one report compares them."""
     title = f"phalanx sim compare on {_workload_label(workload)}"

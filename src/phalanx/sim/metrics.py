@@ -14,6 +14,7 @@ from typing import Final
 
 import numpy as np
 
+from phalanx.sim import userfair
 from phalanx.sim.data import DataStats
 from phalanx.sim.fragmentation import FragmentationSummary
 
@@ -32,6 +33,9 @@ HEADLINE_FIGURES: Final = (
     "jain_fairness",
     "sim_wall_s",
 )
+#: The figures of fairness between users (``phalanx.sim.userfair``), shown after the
+#: headline ones; None (n/a) when the workload has fewer than two users.
+USER_FIGURES: Final = userfair.USER_FIGURES
 
 
 @dataclass(slots=True)
@@ -113,6 +117,10 @@ class Metrics:
         self.fragmented = _Series()  # fragmented GPUs (FGD), sampled after sessions
         self.frag_rate = _Series()  # fragmented / free GPUs
         self._user_allocated: dict[str, float] = defaultdict(float)
+        # Gang GPUs of each user's unfinished jobs: what they could use (userfair's demand).
+        self.user_demand: dict[str, _Series] = defaultdict(_Series)
+        self._user_demand: dict[str, float] = defaultdict(float)
+        self._unfinished: set[str] = set()
         self.guarantee = queue_guarantees
         self.deserved = queue_deserved
         self.below_guarantee: dict[str, float] = defaultdict(float)
@@ -131,6 +139,13 @@ class Metrics:
             record.submit if self.start_time is None else min(self.start_time, record.submit)
         )
         self._waiting[record.queue] += 1
+        self._unfinished.add(record.name)
+        self._demand(record.submit, record.user, record.gpus)
+
+    def _demand(self, time: float, user: str, gpus: float) -> None:
+        if gpus:
+            self._user_demand[user] = max(0.0, self._user_demand[user] + gpus)
+            self.user_demand[user].set(time, self._user_demand[user])
 
     def allocation(
         self, time: float, queue: str, user: str, resources: Mapping[str, float], sign: float
@@ -165,6 +180,9 @@ class Metrics:
         record = self.jobs[job]
         record.end, record.outcome = time, outcome
         self.end_time = max(self.end_time, time)
+        if record.name in self._unfinished:
+            self._unfinished.discard(record.name)
+            self._demand(time, record.user, -record.gpus)
 
     def _advance(self, time: float) -> None:
         """Charge time spent below guarantee by queues that had work waiting."""
@@ -175,15 +193,21 @@ class Metrics:
                     self.below_guarantee[queue] += span
         self._last = max(self._last, time)
 
-    def summary(self, *, sim_wall_s: float) -> dict[str, object]:
-        """summary.json: the figures named by the simulator issue, plus per-queue detail;
-        with the ``DATA_FIGURES`` when the run modelled datasets."""
+    def summary(
+        self, *, sim_wall_s: float, fairness_window: float = userfair.DAY
+    ) -> dict[str, object]:
+        """summary.json: the figures named by the simulator issue, plus per-queue and
+        per-user detail and the ``USER_FIGURES`` (Jain's index over users per window of
+        ``fairness_window`` seconds); with the ``DATA_FIGURES`` when the run modelled
+        datasets."""
         records = list(self.jobs.values())
         finished = [r for r in records if r.outcome == "finished"]
         jct = np.array([r.jct for r in finished if r.jct is not None], dtype=float)
         delay = np.array([r.queue_delay for r in records if r.queue_delay is not None], dtype=float)
         start = self.start_time or 0.0
         end = max(self.end_time, start)
+        per_user = self.per_user(start, end)
+        found = self.user_windows(start, end, fairness_window) if len(per_user) > 1 else []
         return {
             "jobs": len(records),
             "finished": len(finished),
@@ -216,13 +240,14 @@ class Metrics:
             "gpu_frag_rate_avg": round(self.frag_rate.average(start, end), 6),
             "preemptions": self.preemptions,
             "jain_fairness": self.jain(start, end),
+            **userfair.user_figures(per_user, found, window=fairness_window),
             "sessions": len(self.session_seconds),
             "session_p50_ms": round(1000 * _pct(np.array(self.session_seconds), 50), 3),
             "session_p99_ms": round(1000 * _pct(np.array(self.session_seconds), 99), 3),
             "sim_wall_s": round(sim_wall_s, 3),
             **({} if self.data is None else self.data.summary()),
             "per_queue": self.per_queue(start, end),
-            "per_user": self.per_user(start, end),
+            "per_user": per_user,
         }
 
     def per_job(self) -> list[dict[str, object]]:
@@ -256,8 +281,21 @@ class Metrics:
         return result
 
     def per_user(self, start: float, end: float) -> dict[str, dict[str, float | int]]:
-        """Per user: jobs, JCT, delay, starvation (longest wait), GPU share over the run."""
+        """Per user: jobs, JCT, delay, waiting, starvation (longest wait), GPU share and
+        GPU-time over the run."""
         return self._per_group(lambda r: r.user, self.user_alloc, start, end)
+
+    def user_windows(self, start: float, end: float, window: float) -> list[userfair.Window]:
+        """Fairness between users in each window of ``window`` seconds from ``start``
+        (``phalanx.sim.userfair`` defines it)."""
+        return userfair.windows(
+            {user: series.points for user, series in self.user_demand.items()},
+            {user: series.points for user, series in self.user_alloc.items()},
+            capacity=self.total_gpus,
+            start=start,
+            end=end,
+            window=window,
+        )
 
     def _per_group(
         self,
@@ -273,10 +311,13 @@ class Metrics:
         for name in sorted(groups):
             records = groups[name]
             jct = np.array([r.jct for r in records if r.jct is not None], dtype=float)
+            # a job that never started has waited until the end of the run
             waits = [
-                (r.first_start if r.first_start is not None else end) - r.submit for r in records
+                max(0.0, (r.first_start if r.first_start is not None else end) - r.submit)
+                for r in records
             ]
             series = alloc.get(name)
+            gpu_time = series.average(start, end) * (end - start) if series is not None else 0.0
             result[name] = {
                 "jobs": len(records),
                 "finished": int(jct.size),
@@ -284,10 +325,12 @@ class Metrics:
                 "avg_queue_delay_s": _mean(
                     np.array([r.queue_delay for r in records if r.queue_delay is not None])
                 ),
+                "avg_wait_s": _mean(np.array(waits, dtype=float)),
                 "starvation_s": round(max(waits), 3) if waits else 0.0,
                 "gpu_share_avg": round(series.average(start, end) / self.total_gpus, 6)
                 if series is not None and self.total_gpus
                 else 0.0,
+                "gpu_time_s": round(gpu_time, 3),
                 "preemptions": sum(r.preemptions for r in records),
             }
         return result

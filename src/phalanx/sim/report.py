@@ -3,11 +3,13 @@
 ``render_report(runs, out, title=...)`` reads each run folder's ``summary.json`` and
 streams its ``events.jsonl`` once (``phalanx.sim.eventlog`` says what it takes from the
 events). The page has the summary figures side by side (the best per row marked where
-lower or higher is clearly better; what reading datasets cost when a run modelled it),
-the per-queue figures, and per run: JCT and queueing-delay CDFs per queue, GPU
-allocation over time, GPUs per queue over time (stacked) and a Gantt chart of the
-largest jobs. With several runs, the JCT and delay
-CDFs of all runs are overlaid and the per-queue averages put side by side.
+lower or higher is clearly better; what reading datasets cost when a run modelled it;
+fairness between users, blank for a workload of one user), the per-queue figures, the
+per-user ones (the ``TOP_USERS`` users with the most GPU-time, when there are two or
+more), and per run: JCT and queueing-delay CDFs per queue, GPU allocation over time,
+GPUs per queue over time (stacked) and a Gantt chart of the largest jobs. With several
+runs, the JCT and delay CDFs of all runs are overlaid and the per-queue averages put
+side by side.
 
 Guarantees:
 
@@ -91,6 +93,12 @@ _ROWS: Final = (
     ("gpu_fragmented_ratio_avg", "fragmented GPUs (FGD) / all GPUs, time average", "percent", "low"),
     ("gpu_frag_rate_avg", "fragmented / free GPUs (FGD), time average", "percent", "low"),
     ("jain_fairness", "Jain's fairness index over queues", "ratio", "high"),
+    ("users", "users", "count", ""),
+    ("user_jain_mean", "Jain's index over users' fair shares, mean of windows", "ratio", "high"),
+    ("user_jain_min", "Jain's index over users' fair shares, worst window", "ratio", "high"),
+    ("user_worst_avg_wait_s", "average wait of the worst-off user", "duration", "low"),
+    ("user_max_wait_s", "longest wait of any user's job", "duration", "low"),
+    ("user_wait_max_over_mean", "worst user's average wait / all users' mean", "ratio", "low"),
     ("preemptions", "preemptions", "count", ""), ("sessions", "scheduling sessions", "count", ""),
     ("session_p50_ms", "session wall time p50 (ms)", "ratio", "low"),
     ("session_p99_ms", "session wall time p99 (ms)", "ratio", "low"),
@@ -113,6 +121,11 @@ _QUEUE_COLUMNS: Final = (
     ("gpu_share_avg", "GPU share", "percent"), ("time_below_guarantee_s", "below guarantee", "duration"),
     ("preemptions", "preemptions", "count"),
 )  # fmt: skip
+_USER_COLUMNS: Final = (
+    ("jobs", "jobs", "count"), ("finished", "finished", "count"), ("avg_jct_s", "avg JCT", "duration"),
+    ("avg_wait_s", "avg wait", "duration"), ("starvation_s", "longest wait", "duration"),
+    ("gpu_time_s", "GPU-hours", "hours"),
+)  # fmt: skip
 
 
 def _fmt(value: object, kind: str) -> str:
@@ -122,6 +135,8 @@ def _fmt(value: object, kind: str) -> str:
         return fmt_duration(value)
     if kind == "percent":
         return f"{100 * value:.1f}%"
+    if kind == "hours":
+        return fmt_number(round(value / 3600.0, 1))
     if kind == "bytes":
         return esc(format_amount(MEMORY, value))
     return f"{value:,}" if isinstance(value, int) else fmt_number(round(value, 3))
@@ -176,6 +191,36 @@ def _queue_table(run: RunLog, colors: dict[str, str]) -> str:
         for q, figures in sorted(_per_queue(run.summary).items())
     ]
     return _table(["queue", *(label for _, label, _ in _QUEUE_COLUMNS)], rows)
+
+
+def _user_table(run: RunLog) -> str:
+    """The ``TOP_USERS`` users with the most GPU-time, with their waits (none for a
+    workload of one user: its figures are the cluster's)."""
+    value = run.summary.get("per_user")
+    users = (
+        [(str(u), v) for u, v in value.items() if isinstance(v, dict)]
+        if isinstance(value, dict)
+        else []
+    )
+    if len(users) < 2:
+        return ""
+    users.sort(key=lambda item: (-float(item[1].get("gpu_time_s") or 0.0), item[0]))
+    rows = [
+        f"<tr><th>{esc(user)}</th>"
+        + "".join(_cells([_user_figure(figures, key)], kind, "") for key, _, kind in _USER_COLUMNS)
+        + "</tr>"
+        for user, figures in users[:TOP_USERS]
+    ]
+    note = (
+        f"the {TOP_USERS} with the most GPU-time of {len(users)}" if len(users) > TOP_USERS else ""
+    )
+    head = f"<h3>Per user{f' ({note})' if note else ''}</h3>"
+    return head + _table(["user", *(label for _, label, _ in _USER_COLUMNS)], rows)
+
+
+def _user_figure(figures: dict[str, Any], key: str) -> object:
+    """A per-user figure; no average JCT (not 0) for a user none of whose jobs finished."""
+    return None if key == "avg_jct_s" and not figures.get("finished") else figures.get(key)
 
 
 def _queue_compare(runs: Sequence[RunLog], colors: dict[str, str], key: str, label: str) -> str:
@@ -371,6 +416,7 @@ def _run_section(index: int, run: RunLog, colors: dict[str, str]) -> str:
         f'<section id="run-{index}"><h2>{esc(run.name)}</h2>',
         f'<p class="meta">folder {esc(run.folder)}; {len(run.jobs):,} jobs in events.jsonl</p>',
         _queue_table(run, colors),
+        _user_table(run),
         _cdf_chart(jct, "job completion time", "JCT (submission to successful end) per queue; "
                    "times under 1 s are drawn at 1 s."),
         _cdf_chart(delay, "queueing delay", "Queueing delay (submission to first start) per "
