@@ -17,7 +17,9 @@ this loader assumes, since the trace does not say (every choice is an argument):
   memory at the same per-GPU ratio) and whose capability is unlimited, so a VC
   borrows idle GPUs of the others; weight is the VC's node count. Jobs of the 4
   small VCs missing from that file go to ``philly-other`` (guarantee 0).
-- User: the trace has no user column; the VC stands in for the user.
+- User: the table has no user column (the raw Philly log's hashed users did not make it
+  into this derived table); the VC stands in for the user, so the simulator's per-user
+  figures on this trace compare VCs.
 - Names: ``philly-<row index>``, the index counting data rows from 0.
 """
 
