@@ -38,6 +38,7 @@ from phalanx.web.views import (
     runs,
     submit,
     tuning,
+    usage,
 )
 
 #: Sent by the page's script with each refresh: answered with a status, not a page.
@@ -60,6 +61,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
         inference,
         tuning,
         reports,
+        usage,
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
