@@ -87,9 +87,16 @@ def water_fill(demand: Floats, capacity: float) -> Floats:
     """Max-min fair shares of ``capacity`` for each row of ``demand`` (instants x users):
     no share above its demand, the shares sum to min(capacity, row's total demand), and
     whatever one user does not need is split equally among those who need more."""
+    fair = demand.copy()
+    short = np.flatnonzero(demand.sum(axis=1) > capacity)  # only these need sharing out
+    if short.size and demand.shape[1]:
+        fair[short] = _share(demand[short], capacity)
+    return fair
+
+
+def _share(demand: Floats, capacity: float) -> Floats:
+    """``water_fill`` of rows whose demand exceeds ``capacity``."""
     rows, users = demand.shape
-    if users == 0:
-        return demand.copy()
     ordered = np.sort(demand, axis=1)
     before = np.cumsum(ordered, axis=1) - ordered  # demand of the lighter users
     remaining = np.arange(users, 0, -1, dtype=float)  # users not yet capped, lightest first
