@@ -25,7 +25,7 @@ from phalanx.control.controllers.intents import Intent, Intents
 from phalanx.control.controllers.launches import SecretValues, launch_of, secret_parts
 from phalanx.control.controllers.nodes import Cluster
 from phalanx.control.controllers.progress import ProgressReader
-from phalanx.control.controllers.rebuild import life_of, new_state, stored_tasks
+from phalanx.control.controllers.rebuild import bank_ledger, life_of, new_state, stored_tasks
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
@@ -212,6 +212,8 @@ class Controller:
         self._recorded.clear()
         core.now = self.clock()
         with self.db.session() as session:
+            banked = bank_ledger(session, core.state, core.now)
+            log.info("usage: %d ended runs of the ledger banked for fair-share", banked)
             cluster.read_flags(session, core)
             cluster.read_queues(session, core, force=True)
             rows = stored_jobs.active_with_tasks(session)

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from phalanx.control.controllers.core import Rows
+from phalanx.control.store import Session
+from phalanx.control.store import usage as stored_usage
 from phalanx.control.store.models import JobRow, QueueRow
 from phalanx.domain.job import Job, JobPhase, Task, TaskPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import Queue
 from phalanx.engine.lifecycle import Ending, JobLife
-from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE
+from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE, HOUR, KEEP_HOURS
 from phalanx.engine.state import ClusterState
 from phalanx.spec.job import JobDocument
 from phalanx.spec.queue import QueueDocument
@@ -79,3 +81,17 @@ def new_state(
         if index is not None:
             state.snapshot.set_schedulable(index, ok)
     return state
+
+
+def bank_ledger(session: Session, state: ClusterState, now: float) -> int:
+    """Bank into ``state``'s usage book every run the accounting ledger holds that still
+    counts at ``now`` (ended within ten half-lives, or the longest budget period): what
+    fair-share and budgets remember across a restart. Returns how many were banked."""
+    book = state.snapshot.usage
+    horizon = max(10 * book.half_life, KEEP_HOURS * HOUR)
+    runs = stored_usage.ended_after(session, now - horizon)
+    for run in runs:
+        assert run.end is not None
+        rate = state.snapshot.vector(run.resources)
+        book.bank((run.queue, run.user), rate, run.start, run.end)
+    return len(runs)

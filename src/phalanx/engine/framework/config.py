@@ -59,17 +59,21 @@ def default_config() -> SchedulerConfig:
     spot-like nodes to elastic replicas first, nodes caching a role's datasets first);
     preemption never evicts more than the preemptor will use; elastic jobs grow into idle
     room, those nearest their end weighing most, and when they outnumber the GPUs the
-    least served run."""
+    least served run; among the rest, users who used their queue less lately go first and
+    waiting lifts a job (Slurm's multifactor priority); queues' per-user limits and
+    budgets before all."""
     tiers = SchedulerConfig.build(
         [],
         [
             [
+                "userlimits",
                 "priority",
                 "gang",
                 ("sla", {"waitingTime": 3600}),
                 "overcommit",
                 ("goodput", {"suspendAbove": 600, "remainingExponent": 0.5}),
                 "compact",
+                "fairshare",
             ],
             [
                 "drf",

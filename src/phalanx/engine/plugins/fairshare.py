@@ -61,26 +61,34 @@ class Multifactor:
 
     def __init__(self, plugin: FairsharePlugin, snapshot: Snapshot, now: float) -> None:
         self.plugin = plugin
+        self.snapshot = snapshot
         self.now = now
         self._scale = _inverse(snapshot.total)
-        self._usage = decayed_usage(snapshot, now)
-        self._queue_usage: dict[str, Vector] = {}
-        for (queue, _), used in self._usage.items():
-            self._queue_usage[queue] = self._queue_usage.get(queue, 0.0) + used
-        active: dict[str, set[str]] = {}
-        for job in snapshot.jobs.values():
-            active.setdefault(job.queue.name, set()).add(job.user)
-        self._active = {queue: len(users) for queue, users in active.items()}
         priorities = [job.priority for job in snapshot.waiting.values()] or [0]
         self._lowest, self._highest = min(priorities), max(priorities)
+        self._usage: dict[UserKey, Vector] | None = None  # read on first need
+        self._queue_usage: dict[str, Vector] = {}
+        self._active: dict[str, int] = {}
         self._fair: dict[UserKey, float] = {}
         self._found: dict[str, Factors] = {}
+
+    def _read_usage(self) -> dict[UserKey, Vector]:
+        """Every user's decayed usage, each queue's total and its active users' count."""
+        usage = self._usage = decayed_usage(self.snapshot, self.now)
+        for (queue, _), used in usage.items():
+            self._queue_usage[queue] = self._queue_usage.get(queue, 0.0) + used
+        active: dict[str, set[str]] = {}
+        for job in self.snapshot.jobs.values():
+            active.setdefault(job.queue.name, set()).add(job.user)
+        self._active = {queue: len(users) for queue, users in active.items()}
+        return usage
 
     def fair_share(self, key: UserKey) -> float:
         """``2 ** (-U / S)`` for ``key`` (1 for a user with no usage)."""
         found = self._fair.get(key)
         if found is None:
-            used = self._usage.get(key)
+            usage = self._read_usage() if self._usage is None else self._usage
+            used = usage.get(key)
             total = self._queue_usage.get(key[0])
             if used is None or total is None:
                 found = 1.0
