@@ -369,6 +369,7 @@ def _job_fields(job: JobView, now: float) -> dict[str, str | Text]:
             if job.queue_position is not None
             else {}
         ),
+        **({"Priority": job.priority.line()} if job.priority is not None else {}),
         "Tasks": render.task_counts(job),
         "Requests": Resources.of(job.requests).describe(),
         "Allocated": Resources.of(job.allocated).describe() if job.allocated else "-",

@@ -43,6 +43,7 @@ COMMANDS: Final[dict[str, Lazy]] = {
     "uncordon": Lazy("cordon", "uncordon"),
     "drain": Lazy("cordon", "drain"),
     "usage": Lazy("usage", "usage"),
+    "priority": Lazy("priority", "priority"),
     "demo": Lazy("demo", "demo"),
     "version": Lazy("version", "version"),
     "get": Lazy("get", "app"),

@@ -38,6 +38,7 @@ from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolv
 from phalanx.client._errors import ClientError
 from phalanx.client._wait import JobEnded, RunEnded, WaitError, WaitTimeout
 from phalanx.domain.errors import DocumentError
+from phalanx.wire.priority import PriorityListView, WaitingPriorityView
 from phalanx.wire.views import (
     CacheEntryView,
     DatasetView,
@@ -46,6 +47,7 @@ from phalanx.wire.views import (
     HistoryBucketView,
     HistoryView,
     InferenceView,
+    JobPriorityView,
     JobSummaryView,
     JobView,
     ModelFileView,
@@ -89,6 +91,7 @@ __all__ = [
     "HistoryView",
     "InferenceView",
     "JobEnded",
+    "JobPriorityView",
     "JobSummaryView",
     "JobView",
     "LogChunks",
@@ -99,6 +102,7 @@ __all__ = [
     "PipelineView",
     "PredictorView",
     "PreparedDocument",
+    "PriorityListView",
     "QueueView",
     "ReplicaView",
     "ReportFile",
@@ -117,6 +121,7 @@ __all__ = [
     "UserView",
     "WaitError",
     "WaitTimeout",
+    "WaitingPriorityView",
     "WhyView",
     "config_path",
     "prepare_documents",

@@ -24,6 +24,7 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.secret import SecretDocument
+from phalanx.wire.priority import PriorityListView
 from phalanx.wire.usage import UsageBy, UsageView
 from phalanx.wire.views import (
     CacheEntryView,
@@ -622,6 +623,15 @@ class Client:
         given = {"user": user, "queue": queue, "job": job, "since": since, "until": until}
         params = {name: str(value) for name, value in given.items() if value is not None}
         return _parse(UsageView, self._call("GET", "/usage", params={**params, "by": by}))
+
+    def priority(self, *, queue: str | None = None, user: str | None = None) -> PriorityListView:
+        """The jobs waiting to start, each with its multifactor priority factors, weights
+        and their weighted sum (as Slurm's ``sprio``), as of the scheduler's last tick: by
+        queue, highest first. A user's own jobs only; an admin's ``user`` picks one user's
+        (default everyone's). ``fairshare`` False: the server's scheduler has none."""
+        given = {"queue": queue, "user": user}
+        params = {name: value for name, value in given.items() if value is not None}
+        return _parse(PriorityListView, self._call("GET", "/priority", params=params))
 
     def reports(self) -> list[ReportView]:
         """The simulator reports the server shares (``phalanx up --reports DIR``), newest

@@ -34,6 +34,7 @@ from phalanx.control.api import (
     users,
 )
 from phalanx.control.api import datasets as dataset_routes
+from phalanx.control.api import priority as priority_routes
 from phalanx.control.api import secrets as secret_routes
 from phalanx.control.api import tunings as tuning_routes
 from phalanx.control.api import usage as usage_routes
@@ -159,6 +160,7 @@ def create_app(
         dataset_routes,
         tuning_routes,
         usage_routes,
+        priority_routes,
         reports,
     ):
         app.include_router(module.router, dependencies=[Depends(_no_nul_bytes)])

@@ -60,6 +60,38 @@ class JobSummaryView(View):
     queue_position: int | None = None
 
 
+class PriorityFactorsView(View):
+    """The four factors of a multifactor priority (or their weights), as the fairshare
+    plugin names them: ``age`` (time waited over its ``maxAge``), ``fair_share``
+    (``2 ** (-U / S)`` of the job's user in its queue), ``size`` (the gang's share of the
+    cluster) and ``priority`` (the job's own priority, scaled among the waiting jobs)."""
+
+    age: float
+    fair_share: float
+    size: float
+    priority: float
+
+
+class JobPriorityView(View):
+    """A waiting job's multifactor priority as of the last scheduling tick: each factor
+    (0..1), each factor's weight, and ``total``, the sum of factor times weight (higher
+    goes first among jobs that nothing else sets apart)."""
+
+    factors: PriorityFactorsView
+    weights: PriorityFactorsView
+    total: float
+    #: when the controller computed it (seconds since the epoch)
+    time: float
+
+    def line(self) -> str:
+        """One line for people: ``1.23 (age 0.50 x1, fair-share 0.73 x1, ...)``."""
+        f, w = self.factors, self.weights
+        parts = [("age", f.age, w.age), ("fair-share", f.fair_share, w.fair_share)]
+        parts += [("size", f.size, w.size), ("class", f.priority, w.priority)]
+        said = ", ".join(f"{name} {value:.2f} x{weight:g}" for name, value, weight in parts)
+        return f"{self.total:.2f} ({said})"
+
+
 class JobView(JobSummaryView):
     """A job with its document and its first tasks (at most 1,000, in order); when it
     has more, ``tasks_omitted`` says how many, and ``GET /api/v1/jobs/{name}/tasks``
@@ -72,6 +104,9 @@ class JobView(JobSummaryView):
     #: its tasks' latest progress report (step, samplesPerSecond, ... and ``time``, when
     #: it was read); None until one reports
     progress: dict[str, Any] | None = None
+    #: its multifactor priority while it waits (Pending or Queued) and the server's
+    #: scheduler has the fairshare plugin; None otherwise, or until a tick saw it
+    priority: JobPriorityView | None = None
 
 
 class JobPage(View):

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from phalanx.control.controllers.priorities import JobPriority
 from phalanx.control.store import Session
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.models import JobRow, TaskRow
@@ -19,12 +20,20 @@ from phalanx.control.submit import TASKS_INLINE, requested
 from phalanx.domain.job import HOLDS_RESOURCES, JobPhase
 from phalanx.domain.resources import Resources
 from phalanx.spec.quantity import resources_of
-from phalanx.wire.views import JobSummaryView, JobView, TaskView
+from phalanx.wire.views import (
+    JobPriorityView,
+    JobSummaryView,
+    JobView,
+    PriorityFactorsView,
+    TaskView,
+)
 
 _HOLDING: Final = sorted(phase.value for phase in HOLDS_RESOURCES)
 _WAITING: Final = frozenset({JobPhase.PENDING.value, JobPhase.QUEUED.value})
 #: no job has a place in line (a view built where the controller's is not at hand)
 NO_PLACES: Final[Mapping[str, int]] = {}
+#: no job has a multifactor priority (the same)
+NO_PRIORITIES: Final[Mapping[str, JobPriority]] = {}
 
 
 @dataclass(slots=True)
@@ -66,16 +75,36 @@ def job_view(
     *,
     with_document: bool = False,
     places: Mapping[str, int] = NO_PLACES,
+    priorities: Mapping[str, JobPriority] = NO_PRIORITIES,
 ) -> JobView:
-    """One job with its first ``TASKS_INLINE`` tasks (``places`` as for ``job_summaries``)."""
+    """One job with its first ``TASKS_INLINE`` tasks (``places`` as for ``job_summaries``)
+    and, while the stored job waits, its multifactor priority from ``priorities`` (the
+    controller's view: ``ClusterView.priorities``)."""
     tally = tallies(session, [row.id])[row.id]
     tasks = stored_jobs.tasks(session, row.id, limit=TASKS_INLINE)
+    ranked = priorities.get(row.name) if _waits(row) else None
     return JobView(
         **_summary_fields(row, tally, places),
         tasks=[task_view(task) for task in tasks],
         tasks_omitted=max(0, sum(tally.counts.values()) - len(tasks)),
         document=row.document if with_document else None,
         progress=row.progress,
+        priority=None if ranked is None else priority_view(ranked),
+    )
+
+
+def priority_view(found: JobPriority) -> JobPriorityView:
+    """The API's picture of one job's multifactor priority."""
+    w = found.weights
+    return JobPriorityView(
+        factors=PriorityFactorsView(
+            age=found.age, fair_share=found.fair_share, size=found.size, priority=found.priority
+        ),
+        weights=PriorityFactorsView(
+            age=w["age"], fair_share=w["fairShare"], size=w["size"], priority=w["priority"]
+        ),
+        total=found.total,
+        time=found.time,
     )
 
 
@@ -94,10 +123,14 @@ def task_view(row: TaskRow) -> TaskView:
     )
 
 
+def _waits(row: JobRow) -> bool:
+    """Whether the stored job waits to start: what the controller's view says of a job
+    that has started or ended since is stale, never shown."""
+    return row.phase in _WAITING and not row.cancel_requested
+
+
 def _summary_fields(row: JobRow, tally: Tally, places: Mapping[str, int]) -> dict[str, Any]:
-    # The stored phase decides: a place the last session gave a job that has started or
-    # ended since is stale, never shown.
-    waiting = row.phase in _WAITING and not row.cancel_requested
+    waiting = _waits(row)
     return {
         "name": row.name,
         "queue": row.queue,

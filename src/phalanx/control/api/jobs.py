@@ -116,9 +116,13 @@ def list_jobs(
 @router.get("/{name}", response_model=JobView, responses=errors(404))
 def get_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """One job with its document, its task counts, its first 1,000 tasks (the rest:
-    ``/tasks``) and, while it waits, its place in its queue's line."""
+    ``/tasks``) and, while it waits, its place in its queue's line and (when the
+    scheduler has the fairshare plugin) its multifactor priority."""
     row = _visible(session, name, caller)
-    return job_view(session, row, with_document=True, places=controller.view.positions)
+    view = controller.view  # one view: the places and priorities of one tick
+    return job_view(
+        session, row, with_document=True, places=view.positions, priorities=view.priorities
+    )
 
 
 @router.get("/{name}/tasks", response_model=TaskPage, responses=errors(404))

@@ -24,6 +24,7 @@ from phalanx.control.controllers.data_inputs import DatasetInputs
 from phalanx.control.controllers.intents import Intent, Intents
 from phalanx.control.controllers.launches import SecretValues, launch_of, secret_parts
 from phalanx.control.controllers.nodes import Cluster
+from phalanx.control.controllers.priorities import JobPriority, Priorities
 from phalanx.control.controllers.progress import ProgressReader
 from phalanx.control.controllers.rebuild import bank_ledger, life_of, new_state, stored_tasks
 from phalanx.control.controllers.ticker import Ticker
@@ -109,6 +110,7 @@ class Controller:
         self.metrics = metrics
         self.cluster = Cluster(nodes)
         self.config = config
+        self._priorities = Priorities(config)  # the fairshare plugin, for the view's factors
         self.clock = clock
         self.stats = SessionStats()
         self.lock = threading.Lock()  # held during a tick; readers of ``core`` take it too
@@ -243,7 +245,7 @@ class Controller:
             cluster.drain(core)  # again: the flags were read before the jobs were back
             core.journal.flush(session)
         self._dispatch()
-        self.view = cluster_view(core, self.host, cluster.alive)
+        self.view = cluster_view(core, self.host, cluster.alive, priorities=self._ranked())
 
     def _unrecoverable(self, row: JobRow, error: Exception) -> None:
         """Mark a stored job Failed when it cannot be taken back at start-up, asking the
@@ -323,13 +325,22 @@ class Controller:
                     listener()
             self._dispatch()
             self._record_processes()
-            self.view = view = cluster_view(core, self.host, self.cluster.alive, places(decisions))
+            self.view = view = cluster_view(
+                core, self.host, self.cluster.alive, places(decisions), self._ranked()
+            )
             if self.metrics is not None:
                 ratio = view.gpu_allocated / view.gpu_total if view.gpu_total else 0.0
                 self.metrics.history.gauges(
                     now=core.now, pending=len(core.state.snapshot.waiting), gpu_ratio=ratio
                 )
             return decisions
+
+    def _ranked(self) -> dict[str, JobPriority] | None:
+        """Each waiting job's multifactor priority now (None: no fairshare plugin).
+        Called under ``lock``, at the end of a tick or a recovery."""
+        if not self._priorities.enabled:
+            return None
+        return self._priorities.of(self.core.state.snapshot, self.core.now)
 
     def _advance(self, job: str) -> None:
         self.core.record(self.core.life.advance_job(job, now=self.core.now))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phalanx.control.controllers.core import Core
+from phalanx.control.controllers.priorities import JobPriority
 from phalanx.engine.cards import WHOLE
 from phalanx.engine.decisions import Decisions
 from phalanx.engine.snapshot import ON_NODE, Snapshot
@@ -80,6 +81,11 @@ class ClusterView:
     leaf queue's line (the engine's ``Unschedulable.position``), replaced after every
     tick; a job absent from it is not waiting, or no session has ranked it yet (it was
     submitted since, or was refused as written). Kept in memory only.
+
+    ``priorities`` gives each job waiting to start (Pending or Queued) its multifactor
+    priority (``JobPriority``) as of ``time``, when ``fairshare`` says the scheduler
+    config orders jobs by it; a job absent from it is not waiting, was submitted since,
+    or the config has no ``fairshare`` plugin. Kept in memory only.
     """
 
     time: float = 0.0
@@ -89,6 +95,8 @@ class ClusterView:
     gpu_allocated: float = 0.0
     live_jobs: frozenset[str] = frozenset()
     positions: Mapping[str, int] = field(default_factory=dict)
+    fairshare: bool = False
+    priorities: Mapping[str, JobPriority] = field(default_factory=dict)
 
 
 def cluster_view(
@@ -96,10 +104,12 @@ def cluster_view(
     host: HostFacts | None = None,
     alive: frozenset[str] | None = None,
     positions: Mapping[str, int] | None = None,
+    priorities: Mapping[str, JobPriority] | None = None,
 ) -> ClusterView:
     """The current picture of ``core``'s engine state, every node on ``host``; a node
     not in ``alive`` is not ready (None: every node is); ``positions`` as the last
-    session numbered the jobs it left waiting (None: none)."""
+    session numbered the jobs it left waiting (None: none); ``priorities`` as
+    ``Priorities.of`` gave them (None: the config has no fairshare plugin)."""
     host = host or HostFacts()
     state = core.state
     snapshot = state.snapshot
@@ -149,6 +159,8 @@ def cluster_view(
         gpu_allocated=used,
         live_jobs=frozenset(core.life.jobs),  # C-speed copy of the keys: cheap next to a tick
         positions=positions or {},
+        fairshare=priorities is not None,
+        priorities=priorities or {},
     )
 
 
