@@ -31,7 +31,7 @@ from phalanx.engine.snapshot import (
     Vector,
     dimensions,
 )
-from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE, UsageBook
+from phalanx.engine.snapshot.usage import DEFAULT_HALF_LIFE, UsageBook, hold_task, release_task
 
 
 class ClusterState:
@@ -99,6 +99,8 @@ class ClusterState:
         self.snapshot.epoch = (self.snapshot.epoch or 0) + 1
         index = None if node is None else self.snapshot.node_index[node]
         status = STATUS_OF_PHASE[phase]
+        usage = self.snapshot.usage
+        release_task(usage, task)
         if (
             now is not None
             and task.start_time is not None
@@ -108,10 +110,11 @@ class ClusterState:
             gpu_count = task.role.spec.resources.get("gpu")
             task.job.attained_service += gpu_count * max(now - task.start_time, 0.0)
             job = task.job
-            self.snapshot.usage.bank((job.queue.name, job.user), task.request, task.start_time, now)
+            usage.bank((job.queue.name, job.user), task.request, task.start_time, now)
         self.snapshot.move(task, status, index, gpus)
         if start_time is not None or phase is TaskPhase.PENDING:
             task.start_time = start_time
+        hold_task(usage, task)
 
     def report(self, name: str, progress: Progress) -> None:
         """Record job ``name``'s latest progress report (what goodput-aware policies read

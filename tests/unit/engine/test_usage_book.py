@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from phalanx.domain.job import TaskPhase
 from phalanx.engine.snapshot.usage import (
+    HELD_NOISE,
     HOUR,
     UsageBook,
     decay_integral,
@@ -78,11 +79,44 @@ def test_running_tasks_count_up_to_now_and_a_leaving_task_is_banked() -> None:
     assert spent(state.snapshot, KEY, 5000.0, DAY)[gpu] == 4 * milli * 1000.0  # nothing since
 
 
-def test_a_book_moves_to_other_dimensions() -> None:
+def test_a_book_carries_its_closed_runs_to_other_dimensions_and_no_held_task() -> None:
     book = UsageBook(("cpu", "gpu"), half_life=DAY)
     book.bank(KEY, np.array([1000.0, 2.0]), 0.0, 10.0)
-    moved = book.moved(("gpu", "rdma/hca"))
+    book.hold(KEY, np.array([500.0, 1.0]), 5.0)
+    moved = book.carried(("gpu", "rdma/hca"))
     assert moved.decayed(KEY, 10.0)[0] == book.decayed(KEY, 10.0)[1]
     assert moved.decayed(KEY, 10.0)[1] == 0.0
     assert moved.spent(KEY, 0.0).tolist() == [20.0, 0.0]
-    assert book.moved(("cpu", "gpu")) is book
+    assert moved.held_decayed(KEY, 10.0).tolist() == [0.0, 0.0]  # its state holds them again
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1e6), st.floats(0.5, 8)), min_size=1, max_size=12),
+    st.floats(0, 1e6),
+)
+def test_held_sums_give_each_tasks_integral_up_to_now(
+    tasks: list[tuple[float, float]], later: float
+) -> None:
+    book = UsageBook(("gpu",), half_life=DAY)
+    for start, rate in tasks:
+        book.hold(KEY, np.array([rate]), start)
+    now = max(start for start, _ in tasks) + later
+    exact = sum(rate * decay_integral(start, now, now, DAY) for start, rate in tasks)
+    noise = sum(rate for _, rate in tasks) * DAY / math.log(2) * 2 * HELD_NOISE
+    assert book.held_decayed(KEY, now)[0] == pytest.approx(exact, rel=1e-9, abs=noise)
+    for start, rate in tasks:
+        book.release(KEY, np.array([rate]), start)
+    assert book.held_decayed(KEY, now)[0] == 0.0 and list(book.users()) == []
+
+
+def test_held_sums_survive_a_rebase_a_year_on() -> None:
+    book = UsageBook(("gpu",), half_life=3600.0)
+    book.hold(KEY, np.array([1.0]), 0.0)
+    book.hold(KEY, np.array([2.0]), 365 * DAY)  # 8,760 half-lives on: a new origin
+    now = 365 * DAY + 7200
+    exact = decay_integral(0.0, now, now, 3600.0) + 2 * decay_integral(365 * DAY, now, now, 3600.0)
+    assert book.held_decayed(KEY, now)[0] == pytest.approx(exact)
+    book.release(KEY, np.array([1.0]), 0.0)
+    assert book.held_decayed(KEY, now)[0] == pytest.approx(
+        exact - decay_integral(0.0, now, now, 3600.0)
+    )

@@ -85,7 +85,7 @@ class Ledger:
     def rebuild(self, state: ClusterState) -> list[Effect]:
         """Use ``state`` (new queues) with every tracked job in it as it is now, and the
         users' usage so far; jobs the old state could not take are tried again."""
-        state.snapshot.usage = self.state.snapshot.usage.moved(state.snapshot.dims)
+        state.snapshot.usage = self.state.snapshot.usage.carried(state.snapshot.dims)
         live = [(life, self.current(life)) for life in self.jobs.values() if life.in_state]
         orphans = [
             life for life in self.jobs.values() if not life.in_state and life.not_before is None

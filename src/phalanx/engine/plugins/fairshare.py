@@ -95,7 +95,9 @@ class Multifactor:
             else:
                 shares = np.divide(used, total, out=np.zeros_like(used), where=total > 0)
                 usage_share = float(shares.max()) if shares.size else 0.0
-                found = 2.0 ** (-usage_share * self._active.get(key[0], 1))
+                # rounded, as Slurm's integer priorities are: held usage is summed in
+                # whatever order tasks came and went (see ``snapshot.usage``)
+                found = round(2.0 ** (-usage_share * self._active.get(key[0], 1)), 6)
             self._fair[key] = found
         return found
 

@@ -39,7 +39,7 @@ from phalanx.engine.snapshot.tasks import (
     TaskStatus,
 )
 from phalanx.engine.snapshot.units import ENGINE_UNITS, Vector, dimensions
-from phalanx.engine.snapshot.usage import UsageBook
+from phalanx.engine.snapshot.usage import UsageBook, hold_task, release_task
 
 
 class Snapshot:
@@ -112,8 +112,9 @@ class Snapshot:
         self.elastic: dict[str, JobInfo] = {}
         #: resources charged per (queue, user), kept by ``move``
         self.user_allocated: dict[tuple[str, str], Vector] = {}
-        #: each (queue, user)'s closed runs, for fair-share and budgets: banked by the
-        #: driver (``ClusterState.set_task``), never by a session, so forks leave it alone
+        #: each (queue, user)'s closed runs and tasks on nodes, for fair-share and budgets:
+        #: kept as jobs come and go and by the driver (``ClusterState.set_task``), never
+        #: by a session, so forks leave it alone
         self.usage = UsageBook(dims)
         #: Counts the changes from outside a session that can make room for a job or let
         #: it preempt: a task moving, a job leaving or changing phase, a node opening or
@@ -151,6 +152,9 @@ class Snapshot:
             for job in sorted(live, key=lambda j: (j.creation_time, j.name)):
                 read_job(snapshot, job, placements)
         placements.apply(snapshot)
+        for info in snapshot.jobs.values():
+            for task in info.tasks:
+                hold_task(snapshot.usage, task)
         return snapshot
 
     def add_job(self, job: Job) -> JobInfo | None:
@@ -160,6 +164,8 @@ class Snapshot:
         info = read_job(self, job, placements)
         placements.apply(self)
         if info is not None:
+            for task in info.tasks:
+                hold_task(self.usage, task)
             for watcher in self._job_watchers:
                 watcher.joined(self, info)
         return info
@@ -173,6 +179,7 @@ class Snapshot:
             self.orphans = [(job, why) for job, why in self.orphans if job.name != name]
             return
         for task in info.tasks:
+            release_task(self.usage, task)
             if task.status is not TaskStatus.PENDING:
                 self.move(task, TaskStatus.PENDING)
         self.waiting.pop(name, None)

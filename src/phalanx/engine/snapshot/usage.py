@@ -6,8 +6,10 @@ task of 2 GPUs on its node for an hour used 7,200 GPU-seconds, which the row hol
 7,200,000 thousandths of a GPU-second: ``Snapshot.vector`` converts), from the time a task is placed
 on a node (bound) to the time it leaves it, as the drivers say through
 ``ClusterState.set_task``. A run is banked here when its task leaves its node; the
-tasks on nodes now are read from the snapshot (``TaskInfo.start_time``), so every
-answer below counts both, up to the session's ``now``.
+tasks on nodes now are held here too (``hold``/``release``, by the snapshot as tasks
+with a start time come and go), as two sums per user from which their decayed use at
+any ``now`` follows in constant time, so every answer below counts both, up to the
+session's ``now``, at a cost that does not grow with the tasks running.
 
 Two views of one history, keyed by ``(queue, user)``:
 
@@ -21,8 +23,13 @@ Two views of one history, keyed by ``(queue, user)``:
   every period's sum exact.
 
 The book belongs to the cluster's state, not to a cycle (see ``framework.kept``): a
-driver that builds a new ``ClusterState`` (new queues) hands the old book over, and the
-control plane banks the runs of its accounting ledger into a fresh one at start.
+driver that builds a new ``ClusterState`` (new queues) hands the old book's closed runs
+over (``carried``; the new state holds its tasks again as it takes its jobs in), and the
+control plane banks the runs of its accounting ledger into a fresh one at start. Sums
+of held tasks are kept in floating point: their decayed use is exact to about 1e-10 of
+itself (less in the first second of a task, read as none), and a fair-share reading
+them rounds its answer to six places, so that the order tasks came and went in cannot
+tip a decision but at a hair's breadth from a rounding step.
 """
 
 from __future__ import annotations
@@ -47,6 +54,11 @@ HOUR: Final = 3600.0
 DEFAULT_HALF_LIFE: Final = 7 * 86400.0
 #: How long closed runs are kept by the hour for budgets: 31 days, the longest period.
 KEEP_HOURS: Final = 31 * 24
+#: Half-lives past the origin of held sums after which they are measured from a new one
+#: (so the weights, powers of two, stay far from overflow).
+REBASE_AFTER: Final = 64.0
+#: The share of held tasks' resources below which their decayed use reads as none.
+HELD_NOISE: Final = 1e-9
 
 
 def period_start(now: float, period: float) -> float:
@@ -77,13 +89,16 @@ class UsageBook:
         self._decayed: dict[UserKey, tuple[Vector, float]] = {}  # (value, as of)
         self._hours: dict[UserKey, dict[int, Vector]] = {}
         self._latest_hour = 0
+        #: per user with tasks on nodes: how many, the sum of what they hold, and that
+        #: sum weighted by ``2 ** ((start - origin) / half_life)``
+        self._held: dict[UserKey, tuple[int, Vector, Vector]] = {}
+        self._origin: float | None = None
 
-    def moved(self, dims: Sequence[str]) -> UsageBook:
-        """This book over resource dimensions ``dims`` (itself when they are its own): a
-        resource it has that ``dims`` lacks is dropped, one it lacks counts from zero."""
+    def carried(self, dims: Sequence[str]) -> UsageBook:
+        """A new book over resource dimensions ``dims`` with this one's closed runs and no
+        held task: a resource it has that ``dims`` lacks is dropped, one it lacks counts
+        from zero."""
         dims = tuple(dims)
-        if dims == self.dims:
-            return self
         where = [self.dims.index(d) if d in self.dims else -1 for d in dims]
 
         def move(row: Vector) -> Vector:
@@ -97,9 +112,51 @@ class UsageBook:
         book._latest_hour = self._latest_hour
         return book
 
+    def hold(self, key: UserKey, rate: Vector, start: float) -> None:
+        """A task of ``key`` holds ``rate`` on a node since ``start``."""
+        if self._origin is None:
+            self._origin = start
+        elif (start - self._origin) / self.half_life > REBASE_AFTER:
+            self._rebase(start)
+        zero = np.zeros(len(self.dims))
+        count, total, weighted = self._held.get(key, (0, zero, zero))
+        grown = rate * 2.0 ** ((start - self._origin) / self.half_life)
+        self._held[key] = (count + 1, total + rate, weighted + grown)
+
+    def release(self, key: UserKey, rate: Vector, start: float) -> None:
+        """The task ``hold`` was told of (same ``rate`` and ``start``) left its node."""
+        count, total, weighted = self._held[key]
+        if count == 1:
+            del self._held[key]
+            return
+        assert self._origin is not None
+        shrunk = weighted - rate * 2.0 ** ((start - self._origin) / self.half_life)
+        self._held[key] = (count - 1, total - rate, shrunk)
+
+    def _rebase(self, origin: float) -> None:
+        assert self._origin is not None
+        factor = 2.0 ** ((self._origin - origin) / self.half_life)
+        self._held = {
+            k: (n, total, weighted * factor) for k, (n, total, weighted) in self._held.items()
+        }
+        self._origin = origin
+
+    def held_decayed(self, key: UserKey, now: float) -> Vector:
+        """The decayed use at ``now`` of ``key``'s tasks on nodes since they started."""
+        found = self._held.get(key)
+        if found is None or self._origin is None:
+            return np.zeros(len(self.dims))
+        _, total, weighted = found
+        fade = 2.0 ** (-(now - self._origin) / self.half_life)
+        # total - weighted * fade cancels for tasks that just started: what is left below
+        # HELD_NOISE of the total is rounding, not use
+        held: Vector = total - weighted * fade
+        held = np.where(held > total * HELD_NOISE, held, 0.0) * (self.half_life / math.log(2))
+        return held
+
     def users(self) -> Iterator[UserKey]:
-        """Every ``(queue, user)`` with banked use, in a stable order."""
-        return iter(sorted(self._decayed))
+        """Every ``(queue, user)`` with banked use or a task on a node, in a stable order."""
+        return iter(sorted(self._decayed.keys() | self._held.keys()))
 
     def bank(self, key: UserKey, rate: Vector, start: float, end: float) -> None:
         """Bank a closed run: ``rate`` (resources held) from ``start`` to ``end``."""
@@ -161,12 +218,7 @@ def decayed_usage(snapshot: Snapshot, now: float) -> dict[UserKey, Vector]:
     """Every ``(queue, user)``'s decayed use at ``now``: closed runs and the tasks on
     nodes now (keys without either are absent)."""
     book = snapshot.usage
-    found = {key: book.decayed(key, now) for key in book.users()}
-    for key, task in _on_nodes(snapshot):
-        assert task.start_time is not None
-        held = task.request * decay_integral(task.start_time, now, now, book.half_life)
-        found[key] = found[key] + held if key in found else held
-    return found
+    return {key: book.decayed(key, now) + book.held_decayed(key, now) for key in book.users()}
 
 
 def spent(snapshot: Snapshot, key: UserKey, now: float, period: float) -> Vector:
@@ -180,3 +232,18 @@ def spent(snapshot: Snapshot, key: UserKey, now: float, period: float) -> Vector
             assert task.start_time is not None
             total = total + task.request * max(now - max(task.start_time, since), 0.0)
     return total
+
+
+def hold_task(book: UsageBook, task: TaskInfo) -> None:
+    """Hold ``task`` in ``book`` if it is on a node with a start time."""
+    if task.start_time is not None and task.status in ON_NODE:
+        job = task.job
+        book.hold((job.queue.name, job.user), task.request, task.start_time)
+
+
+def release_task(book: UsageBook, task: TaskInfo) -> None:
+    """Release ``task`` from ``book`` if it is on a node with a start time (as it was
+    when ``hold_task`` was told of it: callers release before they change either)."""
+    if task.start_time is not None and task.status in ON_NODE:
+        job = task.job
+        book.release((job.queue.name, job.user), task.request, task.start_time)
