@@ -151,8 +151,8 @@ class UsageBook:
         # total - weighted * fade cancels for tasks that just started: what is left below
         # HELD_NOISE of the total is rounding, not use
         held: Vector = total - weighted * fade
-        held = np.where(held > total * HELD_NOISE, held, 0.0) * (self.half_life / math.log(2))
-        return held
+        kept: Vector = np.where(held > total * HELD_NOISE, held, 0.0)
+        return kept * (self.half_life / math.log(2))
 
     def users(self) -> Iterator[UserKey]:
         """Every ``(queue, user)`` with banked use or a task on a node, in a stable order."""
