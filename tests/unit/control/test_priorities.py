@@ -103,3 +103,17 @@ def test_a_config_without_fairshare_publishes_no_priorities(plane: Plane) -> Non
     assert dict(controller.view.positions) == {"c": 1}  # it ranks; it has no factors
     assert not controller.view.fairshare
     assert dict(controller.view.priorities) == {}
+
+
+def test_a_restarted_server_remembers_who_used_the_queue(plane: Plane) -> None:
+    """Usage lives in the accounting ledger: a restart banks it into the new engine
+    state, so alice's past still weighs against her after it."""
+    _waiting_behind_a_heavy_user(plane)
+    before = plane.controller.view.priorities
+    again = plane.restart(plane.executor)  # its tasks live on: taken back
+    again.tick()
+    after = again.controller.view.priorities
+    assert before["a"].fair_share == 0.25  # alice had all the queue's use, bob none
+    assert after["a"].fair_share == pytest.approx(0.25, abs=1e-3)
+    # hold's tasks had not started: the restart gives its nodes back, and bob goes first
+    assert again.job("b").phase == "Running" and again.job("a").phase == "Pending"
