@@ -224,9 +224,13 @@ def test_over_a_lower_priority_budget_jobs_go_after_jobs_within_budget() -> None
         _job("b0", "bob", gpus=8, created=HOUR + 1),
     )
 
-    world.step(HOUR + 2)
+    decisions = world.step(HOUR + 2)
 
     assert _running(world) == {"b0"}  # alice is over budget: after bob, her priority aside
+    (said,) = [u.reason.message for u in decisions.unschedulable if u.job == "a1"]
+    # why it waits (not admitted: no room), and why it is last in line
+    assert "over budget: user alice used 8 gpu-hours in queue nlp" in said, said
+    assert said.endswith(": after jobs within budget"), said
 
 
 def test_over_a_lower_priority_budget_jobs_still_run_on_idle_room_and_are_preempted() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Final
 
 from phalanx.domain.errors import EngineInvariantError
@@ -204,6 +205,9 @@ def _unschedulable(session: Session) -> tuple[Unschedulable, ...]:
             )
         elif reason is None:
             reason = _default_reason(session, info.phase)
+        note = session.notes.get(info.name)
+        if note is not None:
+            reason = replace(reason, message=f"{reason.message}; {note}")
         left.append((info, reason))
     places = _places(session, [info for info, why in left if why.code is not ReasonCode.INVALID])
     found.extend(

@@ -70,6 +70,8 @@ class Session:
         self.admitted: list[str] = []
         self.log: list[tuple[Operation, bool]] = []  # committed/kept operations, dispatch flag
         self.reasons: dict[str, Reason] = {}
+        #: what a plugin adds to the reason of a job left waiting (``note``)
+        self.notes: dict[str, str] = {}
         self.holds: list[Hold] = []
         self.explanations: list[str] = []
         self.resizes: list[Resize] = []  # elastic roles' new sizes (the elastic action)
@@ -295,6 +297,11 @@ class Session:
         """Remember why ``job`` could not be placed (the latest action's reason wins)."""
         if replace or job.name not in self.reasons:
             self.reasons[job.name] = reason
+
+    def note(self, job: JobInfo, text: str) -> None:
+        """Add ``text`` to ``job``'s reason should the session leave it waiting (what
+        ordered it where it is, say, beside what kept it from a node)."""
+        self.notes[job.name] = text
 
     def describe(self, row: Vector) -> str:
         """The non-zero finite entries of an engine-unit ``row`` in the units people write,

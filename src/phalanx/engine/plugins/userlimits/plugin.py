@@ -69,12 +69,14 @@ class _Open:
         found = self._lower.get(job.name)
         if found is None:
             budget = job.queue.spec.budget
-            found = (
-                budget is not None
-                and budget.when_spent is WhenSpent.LOWER_PRIORITY
-                and self.budgets.over(job) is not None
+            over = (
+                self.budgets.over(job)
+                if budget is not None and budget.when_spent is WhenSpent.LOWER_PRIORITY
+                else None
             )
-            self._lower[job.name] = found
+            found = self._lower[job.name] = over is not None
+            if over is not None:  # said with whatever else keeps it waiting
+                self.session.note(job, f"{over.split('; fix:')[0]}: after jobs within budget")
         return found
 
 
