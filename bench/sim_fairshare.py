@@ -1,7 +1,7 @@
 """What fair-share between a queue's users buys and costs on a trace; JSON lines.
 
     .venv/bin/python bench/sim_fairshare.py [--workload philly:] [--cluster philly]
-        [--queues shared|trace] [--nodes N] [--fairness-window 1d] [POLICY ...]
+        [--queues shared|trace] [--nodes N] [--days D] [--fairness-window 1d] [POLICY ...]
 
 Replays the workload under ``phalanx-default`` and ``phalanx-no-fairshare.yaml`` beside
 this script (the same policy less its ``fairshare`` plugin), or the POLICY names or files
@@ -16,7 +16,8 @@ nothing to share. ``--queues shared`` (the default) puts every job in one queue,
 VCs share the whole cluster as a Slurm partition's accounts do; ``--queues trace`` keeps
 the trace's queues. On all 352 of Philly's nodes the trace hardly waits (13% of the GPUs
 held on average, under a second's queueing): ``--nodes N`` keeps the first N nodes, so
-that users contend as they do on a busy cluster. Traces are read in place from ../shared/traces (or $PHALANX_TRACES).
+that users contend as they do on a busy cluster; ``--days D`` keeps the jobs submitted in
+the trace's first D days. Traces are read in place from ../shared/traces (or $PHALANX_TRACES).
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ def one_queue(workload: Workload) -> Workload:
     return replace(workload, jobs=jobs, queues=(Queue(name=SHARED),))
 
 
+def first_days(workload: Workload, days: float) -> Workload:
+    """``workload`` less the jobs submitted after its first ``days`` days."""
+    start = min((w.job.creation_time for w in workload.jobs), default=0.0)
+    end = start + days * 86400
+    return replace(workload, jobs=tuple(w for w in workload.jobs if w.job.creation_time < end))
+
+
 def main() -> None:
     """Parse the options, play each policy, print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,9 +80,12 @@ def main() -> None:
     parser.add_argument("--cluster", default="philly")
     parser.add_argument("--queues", choices=("shared", "trace"), default="shared")
     parser.add_argument("--nodes", type=int, default=0, help="keep the first N nodes (0: all)")
+    parser.add_argument("--days", type=float, default=0, help="keep the first D days (0: all)")
     parser.add_argument("--fairness-window", default="1d")
     args = parser.parse_args()
     workload = load_workload(args.workload, traces_dir=TRACES)
+    if args.days:
+        workload = first_days(workload, args.days)
     if args.queues == "shared":
         workload = one_queue(workload)
     nodes = load_cluster(args.cluster, traces_dir=TRACES)
@@ -85,6 +96,7 @@ def main() -> None:
         "workload": args.workload,
         "cluster": args.cluster,
         "nodes": len(nodes),
+        "days": args.days or None,
         "queues": args.queues,
     }
     for name in args.policies:

@@ -152,3 +152,14 @@ def test_every_extension_point_is_named_once_and_is_a_plugin_method() -> None:
     assert {point.name for point in fields(Points)} == EXTENSION_POINTS
     assert all(getattr(points, name).name == name for name in EXTENSION_POINTS)
     assert all(callable(vars(Plugin).get(name)) for name in EXTENSION_POINTS)
+
+
+def test_an_in_line_only_order_is_left_out_of_the_judged_key() -> None:
+    from phalanx.engine.framework.extension import OrderPoint
+
+    point: OrderPoint[int] = OrderPoint("job_order")
+    point.register("priority", 0, lambda n: -n)
+    point.register_in_line_only("fairshare", 0, lambda n: n * 0.5)
+    assert point.key(4) == (-4, 2.0)
+    assert point.judged_key(4) == (-4,)
+    assert point.plugins == ("priority", "fairshare")

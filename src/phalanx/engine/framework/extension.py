@@ -75,9 +75,28 @@ class OrderPoint(_Point[Callable[[A], Any]]):
     Comparing the combined tuples is "first plugin with a non-zero order decides".
     """
 
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._judged: list[Callable[[A], Any]] = []  # the entries not ``in_line_only``
+
+    def register(self, plugin: str, tier: int, fn: Callable[[A], Any]) -> None:
+        """Add ``plugin``'s callback, one that other points may judge by."""
+        super().register(plugin, tier, fn)
+        self._judged.append(fn)
+
+    def register_in_line_only(self, plugin: str, tier: int, fn: Callable[[A], Any]) -> None:
+        """Add ``plugin``'s callback, a place in line and nothing more: no point of any
+        plugin judges by it (it is left out of ``judged_key``)."""
+        super().register(plugin, tier, fn)
+
     def key(self, arg: A) -> tuple[Any, ...]:
         """The combined sort key of ``arg``."""
         return tuple(fn(arg) for _, _, fn in self._entries)
+
+    def judged_key(self, arg: A) -> tuple[Any, ...]:
+        """The part of ``arg``'s key that plugins may judge it by (what eviction's
+        memo of failures keys a preemptor by): every entry's but the in-line-only ones."""
+        return tuple(fn(arg) for fn in self._judged)
 
     def key_before(self, arg: A, tier: int) -> tuple[Any, ...]:
         """The part of the key that plugins of tiers before ``tier`` give."""

@@ -92,6 +92,10 @@ class Plugin(_Configurable, Generic[S]):
     default_weight: ClassVar[float] = 1.0
     promises: ClassVar[ScorePromises] = ScorePromises()
     judges_each: ClassVar[bool] = False
+    #: Its ``job_order`` is a place in line only: no point of any plugin (its own
+    #: included) judges a job by it, so work that failed for one job fails alike for
+    #: another of the same shape whatever their places (eviction's memo relies on it).
+    in_line_only: ClassVar[bool] = False
     #: The extension points this class provides, in ``Points`` order (found once per class).
     provides: ClassVar[tuple[str, ...]] = ()
     #: Whether the class defines ``score_ahead`` and ``score_basis``.
@@ -277,6 +281,8 @@ def join(
             )
         elif point in ("preemptable", "reclaimable"):
             getattr(points, point).add(name, tier, fn, each=cls.judges_each)
+        elif point == "job_order" and cls.in_line_only:
+            points.job_order.register_in_line_only(name, tier, fn)
         else:
             getattr(points, point).register(name, tier, fn)
 

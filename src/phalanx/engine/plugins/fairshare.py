@@ -133,6 +133,7 @@ class FairsharePlugin(Plugin[Multifactor]):
     """Orders jobs by their multifactor priority, highest first."""
 
     name = NAME
+    in_line_only = True  # no plugin judges a job by its multifactor priority
     accepted_args = frozenset({"weights", "maxAge", "halfLife", "favorSmall"})
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:

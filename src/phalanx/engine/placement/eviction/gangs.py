@@ -56,7 +56,7 @@ def evict_for_gang(
     filter that accepts only as many as a queue can spare (quota) keeps the first
     victims (overcommitted work); ``judge`` replaces the plugins' (preemptable for
     preempt, else reclaimable) when given. A job equivalent to one that failed earlier in the
-    session (the same shape, priority, order and confinement) fails without a search (see
+    session (the same shape, priority, judged order and confinement) fails without a search (see
     ``Session.eviction_failed``).
     """
     tasks = sorted(
@@ -64,7 +64,7 @@ def evict_for_gang(
     )
     rule = session.points.confinement(job) if session.points.confinement else None
     confined = None if rule is None else rule.key  # the same gang confined otherwise may fit
-    order = session.points.job_order.key(job)
+    order = session.points.job_order.judged_key(job)  # a place in line alone judges nothing
     shape = (action, gang_shape(job, tasks), job.priority, order, confined)
     if session.eviction_failed(shape):
         return False
