@@ -91,24 +91,4 @@ def _time(text: str | None, field: str, now: float) -> float | None:
 
 
 def _view(row: Usage) -> UsageRowView:
-    return UsageRowView(
-        key=row.key,
-        job=row.job,
-        user=row.user,
-        queue=row.queue,
-        allocations=row.allocations,
-        hours=row.hours,
-        gpu_hours=row.gpu_hours,
-        cpu_hours=row.cpu_hours,
-        memory_gib_hours=row.memory_gib_hours,
-        cost=row.cost,
-        saved=row.saved,
-        task=row.task,
-        node=row.node,
-        price_class=row.price_class,
-        reclaimable=row.reclaimable,
-        start=row.start,
-        end=row.end,
-        ended_by=row.ended_by,
-        resources=dict(row.resources),
-    )
+    return UsageRowView.model_validate(row, from_attributes=True)

@@ -14,7 +14,7 @@ from typing import Final
 
 from phalanx.domain.job import JobPhase
 from phalanx.engine.framework.config import SchedulerConfig
-from phalanx.engine.plugins.fairshare import NAME, FairsharePlugin, Multifactor
+from phalanx.engine.plugins.fairshare import Multifactor, plugin_of
 from phalanx.engine.snapshot import Snapshot
 
 #: The job phases a priority is shown for: those of a job waiting to start.
@@ -45,8 +45,7 @@ class Priorities:
     ``of`` when the config has no such plugin."""
 
     def __init__(self, config: SchedulerConfig) -> None:
-        entry = next((p for tier in config.tiers for p in tier if p.name == NAME), None)
-        self.plugin = None if entry is None else FairsharePlugin(entry.args)
+        self.plugin = plugin_of(config)
 
     @property
     def enabled(self) -> bool:

@@ -128,13 +128,3 @@ def ended_after(session: Session, after: float) -> list[Allocation]:
         .order_by(AllocationRow.end, AllocationRow.id)
     )
     return [_value(row) for row in session.scalars(query)]
-
-
-def open_allocations(session: Session) -> list[Allocation]:
-    """Allocations still held, by start, then id."""
-    query = (
-        select(AllocationRow)
-        .where(AllocationRow.end.is_(None))
-        .order_by(AllocationRow.start, AllocationRow.id)
-    )
-    return [_value(row) for row in session.scalars(query)]

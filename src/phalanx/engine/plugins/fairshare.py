@@ -164,10 +164,16 @@ class FairsharePlugin(Plugin[Multifactor]):
         return -state.factors(job).total
 
 
-def half_life_of(config: SchedulerConfig) -> float:
-    """The usage half-life ``config``'s fairshare plugin asks for (the default without one)."""
+def plugin_of(config: SchedulerConfig) -> FairsharePlugin | None:
+    """``config``'s fairshare plugin, built from its args; None when it has none."""
     for tier in config.tiers:
         for entry in tier:
             if entry.name == NAME:
-                return FairsharePlugin(entry.args).half_life
-    return DEFAULT_HALF_LIFE
+                return FairsharePlugin(entry.args)
+    return None
+
+
+def half_life_of(config: SchedulerConfig) -> float:
+    """The usage half-life ``config``'s fairshare plugin asks for (the default without one)."""
+    plugin = plugin_of(config)
+    return DEFAULT_HALF_LIFE if plugin is None else plugin.half_life
