@@ -7,10 +7,11 @@ controller or the simulator, reads the events and decides; the event types live 
 The simulator's cluster, the local process executor and the Ray executor (many
 machines, ``executors.ray``) implement it.
 
-Three capabilities are optional, each its own protocol: ``Recoverable`` (tasks that
+Four capabilities are optional, each its own protocol: ``Recoverable`` (tasks that
 outlive the server), ``LogSource`` (each task's stdout and stderr, read wherever the
-task ran: the local executor reads its files, the Ray executor fetches from the node)
-and ``NodeSource`` (nodes that come and go: the Ray executor's are its cluster's).
+task ran: the local executor reads its files, the Ray executor fetches from the node),
+``NodeSource`` (nodes that come and go: the Ray executor's are its cluster's) and
+``GpuSource`` (each node's GPU readings, attributed to the tasks given the cards).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from phalanx.domain.node import Node
 from phalanx.engine.decisions import Bind, Evict
 from phalanx.engine.lifecycle import OOM_KILLED, TaskEvent, TaskEventKind
 from phalanx.executors.records import ProcessRecord
+from phalanx.telemetry.readings import NodeSample
 
 __all__ = [
     "COMMAND_NOT_EXECUTABLE",
     "COMMAND_NOT_FOUND",
     "OOM_KILLED",
     "Executor",
+    "GpuSource",
     "LogAbsence",
     "LogSource",
     "LogStream",
@@ -171,4 +174,14 @@ class NodeSource(Protocol):
 
     def node_state(self) -> NodeState:
         """The nodes as last seen; any thread may call it."""
+        ...
+
+
+@runtime_checkable
+class GpuSource(Protocol):
+    """An executor whose nodes sample their GPUs (``phalanx.telemetry``)."""
+
+    def gpu_samples(self) -> list[NodeSample]:
+        """The samples its nodes took since the last call, oldest first, each once. A
+        node without NVML gives one sample saying why (``NodeSample.absent``), once."""
         ...
