@@ -40,8 +40,10 @@ class CardReading:
     #: (DCGM_FI_DEV_XID_ERRORS)
     xid: int = 0
     xids: tuple[int, ...] = ()  # XID errors seen since the previous reading, oldest first
-    remapped_correctable: int = 0  # rows remapped for correctable errors (DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS)
-    remapped_uncorrectable: int = 0  # ... for uncorrectable ones (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)
+    #: rows remapped for correctable errors (DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS)
+    remapped_correctable: int = 0
+    #: rows remapped for uncorrectable errors (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)
+    remapped_uncorrectable: int = 0
     remap_pending: bool = False  # a remap waits for a reset of the card
     remap_failure: bool = False  # a remap failed (DCGM_FI_DEV_ROW_REMAP_FAILURE)
     pcie_replays: int = 0  # PCIe replays since the driver loaded (DCGM_FI_DEV_PCIE_REPLAY_COUNTER)
