@@ -1,12 +1,16 @@
-"""Queues: nodes of a tree that carry guarantees, fair shares and caps, and what each
-of their users may hold (``UserLimits``) and use per period (``Budget``)."""
+"""Queues: nodes of a tree that carry guarantees, fair shares and caps, what each
+of their users may hold (``UserLimits``) and use per period (``Budget``), and what
+becomes of jobs that hold GPUs they do not use (``IdlePolicy``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from phalanx.domain.cells import CellGuarantee
+from phalanx.domain.errors import InvalidInput
 from phalanx.domain.resources import Resources
 
 ROOT_QUEUE = "root"
@@ -64,6 +68,47 @@ class Budget:
     when_spent: WhenSpent = WhenSpent.HOLD
 
 
+class IdleAction(StrEnum):
+    """What happens to a job whose GPUs sat idle for a queue's whole window."""
+
+    MARK = "mark"  # an event and a visible mark; the job runs on
+    STOP = "stop"  # stopped for good (Failed, not retried); an elastic job above its minimum is shrunk to it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdlePolicy:
+    """A queue's ``idleGpus``: a job whose every GPU reading stays below ``threshold``
+    (percent of utilisation, 0..100) for ``window`` seconds is idle, and ``action`` says
+    what follows. ``queue`` names the queue whose policy this is (for messages): set by
+    ``idle_policy_of``, empty on a policy built by hand. A threshold of 0 judges no job
+    idle (no reading is below 0%): a child queue's way to opt out of its parent's.
+    """
+
+    threshold: float
+    window: float
+    action: IdleAction = IdleAction.MARK
+    queue: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 100.0:
+            raise InvalidInput(
+                f"a threshold of {self.threshold!r}% is not a share of utilisation",
+                field="idleGpus.threshold",
+                fix="give a percent within 0..100, such as 5",
+            )
+        if not 0.0 < self.window < math.inf:
+            raise InvalidInput(
+                f"a window of {self.window!r} s is not a span of time",
+                field="idleGpus.window",
+                fix="give seconds > 0, such as 1800",
+            )
+
+    def said(self) -> str:
+        """The test in words, durations as documents write them: ``below 5% utilisation
+        for 30m``."""
+        return f"below {self.threshold:g}% utilisation for {said_duration(self.window)}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
     """A queue of the tree. Jobs are submitted to leaf queues.
@@ -75,6 +120,8 @@ class Queue:
     queue a virtual cluster: whole cells it is guaranteed (the hived plugin's).
     ``limits``, ``user_limits`` and ``budget`` bound each user of the queue (the
     userlimits plugin's; ``waiting_jobs`` is the control plane's, at submit).
+    ``idle_gpus`` is the queue's own idle policy; ``idle_policy_of`` gives the one that
+    applies (its own, else its nearest ancestor's).
     """
 
     name: str
@@ -93,6 +140,7 @@ class Queue:
     #: (user, limits) pairs, by user: fields set there replace those of ``limits``
     user_limits: tuple[tuple[str, UserLimits], ...] = ()
     budget: Budget | None = None
+    idle_gpus: IdlePolicy | None = None
 
     def limits_of(self, user: str) -> UserLimits:
         """The limits that apply to ``user`` in this queue."""
@@ -100,3 +148,31 @@ class Queue:
             if name == user:
                 return self.limits.replaced_by(own)
         return self.limits
+
+
+def idle_policy_of(name: str, queues: Mapping[str, Queue]) -> IdlePolicy | None:
+    """The idle policy that applies to jobs of queue ``name``: the queue's own
+    ``idle_gpus``, else its nearest ancestor's (as Kueue and Volcano users expect of a
+    setting on a parent), with ``queue`` naming the queue that set it. None when no
+    queue on the way to the root sets one, or ``name`` is unknown. A cycle of parents
+    (refused elsewhere) ends the walk."""
+    seen: set[str] = set()
+    current = queues.get(name)
+    while current is not None and current.name not in seen:
+        if current.idle_gpus is not None:
+            return replace(current.idle_gpus, queue=current.name)
+        seen.add(current.name)
+        current = queues.get(current.parent)
+    return None
+
+
+def said_duration(seconds: float) -> str:
+    """``seconds`` as a document writes a duration, to the second: ``30m``, ``1h30m``,
+    ``2d``, ``45s`` (what ``parse_duration`` reads back, rounded up to a whole second)."""
+    left = max(math.ceil(seconds), 1)
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts)

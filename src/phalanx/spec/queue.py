@@ -2,18 +2,29 @@
 
 A validated ``QueueDocument`` always converts to a domain ``Queue``; its guarantee
 and deserved share never exceed its capability on any resource, and each cell type
-appears once in its ``cells``; a budget names at least one amount. Its weight, priority, starvation threshold and quantities
-are within the bounds of ``phalanx.spec.limits``.
+appears once in its ``cells``; a budget names at least one amount; an ``idleGpus``
+threshold is a share of utilisation within 0..100% and its window is at least a minute.
+Its weight, priority, starvation threshold and quantities are within the bounds of
+``phalanx.spec.limits``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, PlainValidator, model_validator
 
 from phalanx.domain.cells import CellGuarantee
-from phalanx.domain.queue import ROOT_QUEUE, Budget, Queue, UserLimits, WhenSpent
+from phalanx.domain.queue import (
+    ROOT_QUEUE,
+    Budget,
+    IdleAction,
+    IdlePolicy,
+    Queue,
+    UserLimits,
+    WhenSpent,
+)
 from phalanx.domain.resources import Resources
 from phalanx.spec.common import (
     API_VERSION,
@@ -120,6 +131,78 @@ class BudgetSpec(SpecModel):
         )
 
 
+#: Shortest ``idleGpus.window``, in seconds: nodes read their GPUs every few seconds, and
+#: a shorter window would judge a job on a handful of readings (a data loader's pause).
+MIN_IDLE_WINDOW = 60.0
+_PERCENT_FIX = "write a percent such as 5% (or a fraction of 1 such as 0.05)"
+
+
+def _percent(value: object) -> float:
+    """A share of utilisation in percent: ``"5%"`` or a fraction of 1 (``0.05``)."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        text = value.strip().removesuffix("%").strip()
+        try:
+            percent = float(text)
+        except ValueError:
+            raise located(f"{value!r:.40} is not a percent", _PERCENT_FIX) from None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        if value > 1:
+            raise located(
+                f"{value!r} is a fraction of 1 above 1 ({100 * value:g}%)",
+                f"write {value:g}% for {value:g} percent, or a fraction within 0..1",
+            )
+        percent = round(float(value) * 100.0, 9)  # 0.05 -> 5, not 5.000000000000001
+    else:
+        raise located(f"{value!r:.40} is not a share of utilisation", _PERCENT_FIX)
+    if not math.isfinite(percent) or not 0.0 <= percent <= 100.0:
+        raise located(f"{value!r:.40} is not within 0..100%", _PERCENT_FIX)
+    return percent
+
+
+#: A share of utilisation: ``"5%"`` or ``0.05``, validated and stored in percent (0..100).
+Percent = Annotated[float, PlainValidator(_percent, json_schema_input_type=str | float)]
+
+
+class IdleGpusSpec(SpecModel):
+    """``idleGpus``: what becomes of a job whose GPUs sit idle, ``{threshold: 5%, window:
+    30m, action: stop}``. A job is idle once every reading of its GPUs (each node's
+    busiest task, every few seconds) stays below the threshold for the whole window; it
+    then gets an event and an idle mark, and with ``stop`` it is stopped (Failed, not
+    retried), or, if elastic and above its minimum, shrunk to its minimum (and stopped
+    if it stays idle another window). A queue without ``idleGpus`` takes its nearest
+    ancestor's; ``threshold: 0%`` exempts a queue from its parent's."""
+
+    threshold: Percent = Field(default="5%", validate_default=True)
+    """Utilisation below which a job's GPUs count as idle: a percent (5%) or a fraction
+    of 1 (0.05); 0% judges no job idle."""
+    window: JobDuration = Field(default="30m", validate_default=True)
+    """How long every reading must stay below the threshold before the job is idle (at
+    least 1m)."""
+    action: Literal["mark", "stop"] = "mark"
+    """What an idle job gets: ``mark`` (an event and a visible mark; it runs on) or
+    ``stop`` (also stopped, Failed and not retried; an elastic job above its minimum is
+    shrunk to it first)."""
+
+    @model_validator(mode="after")
+    def _long_enough(self) -> Self:
+        if self.window < MIN_IDLE_WINDOW:
+            raise located(
+                f"a window of {self.window:g} s would judge a job on a handful of readings",
+                "give at least 1m (30m is usual)",
+                at=("window",),
+            )
+        return self
+
+    def to_domain(self, queue: str = "") -> IdlePolicy:
+        """The domain ``IdlePolicy`` of queue ``queue``: percent and seconds."""
+        return IdlePolicy(
+            threshold=self.threshold,
+            window=self.window,
+            action=IdleAction(self.action),
+            queue=queue,
+        )
+
+
 class QueueSpec(SpecModel):
     """``spec`` of a Queue; fields mirror Volcano's Queue.
 
@@ -169,6 +252,10 @@ class QueueSpec(SpecModel):
     here is fine."""
     budget: BudgetSpec | None = None
     """Resource-hours the queue's users may use per period, and what happens once spent."""
+    idle_gpus: IdleGpusSpec | None = None
+    """What becomes of a job whose GPUs sit below a utilisation threshold for a window:
+    marked, or stopped (an elastic one shrunk to its minimum first). Omitted: the
+    nearest ancestor's applies, else none."""
 
     @model_validator(mode="after")
     def _cell_types_once(self) -> Self:
@@ -230,9 +317,9 @@ class QueueDocument(SpecModel):
 
     def to_domain(self) -> Queue:
         """The domain ``Queue`` in canonical units."""
-        spec = self.spec
+        spec, name = self.spec, self.metadata.name
         return Queue(
-            name=self.metadata.name,
+            name=name,
             parent=spec.parent,
             weight=spec.weight,
             guarantee=resources_of(spec.guarantee),
@@ -248,6 +335,7 @@ class QueueDocument(SpecModel):
                 (user, limits.to_domain()) for user, limits in sorted(spec.user_limits.items())
             ),
             budget=None if spec.budget is None else spec.budget.to_domain(),
+            idle_gpus=None if spec.idle_gpus is None else spec.idle_gpus.to_domain(name),
         )
 
 
@@ -256,10 +344,11 @@ def _optional(amounts: ResourceMap | None) -> Resources | None:
 
 
 def limits_summary(spec: QueueSpec) -> list[tuple[str, str]]:
-    """A queue's per-user limits and budget for people, as (label, text) lines in the
-    words of the document: ``("Limits", "runningJobs 4, waitingJobs 20, resources gpu 8")``,
-    ``("Limits of alice", ...)``, ``("Budget", "per 7d: perUser gpu 100, queue gpu 1000
-    (resource-hours); when spent: hold")``. None of them for a queue without any."""
+    """A queue's per-user limits, budget and own idle policy for people, as (label, text)
+    lines in the words of the document: ``("Limits", "runningJobs 4, waitingJobs 20,
+    resources gpu 8")``, ``("Limits of alice", ...)``, ``("Budget", "per 7d: perUser gpu
+    100, queue gpu 1000 (resource-hours); when spent: hold")``, ``("Idle GPUs", "below 5%
+    for 30m: stop")``. None of them for a queue without any."""
     lines: list[tuple[str, str]] = []
     said = _said_limits(spec.limits)
     if said:
@@ -280,6 +369,9 @@ def limits_summary(spec: QueueSpec) -> list[tuple[str, str]]:
                 f"when spent: {budget.when_spent}",
             )
         )
+    idle = spec.idle_gpus
+    if idle is not None:
+        lines.append(("Idle GPUs", f"{idle.to_domain().said()}: {idle.action}"))
     return lines
 
 

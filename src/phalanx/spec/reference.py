@@ -46,6 +46,7 @@ KINDS: Final[tuple[type[BaseModel], ...]] = (
 _BY_VALIDATOR: Final = {
     "_check_quantity": "quantity (2, 500m, 16Gi)",
     "_duration": "duration (90, 30m, 8h, 1h30m, 2d, 250ms)",
+    "_percent": "percent (5%), or a fraction of 1 (0.05)",
     "_shell_string": "argv list, or one shell string",
     "_topology_form": "preset name, `nvidia-smi topo -m` text, or a "
     "[TopologyMatrixSpec](#topologymatrixspec)",

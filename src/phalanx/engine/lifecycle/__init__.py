@@ -15,6 +15,7 @@ from phalanx.engine.lifecycle.effects import (
     TaskEventKind,
     Waiting,
 )
+from phalanx.engine.lifecycle.idle import IdleVerdict, IdleWatch, act_on
 from phalanx.engine.lifecycle.jobs import BACKOFF, MAX_BACKOFF, Ending, JobLife, RetryPolicy
 from phalanx.engine.lifecycle.ledger import PHASE_OF_STATUS, TERMINAL
 from phalanx.engine.lifecycle.reducer import STAGES, Lifecycle, parts_by_job
@@ -30,6 +31,8 @@ __all__ = [
     "Ending",
     "Event",
     "EventKind",
+    "IdleVerdict",
+    "IdleWatch",
     "JobChanged",
     "JobCounters",
     "JobLife",
@@ -42,5 +45,6 @@ __all__ = [
     "TaskEvent",
     "TaskEventKind",
     "Waiting",
+    "act_on",
     "parts_by_job",
 ]

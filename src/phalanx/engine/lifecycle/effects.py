@@ -8,8 +8,9 @@ to ``events.jsonl`` and its metrics and calls its simulated cluster.
 ``EventKind`` is the one vocabulary of job events both drivers record: a phase change
 is an event named after the phase reached (``Queued``, ``Running``, ``Pending``,
 ``Succeeded``, ``Failed``, ``Cancelled``); ``Placed``, ``Evicted`` and ``TaskFailed``
-say what happened to tasks; ``Submitted``, ``Reserved``, ``NodeDown`` and ``NodeUp``
-are recorded by the drivers themselves.
+say what happened to tasks; ``Idle`` that its GPUs sat idle for its queue's window
+(``idle``); ``Submitted``, ``Reserved``, ``NodeDown`` and ``NodeUp`` are recorded by
+the drivers themselves.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class EventKind(StrEnum):
     NODE_DOWN = "NodeDown"  # a node failed (simulator)
     NODE_UP = "NodeUp"  # a failed node is back (simulator)
     RESIZED = "Resized"  # an elastic role grew or shrank (the size history)
+    IDLE = "Idle"  # its GPUs sat below its queue's idleGpus threshold for the window
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,10 +38,13 @@ class Ending(StrEnum):
     RETRY_NOW = "retry-now"  # a task's node was lost (not the job's doing): Pending at once
     RESTART = "restart"  # evicted below its gang minimum: Pending again at once
     ABORT = "abort"  # its state cannot be reconciled, or handling it met a bug: Failed
+    # its GPUs sat idle for its queue's window (idleGpus, action stop): Failed, not
+    # retried (a retry would hold the same GPUs idle again)
+    IDLE = "idle"
 
 
 #: Endings after which a stopped task is over for good (Failed), not Pending again.
-FOR_GOOD = frozenset({Ending.CANCEL, Ending.WALLTIME, Ending.FAIL, Ending.ABORT})
+FOR_GOOD = frozenset({Ending.CANCEL, Ending.WALLTIME, Ending.FAIL, Ending.ABORT, Ending.IDLE})
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

@@ -18,6 +18,8 @@ The rules, each in one place:
   again at once, and that costs no retry. Every session eviction counts a preemption.
 - Walltime counts from the attempt's first placement; past it the job is stopped and
   Failed for good (Slurm's TIMEOUT). Cancel stops the job for good: Cancelled.
+- A running job whose GPUs sat idle for its queue's window (``idle``'s verdicts) is
+  stopped and Failed for good, or, elastic and above its minimum, shrunk to it.
 - A role with ``dependsOn`` is placed with its gang, but started only once every role
   it names is Running; a stopped task that was never started needs no executor.
 - A job becomes Succeeded once none of its tasks holds a node and one of them succeeded.
@@ -62,6 +64,7 @@ _SETTLED = {
     Ending.RETRY_NOW: (JobPhase.PENDING, "Retrying"),
     Ending.RESTART: (JobPhase.PENDING, "Preempted"),
     Ending.ABORT: (JobPhase.FAILED, "Aborted"),
+    Ending.IDLE: (JobPhase.FAILED, "IdleGpus"),
 }
 _WAITING = (JobPhase.PENDING, JobPhase.QUEUED)
 _ALIVE = (TaskStatus.BOUND, TaskStatus.RUNNING)
@@ -250,6 +253,40 @@ class Lifecycle(Sizes):
             return self._flush()
         self._stop(life, self.tasks(life), "cancel", message)
         self._settle(life)
+        return self._flush()
+
+    def stop_idle(self, name: str, message: str, *, now: float) -> list[Effect]:
+        """Job ``name``'s GPUs sat idle (``message`` says how): an elastic job whose role
+        has more tasks than its minimum is shrunk to it and runs on; any other running
+        job is stopped and Failed (``IdleGpus``), not retried. Each says an ``Idle``
+        event. A job not running, or being stopped already, is left alone."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None or life.phase is not JobPhase.RUNNING or life.ending is not None:
+            return []
+        role = life.job.elastic_role()
+        if role is not None and role.elastic is not None:
+            low = role.elastic.min_replicas
+            if len(self._role_tasks(life, role.name)) > low:
+                self._event(life, EventKind.IDLE, f"{message}: shrunk to its minimum of {low}")
+                self._ask(life, role, low)
+                self._resize(life, Resize(job=name, role=role.name, size=low, reason=message))
+                return self._flush()
+        self._end(life, Ending.IDLE, f"{message}: stopped")
+        self._event(life, EventKind.IDLE, life.ending_message)
+        self._stop(life, self.tasks(life), "idle", life.ending_message)
+        self._settle(life)
+        return self._flush()
+
+    def mark_idle(self, name: str, message: str, *, now: float) -> list[Effect]:
+        """Job ``name``'s GPUs sat idle (``message`` says how): an ``Idle`` event, the job
+        unchanged (none for a job that is not running)."""
+        self.now = now
+        life = self.jobs.get(name)
+        if life is None or life.phase is not JobPhase.RUNNING:
+            return []
+        fix = "fix: put its GPUs to work, or end it to free them for others"
+        self._event(life, EventKind.IDLE, f"{message}: marked idle; {fix}")
         return self._flush()
 
     def report(self, name: str, progress: Progress) -> None:
