@@ -1,41 +1,21 @@
-"""A host's NVIDIA GPUs, as NVML (nvidia-ml-py) reports them."""
+"""A host's NVIDIA GPUs, as NVML reports them (through ``phalanx.telemetry.nvml``)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from phalanx.domain.node import Gpu
+from phalanx.telemetry.nvml import NvmlAbsent, open_nvml
 
 log = logging.getLogger(__name__)
 
 
 def nvidia_gpus() -> tuple[Gpu, ...]:
     """This host's GPUs from NVML, in NVML's order; none where nvidia-ml-py or a driver
-    is absent (a CPU-only host)."""
-    try:
-        import pynvml  # type: ignore[import-not-found]  # noqa: PLC0415  # optional, heavy: nvidia-ml-py
-    except ImportError:
+    is absent (a CPU-only host). A card NVML cannot read is left out (logged)."""
+    nvml = open_nvml()
+    if isinstance(nvml, NvmlAbsent):
+        log.info("%s: no GPUs on this node", nvml.reason)
         return ()
-    nvml: Any = pynvml
-    try:
-        nvml.nvmlInit()
-    except Exception as error:  # no driver: a CPU-only host
-        log.info("NVML unavailable (%s): no GPUs on this node", error)
-        return ()
-    try:
-        gpus = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            model = nvml.nvmlDeviceGetName(handle)
-            memory = nvml.nvmlDeviceGetMemoryInfo(handle).total
-            gpus.append(
-                Gpu(
-                    index=index,
-                    model=model.decode() if isinstance(model, bytes) else str(model),
-                    memory=float(memory),
-                )
-            )
-        return tuple(gpus)
-    finally:
-        nvml.nvmlShutdown()
+    with nvml:
+        return nvml.inventory()
