@@ -28,6 +28,7 @@ from phalanx.web.headers import SecurityHeaders
 from phalanx.web.session import ROOT, LoginRequired, Refused, end_session
 from phalanx.web.views import (
     admin,
+    gpus,
     inference,
     inferences,
     job,
@@ -62,6 +63,7 @@ def create_console(api_url: Callable[[], str]) -> FastAPI:
         tuning,
         reports,
         usage,
+        gpus,
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

@@ -28,6 +28,13 @@ def _number(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def gib(count: float) -> str:
+    """Bytes as GiB without the unit, one decimal below 100 (``12.5``, ``0.3``, ``141``):
+    a card's memory as people read it."""
+    value = count / _GI
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
 def utc(epoch: float | None) -> str:
     """An epoch time as ``2026-11-25 23:02:00``, UTC ("" for None)."""
     if epoch is None:
@@ -85,6 +92,7 @@ def queue_limits(document: dict[str, Any]) -> list[tuple[str, str]]:
 
 FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "amount": amount,
+    "gib": gib,
     "utc": utc,
     "duration": duration,
     "percent": percent,

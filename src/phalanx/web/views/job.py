@@ -1,7 +1,9 @@
 """``/ui/jobs/{name}``: one job: its tasks' placements (node, GPU ids), why it waits and
 its place in its queue's line, its events, the size history of an elastic job, its logs
 (the end of every task's, each in a section of its own, or one task's) as they are
-written, and a cancel button.
+written, a chart of its GPUs' utilisation and memory over time with the summary line
+and the idle mark (a job that asks for GPUs only: ``web.gpu_chart``), and a cancel
+button.
 
 Another user's job is "not found", as the API says. The page refreshes its details
 (``/ui/fragments/jobs/{name}``) and its log (``/ui/fragments/jobs/{name}/logs``) until
@@ -21,6 +23,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from phalanx.client import ClientError, JobView
 from phalanx.web.console import console_of
+from phalanx.web.gpu_chart import chart, summary
 from phalanx.web.logs import WAITING, TaskTail, each_tail, empty_state, split_tasks, state_label
 from phalanx.web.session import ROOT, Signed, SignedForm, Visitor
 from phalanx.web.views.jobs import ENDED
@@ -50,6 +53,29 @@ def _elastic_roles(job: JobView) -> list[dict[str, Any]]:
     ]
 
 
+def _gpu_context(visitor: Visitor, job: JobView) -> dict[str, Any] | None:
+    """What the job did with its GPUs (``GET /api/v1/jobs/{name}/gpus``): the summary, the
+    chart and each task's latest reading; None for a job that asks for no GPU. A refusal
+    of the API is said in place of the chart (the rest of the page stands)."""
+    if job.requests.get("gpu", 0.0) <= 0 and not any(task.gpus for task in job.tasks):
+        return None
+    try:
+        view = visitor.client.job_gpus(job.name)
+    except ClientError as error:
+        if error.status == 401:
+            raise
+        return {"refused": error.message(), "summary": None, "chart": None, "tasks": []} | {
+            "idle_since": None
+        }
+    return {
+        "refused": "",
+        "summary": summary(view),
+        "chart": chart(view),
+        "tasks": view.tasks,
+        "idle_since": view.idle_since,
+    }
+
+
 def _context(visitor: Visitor, name: str) -> dict[str, Any]:
     job = visitor.client.job(name)
     events = visitor.client.events(name)
@@ -62,6 +88,7 @@ def _context(visitor: Visitor, name: str) -> dict[str, Any]:
         "elastic": _elastic_roles(job),
         "sizes": [event for event in events if event.kind == "Resized"],
         "quoted": quote(name, safe=""),
+        "gpu_use": _gpu_context(visitor, job),
     }
 
 
