@@ -11,6 +11,15 @@ in its legend is on one of its metrics. Panels have unique ids, read the Prometh
 picked in the dashboard's ``DS_PROMETHEUS`` variable, and do not overlap; the Serving
 row shows each service's traffic, errors, latency, load and replicas.
 
+The GPU readings are exported as the Server exports them (``Metrics.watch`` with the
+controller's ``GpuPicture``: here one built by hand, two read cards of a node, one busy
+with a task of job ``low`` and one cordoned by its health, ``low`` marked idle). The GPUs
+row reads every family a real ``GpuCollector`` exports (the DCGM exporter's names and
+phalanx's own, read from a scrape of the collector alone, so that a family added to
+``gpu_metrics`` without a panel fails here): utilisation, memory, temperature and power
+per card by ``Hostname`` and ``gpu``, XID errors, cordoned cards, each job's utilisation
+and the jobs with idle GPUs.
+
 The PromQL is read by a small extractor, not a parser: it knows selectors, ranges,
 grouping clauses, string literals, function calls and Grafana's ``$variables``, enough
 for the dashboard's queries; ``test_the_extractor_*`` pins what it finds.
@@ -32,12 +41,16 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from phalanx.control.app import create_app
 from phalanx.control.controllers.controller import Controller
 from phalanx.control.controllers.serving import ReplicaGauge, Serving
+from phalanx.control.controllers.telemetry import GpuPicture
+from phalanx.control.gpu_metrics import GpuCollector
 from phalanx.control.metrics import Metrics, metrics_token
+from phalanx.control.store.cards import CardCordon
 from phalanx.control.store.database import Database, sqlite_url
 from phalanx.control.store.models import QueueRow
 from phalanx.engine import default_config
@@ -45,6 +58,8 @@ from phalanx.executors.base import TaskEventKind
 from phalanx.gateway.proxy import Access, Gateway
 from phalanx.gateway.routes import Predictor, Replica, Routes, Service
 from phalanx.spec.loader import build_document
+from phalanx.telemetry.readings import CardReading
+from phalanx.telemetry.windows import GpuUse
 from tests.unit.control.plane import NODES, TIMING, Clock, FakeExecutor, Plane
 
 DASHBOARD_FILE = (
@@ -202,6 +217,62 @@ def problems(dashboard: Mapping[str, Any], exported: Exported) -> list[str]:
 
 # --- the server ----------------------------------------------------------------------
 
+_GIB = 1 << 30
+
+
+def gpu_picture(now: float) -> GpuPicture:
+    """Node ``n0``'s two H100s as one reading left them: card 0 busy with task ``low-w-0``
+    of job ``low`` (marked idle a minute ago: the families of the idle watch have a
+    series), card 1 free and cordoned by its health after an XID 79."""
+    model = "NVIDIA H100 80GB HBM3"
+    cards = (
+        CardReading(
+            index=0,
+            uuid="GPU-0",
+            model=model,
+            utilisation=97.0,
+            memory_used=60 * _GIB,
+            memory_total=80 * _GIB,
+            temperature=71.0,
+            power=640.0,
+            pcie_replays=3,
+            remapped_correctable=1,
+        ),
+        CardReading(
+            index=1,
+            uuid="GPU-1",
+            model=model,
+            memory_total=80 * _GIB,
+            temperature=35.0,
+            power=70.0,
+            xid=79,
+            xids=(79,),
+        ),
+    )
+    use = GpuUse(
+        start=now - 30,
+        end=now,
+        samples=6,
+        cards=1,
+        utilisation=96.0,
+        utilisation_peak=99.0,
+        memory=60.0 * _GIB,
+        memory_peak=61.0 * _GIB,
+    )
+    cordon = CardCordon(
+        node="n0", gpu=1, uuid="GPU-1", reason="XID 79", source="health", since=now - 5
+    )
+    return GpuPicture(
+        cards={"n0": cards},
+        read_at={"n0": now},
+        holders={("n0", 0): (("low", "low-w-0"),)},
+        owners={"low": ("admin", "q")},
+        idle_since={"low": now - 60},
+        current={"low": use},
+        cordoned={("n0", 1): cordon},
+    )
+
+
 _QUEUE = """
 {apiVersion: phalanx/v1, kind: Queue, metadata: {name: q},
  spec: {guarantee: {gpu: 2}, capability: {gpu: 8}}}
@@ -277,7 +348,8 @@ def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
         db, NODES, default_config(), lambda _: executor, timing=TIMING, clock=clock, metrics=metrics
     )
     controller.recover()
-    metrics.watch(db, lambda: controller.view)  # as Server does
+    picture = gpu_picture(time.time())
+    metrics.watch(db, lambda: controller.view, gpus=lambda: picture)  # as Server does
     routes = Routes()
     serving = Serving(db, publish=routes.replace, on_stored=controller.offer)
     gateway = Gateway(  # as Server wires them
@@ -323,6 +395,21 @@ def exported(families: Families) -> Exported:
     return {name: labels for samples in families.values() for name, labels in samples.items()}
 
 
+@pytest.fixture(scope="module")
+def gpu_families() -> Families:
+    """Each family a ``GpuCollector`` alone exports for ``gpu_picture``, with its samples'
+    names and labels."""
+    registry = CollectorRegistry()
+    picture = gpu_picture(time.time())
+    registry.register(GpuCollector(lambda: picture))
+    found: Families = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        samples = found.setdefault(family.name, {})
+        for sample in family.samples:
+            samples[sample.name] = samples.get(sample.name, frozenset()) | set(sample.labels)
+    return found
+
+
 # --- the tests -----------------------------------------------------------------------
 
 
@@ -331,6 +418,18 @@ def test_every_family_the_server_exports_has_samples_here(families: Families) ->
     assert {name for name, samples in families.items() if not samples} == set()
     assert {"phalanx_preemptions", "phalanx_scheduling_session_seconds"} <= families.keys()
     assert set(SERVING) <= families.keys()
+
+
+def test_the_server_exports_every_gpu_family_with_its_labels(
+    families: Families, gpu_families: Families
+) -> None:
+    """What the collector exports alone, the server's ``/metrics`` exports too, every
+    family with samples: the DCGM exporter's names and labels and phalanx's own."""
+    assert gpu_families and {n for n, s in gpu_families.items() if not s} == set()
+    assert {name: families.get(name) for name in gpu_families} == gpu_families
+    card = gpu_families["DCGM_FI_DEV_GPU_UTIL"]["DCGM_FI_DEV_GPU_UTIL"]
+    assert {"gpu", "UUID", "device", "modelName", "Hostname"} <= card
+    assert {"job", "task", "user", "queue"} <= card
 
 
 def test_every_query_names_exported_metrics_and_labels(exported: Exported) -> None:
@@ -458,3 +557,42 @@ def test_the_serving_row_shows_traffic_errors_latency_load_and_replicas() -> Non
     assert states == {"desired", "ready"}
     # every panel of the row follows the service variable
     assert all('service=~"$service"' in e for e in exprs)
+
+
+def test_the_gpus_row_reads_every_gpu_family_by_card_and_by_job(gpu_families: Families) -> None:
+    shown = row_panels(load_dashboard(), "GPUs")
+    exprs = [t["expr"] for p in shown for t in p["targets"]]
+    asked = [read_promql(e) for e in exprs]
+    read = set().union(*(query.metrics for query in asked))
+    assert read == {name for samples in gpu_families.values() for name in samples}
+
+    def reading(metric: str) -> list[tuple[str, Query]]:
+        return [(e, q) for e, q in zip(exprs, asked, strict=True) if metric in q.metrics]
+
+    # a card's figures once per card (a shared card has a series per task), by node and card
+    for metric in (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_XID_ERRORS",
+    ):
+        found = reading(metric)
+        assert found and all(q.grouped == {"Hostname", "gpu"} for _, q in found), metric
+        assert all('Hostname=~"$hostname"' in e for e, _ in found), metric
+    # utilisation per card drawn over time, legend by node and card
+    per_card = [
+        (p, t)
+        for p in shown
+        for t in p["targets"]
+        if p["type"] == "timeseries" and "DCGM_FI_DEV_GPU_UTIL" in t["expr"]
+    ]
+    assert per_card and all(t["legendFormat"] == "{{Hostname}} GPU {{gpu}}" for _, t in per_card)
+    # cordoned cards, each job's utilisation and the idle jobs, the last two by queue
+    assert reading("phalanx_gpu_cordoned")
+    for metric in ("phalanx_job_gpu_utilisation", "phalanx_job_gpus_idle_seconds"):
+        found = reading(metric)
+        assert found and all('queue=~"$queue"' in e for e, _ in found), metric
+    dashboard = load_dashboard()
+    (hostname,) = [v for v in dashboard["templating"]["list"] if v["name"] == "hostname"]
+    assert hostname["query"]["query"] == "label_values(DCGM_FI_DEV_GPU_UTIL, Hostname)"
