@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.errors import InvalidInput
+from phalanx.telemetry import sampler as sampler_module
 from phalanx.telemetry.readings import CardReading, NodeSample, ProcessUse, TaskCards, TaskGpuUse
 from phalanx.telemetry.recorded import MIB, RecordedNvml
 from phalanx.telemetry.sampler import (
@@ -279,6 +280,14 @@ def test_a_process_tree_is_the_root_and_all_its_descendants(
     assert len(kids) == 2
     assert process_tree(root) == {root, *kids}
     assert process_trees([root, *kids]) == {root: {root, *kids}} | {k: {k} for k in kids}
+
+
+def test_where_there_is_no_proc_psutil_finds_the_same_tree(
+    family: tuple[int, frozenset[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, kids = family
+    monkeypatch.setattr(sampler_module, "PROC", "/nonexistent-proc")
+    assert process_tree(root) == {root, *kids}
 
 
 def test_a_process_that_is_gone_has_no_tree() -> None:
