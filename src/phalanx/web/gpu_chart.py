@@ -25,9 +25,10 @@ WIDTH: Final = 640
 HEIGHT: Final = 250
 LEFT: Final = 56.0
 RIGHT: Final = WIDTH - 12.0
-#: Each panel's top and bottom (utilisation above, memory below); the time labels under.
-UTILISATION_BOX: Final = (12.0, 108.0)
-MEMORY_BOX: Final = (128.0, 224.0)
+#: Each panel's top and bottom (utilisation above, memory below), each titled above its
+#: box; the time labels under them.
+UTILISATION_BOX: Final = (20.0, 110.0)
+MEMORY_BOX: Final = (138.0, 228.0)
 #: Seconds between two windows beyond which the lines break.
 GAP: Final = 90.0
 
