@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from phalanx.domain.cells import CellGuarantee
 from phalanx.domain.queue import (
@@ -159,8 +159,13 @@ def _percent(value: object) -> float:
     return percent
 
 
-#: A share of utilisation: ``"5%"`` or ``0.05``, validated and stored in percent (0..100).
-Percent = Annotated[float, PlainValidator(_percent, json_schema_input_type=str | float)]
+#: A share of utilisation: ``"5%"`` or ``0.05``, validated and held in percent (0..100),
+#: written back as ``"5%"`` (a bare 5.0 would read back as 500%).
+Percent = Annotated[
+    float,
+    PlainValidator(_percent, json_schema_input_type=str | float),
+    PlainSerializer(lambda value: f"{value:g}%", return_type=str),
+]
 
 
 class IdleGpusSpec(SpecModel):
