@@ -217,6 +217,21 @@ class SimCluster:
         times += [] if landing is None else [landing]
         return min(times) if times else None
 
+    def remaining(self, job: str, now: float) -> float:
+        """Seconds ``job`` would still run from ``now`` at its present rate: its duration
+        less the work kept and done (an elastic job: its duration times the share of its
+        training left); 0 for a job not making progress now."""
+        run = self._runs.get(job)
+        if run is None or run.started is None:
+            return 0.0
+        if run.elastic is not None:
+            run.elastic.advance(now)
+            total = float(run.elastic.profile.progress[-1])
+            done = run.elastic.job.position.progress / total if total > 0 else 1.0
+            return max(1.0 - done, 0.0) * run.spec.duration
+        left = max(run.spec.duration - run.done - run.work(now), 0.0)
+        return left / run.rate if run.rate > 0 else left  # held: as if it ran at full speed
+
     def lose_node(self, node: str, *, now: float) -> None:
         """Every task on ``node`` is lost now."""
         for run in sorted(self._runs.values(), key=lambda r: r.spec.name):

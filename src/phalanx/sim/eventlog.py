@@ -177,7 +177,7 @@ class RunLog:
 #: ``TaskFailed`` the tasks that left their nodes; a job Pending again or ended holds none.
 _ENDS = frozenset({"Succeeded", "Failed", "Cancelled"})
 #: ``Evicted`` rows that stop a job for good, which the report does not count as evictions.
-_ENDING_STOPS = frozenset({"cancel", "walltime", "abort"})
+_ENDING_STOPS = frozenset({"cancel", "walltime", "abort", "idle"})
 _TASK_EVENTS = frozenset({"Placed", "Evicted", "TaskFailed", "Pending", *_ENDS})
 
 

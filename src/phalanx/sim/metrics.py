@@ -17,6 +17,7 @@ import numpy as np
 from phalanx.sim import userfair
 from phalanx.sim.data import DataStats
 from phalanx.sim.fragmentation import FragmentationSummary
+from phalanx.sim.idle import IdleStats
 
 #: The summary figures a side-by-side view of runs shows first (CLI table, benchmarks).
 HEADLINE_FIGURES: Final = (
@@ -50,7 +51,8 @@ class JobRecord:
     submit: float
     first_start: float | None = None
     end: float | None = None
-    outcome: str = "pending"  # pending | running | finished | failed | killed
+    #: pending | running | finished | failed | killed (past its walltime, or for idle GPUs)
+    outcome: str = "pending"
     preemptions: int = 0
     restarts: int = 0
 
@@ -132,6 +134,7 @@ class Metrics:
         self.start_time: float | None = None
         self.end_time = 0.0
         self.data: DataStats | None = None  # what reading datasets cost, when jobs read any
+        self.idle: IdleStats | None = None  # idle GPUs, when a queue has an idle policy
 
     def submitted(self, record: JobRecord) -> None:
         self.jobs[record.name] = record
@@ -199,7 +202,7 @@ class Metrics:
         """summary.json: the figures named by the simulator issue, plus per-queue and
         per-user detail and the ``USER_FIGURES`` (Jain's index over users per window of
         ``fairness_window`` seconds); with the ``DATA_FIGURES`` when the run modelled
-        datasets."""
+        datasets, and the ``IDLE_FIGURES`` when a queue had an idle policy."""
         records = list(self.jobs.values())
         finished = [r for r in records if r.outcome == "finished"]
         jct = np.array([r.jct for r in finished if r.jct is not None], dtype=float)
@@ -246,6 +249,7 @@ class Metrics:
             "session_p99_ms": round(1000 * _pct(np.array(self.session_seconds), 99), 3),
             "sim_wall_s": round(sim_wall_s, 3),
             **({} if self.data is None else self.data.summary()),
+            **({} if self.idle is None else self.idle.summary(end)),
             "per_queue": self.per_queue(start, end),
             "per_user": per_user,
         }

@@ -4,12 +4,12 @@
 streams its ``events.jsonl`` once (``phalanx.sim.eventlog`` says what it takes from the
 events). The page has the summary figures side by side (the best per row marked where
 lower or higher is clearly better; what reading datasets cost when a run modelled it;
-fairness between users, blank for a workload of one user), the per-queue figures, the
-per-user ones (the ``TOP_USERS`` users with the most GPU-time, when there are two or
-more), and per run: JCT and queueing-delay CDFs per queue, GPU allocation over time,
-GPUs per queue over time (stacked) and a Gantt chart of the largest jobs. With several
-runs, the JCT and delay CDFs of all runs are overlaid and the per-queue averages put
-side by side.
+fairness between users, blank for a workload of one user; idle GPUs when a run's queues
+had idle policies), the per-queue figures, the per-user ones (the ``TOP_USERS`` users
+with the most GPU-time, when there are two or more), and per run: JCT and
+queueing-delay CDFs per queue, GPU allocation over time, GPUs per queue over time
+(stacked) and a Gantt chart of the largest jobs. With several runs, the JCT and delay
+CDFs of all runs are overlaid and the per-queue averages put side by side.
 
 Guarantees:
 
@@ -115,6 +115,14 @@ _DATA_ROWS: Final = (
     ("data_evictions", "datasets evicted from node caches", "count", "low"),
     ("data_uncached_reads", "reads that did not fit a node's cache", "count", "low"),
 )  # fmt: skip
+#: Rows of runs whose queues had idle policies (``phalanx.sim.idle``), shown when one did.
+_IDLE_ROWS: Final = (
+    ("idle_marked", "jobs marked for idle GPUs", "count", ""),
+    ("idle_stopped", "jobs stopped for idle GPUs", "count", ""),
+    ("idle_shrunk", "elastic jobs shrunk for idle GPUs", "count", ""),
+    ("idle_gpu_hours", "GPU-hours held idle", "ratio", "low"),
+    ("idle_gpu_hours_returned", "GPU-hours returned by stopping idle jobs", "ratio", "high"),
+)  # fmt: skip
 _QUEUE_COLUMNS: Final = (
     ("jobs", "jobs", "count"), ("finished", "finished", "count"), ("avg_jct_s", "avg JCT", "duration"),
     ("avg_queue_delay_s", "avg delay", "duration"), ("starvation_s", "longest wait", "duration"),
@@ -164,7 +172,7 @@ def _summary_table(runs: Sequence[RunLog]) -> str:
         f"<tr><th>{label}</th>{_cells([r.summary.get(key) for r in runs], kind, better)}</tr>"
         for key, label, kind, better in (
             *_ROWS,
-            *(row for row in _DATA_ROWS if any(row[0] in r.summary for r in runs)),
+            *(row for row in (*_DATA_ROWS, *_IDLE_ROWS) if any(row[0] in r.summary for r in runs)),
         )
     ]
     return _table(["figure", *(esc(r.name) for r in runs)], rows)

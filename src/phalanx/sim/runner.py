@@ -4,8 +4,10 @@ It plays the role the control plane's controller plays in production, with the s
 parts: the engine's sessions decide, the one ``Lifecycle`` (``phalanx.engine.lifecycle``)
 turns Decisions, the executor's events and the passing of time into effects, and this
 driver carries them out: it writes them to ``events.jsonl`` and the metrics, and hands
-starts and stops to the executor (a ``SimCluster``). The same seed, workload and config
-give byte-identical events.
+starts and stops to the executor (a ``SimCluster``). Jobs that carry a recorded GPU
+utilisation are read as nodes read GPUs, and verdicts on idle ones go through the
+lifecycle's one rule (``phalanx.sim.idle``). The same seed, workload and config give
+byte-identical events.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from phalanx.engine.lifecycle import (
     BACKOFF,
     MAX_BACKOFF,
     Effect,
+    Ending,
     Event,
     EventKind,
     JobChanged,
@@ -43,12 +46,15 @@ from phalanx.engine.lifecycle import (
     TaskChanged,
     TaskEventKind,
     Waiting,
+    act_on,
 )
 from phalanx.engine.plugins.fairshare import half_life_of
+from phalanx.engine.snapshot import TaskStatus
 from phalanx.engine.state import ClusterState
 from phalanx.sim.cluster import SimCluster
 from phalanx.sim.data import CacheModel, DataPlane, names_read, pin_datasets
 from phalanx.sim.fragmentation import FragmentationProbe
+from phalanx.sim.idle import IdleReplay
 from phalanx.sim.loop import EventLoop, Priority
 from phalanx.sim.metrics import JobRecord, Metrics
 from phalanx.sim.workload import Workload, WorkloadJob
@@ -79,6 +85,9 @@ class SimOptions:
     fixed_period: bool = False
     #: every node's dataset cache and remote bandwidth (used when jobs read datasets)
     data: CacheModel = field(default_factory=CacheModel)
+    #: seconds between readings of jobs' recorded GPU utilisation under queues' idleGpus;
+    #: None: 1/30 of the shortest window, within 5..60 s (``phalanx.sim.idle``)
+    idle_every: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,11 @@ class _Session:
 
 
 @dataclass(frozen=True, slots=True)
+class _IdleRead:
+    at: float  # a reading replaced by an earlier one is stale and does nothing
+
+
+@dataclass(frozen=True, slots=True)
 class _NodeChange:
     node: str
     up: bool
@@ -110,7 +124,7 @@ class _NodeChange:
     )
 
 
-_Event = _Arrival | _Call | _Wake | _Session | _NodeChange
+_Event = _Arrival | _Call | _Wake | _Session | _IdleRead | _NodeChange
 
 
 class Simulation:
@@ -165,6 +179,10 @@ class Simulation:
             },
         )
         self.metrics.data = None if self.data is None else self.data.stats
+        #: the readings of jobs' GPU utilisation, when a queue has an idle policy
+        self.idle = IdleReplay.of(self.queues, options.idle_every)
+        self.metrics.idle = None if self.idle is None else self.idle.stats
+        self._read_at: float | None = None
         self._out = events_out
         self._on_event = on_event
         self._on_session = on_session
@@ -273,6 +291,10 @@ class Simulation:
                 return
             self._session_at = None
             self._session(now)
+        elif isinstance(event, _IdleRead):
+            if event.at == self._read_at:
+                self._read_at = None
+                self._read_idle(now)
         else:
             self._node_change(event, now)
 
@@ -427,9 +449,11 @@ class Simulation:
                 case TaskChanged():
                     self._task_changed(effect)
                 case JobChanged():
+                    if self.idle is not None:
+                        self._idle_phase(effect)
                     if effect.phase in _OUTCOMES:
                         outcome = _OUTCOMES[effect.phase]
-                        if effect.reason == "WalltimeExceeded":
+                        if effect.reason in _KILLED:
                             outcome = "killed"
                         self.metrics.ended(effect.time, effect.job, outcome)
                         self._resources.pop(effect.job, None)
@@ -462,6 +486,8 @@ class Simulation:
         resources = self._role_resources(job)[change.role]
         sign = 1.0 if held else -1.0
         self.metrics.allocation(change.time, job.queue, job.user, resources, sign)
+        if self.idle is not None and self.idle.idle(self.jobs[change.job]) is not None:
+            self.idle.stats.hold(change.time, sign * resources.get("gpu"))
 
     def _role_resources(self, job: Job) -> dict[str, Resources]:
         """Each role's resources by name, kept while the job lives."""
@@ -487,9 +513,57 @@ class Simulation:
             )
         elif event.tasks:
             extra["tasks"] = list(event.tasks)
-        if event.kind in (EventKind.TASK_FAILED, EventKind.FAILED):
+        if event.kind in (EventKind.TASK_FAILED, EventKind.FAILED, EventKind.IDLE):
             extra["message"] = event.message
         self._emit(event.time, event.kind, event.job, **extra)
+
+    # -- idle GPUs ---------------------------------------------------------------------------
+
+    def _idle_phase(self, change: JobChanged) -> None:
+        """Read a job while its gang runs (when its queue judges it idle), not otherwise."""
+        assert self.idle is not None
+        if change.phase is JobPhase.RUNNING:
+            if self.idle.running(self.jobs[change.job]):
+                self._plan_idle_read(change.time)
+        elif change.phase in _OUTCOMES:
+            self.idle.ended(change.job)
+        else:
+            self.idle.paused(change.job)
+
+    def _plan_idle_read(self, now: float) -> None:
+        assert self.idle is not None
+        due = self.idle.next_read(now)
+        if due is not None and (self._read_at is None or due < self._read_at):
+            self._read_at = due
+            self.loop.schedule(due, Priority.ARRIVAL, _IdleRead(due))
+
+    def _read_idle(self, now: float) -> None:
+        """Read the running idle jobs; apply the verdicts through the lifecycle's rule
+        (``act_on``) and count what came of them."""
+        assert self.idle is not None
+        verdicts = self.idle.read(now)
+        before = {
+            v.job: (self._gpus_running(v.job), self.cluster.remaining(v.job, now)) for v in verdicts
+        }
+        self._carry_out(act_on(self.life, self.idle.watch, verdicts, now=now))
+        for verdict in verdicts:
+            life = self.life.jobs.get(verdict.job)
+            gpus, remaining = before[verdict.job]
+            stopped = life is None or life.ending is Ending.IDLE
+            freed = gpus - self._gpus_running(verdict.job)
+            self.idle.judged(verdict, stopped=stopped, freed=freed, remaining=remaining)
+        self._plan_idle_read(now)
+
+    def _gpus_running(self, name: str) -> float:
+        """GPUs of job ``name``'s tasks that hold a node and are not being stopped."""
+        life = self.life.jobs.get(name)
+        if life is None:
+            return 0.0
+        per_role = self._role_resources(self.jobs[name].job)
+        alive = (TaskStatus.BOUND, TaskStatus.RUNNING)
+        return sum(
+            per_role[t.role.name].get("gpu") for t in self.life.tasks(life) if t.status in alive
+        )
 
     # -- node failures ----------------------------------------------------------------------
 
@@ -544,8 +618,9 @@ class Simulation:
             self._on_event(row)
 
 
-#: The outcome a job's metrics record for each terminal phase (Failed past its walltime
-#: is ``killed``).
+#: The outcome a job's metrics record for each terminal phase (Failed past its walltime,
+#: or stopped for idle GPUs, is ``killed``: a reason code of ``_KILLED``).
+_KILLED = frozenset({"WalltimeExceeded", "IdleGpus"})
 _OUTCOMES = {
     JobPhase.SUCCEEDED: "finished",
     JobPhase.FAILED: "failed",

@@ -49,6 +49,17 @@ class WorkloadJob:
     fail_after: tuple[float, ...] = ()
     #: an elastic training job's progress model; None: it runs ``duration`` seconds
     elastic: ElasticModel | None = None
+    #: its recorded mean GPU utilisation, in percent (0..100), which queues' ``idleGpus``
+    #: judge (``phalanx.sim.idle``); None: not recorded, never judged idle
+    gpu_util: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gpu_util is not None and not 0.0 <= self.gpu_util <= 100.0:
+            raise InvalidInput(
+                f"job {self.job.name!r} has a GPU utilisation of {self.gpu_util!r}%",
+                field="gpu_util",
+                fix="give a percent within 0..100, or none",
+            )
 
     def load_at(self, time: float) -> float:
         """The service's load at ``time``: the last step at or before it (0 before the first)."""

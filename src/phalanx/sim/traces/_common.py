@@ -1,5 +1,8 @@
 """What every trace loader shares: errors that name the line, CSV reading, gangs, assembly.
 
+Every CSV format reads an optional ``gpu_util`` column (``gpu_util_of``): a job's
+recorded mean GPU utilisation in percent, which queues' ``idleGpus`` judge.
+
 Guarantees: a problem in a trace file is a ``DocumentError`` whose message names the
 file, the 1-based line number, the column or field and the fix; an unreadable file
 is a ``DocumentError`` too. ``assemble`` returns a ``Workload`` whose jobs are sorted
@@ -130,6 +133,28 @@ def number(
     if value < minimum or (positive and value <= 0):
         bound = f"> {minimum:g}" if positive else f">= {minimum:g}"
         raise row_error(path, line, column, f"{text!r} is out of range", f"write {kind} {bound}")
+    return value
+
+
+#: The optional column of a CSV trace that gives a job's recorded mean GPU utilisation,
+#: in percent (0..100); an empty cell: not recorded. No shipped trace has it.
+GPU_UTIL: Final = "gpu_util"
+
+
+def gpu_util_of(
+    header: Sequence[str], cells: Sequence[str], where: tuple[Path, int]
+) -> float | None:
+    """The ``gpu_util`` cell of a row as a percent, None when the file has no such column
+    or the cell is empty; a row error when it is not a number within 0..100."""
+    if GPU_UTIL not in header:
+        return None
+    text = cells[header.index(GPU_UTIL)].strip()
+    if not text:
+        return None
+    value = number(text, where=(*where, GPU_UTIL))
+    if value > 100:
+        path, line = where
+        raise row_error(path, line, GPU_UTIL, f"{text!r} is above 100", "write a percent, 0..100")
     return value
 
 

@@ -7,9 +7,10 @@ A line is the ``spec`` of a Job document (``queue``, ``user``, ``priority``,
 on the requested resources), an optional ``checkpointInterval`` (seconds), an optional
 ``restartDelay`` (seconds each run spends starting before it progresses) and an
 optional ``failAfter`` (seconds into each failing run: ``[30]`` makes the first run fail
-30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``)
-and an optional ``datasetSizes`` (the bytes of datasets its roles read, ``datasets``;
-one not sized on any line takes ``--dataset-size``)::
+30 s in, a task exiting with code 1, after which the job retries by its ``maxRetry``),
+an optional ``datasetSizes`` (the bytes of datasets its roles read, ``datasets``;
+one not sized on any line takes ``--dataset-size``) and an optional ``gpuUtil`` (its
+recorded mean GPU utilisation in percent, 0..100, which queues' ``idleGpus`` judge)::
 
     {"name": "bert-1", "submitTime": 0, "duration": 3600, "queue": "nlp", "user": "ann",
      "priority": 0, "minAvailable": 2, "roles": [{"name": "worker", "replicas": 2,
@@ -70,6 +71,7 @@ class Timing(SpecModel):
     restart_delay: Duration | None = None
     fail_after: list[Duration] = Field(default_factory=list, max_length=100)
     dataset_sizes: dict[str, Quantity] = Field(default_factory=dict, max_length=16)
+    gpu_util: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
 
 
 class WorkloadRow(JobSpec, Timing):
@@ -109,6 +111,7 @@ def _workload_job(timing: Timing, spec: JobSpec, roles: tuple[Role, ...]) -> Wor
         checkpoint_interval=timing.checkpoint_interval,
         restart_delay=timing.restart_delay or 0.0,
         fail_after=tuple(timing.fail_after),
+        gpu_util=timing.gpu_util,
     )
 
 
@@ -242,6 +245,8 @@ def row_of(item: WorkloadJob, sizes: Mapping[str, int] | None = None) -> dict[st
     row.update({key: value for key, value in optional.items() if value is not None})
     if item.fail_after:
         row["failAfter"] = list(item.fail_after)
+    if item.gpu_util is not None:
+        row["gpuUtil"] = item.gpu_util
     read = sorted({name for role in job.roles for name, _ in role.datasets} & set(sizes or {}))
     if read and sizes:
         row["datasetSizes"] = {name: quantity(MEMORY, sizes[name]) for name in read}

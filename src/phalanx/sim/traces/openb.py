@@ -19,6 +19,8 @@ Pods of ``csv/openb_pod_list_<variant>.csv`` become one-task jobs in the single 
 - The four ``multigpu`` variants have no qos or timestamps: pods arrive one per
   second in row order (submit time = row index), run for ``default_duration`` and
   get the Burstable priority.
+- GPU utilisation: the trace has none; an optional ``gpu_util`` column (percent) is
+  read when a file has one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from phalanx.domain.resources import Resources
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
+    gpu_util_of,
     note_unique,
     number,
     one_role_job,
@@ -88,7 +91,8 @@ def load_openb(
         job = one_role_job(
             name=row["name"].strip(), queue=QUEUE, role=role, submit_time=submit, priority=priority
         )
-        jobs.append(WorkloadJob(job=job, duration=duration))
+        util = gpu_util_of(header, cells, (path, line))
+        jobs.append(WorkloadJob(job=job, duration=duration, gpu_util=util))
     _check_unique(jobs, rows, path)
     notes = (
         (

@@ -21,6 +21,8 @@ this loader assumes, since the trace does not say (every choice is an argument):
   into this derived table); the VC stands in for the user, so the simulator's per-user
   figures on this trace compare VCs.
 - Names: ``philly-<row index>``, the index counting data rows from 0.
+- GPU utilisation: the table has none; an optional ``gpu_util`` column (percent) is
+  read when a file has one.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from phalanx.sim.traces._common import (
     assemble,
     file_error,
     gang_role,
+    gpu_util_of,
     number,
     one_role_job,
     read_csv,
@@ -115,8 +118,8 @@ def load_philly(
     vcs = read_vcs(vc_file if vc_file is not None else path.parent / VC_FILE)
     start = min(row[0] for row in rows)
     keyed = sorted(
-        ((t - start).total_seconds(), f"philly-{i}", duration, gpus, vc)
-        for i, (t, duration, gpus, vc) in enumerate(rows)
+        ((t - start).total_seconds(), f"philly-{i}", duration, gpus, vc, util)
+        for i, (t, duration, gpus, vc, util) in enumerate(rows)
     )
     roles: dict[int, Role] = {}
 
@@ -127,13 +130,18 @@ def load_philly(
 
     known = {vc for vc, _ in vcs}
     jobs: list[WorkloadJob] = []
-    for submit, name, duration, gpus, vc in keyed:
+    for submit, name, duration, gpus, vc, util in keyed:
         if (until is not None and submit >= until) or (limit is not None and len(jobs) >= limit):
             break
         queue = vc if vc in known else OTHER_QUEUE
         job = one_role_job(name=name, queue=queue, role=role_of(gpus), submit_time=submit, user=vc)
         jobs.append(
-            WorkloadJob(job=job, duration=duration, checkpoint_interval=checkpoint_interval)
+            WorkloadJob(
+                job=job,
+                duration=duration,
+                checkpoint_interval=checkpoint_interval,
+                gpu_util=util,
+            )
         )
     queues = philly_queues(
         vcs, gpus_per_node=gpus_per_node, cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu
@@ -148,7 +156,7 @@ def _per_gpu(cpu_per_gpu: str | float, memory_per_gpu: str | float) -> tuple[flo
     )
 
 
-def _read_rows(path: Path) -> list[tuple[datetime, float, int, str]]:
+def _read_rows(path: Path) -> list[tuple[datetime, float, int, str, float | None]]:
     header, rows = read_csv(path, COLUMNS)
     if not rows:
         raise file_error(path, "no jobs", "give at least one data row")
@@ -171,7 +179,9 @@ def _read_rows(path: Path) -> list[tuple[datetime, float, int, str]]:
         vc = cells[i_vc].strip()
         if not vc:
             raise row_error(path, line, "cluster", "is empty", "write the job's VC")
-        parsed.append((submitted, duration, int(gpus), vc))
+        parsed.append(
+            (submitted, duration, int(gpus), vc, gpu_util_of(header, cells, (path, line)))
+        )
     return parsed
 
 

@@ -45,7 +45,8 @@ of its row. ``durations`` (seconds per application) overrides the derivation for
 applications it names (those jobs are never elastic). Two more things of Pollux's model are kept: a job resumes where it stopped
 when preempted (adaptdl checkpoints when it is rescaled; phalanx keeps progress to the
 last second), and every start and resume spends ``restart_delay`` seconds (Pollux's 30)
-before it progresses.
+before it progresses. The workloads give no GPU utilisation; an optional ``gpu_util``
+column (percent) is read when a file has one.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from phalanx.sim.traces._common import (
     assemble,
     file_error,
     gpu_role,
+    gpu_util_of,
     note_unique,
     number,
     one_role_job,
@@ -202,6 +204,7 @@ def load_pollux(
                 checkpoint_interval=CHECKPOINT_INTERVAL,
                 restart_delay=restart_delay,
                 elastic=model,
+                gpu_util=gpu_util_of(header, cells, (path, line)),
             )
         )
     notes = (

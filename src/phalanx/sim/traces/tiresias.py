@@ -3,7 +3,9 @@
 Jobs (``job_id,num_gpu,submit_time,iterations,model_name,duration,interval``): job
 ``tiresias-<job_id>`` asks ``num_gpu`` GPUs as one gang of the fewest even tasks of at
 most ``gpus_per_task`` GPUs (default 4, the GPUs of a ``cluster_spec.csv`` node). The
-trace gives no CPU or memory, so tasks ask GPUs only. Single queue ``tiresias``.
+trace gives no CPU or memory, so tasks ask GPUs only. Single queue ``tiresias``. Nor
+does it give GPU utilisation; an optional ``gpu_util`` column (percent) is read when a
+file has one.
 
 Clusters (``num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node``):
 nodes ``tiresias-<i>`` numbered switch by switch, each with network position
@@ -22,6 +24,7 @@ from phalanx.sim.traces._common import (
     assemble,
     file_error,
     gang_role,
+    gpu_util_of,
     note_unique,
     number,
     one_role_job,
@@ -73,7 +76,8 @@ def load_tiresias(
         )
         role = gang_role(int(gpus), gpus_per_task)
         job = one_role_job(name=name, queue=QUEUE, role=role, submit_time=submit)
-        jobs.append(WorkloadJob(job=job, duration=duration))
+        util = gpu_util_of(header, cells, where)
+        jobs.append(WorkloadJob(job=job, duration=duration, gpu_util=util))
     notes = (f"a job of g GPUs runs as the fewest even tasks of at most {gpus_per_task} GPUs",)
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
