@@ -37,7 +37,7 @@ def _trace(tmp_path: Path, action: str) -> tuple[Workload, list[Queue]]:
     queues = tmp_path / "queues.yaml"
     queues.write_text(
         "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: team-a}\n"
-        f"spec: {{idleGpus: {{threshold: 5%, window: 30m, action: {action}}}}}\n---\n"
+        f"spec: {{idleGpus: {{action: {action}}}}}\n---\n"  # 5% for 30m: the defaults
         "apiVersion: phalanx/v1\nkind: Queue\nmetadata: {name: nlp}\nspec: {parent: team-a}\n"
     )
     documents = load_documents(queues.read_text())
