@@ -239,7 +239,7 @@ FUNCTION_LOCAL_IMPORTS = {
     ("phalanx.executors.ray", "ray"): "Ray is an optional extra, imported where it is used",
     ("phalanx.benchmarks.raycluster", "ray"): "Ray is an optional extra",
     ("phalanx.control.server", "phalanx.executors.ray"): "Ray loads only for a Ray address",
-    ("phalanx.executors.gpus", "pynvml"): "nvidia-ml-py is optional: without it, no GPUs",
+    ("phalanx.telemetry.nvml", "pynvml"): "NVML loads on a node that reads its GPUs alone",
     ("phalanx.examples", "torch"): "torch is optional: only the example tasks use it",
     ("phalanx.runtimes", "torch"): "torch is optional: only the serving runtime uses it",
     ("phalanx.spec.scheduler", "phalanx.engine"): "documents load without the engine",

@@ -7,13 +7,13 @@ the hysteresis it resumes (SIGCONT) those it paused. A paused task keeps its mem
 GPU context and files; it is neither failed nor lost, only frozen.
 
 The default signal, ``OnlineLoad``, measures the CPU used by the online tasks' process
-trees, as a fraction of this host's cores, and, when ``pynvml`` can be imported and sees
-a GPU, the utilisation of the GPUs assigned to online tasks; it returns the larger.
+trees, as a fraction of this host's cores, and, where the executor reads its GPUs
+(``executors.gpuwatch``), the online tasks' own utilisation of their cards at the latest
+reading; it returns the larger.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
@@ -22,10 +22,11 @@ import psutil
 
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
+from phalanx.executors.gpuwatch import GpuWatch
 from phalanx.executors.local import RunningTask
 
-#: Utilisation of the given GPU ids as a fraction, 0..1 (the busiest one).
-GpuUtilisation = Callable[[Sequence[int]], float]
+#: The GPU utilisation of the given (job, task)s, 0..1 (the busiest), or None unread.
+GpuUtilisation = Callable[[Sequence[tuple[str, str]]], float | None]
 
 
 class PausableExecutor(Protocol):
@@ -36,6 +37,9 @@ class PausableExecutor(Protocol):
     def pause(self, job: str, task: str) -> bool: ...
 
     def resume(self, job: str, task: str) -> bool: ...
+
+    @property
+    def gpus(self) -> GpuWatch | None: ...
 
 
 class OfflineThrottle:
@@ -110,7 +114,8 @@ class OnlineLoad:
 
     CPU is read with ``psutil.cpu_percent`` over each online task's process tree since
     the previous call, so the first call after a process appears counts it as idle.
-    ``gpu`` defaults to ``nvml_utilisation()``: None (no GPU term) without pynvml or GPUs.
+    ``gpu`` defaults to the executor's readings (``GpuWatch.utilisation``: the online
+    tasks' own share of their cards); no GPU term where it reads none.
     """
 
     def __init__(
@@ -122,16 +127,17 @@ class OnlineLoad:
     ) -> None:
         self._executor = executor
         self._cores = cores or len(os.sched_getaffinity(0)) or 1
-        self._gpu = gpu if gpu is not None else nvml_utilisation()
+        watch = executor.gpus
+        self._gpu = gpu if gpu is not None else (None if watch is None else watch.utilisation)
         # psutil measures CPU between two calls on the same Process object: keep them.
         self._processes: dict[Any, Any] = {}
 
     def __call__(self) -> float:
         online = self._executor.running(ServiceClass.ONLINE)
         cpu = self._cpu_percent(task.pid for task in online) / 100 / self._cores
-        gpus = sorted({gpu for task in online for gpu in task.gpus})
-        gpu = self._gpu(gpus) if self._gpu is not None and gpus else 0.0
-        return max(cpu, gpu)
+        holding = [(task.job, task.task) for task in online if task.gpus]
+        gpu = self._gpu(holding) if self._gpu is not None and holding else None
+        return max(cpu, gpu or 0.0)
 
     def _cpu_percent(self, roots: Iterable[int]) -> float:
         total = 0.0
@@ -151,28 +157,3 @@ class OnlineLoad:
                     continue
         self._processes = seen
         return total
-
-
-def nvml_utilisation() -> GpuUtilisation | None:
-    """A reader of GPU utilisation through NVML, or None without pynvml, a driver or GPUs.
-
-    pynvml (the ``nvidia-ml-py`` package) is optional and imported only here.
-    """
-    try:
-        pynvml = importlib.import_module("pynvml")
-        pynvml.nvmlInit()
-        count = int(pynvml.nvmlDeviceGetCount())
-    except Exception:  # ImportError, or NVMLError without a driver: no GPU term at all
-        return None
-    if count == 0:
-        return None
-
-    def utilisation(gpus: Sequence[int]) -> float:
-        rates = [
-            float(pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(gpu)).gpu)
-            for gpu in gpus
-            if 0 <= gpu < count
-        ]
-        return max(rates, default=0.0) / 100
-
-    return utilisation

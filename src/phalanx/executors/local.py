@@ -56,6 +56,7 @@ from phalanx.executors.containers import (
 )
 from phalanx.executors.failures import failed_to_start, retriable, start_failure
 from phalanx.executors.gangs import GangPlanner, PlannedStart
+from phalanx.executors.gpuwatch import GpuWatch
 from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.launcher import Failed, LaunchedTask, Launcher
 from phalanx.executors.launcher.client import LauncherGone
@@ -74,6 +75,7 @@ from phalanx.executors.requests import Pending, Refusal, StartRequests
 from phalanx.executors.taskdirs import RECORDS_DIR, TaskDirs
 from phalanx.executors.taskenv import PROGRESS_NAME, read_report
 from phalanx.executors.taskgroups import LimitDefaults, TaskGroup, TaskGroups, scope_of
+from phalanx.telemetry.readings import NodeSample
 from phalanx.tenantfs import Place, TenantPathRefused, read_tail
 
 log = logging.getLogger(__name__)
@@ -144,6 +146,8 @@ class LocalExecutor:
     a Ray node's agent runs its executor so, and its tasks die with the node's Ray.
     ``containers`` runs the tasks of a role with an ``image`` (``containers``; by
     default the host's, ``containers.detect_runtime``; None: such tasks cannot start).
+    ``gpus`` reads this host's cards on ``poll`` when a reading is due (``GpuSource``;
+    None: never).
     """
 
     def __init__(
@@ -161,8 +165,10 @@ class LocalExecutor:
         on_events: Callable[[], object] | None = None,
         tasks_die_with_it: bool = False,
         containers: ContainerRuntime | Literal["detect"] | None = "detect",
+        gpus: GpuWatch | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.gpus = gpus
         self.per_user = per_user
         self._dirs = TaskDirs(
             tasks_root=Path(tasks_dir) if tasks_dir is not None else self.data_dir / "tasks",
@@ -287,9 +293,15 @@ class LocalExecutor:
             elif live.stop_deadline is not None and now >= live.stop_deadline and not live.killed:
                 live.killed = live.process.kill()
         self._groups.collect(keep={live.group for live in self._live.values() if live.group})
+        if self.gpus is not None:
+            self.gpus.tick(self.running(), now)
         due = sorted((event for event in self._events if event.time <= now), key=lambda e: e.time)
         self._events = [event for event in self._events if event.time > now]
         return due
+
+    def gpu_samples(self) -> list[NodeSample]:
+        """The readings of this host's cards since the last call (``GpuSource``)."""
+        return [] if self.gpus is None else self.gpus.take()
 
     # -- crash safety --------------------------------------------------------------------
 

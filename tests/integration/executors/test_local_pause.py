@@ -118,7 +118,7 @@ def test_online_load_sees_a_busy_online_task(harness: Harness) -> None:
     busy = harness.launch("serve", command="while :; do :; done", workload=ServiceClass.ONLINE)
     idle = harness.launch("train", command="while :; do :; done", workload=ServiceClass.OFFLINE)
     harness.start(busy, idle)
-    signal = OnlineLoad(harness.executor, cores=1, gpu=lambda gpus: 0.0)
+    signal = OnlineLoad(harness.executor, cores=1, gpu=lambda tasks: 0.0)
     # A spinning shell uses most of a core: the signal rises well above zero.
     wait_for(lambda: signal() > 0.2, "the online CPU load to show")
     harness.executor.pause("job", "serve")

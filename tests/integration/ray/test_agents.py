@@ -80,6 +80,26 @@ def test_each_alive_ray_node_is_a_node_with_its_address_and_gpus(cluster: RayClu
     assert nodes["ray-127-0-0-3"].gpus == tuple(Gpu(index=i) for i in range(4))
 
 
+def test_each_node_without_nvml_says_so_once_through_its_agent(cluster: RayCluster) -> None:
+    """Before any other executor polls: each agent's first report says why its node's
+    GPUs are not read (no NVML here), and no report says it again."""
+    executor = RayExecutor(cluster, resolve)
+    said: dict[str, str | None] = {}
+
+    def heard_from_every_node() -> bool:
+        executor.poll(now=time.time())
+        for sample in executor.gpu_samples():
+            assert sample.node not in said, f"{sample.node} said it has no NVML twice"
+            said[sample.node] = sample.absent
+        return set(said) >= set(cluster.state.alive)
+
+    wait_for(heard_from_every_node, "every agent's word on its GPUs")
+    assert all(reason and "NVML" in reason for reason in said.values())
+    time.sleep(1.0)
+    executor.poll(now=time.time())
+    assert executor.gpu_samples() == []
+
+
 def test_an_agent_obeys_its_servers_key_alone(
     cluster: RayCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

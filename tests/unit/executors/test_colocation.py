@@ -18,6 +18,7 @@ class FakeExecutor:
     def __init__(self) -> None:
         self.tasks: dict[tuple[str, str], RunningTask] = {}
         self.calls: list[tuple[str, str]] = []
+        self.gpus = None  # reads no GPU
 
     def add(
         self,
@@ -161,14 +162,14 @@ def test_bad_thresholds_are_refused(watermark: float, hysteresis: float, field: 
 
 def test_online_load_takes_the_busiest_gpu_of_online_tasks() -> None:
     executor = FakeExecutor()
-    asked: list[Sequence[int]] = []
+    asked: list[Sequence[tuple[str, str]]] = []
 
-    def gpu(gpus: Sequence[int]) -> float:
-        asked.append(gpus)
+    def gpu(tasks: Sequence[tuple[str, str]]) -> float:
+        asked.append(tasks)
         return 0.9
 
     executor.add("train", ServiceClass.OFFLINE, pid=999_999_999, gpus=(0,))
     load = OnlineLoad(executor, cores=4, gpu=gpu)
     assert load() == 0.0 and asked == []  # no online GPU: the GPU term is not read
     executor.add("serve", ServiceClass.ONLINE, pid=999_999_999, gpus=(3, 1))
-    assert load() == 0.9 and asked == [[1, 3]]
+    assert load() == 0.9 and asked == [[("job", "serve")]]

@@ -514,3 +514,37 @@ class AllocationRow(Base):
     start: Mapped[float] = mapped_column(Float, index=True)
     end: Mapped[float | None] = mapped_column(Float, nullable=True)
     ended_by: Mapped[str] = mapped_column(String(32), default="")
+
+
+class CardCordonRow(Base):
+    """One card of one node out of scheduling: ``source`` ``health`` (its readings
+    failed a health rule: ``reason`` says which) or ``admin``, ``since`` when."""
+
+    __tablename__ = "card_cordons"
+
+    node: Mapped[str] = mapped_column(String(253), primary_key=True)
+    gpu: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(80))
+    reason: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(16))
+    since: Mapped[float] = mapped_column(Float)
+
+
+class GpuUseRow(Base):
+    """One job's use of its cards from ``start`` to ``end`` (one window, about a
+    minute): ``samples`` readings of ``cards`` cards, utilisation in percent (mean and
+    peak of any one card) and memory in bytes (mean and peak of all its cards)."""
+
+    __tablename__ = "gpu_use"
+    __table_args__ = (Index("ix_gpu_use_job", "job_id", "start"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(Integer)
+    cards: Mapped[int] = mapped_column(Integer)
+    utilisation: Mapped[float] = mapped_column(Float)
+    utilisation_peak: Mapped[float] = mapped_column(Float)
+    memory: Mapped[float] = mapped_column(Float)
+    memory_peak: Mapped[float] = mapped_column(Float)

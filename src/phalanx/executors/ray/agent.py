@@ -41,7 +41,10 @@ Guarantees:
   directory on the node into the store, as the registrar does on the server's host;
 - the datasets a start reads are pinned in the node's cache from its launch until the
   task is no longer live here, so no fill evicts what a task reads; what the cache
-  holds whole goes with every report (``Report.datasets``); ``warm`` fills it.
+  holds whole goes with every report (``Report.datasets``); ``warm`` fills it;
+- it reads the node's GPUs on its ``events`` calls, every ``gpu_interval`` seconds
+  (``executors.gpuwatch``), and hands the readings on with the next report; a node
+  without NVML says so once.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
@@ -67,6 +70,7 @@ from phalanx.executors.base import LogAbsence, LogStream, TaskEvent
 from phalanx.executors.colocation import OfflineThrottle
 from phalanx.executors.failures import failed_to_start, stopped_before_start
 from phalanx.executors.gangs import PlannedStart
+from phalanx.executors.gpuwatch import GpuWatch
 from phalanx.executors.identity import TaskIdentity
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
@@ -78,6 +82,8 @@ from phalanx.executors.taskgroups import LimitDefaults
 from phalanx.models.cache import ModelCache
 from phalanx.models.manifest import Manifest
 from phalanx.models.store import ModelStore
+from phalanx.telemetry.readings import NodeSample
+from phalanx.telemetry.sampler import DEFAULT_INTERVAL, GpuSampler
 from phalanx.tenantfs import Limits, Place
 
 #: The prefix of every agent's actor name (then the node's name).
@@ -150,16 +156,20 @@ class AgentSettings:
     models: str | None = None
     #: Bytes the node's dataset cache (beside ``tasks_dir``: its ``datasets``) holds at most.
     data_quota: int = 64 << 30
+    #: Seconds between readings of the node's GPUs (``phalanx.telemetry``); None: none.
+    gpu_interval: float | None = DEFAULT_INTERVAL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     """What ``NodeAgent.events`` returns: the node's events, oldest first, a record of
-    every task live on it now, and the datasets its cache holds whole (digests)."""
+    every task live on it now, the datasets its cache holds whole (digests), and the
+    readings of its GPUs since the last report (``telemetry.readings``)."""
 
     events: list[TaskEvent]
     records: list[ProcessRecord]
     datasets: frozenset[str] = frozenset()
+    gpus: list[NodeSample] = field(default_factory=list)
 
 
 #: Why a start of a task still running on its node (from an earlier attempt) failed.
@@ -220,6 +230,7 @@ class NodeAgent:
             limits=settings.limits,
             on_events=self._news.set,
             tasks_die_with_it=True,
+            gpus=_gpu_watch(settings),
         )
         self._throttle = _throttle(self._executor, settings.colocation)
 
@@ -473,6 +484,7 @@ class NodeAgent:
                 events=events,
                 records=self._executor.records(),
                 datasets=self._data_cache.held(),
+                gpus=self._executor.gpu_samples(),
             )
 
     @_obeys
@@ -521,6 +533,13 @@ class NodeAgent:
         with self._lock:
             self._executor.close()
         self._fetches.shutdown(wait=False, cancel_futures=True)
+
+
+def _gpu_watch(settings: AgentSettings) -> GpuWatch | None:
+    """The readings of the node's GPUs, every ``settings.gpu_interval``; None: none."""
+    if settings.gpu_interval is None:
+        return None
+    return GpuWatch(GpuSampler(settings.node, interval=settings.gpu_interval))
 
 
 def _throttle(executor: LocalExecutor, watermark: float | None) -> OfflineThrottle | None:

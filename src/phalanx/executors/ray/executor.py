@@ -56,6 +56,7 @@ from phalanx.executors.launch import TaskLaunch, check_directory_names
 from phalanx.executors.ray.cluster import RayCluster
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.rendezvous import Placement
+from phalanx.telemetry.readings import NodeSample
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class RayExecutor:
         #: Binds of jobs with a node whose agent is being replaced, by job and task.
         self._waiting: dict[str, dict[str, Bind]] = {}
         self._events: list[TaskEvent] = []
+        self._gpu_samples: list[NodeSample] = []  # the agents' GPU readings, for the controller
 
     # -- the Executor protocol ---------------------------------------------------------
 
@@ -191,6 +193,7 @@ class RayExecutor:
         for node, records in self._cluster.records().items():
             self._stop_strays(node, records, now)
         for _, report in self._cluster.take():
+            self._gpu_samples += report.gpus
             for event in report.events:
                 key = (event.job, event.task)
                 if key not in self._tasks:
@@ -214,6 +217,12 @@ class RayExecutor:
                 self._drop(key)
         due, self._events = sorted(self._events, key=lambda event: event.time), []
         return due
+
+    def gpu_samples(self) -> list[NodeSample]:
+        """The readings of the nodes' GPUs the agents reported since the last call
+        (``GpuSource``), as ``poll`` took them, oldest first by node."""
+        samples, self._gpu_samples = self._gpu_samples, []
+        return samples
 
     def _stop_strays(self, node: str, records: Sequence[ProcessRecord], now: float) -> None:
         """Kill what an agent runs that this server neither started nor adopted: a task
