@@ -148,6 +148,14 @@ def up(
         "serviceClass: online) use more than this share of its CPU or of their GPUs; they "
         "resume once it falls 0.1 below. 0: never pause them.",
     ),
+    gpu_interval: float = typer.Option(
+        5.0,
+        "--gpu-interval",
+        min=0.0,
+        help="Seconds between readings of this host's GPUs through NVML (utilisation, "
+        "memory, temperature, power, XID errors, health counters), when it is the server's "
+        "one node (each Ray node's agent reads its own). 0: never read them.",
+    ),
     shared_identity: bool = typer.Option(
         False,
         "--shared-identity",
@@ -226,6 +234,7 @@ def up(
             models=models if models is None or "://" in models else str(Path(models).absolute()),
             reports=None if reports is None else reports.absolute(),
             colocation=colocation or None,
+            gpu_interval=gpu_interval or None,
             data_cache_quota=quota,
             prices=tuning_prices(sheet),
             price_sheet=sheet,

@@ -38,6 +38,13 @@ from phalanx.client._config import DEFAULT_SERVER, Endpoint, config_path, resolv
 from phalanx.client._errors import ClientError
 from phalanx.client._wait import JobEnded, RunEnded, WaitError, WaitTimeout
 from phalanx.domain.errors import DocumentError
+from phalanx.wire.gpus import (
+    CardCordonView,
+    CardUncordonView,
+    GpuUseView,
+    JobGpusView,
+    TaskGpuView,
+)
 from phalanx.wire.priority import PriorityListView, WaitingPriorityView
 from phalanx.wire.views import (
     CacheEntryView,
@@ -79,18 +86,22 @@ __all__ = [
     "Applied",
     "ApplyInput",
     "CacheEntryView",
+    "CardCordonView",
+    "CardUncordonView",
     "Client",
     "ClientError",
     "DatasetView",
     "DocumentError",
     "Endpoint",
     "EventView",
+    "GpuUseView",
     "GpuView",
     "Health",
     "HistoryBucketView",
     "HistoryView",
     "InferenceView",
     "JobEnded",
+    "JobGpusView",
     "JobPriorityView",
     "JobSummaryView",
     "JobView",
@@ -113,6 +124,7 @@ __all__ = [
     "RunView",
     "SecretView",
     "StepView",
+    "TaskGpuView",
     "TaskView",
     "TokenInfoView",
     "TokenView",

@@ -24,6 +24,7 @@ from phalanx.client._errors import ClientError, from_response, from_transport
 from phalanx.client._wait import WAIT_INTERVAL, phases_of, wait_for_phase, wait_for_run
 from phalanx.spec.diagnostics import document_error, problems_of
 from phalanx.spec.secret import SecretDocument
+from phalanx.wire.gpus import CardCordonView, CardUncordonView, JobGpusView
 from phalanx.wire.priority import PriorityListView
 from phalanx.wire.usage import UsageBy, UsageView
 from phalanx.wire.views import (
@@ -862,6 +863,22 @@ class Client:
     def drain(self, name: str) -> NodeView:
         """Cordon the node and move its tasks elsewhere (admins)."""
         return _parse(NodeView, self._call("POST", f"/nodes/{_segment(name)}/drain"))
+
+    def cordon_gpu(self, node: str, index: int, reason: str | None = None) -> CardCordonView:
+        """No new task is given card ``index`` of the node; its tasks go on (admins)."""
+        body = None if reason is None else {"reason": reason}
+        path = f"/nodes/{_segment(node)}/gpus/{int(index)}/cordon"
+        return _parse(CardCordonView, self._call("POST", path, json=body))
+
+    def uncordon_gpu(self, node: str, index: int) -> CardUncordonView:
+        """Card ``index`` of the node takes work again (admins)."""
+        path = f"/nodes/{_segment(node)}/gpus/{int(index)}/uncordon"
+        return _parse(CardUncordonView, self._call("POST", path))
+
+    def job_gpus(self, name: str) -> JobGpusView:
+        """What the job did with its GPUs: over its life, minute by minute, each task's
+        latest reading, and since when its cards sit idle (its queue's idleGpus)."""
+        return _parse(JobGpusView, self._call("GET", f"/jobs/{_segment(name)}/gpus"))
 
     # -- users and the server ------------------------------------------------------------
 

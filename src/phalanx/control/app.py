@@ -34,6 +34,7 @@ from phalanx.control.api import (
     users,
 )
 from phalanx.control.api import datasets as dataset_routes
+from phalanx.control.api import gpus as gpu_routes
 from phalanx.control.api import priority as priority_routes
 from phalanx.control.api import secrets as secret_routes
 from phalanx.control.api import tunings as tuning_routes
@@ -147,6 +148,7 @@ def create_app(
         jobs,
         queues,
         nodes,
+        gpu_routes,
         users,
         tokens,
         system,

@@ -24,11 +24,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from phalanx.control.gpu_metrics import GpuCollector
 from phalanx.control.history import History
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 
 if TYPE_CHECKING:
+    from phalanx.control.controllers.telemetry import GpuPicture
     from phalanx.control.controllers.views import ClusterView
 
 _WAITING = ("Pending", "Queued")
@@ -76,9 +78,17 @@ class Metrics:
             registry=self.registry,
         )
 
-    def watch(self, db: Database, view: Callable[[], ClusterView]) -> None:
-        """Also export what ``db`` and the controller's ``view`` say at each scrape."""
+    def watch(
+        self,
+        db: Database,
+        view: Callable[[], ClusterView],
+        gpus: Callable[[], GpuPicture] | None = None,
+    ) -> None:
+        """Also export what ``db`` and the controller's ``view`` say at each scrape, and
+        the GPU readings of ``gpus`` (``gpu_metrics``: the DCGM exporter's names)."""
         self.registry.register(_StateCollector(db, view))
+        if gpus is not None:
+            self.registry.register(GpuCollector(gpus))
 
 
 class _StateCollector(Collector):

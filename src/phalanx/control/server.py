@@ -78,6 +78,7 @@ from phalanx.domain.prices import PriceSheet
 from phalanx.engine.decisions import Bind
 from phalanx.executors.cgroups import CGROUP_ROOT_ENV, GROUPED, Isolation, host_isolation
 from phalanx.executors.containers.detect import detect_runtime
+from phalanx.executors.gpuwatch import GpuWatch
 from phalanx.executors.launch import TaskLaunch
 from phalanx.executors.local import LocalExecutor
 from phalanx.executors.ray.data import NodeData
@@ -91,6 +92,7 @@ from phalanx.models.cache import ModelCache
 from phalanx.models.store import ModelStore
 from phalanx.policies import load_policy
 from phalanx.spec import ClusterDocument, load_file
+from phalanx.telemetry.sampler import DEFAULT_INTERVAL, GpuSampler
 from phalanx.tuning.objective import Prices
 from phalanx.web import close_console
 from phalanx.workflow import Workspace
@@ -130,6 +132,12 @@ class ServerSettings:
     # Offline tasks pause while online ones load a host over this share (0..1) of it
     # (phalanx up: 0.7); None: never.
     colocation: float | None = None
+    # Seconds between readings of the GPUs (phalanx.telemetry) of this host, when it is
+    # the server's one node (each Ray node's agent reads its own); None: never.
+    gpu_interval: float | None = DEFAULT_INTERVAL
+    # The NVML those readings go through (a pynvml-like module): None for NVIDIA's own;
+    # the tests and a demo without a GPU give a recorded one (telemetry.recorded).
+    nvml: object | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,6 +258,7 @@ class Server:
                 per_user=per_user,
                 limits=defaults,
                 on_events=self._executor_news,
+                gpus=_gpu_watch(settings, nodes),
             )
             executors.append(made)
             return made
@@ -289,7 +298,9 @@ class Server:
         self.controller.on_jobs_ended.append(self.workflows.poke)
         self._models_and_services(settings, copies)
         self._announce(given, isolation)
-        self.metrics.watch(self.db, lambda: self.controller.view)
+        self.metrics.watch(
+            self.db, lambda: self.controller.view, gpus=lambda: self.controller.telemetry.picture
+        )
         self.app = create_app(
             self.db,
             self.controller,
@@ -558,6 +569,18 @@ def ray_namespace(data_dir: Path) -> str:
     """The Ray namespace of the server on ``data_dir``: its agents' names live there."""
     digest = hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:12]
     return f"phalanx-{digest}"
+
+
+def _gpu_watch(settings: ServerSettings, nodes: Sequence[Node]) -> GpuWatch | None:
+    """Readings of this host's GPUs for the local executor, reported as its one node's;
+    None when it has several (declared nodes on one host: whose cards would they be?)."""
+    if settings.gpu_interval is None:
+        return None
+    if len(nodes) != 1:
+        log.info("GPU readings are off: %d nodes share this host's cards", len(nodes))
+        return None
+    sampler = GpuSampler(nodes[0].name, nvml=settings.nvml, interval=settings.gpu_interval)
+    return GpuWatch(sampler)
 
 
 def ray_cluster(

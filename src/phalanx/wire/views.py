@@ -174,6 +174,21 @@ class GpuView(View):
     tasks: list[str] = []
     #: tasks of other users on the card, whose names are not shown to this caller
     other_tasks: int = 0
+    uuid: str = ""
+    #: at the node's latest reading (``read_at``; None: never read): percent busy, bytes
+    #: of memory used and in all, degrees Celsius, watts, the last XID error (0: none)
+    read_at: float | None = None
+    utilisation: float | None = None
+    memory_used: int | None = None
+    memory_total: int | None = None
+    temperature: float | None = None
+    power: float | None = None
+    xid: int = 0
+    #: why the card is out of scheduling (its health, or an admin), since when; None: it
+    #: takes work
+    cordoned: str | None = None
+    cordoned_by: Literal["health", "admin"] | None = None
+    cordoned_since: float | None = None
 
 
 #: A node's state for people: NotReady wins, then Draining/Drained, then Cordoned.
@@ -205,6 +220,9 @@ class NodeView(View):
     #: ``spine``, ...; empty: no place declared)
     network: dict[str, str] = {}
     gpus: list[GpuView] = []
+    #: why the node's GPUs are not read (no NVML library or driver); None: they are, or
+    #: it has none to read
+    gpu_readings_absent: str | None = None
     cordoned: bool = False
     draining: bool = False
     #: False when its executor lost it (a Ray node Ray declared dead): it takes no task

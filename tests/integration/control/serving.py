@@ -69,10 +69,13 @@ def running_server(
     colocation: float | None = None,
     data_cache_quota: int = 64 << 30,
     scheduler: str = "phalanx-default",
+    nvml: object | None = None,
+    gpu_interval: float | None = None,
 ) -> Iterator[Server]:
     """A started server over a fresh data dir (runs' artifacts in ``workspace``, default
     the data dir's; simulator reports shared from ``reports``, default none); stopped
-    (and its tasks killed) afterwards."""
+    (and its tasks killed) afterwards. Its one node's GPUs are read every
+    ``gpu_interval`` seconds through ``nvml`` (a recorded one; None: never read)."""
     cluster_file = tmp_path / "cluster.yaml"
     cluster_file.write_text(cluster)
     settings = ServerSettings(
@@ -90,6 +93,8 @@ def running_server(
         colocation=colocation,
         data_cache_quota=data_cache_quota,
         scheduler=scheduler,
+        nvml=nvml,
+        gpu_interval=gpu_interval,
     )
     server = Server(settings)
     server.start()

@@ -118,7 +118,7 @@ def get_job(name: str, caller: Caller, session: DbSession, controller: TheContro
     """One job with its document, its task counts, its first 1,000 tasks (the rest:
     ``/tasks``) and, while it waits, its place in its queue's line and (when the
     scheduler has the fairshare plugin) its multifactor priority."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     view = controller.view  # one view: the places and priorities of one tick
     return job_view(
         session, row, with_document=True, places=view.positions, priorities=view.priorities
@@ -137,7 +137,7 @@ def list_tasks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
 ) -> TaskPage:
     """A job's tasks in order (role by role, replica by replica), a page at a time."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     tasks = stored_jobs.tasks(
         session, row.id, limit=limit + 1, phases=[p.value for p in phase or ()], after=after
     )
@@ -151,7 +151,7 @@ def list_tasks(
 @router.post("/{name}/cancel", response_model=JobView, responses=errors(404))
 def cancel_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Ask for the job to be cancelled: its tasks are stopped, then it is Cancelled."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     live = row.phase not in stored_jobs.ENDED
     if live:
         row.cancel_requested = True
@@ -172,7 +172,7 @@ def scale_job(
 ) -> JobView:
     """Set the size the job's owner asks of its elastic role, within its range: replicas
     are added (and placed when there is room) or the highest are stopped."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     if row.phase in stored_jobs.ENDED:
         raise ApiError(
             409, f"job {name!r} has ended ({row.phase})", field="name", fix="scale a live job"
@@ -210,7 +210,7 @@ def scale_job(
 def delete_job(name: str, caller: Caller, session: DbSession, controller: TheController) -> JobView:
     """Remove an ended job (with its tasks and events). A live one is cancelled and
     removed by the controller once its tasks have stopped (``delete_requested``)."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     view = job_view(session, row)
     if row.phase not in stored_jobs.ENDED:
         # Only while it is live: a job the controller ends meanwhile is deleted here
@@ -230,7 +230,7 @@ def delete_job(name: str, caller: Caller, session: DbSession, controller: TheCon
 @router.get("/{name}/events", response_model=list[EventView], responses=errors(404))
 def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]:
     """What happened to the job, oldest first."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     events = stored_jobs.events(session, row.id)
     return [EventView(time=e.time, kind=e.kind, message=e.message) for e in events]
 
@@ -238,7 +238,7 @@ def job_events(name: str, caller: Caller, session: DbSession) -> list[EventView]
 @router.get("/{name}/why", response_model=WhyView, responses=errors(404))
 def why_pending(name: str, caller: Caller, session: DbSession) -> WhyView:
     """The engine's latest reason for where the job is (for a pending job: what to change)."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     return WhyView(name=row.name, phase=row.phase, reason=row.reason, message=row.message)
 
 
@@ -291,7 +291,7 @@ def job_logs(
     restarted with another tasks dir, a file removed), the answer is 404 saying where it
     was looked for (with ``all``: a ``Warning`` for each such task, 404 when no started
     task's log can be read)."""
-    row = _visible(session, name, caller)
+    row = visible_job(session, name, caller)
     if all_tasks and task is not None:
         raise ApiError(
             422,
@@ -401,7 +401,8 @@ def _task_starts(
     return found
 
 
-def _visible(session: DbSession, name: str, caller: Principal) -> JobRow:
+def visible_job(session: DbSession, name: str, caller: Principal) -> JobRow:
+    """Job ``name`` when the caller may see it (theirs, or any for an admin); 404 else."""
     row = stored_jobs.by_name(session, name)
     # Another user's job is reported as missing: its existence is not theirs to know.
     if row is None or (not caller.is_admin and row.user != caller.name):

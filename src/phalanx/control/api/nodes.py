@@ -14,6 +14,7 @@ from fastapi import APIRouter
 from phalanx.control.api.deps import Admin, Caller, DbSession, TheController, errors
 from phalanx.control.auth import Principal
 from phalanx.control.controllers.intents import Intent
+from phalanx.control.controllers.telemetry import GpuPicture
 from phalanx.control.controllers.views import NodeUsage
 from phalanx.control.errors import ApiError
 from phalanx.control.store import cluster as stored_cluster
@@ -29,14 +30,16 @@ def list_nodes(caller: Caller, session: DbSession, controller: TheController) ->
     """Every node, in the cluster's order (task names: the caller's own, or all for admins)."""
     flags = {row.name: row for row in stored_cluster.nodes(session)}
     own = _own_tasks(session, caller)
-    return [_view(node, flags.get(node.name), own) for node in controller.view.nodes]
+    picture = controller.telemetry.picture
+    return [_view(node, flags.get(node.name), own, picture) for node in controller.view.nodes]
 
 
 @router.get("/{name}", response_model=NodeView, responses=errors(404))
 def get_node(name: str, caller: Caller, session: DbSession, controller: TheController) -> NodeView:
     """One node (task names: the caller's own, or all for admins)."""
     node = _node(controller, name)
-    return _view(node, session.get(NodeRow, name), _own_tasks(session, caller, node=name))
+    own = _own_tasks(session, caller, node=name)
+    return _view(node, session.get(NodeRow, name), own, controller.telemetry.picture)
 
 
 @router.post("/{name}/cordon", response_model=NodeView, responses=errors(403, 404))
@@ -69,7 +72,12 @@ def _set(
         row.cordoned, row.draining, row.updated_at = cordoned, draining, time.time()
     session.commit()
     controller.wake(Intent.NODES)
-    return _view(node, row)
+    return _view(node, row, None, controller.telemetry.picture)
+
+
+def node_usage(controller: TheController, name: str) -> NodeUsage:
+    """The controller's view of node ``name``; 404 when it has none of that name."""
+    return _node(controller, name)
 
 
 def _node(controller: TheController, name: str) -> NodeUsage:
@@ -92,15 +100,37 @@ def _own_tasks(session: DbSession, caller: Principal, *, node: str | None = None
     return frozenset(stored_jobs.placed_tasks(session, caller.name, node))
 
 
-def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
+def _view(
+    node: NodeUsage, row: NodeRow | None, own: _Own = None, picture: GpuPicture | None = None
+) -> NodeView:
+    picture = picture or GpuPicture()
+    readings = {card.index: card for card in picture.cards.get(node.name, ())}
+    read_at = picture.read_at.get(node.name)
     gpus = []
     for i, (model, used, tasks) in enumerate(
         zip(node.gpu_models, node.gpu_used, node.gpu_tasks, strict=True)
     ):
         shown = [t for t in tasks if own is None or (node.name, t) in own]
+        card = readings.get(i)
+        cordon = picture.cordoned.get((node.name, i))
         gpus.append(
             GpuView(
-                index=i, model=model, used=used, tasks=shown, other_tasks=len(tasks) - len(shown)
+                index=i,
+                model=model,
+                used=used,
+                tasks=shown,
+                other_tasks=len(tasks) - len(shown),
+                uuid=card.uuid if card else "",
+                read_at=read_at if card else None,
+                utilisation=card.utilisation if card else None,
+                memory_used=card.memory_used if card else None,
+                memory_total=card.memory_total if card else None,
+                temperature=card.temperature if card else None,
+                power=card.power if card else None,
+                xid=card.xid if card else 0,
+                cordoned=cordon.reason if cordon else None,
+                cordoned_by=cordon.source if cordon else None,
+                cordoned_since=cordon.since if cordon else None,
             )
         )
     return NodeView(
@@ -111,6 +141,7 @@ def _view(node: NodeUsage, row: NodeRow | None, own: _Own = None) -> NodeView:
         labels=dict(node.labels),
         network=dict(node.network),
         gpus=gpus,
+        gpu_readings_absent=picture.absent.get(node.name),
         cordoned=bool(row and row.cordoned),
         draining=bool(row and row.draining),
         ready=node.ready,

@@ -27,9 +27,12 @@ from phalanx.control.controllers.nodes import Cluster
 from phalanx.control.controllers.priorities import JobPriority, Priorities
 from phalanx.control.controllers.progress import ProgressReader
 from phalanx.control.controllers.rebuild import bank_ledger, life_of, new_state, stored_tasks
+from phalanx.control.controllers.telemetry import GpuTelemetry
 from phalanx.control.controllers.ticker import Ticker
 from phalanx.control.controllers.views import ClusterView, HostFacts, cluster_view, places
 from phalanx.control.metrics import Metrics
+from phalanx.control.store import Session
+from phalanx.control.store import cards as stored_cards
 from phalanx.control.store import jobs as stored_jobs
 from phalanx.control.store.database import Database
 from phalanx.control.store.models import JobRow
@@ -125,6 +128,8 @@ class Controller:
         #: here (the server sets it on the local executor; each Ray node's agent runs its
         #: own); None: never.
         self.colocation: Colocation | None = None
+        #: GPU readings in, broken cards out, idle jobs acted on (``GpuSource`` executors)
+        self.telemetry = GpuTelemetry()
         self.intents = Intents(self.core)
         self._next_deadline: float | None = None
         self._failed_starts: list[TaskEvent] = []  # heard at the next tick
@@ -217,6 +222,7 @@ class Controller:
             banked = bank_ledger(session, core.state, core.now)
             log.info("usage: %d ended runs of the ledger banked for fair-share", banked)
             cluster.read_flags(session, core)
+            self._read_cards(session)
             cluster.read_queues(session, core, force=True)
             rows = stored_jobs.active_with_tasks(session)
             records = []
@@ -284,17 +290,12 @@ class Controller:
             changed, full = self.intents.take(core.now, core.timing.period)
             if full:
                 self._progress.read(self._guarded)
-            self.cluster.follow(core, self.db)
-            inputs = self._datasets
-            if inputs is not None and inputs.cache is not None:  # every node is this host
-                held = inputs.cache.held()
-                if held != self._host_held:  # a fill or an eviction: rare
-                    self._host_held = held
-                    self.cluster.hold(core, {node.name: held for node in self.cluster.nodes})
+            self._follow_nodes()
             if changed:
                 with self.db.session() as session:
                     if Intent.NODES in changed:
                         self.cluster.read_flags(session, core)
+                        self._read_cards(session)
                     if Intent.QUEUES in changed:
                         self.cluster.read_queues(session, core)
                     self.intents.read(session, changed, self._guarded)
@@ -306,6 +307,9 @@ class Controller:
                 self._guarded(job, self._hear, mine)
             if self.colocation is not None:
                 self.colocation.tick(core)
+            if self.telemetry.tick(core, self.db):  # a card broke: out of scheduling now
+                with self.db.session() as session:
+                    self._read_cards(session)
             for job in core.life.due(core.now):
                 self._guarded(job, self._advance, job)
             self._next_deadline = core.life.next_deadline()
@@ -334,6 +338,22 @@ class Controller:
                     now=core.now, pending=len(core.state.snapshot.waiting), gpu_ratio=ratio
                 )
             return decisions
+
+    def _follow_nodes(self) -> None:
+        """Take in the executor's node changes and what the host's dataset cache holds."""
+        core = self.core
+        self.cluster.follow(core, self.db)
+        inputs = self._datasets
+        if inputs is not None and inputs.cache is not None:  # every node is this host
+            held = inputs.cache.held()
+            if held != self._host_held:  # a fill or an eviction: rare
+                self._host_held = held
+                self.cluster.hold(core, {node.name: held for node in self.cluster.nodes})
+
+    def _read_cards(self, session: Session) -> None:
+        """Take the store's cordoned cards into the engine's nodes and the telemetry."""
+        self.cluster.read_cards(session, self.core)
+        self.telemetry.read_cordons(stored_cards.cordons(session))
 
     def _ranked(self) -> dict[str, JobPriority] | None:
         """Each waiting job's multifactor priority now (None: no fairshare plugin).

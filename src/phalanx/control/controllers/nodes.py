@@ -12,7 +12,11 @@ Guarantees:
   newest update, the executor's ``NodeState.version``), or when forced;
 - what each node's dataset cache holds (``hold``: the executor's ``NodeState.datasets``,
   or the host's cache) is each node's ``Node.datasets`` in the engine's state, from the
-  call on, and after any rebuild; a change of it alone rebuilds nothing.
+  call on, and after any rebuild; a change of it alone rebuilds nothing;
+- the cards out of scheduling (``store.cards``: cordoned by their health or an admin)
+  are each node's ``Node.cordoned_gpus``; a change of them rebuilds the engine state
+  (rare: a card breaks, an admin brings one back), and a card a node does not have is
+  left out (a cordon outlives a node's replacement).
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from dataclasses import replace
 from phalanx.control.controllers.core import Core
 from phalanx.control.controllers.rebuild import new_state, queues_of
 from phalanx.control.store import Session
+from phalanx.control.store import cards as stored_cards
 from phalanx.control.store import cluster as stored_cluster
 from phalanx.control.store.database import Database
 from phalanx.domain.node import Node
+from phalanx.domain.resources import GPU
 from phalanx.executors.base import NodeSource
 
 _UNREAD: stored_cluster.Version = (0, None)
@@ -43,13 +49,14 @@ class Cluster:
         self.alive: frozenset[str] | None = None
         self.draining: set[str] = set()  # as last read from the store
         self._schedulable: dict[str, bool] = {}  # the store's cordons and drains, by node
-        self._queues_seen = self._nodes_seen = _UNREAD
+        self._queues_seen = self._nodes_seen = self._cards_seen = _UNREAD
         self._node_version = -1  # of the executor's NodeState, when it has one
+        self.cordoned_cards: Mapping[str, frozenset[int]] = {}  # as last read from the store
 
     def forget(self) -> None:
         """Read every source again at the next call (a rebuild from the store)."""
         self._node_version = -1
-        self._queues_seen = self._nodes_seen = _UNREAD
+        self._queues_seen = self._nodes_seen = self._cards_seen = _UNREAD
 
     def ready(self, node: Node) -> bool:
         """Whether ``node`` takes new tasks: not cordoned or draining, and alive."""
@@ -78,6 +85,21 @@ class Cluster:
         self.draining = {row.name for row in rows if row.draining}
         self.drain(core)
 
+    def read_cards(self, session: Session, core: Core) -> bool:
+        """Take in the store's cordoned cards, when they changed (the engine state is
+        rebuilt then); True when they did."""
+        version = stored_cards.version(session)
+        if version == self._cards_seen:
+            return False
+        self._cards_seen = version
+        cordoned = stored_cards.by_node(session)
+        if cordoned == self.cordoned_cards:
+            return False
+        self.cordoned_cards = cordoned
+        self.nodes = _with_cards(self.nodes, cordoned)
+        self.read_queues(session, core, force=True)
+        return True
+
     def drain(self, core: Core) -> None:
         """Drain every draining node in the lifecycle (again: draining is idempotent)."""
         for name in sorted(self.draining):
@@ -105,7 +127,7 @@ class Cluster:
         self.alive = state.alive
         if state.nodes and state.nodes != self._reported:
             self._reported = state.nodes
-            self.nodes = _holding(state.nodes, self.held)
+            self.nodes = _with_cards(_holding(state.nodes, self.held), self.cordoned_cards)
             if db is not None:
                 with db.session() as session:
                     self.read_queues(session, core, force=True)
@@ -135,3 +157,13 @@ def _holding(nodes: Sequence[Node], held: Mapping[str, frozenset[str]]) -> tuple
         else replace(node, datasets=held.get(node.name, frozenset()))
         for node in nodes
     )
+
+
+def _with_cards(nodes: Sequence[Node], cordoned: Mapping[str, frozenset[int]]) -> tuple[Node, ...]:
+    """``nodes``, each with the cards ``cordoned`` names for it (those it has) out."""
+    out = []
+    for node in nodes:
+        has = {gpu.index for gpu in node.gpus} or set(range(int(node.capacity.get(GPU))))
+        cards = frozenset(cordoned.get(node.name, frozenset()) & has)
+        out.append(node if node.cordoned_gpus == cards else replace(node, cordoned_gpus=cards))
+    return tuple(out)
