@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast lint typecheck demo bench bench-serving bench-serving-scale docs clean
+.PHONY: install test test-fast lint typecheck demo bench bench-serving bench-serving-scale gpu-check docs clean
 
 install: $(STAMP)
 
@@ -52,6 +52,12 @@ demo: install $(TORCH)
 
 bench: install
 	$(BIN)/python bench/engine.py
+
+# On a machine with NVIDIA GPUs: a real server reads the cards through NVML while the DDP
+# example trains on them over NCCL; its readings must be attributed and exported
+# (bench/gpu_check.py prints what it saw; exit 2 where there is no GPU to check).
+gpu-check: install $(TORCH)
+	$(BIN)/python bench/gpu_check.py
 
 # The gateway against Ray Serve's proxy (bench/serving.py); Ray Serve gets an environment
 # of its own, so that its dependencies never move the project's.

@@ -16,10 +16,12 @@ from datetime import datetime
 from typing import Any
 
 import typer
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from phalanx.cli import datasets, inferences, models, render, secrets, tunings
+from phalanx.cli import gpus as gpu_lines
 from phalanx.cli.remote import connect, console, print_table, reported
 from phalanx.cli.rollout import step_line
 from phalanx.client import EventView, GpuView, JobView, NodeView, QueueView, WhyView
@@ -91,6 +93,7 @@ def describe_job(ctx: typer.Context, name: str = typer.Argument(..., help="The j
         job = client.job(name)
         events = client.events(name)
         why = client.why(name) if job.phase in _WAITING else None
+        gpus = client.job_gpus(name) if any(t.gpus for t in job.tasks) else None
     out = console()
     now = time.time()
     out.print(_fields(_job_fields(job, now)))
@@ -107,6 +110,9 @@ def describe_job(ctx: typer.Context, name: str = typer.Argument(..., help="The j
                 style="dim",
             )
         )
+    if gpus is not None:
+        out.print(Text("\nGPUs", style="bold"))
+        out.print(gpu_lines.job_lines(gpus, now))
     if why is not None:
         out.print(Text("\nWhy pending", style="bold"))
         out.print(_why(why))
@@ -492,11 +498,11 @@ def _card_tasks(gpu: GpuView) -> str:
     return ", ".join([*gpu.tasks, others] if others else gpu.tasks) or "-"
 
 
-def _gpus(node: NodeView) -> Table | Text:
+def _gpus(node: NodeView) -> Table | Text | Group:
     if not node.gpus:
         return Text("none", style="dim")
     table = Table(box=None, pad_edge=False)
-    for title in ("GPU", "MODEL", "USE", "", "TASKS"):
+    for title in ("GPU", "MODEL", "USE", "", "UTIL", "MEMORY", "TEMP", "POWER", "TASKS", "HEALTH"):
         table.add_column(title, overflow="fold")
     for gpu in node.gpus:
         table.add_row(
@@ -504,9 +510,14 @@ def _gpus(node: NodeView) -> Table | Text:
             gpu.model or "-",
             render.bar(gpu.used, 1.0),
             f"{gpu.used:.0%}",
+            *gpu_lines.reading(gpu),
             _card_tasks(gpu),
+            gpu_lines.health(gpu),
         )
-    return table
+    notes = gpu_lines.cordon_lines([node])
+    if node.gpu_readings_absent:
+        notes.append(Text(f"not read: {node.gpu_readings_absent}", style="dim"))
+    return Group(table, *notes) if notes else table
 
 
 # kubectl's rule: a kind is named singular or plural alike.

@@ -1,4 +1,4 @@
-"""``phalanx top nodes|queues``: a live view that redraws every few seconds.
+"""``phalanx top nodes|gpus|queues``: a live view that redraws every few seconds.
 
 ``--once`` draws one frame and exits (for scripts and tests), ``--frames N`` N frames.
 On a terminal the view is redrawn in place; into a file or a pipe every frame is
@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from phalanx.cli import gpus as gpu_lines
 from phalanx.cli import render
 from phalanx.cli.remote import connect, console, print_table
 from phalanx.client import Client
@@ -50,6 +51,16 @@ def top_nodes(
     """Every node's GPUs (one bar per node, one block per card), CPU and memory."""
     with connect(ctx) as client:
         _show(lambda: nodes_frame(client), frames=1 if once else frames, interval=interval)
+
+
+@app.command("gpus")
+def top_gpus(
+    ctx: typer.Context, once: bool = ONCE, interval: float = INTERVAL, frames: int | None = FRAMES
+) -> None:
+    """Every card of every node, a line each: what it is given, what it does (utilisation,
+    memory, temperature, power at its node's latest reading), its tasks and its health."""
+    with connect(ctx) as client:
+        _show(lambda: gpus_frame(client), frames=1 if once else frames, interval=interval)
 
 
 @app.command("queues")
@@ -112,6 +123,20 @@ def nodes_frame(client: Client) -> RenderableType:
     return Group(header, table)
 
 
+def gpus_frame(client: Client) -> RenderableType:
+    """One frame of ``top gpus``."""
+    nodes = client.nodes()
+    cards = [gpu for node in nodes for gpu in node.gpus]
+    read = [gpu.utilisation for gpu in cards if gpu.utilisation is not None]
+    mean = f", {sum(read) / len(read):.0f}% busy on average" if read else ""
+    out = sum(1 for gpu in cards if gpu.cordoned is not None)
+    summary = f"{len(cards)} GPU(s){mean}" + (f", {out} cordoned" if out else "")
+    parts: list[RenderableType] = [_header(client, summary), gpu_lines.cards_table(nodes)]
+    parts += gpu_lines.cordon_lines(nodes)
+    parts += [Text(f"not read: {line}", style="dim") for line in gpu_lines.absent_lines(nodes)]
+    return Group(*parts)
+
+
 def queues_frame(client: Client) -> RenderableType:
     """One frame of ``top queues``."""
     queues = client.queues()
@@ -144,3 +169,4 @@ def _header(client: Client, summary: str) -> Text:
 # kubectl's rule: a kind is named singular or plural alike.
 app.command("node", hidden=True)(top_nodes)
 app.command("queue", hidden=True)(top_queues)
+app.command("gpu", hidden=True)(top_gpus)

@@ -2,7 +2,8 @@
 
 Run it as a phalanx job with one role of N replicas: the executor injects ``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``, which ``init_process_group`` reads.
-It uses the ``gloo`` backend, so it trains on CPUs (and on GPUs' hosts just the same).
+It uses the ``gloo`` backend on CPUs; ``--device cuda`` trains on each task's GPU (the
+one ``CUDA_VISIBLE_DEVICES`` gives it) over ``nccl``, with a wider model to keep it busy.
 Each rank fits a linear model to its own shard of synthetic data; gradients are averaged
 across ranks by DistributedDataParallel, so every rank ends with the same weights, which
 the run checks before it reports success.
@@ -43,36 +44,31 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: PLC0415  # heavy and optional: only tasks need it
     import torch.distributed as dist  # noqa: PLC0415
 
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument(
-        "--checkpoint",
-        type=Path,
-        help="save progress here every --save-every steps and resume from it at start",
-    )
-    parser.add_argument("--save-every", type=int, default=5)
-    parser.add_argument(
-        "--step-seconds", type=float, default=0.0, help="pause after each step (to watch it)"
-    )
-    args = parser.parse_args(argv)
+    args = _arguments(argv)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo")
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.cuda.set_device(0)  # the task's own card: CUDA_VISIBLE_DEVICES names it alone
+        device = torch.device("cuda", 0)
+    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same initial weights on every rank
-    model = torch.nn.Linear(16, 1)
+    model = _model(torch, args.width).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     start, first = _resume(torch, args.checkpoint, model, optimizer)
     if rank == 0 and start:
         print(f"resumed at step {start} with {world} ranks", flush=True)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    truth = torch.randn(16, 1, generator=torch.Generator().manual_seed(7))
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[0] if args.device == "cuda" else None
+    )
+    truth = torch.randn(16, 1, generator=torch.Generator().manual_seed(7)).to(device)
     hosts: list[str] = [""] * world
     dist.all_gather_object(hosts, socket.gethostname())
     last, began = 0.0, time.perf_counter()
     for step in range(start, args.steps):
         data = torch.Generator().manual_seed(1_000_003 * step + rank)  # this rank's shard
-        x = torch.randn(BATCH, 16, generator=data)
-        y = x @ truth + 0.01 * torch.randn(BATCH, 1, generator=data)
+        x = torch.randn(BATCH, 16, generator=data).to(device)
+        y = x @ truth + 0.01 * torch.randn(BATCH, 1, generator=data).to(device)
         loss = torch.nn.functional.mse_loss(ddp(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -97,6 +93,40 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ranks agree on the weights: {agree}; loss {first:.4f} -> {last:.5f}", flush=True)
     dist.destroy_process_group()
     return 0 if agree and first is not None and last < first else 1
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="save progress here every --save-every steps and resume from it at start",
+    )
+    parser.add_argument("--save-every", type=int, default=5)
+    parser.add_argument(
+        "--step-seconds", type=float, default=0.0, help="pause after each step (to watch it)"
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="cuda: train on this task's GPU over nccl (default: CPUs over gloo)",
+    )
+    parser.add_argument(
+        "--width", type=int, default=0, help="a hidden layer this wide (0: a linear model)"
+    )
+    return parser.parse_args(argv)
+
+
+def _model(torch: Any, width: int) -> Any:
+    """A linear model of 16 inputs, or one with a hidden layer ``width`` wide."""
+    if width <= 0:
+        return torch.nn.Linear(16, 1)
+    return torch.nn.Sequential(
+        torch.nn.Linear(16, width), torch.nn.ReLU(), torch.nn.Linear(width, 1)
+    )
 
 
 def _report(step: int, world: int, hosts: list[str], seconds: float) -> None:
