@@ -9,7 +9,10 @@ import pytest
 from phalanx.domain.errors import InvalidInput
 from phalanx.domain.job import ServiceClass
 from phalanx.executors.colocation import OfflineThrottle, OnlineLoad
+from phalanx.executors.gpuwatch import GpuWatch
 from phalanx.executors.local import RunningTask
+from phalanx.telemetry.recorded import RecordedNvml
+from phalanx.telemetry.sampler import GpuSampler
 
 
 class FakeExecutor:
@@ -18,7 +21,7 @@ class FakeExecutor:
     def __init__(self) -> None:
         self.tasks: dict[tuple[str, str], RunningTask] = {}
         self.calls: list[tuple[str, str]] = []
-        self.gpus = None  # reads no GPU
+        self.gpus: GpuWatch | None = None  # reads no GPU unless a test gives it a watch
 
     def add(
         self,
@@ -173,3 +176,22 @@ def test_online_load_takes_the_busiest_gpu_of_online_tasks() -> None:
     assert load() == 0.0 and asked == []  # no online GPU: the GPU term is not read
     executor.add("serve", ServiceClass.ONLINE, pid=999_999_999, gpus=(3, 1))
     assert load() == 0.9 and asked == [[("job", "serve")]]
+
+
+def test_online_load_reads_the_online_tasks_own_share_of_their_cards() -> None:
+    """The executor's real GPU readings (a recorded 8x H100 node through the sampler):
+    the online task's card at 90% loads the host to 0.9, whatever offline cards do."""
+    nvml = RecordedNvml.load("h100-sxm-8")
+    executor = FakeExecutor()
+    executor.gpus = GpuWatch(GpuSampler("n0", nvml=nvml, interval=1.0))
+    executor.add("train", ServiceClass.OFFLINE, pid=999_999_999, gpus=(0,))
+    executor.add("serve", ServiceClass.ONLINE, pid=999_999_999, gpus=(2,))
+    nvml.set(0, utilisation=100)
+    nvml.set(2, utilisation=90)
+    load = OnlineLoad(executor, cores=4)
+    assert load() == 0.0  # nothing read yet: no GPU term
+    executor.gpus.tick(executor.running(), now=1.0)
+    assert load() == pytest.approx(0.9)
+    nvml.set(2, utilisation=10)
+    executor.gpus.tick(executor.running(), now=2.0)
+    assert load() == pytest.approx(0.1)
