@@ -122,6 +122,15 @@ class Node:
     address: str | None = None
     max_tasks: int | None = None
     schedulable: bool = True  # False once cordoned
+    #: Cards out of scheduling by themselves (``Gpu.index``, NVML's; a node without a
+    #: list of GPUs numbers its ``gpu`` capacity 0..n-1): a card with hardware errors, as
+    #: Kubernetes' device plugin marks one device Unhealthy. The engine gives no new task
+    #: such a card and takes its GPUs (and their ``gpu-memory``) out of the node's
+    #: capacity; a task already holding one keeps it, still counted as using it (so the
+    #: node's free GPUs drop by that card as well, as Kubernetes' allocatable does), and
+    #: the card takes work again once it is no longer named here. ``schedulable`` False
+    #: takes the whole node out instead.
+    cordoned_gpus: frozenset[int] = frozenset()
     cells: NodeCells | None = None  # its place in the cell hierarchy (the hived plugin's)
     # the datasets its cache holds whole: listing digests (sha256:...), as jobs pin them
     datasets: frozenset[str] = frozenset()
@@ -137,10 +146,27 @@ class Node:
                 fix="give one Gpu per GPU of the topology",
             )
         count = len(self.gpus) or int(self.capacity.get(GPU))
+        if self.cordoned_gpus:
+            self._check_cordoned(count)
         if self.cells is not None and len(self.cells.levels[-1].cells[0]) != count:
             raise InvalidInput(
                 f"node {self.name}: its cells hold {len(self.cells.levels[-1].cells[0])} GPUs "
                 f"but the node has {count}",
                 field="cells",
                 fix="give the node's cells exactly its GPUs",
+            )
+
+    def _check_cordoned(self, count: int) -> None:
+        """Every cordoned card is one of the node's ``count`` cards; ``InvalidInput`` else."""
+        cards = {gpu.index for gpu in self.gpus} if self.gpus else set(range(count))
+        strange = sorted(
+            (g for g in self.cordoned_gpus if type(g) is not int or g not in cards), key=str
+        )
+        if strange:
+            listed = ", ".join(map(str, sorted(cards))) or "none"
+            raise InvalidInput(
+                f"node {self.name}: cordoned GPU(s) {', '.join(map(repr, strange))} are not "
+                f"cards of the node (its cards: {listed})",
+                field="cordoned_gpus",
+                fix="name cards by their index (nvidia-smi's), each one the node has",
             )

@@ -11,6 +11,15 @@ Amounts are in engine units: milli-GPUs (a whole card is 1000) and bytes. Guaran
 a card's milli-GPUs and memory are never given out beyond its capacity by ``take``; a
 ``give`` after a ``take`` of the same cards restores the state exactly (amounts are
 whole numbers, so sums are exact); every query breaks ties on the lower card index.
+
+A cordoned card (``Node.cordoned_gpus``) is offered to no new task: no query for room
+(``usable``, ``fitting``, ``first_fit``, ``fits``, ``room``, ``serves``) names it and
+``whole_free`` does not count it, whatever it holds. Its free amounts stay true (what no
+task holds), so a task that already holds it keeps it exactly (``serves(...,
+cordoned=True)``, as a task read in on a rebuild asks) and giving it back frees it in
+those amounts alone. Plugins that read the free amounts themselves read ``open_milli``
+(or mask with ``offered``). Without a cordoned card the queries cost what they did
+before (``any_cordoned``).
 """
 
 from __future__ import annotations
@@ -78,7 +87,8 @@ class Cards:
     """Free milli-GPUs and memory of every card of every node (N nodes x G card slots).
 
     A node without a list of GPUs but with ``gpu`` capacity gets that many cards of
-    unknown memory (memory shares never fit there).
+    unknown memory (memory shares never fit there). A card's slot is its index
+    (``Gpu.index``), cordoned cards included.
     """
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -95,7 +105,19 @@ class Cards:
                 self.memory_capacity[i, : counts[i]] = node.capacity.get(GPU_MEMORY) / counts[i]
         self.milli_free: NDArray[np.float64] = np.where(present, WHOLE, ABSENT)
         self.memory_free: NDArray[np.float64] = np.where(present, self.memory_capacity, ABSENT)
-        self.whole_free: NDArray[np.int64] = self.count.copy()
+        #: cards out of scheduling (``Node.cordoned_gpus``), fixed for the object's life
+        self.cordoned: NDArray[np.bool_] = np.zeros((n, slots), dtype=np.bool_)
+        for i, node in enumerate(nodes):
+            if node.cordoned_gpus:
+                self.cordoned[i, sorted(node.cordoned_gpus)] = True
+        self.cordoned.flags.writeable = False
+        #: whether any card is cordoned: without one, no query spends time on the cordon
+        self.any_cordoned = bool(self.cordoned.any())
+        #: the cards a new task may be given: present and not cordoned (read-only)
+        self.offered: NDArray[np.bool_] = present & ~self.cordoned
+        self.offered.flags.writeable = False
+        #: per node, the cards that serve a whole-GPU task now (free and offered)
+        self.whole_free: NDArray[np.int64] = self.offered.sum(axis=1).astype(np.int64)
         #: each card's nearest NIC (an index into the node's NICs; -1: none known)
         self.nic_of: NDArray[np.intp] = np.full((n, slots), -1, dtype=np.intp)
         for i, node in enumerate(nodes):
@@ -142,7 +164,7 @@ class Cards:
             per_card = np.floor(self.milli_free[node] / demand.milli)
         if demand.memory:
             per_card = np.minimum(per_card, np.floor(self.memory_free[node] / demand.memory))
-        present = self.milli_free[node] >= 0
+        present = self.offered[node]
         if np.isinf(per_card[present]).any():
             return 1 << 30  # a share of nothing fits without end; the caller caps the run
         return int(per_card[present].clip(min=0).sum())
@@ -159,18 +181,44 @@ class Cards:
             return None
         return tuple(int(c) for c in cards[:need])
 
-    def serves(self, demand: CardDemand, node: int, gpus: Sequence[int]) -> bool:
-        """True when ``gpus`` are distinct cards of ``node`` that can serve ``demand`` now."""
+    def serves(
+        self, demand: CardDemand, node: int, gpus: Sequence[int], *, cordoned: bool = False
+    ) -> bool:
+        """True when ``gpus`` are distinct cards of ``node`` that can serve ``demand`` now;
+        with ``cordoned``, a cordoned card serves too where it could but for the cordon
+        (a task that holds it already keeps it: never for a task being placed)."""
         if len(gpus) != max(demand.whole, 1) or len(set(gpus)) != len(gpus):
             return False
         if any(g < 0 or g >= self.count[node] for g in gpus):
             return False
-        return bool(self.usable(demand, slice(node, node + 1))[0][list(gpus)].all())
+        rows = slice(node, node + 1)
+        fit = self._serving(demand, rows) if cordoned else self.usable(demand, rows)
+        return bool(fit[0][list(gpus)].all())
 
     def usable(
         self, demand: CardDemand, nodes: NDArray[np.intp] | slice, *, later: bool = False
     ) -> NDArray[np.bool_]:
-        """Each card of each of ``nodes`` that could serve ``demand`` alone (nodes x cards)."""
+        """Each card of each of ``nodes`` that could serve ``demand`` alone (nodes x cards);
+        never a cordoned card."""
+        fitting = self._serving(demand, nodes, later=later)
+        if self.any_cordoned:
+            fitting &= self.offered[nodes]
+        return fitting
+
+    def open_milli(self, nodes: NDArray[np.intp] | slice) -> NDArray[np.float64]:
+        """Free milli-GPUs of each card of ``nodes`` that new tasks may use (nodes x cards):
+        ``milli_free`` with cordoned cards read as ``ABSENT``, as missing ones are. For a
+        plugin that reads the free amounts itself: what it finds free, no query refuses
+        for being cordoned. Without a cordoned card, ``milli_free[nodes]`` itself."""
+        if not self.any_cordoned:
+            free: NDArray[np.float64] = self.milli_free[nodes]
+            return free
+        return np.where(self.offered[nodes], self.milli_free[nodes], ABSENT)
+
+    def _serving(
+        self, demand: CardDemand, nodes: NDArray[np.intp] | slice, *, later: bool = False
+    ) -> NDArray[np.bool_]:
+        """``usable`` as if no card were cordoned (a fresh array)."""
         milli, memory = self.milli_free[nodes], self.memory_free[nodes]
         if later and self.releasing_tasks:
             milli = milli + self.milli_releasing[nodes]
@@ -201,7 +249,10 @@ class Cards:
             for card in cards:  # a few scalar stores beat fancy indexing at this size
                 milli[card] = 0.0
                 memory[card] = 0.0
-            self.whole_free[node] -= len(cards)  # they were whole and free: ``serves`` said so
+            # they were whole and free (``serves`` said so); a cordoned one was not counted
+            self.whole_free[node] -= (
+                self._offered_among(node, cards) if self.any_cordoned else len(cards)
+            )
             if demand.exclusive_nic and self.has_nics:
                 self._hold_nics(node, cards, 1)
 
@@ -218,9 +269,15 @@ class Cards:
             for card in cards:
                 milli[card] = WHOLE
                 memory[card] = capacity[card]
-            self.whole_free[node] += len(cards)
+            self.whole_free[node] += (
+                self._offered_among(node, cards) if self.any_cordoned else len(cards)
+            )
             if demand.exclusive_nic and self.has_nics:
                 self._hold_nics(node, cards, -1)
+
+    def _offered_among(self, node: int, cards: list[int]) -> int:
+        """How many of ``cards`` (of ``node``) are offered: all of them but cordoned ones."""
+        return int(np.count_nonzero(self.offered[node, cards]))
 
     def nics(self, node: int, gpus: Sequence[int]) -> tuple[int, ...]:
         """The NICs (indexes into the node's topology) nearest ``gpus``, ascending."""
@@ -245,9 +302,9 @@ class Cards:
                 memory[card] += sign * capacity[card]
 
     def _recount(self, node: int) -> None:
-        self.whole_free[node] = int(
-            np.count_nonzero(
-                (self.milli_free[node] == WHOLE)
-                & (self.memory_free[node] == self.memory_capacity[node])
-            )
+        whole = (self.milli_free[node] == WHOLE) & (
+            self.memory_free[node] == self.memory_capacity[node]
         )
+        if self.any_cordoned:
+            whole &= self.offered[node]
+        self.whole_free[node] = int(np.count_nonzero(whole))

@@ -1,5 +1,9 @@
 """Why no node can take a task: counts per short resource and the closest node, in words a
-person can act on (the reason placement records for a task of a class it cannot place)."""
+person can act on (the reason placement records for a task of a class it cannot place).
+
+Where a node named in a reason about GPUs has cordoned cards (``Node.cordoned_gpus``),
+the reason says so with the commands that bring them back: ``n3 (2 of its GPUs are
+cordoned: phalanx uncordon n3 --gpu 1 and phalanx uncordon n3 --gpu 5)``."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from phalanx.domain.node import CONTAINER_RUNTIME_LABEL
-from phalanx.domain.resources import Resources
+from phalanx.domain.resources import GPU, Resources
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.wording import speak, unschedulable_note
 from phalanx.engine.snapshot import EPSILON, RoleInfo, Snapshot, TaskInfo
@@ -88,13 +92,50 @@ def _too_big(placer: ClassPlacer, what: str) -> Reason | None:
         return None
     largest = snap.capacity[placer.candidates].max(axis=0)
     over = placer.request > largest + EPSILON
+    cordoned = _cordoned_big_enough(placer)
+    if cordoned is None:
+        return Reason(
+            code=ReasonCode.NO_MATCHING_NODE,
+            message=f"no node is big enough for {what}: the largest matching node has "
+            f"{speak(snap, largest, dims=over)}; fix: split the task "
+            "into more, smaller replicas or add bigger nodes",
+            resource=snap.dims[int(np.argmax(over))],
+        )
+    name = snap.nodes[cordoned].name
     return Reason(
         code=ReasonCode.NO_MATCHING_NODE,
         message=f"no node is big enough for {what}: the largest matching node has "
-        f"{speak(snap, largest, dims=over)}; fix: split the task "
-        "into more, smaller replicas or add bigger nodes",
+        f"{speak(snap, largest, dims=over)}; {name} would hold it with its cordoned cards "
+        f"back{cordon_note(snap, cordoned)}; fix: uncordon them once repaired, split the "
+        "task into more, smaller replicas or add bigger nodes",
         resource=snap.dims[int(np.argmax(over))],
+        node=name,
     )
+
+
+def _cordoned_big_enough(placer: ClassPlacer) -> int | None:
+    """The first candidate that would be big enough for the task but for its cordoned
+    cards; None when there is none (or no card is cordoned)."""
+    snap = placer.session.snapshot
+    if not snap.cards.any_cordoned:
+        return None
+    cand = placer.candidates
+    whole = snap.capacity[cand] + snap.cordoned[cand]
+    fits = ~(placer.request > whole + EPSILON).any(axis=1)
+    return int(cand[int(np.argmax(fits))]) if fits.any() else None
+
+
+def cordon_note(snap: Snapshot, node: int) -> str:
+    """`` (2 of its GPUs are cordoned: phalanx uncordon n3 --gpu 1 and phalanx uncordon n3
+    --gpu 5)``: node ``node``'s cordoned cards and the commands that bring them back (one
+    card each); empty when it has none."""
+    node_of = snap.nodes[node]
+    cards = sorted(node_of.cordoned_gpus)
+    if not cards:
+        return ""
+    verb = "is" if len(cards) == 1 else "are"
+    commands = " and ".join(f"phalanx uncordon {node_of.name} --gpu {g}" for g in cards)
+    return f" ({len(cards)} of its GPUs {verb} cordoned: {commands})"
 
 
 def _cards_split(placer: ClassPlacer, what: str) -> Reason | None:
@@ -153,6 +194,8 @@ def _insufficient(placer: ClassPlacer, what: str, gap: _Gap) -> Reason:
     closest = f"closest is {gap.node}"
     if gap.lacking:
         closest += f", which lacks {gap.lacking.spoken()}"
+        if gap.lacking.get(GPU) > 0:
+            closest += cordon_note(snap, snap.node_index[gap.node])
     return Reason(
         code=ReasonCode.INSUFFICIENT,
         message=f"0/{len(snap.nodes)} nodes have room for {what}: {counts}"

@@ -20,7 +20,7 @@ from phalanx.domain.errors import EngineInvariantError, InvalidInput
 from phalanx.domain.job import Job, JobPhase
 from phalanx.domain.node import Node
 from phalanx.domain.queue import ROOT_QUEUE, Queue
-from phalanx.domain.resources import Resources
+from phalanx.domain.resources import GPU, GPU_MEMORY, Resources
 from phalanx.engine.cards import Cards
 from phalanx.engine.snapshot.cardbridge import move_cards
 from phalanx.engine.snapshot.forks import Fork, Move
@@ -46,8 +46,9 @@ class Snapshot:
     """The cluster: nodes, queues and tracked jobs. Sessions mutate it only through a
     Statement; drivers through ``add_job``, ``remove_job``, ``move`` and ``set_schedulable``.
 
-    Arrays (N nodes x R dims): ``capacity``; ``used`` (held by tasks on the node,
-    releasing ones included); ``releasing`` (held by tasks being stopped);
+    Arrays (N nodes x R dims): ``capacity`` (allocatable: a node's cordoned cards, in
+    ``cordoned``, are out of it); ``used`` (held by tasks on the node, releasing ones
+    included, and those on cordoned cards); ``releasing`` (held by tasks being stopped);
     ``pipelined`` (promised to pipelined tasks). ``idle = capacity - used``;
     ``future_idle = idle + releasing - pipelined``. ``cards`` holds each GPU card's free
     share; a task on a node holds the cards named in its ``gpus`` (a pipelined task holds
@@ -77,9 +78,18 @@ class Snapshot:
                 "two nodes share a name", field="nodes", fix="give every node a unique name"
             )
         n, r = len(self.nodes), len(dims)
+        #: per-GPU state: which cards are free, and how much of each shared card
+        self.cards = Cards(self.nodes)
         self.capacity: NDArray[np.float64] = np.zeros((n, r))
         for i, node in enumerate(self.nodes):
             self.capacity[i] = self.vector(node.capacity)
+        #: what each node's cordoned cards (``Node.cordoned_gpus``) take out of its
+        #: capacity: zero but for those nodes (read-only)
+        self.cordoned: NDArray[np.float64] = np.zeros((n, r))
+        if self.cards.any_cordoned:
+            self.cordoned = _cordoned(self.cards, self.capacity, self.dim, self.unit)
+            self.capacity -= self.cordoned
+        self.cordoned.flags.writeable = False
         self.used: NDArray[np.float64] = np.zeros((n, r))
         self.releasing: NDArray[np.float64] = np.zeros((n, r))
         self.pipelined: NDArray[np.float64] = np.zeros((n, r))
@@ -102,8 +112,6 @@ class Snapshot:
         self._job_watchers: list[JobWatcher] = []
         #: the jobs with a task allocated or pipelined in the session under way, kept by ``move``
         self.growing: set[JobInfo] = set()
-        #: per-GPU state: which cards are free, and how much of each shared card
-        self.cards = Cards(self.nodes)
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: list[tuple[Job, str]] = []  # jobs that cannot be tracked, and why
         #: jobs with a pending task, kept by ``move``: what a session has to look at
@@ -421,3 +429,23 @@ class Snapshot:
     def leaf_queues(self) -> list[QueueInfo]:
         """Leaf queues, by name."""
         return [q for q in self.queues.values() if q.is_leaf and q is not self.root]
+
+
+def _cordoned(
+    cards: Cards, capacity: NDArray[np.float64], dim: Mapping[str, int], unit: Vector
+) -> NDArray[np.float64]:
+    """Per node (rows over ``dim`` like ``capacity``, in engine units), what its cordoned
+    cards take out of it, as Kubernetes' allocatable drops by an unhealthy device: a GPU
+    each, and where the node counts ``gpu-memory``, the card's memory (its share of the
+    node's when its cards' memory is unknown); never more than the node has."""
+    out = np.zeros_like(capacity)
+    gpu, memory = dim.get(GPU), dim.get(GPU_MEMORY)
+    if gpu is not None:
+        out[:, gpu] = cards.cordoned.sum(axis=1) * unit[gpu]
+    if memory is not None:
+        even = capacity[:, memory] / np.maximum(cards.count, 1)
+        listed = cards.memory_capacity * unit[memory]
+        each = np.where(listed > 0, listed, even[:, None])
+        out[:, memory] = np.rint(np.where(cards.cordoned, each, 0.0).sum(axis=1))
+    cut: NDArray[np.float64] = np.minimum(out, capacity)
+    return cut

@@ -290,7 +290,7 @@ def _share_cards(
         milli[gpus] += held.milli if held.shared else WHOLE
         memory[gpus] += held.memory if held.shared else cards.memory_capacity[node, gpus]
     enough = (milli + EPSILON >= demand.milli) & (memory + EPSILON >= demand.memory)
-    serving = np.flatnonzero((cards.milli_free[node] >= 0) & enough)
+    serving = np.flatnonzero(cards.offered[node] & enough)  # never a cordoned card
     return [int(c) for c in serving[np.lexsort((serving, -free[serving]))]]
 
 
@@ -298,7 +298,7 @@ def _card_lack(cards: Cards, demand: CardDemand) -> NDArray[np.float64]:
     """Per node, the milli-GPU still missing for ``demand`` on its best cards once what is
     being released is gone: a share's on its freest card, whole cards' in whole cards."""
     free = cards.milli_free + cards.milli_releasing
-    present = cards.milli_free >= 0
+    present = cards.offered  # a cordoned card serves no new task, whatever it frees
     if demand.shared:
         best = np.max(np.where(present, free, 0.0), axis=1, initial=0.0)
         lack: NDArray[np.float64] = np.maximum(demand.milli - best, 0.0)

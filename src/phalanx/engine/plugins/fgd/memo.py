@@ -158,7 +158,7 @@ class States:
             return
         cpu = self._free(snapshot, self.cpu_column, changed)
         memory = self._free(snapshot, self.memory_column, changed)
-        cards = np.rint(np.clip(snapshot.cards.milli_free[changed], 0.0, None)).astype(np.int64)
+        cards = np.rint(np.clip(snapshot.cards.open_milli(changed), 0.0, None)).astype(np.int64)
         self._intern(changed, cpu, memory, cards)
 
     @staticmethod
@@ -251,7 +251,7 @@ class States:
             left: NDArray[np.float64] = snapshot.capacity[rows, column] - used[:, column]
             return left
 
-        cards = np.rint(np.clip(snapshot.cards.milli_free[rows], 0.0, None)).astype(np.int64)
+        cards = np.rint(np.clip(snapshot.cards.open_milli(rows), 0.0, None)).astype(np.int64)
         return self._ids_of(
             self.node_model[rows], free(self.cpu_column), free(self.memory_column), cards
         )

@@ -86,8 +86,8 @@ def free_cpu(snapshot: Snapshot, nodes: NDArray[np.intp]) -> NDArray[np.float64]
 
 
 def free_gpu_milli(cards: Cards, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-    """Free milli-GPU of ``nodes``, summed over their cards."""
-    free: NDArray[np.float64] = np.clip(cards.milli_free[nodes], 0.0, None).sum(axis=1)
+    """Free milli-GPU of ``nodes``, summed over their cards (cordoned ones count none)."""
+    free: NDArray[np.float64] = np.clip(cards.open_milli(nodes), 0.0, None).sum(axis=1)
     return free
 
 

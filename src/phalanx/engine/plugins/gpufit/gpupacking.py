@@ -33,7 +33,7 @@ class GpuPackingPlugin(PlainFitPlugin):
         demand = task.role.cards
         if demand is None:
             return np.zeros(len(nodes))  # 0 everywhere: the tie-break decides
-        free = cards.milli_free[nodes]
+        free = cards.open_milli(nodes)  # a cordoned card: absent, as the device plugin says
         count = (free >= 0).sum(axis=1)
         whole_free = (free == WHOLE).sum(axis=1)
         empty = np.maximum(33 - whole_free, whole_free).astype(np.float64)

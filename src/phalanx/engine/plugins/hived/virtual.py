@@ -153,10 +153,12 @@ class VirtualClusters:
     # -- GPU state ----------------------------------------------------------------------
 
     def free_now(self) -> NDArray[np.bool_]:
-        """Flat: GPUs nobody holds or is promised (read-only)."""
+        """Flat: GPUs nobody holds or is promised, never a cordoned one (read-only)."""
         if self._free is None or self._free[0] != self.version:
             cards = self.snapshot.cards
             idle = (cards.milli_free == WHOLE) & (cards.memory_free == cards.memory_capacity)
+            if cards.any_cordoned:  # a cordoned card is never free for new work
+                idle &= cards.offered
             found: NDArray[np.bool_] = idle.ravel() & (self.claimed < 0)
             found.flags.writeable = False
             self._free = (self.version, found)
@@ -164,8 +166,8 @@ class VirtualClusters:
 
     def evictable(self, preemptor: TaskInfo) -> NDArray[np.bool_]:
         """Flat: GPUs free once what is releasing is gone or what the preemptor may evict
-        is evicted (opportunistic work, or lower-priority work of its own cluster);
-        read-only."""
+        is evicted (opportunistic work, or lower-priority work of its own cluster),
+        never a cordoned one; read-only."""
         job = preemptor.job
         key = (job.queue.name, job.priority, job.name)
         known = self._evictable.get(key)
@@ -182,6 +184,8 @@ class VirtualClusters:
         if self._holders is None:
             self._holders = _Holders(self)
         found[self._holders.evictable(preemptor, self)] = True
+        if cards.any_cordoned:  # evicting a cordoned card's holder frees nothing for work
+            found &= cards.offered.ravel()
         return found
 
     def holders(self, flat: NDArray[np.intp]) -> list[TaskInfo]:
