@@ -1,5 +1,5 @@
 """Card state under any sequence of takes and gives: capacity never exceeded, counts exact,
-and giving everything back restores the state bit for bit."""
+no cordoned card given out, and giving everything back restores the state bit for bit."""
 
 from __future__ import annotations
 
@@ -30,13 +30,25 @@ DEMANDS = st.one_of(
 )
 
 
-def _cards() -> Cards:
+def _cards(*, cordoned: bool = False) -> Cards:
+    """A DGX-1 and a 2-card box; with ``cordoned``, cards 2 and 5 of the DGX and 1 of the
+    box are out of scheduling."""
     topology = preset("dgx1-v100")
     gpus = tuple(Gpu(index=i, memory=16 * GiB) for i in range(8))
     capacity = Resources.of({"gpu": 8, "gpu-memory": 8 * 16 * GiB})
     nodes = [
-        Node(name="dgx", capacity=capacity, gpus=gpus, gpu_topology=topology),
-        Node(name="box", capacity=Resources.of({"gpu": 2})),
+        Node(
+            name="dgx",
+            capacity=capacity,
+            gpus=gpus,
+            gpu_topology=topology,
+            cordoned_gpus=frozenset({2, 5} if cordoned else ()),
+        ),
+        Node(
+            name="box",
+            capacity=Resources.of({"gpu": 2}),
+            cordoned_gpus=frozenset({1} if cordoned else ()),
+        ),
     ]
     return Cards(nodes)
 
@@ -48,11 +60,11 @@ def _state(cards: Cards) -> list[np.ndarray]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(DEMANDS, st.integers(0, 1)), max_size=30))
+@given(st.lists(st.tuples(DEMANDS, st.integers(0, 1)), max_size=30), st.booleans())
 def test_takes_never_overcommit_and_gives_restore_exactly(
-    steps: list[tuple[CardDemand, int]],
+    steps: list[tuple[CardDemand, int]], cordoned: bool
 ) -> None:
-    cards = _cards()
+    cards = _cards(cordoned=cordoned)
     before = _state(cards)
     held = []
     for demand, node in steps:
@@ -61,13 +73,14 @@ def test_takes_never_overcommit_and_gives_restore_exactly(
             assert not cards.fits(demand, np.array([node]))[0]
             continue
         assert cards.serves(demand, node, chosen)
+        assert not cards.cordoned[node, list(chosen)].any()  # never a cordoned card
         cards.take(demand, node, chosen)
         held.append((demand, node, chosen))
         present = cards.milli_free >= 0
         assert (cards.milli_free[present] <= WHOLE).all()
         assert (cards.memory_free[present] >= 0).all()
         whole = (cards.milli_free == WHOLE) & (cards.memory_free == cards.memory_capacity)
-        assert (cards.whole_free == whole.sum(axis=1)).all()
+        assert (cards.whole_free == (whole & cards.offered).sum(axis=1)).all()
         assert (cards.nic_users[:, :-1] <= 1).all()  # a NIC is held by one task at most
     for demand, node, chosen in reversed(held):
         cards.give(demand, node, chosen)
