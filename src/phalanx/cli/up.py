@@ -152,9 +152,9 @@ def up(
         5.0,
         "--gpu-interval",
         min=0.0,
-        help="Seconds between readings of this host's GPUs through NVML (utilisation, "
-        "memory, temperature, power, XID errors, health counters), when it is the server's "
-        "one node (each Ray node's agent reads its own). 0: never read them.",
+        help="Seconds between readings of the GPUs through NVML (utilisation, memory, "
+        "temperature, power, XID errors, health counters): of this host when it is the "
+        "server's one node, or of each Ray node by its agent (as the agent starts). 0: never.",
     ),
     shared_identity: bool = typer.Option(
         False,

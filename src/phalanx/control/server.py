@@ -132,8 +132,8 @@ class ServerSettings:
     # Offline tasks pause while online ones load a host over this share (0..1) of it
     # (phalanx up: 0.7); None: never.
     colocation: float | None = None
-    # Seconds between readings of the GPUs (phalanx.telemetry) of this host, when it is
-    # the server's one node (each Ray node's agent reads its own); None: never.
+    # Seconds between readings of the GPUs (phalanx.telemetry): of this host, when it is
+    # the server's one node, or of each Ray node by its agent (set as it starts); None: never.
     gpu_interval: float | None = DEFAULT_INTERVAL
     # The NVML those readings go through (a pynvml-like module): None for NVIDIA's own;
     # the tests and a demo without a GPU give a recorded one (telemetry.recorded).
@@ -617,6 +617,7 @@ def ray_cluster(
         colocation=settings.colocation,
         models=models,
         data_quota=settings.data_cache_quota,
+        gpu_interval=settings.gpu_interval,
         declared={node.name: node for node in declared},
         on_change=on_news,
         on_news=on_news,

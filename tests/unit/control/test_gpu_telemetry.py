@@ -51,6 +51,8 @@ class SampledExecutor(FakeExecutor):
         self.sampler = GpuSampler("box", nvml=self.nvml, interval=1.0)
 
     def gpu_samples(self) -> list[NodeSample]:
+        if not self.sampler.due(self.clock.now):
+            return []
         stopped = {(e.job, e.task) for e in self.stopped}
         tasks = [
             TaskCards(job=b.job, task=b.task, gpus=b.gpus)
@@ -240,3 +242,16 @@ def test_yaml_of_an_idle_queue_loads() -> None:
         "spec: {idleGpus: {threshold: 10%, window: 1h, action: stop}}}"
     )
     assert build_document(document).spec.idle_gpus is not None  # type: ignore[union-attr]
+
+
+def test_a_node_that_stops_reporting_leaves_the_picture(
+    box: tuple[Plane, SampledExecutor],
+) -> None:
+    plane, executor = box
+    plane.tick()
+    assert "box" in plane.controller.telemetry.picture.cards
+    executor.sampler.interval = 10_000.0  # it reads no more
+    plane.tick(after=100.0)
+    assert "box" in plane.controller.telemetry.picture.cards  # within two minutes: shown
+    plane.tick(after=30.0)
+    assert plane.controller.telemetry.picture.cards == {}

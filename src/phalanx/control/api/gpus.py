@@ -85,8 +85,10 @@ def cordon_card(
     already out stays as it was (its first reason)."""
     _card(controller, name, index)
     reason = (body or CardCordonRequest()).reason
+    read = controller.telemetry.picture.cards.get(name, ())
+    uuid = next((card.uuid for card in read if card.index == index), "")
     stored_cards.cordon(
-        session, node=name, gpu=index, uuid="", reason=reason, source="admin", since=time.time()
+        session, node=name, gpu=index, uuid=uuid, reason=reason, source="admin", since=time.time()
     )
     cordon = stored_cards.cordon_of(session, name, index)
     session.commit()

@@ -19,7 +19,9 @@
   ``idle_since``, and where the queue says ``stop`` is stopped, or shrunk when elastic,
   through the one lifecycle (``idle.act_on``, as the simulator does).
 
-A node without NVML says so once (``picture.absent``); nothing else happens for it.
+A node without NVML says so once (``picture.absent``); nothing else happens for it. A
+node's readings older than ``FORGET`` seconds (it stopped reporting: lost, or its agent
+gone) leave the picture, so nothing shows or exports a reading that no longer holds.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: The job event kinds it writes.
 GPU_UNHEALTHY: Final = "GpuUnhealthy"
+#: Seconds after which a node's latest reading no longer stands for its cards.
+FORGET: Final = 120.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +107,9 @@ class GpuTelemetry:
         for sample in samples:
             broken += self._take(core, sample)
         cordoned = self._cordon(core, db, broken) if broken else False
+        for node, sample in list(self._latest.items()):
+            if core.now - sample.at > FORGET:
+                del self._latest[node]
         self._act(core, self._idle.verdicts(core.now))
         self._settle(core, db)
         self._publish(core)

@@ -45,6 +45,7 @@ from phalanx.executors.ray.agent import (
 from phalanx.executors.ray.nodes import Probe, node_name, probed_node
 from phalanx.executors.records import ProcessRecord
 from phalanx.executors.taskgroups import LimitDefaults
+from phalanx.telemetry.sampler import DEFAULT_INTERVAL
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,8 @@ class RayCluster:
     to no one). ``agent_root`` is where on each node its agent keeps its data dir and tasks dir
     (``<agent_root>/<node>/data`` and ``.../tasks``), and the model versions it copied
     out (``.../models``) of the model store ``models`` (a path or URL every node reads). ``declared`` maps node names to a
-    Cluster document's nodes (for GPUs a node's probe cannot see). Call ``start`` once,
+    Cluster document's nodes (for GPUs a node's probe cannot see). Each agent reads its
+    node's GPUs every ``gpu_interval`` seconds (None: never), as set when it starts. Call ``start`` once,
     ``close`` at the end; ``state``, ``take`` and ``agent`` may be called from any thread.
     """
 
@@ -136,6 +138,7 @@ class RayCluster:
         colocation: float | None = None,
         models: str | None = None,
         data_quota: int = 64 << 30,
+        gpu_interval: float | None = DEFAULT_INTERVAL,
         declared: Mapping[str, Node] | None = None,
         refresh: float = REFRESH,
         on_change: Callable[[], object] | None = None,
@@ -149,6 +152,7 @@ class RayCluster:
         self._colocation = colocation
         self._models = models
         self._data_quota = data_quota
+        self._gpu_interval = gpu_interval
         self._declared = dict(declared or {})
         self._refresh = refresh
         self._on_change = on_change
@@ -291,6 +295,7 @@ class RayCluster:
                 colocation=self._colocation,
                 models=self._models,
                 data_quota=self._data_quota,
+                gpu_interval=self._gpu_interval,
             )
             agent = AgentHandle(self._actor(settings, str(info["NodeID"])), self._key)
             calls.append((info, agent, agent.configure.remote(settings), agent.probe.remote()))
