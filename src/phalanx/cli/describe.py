@@ -499,18 +499,21 @@ def _card_tasks(gpu: GpuView) -> str:
 
 
 def _gpus(node: NodeView) -> Table | Text | Group:
+    """Each card: what is given of it, its latest reading (where it is read), its tasks
+    and its health; then a line per cordoned card saying why."""
     if not node.gpus:
         return Text("none", style="dim")
+    read = any(gpu.utilisation is not None for gpu in node.gpus)
     table = Table(box=None, pad_edge=False)
-    for title in ("GPU", "MODEL", "USE", "", "UTIL", "MEMORY", "TEMP", "POWER", "TASKS", "HEALTH"):
+    titles = ("GPU", "MODEL", "GIVEN", *(("UTIL", "MEMORY", "TEMP", "POWER") if read else ()))
+    for title in (*titles, "TASKS", "HEALTH"):
         table.add_column(title, overflow="fold")
     for gpu in node.gpus:
         table.add_row(
             str(gpu.index),
             gpu.model or "-",
-            render.bar(gpu.used, 1.0),
             f"{gpu.used:.0%}",
-            *gpu_lines.reading(gpu),
+            *(gpu_lines.reading(gpu) if read else ()),
             _card_tasks(gpu),
             gpu_lines.health(gpu),
         )

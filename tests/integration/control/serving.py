@@ -35,6 +35,21 @@ spec:
     gpus: {count: 4, model: virtual, memory: 16Gi}
 """
 
+#: One node of eight H100s, as the recorded NVML's ``h100-sxm-8`` has them: a server
+#: reading its GPUs (``running_server(nvml=...)``) needs its one node's cards.
+DGX = """\
+apiVersion: phalanx/v1
+kind: Cluster
+metadata: {name: lab}
+spec:
+  nodeGroups:
+  - name: dgx
+    count: 1
+    resources: {cpu: 16, memory: 64Gi}
+    gpus: {count: 8, model: H100-SXM5-80GB, memory: 80Gi}
+"""
+DGX_NODE = "dgx-0"
+
 #: Every client made during a test, closed when its server stops.
 _CLIENTS: list[httpx.Client] = []
 

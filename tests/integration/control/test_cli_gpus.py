@@ -10,24 +10,13 @@ from __future__ import annotations
 import re
 
 from phalanx.telemetry.recorded import MIB, RecordedNvml
-from tests.integration.control.serving import Api, role, running_server, wait_for
+from tests.integration.control.serving import DGX, DGX_NODE, Api, role, running_server, wait_for
 from tests.integration.control.test_cli import ok, phalanx, refused
 
 #: SQLite only: what is tested is the commands over the API's views.
 BACKENDS = ("sqlite",)
 
-DGX = """\
-apiVersion: phalanx/v1
-kind: Cluster
-metadata: {name: lab}
-spec:
-  nodeGroups:
-  - name: dgx
-    count: 1
-    resources: {cpu: 16, memory: 64Gi}
-    gpus: {count: 8, model: H100-SXM5-80GB, memory: 80Gi}
-"""
-NODE = "dgx-0"
+NODE = DGX_NODE
 
 
 def test_gpus_through_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -28,7 +28,15 @@ from phalanx.telemetry.recorded import RecordedNvml
 from phalanx.web.gpu_grid import heat
 from tests.browser import chromium
 from tests.integration.control.console import Visitor, signed_in
-from tests.integration.control.serving import DEADLINE, Api, role, running_server, wait_for
+from tests.integration.control.serving import (
+    DEADLINE,
+    DGX,
+    DGX_NODE,
+    Api,
+    role,
+    running_server,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -36,19 +44,7 @@ if TYPE_CHECKING:
 #: SQLite only: the pages show the API's views, whose store is tested on both elsewhere.
 BACKENDS = ("sqlite",)
 
-#: One node of eight H100s, as the recording has them.
-DGX = """\
-apiVersion: phalanx/v1
-kind: Cluster
-metadata: {name: lab}
-spec:
-  nodeGroups:
-  - name: dgx
-    count: 1
-    resources: {cpu: 16, memory: 64Gi}
-    gpus: {count: 8, model: H100-SXM5-80GB, memory: 80Gi}
-"""
-NODE = "dgx-0"
+NODE = DGX_NODE
 MIB = 1 << 20
 #: What the busy card reads: percent busy and MiB used.
 BUSY, USED_MIB = 93, 40_000

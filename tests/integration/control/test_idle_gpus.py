@@ -10,22 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from phalanx.telemetry.recorded import RecordedNvml
-from tests.integration.control.serving import Api, role, running_server, wait_for
+from tests.integration.control.serving import DGX, Api, role, running_server, wait_for
 
 #: SQLite only: the rule is the lifecycle's, tested on both stores through its effects.
 BACKENDS = ("sqlite",)
-
-DGX = """\
-apiVersion: phalanx/v1
-kind: Cluster
-metadata: {name: lab}
-spec:
-  nodeGroups:
-  - name: dgx
-    count: 1
-    resources: {cpu: 16, memory: 64Gi}
-    gpus: {count: 8, model: H100-SXM5-80GB, memory: 80Gi}
-"""
 
 
 def test_idle_jobs_are_stopped_or_marked_as_their_queue_asks(tmp_path: Path) -> None:

@@ -71,7 +71,9 @@ def job_gpus(
 
 
 @router.post(
-    "/nodes/{name}/gpus/{index}/cordon", response_model=CardCordonView, responses=errors(403, 404)
+    "/nodes/{name}/gpus/{index}/cordon",
+    response_model=CardCordonView,
+    responses=errors(400, 403, 404),
 )
 def cordon_card(
     name: str,

@@ -383,9 +383,9 @@ class RayCluster:
                 with self._lock:
                     agent.pending = None
                     agent.records = report.records
-                    if report.events:
+                    if report.events or report.gpus:  # GPU readings wait for the next tick
                         self._reports.append((agent.node, report))
-                        news = True
+                        news = news or bool(report.events)
                 self._note_held(agent.node, report.datasets)
             if news and self._on_news is not None:
                 self._on_news()
