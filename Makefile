@@ -74,6 +74,26 @@ bench-serving: install $(RAYSERVE)
 bench-serving-scale: install $(RAYSERVE)
 	$(BIN)/python bench/serving_scale.py
 
+# Sia's own simulator (siasosp23/artifacts, sia-simulator/) on its eight Philly workloads,
+# its sia and pollux policies: the reference for the heterogeneous runs (issue 43). It gets
+# an environment of its own with the dependencies its README names, pinned (numpy 1.23,
+# pymoo 0.4.2.1 for Pollux, cvxpy with CBC through cylp for Sia's MIP); the project carries
+# none of its code: SIA_ARTIFACTS names a clone of siasosp23/artifacts, which
+# bench/sia_reference.py exports into a temporary folder. SIA_ARGS: e.g. --workloads 1-4.
+SIA := .venv-sia/bin/python
+SIA_ARGS ?=
+
+$(SIA):
+	$(PYTHON) -m venv .venv-sia
+	$(SIA) -m pip install --quiet "numpy==1.23.5" "scipy==1.10.1" "pandas==1.5.3" \
+		"matplotlib==3.7.5" "cvxpy==1.3.2" "cylp==0.91.6" "osqp==0.6.3" "ecos==2.0.12" \
+		"scs==3.2.4" "autograd==1.6.2" "cma==2.7.0" "pymoo==0.4.2.1" "rich==13.7.1" \
+		"psutil==5.9.8"
+
+.PHONY: bench-sia-reference
+bench-sia-reference: install $(SIA)
+	$(BIN)/python bench/sia_reference.py $(SIA_ARGS)
+
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link fails it.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
