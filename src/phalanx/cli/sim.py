@@ -90,6 +90,12 @@ SEED = typer.Option(0, help="Seed for synthetic workloads and node failures.")
 UNTIL = typer.Option(None, help="Stop the clock at this duration, e.g. 7d.")
 PERIOD = typer.Option(60.0, help="Seconds between periodic scheduling sessions.")
 TRACES_DIR = typer.Option(None, help="Public traces folder (default ../shared/traces).")
+PROFILES = typer.Option(
+    None,
+    help="Application profiles of a pollux: workload (one folder per application, with "
+    "placements-<gpu type>.csv curves per GPU type where measured), e.g. "
+    "sia-philly/app_profiles (default: app_profiles beside the workload's folder).",
+)
 NODE_MTBF = typer.Option(None, help=NODE_MTBF_HELP)
 NODE_MTTR = typer.Option("1h", help="Mean time to repair a failed node, e.g. 2h.")
 DATASETS = typer.Option(
@@ -202,6 +208,7 @@ class _Replay:
     until: str | None
     period: float
     traces_dir: Path | None
+    profiles: Path | None
     node_mtbf: str | None
     node_mttr: str
     fixed_period: bool
@@ -254,7 +261,13 @@ def _run_all(
     for policy in policies:
         registry.check(policy.config)
     with _option("--workload", workload_spec), console.status(f"reading {workload_spec} ..."):
-        workload = load_workload(workload_spec, traces_dir=folder, seed=replay.seed, until=horizon)
+        workload = load_workload(
+            workload_spec,
+            traces_dir=folder,
+            seed=replay.seed,
+            until=horizon,
+            profiles_dir=replay.profiles.expanduser() if replay.profiles else None,
+        )
     size = int(byte_amount(replay.dataset_size, option="--dataset-size"))
     workload = with_datasets(workload, count=replay.datasets, size=size, seed=replay.seed)
     with _option("--cluster", cluster):
@@ -385,6 +398,7 @@ def run(
     until: str | None = UNTIL,
     period: float = PERIOD,
     traces_dir: Path | None = TRACES_DIR,
+    profiles: Path | None = PROFILES,
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout."),
     node_mtbf: str | None = NODE_MTBF,
     node_mttr: str = NODE_MTTR,
@@ -415,6 +429,7 @@ def compare(
     until: str | None = UNTIL,
     period: float = PERIOD,
     traces_dir: Path | None = TRACES_DIR,
+    profiles: Path | None = PROFILES,
     as_json: bool = typer.Option(False, "--json", help="Print the summaries as a JSON list."),
     node_mtbf: str | None = NODE_MTBF,
     node_mttr: str = NODE_MTTR,

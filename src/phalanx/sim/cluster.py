@@ -20,7 +20,12 @@ Elastic training jobs (``WorkloadJob.elastic``, when the cluster is made with
 ``elastic=True``) progress by Pollux's model instead (``sim.elastic.ElasticRun``): on
 whatever replicas run (one GPU each, counted per node), from one replica up, at a rate
 that changes with the placement, the batch and the epoch; every change of placement
-costs ``restart_delay`` seconds; nothing is lost when they stop. The job ends when its
+costs ``restart_delay`` seconds; nothing is lost when they stop.
+
+GPU types (``gpu_models``: each node's GPU model): a job whose model has curves per GPU
+type trains by those of the type it runs on, elastic or fixed-size, as
+``phalanx.sim.gpu_types`` says (a fixed-size job's work then accrues at its speed
+there relative to its duration's reference); ``gpu_types`` counts what happened. The job ends when its
 training is done: every running task exits with code 0. ``reports()`` hands over what
 such jobs say of their training (``Progress``), for the driver to pass on.
 
@@ -44,7 +49,9 @@ from phalanx.engine.goodput import PerfParams
 from phalanx.executors.base import TaskEvent, TaskEventKind
 from phalanx.sim.data import DataPlane, dataset_key
 from phalanx.sim.elastic.job import profile_fit
+from phalanx.sim.elastic.profile import AppProfile
 from phalanx.sim.elastic.tracker import ElasticRun
+from phalanx.sim.gpu_types import Choice, GpuTypeStats, choose, fixed_speed
 from phalanx.sim.workload import WorkloadJob
 
 FAILED_CODE = 1  # the exit code of a task whose run the workload marks as failing
@@ -63,6 +70,7 @@ class _Run:
     attempt: int = 0  # bumped when a run starts, so stale ends are ignored
     failures: int = 0  # runs that failed so far (``fail_after`` says how many will)
     rate: float = 1.0  # work per second now (below 1 while colocated services are busy)
+    speed: float = 1.0  # times its duration's pace on the GPU type and placement it has
     progress: float = 0.0  # work done in the current run up to ``since``
     since: float = 0.0  # when ``rate`` last changed in the current run, or its delay ends
     elastic: ElasticRun | None = None  # an elastic training job's model (then the above rest)
@@ -70,7 +78,7 @@ class _Run:
 
     def work(self, now: float) -> float:
         """Work done in the current run by ``now``."""
-        return self.progress + self.rate * max(now - self.since, 0.0)
+        return self.progress + self.rate * self.speed * max(now - self.since, 0.0)
 
     def kept(self, work: float) -> float:
         """Work kept after ``work`` of the current run: up to the last checkpoint."""
@@ -90,16 +98,22 @@ class SimCluster:
         watermark: float | None = None,
         elastic: bool = False,
         data: DataPlane | None = None,
+        gpu_models: Mapping[str, str] | None = None,
     ) -> None:
         """``elastic``: jobs with an elastic model progress by it (else by duration);
-        ``data``: the nodes' dataset caches, when jobs read datasets."""
+        ``data``: the nodes' dataset caches, when jobs read datasets; ``gpu_models``:
+        each node's GPU model (a node not named: "")."""
         self._jobs = jobs
+        self._models = dict(gpu_models or {})
+        #: what GPU types did to jobs with curves per type (empty without any)
+        self.gpu_types = GpuTypeStats()
         self._data = data
         self._elastic = elastic
         self._reports: dict[str, Progress] = {}
         self._told: dict[str, int] = {}  # steps in the log when each job last reported
         self._training: dict[str, ElasticRun] = {}  # elastic jobs not yet complete
-        self._fits: dict[str, PerfParams] = {}  # per application: its whole profile's fit
+        #: per (application, GPU model): its whole profile's fit
+        self._fits: dict[tuple[str, str], PerfParams] = {}
         self._runs: dict[str, _Run] = {}
         self._events: list[tuple[float, int, TaskEvent]] = []
         self._ends: list[tuple[float, int, str, int]] = []  # (time, seq, job, attempt)
@@ -230,7 +244,8 @@ class SimCluster:
             done = run.elastic.job.position.progress / total if total > 0 else 1.0
             return max(1.0 - done, 0.0) * run.spec.duration
         left = max(run.spec.duration - run.done - run.work(now), 0.0)
-        return left / run.rate if run.rate > 0 else left  # held: as if it ran at full speed
+        pace = run.rate * run.speed
+        return left / pace if pace > 0 else left  # held: as if it ran at full speed
 
     def lose_node(self, node: str, *, now: float) -> None:
         """Every task on ``node`` is lost now."""
@@ -260,30 +275,58 @@ class SimCluster:
             run = self._runs[job] = _Run(spec=spec, gang=gang)
             model = spec.elastic
             if model is not None and self._elastic:
-                known = self._fits.get(model.profile.name)
-                if known is None and model.adaptive:
-                    known = self._fits[model.profile.name] = profile_fit(model.profile)
                 run.elastic = self._training[job] = ElasticRun(
                     profile=model.profile,
                     batch_size=None if model.adaptive else model.batch_size,
                     delay=spec.restart_delay,
-                    known=known,
+                    known=self._known(model.profile, adaptive=model.adaptive),
                 )
         return run
 
+    def _known(self, profile: AppProfile, *, adaptive: bool) -> PerfParams | None:
+        """The fit of ``profile``'s whole curves (made for adaptive jobs, then shared)."""
+        key = (profile.name, profile.gpu_model)
+        known = self._fits.get(key)
+        if known is None and adaptive:
+            known = self._fits[key] = profile_fit(profile)
+        return known
+
+    def _choice(self, run: _Run) -> Choice | None:
+        """The curves ``run``'s job trains by where its replicas are (None: its model has
+        no curves per type, or nothing runs), recorded in ``gpu_types``."""
+        model = run.spec.elastic
+        placement = self._placement(run)
+        if model is None or not model.by_model or not placement:
+            return None
+        nodes = self._nodes(run)
+        choice = choose(model, [self._models.get(node, "") for node in nodes], placement)
+        self.gpu_types.record(run.spec.name, choice)
+        return choice
+
     def _placement(self, run: _Run) -> list[int]:
         """GPUs per node of ``run``'s replicas that run and are not stopping (one each)."""
+        per_node = self._nodes(run)
+        return [per_node[node] for node in sorted(per_node)]
+
+    def _nodes(self, run: _Run) -> dict[str, int]:
+        """Per node, ``run``'s replicas there that run and are not stopping."""
         per_node: dict[str, int] = {}
         for task, node in sorted(run.running.items()):
             if task not in run.stopping:
                 per_node[node] = per_node.get(node, 0) + 1
-        return [per_node[node] for node in sorted(per_node)]
+        return per_node
 
     def _moved(self, run: _Run, now: float) -> None:
         """An elastic job's replicas changed: restart it on them, plan its next change."""
         tracker = run.elastic
         assert tracker is not None
-        moved = tracker.move(self._placement(run), now)
+        choice = self._choice(run)
+        profile = None if choice is None else choice.profile
+        known = None
+        if profile is not None and profile is not tracker.profile:
+            known = self._known(profile, adaptive=tracker.batch_size is None)
+        placement = self._placement(run) if choice is None else list(choice.placement)
+        moved = tracker.move(placement, now, profile=profile, known=known)
         if tracker.completed_at is not None:  # it completed before this change
             self._elastic_due(run, now)
             return
@@ -350,6 +393,11 @@ class SimCluster:
             return
         run.started = now
         run.progress, run.since = 0.0, self._ready(run, now) + run.spec.restart_delay
+        choice = self._choice(run)
+        model = run.spec.elastic
+        run.speed = 1.0
+        if choice is not None and model is not None:
+            run.speed = fixed_speed(model, choice.profile, choice.placement, run.spec.duration)
         self._schedule_end(run, now)
 
     def _schedule_end(self, run: _Run, now: float) -> None:
@@ -357,7 +405,8 @@ class SimCluster:
         assert run.started is not None
         run.attempt += 1
         remaining = max(run.spec.duration - run.done - run.work(now), 0.0)
-        end = max(now, run.since) + remaining / run.rate if run.rate > 0 else math.inf
+        pace = run.rate * run.speed
+        end = max(now, run.since) + remaining / pace if pace > 0 else math.inf
         if run.failures < len(run.spec.fail_after):
             end = min(end, run.started + run.spec.fail_after[run.failures])
         if math.isfinite(end):

@@ -12,6 +12,8 @@ Presets (``PRESETS``), each built from the public traces where they describe it:
 - ``tiresias``: ``tiresias-sample/cluster_spec.csv`` (16 nodes x 4 GPUs on one switch).
 - ``pollux``: the cluster of Pollux's simulator and testbed: 16 nodes x 4 T4 GPUs
   (AWS g4dn.12xlarge: 48 vCPU, 192Gi), on one switch.
+- ``sia``: Sia's heterogeneous cluster (SOSP'23): 6 x 4 T4 + 2 x 8 A100 + 3 x 8
+  RTX2080Ti = 64 GPUs, each node labelled with its model (``phalanx.sim.traces.sia``).
 - ``kueue``: 6 nodes x 100 CPU, 1Ti memory, for Kueue's benchmark workload (see
   ``phalanx.sim.traces.kueue``); no trace files needed.
 
@@ -33,6 +35,7 @@ from phalanx.domain.resources import Resources
 from phalanx.sim.traces.kueue import kueue_nodes
 from phalanx.sim.traces.openb import openb_nodes
 from phalanx.sim.traces.philly import VC_FILE, read_vcs
+from phalanx.sim.traces.sia import sia_nodes
 from phalanx.sim.traces.tiresias import tiresias_nodes
 from phalanx.spec.cluster import ClusterDocument
 from phalanx.spec.loader import load_file
@@ -108,6 +111,7 @@ _PRESETS: Final[Mapping[str, Callable[[Path | None], tuple[Node, ...]]]] = {
     "openb": lambda d: openb_nodes(_traces(d, "openb") / OPENB_NODES),
     "tiresias": lambda d: tiresias_nodes(_traces(d, "tiresias") / TIRESIAS_SPEC),
     "pollux": lambda _: pollux_nodes(),
+    "sia": lambda _: sia_nodes(),
     "kueue": lambda _: kueue_nodes(),
 }
 

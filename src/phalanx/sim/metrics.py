@@ -17,6 +17,7 @@ import numpy as np
 from phalanx.sim import userfair
 from phalanx.sim.data import DataStats
 from phalanx.sim.fragmentation import FragmentationSummary
+from phalanx.sim.gpu_types import GpuTypeStats
 from phalanx.sim.idle import IdleStats
 
 #: The summary figures a side-by-side view of runs shows first (CLI table, benchmarks).
@@ -135,6 +136,8 @@ class Metrics:
         self.end_time = 0.0
         self.data: DataStats | None = None  # what reading datasets cost, when jobs read any
         self.idle: IdleStats | None = None  # idle GPUs, when a queue has an idle policy
+        #: the GPU types jobs with curves per type trained on (summarised when any did)
+        self.gpu_types: GpuTypeStats | None = None
 
     def submitted(self, record: JobRecord) -> None:
         self.jobs[record.name] = record
@@ -202,7 +205,8 @@ class Metrics:
         """summary.json: the figures named by the simulator issue, plus per-queue and
         per-user detail and the ``USER_FIGURES`` (Jain's index over users per window of
         ``fairness_window`` seconds); with the ``DATA_FIGURES`` when the run modelled
-        datasets, and the ``IDLE_FIGURES`` when a queue had an idle policy."""
+        datasets, the ``IDLE_FIGURES`` when a queue had an idle policy, and the
+        ``gpu_type_*`` figures when jobs trained by curves per GPU type."""
         records = list(self.jobs.values())
         finished = [r for r in records if r.outcome == "finished"]
         jct = np.array([r.jct for r in finished if r.jct is not None], dtype=float)
@@ -250,6 +254,7 @@ class Metrics:
             "sim_wall_s": round(sim_wall_s, 3),
             **({} if self.data is None else self.data.summary()),
             **({} if self.idle is None else self.idle.summary(end)),
+            **(self.gpu_types.summary() if self.gpu_types and self.gpu_types.jobs else {}),
             "per_queue": self.per_queue(start, end),
             "per_user": per_user,
         }

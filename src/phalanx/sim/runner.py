@@ -23,7 +23,7 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError, InvalidInput
 from phalanx.domain.job import HOLDS_RESOURCES, Job, JobPhase, TaskPhase
-from phalanx.domain.node import Node
+from phalanx.domain.node import GPU_MODEL_LABEL, Node
 from phalanx.domain.queue import Queue
 from phalanx.domain.resources import Resources
 from phalanx.engine.decisions import Decisions
@@ -165,7 +165,11 @@ class Simulation:
         self.elastic = any(action.name == "elastic" for action in config.actions)
         self.data = _data_plane(nodes, workload, options.data)
         self.cluster = SimCluster(
-            self.jobs, watermark=self.options.sla_watermark, elastic=self.elastic, data=self.data
+            self.jobs,
+            watermark=self.options.sla_watermark,
+            elastic=self.elastic,
+            data=self.data,
+            gpu_models={node.name: node.labels.get(GPU_MODEL_LABEL, "") for node in nodes},
         )
         self.loop: EventLoop[_Event] = EventLoop(
             start=min((w.submit_time for w in workload.jobs), default=0.0)
@@ -179,6 +183,7 @@ class Simulation:
             },
         )
         self.metrics.data = None if self.data is None else self.data.stats
+        self.metrics.gpu_types = self.cluster.gpu_types
         #: the readings of jobs' GPU utilisation, when a queue has an idle policy
         self.idle = IdleReplay.of(self.queues, options.idle_every)
         self.metrics.idle = None if self.idle is None else self.idle.stats

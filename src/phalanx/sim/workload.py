@@ -12,6 +12,7 @@ roles read are (``Workload.datasets``; ``phalanx.sim.data`` models reading them)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phalanx.domain.errors import InvalidInput
@@ -26,11 +27,21 @@ class ElasticModel:
     application (``phalanx.sim.elastic``). ``batch_size`` is the total batch it runs at
     when the policy keeps it at a fixed size, or always when ``adaptive`` is False;
     with ``adaptive`` (and an elastic policy) the job picks the batch of best goodput
-    for each placement from its own measurements, as Pollux's jobs do."""
+    for each placement from its own measurements, as Pollux's jobs do.
+
+    ``by_model``: per GPU model (a node's ``phalanx.io/gpu-model``), the application's
+    profile measured on it (same progress and gradient statistics, its own step times);
+    the job then trains at the speed of the type it runs on, and on a type not named
+    here at ``profile``'s. Empty: ``profile``'s curves hold for any GPU."""
 
     profile: AppProfile
     batch_size: int
     adaptive: bool = True
+    by_model: Mapping[str, AppProfile] = field(default_factory=dict)
+
+    def on(self, model: str) -> AppProfile | None:
+        """The profile measured on GPU ``model``; None when there is none."""
+        return self.by_model.get(model)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -57,6 +57,13 @@ class ElasticJob:
             return None
         return GoodputModel(perf=self.perf, grad=grad, init_batch_size=profile.init_batch)
 
+    def retyped(self, known: PerfParams | None) -> ElasticJob:
+        """The job about to train on curves of another GPU type, whose throughput model is
+        ``known`` (a job that had taken its model as given takes this one; one that fits
+        its own log keeps its fit). Its log keeps what it measured on any type."""
+        perf = known if known is not None and self.perf is not None else self.perf
+        return replace(self, known=known, perf=perf)
+
     def placed(self, profile: AppProfile, placement: tuple[int, ...]) -> ElasticJob:
         """The job moved to ``placement`` (GPUs per node; empty: suspended), its batch
         re-chosen for it."""

@@ -46,6 +46,8 @@ class AppProfile:
     grads: Mapping[int, GradStats]  # profiled batch size -> its statistics, ascending
     max_local_batch: int
     min_local_batch: int
+    #: the GPU model its step times were measured on ("": the default curves, for any GPU)
+    gpu_model: str = ""
 
     @property
     def epochs(self) -> int:
@@ -69,11 +71,13 @@ def build_profile(
     placements: Mapping[int, Curve],
     scalability: Mapping[tuple[int, int], Curve],
     validation: Mapping[int, NDArray[np.float64]],
+    gpu_model: str = "",
 ) -> AppProfile:
     """The profile of application ``name`` from its measurements: curves by placement id
     and by (nodes, replicas), and per profiled batch size a table of rows
     (progress, grad_sqr, grad_var) per epoch. Epochs beyond the shortest table are
-    dropped. Raises ValueError when there is no placement or validation data."""
+    dropped. ``gpu_model``: the GPU model the step times were measured on ("": any).
+    Raises ValueError when there is no placement or validation data."""
     if not placements or not validation or not all(len(t) for t in validation.values()):
         raise ValueError(f"{name}: no validation or placement profile")
     epochs = min(len(table) for table in validation.values())
@@ -91,6 +95,7 @@ def build_profile(
         grads={b: GradStats(sqr=v[:, 1], var=v[:, 2]) for b, v in sorted(values.items())},
         max_local_batch=MAX_LOCAL_BATCH.get(name, largest),
         min_local_batch=smallest,
+        gpu_model=gpu_model,
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.goodput import GradParams, gain
-from phalanx.sim.elastic.batch import BatchConfig
+from phalanx.sim.elastic.batch import BatchConfig, fixed_batch
 from phalanx.sim.elastic.profile import AppProfile
 from phalanx.sim.elastic.throughput import iteration_seconds
 
@@ -118,3 +118,22 @@ def advance(
             seconds=seconds,
         )
     return Advance(state=JobProgress(progress=end, epoch=state.epoch + 1), seconds=needed)
+
+
+def fixed_seconds(
+    profile: AppProfile, placement: Sequence[int], batch: int, *, interpolate: bool = False
+) -> float | None:
+    """Seconds to train a whole job of ``profile`` alone on ``placement`` (GPUs per node)
+    at the fixed total ``batch`` (Pollux's split, ``fixed_batch``); None when the profile
+    does not cover that configuration (with ``interpolate``: cannot bracket it)."""
+    config = fixed_batch(profile, sum(placement), batch)
+    seconds = None
+    if config.atomic >= 1:
+        seconds = iteration_seconds(
+            profile, placement, config.atomic, config.accumulation, interpolate=interpolate
+        )
+    gain = gains(profile, config.batch)
+    if seconds is None or gain is None:
+        return None
+    per_epoch = np.diff(profile.progress, prepend=0.0)
+    return float(np.sum(per_epoch * seconds / gain))

@@ -16,7 +16,9 @@ largest batch). Pollux interpolates the same points with a 3-D Delaunay
 triangulation (scipy's ``LinearNDInterpolator``), which phalanx does without; the two
 agree exactly where a shape is measured; between, on the real profiles' shapes of 5 to
 16 nodes at batches a job can run, they agree within 5% at 67 of 73 points tested and
-differ by up to 28% (tests/unit/sim/elastic).
+differ by up to 28% (tests/unit/sim/elastic). With ``interpolate``, a measured shape
+whose curve stops short of a local batch is extended linearly too (Sia's per-type
+profiles measure large shapes only up to the batch their largest total allows).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def step_times(
     """(step, sync) seconds of one synchronising step of ``atomic`` samples per replica on
     ``placement``; the compute part is ``step - sync``. None when the profile does not
     measure that placement's shape (or, with ``interpolate``, cannot bracket it) or that
-    local batch."""
+    local batch (with ``interpolate``: a measured curve is extended past its ends)."""
     shape = normalise(placement)
     if not shape:
         return None
@@ -59,7 +61,8 @@ def step_times(
     if curve is None:
         curve = profile.shapes.get((min(len(shape), MAX_NODES), sum(shape)))
     if curve is not None:
-        return _at(curve, atomic)
+        found = _at(curve, atomic)
+        return found if found is not None or not interpolate else _past_ends(curve, atomic)
     if not interpolate:
         return None
     return _between_shapes(profile, min(len(shape), MAX_NODES), sum(shape), atomic)
@@ -96,6 +99,16 @@ def _at(curve: Curve, atomic: float, *, extend: bool = False) -> tuple[float, fl
         float(step[i] + share * (step[i + 1] - step[i])),
         float(sync[i] + share * (sync[i + 1] - sync[i])),
     )
+
+
+def _past_ends(curve: Curve, atomic: float) -> tuple[float, float] | None:
+    """The curve extended to ``atomic`` (``_at``), its sync kept within 0 and the step,
+    its step above 0."""
+    found = _at(curve, atomic, extend=True)
+    if found is None:
+        return None
+    step = max(found[0], float(np.min(curve[1])) * 1e-3)
+    return step, min(max(found[1], 0.0), step)
 
 
 def _between_shapes(

@@ -58,13 +58,26 @@ class ElasticRun:
         """GPUs per node the job runs on now (normalised; empty: suspended)."""
         return self.job.placement
 
-    def move(self, placement: Sequence[int], now: float) -> bool:
-        """The job's replicas are now on ``placement`` (GPUs per node); True when that is
-        a change, which restarts the job: it trains again ``delay`` s from now."""
+    def move(
+        self,
+        placement: Sequence[int],
+        now: float,
+        *,
+        profile: AppProfile | None = None,
+        known: PerfParams | None = None,
+    ) -> bool:
+        """The job's replicas are now on ``placement`` (GPUs per node), where it trains by
+        ``profile``'s curves (its GPU type's, with ``known`` their throughput model; None:
+        the curves it has); True when that is a change (of shape or of curves), which
+        restarts the job: it trains again ``delay`` s from now. Progress carries over."""
         self.advance(now)
         shape = normalise(placement)
-        if shape == self.job.placement or self.completed_at is not None:
+        retyped = profile is not None and profile is not self.profile
+        if (shape == self.job.placement and not retyped) or self.completed_at is not None:
             return False
+        if profile is not None and retyped:
+            self.profile, self.known = profile, known
+            self.job = self.job.retyped(known)
         self.job = self.job.placed(self.profile, shape)
         self.resumes = now + self.delay
         return True

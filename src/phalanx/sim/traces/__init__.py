@@ -73,12 +73,15 @@ def load_workload(
     traces_dir: Path | None = None,
     seed: int = 0,
     until: float | None = None,
+    profiles_dir: Path | None = None,
 ) -> Workload:
     """The workload ``spec`` (``FORMAT:PATH`` or ``PATH.jsonl``) names.
 
     A relative PATH of a public trace format is resolved against ``traces_dir`` when
     given; other paths (``jsonl`` files, ``synthetic`` parameters) against the working
-    directory. ``seed`` matters to ``synthetic`` only.
+    directory. ``seed`` matters to ``synthetic`` only; ``profiles_dir`` (the application
+    profiles, default beside the workload's folder) to ``pollux`` only: another format
+    given one is refused.
     """
     fmt, _, text = spec.partition(":")
     if not text and fmt.endswith(".jsonl"):
@@ -91,6 +94,12 @@ def load_workload(
             "or a path ending in .jsonl",
         )
     text = text.strip()
+    if profiles_dir is not None and fmt != "pollux":
+        raise DocumentError(
+            f"{fmt} workloads read no application profiles",
+            field="profiles",
+            fix="give --profiles with a pollux: workload only",
+        )
     if fmt == "kueue":
         if text:
             raise DocumentError(
@@ -109,4 +118,6 @@ def load_workload(
     path = Path(text).expanduser()
     if fmt in DEFAULT_PATHS and traces_dir is not None and not path.is_absolute():
         path = traces_dir / path
+    if fmt == "pollux":
+        return load_pollux(path, until=until, profiles_dir=profiles_dir)
     return _FILE_LOADERS[fmt](path, until=until)

@@ -47,6 +47,15 @@ when preempted (adaptdl checkpoints when it is rescaled; phalanx keeps progress 
 last second), and every start and resume spends ``restart_delay`` seconds (Pollux's 30)
 before it progresses. The workloads give no GPU utilisation; an optional ``gpu_util``
 column (percent) is read when a file has one.
+
+GPU types (Sia's profiles, ``sia-philly/app_profiles``): beside the un-suffixed files
+(the default curves, which ``duration`` is derived from), an application's folder may
+hold ``placements-<suffix>.csv`` and ``scalability-<suffix>.csv`` per GPU type, the
+suffix naming a GPU model (``phalanx.sim.traces.sia.PROFILE_SUFFIXES``: aws is T4, ...).
+Each type's curves become a profile of their own with the folder's validation files
+(``read_gpu_profiles``), carried by the job's ``ElasticModel.by_model``: the simulator
+then runs the job at the speed of the GPU type it lands on (``phalanx.sim.gpu_types``).
+``profiles_dir`` points at such a folder (``phalanx sim run --profiles DIR``).
 """
 
 from __future__ import annotations
@@ -63,8 +72,8 @@ from phalanx.domain.job import Elastic, Job
 from phalanx.domain.queue import Queue
 from phalanx.sim.elastic.batch import BatchConfig, fixed_batch
 from phalanx.sim.elastic.profile import AppProfile, Curve, build_profile
-from phalanx.sim.elastic.progress import gains
-from phalanx.sim.elastic.throughput import iteration_seconds, packed
+from phalanx.sim.elastic.progress import fixed_seconds
+from phalanx.sim.elastic.throughput import packed
 from phalanx.sim.traces._common import (
     assemble,
     file_error,
@@ -76,6 +85,7 @@ from phalanx.sim.traces._common import (
     read_csv,
     row_error,
 )
+from phalanx.sim.traces.sia import suffix_model
 from phalanx.sim.workload import ElasticModel, Workload, WorkloadJob
 
 QUEUE: Final = "pollux"
@@ -99,8 +109,35 @@ FIXED_APPS: Final = {"ncf": 32768}
 
 def read_profile(folder: Path) -> AppProfile:
     """The profile of ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
-    placements = _curves(folder / "placements.csv", ("placement",))
-    scalability = _curves(folder / "scalability.csv", ("num_nodes", "num_replicas"))
+    return _profile(folder, "", _validation(folder))
+
+
+def read_gpu_profiles(folder: Path) -> dict[str, AppProfile]:
+    """Per GPU model, the profile of ``folder`` measured on it: each
+    ``placements-<suffix>.csv`` with ``scalability-<suffix>.csv`` where there is one, and
+    the folder's validation files (progress and gradient statistics do not depend on the
+    GPU). The model is ``sia.suffix_model(suffix)``; empty when no file has a suffix."""
+    suffixes = sorted(
+        path.stem.removeprefix("placements-") for path in folder.glob("placements-*.csv")
+    )
+    if not suffixes:
+        return {}
+    validation = _validation(folder)
+    found: dict[str, AppProfile] = {}
+    for suffix in suffixes:
+        model = suffix_model(suffix)
+        if model in found:
+            raise file_error(
+                folder / f"placements-{suffix}.csv",
+                f"a second profile of GPU model {model!r}",
+                "keep one placements file per GPU model",
+            )
+        found[model] = _profile(folder, suffix, validation, model=model)
+    return found
+
+
+def _validation(folder: Path) -> dict[int, NDArray[np.float64]]:
+    """Per profiled batch size, its table of (progress, grad_sqr, grad_var) per epoch."""
     tables: dict[int, NDArray[np.float64]] = {}
     for path in sorted(folder.glob("validation-*.csv")):
         header, rows = read_csv(path, VALIDATION)
@@ -113,6 +150,21 @@ def read_profile(folder: Path) -> AppProfile:
             ],
             dtype=np.float64,
         )
+    return tables
+
+
+def _profile(
+    folder: Path, suffix: str, tables: dict[int, NDArray[np.float64]], *, model: str = ""
+) -> AppProfile:
+    """The profile of ``folder``'s curves of ``suffix`` ("": the un-suffixed files)."""
+    tail = f"-{suffix}" if suffix else ""
+    placements = _curves(folder / f"placements{tail}.csv", ("placement",))
+    scalability_file = folder / f"scalability{tail}.csv"
+    scalability = (
+        _curves(scalability_file, ("num_nodes", "num_replicas"))
+        if not suffix or scalability_file.is_file()
+        else {}
+    )
     if not tables or not placements or not all(len(table) for table in tables.values()):
         raise file_error(
             folder, "no validation or placement profile", "give the app_profiles folder"
@@ -122,6 +174,7 @@ def read_profile(folder: Path) -> AppProfile:
         placements={key[0]: curve for key, curve in placements.items()},
         scalability={(key[0], key[1]): curve for key, curve in scalability.items()},
         validation=tables,
+        gpu_model=model,
     )
 
 
@@ -149,16 +202,7 @@ def batch_config(profile: AppProfile, replicas: int, batch_size: int) -> BatchCo
 def profile_duration(profile: AppProfile, replicas: int, batch_size: int) -> float | None:
     """Seconds to train at (``replicas``, ``batch_size``) alone, packed 4 GPUs a node, in
     Pollux's model; None when the profile does not measure that configuration."""
-    config = fixed_batch(profile, replicas, batch_size)
-    seconds = None
-    if config.atomic >= 1:
-        placement = packed(replicas, GPUS_PER_NODE)
-        seconds = iteration_seconds(profile, placement, config.atomic, config.accumulation)
-    gain = gains(profile, config.batch)
-    if seconds is None or gain is None:
-        return None
-    per_epoch = np.diff(profile.progress, prepend=0.0)
-    return float(np.sum(per_epoch * seconds / gain))
+    return fixed_seconds(profile, packed(replicas, GPUS_PER_NODE), batch_size)
 
 
 def load_pollux(
@@ -183,6 +227,7 @@ def load_pollux(
     header, rows = read_csv(path, COLUMNS)
     at = {name: header.index(name) for name in COLUMNS}
     profiles: dict[str, AppProfile] = {}
+    typed: dict[str, dict[str, AppProfile]] = {}
     folder = profiles_dir if profiles_dir is not None else path.parent.parent / PROFILES
     jobs: list[WorkloadJob] = []
     lines: dict[str, int] = {}
@@ -193,10 +238,14 @@ def load_pollux(
             duration = float(durations[app])
         else:
             duration = _derived(folder, profiles, app, replicas, batch, where=(path, line))
+            if app not in typed:
+                typed[app] = read_gpu_profiles(folder / app)
         job = one_role_job(name=name, queue=QUEUE, role=gpu_role(replicas, 1.0), submit_time=submit)
         model = None
         if elastic and app in profiles:
-            job, model = elastic_job(job, profiles[app], batch, restart_delay)
+            job, model = elastic_job(
+                job, profiles[app], batch, restart_delay, by_model=typed.get(app, {})
+            )
         jobs.append(
             WorkloadJob(
                 job=job,
@@ -215,10 +264,19 @@ def load_pollux(
         "durations: Pollux's progress model at the row's fixed size, from app_profiles"
         + (f", except {', '.join(sorted(durations))} given" if durations else ""),
         f"a preempted job resumes where it stopped; each start spends {restart_delay:g} s",
+        *_type_note(typed),
     )
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
     )
+
+
+def _type_note(typed: Mapping[str, Mapping[str, AppProfile]]) -> tuple[str, ...]:
+    """The workload's note on GPU types: the models some application was profiled on."""
+    models = sorted({model for by_model in typed.values() for model in by_model})
+    if not models:
+        return ()
+    return (f"step times per GPU type ({', '.join(models)}); on another type, the default curves",)
 
 
 def max_replicas(profile: AppProfile) -> int:
@@ -232,10 +290,16 @@ def max_replicas(profile: AppProfile) -> int:
 
 
 def elastic_job(
-    job: Job, profile: AppProfile, batch: int, restart_delay: float
+    job: Job,
+    profile: AppProfile,
+    batch: int,
+    restart_delay: float,
+    *,
+    by_model: Mapping[str, AppProfile] | None = None,
 ) -> tuple[Job, ElasticModel]:
     """``job`` (one role, its row's replicas) made elastic as Pollux's evaluation treats
-    it, and its progress model: adaptive batch, but ncf's fixed at 32,768."""
+    it, and its progress model: adaptive batch, but ncf's fixed at 32,768; ``by_model``
+    its profiles per GPU model (none: ``profile`` for any GPU)."""
     (role,) = job.roles
     high = max(max_replicas(profile), role.replicas)
     spec = Elastic(min_replicas=1, max_replicas=high, interval=RESCALE_INTERVAL, cost=restart_delay)
@@ -245,6 +309,7 @@ def elastic_job(
         profile=profile,
         batch_size=batch if fixed is None else fixed,
         adaptive=fixed is None,
+        by_model=dict(by_model or {}),
     )
     return replace(job, roles=(elastic_role,), min_available=None), model
 
