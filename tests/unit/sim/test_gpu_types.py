@@ -16,6 +16,7 @@ from phalanx.domain.errors import DocumentError
 from phalanx.domain.node import GPU_MODEL_LABEL, Node
 from phalanx.policies import load_policy
 from phalanx.sim.clusters import cluster_preset
+from phalanx.sim.elastic.tracker import ElasticRun
 from phalanx.sim.gpu_types import choose
 from phalanx.sim.runner import SimOptions, Simulation
 from phalanx.sim.traces import load_workload
@@ -154,3 +155,20 @@ def test_homogeneous_profiles_are_left_as_they_were(traces_dir: Path, tmp_path: 
     assert not any(key.startswith("gpu_type") for key in summary)
     restart = workload.jobs[0].restart_delay
     assert summary["avg_jct_s"] == pytest.approx(workload.jobs[0].duration + restart, abs=1.0)
+
+
+def test_an_elastic_job_keeps_its_progress_across_types(profiles: Path) -> None:
+    """A change of curves on the same shape is a move (it costs the restart delay);
+    the progress made on T4 carries over, and A100 trains faster from there."""
+    by_model = read_gpu_profiles(profiles / "cifar10")
+    t4, a100 = by_model["T4"], by_model["A100"]
+    run = ElasticRun(profile=t4, batch_size=512, delay=30.0)
+    assert run.move([4], 0.0)
+    run.advance(630.0)
+    on_t4 = run.job.position
+    assert not run.move([4], 630.0, profile=t4)  # the same curves and shape: no change
+    assert run.move([4], 630.0, profile=a100)
+    assert run.profile is a100 and run.job.position == on_t4
+    run.advance(1260.0)
+    gained_a100 = run.job.position.progress - on_t4.progress
+    assert gained_a100 > on_t4.progress  # 600 s of training each way
