@@ -20,14 +20,15 @@ Elastic training jobs (``WorkloadJob.elastic``, when the cluster is made with
 ``elastic=True``) progress by Pollux's model instead (``sim.elastic.ElasticRun``): on
 whatever replicas run (one GPU each, counted per node), from one replica up, at a rate
 that changes with the placement, the batch and the epoch; every change of placement
-costs ``restart_delay`` seconds; nothing is lost when they stop.
+costs ``restart_delay`` seconds; nothing is lost when they stop. The job ends when its
+training is done: every running task exits with code 0. ``reports()`` hands over what
+such jobs say of their training (``Progress``), for the driver to pass on.
 
 GPU types (``gpu_models``: each node's GPU model): a job whose model has curves per GPU
 type trains by those of the type it runs on, elastic or fixed-size, as
-``phalanx.sim.gpu_types`` says (a fixed-size job's work then accrues at its speed
-there relative to its duration's reference); ``gpu_types`` counts what happened. The job ends when its
-training is done: every running task exits with code 0. ``reports()`` hands over what
-such jobs say of their training (``Progress``), for the driver to pass on.
+``phalanx.sim.gpu_types`` says (a fixed-size job's work accrues at its speed there
+relative to its duration's reference); ``gpu_types`` counts what happened. A job
+without such curves progresses exactly as described above.
 
 Datasets (with a ``DataPlane``): a task reading datasets its node does not hold whole
 starts, holds its resources and waits for them (``phalanx.sim.data``); a job's run makes
