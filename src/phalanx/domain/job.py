@@ -175,6 +175,8 @@ class Role:
     # the datasets of the job's user its tasks read: (name, listing digest or None: unpinned)
     datasets: tuple[tuple[str, str | None], ...] = ()
     data_locality: DataLocality = DataLocality.PREFERRED  # nodes holding them warm: wanted how
+    #: the GPU types (node label ``phalanx.io/gpu-model``) its tasks accept; empty: any
+    gpu_types: tuple[str, ...] = ()
 
     @property
     def kept_replicas(self) -> int:
@@ -240,7 +242,9 @@ class Job:
     """A gang of tasks submitted to a leaf queue (a PodGroup in Volcano terms).
 
     ``min_available`` tasks must be placed together or none is. ``tasks`` holds the
-    current state of every replica; when empty, every replica is pending.
+    current state of every replica; when empty, every replica is pending. Its tasks that
+    ask for GPUs all sit on nodes of one GPU type (``phalanx.io/gpu-model``) unless
+    ``allow_mixed_gpu_types``.
     """
 
     name: str
@@ -264,6 +268,8 @@ class Job:
     progress: Progress | None = None  # what it last reported of its training
     service_class: ServiceClass | None = None  # online / offline colocation; None: neither
     network: NetworkPlacement | None = None  # None: anywhere in the network
+    #: its GPU tasks may sit on nodes of different GPU types; False: all on one type
+    allow_mixed_gpu_types: bool = False
     tasks: tuple[Task, ...] = ()
 
     @property

@@ -6,7 +6,7 @@ names another role of the job and the dependencies have no cycle. Job-level
 ``nodeSelector``, ``tolerations`` and ``affinity`` apply to every role; a role's
 own entries are merged over them (its selector keys win, lists are added).
 ``networkTopology.groupSize``, when given, is at most the job's replicas; a role's
-``hostfile`` names a role of the job. Every bound
+``hostfile`` names a role of the job; a role's ``gpuTypes`` names each type once. Every bound
 of ``phalanx.spec.limits`` holds: replicas and roles, priority, ``maxRetry``, the
 durations, and each role's command and environment fit what ``execve`` accepts.
 """
@@ -167,6 +167,32 @@ def _mount_path(value: str) -> str:
 
 
 MountPath = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_mount_path)]
+
+#: Most GPU types one role names.
+MAX_GPU_TYPES: Final = 32
+
+
+def _gpu_types(value: list[str]) -> list[str]:
+    if not value:
+        raise located(
+            "the list of GPU types is empty",
+            "name the types the role accepts (such as [A100, H100]), or omit gpuTypes to "
+            "accept any",
+        )
+    for i, name in enumerate(value):
+        if not name:
+            raise located(
+                "a GPU type is empty",
+                "give a model as the nodes' label phalanx.io/gpu-model names it (Cluster "
+                "nodeGroups[].gpus.model), such as A100-SXM4-80GB",
+                at=(i,),
+            )
+        if name in value[:i]:
+            raise located(f"GPU type {name!r} is named twice", "name each type once", at=(i,))
+    return value
+
+
+GpuTypes = Annotated[list[LabelValue], Field(max_length=MAX_GPU_TYPES), AfterValidator(_gpu_types)]
 
 
 class Dependency(SpecModel):
@@ -354,6 +380,10 @@ class RoleSpec(Placement):
     into the cache of the node a task runs on before it starts (once per node, shared by
     the jobs there), and the task finds it read-only at $PHALANX_DATA_<NAME> (the name in
     capitals, - and . as _). The server pins each to its listing at that time."""
+    gpu_types: GpuTypes | None = None
+    """The GPU types the tasks accept (such as [A100-SXM4-80GB, H100-SXM5-80GB]): they go
+    only to nodes whose label phalanx.io/gpu-model (the Cluster document's
+    nodeGroups[].gpus.model) is one of them; omitted: any type."""
     data_locality: Literal["preferred", "required"] = "preferred"
     """Where the tasks go with respect to the nodes that hold the datasets in their cache:
     preferred, those holding more of them first (any node will do, filling its cache);
@@ -453,6 +483,7 @@ class RoleSpec(Placement):
                 for name, _, digest in (ref.partition("@") for ref in self.datasets)
             ),
             data_locality=DataLocality(self.data_locality),
+            gpu_types=tuple(self.gpu_types or ()),
         )
 
 
@@ -489,6 +520,11 @@ class JobSpec(Placement):
     work needs the node."""
     network_topology: NetworkTopologySpec | None = None
     """Where in the network the gang may sit (keep it under one top-of-rack switch, ...)."""
+    allow_mixed_gpu_types: bool = False
+    """Let the job's GPU tasks sit on nodes of different GPU types (label
+    phalanx.io/gpu-model). Off: all of them, an elastic job's growth too, go to one type,
+    the one it already runs on once started (nodes without the label count as one type of
+    their own)."""
     roles: Annotated[list[RoleSpec], Field(min_length=1, max_length=MAX_ROLES)]
     """The job's roles, in rank order: each a set of identical tasks."""
 
@@ -510,6 +546,7 @@ class JobSpec(Placement):
             max_retry=self.max_retry,
             service_class=None if self.service_class is None else ServiceClass(self.service_class),
             network=None if self.network_topology is None else self.network_topology.to_domain(),
+            allow_mixed_gpu_types=self.allow_mixed_gpu_types,
         )
 
     @model_validator(mode="after")

@@ -246,6 +246,8 @@ def test_gpu_models_of_a_role_meet_its_selector_and_affinity() -> None:
     assert gpu_models(role(affinity=(both, other))) == ("P100", "T4")
     assert gpu_models(role(affinity=(both,), node_selector={GPU_MODEL_LABEL: "T4"})) == ("T4",)
     assert gpu_models(role(affinity=(other,))) == ()
+    assert gpu_models(role(gpu_types=("T4", "V100"))) == ("T4", "V100")
+    assert gpu_models(role(gpu_types=("T4", "V100"), affinity=(both,))) == ("T4",)
 
 
 def test_fgd_with_memory_counts_a_node_left_without_memory_as_fragment() -> None:

@@ -4,7 +4,8 @@ When the session opens, each starving job (sla plugin) that is not running gets 
 reservation: the earliest time its gang fits, computed from when running tasks end
 (start + walltime, else runtime estimate; tasks with neither never end), and the
 nodes it will use then. Until that time, the part of those nodes that will not be
-freed by it is withheld from every other job in allocate. At its turn, backfill
+freed by it is withheld from every other job in allocate (a job held to one GPU type
+is planned on one type). At its turn, backfill
 places jobs known to end before a reservation starts on the withheld room. So a
 reserved job starts no later than its reservation (when walltimes hold), and jobs
 that respect it still run meanwhile.
@@ -21,6 +22,7 @@ from numpy.typing import NDArray
 from phalanx.domain.job import JobPhase
 from phalanx.engine.framework.plugin import Action
 from phalanx.engine.framework.session import Hold, Session
+from phalanx.engine.placement.gputypes import asks_gpus, typing_of
 from phalanx.engine.placement.jobs import try_job
 from phalanx.engine.snapshot import EPSILON, ON_NODE, JobInfo, TaskInfo, TaskStatus
 
@@ -144,13 +146,35 @@ def plan_hold(session: Session, job: JobInfo) -> Hold | None:
 def _assign(
     session: Session, tasks: Sequence[TaskInfo], free: NDArray[np.float64]
 ) -> NDArray[np.float64] | None:
-    """Per-node amounts that fit every task on ``free`` (fullest nodes first), or None."""
+    """Per-node amounts that fit every task on ``free`` (fullest nodes first), or None.
+    A job held to one GPU type (``gputypes``) has its GPU tasks on one type: its own
+    once pinned, else the first by name where they all fit."""
+    typing = typing_of(session, tasks[0].job)
+    if typing is None:
+        return _assign_within(session, tasks, free, None)
+    kinds = [typing.pinned] if typing.pinned is not None else range(len(typing.index.names))
+    for kind in kinds:
+        amounts = _assign_within(session, tasks, free, typing.index.mask(kind))
+        if amounts is not None:
+            return amounts
+    return None
+
+
+def _assign_within(
+    session: Session,
+    tasks: Sequence[TaskInfo],
+    free: NDArray[np.float64],
+    typed: NDArray[np.bool_] | None,
+) -> NDArray[np.float64] | None:
+    """``_assign`` with the tasks that ask for GPUs on the nodes of ``typed`` only."""
     free = free.copy()
     taken = np.zeros_like(free)
     for task in tasks:
         request = task.request
         need = np.flatnonzero(request > 0)
         mask, _ = session.static_mask(task.role)
+        if typed is not None and asks_gpus(task.role):
+            mask = mask & typed
         fits = mask & (free[:, need] + EPSILON >= request[need]).all(axis=1)
         if not fits.any():
             return None

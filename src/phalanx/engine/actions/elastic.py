@@ -11,7 +11,8 @@ could use in this session:
   highest replicas first, as preempt makes it (``evict_for_gang``).
 - **Then grow.** A running elastic job whose every replica is placed, that was not
   rescaled in the last ``interval`` seconds (hysteresis), grows by as many replicas as
-  the idle room of the nodes its role may use holds (and its queues' capabilities
+  the idle room of the nodes its role may use (those of the GPU type it runs on, unless
+  it may mix types: ``placement.gputypes``) holds (and its queues' capabilities
   allow), up to ``max_replicas``, when that pays for the rescale: growing ``n`` replicas
   by ``k`` for ``interval`` seconds, at a cost of ``cost`` seconds, does more work when
   ``k * (interval - cost) > n * cost`` (work taken as linear in the replicas).
@@ -58,8 +59,9 @@ from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind
 from phalanx.engine.placement.eviction.gangs import evict_for_gang
 from phalanx.engine.placement.eviction.growth import growth_of, lent
+from phalanx.engine.placement.gputypes import job_mask
 from phalanx.engine.placement.replan import Replan, replan, replica_fits
-from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, TaskInfo, TaskStatus
+from phalanx.engine.snapshot import EPSILON, EVICTABLE, JobInfo, RoleInfo, TaskInfo, TaskStatus
 
 #: A job with a task in any of these is placing, losing or ending tasks: it is not grown.
 _SETTLING = (
@@ -285,7 +287,7 @@ def _spread(session: Session, job: JobInfo) -> bool:
     nodes = {t.node for t in job.tasks if t.role is info and t.node >= 0}
     if len(nodes) < 2:
         return False
-    mask, _ = session.static_mask(info)
+    mask = _where(session, job, info)
     most = np.sort(np.where(mask, replica_fits(session.snapshot.capacity, info.request), 0))
     needed = int(np.searchsorted(np.cumsum(most[::-1]), _size(job))) + 1
     return len(nodes) > needed
@@ -311,7 +313,7 @@ def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]
     tasks = [t for t in job.tasks if t.role is info]
     if not tasks:
         return None
-    mask, _ = session.static_mask(info)
+    mask = _where(session, job, info)
     fits = np.where(mask, replica_fits(idle, info.request), 0)
     scores = np.zeros(len(fits))
     if session.points.node_score:
@@ -320,6 +322,14 @@ def _replan(session: Session, job: JobInfo, size: int, idle: NDArray[np.float64]
         candidates = np.flatnonzero((fits > 0) | held)
         scores[candidates] = session.points.node_score(tasks[0], candidates)
     return replan(tasks, size, fits, scores)
+
+
+def _where(session: Session, job: JobInfo, info: RoleInfo) -> NDArray[np.bool_]:
+    """The nodes ``job``'s replicas of ``info`` may use: its predicates, and the GPU type
+    the job runs on unless it may mix types (``gputypes``: growth stays on its type)."""
+    mask: NDArray[np.bool_] = session.static_mask(info)[0]
+    typed = job_mask(session, job, info)
+    return mask if typed is None else mask & typed
 
 
 def _give_up_unplaced_growth(session: Session, skip: Collection[str] = ()) -> None:
@@ -429,7 +439,7 @@ def _growth(
     asks = request > EPSILON
     if not asks.any():
         return 0
-    mask, _ = session.static_mask(info)
+    mask = _where(session, job, info)
     idle = (snapshot.idle if room is None else room.idle)[mask][:, asks]
     fits = np.floor((idle + EPSILON) / request[asks]).min(axis=1)
     replicas = int(fits[fits > 0].sum())

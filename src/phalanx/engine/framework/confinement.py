@@ -6,9 +6,12 @@ places the job's pending tasks inside each offered mask in turn, each attempt un
 exactly when it fails, and the first attempt after which the job stands (ready, or
 pipelined) wins. With ``group``, the tasks are placed ``group`` at a time, each group
 inside one mask of the offer made for it, all in one statement. Jobs without a rule
-are placed as if the point did not exist. A rule with ``evict_within`` also says
-where reclaim and preempt may make room for each of the job's tasks; without it they
-make room inside the masks the rule offers when the victims' room is counted as free.
+are placed as if the point did not exist. A job held to one GPU type
+(``placement.gputypes``) tries each offered mask with its type, or with each type in
+turn: a plugin that offers the nodes of the type it prefers first chooses the type. A
+rule with ``evict_within`` also says where reclaim and preempt may make room for each
+of the job's tasks; without it they make room inside the masks the rule offers when
+the victims' room is counted as free.
 """
 
 from __future__ import annotations

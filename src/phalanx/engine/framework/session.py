@@ -11,6 +11,7 @@ import numpy as np
 
 from phalanx.domain.errors import EngineInvariantError, PluginError
 from phalanx.domain.job import JobPhase
+from phalanx.domain.node import GPU_MODEL_LABEL
 from phalanx.engine.decisions import Reason, ReasonCode, Resize
 from phalanx.engine.framework.config import SchedulerConfig
 from phalanx.engine.framework.extension import Points
@@ -260,10 +261,19 @@ class Session:
         return sorted(found, key=lambda j: (j.creation_time, j.name))
 
     def static_mask(self, role: RoleInfo) -> tuple[np.ndarray, dict[str, int]]:
-        """The predicate mask of a role (static within a session), cached per role."""
+        """The predicate mask of a role (static within a session), cached per role: the
+        plugins' predicates, the role's ``gpuTypes`` (nodes whose ``phalanx.io/gpu-model``
+        it names, whatever plugins are configured) and the schedulable nodes."""
         cached = self._static_masks.get(role.key)
         if cached is None:
             mask, excluded = self.points.predicate(role, len(self.snapshot.nodes))
+            if role.spec.gpu_types:
+                column = self.snapshot.label_column(GPU_MODEL_LABEL)
+                accepted = np.isin(column, list(role.spec.gpu_types))
+                newly = int(np.count_nonzero(mask & ~accepted))
+                if newly:
+                    excluded[f"gpuTypes [{', '.join(role.spec.gpu_types)}]"] = newly
+                mask &= accepted
             mask &= self.snapshot.schedulable
             cached = (mask, excluded)
             self._static_masks[role.key] = cached

@@ -10,6 +10,9 @@ Guarantees, on top of ``try_job``'s:
   order) are placed ``group`` at a time, each group inside one mask of the offer made
   for it given what earlier groups took; a group that fits in no mask is rolled back
   to where it started and ends the walk. The gang then stands or is discarded whole.
+- GPU types: a job held to one GPU type (``gputypes``) tries each offered mask with its
+  type, or with each type its gang (or group) fits on there in turn; its later groups
+  keep to the type its earlier ones took. Without a rule, the one mask is every node.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
-from phalanx.engine.framework.confinement import Confinement, ConfinementOffer, ConfinementQuery
+from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.placement.gangs import gang_reason
+from phalanx.engine.placement.gputypes import Tries, Typing, tries_for, typing_of
 from phalanx.engine.placement.tasks import Outcome, place_tasks, settle
 from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, Vector
 
@@ -32,41 +36,50 @@ def place_confined(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: Confinement,
+    rule: Confinement | None,
     *,
+    typing: Typing | None = None,
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Reason | None:
-    """Place ``tasks`` (``job``'s pending ones) under ``rule``; None when the placements
+    """Place ``tasks`` (``job``'s pending ones) under ``rule`` (None: anywhere) and, with
+    ``typing``, on one GPU type (``gputypes``: each offered mask tried with the job's
+    type, or with each type the gang fits on there, in turn); None when the placements
     stand, else the job's reason (nothing of the attempts is left behind)."""
-    if rule.group is None:
-        return _whole(session, job, tasks, rule, withheld, allow_pipeline)
-    return _grouped(session, job, tasks, rule, rule.group, withheld, allow_pipeline)
+    if rule is None or rule.group is None:
+        return _whole(session, job, tasks, rule, typing, withheld, allow_pipeline)
+    return _grouped(session, job, tasks, rule, typing, rule.group, withheld, allow_pipeline)
 
 
-def _offer(
+def _tries(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: Confinement,
+    rule: Confinement | None,
+    typing: Typing | None,
     withheld: Vector | None,
     allow_pipeline: bool,
-) -> ConfinementOffer:
+) -> Tries:
     free, slots = free_room(session.snapshot, withheld=withheld, allow_pipeline=allow_pipeline)
-    return rule.offer(ConfinementQuery(job=job, tasks=tasks, free=free, slots=slots))
+    if rule is None:
+        return tries_for(session, typing, tasks, (None,), free, slots)
+    offer = rule.offer(ConfinementQuery(job=job, tasks=tasks, free=free, slots=slots))
+    found = tries_for(session, typing, tasks, offer.masks, free, slots)
+    return Tries(tries=found.tries, reason=found.reason or offer.reason)
 
 
 def _whole(
     session: Session,
     job: JobInfo,
     tasks: Sequence[TaskInfo],
-    rule: Confinement,
+    rule: Confinement | None,
+    typing: Typing | None,
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Reason | None:
-    offer = _offer(session, job, tasks, rule, withheld, allow_pipeline)
+    offer = _tries(session, job, tasks, rule, typing, withheld, allow_pipeline)
     reason = offer.reason
-    for mask in offer.masks:
+    for mask, typed in offer.tries:
         with session.statement() as stmt:
             outcome = place_tasks(
                 session,
@@ -75,6 +88,7 @@ def _whole(
                 allow_pipeline=allow_pipeline,
                 withheld=withheld,
                 within=mask,
+                typed=typed,
             )
             if settle(session, job, stmt, outcome):
                 return None
@@ -87,6 +101,7 @@ def _grouped(
     job: JobInfo,
     tasks: Sequence[TaskInfo],
     rule: Confinement,
+    typing: Typing | None,
     size: int,
     withheld: Vector | None,
     allow_pipeline: bool,
@@ -98,7 +113,11 @@ def _grouped(
     with session.statement() as stmt:
         for number in range(count):
             group = ordered[number * size : (number + 1) * size]
-            outcome = _place_group(session, stmt, job, group, rule, withheld, allow_pipeline)
+            if typing is not None:  # the groups placed so far pin the job's type
+                typing = typing_of(session, job)
+            outcome = _place_group(
+                session, stmt, job, group, rule, typing, withheld, allow_pipeline
+            )
             allocated += outcome.allocated
             pipelined += outcome.pipelined
             if outcome.reason is not None:
@@ -117,16 +136,23 @@ def _place_group(
     job: JobInfo,
     group: Sequence[TaskInfo],
     rule: Confinement,
+    typing: Typing | None,
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Outcome:
     """Every task of ``group`` inside one offered mask, or none of them (with the reason)."""
-    offer = _offer(session, job, group, rule, withheld, allow_pipeline)
+    offer = _tries(session, job, group, rule, typing, withheld, allow_pipeline)
     reason = offer.reason
-    for mask in offer.masks:
+    for mask, typed in offer.tries:
         mark = stmt.savepoint()
         outcome = place_tasks(
-            session, stmt, group, allow_pipeline=allow_pipeline, withheld=withheld, within=mask
+            session,
+            stmt,
+            group,
+            allow_pipeline=allow_pipeline,
+            withheld=withheld,
+            within=mask,
+            typed=typed,
         )
         if outcome.reason is None:
             return outcome

@@ -31,7 +31,7 @@ def gang_reason(job: JobInfo, placed: int, reason: Reason | None) -> Reason:
 
 def gang_shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
     """What decides whether a gang fits: its queue, what is still needed, and each role's
-    request, selectors, tolerations and pending count (not the job's name)."""
+    request, selectors, tolerations, GPU types and pending count (not the job's name)."""
     roles: dict[int, int] = {}
     for task in tasks:
         roles[task.role.index] = roles.get(task.role.index, 0) + 1
@@ -44,6 +44,7 @@ def gang_shape(job: JobInfo, tasks: Sequence[TaskInfo]) -> tuple[object, ...]:
                 tuple(sorted(job.roles[index].spec.node_selector.items())),
                 job.roles[index].spec.affinity,
                 job.roles[index].spec.tolerations,
+                job.roles[index].spec.gpu_types,
                 count,
             )
             for index, count in sorted(roles.items())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from phalanx.engine.framework.session import Session
 from phalanx.engine.placement.confined import place_confined
 from phalanx.engine.placement.gangs import gang_reason, gang_shape
+from phalanx.engine.placement.gputypes import typing_of
 from phalanx.engine.placement.tasks import place_tasks, settle
 from phalanx.engine.snapshot import JobInfo, Vector
 
@@ -24,7 +25,8 @@ def try_job(
     The statement commits when the job is ready (its binds are dispatched), is kept
     when the job is only pipelined, and is discarded otherwise (all-or-nothing), in
     which case the job's reason says what was short. A job a plugin confines (the
-    ``confinement`` point) is placed by ``place_confined``.
+    ``confinement`` point) or one held to one GPU type (``gputypes.typing_of``) is
+    placed by ``place_confined``.
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
@@ -32,16 +34,24 @@ def try_job(
     if not tasks:
         return True
     rule = session.points.confinement(job) if session.points.confinement else None
+    typing = typing_of(session, job)
     shape = gang_shape(job, tasks) if withheld is None else None
-    if rule is not None and shape is not None:
-        shape = (shape, rule.key)  # the same gang confined otherwise may fit
+    if shape is not None and (rule is not None or typing is not None):
+        # the same gang confined otherwise (another rule, another type) may fit
+        shape = (shape, None if rule is None else rule.key, None if typing is None else typing.key)
     known = session.known_failure(shape)
     if known is not None:
         session.record_reason(job, known)
         return False
-    if rule is not None:
+    if rule is not None or typing is not None:
         reason = place_confined(
-            session, job, tasks, rule, withheld=withheld, allow_pipeline=allow_pipeline
+            session,
+            job,
+            tasks,
+            rule,
+            typing=typing,
+            withheld=withheld,
+            allow_pipeline=allow_pipeline,
         )
         if reason is None:
             return True

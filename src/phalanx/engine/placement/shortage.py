@@ -16,6 +16,7 @@ from phalanx.domain.node import CONTAINER_RUNTIME_LABEL
 from phalanx.domain.resources import GPU, Resources
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.wording import speak, unschedulable_note
+from phalanx.engine.placement.gputypes import left_out
 from phalanx.engine.snapshot import EPSILON, RoleInfo, Snapshot, TaskInfo
 
 if TYPE_CHECKING:
@@ -76,10 +77,13 @@ def _no_candidate(placer: ClassPlacer, role: RoleInfo, what: str) -> Reason:
     off = unschedulable_note(snap, placer.request)
     if off is not None:
         excluded.append(off)
+    left = left_out(snap, role)
+    if left is not None:
+        excluded.append(left)
     return Reason(
         code=ReasonCode.NO_MATCHING_NODE,
         message=f"0/{total} nodes match {what}: {'; '.join(excluded) or 'none'}; fix: "
-        "relax the role's nodeSelector/affinity, add tolerations, or uncordon nodes",
+        "relax the role's nodeSelector/affinity/gpuTypes, add tolerations, or uncordon nodes",
     )
 
 
@@ -214,6 +218,9 @@ def _excluded_tail(placer: ClassPlacer) -> str:
     off = unschedulable_note(placer.session.snapshot, placer.request)
     if off is not None:
         tail += f"; {off}"
+    left = left_out(placer.session.snapshot, placer.role)
+    if left is not None:
+        tail += f"; {left}"
     return tail
 
 

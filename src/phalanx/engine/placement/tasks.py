@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
+from phalanx.engine.placement.gputypes import TypeMask, asks_gpus, spoken
 from phalanx.engine.placement.shortage import shortage_reason
 from phalanx.engine.snapshot import EPSILON, JobInfo, TaskInfo, Vector
 
@@ -48,9 +49,11 @@ class ClassPlacer:
         sample: TaskInfo,
         withheld: Vector | None,
         within: NDArray[np.bool_] | None = None,
+        typed: TypeMask | None = None,
     ) -> None:
         snap = session.snapshot
         self.session = session
+        self.role = sample.role
         self.request = sample.role.request
         self.need = np.flatnonzero(self.request > 0)
         mask, self.excluded = session.static_mask(sample.role)
@@ -59,6 +62,11 @@ class ClassPlacer:
             mask = mask & within
             if outside:
                 self.excluded = {**self.excluded, "the job's confinement": outside}
+        if typed is not None and asks_gpus(sample.role):  # the job's GPU type: only its nodes
+            other = int(np.count_nonzero(mask & ~typed.mask))
+            mask = mask & typed.mask
+            if other:
+                self.excluded = {**self.excluded, f"its GPU type {spoken(typed.name)}": other}
         self.candidates: NDArray[np.intp] = np.flatnonzero(mask)
         cand = self.candidates
         every = cand.size == len(snap.nodes)  # slices copy faster than fancy indexing
@@ -259,11 +267,13 @@ def place_tasks(
     allow_pipeline: bool = True,
     withheld: Vector | None = None,
     within: NDArray[np.bool_] | None = None,
+    typed: TypeMask | None = None,
 ) -> Outcome:
     """Place ``tasks`` (pending, any roles) in order; stop at the first one that fails.
 
     Queue limits are checked through the ``allocatable`` point before each task. With
-    ``within`` (a mask over every node), only those nodes are used.
+    ``within`` (a mask over every node), only those nodes are used; with ``typed``, the
+    tasks that ask for GPUs use only the nodes of that GPU type.
     """
     placers: dict[tuple[str, str], ClassPlacer] = {}
     allocated = pipelined = 0
@@ -275,7 +285,7 @@ def place_tasks(
             end += 1
         placer = placers.get(role.key)
         if placer is None:
-            placer = placers[role.key] = ClassPlacer(session, tasks[start], withheld, within)
+            placer = placers[role.key] = ClassPlacer(session, tasks[start], withheld, within, typed)
         outcome = placer.place(stmt, tasks[start:end], allow_pipeline=allow_pipeline)
         allocated += outcome.allocated
         pipelined += outcome.pipelined

@@ -7,11 +7,13 @@ pipelined onto the freed nodes; if the gang cannot be completed, every eviction 
 undone. A confined job keeps to its confinement: where it has ``evict_within``, room
 is made only on the nodes that allows; otherwise inside the node masks it offers
 with the victims' room counted as free (a hard ``network-topology`` gang, or each of
-its groups, under one switch), each mask tried in the offer's order. When what binds
-is a queue limit (the queue, or an ancestor, at its capability) rather than node room,
-victims under that queue are evicted first, only until the limit admits the task. A
-``budget`` caps what the victims may hold together: that many times what the gang's
-pending tasks ask for, in every resource.
+its groups, under one switch), each mask tried in the offer's order. A job held to one
+GPU type (``gputypes``) gets room on its type once pinned, else on each type its gang
+fits on with the victims counted gone, in turn, each try undone when it fails. When
+what binds is a queue limit (the queue, or an ancestor, at its capability) rather than
+node room, victims under that queue are evicted first, only until the limit admits the
+task. A ``budget`` caps what the victims may hold together: that many times what the
+gang's pending tasks ask for, in every resource.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from phalanx.engine.placement.eviction.victims import (
     undo_since,
 )
 from phalanx.engine.placement.gangs import gang_shape
+from phalanx.engine.placement.gputypes import TypeMask, asks_gpus, tries_for, typing_of
 from phalanx.engine.snapshot import EVICTABLE, JobInfo, TaskInfo, Vector
 
 
@@ -64,8 +67,10 @@ def evict_for_gang(
     )
     rule = session.points.confinement(job) if session.points.confinement else None
     confined = None if rule is None else rule.key  # the same gang confined otherwise may fit
+    typing = typing_of(session, job)
+    typed = None if typing is None else typing.key  # so may one held to another type
     order = session.points.job_order.judged_key(job)  # a place in line alone judges nothing
-    shape = (action, gang_shape(job, tasks), job.priority, order, confined)
+    shape = (action, gang_shape(job, tasks), job.priority, order, confined, typed)
     if session.eviction_failed(shape):
         return False
     victims = find_victims(job)
@@ -91,10 +96,15 @@ def _evict_for_tasks(
     scope = budget * np.sum([t.request for t in tasks], axis=0) if math.isfinite(budget) else None
     room = _Room(session, job, victims, judge, action, scope)
     with session.statement() as stmt:
-        if rule is None or rule.evict_within is not None:
-            room.make(stmt, tasks, rule, None)
-        else:
-            _room_in_offers(session, stmt, room, tasks, rule)
+        for typed in _types_with_victims(session, job, tasks, victims):
+            mark = stmt.savepoint()
+            if rule is None or rule.evict_within is not None:
+                room.make(stmt, tasks, rule, None, typed)
+            else:
+                _room_in_offers(session, stmt, room, tasks, rule, typed)
+            if session.job_pipelined(job):
+                break
+            stmt.rollback(mark)
         if session.job_pipelined(job) and any(op.kind is OpKind.EVICT for op in stmt.operations):
             stmt.commit()
             session.record_reason(
@@ -130,9 +140,11 @@ class _Room:
         tasks: Sequence[TaskInfo],
         rule: Confinement | None,
         mask: NDArray[np.bool_] | None,
+        typed: TypeMask | None = None,
     ) -> bool:
-        """Evict and pipeline for ``tasks`` one by one (inside ``mask``, when given);
-        True when each of them got room or the job stands pipelined before the last."""
+        """Evict and pipeline for ``tasks`` one by one (inside ``mask``, when given, and
+        for a task asking for GPUs on ``typed``'s nodes); True when each of them got room
+        or the job stands pipelined before the last."""
         session, job, victims = self.session, self.job, self.victims
         for task in tasks:
             if not _free_quota(session, stmt, task, victims, self.judge, self.action):
@@ -142,6 +154,8 @@ class _Room:
             within = _evict_within(session, job, task, rule)
             if mask is not None:
                 within = mask if within is None else within & mask
+            if typed is not None and asks_gpus(task.role):
+                within = typed.mask if within is None else within & typed.mask
             allowance = None if self.scope is None else self.scope - _evicted(stmt)
             if not make_room(
                 session,
@@ -160,7 +174,12 @@ class _Room:
 
 
 def _room_in_offers(
-    session: Session, stmt: Statement, room: _Room, tasks: list[TaskInfo], rule: Confinement
+    session: Session,
+    stmt: Statement,
+    room: _Room,
+    tasks: list[TaskInfo],
+    rule: Confinement,
+    typed: TypeMask | None,
 ) -> None:
     """Make room for ``tasks`` (each ``rule.group`` of them, or all) inside one of the
     node masks the rule offers when the victims' room is counted as free, each mask tried
@@ -170,13 +189,39 @@ def _room_in_offers(
         group = tasks[start : start + size]
         for mask in _offers_with_victims(session, room.job, group, room.victims, rule):
             mark = stmt.savepoint()
-            if room.make(stmt, group, rule, mask):
+            if room.make(stmt, group, rule, mask, typed):
                 break
             stmt.rollback(mark)
         else:
             return
         if session.job_pipelined(room.job):
             return
+
+
+def _types_with_victims(
+    session: Session, job: JobInfo, tasks: Sequence[TaskInfo], victims: Sequence[TaskInfo]
+) -> tuple[TypeMask | None, ...]:
+    """The GPU types to make room on for ``job``, in turn (``gputypes``): its own once
+    pinned, else those its gang fits on when every victim is counted gone, best first;
+    ``(None,)`` when it is not held to one type."""
+    typing = typing_of(session, job)
+    if typing is None:
+        return (None,)
+    free, slots = _free_with_victims(session, victims)
+    return tuple(
+        typed for _, typed in tries_for(session, typing, tasks, (None,), free, slots).tries
+    )
+
+
+def _free_with_victims(
+    session: Session, victims: Sequence[TaskInfo]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Free room and slots per node as if every evictable victim were gone."""
+    snap = session.snapshot
+    free, slots = free_room(snap, withheld=None, allow_pipeline=True)
+    on_nodes = [v for v in victims if v.status in EVICTABLE]  # not evicted for earlier groups
+    held, count = held_per_node(snap, on_nodes, np.arange(len(snap.dims)))
+    return free + held, slots + count
 
 
 def _offers_with_victims(
@@ -188,11 +233,7 @@ def _offers_with_victims(
 ) -> tuple[NDArray[np.bool_], ...]:
     """The rule's offer for ``tasks`` as if every victim were gone already: the
     node masks where evictions could make the room placement wants."""
-    snap = session.snapshot
-    free, slots = free_room(snap, withheld=None, allow_pipeline=True)
-    on_nodes = [v for v in victims if v.status in EVICTABLE]  # not evicted for earlier groups
-    held, count = held_per_node(snap, on_nodes, np.arange(len(snap.dims)))
-    free, slots = free + held, slots + count
+    free, slots = _free_with_victims(session, victims)
     return rule.offer(ConfinementQuery(job=job, tasks=tasks, free=free, slots=slots)).masks
 
 

@@ -191,13 +191,14 @@ def _median(values: list[float]) -> float:
 
 
 def gpu_models(role: Role) -> tuple[str, ...]:
-    """The GPU models a role is confined to: the models its node selector and its node
-    affinity terms ``In`` name for ``GPU_MODEL_LABEL``, all of them met (empty: any, and
-    also when they contradict each other: such a role fits no node anyway)."""
-    allowed: set[str] | None = None
+    """The GPU models a role is confined to: the models its ``gpu_types``, its node
+    selector and its node affinity terms ``In`` name for ``GPU_MODEL_LABEL``, all of them
+    met (empty: any, and also when they contradict each other: such a role fits no node
+    anyway)."""
+    allowed: set[str] | None = set(role.gpu_types) if role.gpu_types else None
     chosen = role.node_selector.get(GPU_MODEL_LABEL)
     if chosen is not None:
-        allowed = {chosen}
+        allowed = {chosen} if allowed is None else allowed & {chosen}
     for term in role.affinity:
         if term.key == GPU_MODEL_LABEL and term.operator is SelectorOperator.IN:
             values = set(term.values)
