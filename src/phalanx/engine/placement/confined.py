@@ -27,7 +27,7 @@ from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import Statement
 from phalanx.engine.placement.gangs import gang_reason
-from phalanx.engine.placement.gputypes import Tries, Typing, tries_for, typing_of
+from phalanx.engine.placement.gputypes import Tries, Typing, fixed_tries, tries_for, typing_of
 from phalanx.engine.placement.tasks import Outcome, place_tasks, settle
 from phalanx.engine.snapshot import JobInfo, Snapshot, TaskInfo, Vector
 
@@ -60,6 +60,10 @@ def _tries(
     withheld: Vector | None,
     allow_pipeline: bool,
 ) -> Tries:
+    if rule is None:
+        fixed = fixed_tries(typing, tasks, (None,))
+        if fixed is not None:  # no room to count
+            return fixed
     free, slots = free_room(session.snapshot, withheld=withheld, allow_pipeline=allow_pipeline)
     if rule is None:
         return tries_for(session, typing, tasks, (None,), free, slots)

@@ -16,6 +16,8 @@ Guarantees, for a job without ``allow_mixed_gpu_types`` (``typing_of``):
   nodes of one type. Tasks that ask for no GPUs go anywhere.
 - Pinned: a job with a GPU task already placed keeps to that type (the type of most of
   those tasks, ties to the first by name, should it span several from before).
+- One task: a gang with a single GPU task left to place and no type yet is placed as
+  without types (it cannot span two); its node's type then pins the job.
 - Chosen per gang try: otherwise the types are tried in turn, each in its own attempt,
   only those where the gang fits by an upper bound of what placement finds (per role,
   the tasks each node's free room and slots hold under the role's predicates, summed
@@ -130,10 +132,10 @@ def asks_gpus(role: RoleInfo) -> bool:
 def typing_of(session: Session, job: JobInfo) -> Typing | None:
     """How ``job`` is held to one GPU type; None when it is not (mixing allowed, no role
     asks for GPUs, or the GPU nodes are of one type)."""
-    if job.spec.allow_mixed_gpu_types:
+    if job.spec.allow_mixed_gpu_types or not any(asks_gpus(role) for role in job.roles):
         return None
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
-    if not index.several or not any(asks_gpus(role) for role in job.roles):
+    if not index.several:
         return None
     return Typing(index=index, pinned=_pinned(index, job))
 
@@ -239,6 +241,25 @@ class Tries:
     reason: Reason | None = None
 
 
+def fixed_tries(
+    typing: Typing | None,
+    tasks: Sequence[TaskInfo],
+    masks: Sequence[NDArray[np.bool_] | None],
+) -> Tries | None:
+    """The tries that need no room counted: every mask alone when ``typing`` is None or
+    at most one task of ``tasks`` asks for GPUs (one task cannot span two types, and
+    once placed it pins the job), every mask with the pinned type for a pinned job;
+    None when the types must be ranked (``tries_for``)."""
+    if typing is None:
+        return Tries(tries=tuple((m, None) for m in masks))
+    pinned = typing.pinned_mask()
+    if pinned is not None:
+        return Tries(tries=tuple((m, pinned) for m in masks))
+    if sum(1 for t in tasks if asks_gpus(t.role)) <= 1:
+        return Tries(tries=tuple((m, None) for m in masks))
+    return None
+
+
 def tries_for(
     session: Session,
     typing: Typing | None,
@@ -249,13 +270,12 @@ def tries_for(
 ) -> Tries:
     """The tries for ``tasks`` inside each of ``masks`` in turn (a plugin's offer, or
     ``(None,)``): each mask with the job's pinned type, or with each type the gang fits
-    on there, best first (see the module); every mask alone when ``typing`` is None or
-    no task of ``tasks`` asks for GPUs."""
-    if typing is None or not any(asks_gpus(t.role) for t in tasks):
-        return Tries(tries=tuple((m, None) for m in masks))
-    pinned = typing.pinned_mask()
-    if pinned is not None:
-        return Tries(tries=tuple((m, pinned) for m in masks))
+    on there, best first (see the module); every mask alone where ``fixed_tries`` says
+    so."""
+    fixed = fixed_tries(typing, tasks, masks)
+    if fixed is not None:
+        return fixed
+    assert typing is not None
     index = typing.index
     job = tasks[0].job
     gpu_tasks = sum(1 for t in tasks if asks_gpus(t.role))
