@@ -24,13 +24,13 @@ under ``--python`` (default ``.venv-sia/bin/python``, the environment ``make
 bench-sia-reference`` makes with the simulator's pinned dependencies), so that those
 never move the project's.
 
-Prints one JSON line per run (average and p99 JCT, makespan, GPU hours per job and
-restarts per job, hours; the wall time of the run, seconds), then per policy the means
-over the workloads run beside the figures Sia's paper published (Table 3, Philly,
-heterogeneous 64 GPUs). p99 is taken as Sia's ``utils/print_run_stats.py`` takes it (the
-sorted JCTs' value at index int(0.99 n)); the mean line's ``p99_jct_h`` pools the JCTs
-of every workload run, as the paper's does. Makespan: from the first submission to the
-last completion.
+Prints one JSON line per run (average and p99 JCT, makespan and GPU hours per job, in
+hours; restarts per job; the wall time of the run, seconds), then per policy the means
+over the workloads run (and the spread of the average JCT over them, the paper's ±)
+beside the figures Sia's paper published (Table 3, Philly, heterogeneous 64 GPUs). p99
+is taken as Sia's ``utils/print_run_stats.py`` takes it (the sorted JCTs' value at index
+int(0.99 n)); the mean line's ``p99_jct_h`` pools the JCTs of every workload run, as the
+paper's does. Makespan: from the first submission to the last completion.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import csv
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -236,6 +237,7 @@ def main() -> None:
             runs = [results[policy, n] for n in args.workloads]
             keys = ("avg_jct_h", "p99_jct_h", "makespan_h", "gpu_h_per_job", "restarts_per_job")
             mean = {k: sum(r[k] for r in runs) / len(runs) for k in keys}
+            mean["avg_jct_h_std"] = statistics.pstdev(r["avg_jct_h"] for r in runs)
             mean["p99_jct_h_mean"] = mean.pop("p99_jct_h")
             mean["p99_jct_h"] = _p99([j for r in runs for j in r["jcts_s"]]) / 3600
             mean["total_wall_s"] = sum(r["wall_s"] for r in runs)
