@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from phalanx.benchmarks.serving import wait_answering
 from phalanx.executors.gpus import nvidia_gpus
 
 JOB = "gpu-check"
@@ -89,13 +90,8 @@ def _start(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     log = (tmp / "server.log").open("ab")
     process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.5)
+    if wait_answering(url, process, 60):
+        return process, url
     raise RuntimeError(f"phalanx up did not answer: {(tmp / 'server.log').read_text()[-2000:]}")
 
 

@@ -90,7 +90,10 @@ def cordon_card(
     read = controller.telemetry.picture.cards.get(name, ())
     uuid = next((card.uuid for card in read if card.index == index), "")
     stored_cards.cordon(
-        session, node=name, gpu=index, uuid=uuid, reason=reason, source="admin", since=time.time()
+        session,
+        stored_cards.CardCordon(
+            node=name, gpu=index, uuid=uuid, reason=reason, source="admin", since=time.time()
+        ),
     )
     cordon = stored_cards.cordon_of(session, name, index)
     session.commit()

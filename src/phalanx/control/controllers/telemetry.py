@@ -36,7 +36,7 @@ from phalanx.control.controllers.core import Core
 from phalanx.control.store import cards as stored_cards
 from phalanx.control.store import gpu_use as stored_use
 from phalanx.control.store.database import Database
-from phalanx.domain.queue import IdlePolicy, idle_policy_of
+from phalanx.domain.queue import Queue, idle_policy_of
 from phalanx.engine.lifecycle.idle import STALE, IdleVerdict, IdleWatch, act_on
 from phalanx.executors.base import GpuSource
 from phalanx.telemetry.health import CardHealth, HealthRules
@@ -103,9 +103,10 @@ class GpuTelemetry:
         if not isinstance(executor, GpuSource):
             return False
         samples = executor.gpu_samples()
+        queues = {name: info.spec for name, info in core.state.snapshot.queues.items()}
         broken: list[tuple[NodeSample, CardReading, str]] = []
         for sample in samples:
-            broken += self._take(core, sample)
+            broken += self._take(core, sample, queues)
         cordoned = self._cordon(core, db, broken) if broken else False
         for node, sample in list(self._latest.items()):
             if core.now - sample.at > FORGET:
@@ -117,7 +118,9 @@ class GpuTelemetry:
 
     # -- readings -------------------------------------------------------------------------
 
-    def _take(self, core: Core, sample: NodeSample) -> list[tuple[NodeSample, CardReading, str]]:
+    def _take(
+        self, core: Core, sample: NodeSample, queues: Mapping[str, Queue]
+    ) -> list[tuple[NodeSample, CardReading, str]]:
         """Keep one node's sample; the cards it newly finds broken, with why."""
         if sample.absent is not None:
             if sample.node not in self._absent:
@@ -131,7 +134,8 @@ class GpuTelemetry:
             by_job[use.job].append(use)
         for job, uses in by_job.items():
             self._windows.add(job, sample.node, sample.at, uses)
-            policy = self._policy(core, job)
+            life = core.life.jobs.get(job)
+            policy = None if life is None else idle_policy_of(life.job.queue, queues)
             if policy is not None:
                 busiest = max(use.utilisation for use in uses)
                 self._idle.observe(job, busiest, sample.at, policy)
@@ -144,15 +148,6 @@ class GpuTelemetry:
                 broken.append((sample, card, verdict))
         return broken
 
-    @staticmethod
-    def _policy(core: Core, job: str) -> IdlePolicy | None:
-        """The idle policy of the job's queue (its own, else its nearest ancestor's)."""
-        life = core.life.jobs.get(job)
-        if life is None:
-            return None
-        queues = core.state.snapshot.queues
-        return idle_policy_of(life.job.queue, {name: q.spec for name, q in queues.items()})
-
     # -- acting ---------------------------------------------------------------------------
 
     def _cordon(
@@ -161,8 +156,7 @@ class GpuTelemetry:
         """Cordon each broken card in the store and tell the jobs on it."""
         with db.write() as session:
             for sample, card, reason in broken:
-                stored_cards.cordon(
-                    session,
+                cordon = stored_cards.CardCordon(
                     node=sample.node,
                     gpu=card.index,
                     uuid=card.uuid,
@@ -170,6 +164,12 @@ class GpuTelemetry:
                     source="health",
                     since=sample.at,
                 )
+                if not stored_cards.cordon(session, cordon):  # an admin's, not read yet
+                    self._cordoned[(cordon.node, cordon.gpu)] = (
+                        stored_cards.cordon_of(session, cordon.node, cordon.gpu) or cordon
+                    )
+                    continue
+                self._cordoned[(cordon.node, cordon.gpu)] = cordon
                 log.warning("GPU %d of %s cordoned: %s", card.index, sample.node, reason)
                 for use in sample.tasks:
                     rows = core.rows.get(use.job)
@@ -182,13 +182,6 @@ class GpuTelemetry:
                             f"is taken out of scheduling: {reason}. The task goes on; stop "
                             "or drain it to move it to a sound card",
                         )
-            self._cordoned.update(
-                {
-                    (c.node, c.gpu): c
-                    for c in stored_cards.cordons(session)
-                    if (c.node, c.gpu) not in self._cordoned
-                }
-            )
         return True
 
     def _act(self, core: Core, verdicts: list[IdleVerdict]) -> None:

@@ -69,21 +69,19 @@ def version(session: Session) -> Version:
     return int(seen[0]), seen[1]
 
 
-def cordon(
-    session: Session,
-    *,
-    node: str,
-    gpu: int,
-    uuid: str,
-    reason: str,
-    source: CordonSource,
-    since: float,
-) -> bool:
+def cordon(session: Session, card: CardCordon) -> bool:
     """Take the card out of scheduling; False when it already was (kept as it was)."""
-    if session.get(CardCordonRow, (node, gpu)) is not None:
+    if session.get(CardCordonRow, (card.node, card.gpu)) is not None:
         return False
     session.add(
-        CardCordonRow(node=node, gpu=gpu, uuid=uuid, reason=reason, source=source, since=since)
+        CardCordonRow(
+            node=card.node,
+            gpu=card.gpu,
+            uuid=card.uuid,
+            reason=card.reason,
+            source=card.source,
+            since=card.since,
+        )
     )
     return True
 
