@@ -30,7 +30,8 @@ PROGRESS_FILE: Final = "PHALANX_PROGRESS_FILE"
 
 #: One measured optimizer step: ``replicas`` over ``nodes``, ``local_batch`` samples per
 #: replica per micro-step, ``accumulation`` micro-steps, ``step_seconds`` in all of which
-#: ``sync_seconds`` went to the gradient all-reduce. The domain's value, which the
+#: ``sync_seconds`` went to the gradient all-reduce, on GPUs of type ``gpu_model`` (leave it
+#: None: phalanx takes the type of the node the task runs on). The domain's value, which the
 #: control plane reads the report back into: a count under 1 or a step time that is not
 #: positive is refused as it is made (``InvalidInput``, naming the field and the fix).
 Timing = StepTiming
@@ -87,4 +88,6 @@ def _timing(timing: Timing) -> dict[str, object]:
     }
     if timing.sync_seconds is not None:
         written["syncSeconds"] = timing.sync_seconds
+    if timing.gpu_model is not None:
+        written["gpuModel"] = timing.gpu_model
     return written

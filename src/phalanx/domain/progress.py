@@ -19,7 +19,8 @@ class StepTiming:
     """One measured configuration: ``replicas`` over ``nodes``, each replica taking
     ``local_batch`` samples per micro-step and ``accumulation`` micro-steps per optimizer
     step; an optimizer step took ``step_seconds``, of which ``sync_seconds`` went to the
-    gradient all-reduce (None: not measured apart)."""
+    gradient all-reduce (None: not measured apart), on GPUs of type ``gpu_model`` (a
+    node's ``phalanx.io/gpu-model``; None: not said, as on a cluster of one type)."""
 
     nodes: int
     replicas: int
@@ -27,6 +28,7 @@ class StepTiming:
     step_seconds: float
     accumulation: int = 1
     sync_seconds: float | None = None
+    gpu_model: str | None = None
 
     def __post_init__(self) -> None:
         if min(self.nodes, self.replicas, self.local_batch, self.accumulation) < 1:

@@ -14,7 +14,7 @@ from typing import Annotated, Final
 from pydantic import Field
 
 from phalanx.domain.progress import Progress, StepTiming
-from phalanx.spec.common import SpecModel
+from phalanx.spec.common import LabelValue, SpecModel
 
 #: The largest report read (bytes); a larger file is refused, not parsed.
 MAX_REPORT_BYTES: Final = 64 * 1024
@@ -41,9 +41,12 @@ class TimingSpec(SpecModel):
     """Seconds of one optimizer step."""
     sync_seconds: NonNegative | None = None
     """Of those, seconds spent in the gradient all-reduce."""
+    gpu_model: LabelValue | None = None
+    """The GPU type it ran on, as nodes name it (``phalanx.io/gpu-model``); unsaid, the
+    control plane takes the type of the node the reporting task runs on."""
 
-    def to_domain(self) -> StepTiming:
-        """The domain ``StepTiming``."""
+    def to_domain(self, gpu_model: str | None = None) -> StepTiming:
+        """The domain ``StepTiming``; ``gpu_model`` where the report does not say one."""
         return StepTiming(
             nodes=self.nodes,
             replicas=self.replicas,
@@ -51,6 +54,7 @@ class TimingSpec(SpecModel):
             accumulation=self.accumulation,
             step_seconds=self.step_seconds,
             sync_seconds=self.sync_seconds,
+            gpu_model=self.gpu_model if self.gpu_model is not None else gpu_model,
         )
 
 
@@ -82,8 +86,9 @@ class ProgressReport(SpecModel):
     )
     """Step times measured in the configurations the job ran in, newest last."""
 
-    def to_domain(self, time: float) -> Progress:
-        """The domain ``Progress``, as read at ``time``."""
+    def to_domain(self, time: float, *, gpu_model: str | None = None) -> Progress:
+        """The domain ``Progress``, as read at ``time``; timings that do not say their GPU
+        type are taken as measured on ``gpu_model``."""
         return Progress(
             time=time,
             step=self.step,
@@ -96,7 +101,7 @@ class ProgressReport(SpecModel):
             init_batch_size=self.init_batch_size,
             max_batch_size=self.max_batch_size,
             local_batch_bounds=_bounds(self.local_batch_bounds),
-            timings=tuple(t.to_domain() for t in self.timings),
+            timings=tuple(t.to_domain(gpu_model) for t in self.timings),
         )
 
 

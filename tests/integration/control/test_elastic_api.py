@@ -43,6 +43,8 @@ def test_a_report_reaches_the_engine_and_the_jobs_view(tmp_path: Path) -> None:
         engine = server.controller.core.state.snapshot.jobs["rep"].spec.progress
         assert engine is not None and engine.grad_var == 2.0 and engine.batch_size == 64
         assert (engine.samples, engine.total_samples) == (2560, 64000)
+        # the timing did not say its GPU type: it is the type of the node it ran on
+        assert [t.gpu_model for t in engine.timings] == ["virtual"]
 
 
 def test_a_malformed_report_is_said_on_the_job_naming_the_field(tmp_path: Path) -> None:
