@@ -402,6 +402,12 @@ class Points:
     confinement: FirstPoint[[JobInfo], Confinement] = field(
         default_factory=lambda: FirstPoint("confinement")
     )
+    #: the GPU types a job's GPU tasks should go to, best first (placement tries those
+    #: alone, in that order, for a job not yet on a type); the first plugin with an
+    #: answer decides, and None from all leaves the type to placement (best fit)
+    gpu_types: FirstPoint[[JobInfo], tuple[str, ...]] = field(
+        default_factory=lambda: FirstPoint("gpu_types")
+    )
     #: the size each elastic job should have now, by job name (the ``elastic`` action
     #: grows and shrinks jobs towards it); the first plugin with an answer decides
     elastic_targets: FirstPoint[[], Mapping[str, int]] = field(

@@ -154,6 +154,11 @@ class Plugin(_Configurable, Generic[S]):
         with and on the task's own job only: it is kept until a task of that job moves."""
         raise NotImplementedError
 
+    def gpu_types(self, state: S, job: JobInfo) -> tuple[str, ...] | None:
+        """The GPU types (``phalanx.io/gpu-model``) the job's GPU tasks should go to,
+        best first; None leaves the choice to later plugins, then to placement."""
+        raise NotImplementedError
+
     def elastic_targets(self, state: S) -> Mapping[str, int] | None:
         """The size each elastic job (by name) should have now; None: no opinion. Asked
         by the ``elastic`` action after the other actions ran; jobs not named keep their

@@ -18,6 +18,10 @@ Guarantees, for a job without ``allow_mixed_gpu_types`` (``typing_of``):
   those tasks, ties to the first by name, should it span several from before).
 - One task: a gang with a single GPU task left to place and no type yet is placed as
   without types (it cannot span two); its node's type then pins the job.
+- Wished for: a job not pinned for which a plugin names types (the ``gpu_types`` point,
+  e.g. ``goodput`` on a cluster of several types) is tried on those alone, in that
+  order, those the gang fits on by the bound below first; where none has room, on the
+  first, so that its reason is placement's own there.
 - Chosen per gang try: otherwise the types are tried in turn, each in its own attempt,
   only those where the gang fits by an upper bound of what placement finds (per role,
   the tasks each node's free room and slots hold under the role's predicates, summed
@@ -107,15 +111,25 @@ class TypeMask:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Typing:
-    """How one job is held to one GPU type: the index, and the type it is pinned to."""
+    """How one job is held to one GPU type: the index, the type it is pinned to, and the
+    types a plugin wants it on (``gpu_types``, best first; None: no wish)."""
 
     index: GpuTypeIndex
     pinned: int | None
+    preferred: tuple[int, ...] | None = None
 
     @property
     def key(self) -> object:
         """What the job's tries depend on besides the snapshot's state and its shape."""
-        return ("gpu-type", self.pinned)
+        return ("gpu-type", self.pinned, self.preferred)
+
+    def preferred_masks(self) -> tuple[TypeMask, ...] | None:
+        """The masks of the types a plugin wants the job on, best first (None: no wish)."""
+        if self.preferred is None:
+            return None
+        return tuple(
+            TypeMask(name=self.index.names[k], mask=self.index.mask(k)) for k in self.preferred
+        )
 
     def pinned_mask(self) -> TypeMask | None:
         """The mask of the pinned type, or None when the job is not pinned."""
@@ -137,10 +151,17 @@ def typing_of(session: Session, job: JobInfo) -> Typing | None:
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
     if not index.several:
         return None
-    return Typing(index=index, pinned=_pinned(index, job))
+    pinned = pinned_type(index, job)
+    preferred = None
+    if pinned is None and session.points.gpu_types:
+        wished = session.points.gpu_types(job)
+        if wished is not None:
+            number = {name: k for k, name in enumerate(index.names)}
+            preferred = tuple(number[name] for name in wished if name in number)
+    return Typing(index=index, pinned=pinned, preferred=preferred)
 
 
-def _pinned(index: GpuTypeIndex, job: JobInfo) -> int | None:
+def pinned_type(index: GpuTypeIndex, job: JobInfo) -> int | None:
     """The type of most of the job's placed GPU tasks (ties: the first by name)."""
     if not job.count(*_PLACED):
         return None
@@ -255,6 +276,9 @@ def fixed_tries(
     pinned = typing.pinned_mask()
     if pinned is not None:
         return Tries(tries=tuple((m, pinned) for m in masks))
+    wished = typing.preferred_masks()
+    if wished is not None and sum(1 for t in tasks if asks_gpus(t.role)) <= 1:
+        return Tries(tries=tuple((m, w) for m in masks for w in wished[:MAX_TRIES]))
     if sum(1 for t in tasks if asks_gpus(t.role)) <= 1:
         return Tries(tries=tuple((m, None) for m in masks))
     return None
@@ -287,12 +311,18 @@ def tries_for(
     for within in masks:
         rooms = _rooms(session, index, tasks, free, slots, within)
         first = first or rooms
-        for kind in _ranked(rooms, wanted)[:MAX_TRIES]:
+        ranked = _ranked(rooms, wanted)
+        if typing.preferred is not None:
+            ranked = [k for k in typing.preferred if k in ranked]
+        for kind in ranked[:MAX_TRIES]:
             found.append((within, TypeMask(name=index.names[kind], mask=index.mask(kind))))
     if found:
         return Tries(tries=tuple(found))
     if first is None:
         return Tries(tries=())
+    if typing.preferred:  # no room on the types wished for: placement's own reason there
+        kind = typing.preferred[0]
+        return Tries(tries=((masks[0], TypeMask(name=index.names[kind], mask=index.mask(kind))),))
     if first.across >= wanted:
         return Tries(tries=(), reason=_one_type_reason(index, first, wanted))
     best = int(np.argmax(first.held))  # the most room (ties: first by name): its own reason

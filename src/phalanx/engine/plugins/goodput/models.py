@@ -96,12 +96,15 @@ def fitting_rows(timings: tuple[StepTiming, ...]) -> Rows:
     return tuple(rows[key] for key in sorted(rows))
 
 
-def model_of(progress: Progress | None, fits: Fits) -> tuple[GoodputModel, BatchLimits] | None:
-    """The job's goodput model and batch bounds from its report, or None when it has not
-    reported timings, gradient statistics and batch bounds."""
+def model_of(
+    progress: Progress | None, fits: Fits, *, timings: tuple[StepTiming, ...] | None = None
+) -> tuple[GoodputModel, BatchLimits] | None:
+    """The job's goodput model and batch bounds from its report (its throughput fitted
+    to ``timings``, by default all it reported), or None when it has not reported
+    timings, gradient statistics and batch bounds."""
     if progress is None:
         return None
-    rows = fitting_rows(progress.timings)
+    rows = fitting_rows(progress.timings if timings is None else timings)
     init, largest, bounds = (
         progress.init_batch_size,
         progress.max_batch_size,

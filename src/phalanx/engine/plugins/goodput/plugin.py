@@ -72,8 +72,15 @@ from phalanx.domain.resources import GPU
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Plugin
 from phalanx.engine.framework.session import Session
+from phalanx.engine.placement.gputypes import (
+    GpuTypeIndex,
+    asks_gpus,
+    gpu_type_index,
+    pinned_type,
+)
 from phalanx.engine.plugins.goodput.models import Fits, remaining_seconds, speedups
-from phalanx.engine.plugins.goodput.search import EPS, search
+from phalanx.engine.plugins.goodput.search import EPS, search, search_typed
+from phalanx.engine.plugins.goodput.typed import TypePool, type_goodputs, type_pools
 from phalanx.engine.snapshot import ON_NODE, JobInfo, Snapshot
 from phalanx.engine.snapshot.units import ENGINE_UNITS
 
@@ -82,7 +89,24 @@ from phalanx.engine.snapshot.units import ENGINE_UNITS
 SUSPEND_COSTS = 10.0
 
 
-class GoodputPlugin(Plugin[Session]):
+@dataclass(slots=True)
+class _State:
+    """One session's: the session, and its plan once made (``_plan``)."""
+
+    session: Session
+    plan: _Plan | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Plan:
+    """Sizes of the elastic jobs sized, and the GPU type chosen for each of those that
+    hold none yet and are given GPUs (on a cluster of several types)."""
+
+    sizes: dict[str, int]
+    types: dict[str, str]
+
+
+class GoodputPlugin(Plugin[_State]):
     """Targets for elastic jobs that maximise the power mean of their speedups."""
 
     name = "goodput"
@@ -95,20 +119,35 @@ class GoodputPlugin(Plugin[Session]):
         self.suspend_above = self.number("suspendAbove", 0.0)
         self.remaining_exponent = self.number("remainingExponent", 0.0)
 
-    def open(self, session: Session) -> Session:
-        return session
+    def open(self, session: Session) -> _State:
+        return _State(session=session)
 
-    def job_order(self, state: Session, job: JobInfo) -> int:
+    def job_order(self, state: _State, job: JobInfo) -> int:
         """With ``suspendAbove``: elastic jobs that have had less service than that
         first (so allocate places the jobs the targets let run, not one just
         suspended); 0 for every other job."""
         if self.suspend_above <= 0 or job.spec.elastic_role() is None:
             return 0
-        return _served_level(job, state.now, self.suspend_above)
+        return _served_level(job, state.session.now, self.suspend_above)
 
-    def elastic_targets(self, state: Session) -> Mapping[str, int] | None:
+    def gpu_types(self, state: _State, job: JobInfo) -> tuple[str, ...] | None:
+        """On a cluster of several GPU types, the type this session's plan gives an
+        elastic job that holds none yet (the plan is made at the first question and
+        kept for the session's placements); None for any other job."""
+        if job.spec.elastic_role() is None:
+            return None
+        if state.plan is None:
+            state.plan = self._plan(state.session)
+        chosen = None if state.plan is None else state.plan.types.get(job.name)
+        return None if chosen is None else (chosen,)
+
+    def elastic_targets(self, state: _State) -> Mapping[str, int] | None:
+        state.plan = self._plan(state.session)  # afresh: placements may have moved since
+        return None if state.plan is None else state.plan.sizes
+
+    def _plan(self, session: Session) -> _Plan | None:
         return _targets(
-            state,
+            session,
             explore=self.explore,
             fair_share=self.fair_share,
             suspend_above=self.suspend_above,
@@ -132,9 +171,10 @@ def _targets(
     fair_share: bool,
     suspend_above: float = 0.0,
     remaining_exponent: float = 0.0,
-) -> dict[str, int] | None:
-    """The size of each elastic job that is sized this session, by name (see the module
-    docstring); None when no elastic job is alive or the cluster has no GPUs."""
+) -> _Plan | None:
+    """The size of each elastic job that is sized this session, by name, and on several
+    GPU types the type of each given GPUs that holds none (see the module docstring);
+    None when no elastic job is alive or the cluster has no GPUs."""
     snapshot = session.snapshot
     jobs = session.ranked(
         j for j in snapshot.elastic.values() if j.phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED)
@@ -148,12 +188,16 @@ def _targets(
     if suspend_above > 0:
         by_left = remaining_exponent > 0
         shut = _shut_out(session, jobs, share.capacity, suspend_above, by_left=by_left)
+    index = session.kept.get(gpu_type_index, Lifetime.FIXED)
+    if index.several:
+        return _typed_targets(session, jobs, share, fits, shut, index, explore, remaining_exponent)
     values, current, sized = _values(session, jobs, share, fits, shut, explore=explore)
     if remaining_exponent > 0:
         weights = _near_end_weights(jobs, fits, share.fair, share.per_node, remaining_exponent)
         values *= weights[:, None]
     chosen = search(values, current, share.capacity)
-    return {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+    sizes = {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+    return _Plan(sizes=sizes, types={})
 
 
 def _share(snapshot: Snapshot, jobs: list[JobInfo], gpu: int, *, fair_share: bool) -> _Share:
@@ -217,7 +261,7 @@ def _price(
     at most an equal share), every size but ``placed`` charged for the change."""
     low, high = allowed
     progress = job.spec.progress
-    if not placed and not (progress is not None and progress.timings):
+    if not placed and not _measured(session, job):
         high = max(low, min(high, share.fair))  # a newcomer: an equal share at most
     curve = speedups(progress, fits, most=high, fair=share.fair, per_node=share.per_node)
     role = job.spec.elastic_role()
@@ -358,14 +402,15 @@ def _held(session: Session, job: JobInfo, placed: int, interval: float) -> bool:
 def _explored(session: Session, job: JobInfo, role: Role, explore: float) -> int:
     """The most replicas ``job``'s elastic ``role`` may have while it learns its speedup:
     its ``max_replicas``, and with ``explore`` > 0 at most ``explore`` times the most
-    replicas it has reported a step on, or, before it has reported one, the replicas its
-    owner asked for (once it has reported anything, or while it is fresh: ``_fresh``)."""
+    replicas it has reported a step on, or, before it has reported one or run at all
+    (its timings then are bootstrapping points), the replicas its owner asked for (once
+    it has reported anything, or while it is fresh: ``_fresh``)."""
     assert role.elastic is not None
     high = role.elastic.max_replicas
     if explore <= 0:
         return high
     progress = job.spec.progress
-    if progress is not None and progress.timings:
+    if progress is not None and progress.timings and job.service(session.now) > 0:
         measured = max(t.replicas for t in progress.timings)
         return min(high, max(1, math.floor(explore * measured)))
     if progress is not None or _fresh(session, job, role.elastic.interval):
@@ -389,3 +434,137 @@ def _since(session: Session, job: JobInfo) -> float:
     marks = [job.spec.rescaled_at, job.creation_time, _first_start(job)]
     latest = max(m for m in marks if m is not None)
     return max(0.0, session.now - latest)
+
+
+def _typed_targets(
+    session: Session,
+    jobs: list[JobInfo],
+    share: _Share,
+    fits: Fits,
+    shut: set[str],
+    index: GpuTypeIndex,
+    explore: float,
+    remaining_exponent: float,
+) -> _Plan:
+    """``_targets`` on a cluster of several GPU types: each job's value per (type,
+    size) from its goodput there (``typed.type_goodputs``), all of a job's types over
+    one base (its goodput on an equal share of its slowest type), then ``search_typed``
+    (see the module docstring)."""
+    pools = type_pools(session.snapshot, index, jobs)
+    capacity = np.array([p.capacity for p in pools], dtype=np.int64)
+    width = int(capacity.max(initial=0)) + 1
+    values = np.full((len(jobs), len(pools), width), np.inf)
+    kinds = np.full(len(jobs), -1, dtype=np.int64)
+    current = np.zeros(len(jobs), dtype=np.int64)
+    sized = np.zeros(len(jobs), dtype=np.bool_)
+    left = np.full(len(jobs), np.nan)
+    for row, job in enumerate(jobs):
+        size, placed = _sizes(job)
+        pinned = pinned_type(index, job) if placed else None
+        if pinned is not None:
+            kinds[row] = pinned
+            current[row] = min(placed, int(capacity[pinned]))
+        if job.name in shut:
+            sized[row] = True
+            values[row, :, 0] = 0.0
+            continue
+        allowed = _allowed(session, job, size, placed, explore, share.capacity)
+        if allowed is None:  # it keeps its size
+            if pinned is not None:
+                current[row] = min(size, int(capacity[pinned]))
+                values[row, pinned, current[row]] = 0.0
+            else:
+                values[row, :, 0] = 0.0
+            continue
+        sized[row] = True
+        left[row] = _price_typed(
+            values[row], session, job, placed, pinned, allowed, fits, share, pools
+        )
+    if remaining_exponent > 0:
+        values *= _weights(left, remaining_exponent)[:, None, None]
+    chosen, kind = search_typed(values, kinds, current, capacity)
+    sizes = {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
+    types = {
+        job.name: pools[int(kind[row])].name
+        for row, job in enumerate(jobs)
+        if sized[row] and kinds[row] < 0 and kind[row] >= 0
+    }
+    return _Plan(sizes=sizes, types=types)
+
+
+def _price_typed(
+    out: NDArray[np.float64],
+    session: Session,
+    job: JobInfo,
+    placed: int,
+    pinned: int | None,
+    allowed: tuple[int, int],
+    fits: Fits,
+    share: _Share,
+    pools: list[TypePool],
+) -> float:
+    """Write into ``out`` (types x sizes) ``job``'s values: on its ``pinned`` type when
+    it holds GPUs, each size but ``placed`` charged for the change (as ``_price``); else
+    on every type its roles may use, uncharged (it pays its start whatever it is given,
+    and the type must be chosen before it is placed); return the seconds it still needs
+    on an equal share of its fastest type (nan where it does not say)."""
+    low, high = allowed
+    progress = job.spec.progress
+    if not placed and not _measured(session, job):
+        high = max(low, min(high, share.fair))  # a newcomer: an equal share at most
+    most = max(high, share.fair)
+    goodput, measured = type_goodputs(progress, fits, pools, most)
+    usable = _usable_types(session, job, pools) if pinned is None else [pinned]
+    if not usable:  # no type its roles may use: it waits
+        out[:, 0] = 0.0
+        return math.nan
+    at_fair = [float(goodput[t, share.fair]) for t in usable if goodput[t, share.fair] > 0]
+    base = min(at_fair, default=1.0)
+    role = job.spec.elastic_role()
+    assert role is not None and role.elastic is not None
+    since, cost = _since(session, job), role.elastic.cost
+    charge = since / (since + cost) if placed and since + cost > 0 else 1.0
+    for t in usable:
+        curve = goodput[t] / base
+        scaled = curve * charge
+        if placed and t == pinned and placed <= high:
+            scaled[placed] = curve[placed]  # staying as it is costs nothing
+        top = min(high, pools[t].capacity)
+        if top >= low:
+            out[t, low : top + 1] = 1.0 / (scaled[low : top + 1] + EPS)
+    if low == 0:
+        out[:, 0] = 1.0 / EPS
+    total = None if progress is None else progress.total_samples
+    done = None if progress is None else progress.samples
+    if not measured or total is None or done is None or not at_fair:
+        return math.nan
+    return max(0.0, total - done) / max(at_fair)
+
+
+def _usable_types(session: Session, job: JobInfo, pools: list[TypePool]) -> list[int]:
+    """The types (rows of ``pools``) with a node every GPU role of ``job`` may use."""
+    index = session.kept.get(gpu_type_index, Lifetime.FIXED)
+    fit = np.ones(len(pools), dtype=np.bool_)
+    for role in job.roles:
+        if asks_gpus(role):
+            mask = session.static_mask(role)[0]
+            fit &= np.bincount(index.ids[mask & (index.ids >= 0)], minlength=len(pools)) > 0
+    return [int(t) for t in np.flatnonzero(fit)]
+
+
+def _weights(left: NDArray[np.float64], exponent: float) -> NDArray[np.float64]:
+    """``(left / typical) ** -exponent`` per job (``_near_end_weights``' rule over
+    seconds already known; 1 where nan)."""
+    known = np.isfinite(left)
+    if not known.any():
+        return np.ones(len(left))
+    seconds = np.maximum(np.where(known, left, 1.0), 1.0)
+    typical = float(np.exp(np.log(seconds[known]).mean()))
+    return np.where(known, (seconds / typical) ** -exponent, 1.0)
+
+
+def _measured(session: Session, job: JobInfo) -> bool:
+    """Whether ``job`` has run and reported step timings (bootstrapping points alone,
+    reported before it ran, do not count)."""
+    progress = job.spec.progress
+    return progress is not None and bool(progress.timings) and job.service(session.now) > 0

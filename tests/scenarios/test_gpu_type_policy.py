@@ -1,0 +1,128 @@
+"""The goodput policy on a cluster of several GPU types (Sia's setting): each elastic job
+goes to the type where it gains most, sized there, never spanning two; a job measured on
+one type is estimated on another from its bootstrapping point there; over the one
+lifecycle under the shipped ``phalanx-default`` and ``pollux``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from phalanx.domain.node import GPU_MODEL_LABEL, Node
+from phalanx.domain.progress import Progress, StepTiming
+from phalanx.engine.lifecycle import Lifecycle
+from phalanx.engine.snapshot import ON_NODE
+from phalanx.engine.state import ClusterState
+from phalanx.policies import load_policy
+from tests.builders import make_node, make_queue
+from tests.scenarios.test_elastic import _elastic_job
+from tests.scenarios.test_goodput import Sized
+
+POLICIES = ["pollux", "phalanx-default"]
+
+
+def _typed(name: str, model: str, gpus: int = 4) -> Node:
+    return make_node(name, gpus=gpus, labels={GPU_MODEL_LABEL: model})
+
+
+class Typed(Sized):
+    """``Sized`` on given nodes."""
+
+    def __init__(self, policy: str, nodes: list[Node]) -> None:
+        super().__init__(load_policy(policy).config)
+        self.life = Lifecycle(ClusterState(nodes, [make_queue()]))
+
+    def types_of(self, job: str) -> set[str]:
+        life = self.life.jobs[job]
+        snapshot = self.life.state.snapshot
+        return {
+            str(snapshot.nodes[t.node].labels[GPU_MODEL_LABEL])
+            for t in self.life.tasks(life)
+            if t.status in ON_NODE
+        }
+
+
+def _bootstrap(now: float, **seconds: float) -> Progress:
+    """Only bootstrapping points: one step of 32 samples on one GPU of each type."""
+    return Progress(
+        time=now,
+        timings=tuple(
+            StepTiming(
+                nodes=1,
+                replicas=1,
+                local_batch=32,
+                step_seconds=s,
+                sync_seconds=0.0,
+                gpu_model=model,
+            )
+            for model, s in sorted(seconds.items())
+        ),
+    )
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_each_job_goes_to_the_type_where_it_gains_most(policy: str) -> None:
+    # "fast" runs 5x quicker on A100 than on T4; "even" only 1.25x: the A100s go to "fast"
+    cluster = Typed(policy, [_typed("a100-0", "A100"), _typed("t4-0", "T4")])
+    for name, a100, t4 in (("even", 0.4, 0.5), ("fast", 0.1, 0.5)):
+        cluster.submit(_elastic_job(name, replicas=4, high=4, cost=30.0))
+        cluster.life.report(name, _bootstrap(0.0, A100=a100, T4=t4))
+    cluster.cycle(0.0)
+    cluster.cycle(1.0)
+    assert cluster.types_of("fast") == {"A100"}
+    assert cluster.types_of("even") == {"T4"}
+    assert cluster.placed("fast") == 4 and cluster.placed("even") == 4
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_choice_follows_the_measurements_not_the_names(policy: str) -> None:
+    # the same jobs, the speeds swapped: now "fast" is quicker on T4
+    cluster = Typed(policy, [_typed("a100-0", "A100"), _typed("t4-0", "T4")])
+    for name, a100, t4 in (("even", 0.5, 0.4), ("fast", 0.5, 0.1)):
+        cluster.submit(_elastic_job(name, replicas=4, high=4, cost=30.0))
+        cluster.life.report(name, _bootstrap(0.0, A100=a100, T4=t4))
+    cluster.cycle(0.0)
+    cluster.cycle(1.0)
+    assert cluster.types_of("fast") == {"T4"}
+    assert cluster.types_of("even") == {"A100"}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_elastic_job_grows_on_its_own_type_only(policy: str) -> None:
+    # a lone job that prefers A100 fills the A100 node, and never spills onto the T4s
+    nodes = [_typed("a100-0", "A100"), _typed("t4-0", "T4"), _typed("t4-1", "T4")]
+    cluster = Typed(policy, nodes)
+    cluster.submit(_elastic_job("a", replicas=2, high=12, cost=30.0))
+    report = _bootstrap(0.0, A100=0.1, T4=0.3)
+    cluster.life.report("a", report)
+    for at in (0.0, 100.0, 200.0, 300.0):
+        cluster.cycle(at)
+        # it reports each size it ran at, as a job does: it scales linearly
+        ran = StepTiming(
+            nodes=1,
+            replicas=cluster.placed("a"),
+            local_batch=32,
+            step_seconds=0.1,
+            sync_seconds=0.0,
+            gpu_model="A100",
+        )
+        report = replace(report, time=at, timings=(*report.timings, ran))
+        cluster.life.report("a", report)
+    assert cluster.types_of("a") == {"A100"}
+    assert cluster.placed("a") == 4
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_job_with_no_point_on_a_type_is_not_sent_there_on_a_guess(policy: str) -> None:
+    # measured on T4 only: A100 counts as its slowest known type (T4), so nothing draws
+    # it from the T4 the placement prefers, while a job that knows A100 is faster takes it
+    cluster = Typed(policy, [_typed("a100-0", "A100"), _typed("t4-0", "T4")])
+    cluster.submit(_elastic_job("blind", replicas=4, high=4, cost=30.0))
+    cluster.life.report("blind", _bootstrap(0.0, T4=0.2))
+    cluster.submit(_elastic_job("knows", replicas=4, high=4, cost=30.0))
+    cluster.life.report("knows", _bootstrap(0.0, A100=0.1, T4=0.2))
+    cluster.cycle(0.0)
+    cluster.cycle(1.0)
+    assert cluster.types_of("knows") == {"A100"}
+    assert cluster.types_of("blind") == {"T4"}
