@@ -52,7 +52,7 @@ from phalanx.sim.data import DataPlane, dataset_key
 from phalanx.sim.elastic.job import profile_fit
 from phalanx.sim.elastic.profile import AppProfile
 from phalanx.sim.elastic.tracker import ElasticRun
-from phalanx.sim.gpu_types import Choice, GpuTypeStats, choose, fixed_speed
+from phalanx.sim.gpu_types import Choice, GpuTypeStats, bootstrap_rows, choose, fixed_speed
 from phalanx.sim.workload import WorkloadJob
 
 FAILED_CODE = 1  # the exit code of a task whose run the workload marks as failing
@@ -168,6 +168,26 @@ class SimCluster:
             tracker.advance(now)
             if len(tracker.job.log.rows) != self._told.get(name):
                 self._report(name, tracker, now)
+
+    def bootstrap(self, job: str, now: float) -> bool:
+        """``job`` arrived: on a cluster of several GPU types, an elastic job with curves
+        for two or more of them reports its bootstrapping points (``bootstrap_rows``)
+        before it runs, as Sia's scheduler is given them; whether it did (``reported``
+        then says what)."""
+        spec = self._jobs[job]
+        if not self._elastic or spec.elastic is None or not spec.elastic.by_model:
+            return False
+        rows = bootstrap_rows(spec.elastic, set(self._models.values()))
+        tracker = self._run(job).elastic
+        if not rows or tracker is None:
+            return False
+        tracker.seed(rows)
+        self._report(job, tracker, now)
+        return True
+
+    def reported(self, job: str) -> Progress:
+        """``job``'s report not yet handed on (taken: ``reports`` will not give it)."""
+        return self._reports.pop(job)
 
     def _report(self, name: str, tracker: ElasticRun, now: float) -> None:
         self._reports[name] = tracker.report(now)

@@ -19,6 +19,10 @@ trains at the speed of the type its replicas run on:
   from the chosen curves at its row's batch (``fixed_seconds``); where those curves
   cannot say, the default curves', else its duration as it is.
 
+Before a job with curves for two or more of the cluster's types has run, it reports
+Sia's bootstrapping points (``bootstrap_rows``): its one-GPU step on each of those
+types, as Sia's scheduler is given them, from which a policy ranks the types for it.
+
 A job whose model has no per-type curves (Pollux's homogeneous profiles) is left
 exactly as before: the default curves, its duration at speed 1, nothing counted.
 """
@@ -26,9 +30,10 @@ exactly as before: the default curves, its duration at speed 1, nothing counted.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from phalanx.sim.elastic.observe import Key
 from phalanx.sim.elastic.profile import AppProfile
 from phalanx.sim.elastic.progress import fixed_seconds
 from phalanx.sim.elastic.throughput import packed, step_times
@@ -107,6 +112,28 @@ def fixed_speed(
     if seconds is None or not seconds > 0 or not duration > 0:
         return 1.0
     return duration / seconds
+
+
+def bootstrap_rows(
+    model: ElasticModel, present: Collection[str]
+) -> tuple[tuple[Key, tuple[float, float]], ...]:
+    """Sia's bootstrapping points for a job of ``model``: on each GPU model of
+    ``present`` it has curves for (sorted), its step and sync seconds on one GPU at the
+    largest local batch those curves measured there (at most its largest local batch).
+    Empty unless its curves cover two or more of ``present``: one type needs no choice."""
+    rows: list[tuple[Key, tuple[float, float]]] = []
+    for name in sorted(set(present)):
+        profile = model.on(name)
+        curve = None if profile is None else profile.shapes.get((1, 1))
+        if profile is None or curve is None:
+            continue
+        local = [int(b) for b in curve[0] if int(b) <= profile.max_local_batch]
+        if not local:
+            continue
+        times = step_times(profile, (1,), max(local), interpolate=True)
+        if times is not None:
+            rows.append(((name, 1, 1, max(local)), times))
+    return tuple(rows) if len(rows) > 1 else ()
 
 
 @dataclass(slots=True, kw_only=True)

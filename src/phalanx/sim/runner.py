@@ -374,6 +374,8 @@ class Simulation:
         )
         self._emit(now, EventKind.SUBMITTED, job.name)
         self._carry_out(self.life.submit(job, now=now))
+        if self.elastic and self.cluster.bootstrap(job.name, now):
+            self.life.report(job.name, self.cluster.reported(job.name))
         self._triggered(now)
 
     def _session(self, now: float) -> None:

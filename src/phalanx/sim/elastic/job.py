@@ -92,7 +92,7 @@ class ElasticJob:
             if log is not job.log and job.known is not None:
                 perf = job.known
             elif log is not job.log:
-                observations = log.observations()
+                observations = log.observations(profile.gpu_model)
                 perf = fit_perf_params(observations) if observations is not None else perf
             moved = advance(profile, job.position, job.placement, config, seconds)
             if moved is None:

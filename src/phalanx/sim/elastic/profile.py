@@ -10,7 +10,7 @@ per epoch). Times are seconds; progress counts samples at the smallest profiled 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
@@ -48,6 +48,19 @@ class AppProfile:
     min_local_batch: int
     #: the GPU model its step times were measured on ("": the default curves, for any GPU)
     gpu_model: str = ""
+
+    def slowed(self, factor: float) -> AppProfile:
+        """The same profile with every step and sync time ``factor`` times longer (a
+        calibration: the application trains ``factor`` times slower than measured);
+        itself at 1."""
+        if factor == 1.0:
+            return self
+        return replace(
+            self,
+            placements={k: _stretched(c, factor) for k, c in self.placements.items()},
+            scalability={k: _stretched(c, factor) for k, c in self.scalability.items()},
+            shapes={k: _stretched(c, factor) for k, c in self.shapes.items()},
+        )
 
     @property
     def epochs(self) -> int:
@@ -97,6 +110,12 @@ def build_profile(
         min_local_batch=smallest,
         gpu_model=gpu_model,
     )
+
+
+def _stretched(curve: Curve, factor: float) -> Curve:
+    """``curve`` (local batch, step, sync) with its times ``factor`` times longer."""
+    local, step, sync = curve
+    return local, step * factor, sync * factor
 
 
 def _shape_means(placements: Mapping[int, Curve]) -> dict[tuple[int, int], Curve]:

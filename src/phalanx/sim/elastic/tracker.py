@@ -20,11 +20,12 @@ Times are seconds of the simulation clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.goodput import PerfParams
 from phalanx.sim.elastic.job import ElasticJob
+from phalanx.sim.elastic.observe import Key, StepLog
 from phalanx.sim.elastic.profile import AppProfile
 from phalanx.sim.elastic.progress import grad_params, progress_rate
 from phalanx.sim.elastic.throughput import iteration_seconds, normalise
@@ -82,6 +83,14 @@ class ElasticRun:
         self.resumes = now + self.delay
         return True
 
+    def seed(self, rows: tuple[tuple[Key, tuple[float, float]], ...]) -> None:
+        """Steps measured before the job runs (bootstrapping points) join its log."""
+        log = self.job.log
+        for key, times in rows:
+            if all(k != key for k, _ in log.rows):
+                log = StepLog(rows=(*log.rows, (key, times)))
+        self.job = replace(self.job, log=log)
+
     def wait_for(self, ready: float) -> None:
         """Its replicas have their data at ``ready``: training resumes ``delay`` s after
         that at the earliest (a change of placement costs its delay from then)."""
@@ -122,8 +131,9 @@ class ElasticRun:
                 local_batch=atomic,
                 step_seconds=step,
                 sync_seconds=sync,
+                gpu_model=model or None,
             )
-            for (nodes, replicas, atomic), (step, sync) in job.log.rows
+            for (model, nodes, replicas, atomic), (step, sync) in job.log.rows
         )
         config = job.config
         grad = None if config is None else grad_params(profile, config.batch, job.position.epoch)

@@ -56,6 +56,12 @@ Each type's curves become a profile of their own with the folder's validation fi
 (``read_gpu_profiles``), carried by the job's ``ElasticModel.by_model``: the simulator
 then runs the job at the speed of the GPU type it lands on (``phalanx.sim.gpu_types``).
 ``profiles_dir`` points at such a folder (``phalanx sim run --profiles DIR``).
+Sia's profiles come with Sia's calibration, kept as its simulator keeps it
+(``phalanx.sim.traces.sia``): each application trains ``SLOWDOWNS`` times slower than
+its curves say (every step and sync time of its curves, default and per type, is
+stretched by it: cifar10 1.8, ncf 1.5, the others 1.2, "fitted to real-world data"),
+and each start costs its application's ``RESTART_SECONDS`` (cifar10 50 s, deepspeech2
+25, yolov3 80, bert 120, imagenet 250, ncf 15) instead of Pollux's 30.
 """
 
 from __future__ import annotations
@@ -85,7 +91,7 @@ from phalanx.sim.traces._common import (
     read_csv,
     row_error,
 )
-from phalanx.sim.traces.sia import suffix_model
+from phalanx.sim.traces.sia import RESTART_SECONDS, SLOWDOWNS, suffix_model
 from phalanx.sim.workload import ElasticModel, Workload, WorkloadJob
 
 QUEUE: Final = "pollux"
@@ -108,15 +114,17 @@ FIXED_APPS: Final = {"ncf": 32768}
 
 
 def read_profile(folder: Path) -> AppProfile:
-    """The profile of ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
-    return _profile(folder, "", _validation(folder))
+    """The profile of ``folder`` (``placements.csv``, ``scalability.csv``,
+    ``validation-*.csv``), calibrated as Sia's are where they are Sia's."""
+    return _profile(folder, "", _validation(folder)).slowed(_calibration(folder))
 
 
 def read_gpu_profiles(folder: Path) -> dict[str, AppProfile]:
     """Per GPU model, the profile of ``folder`` measured on it: each
     ``placements-<suffix>.csv`` with ``scalability-<suffix>.csv`` where there is one, and
     the folder's validation files (progress and gradient statistics do not depend on the
-    GPU). The model is ``sia.suffix_model(suffix)``; empty when no file has a suffix."""
+    GPU), calibrated as Sia's (``SLOWDOWNS``). The model is ``sia.suffix_model(suffix)``;
+    empty when no file has a suffix."""
     suffixes = sorted(
         path.stem.removeprefix("placements-") for path in folder.glob("placements-*.csv")
     )
@@ -133,7 +141,15 @@ def read_gpu_profiles(folder: Path) -> dict[str, AppProfile]:
                 "keep one placements file per GPU model",
             )
         found[model] = _profile(folder, suffix, validation, model=model)
-    return found
+    return {model: profile.slowed(_calibration(folder)) for model, profile in found.items()}
+
+
+def _calibration(folder: Path) -> float:
+    """How many times slower than its curves the application of ``folder`` trains:
+    Sia's ``SLOWDOWNS`` for Sia's profiles (those with curves per GPU type), else 1."""
+    if not any(folder.glob("placements-*.csv")):
+        return 1.0
+    return SLOWDOWNS.get(folder.name, 1.0)
 
 
 def _validation(folder: Path) -> dict[int, NDArray[np.float64]]:
@@ -210,7 +226,7 @@ def load_pollux(
     *,
     profiles_dir: Path | None = None,
     durations: Mapping[str, float] | None = None,
-    restart_delay: float = RESTART_DELAY,
+    restart_delay: float | None = None,
     until: float | None = None,
     limit: int | None = None,
     elastic: bool = True,
@@ -220,7 +236,8 @@ def load_pollux(
 
     ``profiles_dir`` defaults to ``app_profiles`` beside the workload's folder; it is
     read only for applications that ``durations`` does not name. Every job resumes
-    where it stopped and spends ``restart_delay`` seconds at each start. Raises
+    where it stopped and spends ``restart_delay`` seconds at each start (None: Pollux's
+    30 s, or Sia's time of its application for Sia's profiles). Raises
     ``DocumentError`` naming the line and column of a bad row or of a configuration
     the profiles do not cover.
     """
@@ -242,16 +259,19 @@ def load_pollux(
                 typed[app] = read_gpu_profiles(folder / app)
         job = one_role_job(name=name, queue=QUEUE, role=gpu_role(replicas, 1.0), submit_time=submit)
         model = None
+        restart = restart_delay
+        if restart is None:
+            restart = RESTART_SECONDS.get(app, RESTART_DELAY) if typed.get(app) else RESTART_DELAY
         if elastic and app in profiles:
             job, model = elastic_job(
-                job, profiles[app], batch, restart_delay, by_model=typed.get(app, {})
+                job, profiles[app], batch, restart, by_model=typed.get(app, {})
             )
         jobs.append(
             WorkloadJob(
                 job=job,
                 duration=duration,
                 checkpoint_interval=CHECKPOINT_INTERVAL,
-                restart_delay=restart_delay,
+                restart_delay=restart,
                 elastic=model,
                 gpu_util=gpu_util_of(header, cells, (path, line)),
             )
@@ -263,12 +283,23 @@ def load_pollux(
         ),
         "durations: Pollux's progress model at the row's fixed size, from app_profiles"
         + (f", except {', '.join(sorted(durations))} given" if durations else ""),
-        f"a preempted job resumes where it stopped; each start spends {restart_delay:g} s",
+        "a preempted job resumes where it stopped; each start spends "
+        + (f"{restart_delay:g} s" if restart_delay is not None else _restart_note(typed)),
         *_type_note(typed),
     )
     return assemble(
         jobs, queues=(Queue(name=QUEUE),), source=path, notes=notes, until=until, limit=limit
     )
+
+
+def _restart_note(typed: Mapping[str, Mapping[str, AppProfile]]) -> str:
+    """How long a start takes, said once per workload: Pollux's 30 s, or Sia's per
+    application where its profiles are Sia's."""
+    sia = sorted(app for app, by_model in typed.items() if by_model)
+    if not sia:
+        return f"{RESTART_DELAY:g} s"
+    each = ", ".join(f"{app} {RESTART_SECONDS.get(app, RESTART_DELAY):g} s" for app in sia)
+    return f"its application's restart time as Sia's simulator has it ({each})"
 
 
 def _type_note(typed: Mapping[str, Mapping[str, AppProfile]]) -> tuple[str, ...]:

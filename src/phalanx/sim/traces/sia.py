@@ -45,6 +45,32 @@ def suffix_model(suffix: str) -> str:
     return PROFILE_SUFFIXES.get(suffix, suffix)
 
 
+#: How many times slower than its profiled curves each application trains in Sia's
+#: simulator ("slowdown values for each job fitted to real-world data",
+#: ``simulator_config.SLOWDOWNS``; its goodput is multiplied by the inverse).
+SLOWDOWNS: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        "cifar10": 1.8,
+        "imagenet": 1.2,
+        "yolov3": 1.2,
+        "bert": 1.2,
+        "deepspeech2": 1.2,
+        "ncf": 1.5,
+    }
+)
+#: Seconds a start or restart of each application costs in Sia's simulator
+#: (``applications.Application.rescale_time``; another application: 30).
+RESTART_SECONDS: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        "cifar10": 50.0,
+        "deepspeech2": 25.0,
+        "bert": 120.0,
+        "yolov3": 80.0,
+        "imagenet": 250.0,
+        "ncf": 15.0,
+    }
+)
+
 #: (name prefix, nodes, GPU model, GPUs per node, cores, memory bytes, GPU memory bytes)
 SIA_GROUPS: Final = (
     ("t4", 6, "T4", 4, 48, 192 * GIB, 16 * GIB),

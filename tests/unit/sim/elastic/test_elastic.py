@@ -100,7 +100,7 @@ def test_a_suspended_job_does_not_move_and_a_log_keeps_first_measurements() -> N
     log = StepLog().record(toy, (4,), 8)
     assert log.record(toy, (4,), 8) is log
     assert log.record(toy, (8,), 8) is log  # beyond what the profile brackets
-    obs = log.observations()
+    obs = log.observations("")
     assert obs is not None
     assert obs.accum_time.tolist() == pytest.approx([0.4])
     assert obs.sync_time.tolist() == pytest.approx([0.6])
