@@ -14,7 +14,7 @@ level, the latest first.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from phalanx.domain.errors import PluginError
@@ -24,12 +24,16 @@ from phalanx.engine.snapshot import JobInfo, TaskInfo
 
 
 class _Levels:
-    """Jobs' levels at one session's time, each computed on first use."""
+    """Jobs' levels and ranks at one session's time, each computed on first use and kept
+    for the session (a job's attained service is read at the session's ``now``, which no
+    placement inside the session changes): judging a preemptor's candidates then costs a
+    lookup per candidate."""
 
     def __init__(self, plugin: LasPlugin, now: float) -> None:
         self.plugin = plugin
         self.now = now
         self.levels: dict[str, int] = {}
+        self.ranks: dict[str, tuple[int, float, str]] = {}
 
     def level(self, job: JobInfo) -> int:
         """The job's level at the session's time."""
@@ -40,7 +44,10 @@ class _Levels:
 
     def rank(self, job: JobInfo) -> tuple[int, float, str]:
         """Queue order: level, then submission (first come first served)."""
-        return (self.level(job), job.creation_time, job.name)
+        found = self.ranks.get(job.name)
+        if found is None:
+            found = self.ranks[job.name] = (self.level(job), job.creation_time, job.name)
+        return found
 
 
 class LasPlugin(Plugin[_Levels]):
@@ -87,6 +94,16 @@ class LasPlugin(Plugin[_Levels]):
         ``preemptWithinLevel``)."""
         if self.within_level:
             mine = state.rank(preemptor.job)
-            return [task for task in candidates if state.rank(task.job) > mine]
+            ranks, rank = state.ranks, state.rank
+            return [
+                task for task in candidates if (ranks.get(task.job.name) or rank(task.job)) > mine
+            ]
         least = state.level(preemptor.job)
-        return [task for task in candidates if state.level(task.job) > least]
+        levels, level = state.levels, state.level
+        return [task for task in candidates if _known(levels, task.job, level) > least]
+
+
+def _known(levels: dict[str, int], job: JobInfo, level: Callable[[JobInfo], int]) -> int:
+    """``job``'s level from the session's cache (``level`` computes one not yet known)."""
+    found = levels.get(job.name)
+    return level(job) if found is None else found

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from phalanx.engine.decisions import Reason, ReasonCode
 from phalanx.engine.framework.confinement import Confinement, ConfinementQuery
+from phalanx.engine.framework.extension import VictimPoint
 from phalanx.engine.framework.session import Session
 from phalanx.engine.framework.statement import OpKind, Statement
 from phalanx.engine.placement.confined import free_room
@@ -74,10 +75,35 @@ def evict_for_gang(
     if session.eviction_failed(shape):
         return False
     victims = find_victims(job)
-    if victims and _evict_for_tasks(session, job, tasks, victims, action, budget, judge):
+    if judge is None:
+        judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    if (
+        victims
+        and not _accepts_none(judge, tasks, victims)
+        and _evict_for_tasks(session, job, tasks, victims, action, budget, judge)
+    ):
         return True
     session.remember_eviction_failure(shape)
     return False
+
+
+def _accepts_none(judge: Judge, tasks: Sequence[TaskInfo], victims: Sequence[TaskInfo]) -> bool:
+    """Whether no eviction can happen for ``tasks``: the plugins judge each victim on its
+    own (``VictimPoint.in_any_order``) and accept none of ``victims`` for any task.
+
+    Exact: every eviction of a search is of a victim the plugins accept for the task it
+    makes room for, offered from ``victims`` (or a subset, of which such plugins accept
+    what they accept of the whole), and a search that evicts nothing fails; so the full
+    search is skipped with the same outcome. One judge call per pending task, at most
+    (stopping at the first that accepts any), O(tasks x victims) instead of a search
+    costing O(nodes + victims) per task and node tried: what keeps ``preempt`` cheap when
+    thousands of jobs wait and none may evict what runs (Tiresias' within-level order,
+    where the waiting jobs are the latest of their level: each had searched in full,
+    every session). Judges that weigh candidates together are never skipped.
+    """
+    if not (isinstance(judge, VictimPoint) and judge.in_any_order):
+        return False
+    return not any(judge(task, victims) for task in tasks)
 
 
 def _evict_for_tasks(
