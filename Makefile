@@ -94,6 +94,13 @@ $(SIA):
 bench-sia-reference: install $(SIA)
 	$(BIN)/python bench/sia_reference.py $(SIA_ARGS)
 
+# The model check against Sia's simulator (issue 43): the same jobs at fixed size (rigid),
+# one after another on one GPU type, in Sia's simulator and phalanx's; prints both average
+# JCTs per workload and type (bench/sia_check.py). SIA_ARGS: e.g. --workloads 1-3.
+.PHONY: bench-sia-check
+bench-sia-check: install $(SIA)
+	$(BIN)/python bench/sia_check.py $(SIA_ARGS)
+
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link fails it.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
