@@ -1,8 +1,8 @@
 """Shipped scheduling policies: SchedulerConfig documents selectable by name.
 
 ``fifo``, ``sjf-oracle``, ``tiresias-las``, ``tiresias-pollux``, ``drf``,
-``volcano-default`` and ``phalanx-default`` live beside this module as YAML; any
-SchedulerConfig file works too.
+``volcano-default``, ``pollux``, ``sia`` and ``phalanx-default`` live beside this module
+as YAML; any SchedulerConfig file works too.
 """
 
 from __future__ import annotations

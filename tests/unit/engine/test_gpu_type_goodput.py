@@ -7,10 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from phalanx.domain.errors import PluginError
 from phalanx.domain.progress import Progress, StepTiming
+from phalanx.engine.plugins.goodput import GoodputPlugin
 from phalanx.engine.plugins.goodput.models import Fits
 from phalanx.engine.plugins.goodput.search import EPS, search_typed
 from phalanx.engine.plugins.goodput.typed import TypePool, one_gpu_speed, type_goodputs
+from phalanx.policies import load_policy
 
 POOLS = [TypePool(name="A100", capacity=8, per_node=8), TypePool(name="T4", capacity=8, per_node=4)]
 FITS = Fits(None)  # type: ignore[arg-type]
@@ -141,3 +144,12 @@ def test_with_room_for_all_every_job_gets_gpus_on_its_best_type() -> None:
     )
     assert (alloc > 0).all()
     assert kind[1] == 1 and kind[0] == kind[2] == 0
+
+
+def test_the_power_mean_is_an_arg_below_zero_and_sia_ships_with_sias() -> None:
+    assert GoodputPlugin({"powerMean": -0.5}).power == -0.5
+    with pytest.raises(PluginError, match="'powerMean' must be below 0"):
+        GoodputPlugin({"powerMean": 0.5})
+    sia = load_policy("sia").config
+    (goodput,) = [p for tier in sia.tiers for p in tier if p.name == "goodput"]
+    assert goodput.args == {"powerMean": -0.5}

@@ -48,13 +48,24 @@ Every session it sizes the elastic jobs of the snapshot together:
   differ some hundredfold (a job without GPUs weighs ``weight / EPS``, a thousand times
   its term on an equal share; with k = 0.5 that takes a ten-thousandfold difference in
   what is left), so a long job is slowed, not stopped;
-- then ``search`` (power mean p = -1 of the speedups) picks the sizes.
+- then ``search`` (power mean p = -1 of the speedups) picks the sizes;
+- on a cluster of several GPU types (``placement.gputypes``) each job is priced per
+  (type, size) instead (``typed``: its goodput on each type, learnt there or projected
+  from the type it ran on by one-GPU bootstrapping ratios, as Sia does), all of a job's
+  types over one base, its goodput on an equal share of its slowest type; a job that
+  holds GPUs keeps to its type (charged for a change of size as above), one that holds
+  none may take any type its roles may use (uncharged: it pays its start whatever it is
+  given); ``search_typed`` chooses type and size together, within each type's GPUs
+  (``typed.type_pools``), and the ``gpu_types`` point sends each job given GPUs to its
+  type before it is placed.
 
 The answer names every elastic job it sized; the action grows and shrinks them towards
 it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
 (true: speedups relative to an equal share of the GPUs, Pollux's normalisation;
 false: relative to one GPU), ``suspendAbove`` (GPU-seconds; default 0: no job is
-suspended), ``remainingExponent`` (default 0: every job weighs the same, as Pollux).
+suspended), ``remainingExponent`` (default 0: every job weighs the same, as Pollux),
+``powerMean`` (the power mean's p, below 0; default -1, Pollux's: a job left with little
+weighs most; Sia's -0.5 weighs total goodput more).
 """
 
 from __future__ import annotations
@@ -67,6 +78,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.domain.errors import PluginError
 from phalanx.domain.job import JobPhase, Role
 from phalanx.domain.resources import GPU
 from phalanx.engine.framework.kept import Lifetime
@@ -110,7 +122,9 @@ class GoodputPlugin(Plugin[_State]):
     """Targets for elastic jobs that maximise the power mean of their speedups."""
 
     name = "goodput"
-    accepted_args = frozenset({"exploreFactor", "fairShare", "suspendAbove", "remainingExponent"})
+    accepted_args = frozenset(
+        {"exploreFactor", "fairShare", "suspendAbove", "remainingExponent", "powerMean"}
+    )
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -118,6 +132,12 @@ class GoodputPlugin(Plugin[_State]):
         self.fair_share = self.flag("fairShare", True)
         self.suspend_above = self.number("suspendAbove", 0.0)
         self.remaining_exponent = self.number("remainingExponent", 0.0)
+        self.power = self.number("powerMean", -1.0, minimum=-10.0)
+        if self.power >= 0:
+            raise PluginError(
+                f"plugin 'goodput': arg 'powerMean' must be below 0 (-1: Pollux's, -0.5: "
+                f"Sia's), got {self.power:g}"
+            )
 
     def open(self, session: Session) -> _State:
         return _State(session=session)
@@ -152,6 +172,7 @@ class GoodputPlugin(Plugin[_State]):
             fair_share=self.fair_share,
             suspend_above=self.suspend_above,
             remaining_exponent=self.remaining_exponent,
+            power=self.power,
         )
 
 
@@ -171,6 +192,7 @@ def _targets(
     fair_share: bool,
     suspend_above: float = 0.0,
     remaining_exponent: float = 0.0,
+    power: float = -1.0,
 ) -> _Plan | None:
     """The size of each elastic job that is sized this session, by name, and on several
     GPU types the type of each given GPUs that holds none (see the module docstring);
@@ -190,8 +212,10 @@ def _targets(
         shut = _shut_out(session, jobs, share.capacity, suspend_above, by_left=by_left)
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
     if index.several:
-        return _typed_targets(session, jobs, share, fits, shut, index, explore, remaining_exponent)
-    values, current, sized = _values(session, jobs, share, fits, shut, explore=explore)
+        return _typed_targets(
+            session, jobs, share, fits, shut, index, explore, remaining_exponent, power
+        )
+    values, current, sized = _values(session, jobs, share, fits, shut, explore=explore, power=power)
     if remaining_exponent > 0:
         weights = _near_end_weights(jobs, fits, share.fair, share.per_node, remaining_exponent)
         values *= weights[:, None]
@@ -221,6 +245,7 @@ def _values(
     shut: set[str],
     *,
     explore: float,
+    power: float = -1.0,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.bool_]]:
     """``search``'s input, a row per job: the values of giving it 0..capacity GPUs
     (inf where it may not have them; 0 at the one size a job in ``shut`` or keeping its
@@ -243,7 +268,7 @@ def _values(
             values[row, current[row]] = 0.0
             continue
         sized[row] = True
-        _price(values[row], session, job, placed, allowed, fits, share)
+        _price(values[row], session, job, placed, allowed, fits, share, power)
     return values, current, sized
 
 
@@ -255,9 +280,10 @@ def _price(
     allowed: tuple[int, int],
     fits: Fits,
     share: _Share,
+    power: float = -1.0,
 ) -> None:
-    """Write into ``out`` (``job``'s row of ``search``'s values) the inverse of its
-    speedup at each size ``allowed`` gives it (a newcomer, nothing placed nor measured,
+    """Write into ``out`` (``job``'s row of ``search``'s values) the ``power``-th power
+    (-1: the inverse) of its speedup at each size ``allowed`` gives it (a newcomer, nothing placed nor measured,
     at most an equal share), every size but ``placed`` charged for the change."""
     low, high = allowed
     progress = job.spec.progress
@@ -270,7 +296,7 @@ def _price(
     scaled = curve * (since / (since + cost) if since + cost > 0 else 1.0)
     if placed <= high:
         scaled[placed] = curve[placed]  # staying as it is costs nothing
-    out[low : high + 1] = 1.0 / (scaled[low : high + 1] + EPS)
+    out[low : high + 1] = _term(scaled[low : high + 1], power)
 
 
 def _near_end_weights(
@@ -445,6 +471,7 @@ def _typed_targets(
     index: GpuTypeIndex,
     explore: float,
     remaining_exponent: float,
+    power: float,
 ) -> _Plan:
     """``_targets`` on a cluster of several GPU types: each job's value per (type,
     size) from its goodput there (``typed.type_goodputs``), all of a job's types over
@@ -478,7 +505,7 @@ def _typed_targets(
             continue
         sized[row] = True
         left[row] = _price_typed(
-            values[row], session, job, placed, pinned, allowed, fits, share, pools
+            values[row], session, job, placed, pinned, allowed, fits, share, pools, power
         )
     if remaining_exponent > 0:
         values *= _weights(left, remaining_exponent)[:, None, None]
@@ -502,6 +529,7 @@ def _price_typed(
     fits: Fits,
     share: _Share,
     pools: list[TypePool],
+    power: float,
 ) -> float:
     """Write into ``out`` (types x sizes) ``job``'s values: on its ``pinned`` type when
     it holds GPUs, each size but ``placed`` charged for the change (as ``_price``); else
@@ -531,9 +559,9 @@ def _price_typed(
             scaled[placed] = curve[placed]  # staying as it is costs nothing
         top = min(high, pools[t].capacity)
         if top >= low:
-            out[t, low : top + 1] = 1.0 / (scaled[low : top + 1] + EPS)
+            out[t, low : top + 1] = _term(scaled[low : top + 1], power)
     if low == 0:
-        out[:, 0] = 1.0 / EPS
+        out[:, 0] = _term(np.zeros(1), power)[0]
     total = None if progress is None else progress.total_samples
     done = None if progress is None else progress.samples
     if not measured or total is None or done is None or not at_fair:
@@ -568,3 +596,12 @@ def _measured(session: Session, job: JobInfo) -> bool:
     reported before it ran, do not count)."""
     progress = job.spec.progress
     return progress is not None and bool(progress.timings) and job.service(session.now) > 0
+
+
+def _term(speedup: NDArray[np.float64], power: float) -> NDArray[np.float64]:
+    """Each speedup's term in the minimised sum: ``(s + EPS) ** power`` (at -1 computed
+    as the inverse, bit for bit Pollux's)."""
+    if power == -1.0:
+        return 1.0 / (speedup + EPS)
+    result: NDArray[np.float64] = (speedup + EPS) ** power
+    return result
