@@ -65,7 +65,8 @@ it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
 false: relative to one GPU), ``suspendAbove`` (GPU-seconds; default 0: no job is
 suspended), ``remainingExponent`` (default 0: every job weighs the same, as Pollux),
 ``powerMean`` (the power mean's p, below 0; default -1, Pollux's: a job left with little
-weighs most; Sia's -0.5 weighs total goodput more).
+weighs most; Sia's -0.5 weighs total goodput more), ``typedPowerMean`` (p on a cluster
+of several GPU types; default ``powerMean``).
 """
 
 from __future__ import annotations
@@ -103,10 +104,13 @@ SUSPEND_COSTS = 10.0
 
 @dataclass(slots=True)
 class _State:
-    """One session's: the session, and its plan once made (``_plan``)."""
+    """One session's: the session, and its plan once made (``_plan``) with the length
+    of the session's log then (a plan is a function of the session's state, which only
+    a committed operation changes)."""
 
     session: Session
     plan: _Plan | None = None
+    planned_at: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +127,14 @@ class GoodputPlugin(Plugin[_State]):
 
     name = "goodput"
     accepted_args = frozenset(
-        {"exploreFactor", "fairShare", "suspendAbove", "remainingExponent", "powerMean"}
+        {
+            "exploreFactor",
+            "fairShare",
+            "suspendAbove",
+            "remainingExponent",
+            "powerMean",
+            "typedPowerMean",
+        }
     )
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
@@ -132,12 +143,18 @@ class GoodputPlugin(Plugin[_State]):
         self.fair_share = self.flag("fairShare", True)
         self.suspend_above = self.number("suspendAbove", 0.0)
         self.remaining_exponent = self.number("remainingExponent", 0.0)
-        self.power = self.number("powerMean", -1.0, minimum=-10.0)
-        if self.power >= 0:
+        self.power = self._power("powerMean", -1.0)
+        self.typed_power = self._power("typedPowerMean", self.power)
+
+    def _power(self, key: str, default: float) -> float:
+        """A power mean's p: a number below 0."""
+        power = self.number(key, default, minimum=-10.0)
+        if power >= 0:
             raise PluginError(
-                f"plugin 'goodput': arg 'powerMean' must be below 0 (-1: Pollux's, -0.5: "
-                f"Sia's), got {self.power:g}"
+                f"plugin 'goodput': arg {key!r} must be below 0 (-1: Pollux's, -0.5: "
+                f"Sia's), got {power:g}"
             )
+        return power
 
     def open(self, session: Session) -> _State:
         return _State(session=session)
@@ -156,14 +173,19 @@ class GoodputPlugin(Plugin[_State]):
         kept for the session's placements); None for any other job."""
         if job.spec.elastic_role() is None:
             return None
-        if state.plan is None:
-            state.plan = self._plan(state.session)
+        if state.planned_at < 0:
+            self._replan(state)
         chosen = None if state.plan is None else state.plan.types.get(job.name)
         return None if chosen is None else (chosen,)
 
     def elastic_targets(self, state: _State) -> Mapping[str, int] | None:
-        state.plan = self._plan(state.session)  # afresh: placements may have moved since
+        if state.planned_at != len(state.session.log):  # placements moved since
+            self._replan(state)
         return None if state.plan is None else state.plan.sizes
+
+    def _replan(self, state: _State) -> None:
+        state.plan = self._plan(state.session)
+        state.planned_at = len(state.session.log)
 
     def _plan(self, session: Session) -> _Plan | None:
         return _targets(
@@ -173,6 +195,7 @@ class GoodputPlugin(Plugin[_State]):
             suspend_above=self.suspend_above,
             remaining_exponent=self.remaining_exponent,
             power=self.power,
+            typed_power=self.typed_power,
         )
 
 
@@ -193,6 +216,7 @@ def _targets(
     suspend_above: float = 0.0,
     remaining_exponent: float = 0.0,
     power: float = -1.0,
+    typed_power: float = -1.0,
 ) -> _Plan | None:
     """The size of each elastic job that is sized this session, by name, and on several
     GPU types the type of each given GPUs that holds none (see the module docstring);
@@ -213,7 +237,7 @@ def _targets(
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
     if index.several:
         return _typed_targets(
-            session, jobs, share, fits, shut, index, explore, remaining_exponent, power
+            session, jobs, share, fits, shut, index, explore, remaining_exponent, typed_power
         )
     values, current, sized = _values(session, jobs, share, fits, shut, explore=explore, power=power)
     if remaining_exponent > 0:
