@@ -2,7 +2,7 @@
 
     make bench-sia-check    # or:
     SIA_ARTIFACTS=PATH .venv/bin/python bench/sia_check.py [--workloads 1-2]
-        [--types aws,dgx-ext,rtx] [--interval 600] [--keep DIR]
+        [--types aws,dgx-ext,rtx] [--interval 600] [--keep DIR] [--sia-from DIR]
 
 What it isolates: the model (how fast a fixed-size job trains on each GPU type, what a
 start costs, how progress is counted), not a policy. Each Philly workload (as
@@ -37,7 +37,8 @@ no job restarted in either.
 Prints one JSON line per (workload, type): both average JCTs (seconds) and their relative
 difference (``diff``: phalanx / Sia - 1); then phalanx's average with Sia's per-application
 constants put in, job by job, from phalanx's own run: its training time (JCT less its wait
-and its 30 s start) times Sia's calibration slowdown (``simulator_config.SLOWDOWNS``), its
+and its start) at Sia's calibration slowdown (``simulator_config.SLOWDOWNS``) in place of
+phalanx's own (``calibration``, read off its curves: 1 until phalanx took Sia's), its
 start replaced by Sia's restart time (``Application.rescale_time``), each alone
 (``diff_with_sia_slowdowns``, ``diff_with_sia_restarts``) and both (``adjusted``), the
 constants read from Sia's code by the driver; ``rounded``: phalanx's seconds per epoch
@@ -45,7 +46,13 @@ slowed and rounded to a whole second each as Sia's ``Job.step`` does, plus Sia's
 time, and the jobs for which that gives Sia's JCT to the second; and the jobs whose
 adjusted JCT differs most. Then per type and overall the means over the workloads, and
 per (application, type) Sia's training time over phalanx's (mean and extremes) beside
-Sia's slowdown: where the two throughput models agree, the two are equal.
+the ratio of the two simulators' slowdowns: where the throughput models agree, the two
+are equal.
+
+``--keep DIR`` keeps the export, the rigid workloads and Sia's logs; ``--sia-from DIR``
+reads an earlier run's rigid workloads and Sia's runs of them back instead of running Sia
+again (they do not depend on phalanx's model), so a change to phalanx's model is checked
+in a minute.
 """
 
 from __future__ import annotations
@@ -110,6 +117,9 @@ class JobRun:
     jct: float
     waited: float  # from submission to its first start
     restart: float  # spent at its start before it progressed
+    #: how many times slower than its profiled curves it trained (Sia's calibration, or
+    #: phalanx's own: ``calibration``)
+    slowdown: float = 1.0
 
 
 def type_model(gpu_type: str) -> tuple[str, int]:
@@ -153,11 +163,33 @@ def write_rows(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
         writer.writerows(rows)
 
 
-def epoch_seconds(workload: Path, model: str) -> dict[str, list[float]]:
-    """Per job of ``workload``, phalanx's seconds for each epoch of its run alone on
-    ``model`` GPUs packed on whole nodes (``packed_on``), at its row's size and batch: the
-    terms whose sum is ``fixed_seconds``, that type's curves (the default ones where they
-    cannot say); one term, its duration, where neither can."""
+def calibration(profile: Any, folder: Path) -> float:
+    """How many times slower than its profiled curves phalanx trains a job of ``profile``
+    (an ``AppProfile`` of the application folder ``folder``): its one-GPU step at the
+    smallest local batch over that of the file it was read from (``placements-<suffix>.csv``
+    of its GPU type, ``placements.csv`` for the default curves); 1 where either lacks it."""
+    from phalanx.sim.traces.sia import PROFILE_SUFFIXES
+
+    suffixes = {model: suffix for suffix, model in PROFILE_SUFFIXES.items()}
+    suffix = suffixes.get(profile.gpu_model, profile.gpu_model)
+    path = folder / (f"placements-{suffix}.csv" if suffix else "placements.csv")
+    with path.open(newline="") as stream:
+        ones = [r for r in csv.DictReader(stream) if r["placement"].strip() == "1"]
+    curve = profile.placements.get(1)
+    if not ones or curve is None:
+        return 1.0
+    first = min(ones, key=lambda r: float(r["local_bsz"]))
+    local, step, _ = curve
+    at = [i for i, b in enumerate(local) if float(b) == float(first["local_bsz"])]
+    return float(step[at[0]]) / float(first["step_time"]) if at else 1.0
+
+
+def epoch_seconds(workload: Path, model: str) -> dict[str, tuple[list[float], float]]:
+    """Per job of ``workload``: phalanx's seconds for each epoch of its run alone on
+    ``model`` GPUs packed on whole nodes (``packed_on``), at its row's size and batch (the
+    terms whose sum is ``fixed_seconds``, by that type's curves, the default ones where
+    they cannot say; one term, its duration, where neither can), and the ``calibration``
+    of the curves used."""
     import numpy as np
 
     from phalanx.sim.elastic.batch import fixed_batch
@@ -166,12 +198,13 @@ def epoch_seconds(workload: Path, model: str) -> dict[str, list[float]]:
     from phalanx.sim.gpu_types import packed_on
     from phalanx.sim.traces.pollux import load_pollux
 
-    found: dict[str, list[float]] = {}
-    for job in load_pollux(workload, profiles_dir=SIA / "app_profiles").jobs:
+    folder = SIA / "app_profiles"
+    found: dict[str, tuple[list[float], float]] = {}
+    for job in load_pollux(workload, profiles_dir=folder).jobs:
         progress = job.elastic
         assert progress is not None, "a Philly job carries its profiles"
         gpus = sum(role.replicas for role in job.job.roles)
-        found[job.job.name] = [job.duration]
+        found[job.job.name] = ([job.duration], 1.0)
         for profile in (progress.on(model), progress.profile):
             if profile is None:
                 continue
@@ -183,7 +216,8 @@ def epoch_seconds(workload: Path, model: str) -> dict[str, list[float]]:
             gain = gains(profile, config.batch)
             if step is not None and gain is not None and config.atomic >= 1:
                 per_epoch = np.diff(profile.progress, prepend=0.0) * step / gain
-                found[job.job.name] = [float(t) for t in per_epoch]
+                factor = calibration(profile, folder / profile.name)
+                found[job.job.name] = ([float(t) for t in per_epoch], factor)
                 break
     return found
 
@@ -200,7 +234,7 @@ def rigid_workload(source: Path, target: Path, model: str, interval: int) -> Pat
     with source.open(newline="") as stream:
         rows = list(csv.DictReader(stream))
     epochs = epoch_seconds(source, model)
-    seconds = [sum(epochs[row["name"]]) for row in rows]
+    seconds = [sum(epochs[row["name"]][0]) for row in rows]
     write_rows(target, rigid_rows(rows, spaced(seconds, interval=interval)))
     return target
 
@@ -236,6 +270,16 @@ def run_sia(
     if done.returncode != 0:
         tail = (out / f"{stem}.stdout").read_bytes()[-2000:].decode(errors="replace")
         raise RuntimeError(f"Sia's simulator on {workload.name} exited {done.returncode}:\n{tail}")
+    runs, extra = read_sia(workload, out)
+    return runs, extra | {"wall_s": wall}
+
+
+def read_sia(workload: Path, out: Path) -> tuple[dict[str, JobRun], dict[str, Any]]:
+    """The run of Sia's simulator on ``workload`` that ``run_sia`` left in ``out``: per job
+    its run, and Sia's constants per application (``slowdowns``, ``restarts``). Raises
+    RuntimeError where two jobs overlapped or one restarted."""
+    stem = f"{workload.stem}-sia"
+    log, constants = out / f"{stem}.log", out / f"{stem}-constants.json"
     result = figures(log, workload)
     if result["contention_max"] > 1:
         raise RuntimeError(f"{workload.name}: jobs overlapped in Sia's run; space them more")
@@ -254,15 +298,19 @@ def run_sia(
             jct=job["completion_time"] - job["submission_time"],
             waited=0.0,
             restart=float(constant[application]["restart_s"]),
+            slowdown=float(constant[application]["slowdown"]),
         )
     slowdowns = {app: float(c["slowdown"]) for app, c in constant.items()}
     restarts = {app: float(c["restart_s"]) for app, c in constant.items()}
-    return runs, {"wall_s": wall, "slowdowns": slowdowns, "restarts": restarts}
+    return runs, {"slowdowns": slowdowns, "restarts": restarts}
 
 
-def run_phalanx(workload: Path, gpu_type: str) -> dict[str, JobRun]:
+def run_phalanx(
+    workload: Path, gpu_type: str, calibrations: Mapping[str, float] | None = None
+) -> dict[str, JobRun]:
     """phalanx's simulator on ``workload`` on the nodes of ``gpu_type`` in the ``sia``
-    cluster, under ``fifo`` with sessions on the minute: per job its run."""
+    cluster, under ``fifo`` with sessions on the minute: per job its run, its slowdown
+    the job's entry in ``calibrations`` (1 where none)."""
     from phalanx.domain.node import GPU_MODEL_LABEL
     from phalanx.policies import load_policy
     from phalanx.sim.runner import SimOptions, Simulation
@@ -291,6 +339,7 @@ def run_phalanx(workload: Path, gpu_type: str) -> dict[str, JobRun]:
             jct=record.jct,
             waited=record.queue_delay,
             restart=spec.restart_delay,
+            slowdown=(calibrations or {}).get(name, 1.0),
         )
     return runs
 
@@ -304,10 +353,10 @@ def adjusted(
     restart: bool = True,
 ) -> float:
     """``run``'s JCT had phalanx used Sia's per-application constants: its wait, its
-    training time (JCT less its wait and its start) times Sia's slowdown (with
-    ``slowdown``), and Sia's restart time in place of its own (with ``restart``)."""
+    training time (JCT less its wait and its start) at Sia's slowdown in place of its own
+    (with ``slowdown``), and Sia's restart time in place of its own (with ``restart``)."""
     training = run.jct - run.waited - run.restart
-    factor = slowdowns[run.application] if slowdown else 1.0
+    factor = slowdowns[run.application] / run.slowdown if slowdown else 1.0
     start = restarts[run.application] if restart else run.restart
     return run.waited + training * factor + start
 
@@ -405,16 +454,25 @@ def training_ratios(
     pairs: Iterable[tuple[str, JobRun, JobRun]],
 ) -> dict[tuple[str, str], dict[str, float]]:
     """Per (application, type), over ``pairs`` of (type, Sia's run, phalanx's run) of one
-    job: the jobs, and the mean and extremes of Sia's training time over phalanx's (JCT
-    less wait and start): Sia's slowdown where the two throughput models agree."""
+    job: the jobs, the mean and extremes of Sia's training time over phalanx's (JCT less
+    wait and start), and the mean of Sia's slowdown over phalanx's: the two are equal
+    where the two throughput models agree."""
     grouped: dict[tuple[str, str], list[float]] = {}
+    expected: dict[tuple[str, str], list[float]] = {}
     for gpu_type, sia, phalanx in pairs:
+        expected.setdefault((sia.application, gpu_type), []).append(sia.slowdown / phalanx.slowdown)
         ratio = (sia.jct - sia.waited - sia.restart) / (
             phalanx.jct - phalanx.waited - phalanx.restart
         )
         grouped.setdefault((sia.application, gpu_type), []).append(ratio)
     return {
-        key: {"jobs": len(r), "mean": mean(r), "min": min(r), "max": max(r)}
+        key: {
+            "jobs": len(r),
+            "mean": mean(r),
+            "min": min(r),
+            "max": max(r),
+            "slowdowns": mean(expected[key]),
+        }
         for key, r in sorted(grouped.items())
     }
 
@@ -427,6 +485,74 @@ def _types(text: str) -> list[str]:
     return names
 
 
+def check(
+    n: int, gpu_type: str, args: argparse.Namespace, simulator: Path, out: Path
+) -> tuple[dict[str, Any], list[tuple[str, JobRun, JobRun]], dict[str, float]]:
+    """Workload ``n`` on ``gpu_type`` in both simulators (Sia's read from ``--sia-from``
+    where given): the row ``compare`` makes of it, each job's pair of runs, and Sia's
+    slowdowns."""
+    model, _ = type_model(gpu_type)
+    name = f"workload-{n}-{gpu_type}.csv"
+    if args.sia_from is not None:
+        rigid = (args.sia_from / "out" / name).resolve()
+        sia, extra = read_sia(rigid, rigid.parent)
+    else:
+        source = SIA / "workloads" / "philly" / f"workload-{n}.csv"
+        rigid = rigid_workload(source, out / name, model, args.interval).resolve()
+        python = args.python.absolute()
+        sia, extra = run_sia(simulator, python, rigid, gpu_type, args.interval, out)
+    epochs = epoch_seconds(rigid, model)
+    started = time.monotonic()
+    phalanx = run_phalanx(rigid, gpu_type, {job: f for job, (_, f) in epochs.items()})
+    phalanx_wall = time.monotonic() - started
+    slowdowns: dict[str, float] = extra["slowdowns"]
+    rounded = {
+        job: rounded_jct(
+            [t / phalanx[job].slowdown for t in epochs[job][0]],
+            slowdowns[run.application],
+            run.restart,
+        )
+        for job, run in sia.items()
+    }
+    row = {
+        "bench": "sia_check",
+        "workload": f"workload-{n}",
+        "type": gpu_type,
+        "model": model,
+        **compare(sia, phalanx, slowdowns, extra["restarts"], rounded),
+        "phalanx_max_wait_s": max(run.waited for run in phalanx.values()),
+        "sia_wall_s": round(extra["wall_s"], 1) if "wall_s" in extra else None,
+        "phalanx_wall_s": round(phalanx_wall, 1),
+    }
+    return row, [(gpu_type, sia[job], phalanx[job]) for job in sorted(sia)], slowdowns
+
+
+def report(
+    rows: Sequence[Mapping[str, Any]],
+    pairs: Iterable[tuple[str, JobRun, JobRun]],
+    types: Sequence[str],
+    slowdowns: Mapping[str, float],
+) -> None:
+    """Print the means per type and over all, then the training ratios per (application,
+    type), one JSON line each."""
+    for gpu_type in [*types, "all"]:
+        picked = [r for r in rows if gpu_type in ("all", r["type"])]
+        print(json.dumps({"bench": "sia_check", "type": gpu_type, **means(picked)}), flush=True)
+    for (application, gpu_type), ratio in training_ratios(pairs).items():
+        line = {
+            "bench": "sia_check",
+            "application": application,
+            "type": gpu_type,
+            "jobs": ratio["jobs"],
+            "training_ratio_mean": round(ratio["mean"], 4),
+            "training_ratio_min": round(ratio["min"], 4),
+            "training_ratio_max": round(ratio["max"], 4),
+            "sia_slowdown": slowdowns.get(application),
+            "sia_over_phalanx_slowdown": round(ratio["slowdowns"], 4),
+        }
+        print(json.dumps(line), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workloads", type=_numbers, default=_numbers("1-8"))
@@ -436,70 +562,37 @@ def main() -> None:
     parser.add_argument("--commit", default=COMMIT)
     parser.add_argument("--python", type=Path, default=Path(".venv-sia/bin/python"))
     parser.add_argument("--keep", type=Path, help="keep the export, workloads and logs here")
+    parser.add_argument(
+        "--sia-from",
+        type=Path,
+        help="a --keep folder of an earlier run: its rigid workloads and Sia's runs of them "
+        "are read, not made again (they do not change with phalanx's model)",
+    )
     args = parser.parse_args()
-    if args.artifacts is None:
-        parser.error("name a clone of siasosp23/artifacts: --artifacts PATH or $SIA_ARTIFACTS")
-    if not args.python.exists():
-        parser.error(f"{args.python}: no such interpreter (make .venv-sia/bin/python)")
-    python = args.python.absolute()
+    if args.sia_from is None:
+        if args.artifacts is None:
+            parser.error("name a clone of siasosp23/artifacts: --artifacts PATH or $SIA_ARTIFACTS")
+        if not args.python.exists():
+            parser.error(f"{args.python}: no such interpreter (make .venv-sia/bin/python)")
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="sia-check-"))
     scratch.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.rmtree(scratch / "sia-simulator", ignore_errors=True)  # a --keep folder's
-        simulator = export(args.artifacts, args.commit, scratch)
+        simulator = scratch / "sia-simulator"
+        if args.sia_from is None:
+            shutil.rmtree(simulator, ignore_errors=True)  # a --keep folder's
+            simulator = export(args.artifacts, args.commit, scratch)
         out = scratch / "out"
         out.mkdir(exist_ok=True)
         rows: list[dict[str, Any]] = []
         pairs: list[tuple[str, JobRun, JobRun]] = []
         slowdowns: dict[str, float] = {}
         for n in args.workloads:
-            source = SIA / "workloads" / "philly" / f"workload-{n}.csv"
             for gpu_type in args.types:
-                model, _ = type_model(gpu_type)
-                rigid = rigid_workload(
-                    source, out / f"workload-{n}-{gpu_type}.csv", model, args.interval
-                )
-                sia, extra = run_sia(
-                    simulator, python, rigid.resolve(), gpu_type, args.interval, out
-                )
-                started = time.monotonic()
-                phalanx = run_phalanx(rigid, gpu_type)
-                phalanx_wall = time.monotonic() - started
-                slowdowns = extra["slowdowns"]
-                epochs = epoch_seconds(rigid, model)
-                rounded = {
-                    name: rounded_jct(epochs[name], slowdowns[run.application], run.restart)
-                    for name, run in sia.items()
-                }
-                row = {
-                    "bench": "sia_check",
-                    "workload": f"workload-{n}",
-                    "type": gpu_type,
-                    "model": model,
-                    **compare(sia, phalanx, slowdowns, extra["restarts"], rounded),
-                    "phalanx_max_wait_s": max(run.waited for run in phalanx.values()),
-                    "sia_wall_s": round(extra["wall_s"], 1),
-                    "phalanx_wall_s": round(phalanx_wall, 1),
-                }
+                row, paired, slowdowns = check(n, gpu_type, args, simulator, out)
                 rows.append(row)
-                pairs.extend((gpu_type, sia[name], phalanx[name]) for name in sorted(sia))
+                pairs.extend(paired)
                 print(json.dumps(row), flush=True)
-        for gpu_type in [*args.types, "all"]:
-            picked = [r for r in rows if gpu_type in ("all", r["type"])]
-            summary = {"bench": "sia_check", "type": gpu_type, **means(picked)}
-            print(json.dumps(summary), flush=True)
-        for (application, gpu_type), ratio in training_ratios(pairs).items():
-            line = {
-                "bench": "sia_check",
-                "application": application,
-                "type": gpu_type,
-                "jobs": ratio["jobs"],
-                "training_ratio_mean": round(ratio["mean"], 4),
-                "training_ratio_min": round(ratio["min"], 4),
-                "training_ratio_max": round(ratio["max"], 4),
-                "sia_slowdown": slowdowns.get(application),
-            }
-            print(json.dumps(line), flush=True)
+        report(rows, pairs, args.types, slowdowns)
     finally:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -7,9 +7,10 @@ import csv
 import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
@@ -100,6 +101,28 @@ def test_the_adjusted_jct_puts_in_sias_slowdown_and_restart_separately(
         name="bert-2", application="bert", gpus=4, jct=140.0, waited=10.0, restart=30.0
     )
     assert check.adjusted(waited, SLOWDOWNS, RESTARTS) == pytest.approx(10 + 120 + 120)
+    calibrated = check.JobRun(
+        name="bert-3", application="bert", gpus=4, jct=240.0, waited=0.0, restart=120.0,
+        slowdown=1.2,
+    )  # fmt: skip
+    # a run already at Sia's constants is left as it is
+    assert check.adjusted(calibrated, SLOWDOWNS, RESTARTS) == pytest.approx(240.0)
+
+
+def test_the_calibration_is_phalanxs_step_over_the_profiled_one(
+    check: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "placements-aws.csv").write_text(
+        "local_bsz,step_time,sync_time,placement\n16,0.5,0.01,1\n8,0.25,0.01,1\n8,0.4,0.02,2\n"
+    )
+    curve = (np.array([8.0, 16.0]), np.array([0.3, 0.6]), np.array([0.01, 0.01]))
+    slowed = SimpleNamespace(gpu_model="T4", placements={1: curve})
+    assert check.calibration(slowed, tmp_path) == pytest.approx(1.2)  # 0.3 / 0.25 at 8
+    as_measured = SimpleNamespace(
+        gpu_model="T4", placements={1: (curve[0], curve[0] / 32, curve[2])}
+    )
+    assert check.calibration(as_measured, tmp_path) == pytest.approx(1.0)
+    assert check.calibration(SimpleNamespace(gpu_model="T4", placements={}), tmp_path) == 1.0
 
 
 def test_the_comparison_reports_both_averages_and_the_jobs_furthest_apart(
@@ -161,6 +184,7 @@ def test_training_ratios_group_by_application_and_type(check: ModuleType) -> Non
     assert set(ratios) == {("bert", "aws"), ("bert", "rtx")}
     assert ratios["bert", "aws"]["jobs"] == 2
     assert ratios["bert", "aws"]["mean"] == pytest.approx(1.2)
+    assert ratios["bert", "aws"]["slowdowns"] == 1.0  # both runs at their curves' speed
     assert ratios["bert", "rtx"]["min"] == ratios["bert", "rtx"]["max"] == pytest.approx(1.0)
 
 
