@@ -20,8 +20,8 @@ Guarantees, for a job without ``allow_mixed_gpu_types`` (``typing_of``):
   without types (it cannot span two); its node's type then pins the job.
 - Wished for: a job not pinned for which a plugin names types (the ``gpu_types`` point,
   e.g. ``goodput`` on a cluster of several types) is tried on those alone, in that
-  order, those the gang fits on by the bound below first; where none has room, on the
-  first, so that its reason is placement's own there.
+  order: of a gang with several GPU tasks, those the bound below says it fits on; where
+  none has room, on the first, so that its reason is placement's own there.
 - Chosen per gang try: otherwise the types are tried in turn, each in its own attempt,
   only those where the gang fits by an upper bound of what placement finds (per role,
   the tasks each node's free room and slots hold under the role's predicates, summed
