@@ -126,3 +126,64 @@ def test_a_job_with_no_point_on_a_type_is_not_sent_there_on_a_guess(policy: str)
     cluster.cycle(1.0)
     assert cluster.types_of("knows") == {"A100"}
     assert cluster.types_of("blind") == {"T4"}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_role_selector_holds_whatever_the_type_gains(policy: str) -> None:
+    # "fast" gains 5x on A100, but its role takes T4 only: it goes to T4
+    cluster = Typed(policy, [_typed("a100-0", "A100"), _typed("t4-0", "T4")])
+    job = _elastic_job("fast", replicas=4, high=4, cost=30.0)
+    (role,) = job.roles
+    cluster.submit(replace(job, roles=(replace(role, gpu_types=("T4",)),)))
+    cluster.life.report("fast", _bootstrap(0.0, A100=0.1, T4=0.5))
+    cluster.cycle(0.0)
+    cluster.cycle(1.0)
+    assert cluster.types_of("fast") == {"T4"}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_what_a_job_learnt_on_one_type_carries_to_another(policy: str) -> None:
+    # measured on T4 only, where two replicas step four times slower than one (its
+    # synchronisation dominates), with one bootstrapping point on A100, 3x faster: it is
+    # sent to A100, and sized there by the T4 model projected (one GPU), not linearly
+    cluster = Typed(policy, [_typed("a100-0", "A100"), _typed("t4-0", "T4")])
+    cluster.submit(_elastic_job("flat", replicas=4, high=4, cost=30.0))
+    learnt = Progress(
+        time=0.0,
+        grad_sqr=1.0,
+        grad_var=0.01,
+        timings=(
+            StepTiming(
+                nodes=1,
+                replicas=1,
+                local_batch=32,
+                step_seconds=0.3,
+                sync_seconds=0.001,
+                gpu_model="T4",
+            ),
+            StepTiming(
+                nodes=1,
+                replicas=2,
+                local_batch=32,
+                step_seconds=1.2,
+                sync_seconds=0.9,
+                gpu_model="T4",
+            ),
+            StepTiming(
+                nodes=1,
+                replicas=1,
+                local_batch=32,
+                step_seconds=0.1,
+                sync_seconds=0.001,
+                gpu_model="A100",
+            ),
+        ),
+        init_batch_size=32,
+        max_batch_size=64,
+        local_batch_bounds=(32, 32),
+    )
+    cluster.life.report("flat", learnt)
+    for at in (0.0, 1.0, 100.0, 200.0):
+        cluster.cycle(at)
+    assert cluster.types_of("flat") == {"A100"}
+    assert cluster.placed("flat") == 1
