@@ -77,7 +77,7 @@ class ElasticJob:
         """The batch configuration for the current placement (``Job.update_local_bsz``)."""
         replicas = sum(self.placement)
         if self.batch_size is not None:
-            return fixed_batch(profile, replicas, self.batch_size)
+            return fixed_batch(profile, replicas, self.batch_size, placement=self.placement)
         return adaptive_batch(profile, len(self.placement), replicas, self.model(profile))
 
     def run(self, profile: AppProfile, seconds: float) -> ElasticJob:

@@ -16,7 +16,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-#: Largest local batch per step where Pollux sets one below the profiled maximum.
+#: Largest local batch per step where Pollux sets one below the profiled maximum; on the
+#: default curves only (Sia's per-type curves have no such limit).
 MAX_LOCAL_BATCH: Final = {"yolov3": 8}
 
 #: (local batch ascending, step seconds, sync seconds) of one placement or group.
@@ -90,6 +91,8 @@ def build_profile(
     and by (nodes, replicas), and per profiled batch size a table of rows
     (progress, grad_sqr, grad_var) per epoch. Epochs beyond the shortest table are
     dropped. ``gpu_model``: the GPU model the step times were measured on ("": any).
+    The largest local batch is the largest measured, except on the default curves of an
+    application in ``MAX_LOCAL_BATCH`` (Pollux's limit), which take that limit.
     Raises ValueError when there is no placement or validation data."""
     if not placements or not validation or not all(len(t) for t in validation.values()):
         raise ValueError(f"{name}: no validation or placement profile")
@@ -106,7 +109,7 @@ def build_profile(
         shapes={**_shape_means(placements), **scalability},
         progress=np.min([v[:, 0] for v in values.values()], axis=0),
         grads={b: GradStats(sqr=v[:, 1], var=v[:, 2]) for b, v in sorted(values.items())},
-        max_local_batch=MAX_LOCAL_BATCH.get(name, largest),
+        max_local_batch=largest if gpu_model else MAX_LOCAL_BATCH.get(name, largest),
         min_local_batch=smallest,
         gpu_model=gpu_model,
     )

@@ -124,9 +124,10 @@ def fixed_seconds(
     profile: AppProfile, placement: Sequence[int], batch: int, *, interpolate: bool = False
 ) -> float | None:
     """Seconds to train a whole job of ``profile`` alone on ``placement`` (GPUs per node)
-    at the fixed total ``batch`` (Pollux's split, ``fixed_batch``); None when the profile
-    does not cover that configuration (with ``interpolate``: cannot bracket it)."""
-    config = fixed_batch(profile, sum(placement), batch)
+    at the fixed total ``batch`` (split by ``fixed_batch`` on that placement: Pollux's
+    split, Sia's on Sia's per-type curves); None when the profile does not cover that
+    configuration (with ``interpolate``: cannot bracket it)."""
+    config = fixed_batch(profile, sum(placement), batch, placement=placement)
     seconds = None
     if config.atomic >= 1:
         seconds = iteration_seconds(
