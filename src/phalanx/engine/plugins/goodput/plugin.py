@@ -65,8 +65,9 @@ it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
 false: relative to one GPU), ``suspendAbove`` (GPU-seconds; default 0: no job is
 suspended), ``remainingExponent`` (default 0: every job weighs the same, as Pollux),
 ``powerMean`` (the power mean's p, below 0; default -1, Pollux's: a job left with little
-weighs most; Sia's -0.5 weighs total goodput more), ``typedPowerMean`` (p on a cluster
-of several GPU types; default ``powerMean``).
+weighs most; Sia's -0.5 weighs total goodput more), ``typedPowerMean`` and
+``typedRemainingExponent`` (the two on a cluster of several GPU types; default
+``powerMean`` and ``remainingExponent``).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ class GoodputPlugin(Plugin[_State]):
             "remainingExponent",
             "powerMean",
             "typedPowerMean",
+            "typedRemainingExponent",
         }
     )
 
@@ -145,6 +147,7 @@ class GoodputPlugin(Plugin[_State]):
         self.remaining_exponent = self.number("remainingExponent", 0.0)
         self.power = self._power("powerMean", -1.0)
         self.typed_power = self._power("typedPowerMean", self.power)
+        self.typed_remaining = self.number("typedRemainingExponent", self.remaining_exponent)
 
     def _power(self, key: str, default: float) -> float:
         """A power mean's p: a number below 0."""
@@ -196,6 +199,7 @@ class GoodputPlugin(Plugin[_State]):
             remaining_exponent=self.remaining_exponent,
             power=self.power,
             typed_power=self.typed_power,
+            typed_remaining=self.typed_remaining,
         )
 
 
@@ -217,6 +221,7 @@ def _targets(
     remaining_exponent: float = 0.0,
     power: float = -1.0,
     typed_power: float = -1.0,
+    typed_remaining: float = 0.0,
 ) -> _Plan | None:
     """The size of each elastic job that is sized this session, by name, and on several
     GPU types the type of each given GPUs that holds none (see the module docstring);
@@ -237,7 +242,7 @@ def _targets(
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
     if index.several:
         return _typed_targets(
-            session, jobs, share, fits, shut, index, explore, remaining_exponent, typed_power
+            session, jobs, share, fits, shut, index, explore, typed_remaining, typed_power
         )
     values, current, sized = _values(session, jobs, share, fits, shut, explore=explore, power=power)
     if remaining_exponent > 0:
