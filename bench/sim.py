@@ -2,12 +2,14 @@
 
     .venv/bin/python bench/sim.py philly [POLICY ...]   # full Philly replay (82,247 jobs)
     .venv/bin/python bench/sim.py kueue [POLICY ...]    # Kueue's published scheduler benchmark
-    .venv/bin/python bench/sim.py sia [POLICY ...] [--workloads 1-8]   # Sia's Philly set
+    .venv/bin/python bench/sim.py sia [POLICY ...] [--workloads 1-8] [--workloads-dir DIR]
 
 Traces are read in place from ../shared/traces (or $PHALANX_TRACES).
 
 ``sia``: Sia's eight Philly workloads (``sia-philly/workloads/philly``) with their per-GPU-
-type profiles on the ``sia`` cluster (64 GPUs of three types), as ``phalanx sim run
+type profiles on the ``sia`` cluster (64 GPUs of three types); ``--workloads-dir`` reads
+another set of Sia's (its ``saturn`` or ``newtrace`` folders, kept out of the traces
+folder as the sets a policy was not tuned on), as ``phalanx sim run
 --cluster sia --workload pollux:... --profiles .../app_profiles`` runs them; the
 policies alternate per workload. One JSON line per run (hours), then per policy the
 means over the workloads run: average JCT (and its spread, the paper's +-), p99 as the
@@ -106,14 +108,19 @@ def sia(args: list[str]) -> None:
         low, _, high = args[at + 1].partition("-")
         numbers = list(range(int(low), int(high or low) + 1))
         args = args[:at] + args[at + 2 :]
-    policies = args or ["phalanx-default"]
     folder = TRACES / "sia-philly"
+    workloads = folder / "workloads" / "philly"
+    if "--workloads-dir" in args:
+        at = args.index("--workloads-dir")
+        workloads = Path(args[at + 1])
+        args = args[:at] + args[at + 2 :]
+    policies = args or ["phalanx-default"]
     nodes = load_cluster("sia", traces_dir=TRACES)
     runs: dict[str, list[dict[str, float]]] = defaultdict(list)
     jcts: dict[str, list[float]] = defaultdict(list)
     for number in numbers:
         workload = load_workload(
-            f"pollux:{folder / 'workloads' / 'philly' / f'workload-{number}.csv'}",
+            f"pollux:{workloads / f'workload-{number}.csv'}",
             profiles_dir=folder / "app_profiles",
         )
         for name in policies:
