@@ -65,9 +65,9 @@ it. Args: ``exploreFactor`` (default 2; 0 turns the bound off), ``fairShare``
 false: relative to one GPU), ``suspendAbove`` (GPU-seconds; default 0: no job is
 suspended), ``remainingExponent`` (default 0: every job weighs the same, as Pollux),
 ``powerMean`` (the power mean's p, below 0; default -1, Pollux's: a job left with little
-weighs most; Sia's -0.5 weighs total goodput more), ``typedPowerMean`` and
-``typedRemainingExponent`` (the two on a cluster of several GPU types; default
-``powerMean`` and ``remainingExponent``).
+weighs most; Sia's -0.5 weighs total goodput more), ``typedPowerMean``,
+``typedRemainingExponent`` and ``typedSuspendAbove`` (the three on a cluster of several
+GPU types; default ``powerMean``, ``remainingExponent`` and ``suspendAbove``).
 """
 
 from __future__ import annotations
@@ -105,11 +105,15 @@ SUSPEND_COSTS = 10.0
 
 @dataclass(slots=True)
 class _State:
-    """One session's: the session, and its plan once made (``_plan``) with the length
-    of the session's log then (a plan is a function of the session's state, which only
-    a committed operation changes)."""
+    """One session's: the session, the args that hold in it (the ``typed*`` ones on a
+    cluster of several GPU types), and its plan once made (``_plan``) with the length of
+    the session's log then (a plan is a function of the session's state, which only a
+    committed operation changes)."""
 
     session: Session
+    suspend_above: float
+    remaining_exponent: float
+    power: float
     plan: _Plan | None = None
     planned_at: int = -1
 
@@ -136,6 +140,7 @@ class GoodputPlugin(Plugin[_State]):
             "powerMean",
             "typedPowerMean",
             "typedRemainingExponent",
+            "typedSuspendAbove",
         }
     )
 
@@ -148,6 +153,7 @@ class GoodputPlugin(Plugin[_State]):
         self.power = self._power("powerMean", -1.0)
         self.typed_power = self._power("typedPowerMean", self.power)
         self.typed_remaining = self.number("typedRemainingExponent", self.remaining_exponent)
+        self.typed_suspend = self.number("typedSuspendAbove", self.suspend_above)
 
     def _power(self, key: str, default: float) -> float:
         """A power mean's p: a number below 0."""
@@ -160,15 +166,27 @@ class GoodputPlugin(Plugin[_State]):
         return power
 
     def open(self, session: Session) -> _State:
-        return _State(session=session)
+        if session.kept.get(gpu_type_index, Lifetime.FIXED).several:
+            return _State(
+                session=session,
+                suspend_above=self.typed_suspend,
+                remaining_exponent=self.typed_remaining,
+                power=self.typed_power,
+            )
+        return _State(
+            session=session,
+            suspend_above=self.suspend_above,
+            remaining_exponent=self.remaining_exponent,
+            power=self.power,
+        )
 
     def job_order(self, state: _State, job: JobInfo) -> int:
         """With ``suspendAbove``: elastic jobs that have had less service than that
         first (so allocate places the jobs the targets let run, not one just
         suspended); 0 for every other job."""
-        if self.suspend_above <= 0 or job.spec.elastic_role() is None:
+        if state.suspend_above <= 0 or job.spec.elastic_role() is None:
             return 0
-        return _served_level(job, state.session.now, self.suspend_above)
+        return _served_level(job, state.session.now, state.suspend_above)
 
     def gpu_types(self, state: _State, job: JobInfo) -> tuple[str, ...] | None:
         """On a cluster of several GPU types, the type this session's plan gives an
@@ -187,20 +205,15 @@ class GoodputPlugin(Plugin[_State]):
         return None if state.plan is None else state.plan.sizes
 
     def _replan(self, state: _State) -> None:
-        state.plan = self._plan(state.session)
-        state.planned_at = len(state.session.log)
-
-    def _plan(self, session: Session) -> _Plan | None:
-        return _targets(
-            session,
+        state.plan = _targets(
+            state.session,
             explore=self.explore,
             fair_share=self.fair_share,
-            suspend_above=self.suspend_above,
-            remaining_exponent=self.remaining_exponent,
-            power=self.power,
-            typed_power=self.typed_power,
-            typed_remaining=self.typed_remaining,
+            suspend_above=state.suspend_above,
+            remaining_exponent=state.remaining_exponent,
+            power=state.power,
         )
+        state.planned_at = len(state.session.log)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,8 +233,6 @@ def _targets(
     suspend_above: float = 0.0,
     remaining_exponent: float = 0.0,
     power: float = -1.0,
-    typed_power: float = -1.0,
-    typed_remaining: float = 0.0,
 ) -> _Plan | None:
     """The size of each elastic job that is sized this session, by name, and on several
     GPU types the type of each given GPUs that holds none (see the module docstring);
@@ -242,7 +253,7 @@ def _targets(
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
     if index.several:
         return _typed_targets(
-            session, jobs, share, fits, shut, index, explore, typed_remaining, typed_power
+            session, jobs, share, fits, shut, index, explore, remaining_exponent, power
         )
     values, current, sized = _values(session, jobs, share, fits, shut, explore=explore, power=power)
     if remaining_exponent > 0:
