@@ -10,11 +10,12 @@ the jobs, on the first ``nodes`` nodes of the ``philly`` preset (8 GPUs each). W
 defaults, 64 GPUs: at 1x few jobs wait; at 10x (1,000 jobs) hundreds wait for days.
 Policies alternate within each load (every policy at 1x, then every one at 2x, ...), so a
 slow spell of the machine falls on all of them alike, and each run is compared with the
-``fifo`` run of the same load. Prints one JSON object: per policy, the jobs, wall seconds,
-seconds per 1,000 jobs, the ratio to ``fifo``, the sessions and the most jobs waiting
-at once, at each load. With the defaults it takes
-about five minutes here. Traces are read in place from ``$PHALANX_TRACES`` (default
-``../shared/traces``).
+``fifo`` run of the same load. Prints one JSON object: per policy, the jobs, wall
+seconds, seconds per 1,000 jobs, the ratio to ``fifo``, the sessions and the most jobs
+waiting at once, at each load (and each run's wall seconds to stderr as it ends). With
+the defaults it takes about six minutes on a 2-core machine; ``--base 300`` (3,000 jobs
+at 10x, over a thousand waiting at once) takes several times that. Traces are read in
+place from ``$PHALANX_TRACES`` (default ``../shared/traces``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -108,6 +110,11 @@ def main() -> None:
             row["s_per_1000_jobs"][key] = round(1000 * wall / len(workload.jobs), 2)
             row["sessions"][key] = summary["sessions"]
             row["peak_waiting"][key] = peak_waiting(metrics.jobs.values())
+            print(
+                json.dumps({"policy": name, "load": key, "wall_s": row["wall_s"][key]}),
+                file=sys.stderr,
+                flush=True,
+            )
         for name in policies:
             fifo = table["fifo"]["wall_s"][f"{load}x"]
             wall = table[name]["wall_s"][f"{load}x"]

@@ -65,9 +65,9 @@ def backlog(waiting: int) -> list[Job]:
     return jobs
 
 
-def session_calls(config: SchedulerConfig, waiting: int) -> int:
-    """Python function calls made by one session on ``backlog(waiting)`` (building the
-    snapshot not counted)."""
+def session_calls(config: SchedulerConfig, waiting: int, *, now: float = NOW) -> int:
+    """Python function calls made by one session at ``now`` on ``backlog(waiting)``
+    (building the snapshot not counted)."""
     nodes = make_nodes(NODES, cpu=64, memory_gib=256)
     snapshot = Snapshot.build(nodes=nodes, queues=backlog_queues(), jobs=backlog(waiting))
     count = 0
@@ -80,7 +80,7 @@ def session_calls(config: SchedulerConfig, waiting: int) -> int:
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
-        run_cycle(snapshot, config, now=NOW)
+        run_cycle(snapshot, config, now=now)
     finally:
         sys.setprofile(previous)
     return count

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from phalanx.policies import load_policy, policy_names
-from tests.scenarios.backlog import session_calls
+from tests.scenarios.backlog import NOW, session_calls
 
 #: the backlogs compared: N, 2N and 4N waiting jobs
 N = 100
@@ -18,6 +18,8 @@ LINEAR_SLACK = 1.1
 #: what a waiting job may cost any shipped policy, in fifo's cost per waiting job
 #: (tiresias-pollux searched for victims for each waiting job, every session: 14x fifo)
 PER_JOB_BUDGET = 12.0
+#: a session two hours later, when every waiting job has waited past an hour
+LATE = NOW + 7200.0
 
 
 def _added(policy: str) -> tuple[int, int]:
@@ -31,6 +33,18 @@ def _added(policy: str) -> tuple[int, int]:
 def fifo_per_job() -> float:
     _, later = _added("fifo")
     return later / (2 * N)
+
+
+@pytest.mark.parametrize("policy", policy_names())
+def test_a_session_costs_linear_when_every_waiting_job_starves(policy: str) -> None:
+    # two hours on, every waiting job has waited past sla's hour (phalanx-default): it
+    # passes enqueue and allocate, reclaim and preempt each look at it; the running jobs
+    # have passed las' thresholds, so Tiresias' waiting jobs may preempt them
+    config = load_policy(policy).config
+    base, double, quadruple = (session_calls(config, n, now=LATE) for n in (N, 2 * N, 4 * N))
+
+    assert double > base
+    assert quadruple - double <= 2 * (double - base) * LINEAR_SLACK, policy
 
 
 @pytest.mark.parametrize("policy", policy_names())
