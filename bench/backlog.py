@@ -108,7 +108,7 @@ def main() -> None:
             row["jobs"][key] = len(workload.jobs)
             row["wall_s"][key] = round(wall, 3)
             row["s_per_1000_jobs"][key] = round(1000 * wall / len(workload.jobs), 2)
-            row["sessions"][key] = summary["sessions"]
+            row["sessions"][key] = len(metrics.session_seconds)
             row["peak_waiting"][key] = peak_waiting(metrics.jobs.values())
             print(
                 json.dumps({"policy": name, "load": key, "wall_s": row["wall_s"][key]}),
