@@ -8,10 +8,10 @@ Its goodput at ``n`` GPUs of type ``t`` (``type_goodputs``) is:
   alone, on ``n`` GPUs packed as ``t``'s nodes hold them;
 - measured elsewhere: the model of its *reference* type (of those it has run on more
   than one replica, else of all, the one with the most fitting rows; ties to the first
-  by name) at the same ``n`` GPUs, nodes recounted for
-  ``t``'s GPUs per node, times the ratio of its one-GPU speeds on ``t`` and on the
-  reference (Sia's ``--project_throughputs``), so a job measured on one type is
-  estimated on another from one bootstrapping point there, never assumed as fast;
+  by name) at the same ``n`` GPUs, nodes recounted for ``t``'s GPUs per node, times the
+  ratio of its one-GPU speeds on ``t`` and on the reference (Sia's
+  ``--project_throughputs``), so a job measured on one type is estimated on another
+  from one bootstrapping point there, never assumed as fast;
 - measured nowhere (it has not run): linear, ``n`` times its one-GPU speed on ``t``
   (Sia scores a job that has not run by its one-GPU throughput on each type).
 
@@ -107,8 +107,9 @@ def _reference(
     pools: Sequence[TypePool],
     per_type: Sequence[tuple[StepTiming, ...]],
 ) -> tuple[int, tuple[GoodputModel, BatchLimits]] | None:
-    """The row of the type the job has the most fitting rows on (ties: the first), with
-    its model there; None when it has a model on no type."""
+    """The job's reference type (its row) with its model there: of the types it ran on
+    more than one replica, else of all, the one with the most fitting rows (ties: the
+    first) where it has a model; None when it has a model on no type."""
     counts = [len(fitting_rows(t)) for t in per_type]
     ranked = sorted(range(len(pools)), key=lambda r: (not _spread(per_type[r]), -counts[r]))
     for row in ranked:
