@@ -104,8 +104,7 @@ def test_the_job_that_gains_most_on_a_type_gets_it_the_other_goes_elsewhere() ->
     # two types of 4 GPUs; job 0 is 5x faster on type 0, job 1 1.25x
     fast = [[0, 5, 10, 15, 20], [0, 1, 2, 3, 4]]
     even = [[0, 1.25, 2.5, 3.75, 5], [0, 1, 2, 3, 4]]
-    none = np.array([-1, -1])
-    alloc, kind = search_typed(_values([even, fast]), none, np.zeros(2, np.int64), np.array([4, 4]))
+    alloc, kind = search_typed(_values([even, fast]), np.array([4, 4]))
     assert kind.tolist() == [1, 0] and alloc.tolist() == [4, 4]
 
 
@@ -119,29 +118,26 @@ def test_capacities_hold_and_only_allowed_entries_are_chosen() -> None:
         values[:, :, 7:] = np.inf
         capacity = rng.integers(0, 10, size=types)
         kinds = np.full(jobs, -1)
-        current = np.zeros(jobs, dtype=np.int64)
         for j in range(jobs):  # some hold GPUs of one type, and may keep only that one
             if rng.random() < 0.4:
                 t = int(rng.integers(types))
-                kinds[j], current[j] = t, int(rng.integers(1, 5))
+                kinds[j] = t
                 values[j, np.arange(types) != t, 1:] = np.inf
-        alloc, kind = search_typed(values, kinds, current, capacity)
+        alloc, kind = search_typed(values, capacity)
         for t in range(types):
             assert alloc[kind == t].sum() <= capacity[t]
         assert (kind[alloc == 0] == -1).all()
         assert np.isfinite(values[np.arange(jobs), np.maximum(kind, 0), alloc]).all()
         held = kinds >= 0
         assert ((kind[held] == kinds[held]) | (alloc[held] == 0)).all()
-        again = search_typed(values, kinds, current, capacity)
+        again = search_typed(values, capacity)
         assert again[0].tolist() == alloc.tolist() and again[1].tolist() == kind.tolist()
 
 
 def test_with_room_for_all_every_job_gets_gpus_on_its_best_type() -> None:
     a = [[0, 2, 4], [0, 1, 2]]
     b = [[0, 1, 2], [0, 2, 4]]
-    alloc, kind = search_typed(
-        _values([a, b, a]), np.full(3, -1), np.zeros(3, np.int64), np.array([4, 2])
-    )
+    alloc, kind = search_typed(_values([a, b, a]), np.array([4, 2]))
     assert (alloc > 0).all()
     assert kind[1] == 1 and kind[0] == kind[2] == 0
 

@@ -521,16 +521,13 @@ def _typed_targets(
     capacity = np.array([p.capacity for p in pools], dtype=np.int64)
     width = int(capacity.max(initial=0)) + 1
     values = np.full((len(jobs), len(pools), width), np.inf)
-    kinds = np.full(len(jobs), -1, dtype=np.int64)
-    current = np.zeros(len(jobs), dtype=np.int64)
+    typed = np.zeros(len(jobs), dtype=np.bool_)  # it holds GPUs of a type now
     sized = np.zeros(len(jobs), dtype=np.bool_)
     left = np.full(len(jobs), np.nan)
     for row, job in enumerate(jobs):
         size, placed = _sizes(job)
         pinned = pinned_type(index, job) if placed else None
-        if pinned is not None:
-            kinds[row] = pinned
-            current[row] = min(placed, int(capacity[pinned]))
+        typed[row] = pinned is not None
         if job.name in shut:
             sized[row] = True
             values[row, :, 0] = 0.0
@@ -538,8 +535,7 @@ def _typed_targets(
         allowed = _allowed(session, job, size, placed, explore, share.capacity)
         if allowed is None:  # it keeps its size
             if pinned is not None:
-                current[row] = min(size, int(capacity[pinned]))
-                values[row, pinned, current[row]] = 0.0
+                values[row, pinned, min(size, int(capacity[pinned]))] = 0.0
             else:
                 values[row, :, 0] = 0.0
             continue
@@ -549,12 +545,12 @@ def _typed_targets(
         )
     if remaining_exponent > 0:
         values *= _weights(left, remaining_exponent)[:, None, None]
-    chosen, kind = search_typed(values, kinds, current, capacity)
+    chosen, kind = search_typed(values, capacity)
     sizes = {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
     types = {
         job.name: pools[int(kind[row])].name
         for row, job in enumerate(jobs)
-        if sized[row] and kinds[row] < 0 and kind[row] >= 0
+        if sized[row] and not typed[row] and kind[row] >= 0
     }
     return _Plan(sizes=sizes, types=types)
 

@@ -122,16 +122,11 @@ def _improve(values: NDArray[np.float64], alloc: NDArray[np.int64]) -> bool:
 
 
 def search_typed(
-    values: NDArray[np.float64],
-    kinds: NDArray[np.int64],
-    current: NDArray[np.int64],
-    capacity: NDArray[np.int64],
-    *,
-    rounds: int = 4,
+    values: NDArray[np.float64], capacity: NDArray[np.int64], *, rounds: int = 4
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """GPUs and a GPU type per job over pools of several types: ``values[j, t, a]`` is
     job ``j``'s value of ``a`` GPUs of type ``t`` (``inf``: not allowed; ``values[j, :,
-    0]`` alike), ``kinds[j]`` the type it holds now (-1: none) with ``current[j]`` GPUs,
+    0]`` alike; a job's current size and type are the caller's to favour in them),
     ``capacity[t]`` the GPUs of type ``t``. Returns (GPUs, type: -1 where 0 GPUs), with
     a low ``sum(values[j, type_j, a_j])``, at most ``capacity[t]`` GPUs of each type.
 
