@@ -347,13 +347,7 @@ def _near_end_weights(
     ``typical`` the geometric mean of that over the jobs that say; 1 for a job that does
     not (it has not reported its target or run yet)."""
     said = [remaining_seconds(j.spec.progress, fits, gpus=fair, per_node=per_node) for j in jobs]
-    left = np.array([np.nan if s is None else s for s in said])
-    known = np.isfinite(left)
-    if not known.any():
-        return np.ones(len(jobs))
-    left = np.maximum(np.where(known, left, 1.0), 1.0)
-    typical = float(np.exp(np.log(left[known]).mean()))
-    return np.where(known, (left / typical) ** -exponent, 1.0)
+    return _weights(np.array([np.nan if s is None else s for s in said]), exponent)
 
 
 def _shut_out(
@@ -617,8 +611,9 @@ def _usable_types(session: Session, job: JobInfo, pools: list[TypePool]) -> list
 
 
 def _weights(left: NDArray[np.float64], exponent: float) -> NDArray[np.float64]:
-    """``(left / typical) ** -exponent`` per job (``_near_end_weights``' rule over
-    seconds already known; 1 where nan)."""
+    """``(left / typical) ** -exponent`` per job, ``left`` its seconds still needed (at
+    least 1; nan where it does not say, and then its weight is 1), ``typical`` their
+    geometric mean over the jobs that say."""
     known = np.isfinite(left)
     if not known.any():
         return np.ones(len(left))
