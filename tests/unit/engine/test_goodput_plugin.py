@@ -6,13 +6,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.framework.extension import FirstPoint
-from phalanx.engine.goodput import GAMMA_STARTS, fit_perf_params, objective
+from phalanx.engine.goodput import (
+    GAMMA_STARTS,
+    PerfObservations,
+    PerfParams,
+    fit_perf_params,
+    objective,
+)
+from phalanx.engine.plugins.goodput import models
 from phalanx.engine.plugins.goodput.models import (
     REFIT_ABOVE,
     Fits,
@@ -116,3 +124,25 @@ def test_a_fit_whose_single_start_diverges_is_redone_from_every_start() -> None:
     assert objective(single, observations) > REFIT_ABOVE
     kept = Fits(None).perf(rows)  # type: ignore[arg-type]
     assert objective(kept, observations) < 0.1
+
+
+def test_fits_forget_the_least_recently_used_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    fitted: list[PerfObservations] = []
+    real = models.fit_perf_params
+
+    def counting(observations: PerfObservations, **kwargs: Any) -> PerfParams:
+        fitted.append(observations)
+        return real(observations, **kwargs)
+
+    monkeypatch.setattr(models, "MAX_FITS", 2)
+    monkeypatch.setattr(models, "fit_perf_params", counting)
+    rows = [((1, r, 32, 0.1 * r, 0.12 * r),) for r in (1, 2, 3)]
+    fits = Fits(None)  # type: ignore[arg-type]
+    first = fits.perf(rows[0])
+    fits.perf(rows[1])
+    assert fits.perf(rows[0]) is first  # a hit: now the most recently used
+    fits.perf(rows[2])  # forgets rows[1], not rows[0]
+    count = len(fitted)
+    assert fits.perf(rows[0]) is first and len(fitted) == count
+    fits.perf(rows[1])
+    assert len(fitted) > count  # fitted again

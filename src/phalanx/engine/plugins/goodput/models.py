@@ -40,7 +40,7 @@ from phalanx.engine.snapshot import Snapshot
 
 #: Fitting rows: (nodes, replicas, local batch, compute seconds, synchronising seconds).
 Rows = tuple[tuple[int, int, int, float, float], ...]
-#: Fits remembered across jobs at most (the oldest are forgotten first).
+#: Fits remembered across jobs at most (the least recently used are forgotten first).
 MAX_FITS = 4096
 #: A fit from Pollux's single start whose objective is above this (its step times off
 #: by some 25% and more) is redone from every start of ``GAMMA_STARTS``: on many rows
@@ -57,9 +57,14 @@ class Fits:
         self._by_rows: dict[Rows, PerfParams] = {}
 
     def perf(self, rows: Rows) -> PerfParams:
-        """The fit of ``rows`` (non-empty)."""
-        found = self._by_rows.get(rows)
-        if found is None:
+        """The fit of ``rows`` (non-empty). The least recently used fit is forgotten
+        first, so the fits of the jobs alive now stay while they number under
+        ``MAX_FITS`` (a fit is a pure function of its rows: forgetting one changes no
+        answer, only what the next one costs)."""
+        found = self._by_rows.pop(rows, None)
+        if found is not None:
+            self._by_rows[rows] = found  # the most recently used now
+        else:
             observations = observations_of(rows)
             found = fit_perf_params(observations, gamma_starts=GAMMA_STARTS[:1])
             if objective(found, observations) > REFIT_ABOVE:  # a failed start: try them all
