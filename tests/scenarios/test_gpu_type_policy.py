@@ -12,6 +12,7 @@ import pytest
 from phalanx.domain.node import GPU_MODEL_LABEL, Node
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.lifecycle import Lifecycle
+from phalanx.engine.plugins.reclaimable import RECLAIMABLE_LABEL
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy
@@ -187,3 +188,14 @@ def test_what_a_job_learnt_on_one_type_carries_to_another(policy: str) -> None:
         cluster.cycle(at)
     assert cluster.types_of("flat") == {"A100"}
     assert cluster.placed("flat") == 1
+
+
+def test_a_job_that_knows_nothing_of_the_types_is_left_to_placement() -> None:
+    # no timings at all: the types are alike to it and uncontended, so the policy names
+    # none, and phalanx-default's placement sends an elastic job to the spot-like node
+    spot = make_node("t4-0", gpus=4, labels={GPU_MODEL_LABEL: "T4", RECLAIMABLE_LABEL: "true"})
+    cluster = Typed("phalanx-default", [_typed("a100-0", "A100"), spot])
+    cluster.submit(_elastic_job("sweep", replicas=2, high=2, cost=30.0))
+    cluster.cycle(0.0)
+    cluster.cycle(1.0)
+    assert cluster.types_of("sweep") == {"T4"}

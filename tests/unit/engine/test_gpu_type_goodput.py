@@ -104,7 +104,7 @@ def test_the_job_that_gains_most_on_a_type_gets_it_the_other_goes_elsewhere() ->
     # two types of 4 GPUs; job 0 is 5x faster on type 0, job 1 1.25x
     fast = [[0, 5, 10, 15, 20], [0, 1, 2, 3, 4]]
     even = [[0, 1.25, 2.5, 3.75, 5], [0, 1, 2, 3, 4]]
-    alloc, kind = search_typed(_values([even, fast]), np.array([4, 4]))
+    alloc, kind, _ = search_typed(_values([even, fast]), np.array([4, 4]))
     assert kind.tolist() == [1, 0] and alloc.tolist() == [4, 4]
 
 
@@ -123,7 +123,7 @@ def test_capacities_hold_and_only_allowed_entries_are_chosen() -> None:
                 t = int(rng.integers(types))
                 kinds[j] = t
                 values[j, np.arange(types) != t, 1:] = np.inf
-        alloc, kind = search_typed(values, capacity)
+        alloc, kind, _ = search_typed(values, capacity)
         for t in range(types):
             assert alloc[kind == t].sum() <= capacity[t]
         assert (kind[alloc == 0] == -1).all()
@@ -137,7 +137,7 @@ def test_capacities_hold_and_only_allowed_entries_are_chosen() -> None:
 def test_with_room_for_all_every_job_gets_gpus_on_its_best_type() -> None:
     a = [[0, 2, 4], [0, 1, 2]]
     b = [[0, 1, 2], [0, 2, 4]]
-    alloc, kind = search_typed(_values([a, b, a]), np.array([4, 2]))
+    alloc, kind, _ = search_typed(_values([a, b, a]), np.array([4, 2]))
     assert (alloc > 0).all()
     assert kind[1] == 1 and kind[0] == kind[2] == 0
 

@@ -20,8 +20,9 @@ Guarantees, for a job without ``allow_mixed_gpu_types`` (``typing_of``):
   without types (it cannot span two); its node's type then pins the job.
 - Wished for: a job not pinned for which a plugin names types (the ``gpu_types`` point,
   e.g. ``goodput`` on a cluster of several types) is tried on those alone, in that
-  order: of a gang with several GPU tasks, those the bound below says it fits on; where
-  none has room, on the first, so that its reason is placement's own there.
+  order (before a plugin's offered masks, which come next within each type): of a gang
+  with several GPU tasks, those the bound below says it fits on; where none has room,
+  on the first, so that its reason is placement's own there.
 - Chosen per gang try: otherwise the types are tried in turn, each in its own attempt,
   only those where the gang fits by an upper bound of what placement finds (per role,
   the tasks each node's free room and slots hold under the role's predicates, summed
@@ -316,6 +317,9 @@ def tries_for(
             ranked = [k for k in typing.preferred if k in ranked]
         for kind in ranked[:MAX_TRIES]:
             found.append((within, TypeMask(name=index.names[kind], mask=index.mask(kind))))
+    if found and typing.preferred is not None:  # the wished-for order first, then the offer's
+        rank = {index.names[k]: n for n, k in enumerate(typing.preferred)}
+        found.sort(key=lambda attempt: rank[attempt[1].name] if attempt[1] else 0)
     if found:
         return Tries(tries=tuple(found))
     if first is None:

@@ -120,11 +120,11 @@ class _State:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Plan:
-    """Sizes of the elastic jobs sized, and the GPU type chosen for each of those that
-    hold none yet and are given GPUs (on a cluster of several types)."""
+    """Sizes of the elastic jobs sized, and on a cluster of several types the GPU types
+    wished for each of those that hold none yet and are given GPUs, best first."""
 
     sizes: dict[str, int]
-    types: dict[str, str]
+    types: dict[str, tuple[str, ...]]
 
 
 class GoodputPlugin(Plugin[_State]):
@@ -196,8 +196,7 @@ class GoodputPlugin(Plugin[_State]):
             return None
         if state.planned_at < 0:
             self._replan(state)
-        chosen = None if state.plan is None else state.plan.types.get(job.name)
-        return None if chosen is None else (chosen,)
+        return None if state.plan is None else state.plan.types.get(job.name)
 
     def elastic_targets(self, state: _State) -> Mapping[str, int] | None:
         if state.planned_at != len(state.session.log):  # placements moved since
@@ -539,14 +538,29 @@ def _typed_targets(
         )
     if remaining_exponent > 0:
         values *= _weights(left, remaining_exponent)[:, None, None]
-    chosen, kind = search_typed(values, capacity)
+    chosen, kind, prices = search_typed(values, capacity)
     sizes = {job.name: int(chosen[row]) for row, job in enumerate(jobs) if sized[row]}
-    types = {
-        job.name: pools[int(kind[row])].name
-        for row, job in enumerate(jobs)
-        if sized[row] and not typed[row] and kind[row] >= 0
-    }
+    types: dict[str, tuple[str, ...]] = {}
+    for row, job in enumerate(jobs):
+        if sized[row] and not typed[row] and kind[row] >= 0:
+            wished = _wished(values[row], int(kind[row]), prices)
+            if wished:
+                types[job.name] = tuple(pools[t].name for t in wished)
     return _Plan(sizes=sizes, types=types)
+
+
+def _wished(values: NDArray[np.float64], kind: int, prices: NDArray[np.float64]) -> list[int]:
+    """The types to send a job to, best first, given its values (types x sizes) and the
+    type ``kind`` the plan gave it: that one where its values tell its types apart; for
+    a job that knows nothing of them (the same values on each it may use), those types
+    from the least contended (lowest price) on, or none (placement's own choice, by
+    its other preferences) where they are all alike."""
+    usable = [t for t in range(len(values)) if np.isfinite(values[t]).any()]
+    if any(not np.array_equal(values[t], values[usable[0]]) for t in usable):
+        return [kind]
+    if len({float(prices[t]) for t in usable}) <= 1:
+        return []
+    return sorted(usable, key=lambda t: (float(prices[t]), t))
 
 
 def _price_typed(

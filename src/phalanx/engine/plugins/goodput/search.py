@@ -123,12 +123,13 @@ def _improve(values: NDArray[np.float64], alloc: NDArray[np.int64]) -> bool:
 
 def search_typed(
     values: NDArray[np.float64], capacity: NDArray[np.int64], *, rounds: int = 4
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """GPUs and a GPU type per job over pools of several types: ``values[j, t, a]`` is
     job ``j``'s value of ``a`` GPUs of type ``t`` (``inf``: not allowed; ``values[j, :,
     0]`` alike; a job's current size and type are the caller's to favour in them),
-    ``capacity[t]`` the GPUs of type ``t``. Returns (GPUs, type: -1 where 0 GPUs), with
-    a low ``sum(values[j, type_j, a_j])``, at most ``capacity[t]`` GPUs of each type.
+    ``capacity[t]`` the GPUs of type ``t``. Returns (GPUs, type: -1 where 0 GPUs, each
+    type's price from step 1), with a low ``sum(values[j, type_j, a_j])``, at most
+    ``capacity[t]`` GPUs of each type.
 
     1. Types by prices (Lagrangian relaxation of the capacities): each type has a price
        per GPU; each job takes the (type, size) of least value plus price, and each
@@ -151,9 +152,9 @@ def search_typed(
     alloc = np.zeros(jobs, dtype=np.int64)
     kind = np.full(jobs, -1, dtype=np.int64)
     if jobs == 0:
-        return alloc, kind
+        return alloc, kind, np.zeros(types)
     with np.errstate(invalid="ignore"):
-        priced_alloc, priced_kind = _priced(values, capacity)
+        priced_alloc, priced_kind, prices = _priced(values, capacity)
         for t in range(types):
             mine = np.flatnonzero(priced_kind == t)
             if len(mine):
@@ -177,7 +178,7 @@ def search_typed(
             if not moved:
                 break
             _fill_typed(values, alloc, kind, capacity)
-    return alloc, kind
+    return alloc, kind, prices
 
 
 #: Passes over the types that set their prices (``search_typed``, step 1).
@@ -188,10 +189,10 @@ PRICE_STEPS = 40
 
 def _priced(
     values: NDArray[np.float64], capacity: NDArray[np.int64]
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Each job's (size, type) at the prices that fit the capacities (see
-    ``search_typed``, step 1); type -1 for a job given nothing. Demand may still exceed a
-    capacity where sizes are indivisible (step 2 shrinks it)."""
+    ``search_typed``, step 1; type -1 for a job given nothing), and the prices. Demand
+    may still exceed a capacity where sizes are indivisible (step 2 shrinks it)."""
     jobs, types, width = values.shape
     sizes = np.arange(width, dtype=np.float64)
     finite = values[np.isfinite(values)]
@@ -226,7 +227,7 @@ def _priced(
             changed = True
         if not changed:
             break
-    return choose(prices)
+    return (*choose(prices), prices)
 
 
 def _fill_typed(
