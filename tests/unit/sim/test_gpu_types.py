@@ -24,16 +24,7 @@ from phalanx.sim.traces import load_workload
 from phalanx.sim.traces.pollux import load_pollux, read_gpu_profiles, read_profile
 from phalanx.sim.traces.sia import PROFILE_SUFFIXES, sia_nodes
 
-SIA = Path("sia-philly/app_profiles")
 pytestmark = pytest.mark.traces
-
-
-@pytest.fixture(scope="module")
-def profiles(traces_dir: Path) -> Path:
-    folder = traces_dir / SIA
-    if not folder.is_dir():
-        pytest.skip(f"Sia's application profiles not found at {folder}")
-    return folder
 
 
 def _trace(tmp_path: Path, *rows: str) -> Path:

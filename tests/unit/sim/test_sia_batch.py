@@ -26,16 +26,7 @@ from phalanx.sim.elastic.profile import AppProfile, Curve, build_profile
 from phalanx.sim.elastic.progress import fixed_seconds
 from phalanx.sim.traces.pollux import read_gpu_profiles, read_profile
 
-SIA = Path("sia-philly/app_profiles")
 pytestmark = pytest.mark.traces
-
-
-@pytest.fixture(scope="module")
-def profiles(traces_dir: Path) -> Path:
-    folder = traces_dir / SIA
-    if not folder.is_dir():
-        pytest.skip(f"Sia's application profiles not found at {folder}")
-    return folder
 
 
 def test_a_listed_placement_splits_as_sia_does(profiles: Path) -> None:

@@ -4,8 +4,8 @@ Guarantees: each running elastic job's newest report (the newest of its running 
 files, read through the executor's ``ProgressSource``, at most ``MAX_REPORT_BYTES`` + 1
 bytes) is handed to the lifecycle (for the engine's goodput policy) and to the store
 (for people) once per change of the report, its timings that do not say their GPU
-type taken as measured on the type of the node the reporting task runs on; a report that is too big or does not
-validate is an event of the job (``ProgressIgnored``, naming the problem), never an
+type taken as measured on the type of the node the reporting task runs on; a report
+that is too big or does not validate is an event of the job (``ProgressIgnored``, naming the problem), never an
 error of the controller's.
 """
 
@@ -43,10 +43,10 @@ class ProgressReader:
         executor = core.executor
         if not isinstance(executor, ProgressSource):
             return
-        elastic = core.state.snapshot.elastic
+        snapshot = core.state.snapshot
+        elastic = snapshot.elastic
         for gone in self._seen.keys() - elastic.keys():
             del self._seen[gone]  # ended: forget it
-        snapshot = core.state.snapshot
         for name, info in list(elastic.items()):
             newest = None
             for task in info.tasks:

@@ -9,7 +9,7 @@ keeps the first reason and time.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from sqlalchemy import delete, func, select
@@ -73,16 +73,7 @@ def cordon(session: Session, card: CardCordon) -> bool:
     """Take the card out of scheduling; False when it already was (kept as it was)."""
     if session.get(CardCordonRow, (card.node, card.gpu)) is not None:
         return False
-    session.add(
-        CardCordonRow(
-            node=card.node,
-            gpu=card.gpu,
-            uuid=card.uuid,
-            reason=card.reason,
-            source=card.source,
-            since=card.since,
-        )
-    )
+    session.add(CardCordonRow(**asdict(card)))
     return True
 
 

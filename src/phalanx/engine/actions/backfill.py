@@ -148,11 +148,15 @@ def _assign(
 ) -> NDArray[np.float64] | None:
     """Per-node amounts that fit every task on ``free`` (fullest nodes first), or None.
     A job held to one GPU type (``gputypes``) has its GPU tasks on one type: its own
-    once pinned, else the first by name where they all fit."""
+    once pinned, else the first a plugin wishes for (``gpu_types``), else by name, where
+    they all fit."""
     typing = typing_of(session, tasks[0].job)
     if typing is None:
         return _assign_within(session, tasks, free, None)
-    kinds = [typing.pinned] if typing.pinned is not None else range(len(typing.index.names))
+    if typing.pinned is not None:
+        kinds: Sequence[int] = [typing.pinned]
+    else:
+        kinds = typing.preferred or range(len(typing.index.names))
     for kind in kinds:
         amounts = _assign_within(session, tasks, free, typing.index.mask(kind))
         if amounts is not None:
