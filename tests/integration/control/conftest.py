@@ -53,16 +53,38 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     serving.DATABASE.clear()
 
 
-def create_database(base: str, *, template: str | None = None) -> str:
+#: Per server URL: the databases made for the running module, dropped after it.
+_MADE: dict[str, list[str]] = {}
+
+
+def create_database(base: str, *, template: str | None = None, keep: bool = False) -> str:
     """A new database on the server at ``base``, empty or a copy of database
-    ``template`` (which nothing may be connected to); its URL."""
+    ``template`` (which nothing may be connected to); its URL. Dropped after the test
+    module unless ``keep`` (the session's migrated template)."""
     name = f"phalanx_{uuid.uuid4().hex[:12]}"
     copy = f' TEMPLATE "{template}"' if template else ""
     engine = create_engine(base, isolation_level="AUTOCOMMIT")
     with engine.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
     engine.dispose()
+    if not keep:
+        _MADE.setdefault(base, []).append(name)
     return make_url(base).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def databases_dropped() -> Iterator[None]:
+    """After each test module, the PostgreSQL databases made for it go, connections and
+    all (several hundred tests each leave one of several MB otherwise: gigabytes by the
+    end of a CI run)."""
+    yield
+    for base, names in _MADE.items():
+        engine = create_engine(base, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            for name in names:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
+    _MADE.clear()
 
 
 #: Per server URL: a database this process migrated to the newest schema, copied for
@@ -74,7 +96,7 @@ def create_migrated_database(base: str) -> str:
     """A new database on the server at ``base`` whose schema is the newest migration's,
     as a server's first start leaves it before it writes anything; its URL."""
     if base not in _MIGRATED:
-        url = create_database(base)
+        url = create_database(base, keep=True)
         Database.open(url).close()  # the migrations, and no connection left to it
         _MIGRATED[base] = make_url(url).database or ""
     return create_database(base, template=_MIGRATED[base])
