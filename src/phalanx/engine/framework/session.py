@@ -163,8 +163,9 @@ class Session:
     def eviction_failed(self, shape: object) -> bool:
         """Whether making room by eviction failed earlier in this session for this shape.
 
-        ``shape`` names the action, the gang's shape (``gang_shape``), its priority and its
-        job-order key: what the shipped plugins judge a preemptor by. Sound because within
+        ``shape`` names the action, the gang's shape (``gang_shape``), its priority and
+        what the shipped plugins judge a preemptor by: its job-order key, or the victims
+        they accept for each of its tasks (``eviction.gangs``). Sound because within
         a session the victim pool and free room only shrink (evictions pipeline their
         preemptors onto what they free), and queues only fill.
         """

@@ -59,9 +59,11 @@ def evict_for_gang(
     Victims (``find_victims(job)``) are offered to the plugins in victim order, so a
     filter that accepts only as many as a queue can spare (quota) keeps the first
     victims (overcommitted work); ``judge`` replaces the plugins' (preemptable for
-    preempt, else reclaimable) when given. A job equivalent to one that failed earlier in the
-    session (the same shape, priority, judged order and confinement) fails without a search (see
-    ``Session.eviction_failed``).
+    preempt, else reclaimable) when given. A job equivalent to one that failed earlier in
+    the session fails without a search (see ``Session.eviction_failed``): the same shape,
+    priority and confinement, and either the same judged order key or, where the plugins
+    judge each victim on its own, the same victims, the same user and the same victims
+    accepted for each pending task (``_accepted_each``).
     """
     tasks = sorted(
         job.pending_tasks(), key=lambda t: (session.points.task_order.key(t), t.role.index, t.index)
@@ -70,40 +72,52 @@ def evict_for_gang(
     confined = None if rule is None else rule.key  # the same gang confined otherwise may fit
     typing = typing_of(session, job)
     typed = None if typing is None else typing.key  # so may one held to another type
-    order = session.points.job_order.judged_key(job)  # a place in line alone judges nothing
-    shape = (action, gang_shape(job, tasks), job.priority, order, confined, typed)
-    if session.eviction_failed(shape):
+    shape = (action, gang_shape(job, tasks), job.priority, confined, typed)
+    # a place in line alone judges nothing
+    ordered = (*shape, session.points.job_order.judged_key(job))
+    if session.eviction_failed(ordered):
         return False
     victims = find_victims(job)
     if judge is None:
         judge = session.points.preemptable if action == "preempt" else session.points.reclaimable
+    accepted = _accepted_each(judge, tasks, victims)
+    # the victims themselves count too: room is sought where the gang fits with all gone
+    judged = None if accepted is None else (*shape, job.user, frozenset(victims), accepted)
+    if judged is not None and session.eviction_failed(judged):
+        return False
     if (
         victims
-        and not _accepts_none(judge, tasks, victims)
+        and (accepted is None or any(accepted))
         and _evict_for_tasks(session, job, tasks, victims, action, budget, judge)
     ):
         return True
-    session.remember_eviction_failure(shape)
+    session.remember_eviction_failure(ordered)
+    if judged is not None:
+        session.remember_eviction_failure(judged)
     return False
 
 
-def _accepts_none(judge: Judge, tasks: Sequence[TaskInfo], victims: Sequence[TaskInfo]) -> bool:
-    """Whether no eviction can happen for ``tasks``: the plugins judge each victim on its
-    own (``VictimPoint.in_any_order``) and accept none of ``victims`` for any task.
+def _accepted_each(
+    judge: Judge, tasks: Sequence[TaskInfo], victims: Sequence[TaskInfo]
+) -> tuple[frozenset[TaskInfo], ...] | None:
+    """The victims the plugins accept for each of ``tasks``, where they judge each victim
+    on its own (``VictimPoint.in_any_order``); None where they weigh candidates together.
 
-    Exact: every eviction of a search is of a victim the plugins accept for the task it
-    makes room for, offered from ``victims`` (or a subset, of which such plugins accept
-    what they accept of the whole), and a search that evicts nothing fails; so the full
-    search is skipped with the same outcome. One judge call per pending task, at most
-    (stopping at the first that accepts any), O(tasks x victims) instead of a search
-    costing O(nodes + victims) per task and node tried: what keeps ``preempt`` cheap when
-    thousands of jobs wait and none may evict what runs (Tiresias' within-level order,
-    where the waiting jobs are the latest of their level: each had searched in full,
-    every session). Judges that weigh candidates together are never skipped.
+    What a search for room depends on beyond the gang's shape, priority, confinement,
+    user (whose limits the queue-limit step asks) and victims: every judge call it makes
+    offers a subset of ``victims`` for one of ``tasks``, and such plugins accept of a
+    subset what they accept of the whole. So two preemptors
+    alike in those and in this answer fail or succeed alike, whatever their places in
+    line (Tiresias' within-level order gives every waiting job its own, so a memo keyed
+    by it served none: each searched in full, every session). And where it accepts
+    nothing for any task, no search can evict anything: the search is skipped with the
+    same outcome. One judge call per pending task, O(tasks x victims).
     """
     if not (isinstance(judge, VictimPoint) and judge.in_any_order):
-        return False
-    return not any(judge(task, victims) for task in tasks)
+        return None
+    if not victims:
+        return (frozenset(),) * len(tasks)
+    return tuple([frozenset(judge(task, victims)) for task in tasks])
 
 
 def _evict_for_tasks(
