@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from phalanx.engine.framework.ordering import LazyQueue
 
 
@@ -37,3 +40,30 @@ def test_a_lone_item_is_never_keyed_until_a_second_arrives() -> None:
     assert sorted(keyed) == ["a", "b"]
     assert [queue.pop(), queue.pop()] == ["a", "b"]
     assert not queue and len(queue) == 0
+
+
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=12),
+    st.lists(
+        st.tuples(st.sampled_from(["peek", "pop", "grow"]), st.integers(0, 11), st.integers(1, 3))
+    ),
+)
+def test_peek_names_what_pop_returns_and_pops_go_by_current_key(
+    starts: list[int], steps: list[tuple[str, int, int]]
+) -> None:
+    # keys only grow while items wait, as shares do; ties break on the item's number
+    key = dict(enumerate(starts))
+    queue = LazyQueue(list(key), key=lambda item: key[item], tiebreak=lambda item: item)
+    waiting = set(key)
+    for op, which, by in steps:
+        if not waiting:
+            break
+        smallest = min(waiting, key=lambda item: (key[item], item))
+        if op == "grow":
+            key[sorted(waiting)[which % len(waiting)]] += by
+        elif op == "peek":
+            assert queue.peek() == smallest
+        else:
+            assert queue.pop() == smallest
+            waiting.discard(smallest)
+    assert len(queue) == len(waiting)

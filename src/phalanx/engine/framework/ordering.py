@@ -56,15 +56,19 @@ class LazyQueue(Generic[T]):
             heapq.heappush(self._heap, (current, tie, seq, item))
 
     def peek(self) -> T:
-        """The item ``pop`` would return, left in place."""
+        """The item ``pop`` would return, left in place (at the top, its key re-read: one
+        key call when it has not grown)."""
         if self._lone:
             return self._lone[0]
-        item = self.pop()
-        if self._heap:
-            self._push_keyed(item)
-        else:
-            self._lone.append(item)
-        return item
+        heap = self._heap
+        while True:
+            stored, tie, seq, item = heap[0]
+            if len(heap) == 1:
+                return item
+            current = self._key(item)
+            if current == stored:
+                return item
+            heapq.heapreplace(heap, (current, tie, seq, item))
 
     def __bool__(self) -> bool:
         return bool(self._heap) or bool(self._lone)
