@@ -77,30 +77,35 @@ class OrderPoint(_Point[Callable[[A], Any]]):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
+        self._fns: list[Callable[[A], Any]] = []  # the entries' callbacks, in order
         self._judged: list[Callable[[A], Any]] = []  # the entries not ``in_line_only``
 
     def register(self, plugin: str, tier: int, fn: Callable[[A], Any]) -> None:
         """Add ``plugin``'s callback, one that other points may judge by."""
-        super().register(plugin, tier, fn)
+        self.register_in_line_only(plugin, tier, fn)
         self._judged.append(fn)
 
     def register_in_line_only(self, plugin: str, tier: int, fn: Callable[[A], Any]) -> None:
         """Add ``plugin``'s callback, a place in line and nothing more: no point of any
         plugin judges by it (it is left out of ``judged_key``)."""
         super().register(plugin, tier, fn)
+        self._fns.append(fn)
+
+    # keys are built by list comprehensions: a session builds hundreds of thousands of
+    # them when thousands of jobs wait, and a generator costs a resumption per entry
 
     def key(self, arg: A) -> tuple[Any, ...]:
         """The combined sort key of ``arg``."""
-        return tuple(fn(arg) for _, _, fn in self._entries)
+        return tuple([fn(arg) for fn in self._fns])
 
     def judged_key(self, arg: A) -> tuple[Any, ...]:
         """The part of ``arg``'s key that plugins may judge it by (what eviction's
         memo of failures keys a preemptor by): every entry's but the in-line-only ones."""
-        return tuple(fn(arg) for fn in self._judged)
+        return tuple([fn(arg) for fn in self._judged])
 
     def key_before(self, arg: A, tier: int) -> tuple[Any, ...]:
         """The part of the key that plugins of tiers before ``tier`` give."""
-        return tuple(fn(arg) for _, entry_tier, fn in self._entries if entry_tier < tier)
+        return tuple([fn(arg) for fn in self._fns[: self.length_before(tier)]])
 
     def length_before(self, tier: int) -> int:
         """How many leading entries of a key come from tiers before ``tier`` (plugins
@@ -117,7 +122,10 @@ class AllPoint(_Point[Callable[[A], bool]]):
     """True only when every registered plugin says True."""
 
     def __call__(self, arg: A) -> bool:
-        return all(fn(arg) for _, _, fn in self._entries)
+        for _, _, fn in self._entries:  # noqa: SIM110  # all() over a generator costs 2x here
+            if not fn(arg):
+                return False
+        return True
 
     def first_refusal(self, arg: A) -> str | None:
         """The first plugin that says False, or None."""

@@ -101,7 +101,7 @@ class KeptState:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self._built: list[Built] = []  # least recently used first
-        self._slots: dict[tuple[object, ...], tuple[int | None, object]] = {}
+        self._slots: dict[object, tuple[int | None, object]] = {}
 
     def built(self, config: SchedulerConfig, registry: Registry) -> Built:
         """The instances and class scores of ``config`` with ``registry``, built on first
@@ -138,7 +138,9 @@ class KeptState:
         """The slot of ``build`` with its arguments: ``build(snapshot, *args, **kwargs)``,
         built on first use and again once invalid by its ``lifetime``. ``build`` must be a
         module-level function or a class; its arguments must be hashable."""
-        key = (build, args, tuple(sorted(kwargs.items())))
+        # a slot without arguments is keyed by its builder alone (the common case, asked
+        # for per job in a session: no tuple to build and hash)
+        key = (build, args, tuple(sorted(kwargs.items()))) if args or kwargs else build
         epoch = self.snapshot.epoch
         found = self._slots.get(key)
         if found is not None and (

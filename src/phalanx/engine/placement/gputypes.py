@@ -147,10 +147,10 @@ def asks_gpus(role: RoleInfo) -> bool:
 def typing_of(session: Session, job: JobInfo) -> Typing | None:
     """How ``job`` is held to one GPU type; None when it is not (mixing allowed, no role
     asks for GPUs, or the GPU nodes are of one type)."""
-    if job.spec.allow_mixed_gpu_types or not any(asks_gpus(role) for role in job.roles):
+    if job.spec.allow_mixed_gpu_types:
         return None
     index = session.kept.get(gpu_type_index, Lifetime.FIXED)
-    if not index.several:
+    if not index.several or not any(asks_gpus(role) for role in job.roles):
         return None
     pinned = pinned_type(index, job)
     preferred = None
