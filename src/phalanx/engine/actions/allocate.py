@@ -33,7 +33,7 @@ class AllocateAction(Action):
         for job in session.candidate_jobs():
             by_user[(job.queue.name, job.user)].append(job)
         jobs_of = {
-            user: LazyQueue(jobs, points.job_order.key, lambda j: (j.creation_time, j.name))
+            user: LazyQueue(jobs, session.job_key, lambda j: (j.creation_time, j.name))
             for user, jobs in by_user.items()
         }
         users_by_queue: dict[str, list[User]] = defaultdict(list)

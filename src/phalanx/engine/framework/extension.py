@@ -103,13 +103,9 @@ class OrderPoint(_Point[Callable[[A], Any]]):
         memo of failures keys a preemptor by): every entry's but the in-line-only ones."""
         return tuple([fn(arg) for fn in self._judged])
 
-    def key_before(self, arg: A, tier: int) -> tuple[Any, ...]:
-        """The part of the key that plugins of tiers before ``tier`` give."""
-        return tuple([fn(arg) for fn in self._fns[: self.length_before(tier)]])
-
     def length_before(self, tier: int) -> int:
         """How many leading entries of a key come from tiers before ``tier`` (plugins
-        register in tier order, so ``key(arg)[:length_before(t)] == key_before(arg, t)``)."""
+        register in tier order, so ``key(arg)[:length_before(t)]`` is what they give)."""
         return sum(1 for _, entry_tier, _ in self._entries if entry_tier < tier)
 
     @property

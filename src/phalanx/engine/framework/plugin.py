@@ -134,7 +134,9 @@ class Plugin(_Configurable, Generic[S]):
     # so mypy checks every definition against its point; these are never registered.
 
     def job_order(self, state: S, job: JobInfo) -> Any:
-        """Smaller key first."""
+        """Smaller key first. It may change within a session only when a task moves or
+        enqueue admits a job: the session keeps each job's key between those
+        (``Session.job_key``)."""
         raise NotImplementedError
 
     def user_order(self, state: S, user: tuple[str, str]) -> Any:

@@ -81,6 +81,8 @@ class Session:
         self._described: dict[bytes, str] = {}  # engine-unit rows as text (describe)
         self._evictions = 0  # bumped by every eviction: freed room invalidates known failures
         self._static_masks: dict[tuple[str, str], tuple[np.ndarray, dict[str, int]]] = {}
+        #: job name -> (the state it was computed at, its job-order key): see ``job_key``
+        self._job_keys: dict[str, tuple[tuple[int, int], tuple[object, ...]]] = {}
         #: id(task) -> (its job's version, its victim-order sort key)
         self._victim_keys: dict[int, tuple[int, VictimRank]] = {}
         self.has_enqueue = any(a.name == "enqueue" for a in config.actions)
@@ -186,6 +188,24 @@ class Session:
         """Every plugin agrees the job's allocations may start."""
         return self.points.job_ready(job)
 
+    def job_key(self, job: JobInfo) -> tuple[object, ...]:
+        """``job``'s job-order key (``points.job_order.key``), kept until a task moves or
+        enqueue admits a job.
+
+        Sound because what the plugins order jobs by changes only so: the session's time
+        is fixed, and each plugin's view of jobs, queues and users follows the tasks'
+        moves (its ``on_allocate``/``on_deallocate``) and the admissions. What a deep
+        backlog needs: its jobs are put in line by allocate, reclaim, preempt and
+        backfill in turn, with nothing moving in between.
+        """
+        state = (self.snapshot.changes, len(self.admitted))
+        found = self._job_keys.get(job.name)
+        if found is not None and found[0] == state:
+            return found[1]
+        key = self.points.job_order.key(job)
+        self._job_keys[job.name] = (state, key)
+        return key
+
     def user_rank(self, user: tuple[str, str], best_job: JobInfo) -> tuple[object, ...]:
         """A user's place in its queue's line, given its first job.
 
@@ -194,11 +214,8 @@ class Session:
         """
         points = self.points
         tier = points.user_order.first_tier
-        before = (
-            points.job_order.key(best_job)
-            if tier is None
-            else points.job_order.key_before(best_job, tier)
-        )
+        key = self.job_key(best_job)
+        before = key if tier is None else key[: points.job_order.length_before(tier)]
         return (before, points.user_order.key(user), user[1])
 
     def ranked(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
@@ -223,7 +240,7 @@ class Session:
             user = (queue, job.user)
             if user not in user_keys:
                 user_keys[user] = points.user_order.key(user)
-            job_key = points.job_order.key(job)
+            job_key = self.job_key(job)
             return (
                 queue_keys[queue],
                 queue,
