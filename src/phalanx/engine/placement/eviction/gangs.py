@@ -106,12 +106,12 @@ def _accepted_each(
     What a search for room depends on beyond the gang's shape, priority, confinement,
     user (whose limits the queue-limit step asks) and victims: every judge call it makes
     offers a subset of ``victims`` for one of ``tasks``, and such plugins accept of a
-    subset what they accept of the whole. So two preemptors
-    alike in those and in this answer fail or succeed alike, whatever their places in
-    line (Tiresias' within-level order gives every waiting job its own, so a memo keyed
-    by it served none: each searched in full, every session). And where it accepts
-    nothing for any task, no search can evict anything: the search is skipped with the
-    same outcome. One judge call per pending task, O(tasks x victims).
+    subset what they accept of the whole. So two preemptors alike in those and in this
+    answer fail or succeed alike, whatever their places in line (Tiresias' within-level
+    order gives every waiting job its own, so a memo keyed by it served none: each
+    searched in full, every session). And where it accepts nothing for any task, no
+    search can evict anything: the search is skipped with the same outcome. One judge
+    call per pending task, O(tasks x victims).
     """
     if not (isinstance(judge, VictimPoint) and judge.in_any_order):
         return None
