@@ -9,10 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from phalanx.domain.node import GPU_MODEL_LABEL, Node
+from phalanx.domain.node import GPU_MODEL_LABEL, RECLAIMABLE_LABEL, Node
 from phalanx.domain.progress import Progress, StepTiming
 from phalanx.engine.lifecycle import Lifecycle
-from phalanx.engine.plugins.reclaimable import RECLAIMABLE_LABEL
 from phalanx.engine.snapshot import ON_NODE
 from phalanx.engine.state import ClusterState
 from phalanx.policies import load_policy

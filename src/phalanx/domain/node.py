@@ -24,6 +24,10 @@ GPU_MODEL_LABEL: Final = "phalanx.io/gpu-model"
 #: predicates plugin keeps a role with an image off every node without it.
 CONTAINER_RUNTIME_LABEL: Final = "phalanx.io/container-runtime"
 
+#: The label of a node of spot-like capacity (``"true"``), which may be taken back at
+#: short notice: the reclaimable plugin sends elastic replicas there first.
+RECLAIMABLE_LABEL: Final = "phalanx.io/reclaimable"
+
 #: The label every node carries with its own name (Kubernetes' ``kubernetes.io/hostname``):
 #: a node selector or affinity term on it keeps a task on, or off, named nodes. The
 #: engine reads it from ``Node.name`` unless the node's labels set it.

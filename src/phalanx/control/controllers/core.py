@@ -23,6 +23,7 @@ from typing import Any, assert_never
 
 from phalanx.control.store.journal import Journal
 from phalanx.domain.job import TaskPhase
+from phalanx.domain.node import RECLAIMABLE_LABEL
 from phalanx.engine.decisions import Bind, Evict, by_job
 from phalanx.engine.lifecycle import (
     BACKOFF,
@@ -39,7 +40,6 @@ from phalanx.engine.lifecycle import (
     TaskChanged,
     Waiting,
 )
-from phalanx.engine.plugins.reclaimable import RECLAIMABLE_LABEL
 from phalanx.engine.state import ClusterState
 from phalanx.executors.base import Executor
 

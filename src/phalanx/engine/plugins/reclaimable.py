@@ -14,18 +14,14 @@ cluster without such nodes the plugin scores nothing.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 from numpy.typing import NDArray
 
+from phalanx.domain.node import RECLAIMABLE_LABEL
 from phalanx.engine.framework.kept import Lifetime
 from phalanx.engine.framework.plugin import Plugin, ScorePromises
 from phalanx.engine.framework.session import Session
 from phalanx.engine.snapshot import Snapshot, TaskInfo
-
-#: The node label that marks spot-like capacity, and the value that says so.
-RECLAIMABLE_LABEL: Final = "phalanx.io/reclaimable"
 
 #: Per session: each node's score for an elastic role's task (100 where reclaimable).
 _Prefer = NDArray[np.float64]
