@@ -5,8 +5,8 @@ files, read through the executor's ``ProgressSource``, at most ``MAX_REPORT_BYTE
 bytes) is handed to the lifecycle (for the engine's goodput policy) and to the store
 (for people) once per change of the report, its timings that do not say their GPU
 type taken as measured on the type of the node the reporting task runs on; a report
-that is too big or does not validate is an event of the job (``ProgressIgnored``, naming the problem), never an
-error of the controller's.
+that is too big or does not validate is an event of the job (``ProgressIgnored``,
+naming the problem), never an error of the controller's.
 """
 
 from __future__ import annotations

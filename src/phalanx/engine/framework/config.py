@@ -60,9 +60,9 @@ def default_config() -> SchedulerConfig:
     preemption never evicts more than the preemptor will use; elastic jobs grow into idle
     room, those nearest their end weighing most (on several GPU types, type and size
     chosen together by Sia's objective, p = -0.5, none suspended), and when they
-    outnumber the GPUs the least served run; among the rest, users who used their queue less lately go first and
-    waiting lifts a job (Slurm's multifactor priority); queues' per-user limits and
-    budgets before all."""
+    outnumber the GPUs the least served run; among the rest, users who used their queue
+    less lately go first and waiting lifts a job (Slurm's multifactor priority); queues'
+    per-user limits and budgets before all."""
     tiers = SchedulerConfig.build(
         [],
         [

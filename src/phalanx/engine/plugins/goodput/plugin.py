@@ -166,18 +166,12 @@ class GoodputPlugin(Plugin[_State]):
         return power
 
     def open(self, session: Session) -> _State:
-        if session.kept.get(gpu_type_index, Lifetime.FIXED).several:
-            return _State(
-                session=session,
-                suspend_above=self.typed_suspend,
-                remaining_exponent=self.typed_remaining,
-                power=self.typed_power,
-            )
+        typed = session.kept.get(gpu_type_index, Lifetime.FIXED).several
         return _State(
             session=session,
-            suspend_above=self.suspend_above,
-            remaining_exponent=self.remaining_exponent,
-            power=self.power,
+            suspend_above=self.typed_suspend if typed else self.suspend_above,
+            remaining_exponent=self.typed_remaining if typed else self.remaining_exponent,
+            power=self.typed_power if typed else self.power,
         )
 
     def job_order(self, state: _State, job: JobInfo) -> int:
